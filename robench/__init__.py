@@ -1,0 +1,3 @@
+"""robench: measure how robust a trained PyTorch model is."""
+
+__version__ = "0.1.0"
