@@ -53,7 +53,14 @@ class Registry(Generic[T]):
 
     def names(self, pattern: str | None = None) -> list[str]:
         names = sorted(self._items)
-        return [n for n in names if fnmatch.fnmatch(n, pattern)] if pattern else names
+        return [n for n in names if self.matches(n, pattern)] if pattern else names
+
+    @staticmethod
+    def matches(name: str, pattern: str) -> bool:
+        """Shell-style match; a pattern without wildcards matches as a substring."""
+        if not any(c in pattern for c in "*?["):
+            return pattern in name
+        return fnmatch.fnmatch(name, pattern)
 
     def __contains__(self, name: object) -> bool:
         return name in self._items

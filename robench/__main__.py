@@ -1,0 +1,3 @@
+from robench.cli import main
+
+main()

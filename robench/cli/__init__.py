@@ -1,0 +1,45 @@
+"""The `robench` command line: one module per subcommand, composed here.
+
+Exit codes: 0 ok, 1 gate regression, 2 usage/config/input error, 3 runtime failure,
+4 inconclusive gate under --strict, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from robench.cli import eval as eval_cmd
+from robench.cli import list as list_cmd
+from robench.cli import schema as schema_cmd
+from robench.cli import validate as validate_cmd
+from robench.cli._output import configure_logging
+
+app = typer.Typer(
+    name="robench",
+    help="Measure how robust a trained PyTorch model is.\n\n"
+    "Exit codes: 0 ok, 1 gate regression, 2 bad input, 3 runtime failure.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+
+
+@app.callback()
+def _root(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only errors on stderr.")] = False,
+) -> None:
+    configure_logging(debug=debug, quiet=quiet)
+
+
+app.command("eval")(eval_cmd.eval_command)
+app.command("list")(list_cmd.list_command)
+app.command("validate")(validate_cmd.validate_command)
+app.command("schema")(schema_cmd.schema_command)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,147 @@
+"""`robench eval`: evaluate one checkpoint under a suite of perturbations."""
+
+from __future__ import annotations
+
+import enum
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from robench.cli._output import RichProgress, err, handle_errors, out
+from robench.cli._parsing import float_list, input_size
+from robench.model_spec import ModelSpec
+from robench.tables import REPORT_FORMATS
+
+
+class OutputFormat(str, enum.Enum):
+    rich = "rich"
+    markdown = "markdown"
+    json = "json"
+
+
+def default_report_path(model: str | None, checkpoint: Path | None, suite: str) -> Path:
+    stem = Path(model).stem if model else (checkpoint.stem if checkpoint else "model")
+    return Path("runs") / f"{stem}__{Path(suite).stem}.json"
+
+
+@handle_errors
+def eval_command(
+    model: Annotated[
+        str | None,
+        typer.Argument(
+            help="Registered model name (`robench list models`), a model card name or .toml "
+            "path; optional when the checkpoint was written by `robench train`."
+        ),
+    ] = None,
+    checkpoint: Annotated[
+        Path | None,
+        typer.Option("--checkpoint", "-c", help=".safetensors, .pth, .pth.tar or .pt weights."),
+    ] = None,
+    suite: Annotated[
+        str, typer.Option("--suite", "-s", help="Shipped suite name or path to a suite .toml.")
+    ] = "smoke",
+    data: Annotated[
+        str,
+        typer.Option(
+            "--data", "-d", help="Image folder, IDX directory, or `fashion-mnist` (built in)."
+        ),
+    ] = "fashion-mnist",
+    split: Annotated[str, typer.Option(help="Split of an IDX directory: test or train.")] = "test",
+    class_map: Annotated[
+        Path | None,
+        typer.Option(help="File with one class folder name per line; line number = index."),
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option(help="Evaluate a seeded random subset of N samples.")
+    ] = None,
+    batch_size: Annotated[int, typer.Option("--batch-size", "-b")] = 64,
+    seed: Annotated[int, typer.Option(help="Seed of the subset and of every attack.")] = 0,
+    device: Annotated[str, typer.Option(help="cpu, cuda or cuda:N.")] = "cpu",
+    workers: Annotated[int, typer.Option(help="Data-loading worker processes.")] = 0,
+    out_path: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Report path [default: runs/MODEL__SUITE.json]."),
+    ] = None,
+    imports: Annotated[
+        list[str] | None,
+        typer.Option("--import", help="Module or .py file that registers models (repeatable)."),
+    ] = None,
+    num_classes: Annotated[int | None, typer.Option(help="Override the model's classes.")] = None,
+    mean: Annotated[str | None, typer.Option(help="Per-channel mean, e.g. 0.485,0.456,0.406.")] = None,
+    std: Annotated[str | None, typer.Option(help="Per-channel std, e.g. 0.229,0.224,0.225.")] = None,
+    input_size_text: Annotated[
+        str | None, typer.Option("--input-size", help="Model input C,H,W, e.g. 3,224,224.")
+    ] = None,
+    interpolation: Annotated[str | None, typer.Option(help="Resize interpolation.")] = None,
+    crop_pct: Annotated[float | None, typer.Option(help="Center-crop fraction (0, 1].")] = None,
+    ema: Annotated[bool, typer.Option("--ema", help="Use the checkpoint's EMA weights.")] = False,
+    trust_checkpoint: Annotated[
+        bool,
+        typer.Option(
+            "--trust-checkpoint",
+            help="Allow arbitrary pickles in the checkpoint (runs code: trusted files only).",
+        ),
+    ] = False,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue an interrupted run of the same command.")
+    ] = False,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Discard an interrupted run's results.")
+    ] = False,
+    fmt: Annotated[OutputFormat, typer.Option("--format", "-f", help="Table on stdout.")] = (
+        OutputFormat.rich
+    ),
+) -> None:
+    """Evaluate one checkpoint under a suite; write a JSON report, print a table.
+
+    Images reach every attack in pixel space ([0, 1]); normalisation is inside the model, so
+    eps = 1/255 is one grey level. Per-sample results stream to REPORT.samples.jsonl, so an
+    interrupted run continues with --resume.
+
+    Examples:
+      robench eval vit_nano_patch4_28 -c model.safetensors --suite smoke --data fashion-mnist
+      robench eval deit_tiny_elliptical_patch16_224 -c deit.pth --suite paper-adversarial \\
+          --data /data/imagenet/val --limit 1000 --device cuda
+      robench eval -c runs/train/best.safetensors --suite smoke --limit 256
+    """
+    from robench.evaluation import EvalRequest, evaluate
+
+    overrides = ModelSpec(
+        num_classes=num_classes,
+        mean=float_list(mean, "--mean"),
+        std=float_list(std, "--std"),
+        input_size=input_size(input_size_text),
+        interpolation=interpolation,
+        crop_pct=crop_pct,
+    )
+    report_path = out_path or default_report_path(model, checkpoint, suite)
+    request = EvalRequest(
+        suite=suite,
+        data=data,
+        out=report_path,
+        model=model,
+        checkpoint=checkpoint,
+        split=split,
+        class_map=class_map,
+        limit=limit,
+        batch_size=batch_size,
+        seed=seed,
+        device=device,
+        workers=workers,
+        imports=tuple(imports or ()),
+        overrides=overrides,
+        ema=ema,
+        trust_checkpoint=trust_checkpoint,
+        resume=resume,
+        overwrite=overwrite,
+        command=["robench", *sys.argv[1:]],
+    )
+    report = evaluate(request, progress=RichProgress())
+    rendered = REPORT_FORMATS.get(fmt.value)(report)
+    if isinstance(rendered, str):
+        typer.echo(rendered)
+    else:
+        out.print(rendered)
+    err.print(f"report written to {report_path}", highlight=False)

@@ -1,0 +1,112 @@
+"""`robench list`: the catalogues (models, perturbations, suites, cards, metrics)."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from robench.cli._output import handle_errors, out
+from robench.registry import Registry
+
+
+class Catalogue(str, enum.Enum):
+    models = "models"
+    perturbations = "perturbations"
+    suites = "suites"
+    cards = "cards"
+    metrics = "metrics"
+
+
+def _models(pattern: str | None) -> list[tuple[str, str]]:
+    import timm
+
+    from robench.model_spec import bundled_cards
+    from robench.plugins import load_entry_points
+
+    load_entry_points()
+    ours = set(timm.list_models(module=["robench.zoo.vit_elliptical"]))  # registered by robench
+    names = timm.list_models(pattern or "*")
+    cards = [(n, "model card") for n in bundled_cards() if not pattern or Registry.matches(n, pattern)]
+    return cards + [(n, "robench" if n in ours else "timm") for n in names]
+
+
+def _perturbations(pattern: str | None) -> list[tuple[str, str]]:
+    from robench.perturbations import PERTURBATIONS
+
+    rows = []
+    for kind in PERTURBATIONS.names(pattern):
+        fields = PERTURBATIONS.get(kind).Params.model_fields
+        params = ", ".join(
+            f"{k}" + ("" if f.is_required() else f"={f.default!r}") for k, f in fields.items()
+        )
+        rows.append((kind, params or "(no parameters)"))
+    return rows
+
+
+def _suites(pattern: str | None) -> list[tuple[str, str]]:
+    from robench.suites import bundled_suites, load_suite
+
+    rows = []
+    for name in bundled_suites():
+        if pattern and not Registry.matches(name, pattern):
+            continue
+        suite = load_suite(name).suite
+        rows.append((name, f"v{suite.version}: {suite.description}"))
+    return rows
+
+
+def _cards(pattern: str | None) -> list[tuple[str, str]]:
+    from robench.model_spec import bundled_cards, read_card
+
+    return [
+        (name, read_card(path).description)
+        for name, path in bundled_cards().items()
+        if not pattern or Registry.matches(name, pattern)
+    ]
+
+
+def _metrics(pattern: str | None) -> list[tuple[str, str]]:
+    from robench.metrics import METRICS
+
+    return [
+        (name, ("↑ " if METRICS.get(name).higher_is_better else "↓ ") + METRICS.get(name).description)
+        for name in METRICS.names(pattern)
+    ]
+
+
+_LISTERS: dict[Catalogue, Callable[[str | None], list[tuple[str, str]]]] = {
+    Catalogue.models: _models,
+    Catalogue.perturbations: _perturbations,
+    Catalogue.suites: _suites,
+    Catalogue.cards: _cards,
+    Catalogue.metrics: _metrics,
+}
+
+
+@handle_errors
+def list_command(
+    what: Annotated[Catalogue, typer.Argument(help="Which catalogue to list.")],
+    pattern: Annotated[str | None, typer.Argument(help="Shell-style filter, e.g. '*elliptical*'.")] = None,
+) -> None:
+    """List registered models, perturbations, shipped suites, model cards or metrics.
+
+    Examples:
+      robench list models '*elliptical*'
+      robench list perturbations
+      robench list suites
+    """
+    rows = _LISTERS[what](pattern)
+    if not out.is_terminal:
+        for name, detail in rows:
+            typer.echo(f"{name}\t{detail}")
+        return
+    table = Table(show_header=True)
+    table.add_column(what.value[:-1])
+    table.add_column("details")
+    for row in rows:
+        table.add_row(*row)
+    out.print(table)

@@ -1,0 +1,263 @@
+"""`evaluate`: one checkpoint x one suite x one dataset -> a validated, atomically written report.
+
+This is the Python API behind `robench eval`. Per-sample results stream to a file beside the
+report, so an interrupted evaluation resumes with `resume=True` and ends in the same report.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+import robench
+from robench.data import LabeledImages, open_dataset
+from robench.data.subset import indices_sha256, select_indices
+from robench.environment import capture_environment
+from robench.errors import ConfigError, DataError
+from robench.metrics import METRICS, wilson_interval
+from robench.model_checks import check_model
+from robench.model_loading import LoadedModel, load_model
+from robench.model_spec import ModelSpec
+from robench.report import (
+    DataInfo,
+    MetricValue,
+    ModelInfo,
+    PerturbationResult,
+    Report,
+    SampleResults,
+    SuiteInfo,
+    write_report,
+)
+from robench.runner import Progress, run_plan
+from robench.sample_store import SampleStore, check_fresh_start, samples_path_for
+from robench.suites import LoadedSuite, load_suite
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class EvalRequest:
+    """Everything `robench eval` takes; `None` means "not given" (use the next source)."""
+
+    suite: str
+    data: str
+    out: Path
+    model: str | None = None
+    checkpoint: Path | None = None
+    split: str = "test"
+    class_map: Path | None = None
+    limit: int | None = None
+    batch_size: int = 64
+    seed: int = 0
+    device: str = "cpu"
+    workers: int = 0
+    imports: tuple[str, ...] = ()
+    overrides: ModelSpec = field(default_factory=ModelSpec)
+    ema: bool = False
+    trust_checkpoint: bool = False
+    resume: bool = False
+    overwrite: bool = False
+    command: list[str] = field(default_factory=list)
+
+
+def resolve_device(name: str) -> torch.device:
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise ConfigError(f"--device {name!r} is not a device; use cpu, cuda or cuda:N.") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("--device cuda was given but no CUDA GPU is available; use --device cpu.")
+    return device
+
+
+def _first_batch(dataset: LabeledImages, indices: list[int], size: int, device: torch.device):
+    items = [dataset[i] for i in indices[:size]]
+    images = torch.stack([x for x, _ in items]).to(device)
+    labels = torch.tensor([y for _, y in items], device=device)
+    return images, labels
+
+
+def _elliptical_info(model: nn.Module) -> dict[str, Any] | None:
+    from robench.layers import EllipticalAttention
+
+    layers = [m for m in model.modules() if isinstance(m, EllipticalAttention)]
+    if not layers:
+        return None
+    options = layers[-1].options()
+    return {"layers": len(layers), **options}
+
+
+def _model_info(loaded: LoadedModel, randomized: bool) -> ModelInfo:
+    spec = loaded.spec
+    ckpt = loaded.checkpoint
+    return ModelInfo(
+        name=loaded.name,
+        architecture=loaded.architecture,
+        model_kwargs=loaded.model_kwargs,
+        card=str(loaded.card_path) if loaded.card_path else None,
+        checkpoint=str(ckpt.path) if ckpt else None,
+        checkpoint_sha256=ckpt.sha256 if ckpt else None,
+        checkpoint_layout=ckpt.layout if ckpt else None,
+        n_parameters=sum(p.numel() for p in loaded.model.model.parameters()),
+        normalization={"mean": list(spec.mean or ()), "std": list(spec.std or ())},
+        preprocessing={
+            "input_size": list(loaded.preprocessing.input_size),
+            "interpolation": loaded.preprocessing.interpolation,
+            "crop_pct": loaded.preprocessing.crop_pct,
+        },
+        config_sources={k: v for k, v in loaded.sources.items() if k != "architecture"},
+        elliptical=_elliptical_info(loaded.model),
+        randomized=randomized,
+    )
+
+
+def _results(
+    loaded_suite: LoadedSuite, store: SampleStore, seconds: dict[str, float]
+) -> tuple[list[PerturbationResult], SampleResults]:
+    results = []
+    base_indices: list[int] | None = None
+    predictions: dict[str, list[int]] = {}
+    top5: dict[str, list[bool]] = {}
+    labels: list[int] = []
+    for planned in loaded_suite.plan:
+        records = store.records_for(planned.label)
+        indices = sorted(records.labels)
+        metrics = {}
+        for metric_name in loaded_suite.suite.metrics:
+            spec = METRICS.get(metric_name)
+            correct = sum(spec.per_sample(records.labels[i], records.topk[i]) for i in indices)
+            metrics[metric_name] = MetricValue(
+                value=correct / len(indices) if indices else 0.0,
+                ci95=wilson_interval(correct, len(indices)),
+                higher_is_better=spec.higher_is_better,
+            )
+        results.append(
+            PerturbationResult(
+                name=planned.label,
+                kind=planned.kind,
+                params=planned.report_params(),
+                n_samples=len(indices),
+                metrics=metrics,
+                wall_time_s=round(seconds.get(planned.label, 0.0), 3),
+            )
+        )
+        if base_indices is None or len(indices) > len(base_indices):
+            base_indices = indices
+            labels = [records.labels[i] for i in indices]
+        predictions[planned.label] = [records.topk[i][0] for i in indices]
+        top5[planned.label] = [records.labels[i] in records.topk[i][:5] for i in indices]
+    samples = SampleResults(
+        indices=base_indices or [], labels=labels, predictions=predictions, top5_correct=top5
+    )
+    return results, samples
+
+
+def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
+    """Run the request's suite on its model and data; write and return the report."""
+    started = time.perf_counter()
+    if request.batch_size < 1:
+        raise ConfigError(f"--batch-size must be at least 1, got {request.batch_size}.")
+    if request.limit is not None and request.limit < 1:
+        raise ConfigError(f"--limit must be at least 1, got {request.limit}.")
+    loaded_suite = load_suite(request.suite)
+    device = resolve_device(request.device)
+    loaded = load_model(
+        request.model,
+        checkpoint=request.checkpoint,
+        overrides=request.overrides,
+        imports=request.imports,
+        ema=request.ema,
+        trust_checkpoint=request.trust_checkpoint,
+        device=device,
+    )
+    dataset = open_dataset(
+        request.data,
+        preprocessing=loaded.preprocessing,
+        split=request.split,
+        class_map=request.class_map,
+    )
+    indices = select_indices(len(dataset), request.limit, request.seed)
+    images, labels = _first_batch(dataset, indices, min(request.batch_size, 64), device)
+    with torch.no_grad():
+        n_outputs = loaded.model(images[:1]).shape[-1]
+    if len(dataset.classes) > n_outputs:
+        raise DataError(
+            f"the data has {len(dataset.classes)} classes but the model predicts {n_outputs}; "
+            "pass the right --num-classes, or a --class-map that matches the model."
+        )
+    checks = check_model(loaded.model, images, labels)
+    for warning in checks.warnings:
+        logger.warning(warning)
+
+    env = capture_environment(device)
+    fingerprint = {
+        "checkpoint_sha256": loaded.checkpoint.sha256 if loaded.checkpoint else None,
+        "architecture": loaded.architecture,
+        "suite_sha256": loaded_suite.sha256,
+        "indices_sha256": indices_sha256(indices),
+        "seed": request.seed,
+        "batch_size": request.batch_size,
+        "device": device.type,
+        "robench_version": robench.__version__,
+    }
+    samples_path = samples_path_for(request.out)
+    check_fresh_start(samples_path, resume=request.resume, overwrite=request.overwrite)
+    store = SampleStore(samples_path, fingerprint, resume=request.resume)
+    try:
+        times = run_plan(
+            loaded.model,
+            dataset,
+            indices,
+            loaded_suite.plan,
+            store,
+            batch_size=request.batch_size,
+            seed=request.seed,
+            device=device,
+            workers=request.workers,
+            progress=progress,
+        )
+        store.mark_complete()
+    finally:
+        store.close()
+
+    results, samples = _results(loaded_suite, store, times.seconds)
+    report = Report(
+        robench_version=robench.__version__,
+        created_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        command=request.command,
+        environment=env,
+        model=_model_info(loaded, checks.randomized),
+        suite=SuiteInfo(
+            name=loaded_suite.suite.name,
+            version=loaded_suite.suite.version,
+            sha256=loaded_suite.sha256,
+            path=str(loaded_suite.path),
+            description=loaded_suite.suite.description,
+        ),
+        data=DataInfo(
+            path=str(dataset.root),
+            kind=dataset.kind,
+            split=dataset.split,
+            n_total=len(dataset),
+            n_samples=len(indices),
+            limit=request.limit,
+            indices_sha256=indices_sha256(indices),
+            classes=len(dataset.classes),
+            class_index_note=dataset.class_index_note,
+        ),
+        seed=request.seed,
+        batch_size=request.batch_size,
+        results=results,
+        warnings=checks.warnings,
+        samples=samples,
+        wall_time_s=round(time.perf_counter() - started, 3),
+    )
+    write_report(report, request.out)
+    return report

@@ -1,0 +1,65 @@
+"""Checks that tell when a robustness number cannot be trusted as it stands.
+
+Run once on the first batch before an evaluation: a randomized model (two forward passes
+differ) needs expectation over transformation; outputs that already are probabilities break
+attacks that expect logits; zero or non-finite input gradients mean gradient-based attacks
+see nothing (gradient masking). These mirror AutoAttack's autoattack/checks.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+
+@dataclass
+class ModelCheckResult:
+    randomized: bool
+    warnings: list[str] = field(default_factory=list)
+
+
+def check_model(model: nn.Module, images: torch.Tensor, labels: torch.Tensor) -> ModelCheckResult:
+    """Inspect `model` (expected in eval mode) on one batch of pixel-space images."""
+    warnings: list[str] = []
+    training = [name or "model" for name, m in model.named_modules() if m.training]
+    if training:
+        warnings.append(
+            f"{len(training)} module(s) were in train mode (e.g. {training[0]}); robench "
+            "evaluates in eval mode."
+        )
+    with torch.no_grad():
+        first, second = model(images), model(images)
+    randomized = not torch.equal(first, second)
+    if randomized:
+        warnings.append(
+            "the model is randomized (two forward passes on the same input differ): single-"
+            "sample attacks overestimate its robustness; use expectation over transformation "
+            "(autoattack version = \"rand\")."
+        )
+    sums = first.sum(dim=-1)
+    if first.min() >= 0 and first.max() <= 1 and torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
+        warnings.append(
+            "the model's outputs look like probabilities (in [0, 1], rows sum to 1); attacks "
+            "expect logits, remove the final softmax."
+        )
+    x = images.clone().requires_grad_(True)
+    with torch.enable_grad():
+        loss = nn.functional.cross_entropy(model(x), labels)
+        (grad,) = torch.autograd.grad(loss, x, allow_unused=True)
+    if grad is None:
+        warnings.append("the loss has no gradient with respect to the input: gradient attacks are blind.")
+    else:
+        per_sample = grad.flatten(1)
+        finite = torch.isfinite(per_sample).all(dim=1)
+        zero = (per_sample.abs().amax(dim=1) == 0) & finite
+        bad = int((~finite).sum() + zero.sum())
+        if bad:
+            share = bad / len(per_sample)
+            warnings.append(
+                f"{share:.0%} of samples have zero or non-finite input gradients: gradient-"
+                "based attacks cannot move them, so their robustness may be overestimated "
+                "(gradient masking); trust black-box results (SPSA, Square) more."
+            )
+    return ModelCheckResult(randomized=randomized, warnings=warnings)

@@ -1,0 +1,132 @@
+"""Suites: declarative TOML files listing the perturbations of one evaluation.
+
+A suite is data, not code: each entry names a registered perturbation `kind` and its
+parameters in pixel units. The shipped suites live in `attacks/`; a path to a file works too.
+See docs/formats.md for the format.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from robench.bundled import bundled_dir
+from robench.errors import ConfigError
+from robench.perturbations.base import Perturbation, build_perturbation
+from robench.pixel_units import display_pixel_value
+from robench.registry import did_you_mean
+from robench.toml_files import describe_validation_error, read_toml_model
+
+
+
+class PerturbationEntry(BaseModel):
+    """One `[[perturbations]]` table; keys other than these are the kind's parameters."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    kind: str  # a registered perturbation kind (`robench list perturbations`)
+    name: str | None = None  # unique label in reports; defaults to the kind
+    max_samples: int | None = Field(default=None, gt=0)  # evaluate only the first N samples
+
+    @property
+    def label(self) -> str:
+        return self.name or self.kind
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class Suite(BaseModel):
+    """A versioned list of perturbations; bump `version` whenever a change moves numbers."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str  # identifier, usually the file name without .toml
+    version: int = Field(ge=1)  # bump when a change moves the numbers
+    description: str = ""  # one line for `robench list suites`
+    metrics: tuple[str, ...] = ("top1", "top5")  # accuracy metrics reported per perturbation
+    perturbations: tuple[PerturbationEntry, ...] = Field(min_length=1)
+
+    @field_validator("perturbations")
+    @classmethod
+    def _unique_labels(cls, entries: tuple[PerturbationEntry, ...]) -> tuple[PerturbationEntry, ...]:
+        seen: set[str] = set()
+        for entry in entries:
+            if entry.label in seen:
+                raise ValueError(f"two perturbations are named {entry.label!r}; give each a name")
+            seen.add(entry.label)
+        return entries
+
+
+@dataclass(frozen=True)
+class PlannedPerturbation:
+    """A suite entry with its parameters validated and its perturbation built."""
+
+    label: str
+    kind: str
+    perturbation: Perturbation
+    max_samples: int | None
+
+    def report_params(self) -> dict[str, Any]:
+        """Parameters as the report records them: numbers, plus display forms of pixel values."""
+        params = self.perturbation.params.model_dump()
+        for key in ("eps", "step_size"):
+            if isinstance(params.get(key), float):
+                params[f"{key}_display"] = display_pixel_value(params[key])
+        if self.max_samples is not None:
+            params["max_samples"] = self.max_samples
+        return params
+
+
+@dataclass(frozen=True)
+class LoadedSuite:
+    suite: Suite
+    path: Path
+    sha256: str
+    plan: tuple[PlannedPerturbation, ...]
+
+
+def bundled_suites() -> dict[str, Path]:
+    """Shipped suites by name (file stem)."""
+    return {p.stem: p for p in sorted(bundled_dir("attacks").glob("*.toml"))}
+
+
+def resolve_suite_path(name_or_path: str) -> Path:
+    """A shipped suite's name, or a path to a TOML file."""
+    candidate = Path(name_or_path)
+    if candidate.suffix == ".toml" or candidate.exists():
+        if not candidate.is_file():
+            raise ConfigError(f"suite file {candidate} does not exist; check the path.")
+        return candidate
+    shipped = bundled_suites()
+    if name_or_path not in shipped:
+        raise ConfigError(
+            did_you_mean(name_or_path, list(shipped), "suite")[:-1]
+            + " (or pass a path to a .toml suite file)."
+        )
+    return shipped[name_or_path]
+
+
+def plan_entry(entry: PerturbationEntry, suite_path: Path) -> PlannedPerturbation:
+    try:
+        perturbation = build_perturbation(entry.kind, entry.params)
+    except ValidationError as exc:
+        raise ConfigError(
+            f"suite file {suite_path}, perturbation {entry.label!r}: "
+            f"{describe_validation_error(exc)}; see `robench list perturbations` for parameters."
+        ) from None
+    except ConfigError as exc:
+        raise ConfigError(f"suite file {suite_path}, perturbation {entry.label!r}: {exc}") from None
+    return PlannedPerturbation(entry.label, entry.kind, perturbation, entry.max_samples)
+
+
+def load_suite(name_or_path: str) -> LoadedSuite:
+    """Read, validate and plan a suite; every problem is one ConfigError sentence."""
+    path = resolve_suite_path(name_or_path)
+    suite, sha = read_toml_model(path, Suite, "suite")
+    plan = tuple(plan_entry(entry, path) for entry in suite.perturbations)
+    return LoadedSuite(suite, path, sha, plan)

@@ -1,0 +1,64 @@
+"""Human-readable tables of one report: metric, direction, value and 95% interval.
+
+Values are shown as percentages (reports store fractions), in the shape of lm-eval's
+`make_table`: `Perturbation | Metric | dir | Value | 95% CI`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rich.table import Table
+
+from robench.registry import Registry
+from robench.report import Report
+
+ARROWS = {True: "↑", False: "↓"}
+
+
+def report_rows(report: Report) -> list[list[str]]:
+    rows = []
+    for result in report.results:
+        eps = result.params.get("eps_display")
+        label = f"{result.name} (eps {eps})" if eps else result.name
+        for metric, value in result.metrics.items():
+            low, high = value.ci95
+            rows.append(
+                [
+                    label,
+                    metric,
+                    ARROWS[value.higher_is_better],
+                    f"{100 * value.value:.2f}",
+                    f"[{100 * low:.2f}, {100 * high:.2f}]",
+                    str(result.n_samples),
+                ]
+            )
+    return rows
+
+
+HEADER = ["Perturbation", "Metric", "", "Value (%)", "95% CI", "n"]
+
+REPORT_FORMATS: Registry[Callable[[Report], object]] = Registry("table format")
+
+
+@REPORT_FORMATS.register("rich")
+def rich_table(report: Report) -> Table:
+    title = f"{report.model.name} · {report.suite.name} v{report.suite.version}"
+    table = Table(title=title, title_justify="left")
+    for i, name in enumerate(HEADER):
+        table.add_column(name, justify="right" if i >= 3 else "left")
+    for row in report_rows(report):
+        table.add_row(*row)
+    return table
+
+
+@REPORT_FORMATS.register("markdown")
+def markdown_table(report: Report) -> str:
+    lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    lines += ["| " + " | ".join(row) + " |" for row in report_rows(report)]
+    return "\n".join(lines)
+
+
+@REPORT_FORMATS.register("json")
+def json_report(report: Report) -> str:
+    return report.model_dump_json(indent=2)
