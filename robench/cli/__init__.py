@@ -10,9 +10,13 @@ from typing import Annotated
 
 import typer
 
+from robench.cli import compare as compare_cmd
+from robench.cli import demo as demo_cmd
 from robench.cli import eval as eval_cmd
+from robench.cli import gate as gate_cmd
 from robench.cli import list as list_cmd
 from robench.cli import schema as schema_cmd
+from robench.cli import train as train_cmd
 from robench.cli import validate as validate_cmd
 from robench.cli._output import configure_logging
 
@@ -36,9 +40,13 @@ def _root(
 
 
 app.command("eval")(eval_cmd.eval_command)
+app.command("compare")(compare_cmd.compare_command)
+app.command("gate")(gate_cmd.gate_command)
 app.command("list")(list_cmd.list_command)
 app.command("validate")(validate_cmd.validate_command)
 app.command("schema")(schema_cmd.schema_command)
+app.command("train")(train_cmd.train_command)
+app.command("demo")(demo_cmd.demo_command)
 
 
 def main() -> None:

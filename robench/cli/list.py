@@ -26,10 +26,11 @@ def _models(pattern: str | None) -> list[tuple[str, str]]:
 
     from robench.model_spec import bundled_cards
     from robench.plugins import load_entry_points
+    from robench.zoo import list_robench_models
 
     load_entry_points()
-    ours = set(timm.list_models(module=["robench.zoo.vit_elliptical"]))  # registered by robench
-    names = timm.list_models(pattern or "*")
+    ours = set(list_robench_models())
+    names = [n for n in timm.list_models() if not pattern or Registry.matches(n, pattern)]
     cards = [(n, "model card") for n in bundled_cards() if not pattern or Registry.matches(n, pattern)]
     return cards + [(n, "robench" if n in ours else "timm") for n in names]
 

@@ -1,0 +1,99 @@
+"""`robench compare`: one paper-style table of several reports."""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from robench.cli._output import err, handle_errors, out
+from robench.compare import COMPARE_FORMATS, build_comparison
+from robench.errors import ConfigError
+from robench.report import Report, read_report
+
+
+class CompareFormat(str, enum.Enum):
+    """The names registered in `robench.compare.COMPARE_FORMATS`."""
+
+    rich = "rich"
+    markdown = "markdown"
+    csv = "csv"
+    latex = "latex"
+    json = "json"
+
+
+def parse_metrics(text: str | None) -> list[str] | None:
+    """`top1,top5` -> ["top1", "top5"]; None (all metrics) when not given."""
+    if text is None:
+        return None
+    metrics = [part.strip() for part in text.split(",") if part.strip()]
+    if not metrics:
+        raise ConfigError(f"--metric {text!r} names no metric; pass e.g. --metric top1,top5.")
+    return metrics
+
+
+def _with_reference(
+    paths: list[Path], reference: Path | None
+) -> tuple[list[tuple[str, Report]], int | None]:
+    """Read the reports; the reference is one of them or, if not, an extra first row."""
+    reports = [(str(path), read_report(path)) for path in paths]
+    if reference is None:
+        return reports, None
+    resolved = [path.resolve() for path in paths]
+    if reference.resolve() in resolved:
+        return reports, resolved.index(reference.resolve())
+    return [(str(reference), read_report(reference)), *reports], 0
+
+
+@handle_errors
+def compare_command(
+    reports: Annotated[
+        list[Path], typer.Argument(help="Report JSON files written by `robench eval`.")
+    ],
+    fmt: Annotated[
+        CompareFormat | None,
+        typer.Option(
+            "--format", "-f", help="Table format (default: rich on a terminal, else markdown)."
+        ),
+    ] = None,
+    reference: Annotated[
+        Path | None,
+        typer.Option(
+            "--reference",
+            "-r",
+            help="Report to show every value's difference to (one of REPORT..., or another).",
+        ),
+    ] = None,
+    metric: Annotated[
+        str | None,
+        typer.Option(
+            "--metric", "-m", help="Comma-separated metrics, e.g. top1,top5 (default: all)."
+        ),
+    ] = None,
+    ci: Annotated[bool, typer.Option("--ci", help="Show the 95% confidence intervals.")] = False,
+) -> None:
+    """Compare reports side by side: best value bold, second best underlined.
+
+    One row per report, one column per perturbation and metric; accuracies are shown in
+    percent, other metrics (perplexity, mCE) raw; best is direction-aware. Columns not present
+    in every report, or measured differently, are dropped with a note on stderr; reports on
+    different sample sets are flagged.
+
+    Examples:
+      robench compare runs/deit.json runs/deit_elliptical.json
+      robench compare runs/*.json --format latex --metric top1 > table2.tex
+      robench compare runs/*.json --reference runs/deit.json --ci --format markdown
+    """
+    loaded, reference_index = _with_reference(reports, reference)
+    comparison = build_comparison(loaded, metrics=parse_metrics(metric), reference=reference_index)
+    for note in comparison.notes:
+        err.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
+    name = fmt.value if fmt is not None else ("rich" if out.is_terminal else "markdown")
+    rendered = COMPARE_FORMATS.get(name)(comparison, ci)
+    if isinstance(rendered, str):
+        typer.echo(rendered)
+    else:
+        out.print(rendered)

@@ -1,0 +1,115 @@
+"""End to end: train a nano ViT for a few seconds, evaluate it from the CLI, check the report,
+interrupt an evaluation and resume it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from typer.testing import CliRunner
+
+from robench.cli import app
+from robench.evaluation import EvalRequest, evaluate
+from robench.report import report_json_schema
+from robench.sample_store import SampleStore
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory, fashion_mnist_dir: Path) -> Path:
+    out = tmp_path_factory.mktemp("train")
+    result = CliRunner().invoke(
+        app,
+        ["train", "vit_nano_patch4_28", "--max-steps", "40", "--train-limit", "2000",
+         "--val-limit", "200", "--val-every", "20", "--warmup-steps", "5", "--lr", "3e-3",
+         "-o", str(out)],
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "best val top-1" in result.stdout
+    return out / "best.safetensors"
+
+
+def test_train_then_eval_from_the_cli_writes_a_schema_valid_report(
+    checkpoint: Path, tmp_path: Path
+) -> None:
+    report_path = tmp_path / "report.json"
+    result = CliRunner().invoke(
+        app,
+        ["eval", "-c", str(checkpoint), "--suite", "smoke", "--limit", "64", "-o",
+         str(report_path), "--format", "markdown"],
+    )
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(report_path.read_text())
+    jsonschema.validate(report, report_json_schema())
+    assert report["model"]["architecture"] == "vit_nano_patch4_28"
+    assert report["model"]["config_sources"]["mean"] == "checkpoint metadata"
+    assert len(report["model"]["checkpoint_sha256"]) == 64
+    assert report["data"]["n_samples"] == 64 and report["data"]["kind"] == "idx"
+    results = {r["name"]: r for r in report["results"]}
+    clean = results["clean"]["metrics"]["top1"]["value"]
+    assert clean > 0.3, "40 steps of training should beat chance (10%) clearly"
+    for name in ("fgsm", "pgd-5"):
+        top1 = results[name]["metrics"]["top1"]
+        assert top1["value"] <= clean
+        assert top1["ci95"][0] <= top1["value"] <= top1["ci95"][1]
+    # stdout holds the table only; the report path note goes to stderr.
+    assert "| clean" in result.stdout and "report written" in result.stderr
+    assert report_path.with_name("report.samples.jsonl").exists()
+
+
+def _request(checkpoint: Path, out: Path, **kw: object) -> EvalRequest:
+    return EvalRequest(
+        suite="smoke", data="fashion-mnist", out=out, checkpoint=checkpoint, limit=48,
+        batch_size=16, seed=3, **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_an_interrupted_run_resumes_to_the_same_report(
+    checkpoint: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    full = evaluate(_request(checkpoint, tmp_path / "full.json"))
+
+    original = SampleStore.append
+    calls = {"n": 0}
+
+    def flaky_append(self: SampleStore, *args: object, **kwargs: object) -> None:
+        calls["n"] += 1
+        if calls["n"] == 5:  # after 4 of the 9 batches (3 perturbations x 3 batches)
+            raise KeyboardInterrupt
+        original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SampleStore, "append", flaky_append)
+    partial_path = tmp_path / "partial.json"
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(_request(checkpoint, partial_path))
+    assert not partial_path.exists(), "an interrupted run must not leave a report"
+    monkeypatch.setattr(SampleStore, "append", original)
+
+    with pytest.raises(Exception, match="--resume"):
+        evaluate(_request(checkpoint, partial_path))
+    resumed = evaluate(_request(checkpoint, partial_path, resume=True))
+    assert resumed.samples == full.samples
+    strip = [r.model_copy(update={"wall_time_s": 0.0}) for r in resumed.results]
+    assert strip == [r.model_copy(update={"wall_time_s": 0.0}) for r in full.results]
+
+
+def test_resume_refuses_results_of_a_different_run(checkpoint: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    evaluate(_request(checkpoint, out))
+    from robench.errors import ResumeError
+
+    with pytest.raises(ResumeError, match="seed"):
+        evaluate(
+            EvalRequest(suite="smoke", data="fashion-mnist", out=out, checkpoint=checkpoint,
+                        limit=48, batch_size=16, seed=4, resume=True)
+        )
+
+
+def test_same_command_gives_the_same_report(checkpoint: Path, tmp_path: Path) -> None:
+    a = evaluate(_request(checkpoint, tmp_path / "a.json"))
+    b = evaluate(_request(checkpoint, tmp_path / "b.json"))
+    assert a.samples == b.samples
+    assert [r.metrics for r in a.results] == [r.metrics for r in b.results]
