@@ -30,9 +30,10 @@ def parse_pixel_value(value: float | int | str, what: str = "value") -> float:
 
 
 def display_pixel_value(value: float) -> str:
-    """Show `value` as k/255 when it is a multiple of 1/(4*255) that reads well, else as a float."""
-    if value == 0:
-        return "0"
+    """Show `value` as written when short (0.1), else as k/255 when it is a multiple of
+    1/(4*255) (1/255, 0.25/255), else as a float with 6 significant digits."""
+    if len(repr(value)) <= 6:
+        return f"{value:g}"
     grey = value * 255
     for denom in (1, 2, 4):
         scaled = grey * denom

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import gzip
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from robench.errors import DataError
 
-_IDX_DTYPES = {
+_IDX_DTYPES: dict[int, np.dtype[Any]] = {
     0x08: np.dtype(np.uint8),
     0x09: np.dtype(np.int8),
     0x0B: np.dtype(">i2"),
@@ -31,7 +32,9 @@ def read_idx(path: str | Path) -> np.ndarray:
         with opener(path, "rb") as fh:
             raw = fh.read()
     except (OSError, EOFError) as exc:
-        raise DataError(f"cannot read IDX file {path}: {exc}; check that the file is complete.")
+        raise DataError(
+            f"cannot read IDX file {path}: {exc}; check that the file is complete."
+        ) from None
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _IDX_DTYPES:
         raise DataError(
             f"{path} is not an IDX file (bad magic number); expected MNIST-style "
@@ -46,4 +49,8 @@ def read_idx(path: str | Path) -> np.ndarray:
             f"{path} holds {len(raw) - header} data bytes but its header promises {expected}; "
             "the file is truncated or corrupt, download it again."
         )
-    return np.frombuffer(raw, dtype=dtype, offset=header).reshape(shape).astype(dtype.newbyteorder("="))
+    return (
+        np.frombuffer(raw, dtype=dtype, offset=header)
+        .reshape(shape)
+        .astype(dtype.newbyteorder("="))
+    )

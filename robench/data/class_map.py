@@ -1,0 +1,64 @@
+"""Class maps (`--class-map FILE`): which class folder gets which class index.
+
+The file holds one class folder name per line, as timm's `--class-map` does: the n-th name is
+class index n - 1. Blank lines and lines starting with `#` are skipped, so they do not take an
+index; surrounding whitespace is stripped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from robench.errors import DataError
+
+_COMMENT = "#"
+
+
+@dataclass(frozen=True)
+class ClassMap:
+    """Class names in index order, read from `path`."""
+
+    # The file the map was read from (shown in reports).
+    path: Path
+    # Class folder names; the position in the tuple is the class index.
+    names: tuple[str, ...]
+    # name -> class index, derived from `names`.
+    index: dict[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "index", {name: i for i, name in enumerate(self.names)})
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+def read_class_map(path: str | Path) -> ClassMap:
+    """Read a class map file; DataError when it is missing, empty or repeats a name."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(
+            f"cannot read class map {path} ({exc}); pass a UTF-8 text file with one class "
+            "folder name per line."
+        ) from None
+    names: list[str] = []
+    first_line: dict[str, int] = {}
+    for line_no, raw in enumerate(text.splitlines(), start=1):
+        name = raw.strip()
+        if not name or name.startswith(_COMMENT):
+            continue
+        if name in first_line:
+            raise DataError(
+                f"class map {path} lists {name!r} twice (lines {first_line[name]} and "
+                f"{line_no}); each class folder name must appear once, remove the duplicate."
+            )
+        first_line[name] = line_no
+        names.append(name)
+    if not names:
+        raise DataError(
+            f"class map {path} names no classes; write one class folder name per line "
+            "(line n is class index n - 1)."
+        )
+    return ClassMap(path=path, names=tuple(names))

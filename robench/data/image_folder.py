@@ -1,0 +1,162 @@
+"""Image-folder datasets: `ROOT/<class>/<image>`, as torchvision's and timm's ImageFolder.
+
+Class indices come from a class map when one is given (the map decides; folder order does not
+matter). Without one they follow the sorted folder names, except that folders named only by
+integers (`0`, `1`, ..., `999`) are sorted numerically, so folder `10` is not class 2.
+Images are the files directly inside each class folder whose extension is in
+IMAGE_EXTENSIONS (case-insensitive), sorted by name; hidden files are skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+import torch
+from PIL import Image
+
+from robench.data.class_map import ClassMap
+from robench.data.labeled import LabeledImages
+from robench.data.preprocessing import Preprocessing
+from robench.errors import DataError
+
+logger = logging.getLogger(__name__)
+
+IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff"})
+
+# Folder names that mean ROOT is the parent of the splits, not a split.
+_SPLIT_FOLDER_NAMES = frozenset({"train", "val", "valid", "validation", "test"})
+
+_NUMERIC = re.compile(r"[0-9]+")
+
+# Errors PIL raises on a file it cannot decode.
+_IMAGE_ERRORS = (OSError, ValueError, SyntaxError, Image.DecompressionBombError)
+
+
+def _shown(names: list[str], limit: int = 5) -> str:
+    more = f" (and {len(names) - limit} more)" if len(names) > limit else ""
+    return ", ".join(repr(n) for n in names[:limit]) + more
+
+
+def _is_image(path: Path) -> bool:
+    return (
+        not path.name.startswith(".") and path.suffix.lower() in IMAGE_EXTENSIONS and path.is_file()
+    )
+
+
+def _images_in(folder: Path) -> list[Path]:
+    return sorted((p for p in folder.iterdir() if _is_image(p)), key=lambda p: p.name)
+
+
+def _class_folders(root: Path) -> list[Path]:
+    return [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
+
+
+def _indices_from_names(folder_names: list[str]) -> tuple[list[str], str]:
+    """Classes in index order and the note saying how, for folders without a class map."""
+    if not all(_NUMERIC.fullmatch(name) for name in folder_names):
+        return sorted(folder_names), "class indices follow sorted folder names"
+    classes = sorted(folder_names, key=lambda name: (int(name), name))
+    if classes == [str(i) for i in range(len(classes))]:
+        return classes, (
+            f"class indices follow numeric folder names 0..{len(classes) - 1} "
+            "(sorted numerically, folder n is class n)"
+        )
+    note = (
+        f"class indices follow numerically sorted folder names, which are not 0..N-1: "
+        f"folder {classes[0]!r} is class 0 and {classes[-1]!r} is class {len(classes) - 1}; "
+        "pass --class-map if the folder names are the class indices"
+    )
+    logger.warning("%s", note)
+    return classes, note
+
+
+def _indices_from_map(root: Path, folder_names: list[str], class_map: ClassMap) -> list[str]:
+    unknown = sorted(name for name in folder_names if name not in class_map.index)
+    if unknown:
+        raise DataError(
+            f"{root} has class folders that are not in class map {class_map.path}: "
+            f"{_shown(unknown)}; add them to the class map or remove them from {root}."
+        )
+    return list(class_map.names)
+
+
+class ImageFolderDataset(LabeledImages):
+    """Images under `ROOT/<class>/`, labelled by their folder."""
+
+    kind = "image-folder"
+
+    def __init__(
+        self, root: str | Path, preprocessing: Preprocessing, class_map: ClassMap | None = None
+    ) -> None:
+        root = Path(root)
+        if not root.is_dir():
+            raise DataError(f"image folder {root} does not exist; pass a directory ROOT/<class>/.")
+        folders = {p.name: p for p in _class_folders(root)}
+        if not folders:
+            loose = "it holds images but no class folders" if _images_in(root) else "it is empty"
+            raise DataError(
+                f"image folder {root} has no class folders ({loose}); put images in "
+                f"{root}/<class>/<image> with one folder per class."
+            )
+        if class_map is None and set(folders) <= _SPLIT_FOLDER_NAMES:
+            raise DataError(
+                f"{root} holds split folders ({_shown(sorted(folders))}) rather than class "
+                f"folders; point --data at one split, e.g. {root / sorted(folders)[0]}."
+            )
+        if class_map is None:
+            classes, note = _indices_from_names(list(folders))
+        else:
+            classes = _indices_from_map(root, list(folders), class_map)
+            note = f"class indices follow class map {class_map.path}"
+
+        self.samples: list[tuple[Path, int]] = []
+        empty: list[str] = []
+        for index, name in enumerate(classes):
+            images = _images_in(folders[name]) if name in folders else []
+            if name in folders and not images:
+                empty.append(name)
+            self.samples.extend((path, index) for path in images)
+        if not self.samples:
+            raise DataError(self._no_images_message(root, folders))
+        if empty:
+            logger.warning(
+                "%d class folder(s) of %s hold no images: %s", len(empty), root, _shown(empty)
+            )
+        if _images_in(root):
+            logger.warning("images directly inside %s are ignored; only class folders count", root)
+        super().__init__(
+            root=root,
+            split=None,
+            classes=classes,
+            class_index_note=note,
+            targets=[label for _, label in self.samples],
+            preprocessing=preprocessing,
+        )
+
+    @staticmethod
+    def _no_images_message(root: Path, folders: dict[str, Path]) -> str:
+        extensions = " ".join(sorted(IMAGE_EXTENSIONS))
+        nested = sorted(name for name, folder in folders.items() if any(_class_folders(folder)))
+        hint = (
+            f"; its folders hold subfolders instead (e.g. {root / nested[0]}): point --data at "
+            "the level whose subfolders hold the images"
+            if nested
+            else ""
+        )
+        return (
+            f"image folder {root} has no images in its class folders{hint}; expected files "
+            f"{root}/<class>/<image> with an extension among {extensions}."
+        )
+
+    def _load_image(self, index: int) -> torch.Tensor:
+        path = self.samples[index][0]
+        try:
+            with Image.open(path) as image:
+                return self.preprocessing(image)
+        except _IMAGE_ERRORS as exc:
+            raise DataError(
+                f"cannot decode image {path} ({exc}); replace the file or remove it from the "
+                "dataset."
+            ) from None

@@ -1,0 +1,181 @@
+"""Turn an image into the pixel-space tensor a model expects: float (C, H, W) in [0, 1].
+
+The eval transform follows timm's convention (timm.data.transforms_imagenet_eval, crop mode
+"center"): resize so the image covers `size / crop_pct` keeping its aspect ratio (for a square
+target: the shorter side becomes `floor(size / crop_pct)`), then center-crop to (H, W).
+
+There is no normalisation here, on purpose: images reach attacks in pixel space and the
+model's mean/std is a layer inside the wrapped model, so an epsilon of 1/255 is one grey level.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from PIL import Image
+
+from robench.errors import ConfigError, DataError
+from robench.registry import did_you_mean
+
+# Interpolation names as timm and torchvision spell them.
+INTERPOLATIONS: dict[str, Image.Resampling] = {
+    "nearest": Image.Resampling.NEAREST,
+    "bilinear": Image.Resampling.BILINEAR,
+    "bicubic": Image.Resampling.BICUBIC,
+    "lanczos": Image.Resampling.LANCZOS,
+    "box": Image.Resampling.BOX,
+    "hamming": Image.Resampling.HAMMING,
+}
+
+# PIL mode for each channel count a model may take.
+_MODES: dict[int, str] = {1: "L", 3: "RGB"}
+
+# Channel counts of a uint8 array PIL reads as L, RGB or RGBA (None: an H x W array).
+_ARRAY_CHANNELS = (None, 1, 3, 4)
+
+
+@dataclass(frozen=True)
+class Preprocessing:
+    """How images are brought to the model's input size; call it on an image to apply it."""
+
+    # (channels, height, width) the model takes; channels is 1 (grayscale) or 3 (RGB).
+    input_size: tuple[int, int, int]
+    # Resampling filter used when resizing, one of INTERPOLATIONS.
+    interpolation: str = "bicubic"
+    # Fraction of the resized image kept by the center crop, in (0, 1].
+    crop_pct: float = 1.0
+
+    def __post_init__(self) -> None:
+        size = tuple(self.input_size)
+        if len(size) != 3 or any(not isinstance(v, numbers.Integral) or v <= 0 for v in size):
+            raise ConfigError(
+                f"input_size {self.input_size!r} is not (channels, height, width) of positive "
+                "integers; give it like (3, 224, 224)."
+            )
+        size = tuple(int(v) for v in size)
+        object.__setattr__(self, "input_size", size)
+        if size[0] not in _MODES:
+            raise ConfigError(
+                f"input_size {size!r} has {size[0]} channels but robench reads images as 1 "
+                "(grayscale) or 3 (RGB) channels; fix the model's input_size."
+            )
+        if self.interpolation not in INTERPOLATIONS:
+            raise ConfigError(
+                did_you_mean(self.interpolation, list(INTERPOLATIONS), "interpolation")
+            )
+        if not 0.0 < self.crop_pct <= 1.0:
+            raise ConfigError(
+                f"crop_pct {self.crop_pct!r} is outside (0, 1]; use a fraction like 0.875 "
+                "(1.0 keeps the whole resized image)."
+            )
+
+    @classmethod
+    def from_data_config(cls, config: Mapping[str, Any]) -> Preprocessing:
+        """Build from a timm data config (`timm.data.resolve_data_config(model=model)`)."""
+        channels, height, width = (int(v) for v in config["input_size"])
+        return cls(
+            input_size=(channels, height, width),
+            interpolation=str(config.get("interpolation", "bicubic")),
+            crop_pct=float(config.get("crop_pct", 1.0)),
+        )
+
+    @property
+    def channels(self) -> int:
+        """Number of channels the model takes."""
+        return self.input_size[0]
+
+    @property
+    def height_width(self) -> tuple[int, int]:
+        """Target (height, width)."""
+        return self.input_size[1], self.input_size[2]
+
+    def __call__(self, image: Image.Image | np.ndarray) -> torch.Tensor:
+        """A PIL image or a uint8 H x W (x C) array -> float tensor (C, H, W) in [0, 1]."""
+        if isinstance(image, np.ndarray):
+            fast = self._array_fast_path(image)
+            if fast is not None:
+                return fast
+            image = _array_to_pil(image)
+        if not isinstance(image, Image.Image):
+            raise DataError(
+                f"cannot preprocess a {type(image).__name__}; expected a PIL image or a uint8 "
+                "numpy array of shape (H, W) or (H, W, C)."
+            )
+        mode = _MODES[self.channels]
+        if image.mode != mode:
+            image = image.convert(mode)
+        image = self._resize_and_crop(image)
+        array = np.array(image, dtype=np.uint8)
+        return _uint8_to_tensor(array.reshape(array.shape[0], array.shape[1], -1))
+
+    def _array_fast_path(self, array: np.ndarray) -> torch.Tensor | None:
+        """Skip PIL when a uint8 array already has the target size and channel count."""
+        if array.dtype != np.uint8 or self.crop_pct != 1.0:
+            return None
+        channels = 1 if array.ndim == 2 else array.shape[-1] if array.ndim == 3 else None
+        if channels != self.channels or tuple(array.shape[:2]) != self.height_width:
+            return None
+        return _uint8_to_tensor(array.reshape(array.shape[0], array.shape[1], channels))
+
+    def _resize_and_crop(self, image: Image.Image) -> Image.Image:
+        height, width = self.height_width
+        if image.size == (width, height) and self.crop_pct == 1.0:
+            return image
+        new_w, new_h = _covering_size(image.size, (width, height), self.crop_pct)
+        if (new_w, new_h) != image.size:
+            image = image.resize((new_w, new_h), INTERPOLATIONS[self.interpolation])
+        # torchvision's center_crop offsets (the resize above guarantees no padding is needed).
+        top = round((new_h - height) / 2.0)
+        left = round((new_w - width) / 2.0)
+        return image.crop((left, top, left + width, top + height))
+
+
+def _covering_size(
+    image_wh: tuple[int, int], target_wh: tuple[int, int], crop_pct: float
+) -> tuple[int, int]:
+    """Size (w, h) that keeps the aspect ratio and covers the target divided by crop_pct."""
+    img_w, img_h = image_wh
+    scale_w = math.floor(target_wh[0] / crop_pct)
+    scale_h = math.floor(target_wh[1] / crop_pct)
+    if scale_w == scale_h:
+        # torchvision Resize(int): the shorter side becomes `scale`, the longer is truncated.
+        short, long = (img_w, img_h) if img_w <= img_h else (img_h, img_w)
+        new_short, new_long = scale_w, int(scale_w * long / short)
+        new_w, new_h = (new_short, new_long) if img_w <= img_h else (new_long, new_short)
+    else:
+        # timm ResizeKeepRatio(longest=0): the side that needs the least scaling fits exactly.
+        ratio = min(img_h / scale_h, img_w / scale_w)
+        new_w, new_h = round(img_w / ratio), round(img_h / ratio)
+    # Guard against rounding one pixel short of the crop.
+    return max(new_w, target_wh[0]), max(new_h, target_wh[1])
+
+
+def _array_to_pil(array: np.ndarray) -> Image.Image:
+    if array.dtype != np.uint8:
+        raise DataError(
+            f"image array has dtype {array.dtype}; expected uint8 pixels 0..255, convert it "
+            "with (array * 255).round().astype(np.uint8) if it holds floats in [0, 1]."
+        )
+    channels = array.shape[2] if array.ndim == 3 else None
+    if array.ndim not in (2, 3) or channels not in _ARRAY_CHANNELS:
+        raise DataError(
+            f"image array has shape {array.shape}; expected (H, W) or (H, W, C) with C in "
+            "1, 3 or 4."
+        )
+    if channels == 1:
+        array = array[:, :, 0]
+    return Image.fromarray(np.ascontiguousarray(array))
+
+
+def _uint8_to_tensor(array: np.ndarray) -> torch.Tensor:
+    """(H, W, C) uint8 -> (C, H, W) float32 in [0, 1]."""
+    if not array.flags.writeable:  # torch.from_numpy warns on read-only memory
+        array = array.copy()
+    tensor = torch.from_numpy(np.ascontiguousarray(array)).permute(2, 0, 1)
+    return tensor.to(torch.float32).div_(255.0).contiguous()
