@@ -1,0 +1,193 @@
+"""Paired statistics for gates: exact McNemar, a paired bootstrap and sample-size estimates.
+
+Two reports of the same suite on the same samples are paired: every sample was seen by both
+models. For per-sample accuracies (correct / wrong) the exact McNemar test looks only at the
+discordant pairs, b = baseline right & candidate wrong and c = baseline wrong & candidate
+right; under "no difference" each discordant pair falls either way with probability 1/2, so
+b ~ Binomial(b + c, 1/2). For per-sample real values (losses, perplexity or mCE
+contributions) a paired bootstrap resamples samples, keeping each sample's two values
+together.
+
+Sample sizes use Connor's (1987) normal approximation for McNemar's test and the usual
+paired-mean formula for real values; both take the observed effect as the true one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from statistics import NormalDist
+from typing import Literal, NamedTuple
+
+import numpy as np
+
+Alternative = Literal["two-sided", "greater", "less"]
+"""`greater`: b > c for McNemar (candidate worse), mean(candidate - baseline) > 0 for the
+bootstrap; `less` the opposite; `two-sided` either way."""
+
+_BOOTSTRAP_CHUNK = 4_000_000  # resample indices drawn per chunk (bounded memory)
+
+
+def binomial_upper_tail(n: int, k: int) -> float:
+    """P(X >= k) for X ~ Binomial(n, 1/2), exact (integer arithmetic, then one division)."""
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    if k <= 0:
+        return 1.0
+    if k > n:
+        return 0.0
+    # Sum the shorter side: sum_{i>=k} C(n, i) or 2**n - sum_{i<k} C(n, i).
+    upper = n - k + 1 <= k
+    start, stop = (k, n + 1) if upper else (0, k)
+    term = math.comb(n, start)
+    total = 0
+    for i in range(start, stop):
+        total += term
+        term = term * (n - i) // (i + 1)
+    count = total if upper else 2**n - total
+    return count / 2**n
+
+
+def _mcnemar_two_sided(b: int, c: int) -> float:
+    return min(1.0, 2.0 * binomial_upper_tail(b + c, max(b, c)))
+
+
+def _mcnemar_greater(b: int, c: int) -> float:
+    return binomial_upper_tail(b + c, b)
+
+
+def _mcnemar_less(b: int, c: int) -> float:
+    return binomial_upper_tail(b + c, c)
+
+
+_MCNEMAR: dict[str, Callable[[int, int], float]] = {
+    "two-sided": _mcnemar_two_sided,
+    "greater": _mcnemar_greater,
+    "less": _mcnemar_less,
+}
+
+
+def mcnemar_exact(b: int, c: int, alternative: Alternative = "two-sided") -> float:
+    """Exact McNemar p-value from the discordant counts.
+
+    b: pairs where the baseline is right and the candidate wrong; c: the reverse.
+    `greater` tests H1 "candidate worse" (p = P(Binomial(b + c, 1/2) >= b)); `two-sided` is
+    twice the smaller tail, capped at 1.
+    """
+    if b < 0 or c < 0:
+        raise ValueError(f"discordant counts must be >= 0, got b={b}, c={c}")
+    try:
+        test = _MCNEMAR[alternative]
+    except KeyError:
+        raise ValueError(
+            f"alternative must be one of {sorted(_MCNEMAR)}, got {alternative!r}"
+        ) from None
+    return test(b, c)
+
+
+def discordant_pairs(
+    baseline: Sequence[bool] | np.ndarray, candidate: Sequence[bool] | np.ndarray
+) -> tuple[int, int]:
+    """(b, c): samples only the baseline got right, and samples only the candidate got right."""
+    base = np.asarray(baseline, dtype=bool)
+    cand = np.asarray(candidate, dtype=bool)
+    if base.shape != cand.shape:
+        raise ValueError(f"paired sequences differ in length: {base.shape} vs {cand.shape}")
+    return int(np.sum(base & ~cand)), int(np.sum(~base & cand))
+
+
+class BootstrapResult(NamedTuple):
+    """Mean of candidate - baseline, its 95% percentile interval and a bootstrap p-value."""
+
+    mean_diff: float
+    ci95: tuple[float, float]
+    p_value: float
+
+
+def paired_bootstrap(
+    baseline_values: Sequence[float] | np.ndarray,
+    candidate_values: Sequence[float] | np.ndarray,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    *,
+    alternative: Alternative = "two-sided",
+) -> BootstrapResult:
+    """Paired bootstrap of the mean difference `candidate - baseline` over samples.
+
+    Each resample draws n sample indices with replacement and keeps both values of a sample
+    together. The interval is the 2.5/97.5 percentile interval; the p-value compares the
+    observed mean with the resampled means re-centred on zero (the null of no difference),
+    with the +1 correction so it is never exactly 0. Deterministic for a given seed.
+    """
+    base = np.asarray(baseline_values, dtype=float)
+    cand = np.asarray(candidate_values, dtype=float)
+    if base.ndim != 1 or base.shape != cand.shape:
+        raise ValueError(
+            f"paired 1-d sequences of equal length needed: {base.shape} vs {cand.shape}"
+        )
+    if base.size == 0:
+        raise ValueError("paired_bootstrap needs at least one sample")
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+    if alternative not in _MCNEMAR:
+        raise ValueError(f"alternative must be one of {sorted(_MCNEMAR)}, got {alternative!r}")
+    diffs = cand - base
+    n = diffs.size
+    observed = float(diffs.mean())
+    rng = np.random.default_rng(seed)
+    per_chunk = max(1, _BOOTSTRAP_CHUNK // n)
+    means = np.empty(n_resamples)
+    for start in range(0, n_resamples, per_chunk):
+        count = min(per_chunk, n_resamples - start)
+        idx = rng.integers(0, n, size=(count, n))
+        means[start : start + count] = diffs[idx].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    null = means - observed  # resampled means shifted to a zero mean difference
+    exceed = {
+        "two-sided": np.abs(null) >= abs(observed),
+        "greater": null >= observed,
+        "less": null <= observed,
+    }[alternative]
+    p_value = (1 + int(exceed.sum())) / (1 + n_resamples)
+    return BootstrapResult(observed, (float(low), float(high)), p_value)
+
+
+def _z(alpha: float, power: float) -> tuple[float, float]:
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    if not 0 < power < 1:
+        raise ValueError(f"power must be in (0, 1), got {power}")
+    unit = NormalDist()
+    return unit.inv_cdf(1 - alpha), unit.inv_cdf(power)
+
+
+def mcnemar_samples_needed(
+    b: int, c: int, n: int, alpha: float = 0.05, power: float = 0.8
+) -> int | None:
+    """Samples a one-sided McNemar test needs to detect the observed drop (Connor, 1987).
+
+    Takes the observed discordance rates p_b = b/n and p_c = c/n as the truth, with
+    psi = p_b + p_c and delta = p_b - p_c:
+    n = (z_{1-alpha} sqrt(psi) + z_power sqrt(psi - delta^2))^2 / delta^2.
+    None when the candidate is not worse (delta <= 0) or n is 0.
+    """
+    if n <= 0 or b <= c:
+        return None
+    z_alpha, z_power = _z(alpha, power)
+    psi, delta = (b + c) / n, (b - c) / n
+    root = z_alpha * math.sqrt(psi) + z_power * math.sqrt(max(psi - delta * delta, 0.0))
+    return math.ceil(root * root / (delta * delta))
+
+
+def mean_samples_needed(
+    mean_diff: float, sd_diff: float, alpha: float = 0.05, power: float = 0.8
+) -> int | None:
+    """Samples a one-sided paired test of means needs to detect `mean_diff` (normal approx.).
+
+    n = ((z_{1-alpha} + z_power) * sd / |mean_diff|)^2, with sd the standard deviation of the
+    per-sample differences. None when mean_diff is 0.
+    """
+    if mean_diff == 0:
+        return None
+    z_alpha, z_power = _z(alpha, power)
+    return max(2, math.ceil(((z_alpha + z_power) * sd_diff / abs(mean_diff)) ** 2))

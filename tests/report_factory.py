@@ -1,0 +1,201 @@
+"""Small synthetic reports for tests of compare, gate and anything else that reads reports.
+
+`make_report` builds a schema-valid `Report` whose per-sample predictions give exactly the
+requested top-1 accuracies; `flip` derives a candidate by turning correct samples wrong (or
+wrong ones right), recomputing the metrics from the samples as `robench eval` does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from robench.data.subset import indices_sha256
+from robench.metrics import wilson_interval
+from robench.report import (
+    DataInfo,
+    Environment,
+    MetricValue,
+    ModelInfo,
+    PerturbationResult,
+    Report,
+    SampleResults,
+    SuiteInfo,
+)
+
+CLASSES = 10
+
+
+def _environment() -> Environment:
+    return Environment(
+        python="3.11.7",
+        platform="Linux-6.1-x86_64",
+        torch="2.4.0",
+        timm="1.0.15",
+        torchattacks="3.5.1",
+        pyautoattack=None,
+        device="cpu",
+        num_threads=8,
+        git_sha="0" * 40,
+    )
+
+
+def _model(name: str, checkpoint_sha256: str | None) -> ModelInfo:
+    return ModelInfo(
+        name=name,
+        architecture=name,
+        model_kwargs={},
+        card=None,
+        checkpoint=f"checkpoints/{name}.safetensors",
+        checkpoint_sha256=checkpoint_sha256,
+        checkpoint_layout="safetensors",
+        n_parameters=5_717_416,
+        normalization={"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]},
+        preprocessing={"input_size": [3, 224, 224], "interpolation": "bicubic", "crop_pct": 0.875},
+        config_sources={"mean": "model card"},
+        elliptical=None,
+        randomized=False,
+    )
+
+
+def _accuracy_metrics(correct: Sequence[bool], top5: Sequence[bool]) -> dict[str, MetricValue]:
+    n = len(correct)
+    metrics = {}
+    for name, flags in (("top1", correct), ("top5", top5)):
+        k = sum(flags)
+        metrics[name] = MetricValue(
+            value=k / n if n else 0.0, ci95=wilson_interval(k, n), higher_is_better=True
+        )
+    return metrics
+
+
+def make_report(
+    model: str = "deit_tiny",
+    accuracies: Mapping[str, float] | None = None,
+    *,
+    n: int = 1000,
+    extra_metrics: Mapping[str, Mapping[str, tuple[float, bool]]] | None = None,
+    suite: str = "paper-adversarial",
+    suite_version: int = 1,
+    indices: Sequence[int] | None = None,
+    checkpoint_sha256: str | None = None,
+    max_samples: Mapping[str, int] | None = None,
+    params: Mapping[str, dict[str, Any]] | None = None,
+) -> Report:
+    """A report with exact top-1 `accuracies` (perturbation -> fraction) on `n` samples.
+
+    The first round(acc * n) samples are correct; top-5 is correct for those and for every
+    fourth sample. `extra_metrics` adds perturbations with metrics that have no per-sample
+    values (perturbation -> metric -> (value, higher_is_better)), e.g. `mce`.
+    """
+    accuracies = accuracies if accuracies is not None else {"clean": 0.75, "fgsm": 0.5}
+    indices = list(indices) if indices is not None else list(range(n))
+    labels = [i % CLASSES for i in indices]
+    sha = checkpoint_sha256 or hashlib.sha256(model.encode()).hexdigest()
+    results, predictions, top5 = [], {}, {}
+    for name, accuracy in accuracies.items():
+        m = (max_samples or {}).get(name, len(indices))
+        k = round(accuracy * m)
+        correct = [j < k for j in range(m)]
+        predictions[name] = [
+            y if ok else (y + 1) % CLASSES for y, ok in zip(labels, correct, strict=False)
+        ]
+        top5[name] = [ok or j % 4 == 0 for j, ok in enumerate(correct)]
+        results.append(
+            PerturbationResult(
+                name=name,
+                kind="clean" if name == "clean" else name,
+                params=dict((params or {}).get(name, {})),
+                n_samples=m,
+                metrics=_accuracy_metrics(correct, top5[name]),
+                wall_time_s=1.0,
+            )
+        )
+    for name, metrics in (extra_metrics or {}).items():
+        values = {
+            metric: MetricValue(value=v, ci95=(v - 0.5, v + 0.5), higher_is_better=higher)
+            for metric, (v, higher) in metrics.items()
+        }
+        results.append(
+            PerturbationResult(
+                name=name,
+                kind=name,
+                params={},
+                n_samples=len(indices),
+                metrics=values,
+                wall_time_s=1.0,
+            )
+        )
+    return Report(
+        robench_version="0.1.0",
+        created_utc="2025-01-01T00:00:00+00:00",
+        command=["robench", "eval", model],
+        environment=_environment(),
+        model=_model(model, sha),
+        suite=SuiteInfo(
+            name=suite,
+            version=suite_version,
+            sha256="5" * 64,
+            path=f"attacks/{suite}.toml",
+            description="synthetic suite for tests",
+        ),
+        data=DataInfo(
+            path="/data/imagenet/val",
+            kind="image-folder",
+            split=None,
+            n_total=50_000,
+            n_samples=len(indices),
+            limit=len(indices),
+            indices_sha256=indices_sha256(indices),
+            classes=CLASSES,
+            class_index_note="sorted folder names",
+        ),
+        seed=0,
+        batch_size=64,
+        results=results,
+        warnings=[],
+        samples=SampleResults(
+            indices=indices, labels=labels, predictions=predictions, top5_correct=top5
+        ),
+        wall_time_s=10.0,
+    )
+
+
+def flip(
+    report: Report,
+    perturbation: str,
+    to_wrong: int,
+    to_right: int = 0,
+    *,
+    model: str | None = None,
+) -> Report:
+    """A copy of `report` with `to_wrong` correct top-1 predictions of `perturbation` made
+    wrong and `to_right` wrong ones made right (the first ones found); metrics recomputed."""
+    new = report.model_copy(deep=True)
+    if model is not None:
+        new.model.name = model
+        new.model.checkpoint_sha256 = hashlib.sha256(model.encode()).hexdigest()
+    labels = new.samples.labels
+    preds = new.samples.predictions[perturbation]
+    right = [j for j, p in enumerate(preds) if p == labels[j]]
+    wrong = [j for j, p in enumerate(preds) if p != labels[j]]
+    if to_wrong > len(right) or to_right > len(wrong):
+        raise ValueError(f"cannot flip {to_wrong}/{to_right} samples of {perturbation}")
+    for j in right[:to_wrong]:
+        preds[j] = (labels[j] + 1) % CLASSES
+    for j in wrong[:to_right]:
+        preds[j] = labels[j]
+        new.samples.top5_correct[perturbation][j] = True
+    correct = [p == y for p, y in zip(preds, labels, strict=True)]
+    result = next(r for r in new.results if r.name == perturbation)
+    result.metrics = _accuracy_metrics(correct, new.samples.top5_correct[perturbation])
+    return new
+
+
+def write(report: Report, path: Path) -> Path:
+    """Write `report` as JSON to `path` (what `robench eval` writes) and return the path."""
+    path.write_text(json.dumps(report.model_dump(mode="json")), encoding="utf-8")
+    return path

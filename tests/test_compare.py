@@ -1,0 +1,223 @@
+"""`robench compare`: paper-style tables, marks, references and notes on what was left out.
+
+Golden files live in tests/golden/; after an intended change of the output, regenerate them
+with `ROBENCH_UPDATE_GOLDEN=1 pytest tests/test_compare.py` and review the diff.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from io import StringIO
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from report_factory import make_report, write
+from typer.testing import CliRunner
+
+from robench.cli import app
+from robench.cli.compare import CompareFormat, parse_metrics
+from robench.compare import COMPARE_FORMATS, build_comparison, metric_display
+from robench.errors import ConfigError
+from robench.report import Report
+
+GOLDEN = Path(__file__).parent / "golden"
+runner = CliRunner()
+
+# Table 2 of the paper (DeiT, DeiT-Elliptical) plus a third model; mCE is lower-is-better.
+PAPER_ROWS = {
+    "deit_tiny": ({"clean": 0.7223, "fgsm": 0.5261, "pgd": 0.4184}, 72.21),
+    "deit_tiny_elliptical": ({"clean": 0.7236, "fgsm": 0.5464, "pgd": 0.4496}, 73.59),
+    "deit_small": ({"clean": 0.7980, "fgsm": 0.5000, "pgd": 0.4496}, 70.10),
+}
+
+
+def _paper_report(name: str) -> Report:
+    accuracies, mce = PAPER_ROWS[name]
+    return make_report(
+        name, accuracies, n=10_000, extra_metrics={"imagenet-c": {"mce": (mce, False)}}
+    )
+
+
+@pytest.fixture()
+def three_reports(tmp_path: Path) -> list[Path]:
+    return [write(_paper_report(name), tmp_path / f"{name}.json") for name in PAPER_ROWS]
+
+
+def _flat(text: str) -> str:
+    """Rich wraps stderr at the console width; compare text with whitespace collapsed."""
+    return " ".join(text.split())
+
+
+def _check_golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("ROBENCH_UPDATE_GOLDEN"):
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8"), f"output differs from {path}"
+
+
+@pytest.mark.parametrize(
+    ("fmt", "golden"), [("markdown", "compare_three.md"), ("latex", "compare_three.tex")]
+)
+def test_golden_tables(three_reports: list[Path], fmt: str, golden: str) -> None:
+    args = ["compare", *map(str, three_reports), "--format", fmt, "--metric", "top1,mce"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    _check_golden(golden, result.stdout)
+    assert result.stderr == ""  # same suite, same samples: nothing to note
+
+
+def test_markdown_marks_best_bold_and_second_underlined(three_reports: list[Path]) -> None:
+    result = runner.invoke(app, ["compare", *map(str, three_reports), "-f", "markdown"])
+    rows = {line.split(" | ")[0].strip("| "): line for line in result.stdout.splitlines()[2:]}
+    # clean: 79.80 > 72.36 > 72.23
+    assert "**79.80**" in rows["deit_small"]
+    assert "<u>72.36</u>" in rows["deit_tiny_elliptical"]
+    assert "| 72.23 |" in rows["deit_tiny"]
+    # fgsm: 54.64 > 52.61 > 50.00
+    assert "**54.64**" in rows["deit_tiny_elliptical"]
+    assert "<u>52.61</u>" in rows["deit_tiny"]
+    # pgd: a tie for best is bold twice; with two distinct values the worse is not underlined
+    assert "**44.96**" in rows["deit_tiny_elliptical"] and "**44.96**" in rows["deit_small"]
+    assert "| 41.84 |" in rows["deit_tiny"]
+    # mCE is lower-is-better: 70.10 best, 72.21 second, 73.59 unmarked
+    assert rows["deit_small"].endswith("**70.10** |")
+    assert rows["deit_tiny"].endswith("<u>72.21</u> |")
+    assert rows["deit_tiny_elliptical"].endswith("| 73.59 |")
+    header = result.stdout.splitlines()[0]
+    assert "clean top-1 (%) ↑" in header and "imagenet-c mCE ↓" in header
+    assert "clean top-5 (%) ↑" in header  # all metrics without --metric
+
+
+def test_reference_differences(three_reports: list[Path]) -> None:
+    args = ["compare", *map(str, three_reports), "-f", "markdown", "-m", "top1,mce"]
+    result = runner.invoke(app, [*args, "--reference", str(three_reports[0])])
+    assert result.exit_code == 0, result.output
+    rows = {line.split(" | ")[0].strip("| "): line for line in result.stdout.splitlines()[2:]}
+    assert "deit_tiny (ref)" in rows
+    assert "(+" not in rows["deit_tiny (ref)"] and "(-" not in rows["deit_tiny (ref)"]
+    assert "**54.64** (+2.03)" in rows["deit_tiny_elliptical"]
+    assert "**44.96** (+3.12)" in rows["deit_tiny_elliptical"]
+    assert "<u>72.36</u> (+0.13)" in rows["deit_tiny_elliptical"]
+    assert "50.00 (-2.61)" in rows["deit_small"]
+    assert "**70.10** (-2.11)" in rows["deit_small"]  # mCE differences stay raw
+
+
+def test_reference_outside_the_reports_becomes_the_first_row(
+    three_reports: list[Path],
+) -> None:
+    args = ["compare", *map(str, three_reports[1:]), "-f", "csv", "-r", str(three_reports[0])]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(StringIO(result.stdout), index_col="model")
+    assert list(table.index) == ["deit_tiny", "deit_tiny_elliptical", "deit_small"]
+    assert table.at["deit_tiny_elliptical", "fgsm/top1"] == pytest.approx(54.64)
+    assert table.at["deit_tiny_elliptical", "fgsm/top1 diff"] == pytest.approx(2.03)
+    assert table.at["deit_tiny", "fgsm/top1 diff"] == 0.0
+    assert table.at["deit_small", "imagenet-c/mce"] == pytest.approx(70.10)
+
+
+def test_confidence_intervals(three_reports: list[Path]) -> None:
+    result = runner.invoke(app, ["compare", *map(str, three_reports), "-f", "json", "--ci"])
+    payload = json.loads(result.stdout)
+    cell = payload["rows"][1]["cells"]["fgsm/top1"]
+    assert cell["value"] == pytest.approx(54.64)
+    assert cell["mark"] == "best"
+    low, high = cell["ci95"]
+    assert low < 54.64 < high and high - low == pytest.approx(1.95, abs=0.05)  # Wilson, n=10^4
+    markdown = runner.invoke(app, ["compare", *map(str, three_reports), "-f", "markdown", "--ci"])
+    assert "**54.64** [53.66, 55.61]" in markdown.stdout
+
+
+def test_columns_missing_in_some_reports_are_dropped_with_a_note(tmp_path: Path) -> None:
+    full = write(
+        make_report("deit_tiny", {"clean": 0.72, "fgsm": 0.52, "pgd": 0.41}), tmp_path / "a.json"
+    )
+    partial = write(make_report("elliptical", {"clean": 0.73, "fgsm": 0.55}), tmp_path / "b.json")
+    result = runner.invoke(app, ["compare", str(full), str(partial), "-f", "markdown"])
+    assert result.exit_code == 0, result.output
+    assert "pgd" not in result.stdout
+    assert "fgsm top-1" in result.stdout
+    note = _flat(result.stderr)
+    assert "note: dropped columns not present in every report:" in note
+    assert "pgd/top1 (missing in elliptical)" in note and "pgd/top5 (missing in elliptical)" in note
+
+
+def test_different_suites_and_sample_sets_are_flagged(tmp_path: Path) -> None:
+    a = write(make_report("deit_tiny", {"clean": 0.7, "fgsm": 0.4}), tmp_path / "a.json")
+    b = make_report(
+        "elliptical",
+        {"clean": 0.71, "fgsm": 0.45},
+        suite="other-suite",
+        suite_version=3,
+        indices=range(1000, 2000),
+        params={"clean": {"note": "x"}},
+    )
+    result = runner.invoke(
+        app, ["compare", str(a), str(write(b, tmp_path / "b.json")), "-f", "csv"]
+    )
+    assert result.exit_code == 0, result.output
+    note = _flat(result.stderr)
+    assert "different suites (other-suite v3, paper-adversarial v1)" in note
+    assert "different sample sets: deit_tiny (indices_sha256" in note
+    assert "dropped columns measured with different parameters" in note  # clean params differ
+    assert "fgsm/top1" in result.stdout and "clean/" not in result.stdout
+    # Nothing is left to compare: the only shared perturbation differs in parameters.
+    c = write(
+        make_report("c", {"clean": 0.7}, params={"clean": {"note": "y"}}), tmp_path / "c.json"
+    )
+    failed = runner.invoke(app, ["compare", str(a), str(c)])
+    assert failed.exit_code == 2
+    assert "nothing to compare" in _flat(failed.stderr)
+
+
+def test_rows_sharing_a_model_name_get_the_checkpoint_sha() -> None:
+    first = make_report("deit_tiny", {"clean": 0.7}, checkpoint_sha256="a" * 64)
+    second = make_report("deit_tiny", {"clean": 0.8}, checkpoint_sha256="b" * 64)
+    comparison = build_comparison([("x.json", first), ("y.json", second)])
+    assert comparison.rows == ["deit_tiny @aaaaaaaa", "deit_tiny @bbbbbbbb"]
+    same = build_comparison([("x.json", first), ("x.json", first)])
+    assert same.rows == ["deit_tiny @aaaaaaaa #1", "deit_tiny @aaaaaaaa #2"]
+
+
+def test_unknown_metric_is_a_usage_error(three_reports: list[Path]) -> None:
+    result = runner.invoke(app, ["compare", *map(str, three_reports), "--metric", "top"])
+    assert result.exit_code == 2
+    assert "Unknown metric 'top'. Did you mean" in _flat(result.stderr)
+    assert "Available: mce, top1, top5." in _flat(result.stderr)
+    empty = runner.invoke(app, ["compare", str(three_reports[0]), "--metric", ","])
+    assert empty.exit_code == 2 and "names no metric" in _flat(empty.stderr)
+    assert parse_metrics(" top1, top5 ") == ["top1", "top5"] and parse_metrics(None) is None
+    with pytest.raises(ConfigError, match="names no metric"):
+        parse_metrics(" , ")
+
+
+def test_missing_report_is_one_line(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["compare", str(tmp_path / "nope.json")])
+    assert result.exit_code == 2
+    assert "does not exist" in _flat(result.stderr) and "Traceback" not in result.output
+
+
+def test_rich_table_and_registry(three_reports: list[Path]) -> None:
+    assert {f.value for f in CompareFormat} == set(COMPARE_FORMATS.names())
+    result = runner.invoke(app, ["compare", *map(str, three_reports), "--format", "rich"])
+    assert result.exit_code == 0
+    assert "deit_tiny_elliptical" in result.stdout and "mCE ↓" in result.stdout
+    assert "paper-adversarial v1" in result.stdout
+    default = runner.invoke(app, ["compare", *map(str, three_reports)])
+    assert default.stdout.startswith("| Model |")  # markdown when stdout is not a terminal
+
+
+def test_metric_display_rules() -> None:
+    assert metric_display("top1").scale == 100.0 and metric_display("top1").unit == "%"
+    assert metric_display("ppl").scale == 1.0 and metric_display("mce").label == "mCE"
+    assert metric_display("loss").label == "loss" and metric_display("loss").scale == 1.0
+
+
+def test_latex_escapes_labels() -> None:
+    report = make_report("deit_tiny_50%", {"clean": 0.5})
+    text = COMPARE_FORMATS.get("latex")(build_comparison([("r.json", report)]), False)
+    assert isinstance(text, str)
+    assert r"deit\_tiny\_50\% & 50.00 & " in text  # one row: nothing is marked

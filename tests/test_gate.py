@@ -1,0 +1,277 @@
+"""`robench gate`: paired checks, classification, exit codes, summary and JUnit XML."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+from report_factory import flip, make_report, write
+from typer.testing import CliRunner
+
+from robench import gate as gate_module
+from robench.cli import app
+from robench.errors import ConfigError
+from robench.gate import PerSample, Policy, Rule, Status, Tolerance, read_policy, run_gate
+from robench.report import Report
+
+runner = CliRunner()
+
+
+def _flat(text: str) -> str:
+    """Rich wraps stderr at the console width; compare text with whitespace collapsed."""
+    return " ".join(text.split())
+
+
+def _invoke(tmp_path: Path, baseline: Report, candidate: Report, *extra: str):
+    base = write(baseline, tmp_path / "base.json")
+    cand = write(candidate, tmp_path / "cand.json")
+    return runner.invoke(app, ["gate", "--baseline", str(base), "--candidate", str(cand), *extra])
+
+
+@pytest.fixture(autouse=True)
+def _no_step_summary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests must not append to the real step summary when they run in GitHub Actions."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
+@pytest.fixture()
+def baseline() -> Report:
+    return make_report("deit_tiny", {"clean": 0.80, "fgsm": 0.50}, n=1000)
+
+
+def test_identical_candidate_passes(tmp_path: Path, baseline: Report) -> None:
+    result = _invoke(tmp_path, baseline, baseline.model_copy(deep=True))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("| Check | Baseline | Candidate |")
+    for name in ("clean/top1", "clean/top5", "fgsm/top1", "fgsm/top5"):
+        assert f"| {name} |" in result.stdout
+    assert result.stdout.count("| pass |") == 4
+    assert "gate pass: 0 regressed, 0 inconclusive, 4 passed" in _flat(result.stderr)
+
+
+def test_thirty_of_a_thousand_flipped_regresses(tmp_path: Path, baseline: Report) -> None:
+    candidate = flip(baseline, "clean", to_wrong=30)
+    result = _invoke(tmp_path, baseline, candidate)
+    assert result.exit_code == 1, result.output
+    row = next(line for line in result.stdout.splitlines() if line.startswith("| clean/top1 |"))
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells == [
+        "clean/top1",
+        "80.00",
+        "77.00",
+        "-3.00 pp",
+        "1.00 pp",
+        "exact McNemar (b=30, c=0)",
+        f"{0.5**30:.3g}",
+        "**regressed**",
+    ]
+    assert "regressed: clean/top1: drop of 3.00 pp exceeds 1.00 pp and is significant" in _flat(
+        result.stderr
+    )
+
+
+def test_two_of_fifty_flipped_is_inconclusive(tmp_path: Path) -> None:
+    baseline = make_report("deit_tiny", {"clean": 0.80, "fgsm": 0.50}, n=50)
+    candidate = flip(baseline, "fgsm", to_wrong=2)  # 4 pp drop beyond the 2 pp tolerance
+    relaxed = _invoke(tmp_path, baseline, candidate)
+    assert relaxed.exit_code == 0, relaxed.output
+    message = _flat(relaxed.stderr)
+    assert "inconclusive: fgsm/top1: drop of 4.00 pp exceeds 2.00 pp but is not significant" in (
+        message
+    )
+    assert "(p = 0.25 > alpha 0.05); about 153 samples would be needed" in message
+    assert "inconclusive checks do not fail the gate without --strict" in message
+    strict = _invoke(tmp_path, baseline, candidate, "--strict")
+    assert strict.exit_code == 4, strict.output
+    assert "about 153 samples would be needed" in _flat(strict.stderr)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"indices": range(1, 1001)}, "differ in sample set (indices_sha256)"),
+        ({"suite_version": 2}, "differ in suite version (1 vs 2)"),
+        (
+            {"suite": "paper-corruptions"},
+            "differ in suite (paper-adversarial vs paper-corruptions)",
+        ),
+        ({"accuracies": {"clean": 0.8}}, "lacks perturbation 'fgsm'"),
+        ({"max_samples": {"fgsm": 500}}, "fgsm ran on 1000 samples in the baseline but 500"),
+    ],
+)
+def test_unpairable_reports_exit_2(
+    tmp_path: Path, baseline: Report, change: dict, message: str
+) -> None:
+    kwargs = {"accuracies": {"clean": 0.8, "fgsm": 0.5}, "n": 1000, **change}
+    candidate = make_report("deit_tiny", **kwargs)
+    result = _invoke(tmp_path, baseline, candidate)
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    stderr = _flat(result.stderr)
+    assert stderr.startswith("error: cannot gate:") and message in stderr
+    assert "Traceback" not in result.output
+
+
+def test_same_indices_different_labels_exit_2(tmp_path: Path, baseline: Report) -> None:
+    candidate = baseline.model_copy(deep=True)
+    candidate.samples.labels[0] = (candidate.samples.labels[0] + 3) % 10
+    result = _invoke(tmp_path, baseline, candidate)
+    assert result.exit_code == 2
+    assert "differ in sample labels" in _flat(result.stderr)
+
+
+def test_summary_and_junit(
+    tmp_path: Path, baseline: Report, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    candidate = flip(baseline, "clean", to_wrong=30)
+    step_summary = tmp_path / "step_summary.md"
+    step_summary.write_text("earlier step\n", encoding="utf-8")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step_summary))
+    summary, junit = tmp_path / "out" / "gate.md", tmp_path / "out" / "gate.xml"
+    result = _invoke(
+        tmp_path, baseline, candidate, "--summary", str(summary), "--junit", str(junit)
+    )
+    assert result.exit_code == 1
+
+    text = summary.read_text(encoding="utf-8")
+    assert text.startswith("## robench gate: regressed\n")
+    assert step_summary.read_text(encoding="utf-8") == "earlier step\n" + text + "\n"
+    table = [line for line in text.splitlines() if line.startswith("|")]
+    assert len(table) == 2 + 4  # header, alignment, one row per check
+    widths = {len(re.findall(r"(?<!\\)\|", line)) for line in table}
+    assert widths == {9}  # 8 columns on every line: a well-formed table
+    for name in ("clean/top1", "clean/top5", "fgsm/top1", "fgsm/top5"):
+        assert sum(line.startswith(f"| {name} |") for line in table) == 1
+    assert "- **regressed** `clean/top1`: drop of 3.00 pp exceeds 1.00 pp" in text
+    assert "1 regressed, 0 inconclusive, 3 passed." in text
+
+    root = ET.parse(junit).getroot()
+    cases = root.findall("./testsuite/testcase")
+    assert [c.get("name") for c in cases] == ["clean/top1", "clean/top5", "fgsm/top1", "fgsm/top5"]
+    assert root.get("tests") == "4" and root.get("failures") == "1"
+    failure = cases[0].find("failure")
+    assert failure is not None and failure.get("type") == "regression"
+    assert "drop of 3.00 pp" in (failure.get("message") or "")
+    assert all(c.find("failure") is None and c.find("skipped") is None for c in cases[1:])
+
+
+def test_junit_marks_inconclusive_as_skipped_or_failure(tmp_path: Path) -> None:
+    baseline = make_report("deit_tiny", {"clean": 0.80, "fgsm": 0.50}, n=50)
+    candidate = flip(baseline, "fgsm", to_wrong=2)
+    junit = tmp_path / "gate.xml"
+    _invoke(tmp_path, baseline, candidate, "--junit", str(junit))
+    case = ET.parse(junit).getroot().find("./testsuite/testcase[@name='fgsm/top1']")
+    assert case is not None and case.find("skipped") is not None and case.find("failure") is None
+    _invoke(tmp_path, baseline, candidate, "--junit", str(junit), "--strict")
+    case = ET.parse(junit).getroot().find("./testsuite/testcase[@name='fgsm/top1']")
+    failure = case.find("failure") if case is not None else None
+    assert failure is not None and failure.get("type") == "inconclusive"
+
+
+def test_policy_file(tmp_path: Path, baseline: Report) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text(
+        "alpha = 0.01\n"
+        "[default]\nmax_abs_drop = 0.05\n"
+        '[[rules]]\nperturbation = "fg*"\nmetric = "top1"\nmax_rel_drop = 0.10\n'
+        '[[rules]]\nperturbation = "autoattack"\nignore = true\n',
+        encoding="utf-8",
+    )
+    candidate = flip(baseline, "clean", to_wrong=30)  # 3 pp, within the 5 pp default
+    candidate = flip(candidate, "fgsm", to_wrong=40)  # 4 pp = 8% of 50%, within 10% relative
+    result = _invoke(tmp_path, baseline, candidate, "--policy", str(policy))
+    assert result.exit_code == 0, result.output
+    assert "| fgsm/top1 | 50.00 | 46.00 | -4.00 pp | 10% rel. |" not in result.stdout
+    assert "| fgsm/top1 | 50.00 | 46.00 | -4.00 pp | 5.00 pp |" in result.stdout  # 10% of 50
+    assert "policy rule 2 (perturbation 'autoattack', metric '*') matched no check" in _flat(
+        result.stderr
+    )
+    tighter = flip(baseline, "fgsm", to_wrong=60)  # 6 pp = 12% of 50%
+    result = _invoke(tmp_path, baseline, tighter, "--policy", str(policy))
+    assert result.exit_code == 1
+    assert "drop of 6.00 pp exceeds 10% rel. and is significant" in _flat(result.stderr)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("alpha = 2.0\n", "alpha: Input should be less than 1"),
+        ('[[rules]]\nperturbation = "clean"\n', "set max_abs_drop, max_rel_drop, or ignore"),
+        ("[default]\nmax_abs_dorp = 0.1\n", "default.max_abs_dorp: Extra inputs"),
+        ("alpha = \n", "is not valid TOML"),
+    ],
+)
+def test_invalid_policy_is_one_line(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "policy.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        read_policy(path)
+
+
+def test_policy_in_percentage_points_is_refused(tmp_path: Path, baseline: Report) -> None:
+    policy = Policy(default=Tolerance(max_abs_drop=2.0))
+    with pytest.raises(ConfigError, match=r"write 0\.02 for 2 percentage points"):
+        run_gate(baseline, baseline, policy)
+
+
+def test_default_policy() -> None:
+    policy = read_policy(None)
+    assert policy.alpha == 0.05
+    assert policy.tolerance_for("clean", "top1")[0].allowed_drop(0.8) == 0.01
+    assert policy.tolerance_for("clean", "top5")[0].allowed_drop(0.8) == 0.02
+    assert policy.tolerance_for("pgd", "top1") == (policy.default, None)
+    both = Rule(max_abs_drop=0.01, max_rel_drop=0.02)
+    assert both.allowed_drop(0.25) == pytest.approx(0.005)  # every limit that is set holds
+    assert Rule(ignore=True).allowed_drop(0.5) is None
+
+
+def test_improvement_passes(baseline: Report) -> None:
+    candidate = flip(baseline, "fgsm", to_wrong=0, to_right=100)
+    result = run_gate(baseline, candidate)
+    check = next(c for c in result.checks if c.name == "fgsm/top1")
+    assert check.status is Status.passed and check.detail == "improved by 10.00 pp."
+    assert check.drop == pytest.approx(-0.10)
+    assert result.status is Status.passed
+
+
+def test_metric_without_per_sample_values(baseline: Report) -> None:
+    base = make_report("lm", {"clean": 0.8}, extra_metrics={"wordswap": {"ppl": (52.59, False)}})
+    worse = make_report("lm", {"clean": 0.8}, extra_metrics={"wordswap": {"ppl": (54.00, False)}})
+    check = next(c for c in run_gate(base, worse).checks if c.metric == "ppl")
+    assert check.drop == pytest.approx(1.41)  # lower is better: a rise is a drop
+    assert check.status is Status.inconclusive and check.test is None
+    assert "no per-sample ppl values" in check.detail
+    better = make_report("lm", {"clean": 0.8}, extra_metrics={"wordswap": {"ppl": (50.0, False)}})
+    assert next(c for c in run_gate(base, better).checks if c.metric == "ppl").status is (
+        Status.passed
+    )
+
+
+def test_real_valued_metric_uses_the_paired_bootstrap(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(0)
+    nll = rng.gamma(2.0, 1.0, 1000)
+    per_sample = {"base": nll, "worse": nll + 0.2 + rng.normal(0, 0.3, 1000), "noisy": nll.copy()}
+    per_sample["noisy"][:3] += 8.0  # mean +0.024 from three outliers: beyond tolerance, unsure
+    monkeypatch.setitem(
+        gate_module.PER_SAMPLE, "nll", PerSample("real", lambda r, p: per_sample[r.model.name])
+    )
+
+    def report(name: str) -> Report:
+        value = float(per_sample[name].mean())
+        return make_report(name, {"clean": 0.8}, extra_metrics={"wiki": {"nll": (value, False)}})
+
+    policy = Policy(n_resamples=2000)
+    worse = next(
+        c for c in run_gate(report("base"), report("worse"), policy).checks if c.metric == "nll"
+    )
+    assert worse.test is not None and worse.test.name == "paired bootstrap (2000 resamples)"
+    assert worse.status is Status.regressed and worse.test.p_value == pytest.approx(1 / 2001)
+    noisy = next(
+        c for c in run_gate(report("base"), report("noisy"), policy).checks if c.metric == "nll"
+    )
+    assert noisy.status is Status.inconclusive
+    assert noisy.test is not None and noisy.test.samples_needed is not None
+    assert noisy.test.samples_needed > 1000
