@@ -32,10 +32,12 @@ from robench.report import (
     PerturbationResult,
     Report,
     SampleResults,
+    SanityResult,
     SuiteInfo,
     write_report,
 )
 from robench.runner import Progress, run_plan
+from robench.seeding import seed_everything
 from robench.sample_store import SampleStore, check_fresh_start, samples_path_for
 from robench.suites import LoadedSuite, load_suite
 
@@ -64,6 +66,8 @@ class EvalRequest:
     trust_checkpoint: bool = False
     resume: bool = False
     overwrite: bool = False
+    sanity: bool = False  # run the sanity battery too (also on when the suite says so)
+    sanity_eps: float | None = None  # battery budget; default: suite's, else its largest eps
     command: list[str] = field(default_factory=list)
 
 
@@ -90,8 +94,9 @@ def _elliptical_info(model: nn.Module) -> dict[str, Any] | None:
     layers = [m for m in model.modules() if isinstance(m, EllipticalAttention)]
     if not layers:
         return None
-    options = layers[-1].options()
-    return {"layers": len(layers), **options}
+    last = layers[-1]
+    options = ("scaling", "estimator", "differentiable", "delta", "causal_estimator")
+    return {"layers": len(layers), **{name: getattr(last, name) for name in options}}
 
 
 def _model_info(loaded: LoadedModel, randomized: bool) -> ModelInfo:
@@ -159,6 +164,39 @@ def _results(
     return results, samples
 
 
+DEFAULT_SANITY_EPS = 8 / 255
+
+
+def _sanity(
+    request: EvalRequest,
+    loaded_suite: LoadedSuite,
+    model: nn.Module,
+    dataset: LabeledImages,
+    indices: list[int],
+    device: torch.device,
+) -> list[SanityResult]:
+    suite = loaded_suite.suite
+    if not (request.sanity or suite.sanity):
+        return []
+    from robench.sanity import run_sanity
+
+    eps = request.sanity_eps or suite.sanity_eps or suite.largest_eps(loaded_suite.plan)
+    results = run_sanity(
+        model,
+        dataset,
+        indices[: suite.sanity_samples],
+        eps=eps or DEFAULT_SANITY_EPS,
+        seed=request.seed,
+        batch_size=request.batch_size,
+        device=device,
+        on_step=lambda name: logger.info("sanity battery: %s", name),
+    )
+    for result in results:
+        if result.status == "warn":
+            logger.warning("sanity: %s: %s", result.name, result.detail)
+    return results
+
+
 def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
     """Run the request's suite on its model and data; write and return the report."""
     started = time.perf_counter()
@@ -168,6 +206,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         raise ConfigError(f"--limit must be at least 1, got {request.limit}.")
     loaded_suite = load_suite(request.suite)
     device = resolve_device(request.device)
+    seed_everything(request.seed)  # a model without a checkpoint is initialised reproducibly
     loaded = load_model(
         request.model,
         checkpoint=request.checkpoint,
@@ -228,6 +267,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         store.close()
 
     results, samples = _results(loaded_suite, store, times.seconds)
+    sanity = _sanity(request, loaded_suite, loaded.model, dataset, indices, device)
     report = Report(
         robench_version=robench.__version__,
         created_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -257,6 +297,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         results=results,
         warnings=checks.warnings,
         samples=samples,
+        sanity=sanity,
         wall_time_s=round(time.perf_counter() - started, 3),
     )
     write_report(report, request.out)

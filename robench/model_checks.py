@@ -17,6 +17,7 @@ from torch import nn
 @dataclass
 class ModelCheckResult:
     randomized: bool
+    bad_gradient_share: float  # samples whose input gradient is all zero or not finite
     warnings: list[str] = field(default_factory=list)
 
 
@@ -48,18 +49,18 @@ def check_model(model: nn.Module, images: torch.Tensor, labels: torch.Tensor) ->
     with torch.enable_grad():
         loss = nn.functional.cross_entropy(model(x), labels)
         (grad,) = torch.autograd.grad(loss, x, allow_unused=True)
+    share = 1.0
     if grad is None:
         warnings.append("the loss has no gradient with respect to the input: gradient attacks are blind.")
     else:
         per_sample = grad.flatten(1)
         finite = torch.isfinite(per_sample).all(dim=1)
         zero = (per_sample.abs().amax(dim=1) == 0) & finite
-        bad = int((~finite).sum() + zero.sum())
-        if bad:
-            share = bad / len(per_sample)
+        share = int((~finite).sum() + zero.sum()) / len(per_sample)
+        if share:
             warnings.append(
                 f"{share:.0%} of samples have zero or non-finite input gradients: gradient-"
                 "based attacks cannot move them, so their robustness may be overestimated "
                 "(gradient masking); trust black-box results (SPSA, Square) more."
             )
-    return ModelCheckResult(randomized=randomized, warnings=warnings)
+    return ModelCheckResult(randomized=randomized, bad_gradient_share=share, warnings=warnings)

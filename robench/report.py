@@ -12,7 +12,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -97,6 +97,15 @@ class SampleResults(_Strict):
     top5_correct: dict[str, list[bool]]  # perturbation name -> label in top 5
 
 
+class SanityResult(_Strict):
+    """One check of the sanity battery (`robench eval --sanity`)."""
+
+    name: str  # e.g. "pgd_at_least_fgsm"
+    status: Literal["pass", "warn"]
+    detail: str  # one sentence with the numbers
+    values: dict[str, float]  # the accuracies (fractions) or shares behind the verdict
+
+
 class Report(_Strict):
     schema_version: int = Field(default=SCHEMA_VERSION)
     robench_version: str
@@ -111,6 +120,7 @@ class Report(_Strict):
     results: list[PerturbationResult]
     warnings: list[str]  # things that make a number less trustworthy
     samples: SampleResults
+    sanity: list[SanityResult] = Field(default_factory=list)  # empty unless --sanity
     wall_time_s: float
 
 

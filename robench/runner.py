@@ -84,7 +84,7 @@ def run_plan(
         loader = DataLoader(dataset, batch_sampler=[batch for _, batch in todo], num_workers=workers)
         for (number, batch), (images, labels) in zip(todo, loader, strict=True):
             images, labels = images.to(device), labels.to(device)
-            topk = _attack_batch(model, planned, images, labels, derive_seed(seed, planned.label, number))
+            topk = attack_batch(model, planned, images, labels, derive_seed(seed, planned.label, number))
             store.append(planned.label, batch, labels.tolist(), topk)
             progress.advance(len(batch))
         times.seconds[planned.label] = time.perf_counter() - start
@@ -92,7 +92,7 @@ def run_plan(
     return times
 
 
-def _attack_batch(
+def attack_batch(
     model: torch.nn.Module,
     planned: PlannedPerturbation,
     images: torch.Tensor,

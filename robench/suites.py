@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from robench.bundled import bundled_dir
 from robench.errors import ConfigError
 from robench.perturbations.base import Perturbation, build_perturbation
-from robench.pixel_units import display_pixel_value
+from robench.pixel_units import display_pixel_value, parse_pixel_value
 from robench.registry import did_you_mean
 from robench.toml_files import describe_validation_error, read_toml_model
 
@@ -50,6 +50,18 @@ class Suite(BaseModel):
     description: str = ""  # one line for `robench list suites`
     metrics: tuple[str, ...] = ("top1", "top5")  # accuracy metrics reported per perturbation
     perturbations: tuple[PerturbationEntry, ...] = Field(min_length=1)
+    sanity: bool = False  # also run the sanity battery (as `robench eval --sanity`)
+    sanity_eps: float | None = None  # its budget; default: the largest eps in the suite
+    sanity_samples: int = Field(default=200, gt=0)  # samples the battery runs on
+
+    @field_validator("sanity_eps", mode="before")
+    @classmethod
+    def _parse_sanity_eps(cls, value: Any) -> float | None:
+        return None if value is None else parse_pixel_value(value, "sanity_eps")
+
+    def largest_eps(self, plan: tuple[PlannedPerturbation, ...]) -> float | None:
+        budgets = [p.perturbation.eps for p in plan if p.perturbation.eps]
+        return max(budgets) if budgets else None
 
     @field_validator("perturbations")
     @classmethod

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from rich.console import Group, RenderableType
 from rich.table import Table
 
 from robench.registry import Registry
@@ -41,21 +42,42 @@ HEADER = ["Perturbation", "Metric", "", "Value (%)", "95% CI", "n"]
 REPORT_FORMATS: Registry[Callable[[Report], object]] = Registry("table format")
 
 
+SANITY_HEADER = ["Sanity check", "Status", "Detail"]
+
+
+def sanity_rows(report: Report) -> list[list[str]]:
+    return [[s.name, s.status, s.detail] for s in report.sanity]
+
+
 @REPORT_FORMATS.register("rich")
-def rich_table(report: Report) -> Table:
+def rich_table(report: Report) -> RenderableType:
     title = f"{report.model.name} · {report.suite.name} v{report.suite.version}"
     table = Table(title=title, title_justify="left")
     for i, name in enumerate(HEADER):
         table.add_column(name, justify="right" if i >= 3 else "left")
     for row in report_rows(report):
         table.add_row(*row)
-    return table
+    if not report.sanity:
+        return table
+    checks = Table(title="Sanity battery", title_justify="left")
+    for name in SANITY_HEADER:
+        checks.add_column(name)
+    for name, status, detail in sanity_rows(report):
+        checks.add_row(name, "[green]pass[/]" if status == "pass" else "[yellow]warn[/]", detail)
+    return Group(table, checks)
+
+
+def _markdown(header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [
+        "| " + " | ".join(row) + " |" for row in rows
+    ]
 
 
 @REPORT_FORMATS.register("markdown")
 def markdown_table(report: Report) -> str:
-    lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-    lines += ["| " + " | ".join(row) + " |" for row in report_rows(report)]
+    lines = _markdown(HEADER, report_rows(report))
+    if report.sanity:
+        lines += ["", *_markdown(SANITY_HEADER, sanity_rows(report))]
     return "\n".join(lines)
 
 

@@ -12,6 +12,7 @@ import typer
 from robench.cli._output import RichProgress, err, handle_errors, out
 from robench.cli._parsing import float_list, input_size
 from robench.model_spec import ModelSpec
+from robench.pixel_units import parse_pixel_value
 from robench.tables import REPORT_FORMATS
 
 
@@ -90,6 +91,13 @@ def eval_command(
     overwrite: Annotated[
         bool, typer.Option("--overwrite", help="Discard an interrupted run's results.")
     ] = False,
+    sanity: Annotated[
+        bool,
+        typer.Option("--sanity", help="Also run the sanity battery against gradient masking."),
+    ] = False,
+    sanity_eps: Annotated[
+        str | None, typer.Option(help="Budget of the sanity battery, e.g. 8/255.")
+    ] = None,
     fmt: Annotated[OutputFormat, typer.Option("--format", "-f", help="Table on stdout.")] = (
         OutputFormat.rich
     ),
@@ -136,6 +144,8 @@ def eval_command(
         trust_checkpoint=trust_checkpoint,
         resume=resume,
         overwrite=overwrite,
+        sanity=sanity,
+        sanity_eps=parse_pixel_value(sanity_eps, "--sanity-eps") if sanity_eps else None,
         command=["robench", *sys.argv[1:]],
     )
     report = evaluate(request, progress=RichProgress())
