@@ -27,6 +27,7 @@ from robench.model_loading import LoadedModel, load_model
 from robench.model_spec import ModelSpec
 from robench.report import (
     DataInfo,
+    DiagnosticResult,
     MetricValue,
     ModelInfo,
     PerturbationResult,
@@ -167,6 +168,36 @@ def _results(
 DEFAULT_SANITY_EPS = 8 / 255
 
 
+def _diagnostics(
+    loaded_suite: LoadedSuite,
+    model: nn.Module,
+    dataset: LabeledImages,
+    indices: list[int],
+    device: torch.device,
+    report_path: Path,
+) -> list[DiagnosticResult]:
+    if not loaded_suite.diagnostics:
+        return []
+    chosen = indices[: loaded_suite.suite.diagnostics_samples]
+    images = torch.stack([dataset[i][0] for i in chosen]).to(device)
+    figures = report_path.with_name(report_path.name.removesuffix(".json") + "_figures")
+    results = []
+    for planned in loaded_suite.diagnostics:
+        logger.info("diagnostic %s on %d images", planned.label, len(chosen))
+        output = planned.diagnostic.run(model, images, out_dir=figures / planned.label)
+        results.append(
+            DiagnosticResult(
+                name=planned.label,
+                kind=planned.kind,
+                params=planned.report_params(),
+                n_samples=len(chosen),
+                values=output.values,
+                files=[str(Path(f).relative_to(report_path.parent)) for f in output.files],
+            )
+        )
+    return results
+
+
 def _sanity(
     request: EvalRequest,
     loaded_suite: LoadedSuite,
@@ -268,6 +299,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
 
     results, samples = _results(loaded_suite, store, times.seconds)
     sanity = _sanity(request, loaded_suite, loaded.model, dataset, indices, device)
+    diagnostics = _diagnostics(loaded_suite, loaded.model, dataset, indices, device, request.out)
     report = Report(
         robench_version=robench.__version__,
         created_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -297,6 +329,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         results=results,
         warnings=checks.warnings,
         samples=samples,
+        diagnostics=diagnostics,
         sanity=sanity,
         wall_time_s=round(time.perf_counter() - started, 3),
     )

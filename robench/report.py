@@ -97,6 +97,17 @@ class SampleResults(_Strict):
     top5_correct: dict[str, list[bool]]  # perturbation name -> label in top 5
 
 
+class DiagnosticResult(_Strict):
+    """A perturbation-free measurement: collapse, head redundancy, efficiency, attention maps."""
+
+    name: str
+    kind: str
+    params: dict[str, Any]
+    n_samples: int  # images the diagnostic ran on
+    values: dict[str, Any]  # numbers and per-layer lists; units in the key names
+    files: list[str]  # figures written (paths relative to the report's folder)
+
+
 class SanityResult(_Strict):
     """One check of the sanity battery (`robench eval --sanity`)."""
 
@@ -120,6 +131,7 @@ class Report(_Strict):
     results: list[PerturbationResult]
     warnings: list[str]  # things that make a number less trustworthy
     samples: SampleResults
+    diagnostics: list[DiagnosticResult] = Field(default_factory=list)  # from [[diagnostics]]
     sanity: list[SanityResult] = Field(default_factory=list)  # empty unless --sanity
     wall_time_s: float
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from robench.bundled import bundled_dir
 from robench.errors import ConfigError
@@ -40,6 +40,23 @@ class PerturbationEntry(BaseModel):
         return dict(self.model_extra or {})
 
 
+class DiagnosticEntry(BaseModel):
+    """One `[[diagnostics]]` table: a perturbation-free measurement of the model."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    kind: str  # a registered diagnostic kind: collapse, head_redundancy, efficiency, ...
+    name: str | None = None  # unique label in reports; defaults to the kind
+
+    @property
+    def label(self) -> str:
+        return self.name or self.kind
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
 class Suite(BaseModel):
     """A versioned list of perturbations; bump `version` whenever a change moves numbers."""
 
@@ -49,7 +66,9 @@ class Suite(BaseModel):
     version: int = Field(ge=1)  # bump when a change moves the numbers
     description: str = ""  # one line for `robench list suites`
     metrics: tuple[str, ...] = ("top1", "top5")  # accuracy metrics reported per perturbation
-    perturbations: tuple[PerturbationEntry, ...] = Field(min_length=1)
+    perturbations: tuple[PerturbationEntry, ...] = ()
+    diagnostics: tuple[DiagnosticEntry, ...] = ()  # run once on `diagnostics_samples` images
+    diagnostics_samples: int = Field(default=256, gt=0)
     sanity: bool = False  # also run the sanity battery (as `robench eval --sanity`)
     sanity_eps: float | None = None  # its budget; default: the largest eps in the suite
     sanity_samples: int = Field(default=200, gt=0)  # samples the battery runs on
@@ -63,15 +82,18 @@ class Suite(BaseModel):
         budgets = [p.perturbation.eps for p in plan if p.perturbation.eps]
         return max(budgets) if budgets else None
 
-    @field_validator("perturbations")
-    @classmethod
-    def _unique_labels(cls, entries: tuple[PerturbationEntry, ...]) -> tuple[PerturbationEntry, ...]:
+    @model_validator(mode="after")
+    def _check_entries(self) -> Suite:
+        if not self.perturbations and not self.diagnostics:
+            raise ValueError("a suite needs at least one [[perturbations]] or [[diagnostics]]")
         seen: set[str] = set()
-        for entry in entries:
+        for entry in (*self.perturbations, *self.diagnostics):
             if entry.label in seen:
-                raise ValueError(f"two perturbations are named {entry.label!r}; give each a name")
+                raise ValueError(
+                    f"two perturbations or diagnostics are named {entry.label!r}; name each"
+                )
             seen.add(entry.label)
-        return entries
+        return self
 
 
 @dataclass(frozen=True)
@@ -95,11 +117,22 @@ class PlannedPerturbation:
 
 
 @dataclass(frozen=True)
+class PlannedDiagnostic:
+    label: str
+    kind: str
+    diagnostic: Any  # robench.diagnostics.Diagnostic (imported lazily: matplotlib)
+
+    def report_params(self) -> dict[str, Any]:
+        return dict(self.diagnostic.params.model_dump())
+
+
+@dataclass(frozen=True)
 class LoadedSuite:
     suite: Suite
     path: Path
     sha256: str
     plan: tuple[PlannedPerturbation, ...]
+    diagnostics: tuple[PlannedDiagnostic, ...] = ()
 
 
 def bundled_suites() -> dict[str, Path]:
@@ -123,16 +156,28 @@ def resolve_suite_path(name_or_path: str) -> Path:
     return shipped[name_or_path]
 
 
+def _describe_entry_error(suite_path: Path, label: str, exc: Exception) -> ConfigError:
+    detail = describe_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
+    return ConfigError(
+        f"suite file {suite_path}, entry {label!r}: {detail}; see `robench list "
+        "perturbations` and docs/formats.md for parameters."
+    )
+
+
+def plan_diagnostic(entry: DiagnosticEntry, suite_path: Path) -> PlannedDiagnostic:
+    from robench.diagnostics import build_diagnostic
+
+    try:
+        return PlannedDiagnostic(entry.label, entry.kind, build_diagnostic(entry.kind, entry.params))
+    except (ValidationError, ConfigError) as exc:
+        raise _describe_entry_error(suite_path, entry.label, exc) from None
+
+
 def plan_entry(entry: PerturbationEntry, suite_path: Path) -> PlannedPerturbation:
     try:
         perturbation = build_perturbation(entry.kind, entry.params)
-    except ValidationError as exc:
-        raise ConfigError(
-            f"suite file {suite_path}, perturbation {entry.label!r}: "
-            f"{describe_validation_error(exc)}; see `robench list perturbations` for parameters."
-        ) from None
-    except ConfigError as exc:
-        raise ConfigError(f"suite file {suite_path}, perturbation {entry.label!r}: {exc}") from None
+    except (ValidationError, ConfigError) as exc:
+        raise _describe_entry_error(suite_path, entry.label, exc) from None
     return PlannedPerturbation(entry.label, entry.kind, perturbation, entry.max_samples)
 
 
@@ -141,4 +186,5 @@ def load_suite(name_or_path: str) -> LoadedSuite:
     path = resolve_suite_path(name_or_path)
     suite, sha = read_toml_model(path, Suite, "suite")
     plan = tuple(plan_entry(entry, path) for entry in suite.perturbations)
-    return LoadedSuite(suite, path, sha, plan)
+    diagnostics = tuple(plan_diagnostic(entry, path) for entry in suite.diagnostics)
+    return LoadedSuite(suite, path, sha, plan, diagnostics)

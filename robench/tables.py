@@ -43,6 +43,15 @@ REPORT_FORMATS: Registry[Callable[[Report], object]] = Registry("table format")
 
 
 SANITY_HEADER = ["Sanity check", "Status", "Detail"]
+DIAGNOSTIC_HEADER = ["Diagnostic", "Values (scalars; per-layer lists in the report)"]
+
+
+def diagnostic_rows(report: Report) -> list[list[str]]:
+    rows = []
+    for d in report.diagnostics:
+        scalars = [f"{k} {v:.4g}" for k, v in d.values.items() if isinstance(v, int | float)]
+        rows.append([d.name, ", ".join(scalars) or "-"])
+    return rows
 
 
 def sanity_rows(report: Report) -> list[list[str]]:
@@ -57,14 +66,22 @@ def rich_table(report: Report) -> RenderableType:
         table.add_column(name, justify="right" if i >= 3 else "left")
     for row in report_rows(report):
         table.add_row(*row)
-    if not report.sanity:
-        return table
-    checks = Table(title="Sanity battery", title_justify="left")
-    for name in SANITY_HEADER:
-        checks.add_column(name)
-    for name, status, detail in sanity_rows(report):
-        checks.add_row(name, "[green]pass[/]" if status == "pass" else "[yellow]warn[/]", detail)
-    return Group(table, checks)
+    parts: list[RenderableType] = [table]
+    if report.diagnostics:
+        diag = Table(title="Diagnostics", title_justify="left")
+        for name in DIAGNOSTIC_HEADER:
+            diag.add_column(name)
+        for row in diagnostic_rows(report):
+            diag.add_row(*row)
+        parts.append(diag)
+    if report.sanity:
+        checks = Table(title="Sanity battery", title_justify="left")
+        for name in SANITY_HEADER:
+            checks.add_column(name)
+        for name, status, detail in sanity_rows(report):
+            checks.add_row(name, "[green]pass[/]" if status == "pass" else "[yellow]warn[/]", detail)
+        parts.append(checks)
+    return parts[0] if len(parts) == 1 else Group(*parts)
 
 
 def _markdown(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -76,6 +93,8 @@ def _markdown(header: list[str], rows: list[list[str]]) -> list[str]:
 @REPORT_FORMATS.register("markdown")
 def markdown_table(report: Report) -> str:
     lines = _markdown(HEADER, report_rows(report))
+    if report.diagnostics:
+        lines += ["", *_markdown(DIAGNOSTIC_HEADER, diagnostic_rows(report))]
     if report.sanity:
         lines += ["", *_markdown(SANITY_HEADER, sanity_rows(report))]
     return "\n".join(lines)
