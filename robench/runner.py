@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import nullcontext
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -20,6 +21,7 @@ from robench.perturbations.checks import check_adversarial
 from robench.sample_store import SampleStore
 from robench.seeding import derive_seed, seed_everything
 from robench.suites import PlannedPerturbation
+from robench.zoo import set_differentiable
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +102,9 @@ def attack_batch(
     batch_seed: int,
 ) -> list[list[int]]:
     seed_everything(batch_seed)
-    perturbed = planned.perturbation.perturb(model, images, labels, batch_seed)
+    adaptive = set_differentiable(model, True) if planned.differentiable_m else nullcontext()
+    with adaptive:
+        perturbed = planned.perturbation.perturb(model, images, labels, batch_seed)
     check_adversarial(images, perturbed, planned.perturbation.eps, name=planned.label)
     # The reported accuracy comes from this re-run, never from the attack's own bookkeeping.
     seed_everything(derive_seed(batch_seed, "rerun"))

@@ -30,6 +30,9 @@ class PerturbationEntry(BaseModel):
     kind: str  # a registered perturbation kind (`robench list perturbations`)
     name: str | None = None  # unique label in reports; defaults to the kind
     max_samples: int | None = Field(default=None, gt=0)  # evaluate only the first N samples
+    # Adaptive attack on Elliptical models: let gradients flow through M during the attack
+    # (the model's outputs are unchanged; no effect on other models).
+    differentiable_m: bool = False
 
     @property
     def label(self) -> str:
@@ -104,6 +107,7 @@ class PlannedPerturbation:
     kind: str
     perturbation: Perturbation
     max_samples: int | None
+    differentiable_m: bool = False
 
     def report_params(self) -> dict[str, Any]:
         """Parameters as the report records them: numbers, plus display forms of pixel values."""
@@ -113,6 +117,8 @@ class PlannedPerturbation:
                 params[f"{key}_display"] = display_pixel_value(params[key])
         if self.max_samples is not None:
             params["max_samples"] = self.max_samples
+        if self.differentiable_m:
+            params["differentiable_m"] = True
         return params
 
 
@@ -178,7 +184,9 @@ def plan_entry(entry: PerturbationEntry, suite_path: Path) -> PlannedPerturbatio
         perturbation = build_perturbation(entry.kind, entry.params)
     except (ValidationError, ConfigError) as exc:
         raise _describe_entry_error(suite_path, entry.label, exc) from None
-    return PlannedPerturbation(entry.label, entry.kind, perturbation, entry.max_samples)
+    return PlannedPerturbation(
+        entry.label, entry.kind, perturbation, entry.max_samples, entry.differentiable_m
+    )
 
 
 def load_suite(name_or_path: str) -> LoadedSuite:
