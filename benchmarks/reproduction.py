@@ -84,7 +84,8 @@ def _accuracy(report: Report, name: str) -> float:
 
 
 def _diag(report: Report, name: str, key: str) -> float:
-    return float(next(d for d in report.diagnostics if d.name == name).values[key])
+    values = next(d for d in report.diagnostics if d.name == name).values
+    return float(values["per_layer"][-1] if key == "last" else values[key])
 
 
 def _fmt(values: list[float], scale: float = 100.0, digits: int = 2) -> str:

@@ -97,7 +97,9 @@ def _elliptical_info(model: nn.Module) -> dict[str, Any] | None:
         return None
     last = layers[-1]
     options = ("scaling", "estimator", "differentiable", "delta", "causal_estimator")
-    return {"layers": len(layers), **{name: getattr(last, name) for name in options}}
+    # The first layer has no previous values and stays standard: count the layers using M.
+    using_m = sum(not layer.is_first for layer in layers)
+    return {"layers": using_m, **{name: getattr(last, name) for name in options}}
 
 
 def _model_info(loaded: LoadedModel, randomized: bool) -> ModelInfo:

@@ -15,7 +15,10 @@ def _check_suite(path: Path) -> str:
     from robench.suites import load_suite
 
     loaded = load_suite(str(path))
-    return f"suite {loaded.suite.name} v{loaded.suite.version}: {len(loaded.plan)} perturbations"
+    return (
+        f"suite {loaded.suite.name} v{loaded.suite.version}: {len(loaded.plan)} perturbations, "
+        f"{len(loaded.diagnostics)} diagnostics"
+    )
 
 
 def _check_card(path: Path) -> str:

@@ -1,0 +1,47 @@
+"""The README's quick-start commands run as written, and its set-up commands exist."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+ROBENCH = Path(sys.executable).with_name("robench")
+
+
+def quickstart_commands() -> list[str]:
+    block = re.search(r"<!-- quickstart.*?```bash\n(.*?)```", README, re.S)
+    assert block, "README lost its quickstart block"
+    return [line for line in block.group(1).splitlines() if line.strip()]
+
+
+def test_readme_opens_with_the_two_setup_commands() -> None:
+    first_block = re.search(r"```bash\n(.*?)```", README, re.S)
+    assert first_block
+    commands = [line.split("#")[0].strip() for line in first_block.group(1).splitlines()]
+    assert commands[:2] == ["make demo", "make test"]
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^demo:", makefile, re.M) and re.search(r"^test:", makefile, re.M)
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+@pytest.mark.slow
+def test_quickstart_commands_run_in_order(tmp_path: Path, fashion_mnist_dir: Path) -> None:
+    for command in quickstart_commands():
+        argv = shlex.split(command)
+        assert argv[0] == "robench"
+        done = subprocess.run(
+            [str(ROBENCH), *argv[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=600
+        )
+        assert done.returncode == 0, f"{command}\n{done.stderr}"
+    report = json.loads((tmp_path / "runs/quick/report.json").read_text())
+    assert report["model"]["architecture"] == "vit_nano_elliptical_patch4_28"
+    assert report["model"]["elliptical"]["layers"] == 3
+    assert {r["name"] for r in report["results"]} == {"clean", "fgsm", "pgd-5"}
