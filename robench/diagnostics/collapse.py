@@ -1,0 +1,100 @@
+"""Representation collapse: how similar a ViT's tokens become layer after layer.
+
+Reproduces Fig. 3 and Fig. 6 of Elliptical Attention (NeurIPS 2024): for the tokens after each
+transformer block, the mean cosine similarity over all pairs of distinct tokens,
+
+    s_l = mean_b  1 / (N (N - 1))  sum_{i != j}  cos(x_l[b, i], x_l[b, j]),
+
+averaged over samples b. s_l = 1 means all tokens point the same way (full collapse); the paper
+finds that Elliptical Attention keeps s_l lower in deeper layers than standard attention.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from robench.diagnostics.base import (
+    DIAGNOSTICS,
+    BatchedParams,
+    Diagnostic,
+    DiagnosticOutput,
+    check_images,
+)
+from robench.diagnostics.capture import collect_layers, find_transformer
+
+__all__ = ["Collapse", "CollapseParams", "mean_pairwise_cosine"]
+
+logger = logging.getLogger(__name__)
+
+
+def mean_pairwise_cosine(tokens: Tensor) -> Tensor:
+    """Mean cosine similarity over the N (N - 1) ordered pairs of distinct tokens.
+
+    Computed in float64 as (||sum_i u_i||^2 - sum_i ||u_i||^2) / (N (N - 1)) with u_i the unit
+    tokens: O(N C) instead of an N x N matrix. A zero token has cosine 0 with every token.
+
+    Args:
+        tokens: (..., N, C) with N >= 2.
+
+    Returns:
+        (...,) float64: exactly 1 for identical (nonzero) tokens, 0 for orthogonal ones.
+    """
+    if tokens.dim() < 2 or tokens.shape[-2] < 2:
+        raise ValueError(f"need tokens of shape (..., N >= 2, C), got {tuple(tokens.shape)}")
+    n = tokens.shape[-2]
+    unit = F.normalize(tokens.double(), dim=-1)  # (..., N, C)
+    all_pairs = unit.sum(dim=-2).square().sum(dim=-1)  # sum_{i, j} u_i . u_j
+    self_pairs = unit.square().sum(dim=(-2, -1))  # sum_i u_i . u_i
+    return (all_pairs - self_pairs) / (n * (n - 1))
+
+
+class CollapseParams(BatchedParams):
+    """Which tokens enter the similarity."""
+
+    include_cls: bool = True  # compare the class (and register) tokens too, not only patches
+
+
+@DIAGNOSTICS.register("collapse")
+class Collapse(Diagnostic):
+    """Per-layer mean pairwise cosine similarity of tokens (paper Fig. 3 and 6).
+
+    values: `per_layer` (one number per block, first to last), `per_layer_std` (its standard
+    deviation over samples), `mean` (average of `per_layer`). With `out_dir`, also writes
+    `collapse.png` (the curve).
+    """
+
+    Params = CollapseParams
+    params: CollapseParams
+
+    def run(
+        self, model: nn.Module, images: Tensor, *, out_dir: Path | None = None
+    ) -> DiagnosticOutput:
+        images = check_images(images)
+        parts = find_transformer(model, "the collapse diagnostic")
+        start = 0 if self.params.include_cls else parts.num_prefix_tokens
+
+        def reduce(tokens: Tensor) -> Tensor:
+            return mean_pairwise_cosine(tokens[:, start:]).cpu()  # (B,)
+
+        records = collect_layers(
+            model, images, what="tokens", reduce=reduce, batch_size=self.params.batch_size
+        )
+        per_sample = [torch.cat(layer) for layer in records]  # depth x (S,)
+        per_layer = [float(s.mean()) for s in per_sample]
+        values = {
+            "per_layer": per_layer,
+            "per_layer_std": [float(s.std(unbiased=False)) for s in per_sample],
+            "mean": sum(per_layer) / len(per_layer),
+        }
+        logger.info("collapse per layer: %s", ", ".join(f"{v:.3f}" for v in per_layer))
+        files = []
+        if out_dir is not None:
+            from robench.plots import plot_collapse_curves
+
+            files.append(plot_collapse_curves({"model": per_layer}, out_dir / "collapse.png"))
+        return DiagnosticOutput(values=values, files=files)

@@ -1,0 +1,180 @@
+"""Efficiency: throughput, peak memory, FLOPs and parameters of one forward pass.
+
+Reproduces Tables 11-12 of Elliptical Attention (NeurIPS 2024), where Elliptical Attention costs
+about 2% more time and memory than DeiT. Every number is measured in eval mode without gradients,
+on the model's device, with a batch tiled from the given images:
+
+- `throughput_samples_per_s`: batch_size * iterations / wall time of `iterations` forward passes,
+  after `warmup` untimed ones (CUDA is synchronised before reading the clock).
+  `latency_ms_per_batch` is the same measurement per forward pass.
+- `peak_memory_mb` (MiB, 2**20 bytes): the peak of tensor memory one forward pass allocates above
+  what was allocated before it (activations and temporaries; not the weights or the input).
+  CUDA: `torch.cuda.max_memory_allocated` minus `torch.cuda.memory_allocated` before the pass;
+  `cuda_max_memory_allocated_mb` adds the total (weights included), the figure of Table 11.
+  CPU: the running sum of the allocations and frees that `torch.profiler` records with
+  `profile_memory=True` during the pass, maximised over time. Process RSS (`ru_maxrss`) is not
+  used: it is monotone over the process's life and includes allocator caches. Other devices:
+  None (JSON null).
+- `gflops_per_sample`: 1e9 FLOPs, counted by `torch.utils.flop_counter.FlopCounterMode` on one
+  sample (a multiply-add is 2 FLOPs; matmuls, convolutions and attention kernels are counted,
+  elementwise ops are not, so Elliptical Attention's O(N D) estimate of M adds nothing).
+- `parameters`: number of parameter elements (shared parameters counted once).
+- `cpu_threads` (CPU only): torch's intra-op thread count the timing ran with.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from pydantic import Field
+from torch import Tensor, nn
+from torch.utils.flop_counter import FlopCounterMode
+
+from robench.diagnostics.base import (
+    DIAGNOSTICS,
+    Diagnostic,
+    DiagnosticOutput,
+    DiagnosticParams,
+    check_images,
+    inference,
+    model_device,
+)
+
+__all__ = ["Efficiency", "EfficiencyParams", "count_flops", "forward_peak_memory"]
+
+logger = logging.getLogger(__name__)
+
+_MIB = 2**20
+
+
+def _no_sync(device: torch.device) -> None:
+    return None
+
+
+_SYNCHRONIZE: dict[str, Callable[[torch.device], None]] = {"cuda": torch.cuda.synchronize}
+
+
+def _sync(device: torch.device) -> None:
+    _SYNCHRONIZE.get(device.type, _no_sync)(device)
+
+
+def _cuda_memory(model: nn.Module, batch: Tensor) -> dict[str, float | None]:
+    device = batch.device
+    torch.cuda.synchronize(device)
+    before = torch.cuda.memory_allocated(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    model(batch)
+    torch.cuda.synchronize(device)
+    peak = torch.cuda.max_memory_allocated(device)
+    return {
+        "peak_memory_mb": (peak - before) / _MIB,
+        "cuda_max_memory_allocated_mb": peak / _MIB,
+    }
+
+
+def _cpu_memory(model: nn.Module, batch: Tensor) -> dict[str, float | None]:
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        model(batch)
+    try:
+        events = prof.profiler.kineto_results.events()  # type: ignore[union-attr]
+    except AttributeError:  # a torch without kineto results: say so rather than guess
+        logger.warning("this torch's profiler exposes no memory events; peak memory not measured")
+        return {"peak_memory_mb": None}
+    # Allocations are positive, frees negative; their running sum is the live tensor memory.
+    deltas = sorted((e.start_ns(), e.nbytes()) for e in events if e.name() == "[memory]")
+    live = peak = 0
+    for _, nbytes in deltas:
+        live += nbytes
+        peak = max(peak, live)
+    return {"peak_memory_mb": peak / _MIB}
+
+
+def _unmeasured(model: nn.Module, batch: Tensor) -> dict[str, float | None]:
+    logger.warning("peak memory is not measured on %s devices", batch.device.type)
+    return {"peak_memory_mb": None}
+
+
+_MEMORY_METERS: dict[str, Callable[[nn.Module, Tensor], dict[str, float | None]]] = {
+    "cpu": _cpu_memory,
+    "cuda": _cuda_memory,
+}
+
+
+def forward_peak_memory(model: nn.Module, batch: Tensor) -> dict[str, float | None]:
+    """Peak memory of one forward pass of `batch` (see the module docstring), in MiB."""
+    return _MEMORY_METERS.get(batch.device.type, _unmeasured)(model, batch)
+
+
+def count_flops(model: nn.Module, batch: Tensor) -> int:
+    """FLOPs of one forward pass of `batch`, as `FlopCounterMode` counts them."""
+    with FlopCounterMode(display=False) as counter:
+        model(batch)
+    return int(counter.get_total_flops())
+
+
+def _time_forward(model: nn.Module, batch: Tensor, warmup: int, iterations: int) -> float:
+    for _ in range(warmup):
+        model(batch)
+    _sync(batch.device)
+    start = time.perf_counter()
+    for _ in range(iterations):
+        model(batch)
+    _sync(batch.device)
+    return time.perf_counter() - start
+
+
+class EfficiencyParams(DiagnosticParams):
+    """Timing protocol."""
+
+    batch_size: int = Field(default=32, gt=0)  # images per forward pass (tiled from the input)
+    warmup: int = Field(default=3, ge=0)  # untimed forward passes before timing
+    iterations: int = Field(default=10, gt=0)  # timed forward passes
+
+
+@DIAGNOSTICS.register("efficiency")
+class Efficiency(Diagnostic):
+    """Throughput, peak memory, FLOPs per sample and parameter count (Tables 11-12).
+
+    Works on any model, not only ViTs. values: `throughput_samples_per_s`,
+    `latency_ms_per_batch`, `peak_memory_mb` (+ `cuda_max_memory_allocated_mb` on CUDA),
+    `gflops_per_sample`, `parameters` (+ `cpu_threads` on CPU). Writes no files.
+    """
+
+    Params = EfficiencyParams
+    params: EfficiencyParams
+
+    def run(
+        self, model: nn.Module, images: Tensor, *, out_dir: Path | None = None
+    ) -> DiagnosticOutput:
+        images = check_images(images)
+        p = self.params
+        device = model_device(model, images.device)
+        tile = torch.arange(p.batch_size, device=images.device) % images.shape[0]
+        batch = images[tile].to(device)  # (batch_size, C, H, W)
+        with inference(model):
+            seconds = _time_forward(model, batch, p.warmup, p.iterations)
+            memory = forward_peak_memory(model, batch)
+            flops = count_flops(model, batch[:1])
+        values: dict[str, Any] = {
+            "throughput_samples_per_s": p.batch_size * p.iterations / seconds,
+            "latency_ms_per_batch": 1000 * seconds / p.iterations,
+            **memory,
+            "gflops_per_sample": flops / 1e9,
+            "parameters": sum(param.numel() for param in model.parameters()),
+        }
+        if device.type == "cpu":  # CPU throughput depends on it (and on other load)
+            values["cpu_threads"] = torch.get_num_threads()
+        logger.info(
+            "efficiency: %.1f samples/s, %.4f GFLOPs/sample, %d parameters",
+            values["throughput_samples_per_s"],
+            values["gflops_per_sample"],
+            values["parameters"],
+        )
+        return DiagnosticOutput(values=values)
