@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sized
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -37,7 +38,9 @@ class DistributedContext:
         try:
             device = torch.device(device_name)
         except RuntimeError:
-            raise ConfigError(f"--device {device_name!r} is not a device; use cpu or cuda.") from None
+            raise ConfigError(
+                f"--device {device_name!r} is not a device; use cpu or cuda."
+            ) from None
         if device.type == "cuda" and not torch.cuda.is_available():
             raise ConfigError("--device cuda was given but no CUDA GPU is available; use cpu.")
         if world > 1:
@@ -52,9 +55,10 @@ class DistributedContext:
     def sampler(self, items: Sized, seed: int) -> DistributedSampler | None:
         if not self.enabled:
             return None
+        positions: Any = range(len(items))  # the sampler only needs len()
         return DistributedSampler(
-            range(len(items)), num_replicas=self.world_size, rank=self.rank, seed=seed
-        )  # type: ignore[arg-type]
+            positions, num_replicas=self.world_size, rank=self.rank, seed=seed
+        )
 
     def wrap(self, model: nn.Module) -> nn.Module:
         if not self.enabled:

@@ -38,8 +38,8 @@ from robench.report import (
     write_report,
 )
 from robench.runner import Progress, run_plan
-from robench.seeding import seed_everything
 from robench.sample_store import SampleStore, check_fresh_start, samples_path_for
+from robench.seeding import seed_everything
 from robench.suites import LoadedSuite, load_suite
 
 logger = logging.getLogger(__name__)
@@ -265,6 +265,8 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
             "pass the right --num-classes, or a --class-map that matches the model."
         )
     checks = check_model(loaded.model, images, labels)
+    if loaded.checkpoint is None:
+        checks.warnings.insert(0, f"no checkpoint: {loaded.architecture} has random weights.")
     for warning in checks.warnings:
         logger.warning(warning)
 

@@ -37,10 +37,14 @@ def check_model(model: nn.Module, images: torch.Tensor, labels: torch.Tensor) ->
         warnings.append(
             "the model is randomized (two forward passes on the same input differ): single-"
             "sample attacks overestimate its robustness; use expectation over transformation "
-            "(autoattack version = \"rand\")."
+            '(autoattack version = "rand").'
         )
     sums = first.sum(dim=-1)
-    if first.min() >= 0 and first.max() <= 1 and torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
+    if (
+        first.min() >= 0
+        and first.max() <= 1
+        and torch.allclose(sums, torch.ones_like(sums), atol=1e-4)
+    ):
         warnings.append(
             "the model's outputs look like probabilities (in [0, 1], rows sum to 1); attacks "
             "expect logits, remove the final softmax."
@@ -51,7 +55,9 @@ def check_model(model: nn.Module, images: torch.Tensor, labels: torch.Tensor) ->
         (grad,) = torch.autograd.grad(loss, x, allow_unused=True)
     share = 1.0
     if grad is None:
-        warnings.append("the loss has no gradient with respect to the input: gradient attacks are blind.")
+        warnings.append(
+            "the loss has no gradient with respect to the input: gradient attacks are blind."
+        )
     else:
         per_sample = grad.flatten(1)
         finite = torch.isfinite(per_sample).all(dim=1)

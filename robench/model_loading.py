@@ -93,13 +93,17 @@ def _create(architecture: str, num_classes: int | None, kwargs: dict[str, Any]) 
     try:
         return timm.create_model(architecture, pretrained=False, **extra)
     except TypeError as exc:
-        raise ConfigError(f"model {architecture!r} rejected its arguments {extra}: {exc}.") from None
+        raise ConfigError(
+            f"model {architecture!r} rejected its arguments {extra}: {exc}."
+        ) from None
 
 
 def _from_pretrained_cfg(model: nn.Module) -> ModelSpec:
     cfg = dict(getattr(model, "pretrained_cfg", None) or {})
-    fields = {key: cfg.get(key) for key in _PREPROCESSING_FIELDS}
-    return ModelSpec(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in fields.items()})
+    fields: dict[str, Any] = {key: cfg.get(key) for key in _PREPROCESSING_FIELDS}
+    return ModelSpec.model_validate(
+        {k: (tuple(v) if isinstance(v, list) else v) for k, v in fields.items()}
+    )
 
 
 def _preprocessing(
@@ -144,15 +148,16 @@ def load_model(
     """Resolve MODEL (card, registered name, or checkpoint metadata) into a ready model."""
     load_plugins(imports)
     card, card_path = _find_card(name)
-    if checkpoint is None and card is not None and card_path is not None:
+    from_card = checkpoint is None and card is not None and card_path is not None
+    if from_card and card is not None and card_path is not None:
         checkpoint = _card_checkpoint(card, card_path)
     ckpt = read_checkpoint(checkpoint, ema=ema, trust=trust_checkpoint) if checkpoint else None
-    if card is not None and ckpt is not None and card.checkpoint_sha256:
-        if card.checkpoint is not None and ckpt.sha256 != card.checkpoint_sha256:
-            raise CheckpointError(
-                f"checkpoint {checkpoint} has sha256 {ckpt.sha256[:12]}..., but model card "
-                f"{card_path} expects {card.checkpoint_sha256[:12]}...; the file changed."
-            )
+    expected = card.checkpoint_sha256 if from_card and card is not None else None
+    if ckpt is not None and expected and ckpt.sha256 != expected:
+        raise CheckpointError(
+            f"checkpoint {checkpoint} has sha256 {ckpt.sha256[:12]}..., but model card "
+            f"{card_path} expects {expected[:12]}...; the file changed."
+        )
     meta = spec_from_metadata(ckpt.metadata, ckpt.path) if ckpt else None
 
     cli_spec = overrides or ModelSpec()
@@ -170,18 +175,17 @@ def load_model(
             "no MODEL was given and the checkpoint carries no robench metadata; pass a "
             "registered model name (see `robench list models`) or a model card."
         )
-    network = _create(spec.architecture, spec.num_classes, spec.model_kwargs)
+    architecture = spec.architecture
+    network = _create(architecture, spec.num_classes, spec.model_kwargs)
     spec, sources = _fill_from_cfg(spec, sources, network)
-    preprocessing, mean, std = _preprocessing(spec, name or spec.architecture)
+    preprocessing, mean, std = _preprocessing(spec, name or architecture)
     if ckpt is not None:
-        load_state_dict_into(network, ckpt.state_dict, model_name=spec.architecture)
-    else:
-        logger.warning("no checkpoint given: %s has random weights", spec.architecture)
+        load_state_dict_into(network, ckpt.state_dict, model_name=architecture)
     wrapped = NormalizedModel(network, mean, std).to(device).eval()
     return LoadedModel(
         model=wrapped,
-        name=name or spec.architecture,
-        architecture=spec.architecture,
+        name=name or architecture,
+        architecture=architecture,
         model_kwargs=spec.model_kwargs,
         spec=spec,
         sources=sources,

@@ -15,6 +15,9 @@ from torch import nn
 class NormalizedModel(nn.Module):
     """`model((x - mean) / std)` for x in [0, 1], shape (B, C, H, W)."""
 
+    mean: torch.Tensor
+    std: torch.Tensor
+
     def __init__(self, model: nn.Module, mean: Sequence[float], std: Sequence[float]) -> None:
         super().__init__()
         self.model = model

@@ -182,4 +182,6 @@ def read_report(path: Path) -> Report:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(f"report {path} does not match the schema at {where}: {first['msg']}.")
+        raise ConfigError(
+            f"report {path} does not match the schema at {where}: {first['msg']}."
+        ) from None

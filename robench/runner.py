@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import logging
 import time
-from contextlib import nullcontext
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -80,13 +80,19 @@ def run_plan(
         chosen = indices[: planned.max_samples] if planned.max_samples else indices
         batches = _batches(chosen, batch_size)
         records = store.records_for(planned.label)
-        todo = [(b, batch) for b, batch in enumerate(batches) if not set(batch) <= records.labels.keys()]
+        todo = [
+            (b, batch) for b, batch in enumerate(batches) if not set(batch) <= records.labels.keys()
+        ]
         progress.start(planned.label, len(chosen), len(chosen) - sum(len(b) for _, b in todo))
         start = time.perf_counter()
-        loader = DataLoader(dataset, batch_sampler=[batch for _, batch in todo], num_workers=workers)
+        loader = DataLoader(
+            dataset, batch_sampler=[batch for _, batch in todo], num_workers=workers
+        )
         for (number, batch), (images, labels) in zip(todo, loader, strict=True):
             images, labels = images.to(device), labels.to(device)
-            topk = attack_batch(model, planned, images, labels, derive_seed(seed, planned.label, number))
+            topk = attack_batch(
+                model, planned, images, labels, derive_seed(seed, planned.label, number)
+            )
             store.append(planned.label, batch, labels.tolist(), topk)
             progress.advance(len(batch))
         times.seconds[planned.label] = time.perf_counter() - start

@@ -16,6 +16,7 @@ warn with its numbers:
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -99,16 +100,20 @@ def _pct(x: float) -> str:
 def _eps_zero(b: _Battery, clean: float) -> SanityResult:
     zero = b.accuracy("pgd", "pgd-eps0", eps=0.0, steps=5, step_size=1 / 255)
     return _result(
-        "eps0_equals_clean", abs(zero - clean) < 1e-9,
-        f"PGD at eps 0 gives {_pct(zero)}, clean {_pct(clean)}", clean=clean, eps0=zero,
+        "eps0_equals_clean",
+        abs(zero - clean) < 1e-9,
+        f"PGD at eps 0 gives {_pct(zero)}, clean {_pct(clean)}",
+        clean=clean,
+        eps0=zero,
     )
 
 
 def _monotone(b: _Battery, clean: float) -> SanityResult:
     accs = [clean] + [b.pgd(f * b.eps, f"pgd-sweep-{f}") for f in EPS_SWEEP]
-    rises = [later - earlier for earlier, later in zip(accs, accs[1:], strict=False)]
+    rises = [later - earlier for earlier, later in itertools.pairwise(accs)]
     shown = ", ".join(
-        f"{display_pixel_value(f * b.eps)}: {_pct(a)}" for f, a in zip(EPS_SWEEP, accs[1:], strict=True)
+        f"{display_pixel_value(f * b.eps)}: {_pct(a)}"
+        for f, a in zip(EPS_SWEEP, accs[1:], strict=True)
     )
     values = {f"eps_x{f}": a for f, a in zip(EPS_SWEEP, accs[1:], strict=True)}
     return _result(
@@ -119,9 +124,11 @@ def _monotone(b: _Battery, clean: float) -> SanityResult:
 def _pgd_vs_fgsm(b: _Battery, pgd: float) -> SanityResult:
     fgsm = b.accuracy("fgsm", "fgsm", eps=b.eps)
     return _result(
-        "pgd_at_least_fgsm", pgd <= fgsm + TOLERANCE,
+        "pgd_at_least_fgsm",
+        pgd <= fgsm + TOLERANCE,
         f"PGD-20 {_pct(pgd)} vs FGSM {_pct(fgsm)} at eps {display_pixel_value(b.eps)}",
-        pgd=pgd, fgsm=fgsm,
+        pgd=pgd,
+        fgsm=fgsm,
     )
 
 
@@ -129,7 +136,8 @@ def _unbounded(b: _Battery) -> SanityResult:
     steps = b.budget.unbounded_steps
     acc = b.accuracy("pgd", "pgd-unbounded", eps=1.0, steps=steps, step_size=0.05)
     return _result(
-        "unbounded_attack_breaks_model", acc <= UNBOUNDED_MAX_ACCURACY,
+        "unbounded_attack_breaks_model",
+        acc <= UNBOUNDED_MAX_ACCURACY,
         f"PGD-{steps} with eps 1 (the whole image range) leaves {_pct(acc)} accuracy"
         + ("" if acc <= UNBOUNDED_MAX_ACCURACY else ": gradients do not lead anywhere (masking?)"),
         accuracy=acc,
@@ -141,11 +149,16 @@ def _black_box(b: _Battery, pgd: float) -> SanityResult:
         "spsa", "spsa", eps=b.eps, steps=b.budget.spsa_steps, nb_sample=b.budget.spsa_directions
     )
     return _result(
-        "black_box_not_stronger", spsa >= pgd - TOLERANCE,
+        "black_box_not_stronger",
+        spsa >= pgd - TOLERANCE,
         f"SPSA {_pct(spsa)} vs PGD-20 {_pct(pgd)}"
-        + ("" if spsa >= pgd - TOLERANCE else ": a black-box attack beats the white-box one, "
-           "a sign of gradient masking"),
-        spsa=spsa, pgd=pgd,
+        + (
+            ""
+            if spsa >= pgd - TOLERANCE
+            else ": a black-box attack beats the white-box one, a sign of gradient masking"
+        ),
+        spsa=spsa,
+        pgd=pgd,
     )
 
 
@@ -153,11 +166,16 @@ def _adaptive(b: _Battery, pgd: float) -> SanityResult:
     with set_differentiable(b.model, True):
         adaptive = b.pgd(b.eps, "pgd-through-m")
     return _result(
-        "elliptical_gradients_through_m", adaptive >= pgd - TOLERANCE,
+        "elliptical_gradients_through_m",
+        adaptive >= pgd - TOLERANCE,
         f"PGD-20 with gradients through M {_pct(adaptive)} vs without {_pct(pgd)}"
-        + ("" if adaptive >= pgd - TOLERANCE else ": stopping gradients through M overstates "
-           "robustness; report the adaptive number"),
-        without_m_gradients=pgd, with_m_gradients=adaptive,
+        + (
+            ""
+            if adaptive >= pgd - TOLERANCE
+            else ": stopping gradients through M overstates robustness; report the adaptive number"
+        ),
+        without_m_gradients=pgd,
+        with_m_gradients=adaptive,
     )
 
 
@@ -194,14 +212,21 @@ def run_sanity(
     if results[-1].values.get("randomized"):
         step("expectation over transformation")
         rand = b.accuracy(
-            "autoattack", "autoattack-rand", eps=b.eps, version="rand",
-            eot_iter=b.budget.eot_iterations, n_iter=b.budget.pgd_steps,
+            "autoattack",
+            "autoattack-rand",
+            eps=b.eps,
+            version="rand",
+            eot_iter=b.budget.eot_iterations,
+            n_iter=b.budget.pgd_steps,
         )
         results.append(
             _result(
-                "randomized_eot", False,
+                "randomized_eot",
+                False,
                 f"randomized model: AutoAttack rand (EOT) gives {_pct(rand)} vs PGD-20 "
-                f"{_pct(pgd)}; quote the EOT number", eot=rand, pgd=pgd,
+                f"{_pct(pgd)}; quote the EOT number",
+                eot=rand,
+                pgd=pgd,
             )
         )
     if is_elliptical(model):
@@ -216,11 +241,13 @@ def _gradients_and_randomness(b: _Battery) -> SanityResult:
     labels = torch.tensor([y for _, y in items], device=b.device)
     found = check_model(b.model, images, labels)
     share = found.bad_gradient_share
-    detail = (
-        f"{_pct(share)} of samples have zero or non-finite input gradients"
-        + ("; the model is randomized (two forward passes differ)" if found.randomized else "")
+    detail = f"{_pct(share)} of samples have zero or non-finite input gradients" + (
+        "; the model is randomized (two forward passes differ)" if found.randomized else ""
     )
     return _result(
-        "gradients_and_determinism", share == 0 and not found.randomized, detail,
-        bad_gradient_share=share, randomized=float(found.randomized),
+        "gradients_and_determinism",
+        share == 0 and not found.randomized,
+        detail,
+        bad_gradient_share=share,
+        randomized=float(found.randomized),
     )

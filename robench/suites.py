@@ -21,7 +21,6 @@ from robench.registry import did_you_mean
 from robench.toml_files import describe_validation_error, read_toml_model
 
 
-
 class PerturbationEntry(BaseModel):
     """One `[[perturbations]]` table; keys other than these are the kind's parameters."""
 
@@ -90,12 +89,10 @@ class Suite(BaseModel):
         if not self.perturbations and not self.diagnostics:
             raise ValueError("a suite needs at least one [[perturbations]] or [[diagnostics]]")
         seen: set[str] = set()
-        for entry in (*self.perturbations, *self.diagnostics):
-            if entry.label in seen:
-                raise ValueError(
-                    f"two perturbations or diagnostics are named {entry.label!r}; name each"
-                )
-            seen.add(entry.label)
+        for label in [e.label for e in self.perturbations] + [e.label for e in self.diagnostics]:
+            if label in seen:
+                raise ValueError(f"two perturbations or diagnostics are named {label!r}; name each")
+            seen.add(label)
         return self
 
 
@@ -174,7 +171,9 @@ def plan_diagnostic(entry: DiagnosticEntry, suite_path: Path) -> PlannedDiagnost
     from robench.diagnostics import build_diagnostic
 
     try:
-        return PlannedDiagnostic(entry.label, entry.kind, build_diagnostic(entry.kind, entry.params))
+        return PlannedDiagnostic(
+            entry.label, entry.kind, build_diagnostic(entry.kind, entry.params)
+        )
     except (ValidationError, ConfigError) as exc:
         raise _describe_entry_error(suite_path, entry.label, exc) from None
 

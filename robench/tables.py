@@ -79,7 +79,9 @@ def rich_table(report: Report) -> RenderableType:
         for name in SANITY_HEADER:
             checks.add_column(name)
         for name, status, detail in sanity_rows(report):
-            checks.add_row(name, "[green]pass[/]" if status == "pass" else "[yellow]warn[/]", detail)
+            checks.add_row(
+                name, "[green]pass[/]" if status == "pass" else "[yellow]warn[/]", detail
+            )
         parts.append(checks)
     return parts[0] if len(parts) == 1 else Group(*parts)
 

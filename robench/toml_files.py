@@ -41,7 +41,9 @@ def read_toml_model(path: Path, model: type[M], what: str) -> tuple[M, str]:
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{what} file {path} is not valid TOML ({exc}); fix the syntax.") from None
+        raise ConfigError(
+            f"{what} file {path} is not valid TOML ({exc}); fix the syntax."
+        ) from None
     try:
         parsed = model.model_validate(data)
     except ValidationError as exc:

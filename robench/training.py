@@ -29,6 +29,7 @@ from robench.distributed import DistributedContext
 from robench.errors import ConfigError
 from robench.model_loading import load_model
 from robench.model_spec import ModelSpec, metadata_from_spec
+from robench.normalized_model import NormalizedModel
 from robench.seeding import seed_everything
 
 logger = logging.getLogger(__name__)
@@ -113,14 +114,18 @@ def train(config: TrainConfig, progress: TrainProgress | None = None) -> TrainRe
     """Train `config.model` and write best/last `.safetensors` checkpoints in `out_dir`."""
     for name in ("epochs", "batch_size", "lr"):
         if getattr(config, name) <= 0:
-            raise ConfigError(f"--{name.replace('_', '-')} must be positive, got {getattr(config, name)}.")
+            raise ConfigError(
+                f"--{name.replace('_', '-')} must be positive, got {getattr(config, name)}."
+            )
     progress = progress or _Silent()
     dist = DistributedContext.from_env(config.device)
     seed_everything(config.seed)
     overrides = ModelSpec(model_kwargs=config.model_kwargs)
     loaded = load_model(config.model, overrides=overrides, device=dist.device)
     wrapped = loaded.model
-    train_set = open_dataset(config.data, preprocessing=loaded.preprocessing, split=config.train_split)
+    train_set = open_dataset(
+        config.data, preprocessing=loaded.preprocessing, split=config.train_split
+    )
     val_set = open_dataset(config.data, preprocessing=loaded.preprocessing, split=config.val_split)
     n_out = wrapped(train_set[0][0].unsqueeze(0).to(dist.device)).shape[-1]
     if len(train_set.classes) > n_out:
@@ -149,7 +154,10 @@ def train(config: TrainConfig, progress: TrainProgress | None = None) -> TrainRe
     decay = [p for n, p in model.named_parameters() if p.ndim > 1 and "pos_embed" not in n]
     no_decay = [p for n, p in model.named_parameters() if not (p.ndim > 1 and "pos_embed" not in n)]
     optimizer = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        [
+            {"params": decay, "weight_decay": config.weight_decay},
+            {"params": no_decay, "weight_decay": 0.0},
+        ],
         lr=config.lr,
     )
     criterion = nn.CrossEntropyLoss(label_smoothing=config.label_smoothing)
@@ -195,9 +203,14 @@ def train(config: TrainConfig, progress: TrainProgress | None = None) -> TrainRe
 
 
 def _save(
-    wrapped: nn.Module, spec: ModelSpec, config: TrainConfig, path: Path, step: int, top1: float
+    wrapped: NormalizedModel,
+    spec: ModelSpec,
+    config: TrainConfig,
+    path: Path,
+    step: int,
+    top1: float,
 ) -> None:
-    network = wrapped.model  # the inner network: normalisation is rebuilt from the spec
+    network = wrapped.model  # the inner network: normalisation comes from the spec
     training = {
         "command": config.command,
         "robench_version": robench.__version__,

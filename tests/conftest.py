@@ -24,7 +24,9 @@ def _load_split(split: str, n: int) -> tuple[torch.Tensor, torch.Tensor]:
 @pytest.fixture(scope="session")
 def fashion_mnist_dir() -> Path:
     if not (FASHION_MNIST_DIR / "t10k-images-idx3-ubyte.gz").exists():
-        pytest.fail("Fashion-MNIST is missing: run `make data` (Debian package dataset-fashion-mnist)")
+        pytest.fail(
+            "Fashion-MNIST is missing: run `make data` (Debian package dataset-fashion-mnist)"
+        )
     return FASHION_MNIST_DIR
 
 

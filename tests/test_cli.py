@@ -73,9 +73,12 @@ def test_schema_prints_valid_json_on_stdout(runner: CliRunner) -> None:
     assert "results" in schema["properties"]
 
 
-def test_unknown_model_is_one_line_with_suggestion_and_exit_2(runner: CliRunner, tmp_path: Path) -> None:
+def test_unknown_model_is_one_line_with_suggestion_and_exit_2(
+    runner: CliRunner, tmp_path: Path
+) -> None:
     result = runner.invoke(
-        app, ["eval", "vit_nano_eliptical_patch4_28", "--limit", "4", "-o", str(tmp_path / "r.json")]
+        app,
+        ["eval", "vit_nano_eliptical_patch4_28", "--limit", "4", "-o", str(tmp_path / "r.json")],
     )
     assert result.exit_code == 2
     line = _one_error_line(result.stderr)
@@ -108,14 +111,26 @@ def test_missing_mean_std_is_an_error_not_a_guess(runner: CliRunner, tmp_path: P
     )
     result = runner.invoke(
         app,
-        ["eval", "tiny_plugin_net", "--import", str(plugin), "--input-size", "1,28,28",
-         "--limit", "4", "-o", str(tmp_path / "r.json")],
+        [
+            "eval",
+            "tiny_plugin_net",
+            "--import",
+            str(plugin),
+            "--input-size",
+            "1,28,28",
+            "--limit",
+            "4",
+            "-o",
+            str(tmp_path / "r.json"),
+        ],
     )
     assert result.exit_code == 2
     assert "--mean and --std" in _one_error_line(result.stderr)
 
 
-def test_a_plugin_model_with_explicit_normalisation_evaluates(runner: CliRunner, tmp_path: Path) -> None:
+def test_a_plugin_model_with_explicit_normalisation_evaluates(
+    runner: CliRunner, tmp_path: Path
+) -> None:
     plugin = tmp_path / "my_models2.py"
     plugin.write_text(
         "import torch\n"
@@ -128,9 +143,26 @@ def test_a_plugin_model_with_explicit_normalisation_evaluates(runner: CliRunner,
     report = tmp_path / "r.json"
     result = runner.invoke(
         app,
-        ["eval", "tiny_plugin_net2", "--import", str(plugin), "--input-size", "1,28,28",
-         "--mean", "0.286", "--std", "0.353", "--limit", "16", "--suite", "smoke",
-         "-o", str(report), "--format", "json"],
+        [
+            "eval",
+            "tiny_plugin_net2",
+            "--import",
+            str(plugin),
+            "--input-size",
+            "1,28,28",
+            "--mean",
+            "0.286",
+            "--std",
+            "0.353",
+            "--limit",
+            "16",
+            "--suite",
+            "smoke",
+            "-o",
+            str(report),
+            "--format",
+            "json",
+        ],
     )
     assert result.exit_code == 0, result.stderr
     data = json.loads(report.read_text())
@@ -144,6 +176,8 @@ def test_cuda_without_gpu_is_a_usage_error(runner: CliRunner, tmp_path: Path) ->
 
     if torch.cuda.is_available():
         pytest.skip("a GPU is present")
-    result = runner.invoke(app, ["eval", "vit_nano_patch4_28", "--device", "cuda", "-o", str(tmp_path / "r.json")])
+    result = runner.invoke(
+        app, ["eval", "vit_nano_patch4_28", "--device", "cuda", "-o", str(tmp_path / "r.json")]
+    )
     assert result.exit_code == 2
     assert "--device cpu" in _one_error_line(result.stderr)

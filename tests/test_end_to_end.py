@@ -23,9 +23,24 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory, fashion_mnist_dir: Path
     out = tmp_path_factory.mktemp("train")
     result = CliRunner().invoke(
         app,
-        ["train", "vit_nano_patch4_28", "--max-steps", "40", "--train-limit", "2000",
-         "--val-limit", "200", "--val-every", "20", "--warmup-steps", "5", "--lr", "3e-3",
-         "-o", str(out)],
+        [
+            "train",
+            "vit_nano_patch4_28",
+            "--max-steps",
+            "40",
+            "--train-limit",
+            "2000",
+            "--val-limit",
+            "200",
+            "--val-every",
+            "20",
+            "--warmup-steps",
+            "5",
+            "--lr",
+            "3e-3",
+            "-o",
+            str(out),
+        ],
     )
     assert result.exit_code == 0, result.stderr
     assert "best val top-1" in result.stdout
@@ -38,8 +53,19 @@ def test_train_then_eval_from_the_cli_writes_a_schema_valid_report(
     report_path = tmp_path / "report.json"
     result = CliRunner().invoke(
         app,
-        ["eval", "-c", str(checkpoint), "--suite", "smoke", "--limit", "64", "-o",
-         str(report_path), "--format", "markdown"],
+        [
+            "eval",
+            "-c",
+            str(checkpoint),
+            "--suite",
+            "smoke",
+            "--limit",
+            "64",
+            "-o",
+            str(report_path),
+            "--format",
+            "markdown",
+        ],
     )
     assert result.exit_code == 0, result.stderr
     report = json.loads(report_path.read_text())
@@ -62,8 +88,14 @@ def test_train_then_eval_from_the_cli_writes_a_schema_valid_report(
 
 def _request(checkpoint: Path, out: Path, **kw: object) -> EvalRequest:
     return EvalRequest(
-        suite="smoke", data="fashion-mnist", out=out, checkpoint=checkpoint, limit=48,
-        batch_size=16, seed=3, **kw,  # type: ignore[arg-type]
+        suite="smoke",
+        data="fashion-mnist",
+        out=out,
+        checkpoint=checkpoint,
+        limit=48,
+        batch_size=16,
+        seed=3,
+        **kw,  # type: ignore[arg-type]
     )
 
 
@@ -103,8 +135,16 @@ def test_resume_refuses_results_of_a_different_run(checkpoint: Path, tmp_path: P
 
     with pytest.raises(ResumeError, match="seed"):
         evaluate(
-            EvalRequest(suite="smoke", data="fashion-mnist", out=out, checkpoint=checkpoint,
-                        limit=48, batch_size=16, seed=4, resume=True)
+            EvalRequest(
+                suite="smoke",
+                data="fashion-mnist",
+                out=out,
+                checkpoint=checkpoint,
+                limit=48,
+                batch_size=16,
+                seed=4,
+                resume=True,
+            )
         )
 
 

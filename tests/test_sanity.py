@@ -38,16 +38,27 @@ def _battery(model: nn.Module, fmnist_test: tuple[torch.Tensor, torch.Tensor], n
     images, labels = fmnist_test
     dataset = TensorDataset(images[:n], labels[:n])
     results = run_sanity(
-        model, dataset, list(range(n)), eps=8 / 255, seed=0, batch_size=64,
-        device=torch.device("cpu"), budget=QUICK_BUDGET,
+        model,
+        dataset,
+        list(range(n)),
+        eps=8 / 255,
+        seed=0,
+        batch_size=64,
+        device=torch.device("cpu"),
+        budget=QUICK_BUDGET,
     )
     return {r.name: r for r in results}
 
 
 def test_a_sound_model_passes_the_core_checks(trained_classifier: nn.Module, fmnist_test) -> None:
     checks = _battery(trained_classifier, fmnist_test)
-    for name in ("eps0_equals_clean", "monotone_in_eps", "pgd_at_least_fgsm",
-                 "unbounded_attack_breaks_model", "gradients_and_determinism"):
+    for name in (
+        "eps0_equals_clean",
+        "monotone_in_eps",
+        "pgd_at_least_fgsm",
+        "unbounded_attack_breaks_model",
+        "gradients_and_determinism",
+    ):
         assert checks[name].status == "pass", checks[name]
     assert checks["eps0_equals_clean"].values["eps0"] == checks["eps0_equals_clean"].values["clean"]
     sweep = [checks["monotone_in_eps"].values[f"eps_x{f}"] for f in (0.25, 0.5, 1.0, 2.0)]
@@ -65,7 +76,9 @@ def test_zeroed_input_gradients_are_flagged(trained_classifier: nn.Module, fmnis
     assert checks["unbounded_attack_breaks_model"].status == "warn"
 
 
-def test_dropout_left_on_is_flagged_as_randomized(trained_classifier: nn.Module, fmnist_test) -> None:
+def test_dropout_left_on_is_flagged_as_randomized(
+    trained_classifier: nn.Module, fmnist_test
+) -> None:
     checks = _battery(_AlwaysDropout(trained_classifier), fmnist_test, n=32)
     assert checks["gradients_and_determinism"].values["randomized"] == 1.0
     assert checks["gradients_and_determinism"].status == "warn"
@@ -79,7 +92,9 @@ def test_elliptical_models_get_the_adaptive_comparison(fmnist_test) -> None:
     from robench.normalized_model import NormalizedModel
 
     torch.manual_seed(0)
-    model = NormalizedModel(timm.create_model("vit_nano_elliptical_patch4_28"), [0.286], [0.353]).eval()
+    model = NormalizedModel(
+        timm.create_model("vit_nano_elliptical_patch4_28"), [0.286], [0.353]
+    ).eval()
     checks = _battery(model, fmnist_test, n=16)
     adaptive = checks["elliptical_gradients_through_m"]
     assert set(adaptive.values) == {"with_m_gradients", "without_m_gradients"}

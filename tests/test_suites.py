@@ -59,10 +59,16 @@ def _write(tmp_path: Path, body: str) -> str:
 @pytest.mark.parametrize(
     ("body", "fragment"),
     [
-        ('name = "x"\nversion = 1\n[[perturbations]]\nkind = "pgdd"\neps = 0.1\n', "Did you mean 'pgd'"),
+        (
+            'name = "x"\nversion = 1\n[[perturbations]]\nkind = "pgdd"\neps = 0.1\n',
+            "Did you mean 'pgd'",
+        ),
         ('name = "x"\nversion = 1\n[[perturbations]]\nkind = "pgd"\neps = "one"\n', "eps"),
         ('name = "x"\n[[perturbations]]\nkind = "clean"\n', "version"),
-        ('name = "x"\nversion = 1\n[[perturbations]]\nkind = "fgsm"\neps = 0.1\nstepz = 3\n', "stepz"),
+        (
+            'name = "x"\nversion = 1\n[[perturbations]]\nkind = "fgsm"\neps = 0.1\nstepz = 3\n',
+            "stepz",
+        ),
         ('name = "x"\nversion = 1\nperturbations = [\n', "not valid TOML"),
         (
             'name = "x"\nversion = 1\n[[perturbations]]\nkind = "clean"\n'

@@ -25,5 +25,7 @@ def input_size(text: str | None) -> tuple[int, int, int] | None:
     except ValueError:
         values = ()
     if len(values) != 3 or min(values) < 1:
-        raise ConfigError(f"--input-size {text!r} must be C,H,W with positive integers, e.g. 3,224,224.")
+        raise ConfigError(
+            f"--input-size {text!r} must be C,H,W with positive integers, e.g. 3,224,224."
+        )
     return values  # type: ignore[return-value]

@@ -13,7 +13,9 @@ from robench.tables import REPORT_FORMATS
 
 @handle_errors
 def demo_command(
-    quick: Annotated[bool, typer.Option("--quick", help="Under 30 seconds: fewer samples.")] = False,
+    quick: Annotated[
+        bool, typer.Option("--quick", help="Under 30 seconds: fewer samples.")
+    ] = False,
     out_dir: Annotated[Path, typer.Option("--out-dir", "-o", help="Where reports go.")] = Path(
         "reports/demo"
     ),

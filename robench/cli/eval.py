@@ -70,8 +70,12 @@ def eval_command(
         typer.Option("--import", help="Module or .py file that registers models (repeatable)."),
     ] = None,
     num_classes: Annotated[int | None, typer.Option(help="Override the model's classes.")] = None,
-    mean: Annotated[str | None, typer.Option(help="Per-channel mean, e.g. 0.485,0.456,0.406.")] = None,
-    std: Annotated[str | None, typer.Option(help="Per-channel std, e.g. 0.229,0.224,0.225.")] = None,
+    mean: Annotated[
+        str | None, typer.Option(help="Per-channel mean, e.g. 0.485,0.456,0.406.")
+    ] = None,
+    std: Annotated[
+        str | None, typer.Option(help="Per-channel std, e.g. 0.229,0.224,0.225.")
+    ] = None,
     input_size_text: Annotated[
         str | None, typer.Option("--input-size", help="Model input C,H,W, e.g. 3,224,224.")
     ] = None,

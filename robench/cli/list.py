@@ -31,7 +31,9 @@ def _models(pattern: str | None) -> list[tuple[str, str]]:
     load_entry_points()
     ours = set(list_robench_models())
     names = [n for n in timm.list_models() if not pattern or Registry.matches(n, pattern)]
-    cards = [(n, "model card") for n in bundled_cards() if not pattern or Registry.matches(n, pattern)]
+    cards = [
+        (n, "model card") for n in bundled_cards() if not pattern or Registry.matches(n, pattern)
+    ]
     return cards + [(n, "robench" if n in ours else "timm") for n in names]
 
 
@@ -74,7 +76,10 @@ def _metrics(pattern: str | None) -> list[tuple[str, str]]:
     from robench.metrics import METRICS
 
     return [
-        (name, ("↑ " if METRICS.get(name).higher_is_better else "↓ ") + METRICS.get(name).description)
+        (
+            name,
+            ("↑ " if METRICS.get(name).higher_is_better else "↓ ") + METRICS.get(name).description,
+        )
         for name in METRICS.names(pattern)
     ]
 
@@ -91,7 +96,9 @@ _LISTERS: dict[Catalogue, Callable[[str | None], list[tuple[str, str]]]] = {
 @handle_errors
 def list_command(
     what: Annotated[Catalogue, typer.Argument(help="Which catalogue to list.")],
-    pattern: Annotated[str | None, typer.Argument(help="Shell-style filter, e.g. '*elliptical*'.")] = None,
+    pattern: Annotated[
+        str | None, typer.Argument(help="Shell-style filter, e.g. '*elliptical*'.")
+    ] = None,
 ) -> None:
     """List registered models, perturbations, shipped suites, model cards or metrics.
 

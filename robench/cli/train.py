@@ -44,20 +44,32 @@ class _TrainBar:
 @handle_errors
 def train_command(
     model: Annotated[str, typer.Argument(help="Registered model name, e.g. vit_nano_patch4_28.")],
-    data: Annotated[str, typer.Option("--data", "-d", help="Image folder, IDX dir or fashion-mnist.")] = "fashion-mnist",
-    out_dir: Annotated[Path, typer.Option("--out-dir", "-o", help="Where checkpoints go.")] = Path("runs/train"),
+    data: Annotated[
+        str, typer.Option("--data", "-d", help="Image folder, IDX dir or fashion-mnist.")
+    ] = "fashion-mnist",
+    out_dir: Annotated[Path, typer.Option("--out-dir", "-o", help="Where checkpoints go.")] = Path(
+        "runs/train"
+    ),
     epochs: Annotated[float, typer.Option(help="Passes over the training data.")] = 1.0,
     max_steps: Annotated[int | None, typer.Option(help="Stop after N optimiser steps.")] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", "-b")] = 128,
     lr: Annotated[float, typer.Option(help="Peak AdamW learning rate.")] = 1e-3,
-    weight_decay: Annotated[float, typer.Option(help="AdamW weight decay (not on biases/norms).")] = 0.05,
-    warmup_steps: Annotated[int, typer.Option(help="Linear warm-up steps before cosine decay.")] = 100,
+    weight_decay: Annotated[
+        float, typer.Option(help="AdamW weight decay (not on biases/norms).")
+    ] = 0.05,
+    warmup_steps: Annotated[
+        int, typer.Option(help="Linear warm-up steps before cosine decay.")
+    ] = 100,
     label_smoothing: Annotated[float, typer.Option(help="Cross-entropy label smoothing.")] = 0.1,
     clip_grad: Annotated[float | None, typer.Option(help="Max gradient norm (none: off).")] = 1.0,
     seed: Annotated[int, typer.Option(help="Seed of initialisation, shuffling and subsets.")] = 0,
     device: Annotated[str, typer.Option(help="cpu, cuda or cuda:N.")] = "cpu",
-    train_limit: Annotated[int | None, typer.Option(help="Train on a seeded subset of N images.")] = None,
-    val_limit: Annotated[int | None, typer.Option(help="Validate on a seeded subset of N images.")] = 2000,
+    train_limit: Annotated[
+        int | None, typer.Option(help="Train on a seeded subset of N images.")
+    ] = None,
+    val_limit: Annotated[
+        int | None, typer.Option(help="Validate on a seeded subset of N images.")
+    ] = 2000,
     val_every: Annotated[int, typer.Option(help="Steps between validations.")] = 200,
     workers: Annotated[int, typer.Option(help="Data-loading worker processes.")] = 0,
     model_kwargs: Annotated[
@@ -80,7 +92,9 @@ def train_command(
     try:
         kwargs = json.loads(model_kwargs) if model_kwargs else {}
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"--model-kwargs is not valid JSON ({exc}); e.g. '{{\"delta\": 1.0}}'.") from None
+        raise ConfigError(
+            f"--model-kwargs is not valid JSON ({exc}); e.g. '{{\"delta\": 1.0}}'."
+        ) from None
     if not isinstance(kwargs, dict):
         raise ConfigError("--model-kwargs must be a JSON object, e.g. '{\"delta\": 1.0}'.")
     config = TrainConfig(

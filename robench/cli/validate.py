@@ -32,7 +32,8 @@ def _check_card(path: Path) -> str:
     card = read_card(path)
     if card.architecture is None or not timm.is_model(card.architecture):
         raise ConfigError(
-            f"model card {path}: " + did_you_mean(str(card.architecture), timm.list_models(), "model")
+            f"model card {path}: "
+            + did_you_mean(str(card.architecture), timm.list_models(), "model")
         )
     if card.checkpoint:
         ckpt = path.parent / card.checkpoint
@@ -60,7 +61,10 @@ def validate_command(
     from robench.suites import bundled_suites
 
     if files:
-        targets = [(p, _check_card if p.parent.name == "models" or _looks_like_card(p) else _check_suite) for p in files]
+        targets = [
+            (p, _check_card if p.parent.name == "models" or _looks_like_card(p) else _check_suite)
+            for p in files
+        ]
     else:
         targets = [(p, _check_suite) for p in bundled_suites().values()]
         targets += [(p, _check_card) for p in bundled_cards().values()]
