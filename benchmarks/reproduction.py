@@ -15,6 +15,7 @@ import logging
 import math
 import os
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from pathlib import Path
 import torch
 
 import robench
+from robench.checkpoints import sha256_file
 from robench.report import Report, read_report
 
 MODELS = {"baseline": "vit_nano_patch4_28", "elliptical": "vit_nano_elliptical_patch4_28"}
@@ -210,18 +212,76 @@ def path_suffix(path: Path) -> str:
     return f"\n{marker}\n\n## Which claims hold at this scale\n\n(to be written after a run)\n"
 
 
+CARDS = {"baseline": "vit_nano_fmnist", "elliptical": "vit_nano_elliptical_fmnist"}
+CARD_TEXT = """# Shipped for the demo and tests; written by benchmarks/reproduction.py --ship.
+name = "{name}"
+architecture = "{architecture}"
+description = "{description}"
+checkpoint = "{name}.safetensors"
+checkpoint_sha256 = "{sha}"
+dataset = "Fashion-MNIST train (60000 images); validated on 2000 seeded test images"
+training_command = "{command}"
+
+[recipe]
+optimizer = "AdamW"
+lr = {lr}
+batch_size = 128
+epochs = {epochs}
+warmup_steps = 200
+schedule = "cosine"
+label_smoothing = 0.1
+weight_decay = 0.05
+clip_grad = 1.0
+seed = {seed}
+
+[metrics]  # top-1 on 2000 seeded test images (suite reproduction-fmnist)
+clean_top1 = {clean:.4f}
+pgd20_1_top1 = {pgd1:.4f}
+pgd20_4_top1 = {pgd4:.4f}
+"""
+
+
+def ship(args: argparse.Namespace, reports: dict[str, list[Report]]) -> None:
+    """Copy seed `args.seeds[0]`'s checkpoints into models/ with their cards."""
+    seed = args.seeds[0]
+    models_dir = Path(__file__).resolve().parents[1] / "models"
+    for short, architecture in MODELS.items():
+        run_dir = args.work_dir / f"{short}-seed{seed}"
+        target = models_dir / f"{CARDS[short]}.safetensors"
+        shutil.copyfile(run_dir / "best.safetensors", target)
+        report = reports[short][0]
+        text = CARD_TEXT.format(
+            name=CARDS[short],
+            architecture=architecture,
+            description=f"{short} nano ViT (4 layers, 64 dims, 4 heads) trained on Fashion-MNIST",
+            sha=sha256_file(target),
+            command=shlex.join(train_argv(architecture, seed, args, Path(f"runs/{CARDS[short]}"))),
+            lr=args.lr,
+            epochs=args.epochs,
+            seed=seed,
+            clean=_accuracy(report, "clean"),
+            pgd1=_accuracy(report, "pgd20-1"),
+            pgd4=_accuracy(report, "pgd20-4"),
+        )
+        (models_dir / f"{CARDS[short]}.toml").write_text(text)
+        logging.info("shipped %s (%s)", target, sha256_file(target)[:12])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--epochs", type=float, default=5.0)
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--limit", type=int, default=2000)
+    parser.add_argument("--ship", action="store_true", help="copy the first seed's models")
     parser.add_argument("--jobs", type=int, default=2, help="processes at a time")
     parser.add_argument("--work-dir", type=Path, default=Path("runs/reproduction"))
     parser.add_argument("--output", type=Path, default=Path("reports/reproduction.md"))
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     reports = run(args)
+    if args.ship:
+        ship(args, reports)
     print(write_markdown(reports, args.output, args))
 
 

@@ -8,26 +8,33 @@ from typing import Annotated
 import typer
 
 from robench.cli._output import RichProgress, err, handle_errors, out
-from robench.tables import REPORT_FORMATS
 
 
 @handle_errors
 def demo_command(
-    quick: Annotated[
-        bool, typer.Option("--quick", help="Under 30 seconds: fewer samples.")
-    ] = False,
+    quick: Annotated[bool, typer.Option("--quick", help="Under 30 seconds: fewer samples.")] = False,
     out_dir: Annotated[Path, typer.Option("--out-dir", "-o", help="Where reports go.")] = Path(
         "reports/demo"
     ),
 ) -> None:
-    """Baseline vs Elliptical nano ViT on Fashion-MNIST under adversarial attacks.
+    """Baseline vs Elliptical nano ViT on Fashion-MNIST: attacks, diagnostics, figures.
+
+    Evaluates the shipped checkpoints (models/) with the `demo` suite (`smoke` with --quick),
+    prints the paper-style comparison and writes reports and figures to --out-dir.
 
     Examples:
       robench demo
       robench demo --quick -o /tmp/demo
     """
+    from robench.compare import COMPARE_FORMATS
     from robench.demo import run_demo
 
-    for path, report in run_demo(out_dir, quick=quick, progress=RichProgress()):
-        out.print(REPORT_FORMATS.get("rich")(report))
-        err.print(f"report written to {path}", highlight=False)
+    result = run_demo(out_dir, quick=quick, progress=RichProgress())
+    rendered = COMPARE_FORMATS.get("rich")(result.comparison, False)
+    out.print(rendered)
+    for note in result.comparison.notes:
+        err.print(f"note: {note}", highlight=False)
+    for path, _ in result.reports:
+        err.print(f"report: {path}", highlight=False)
+    for figure in result.figures:
+        err.print(f"figure: {figure}", highlight=False)
