@@ -7,7 +7,7 @@ STAMP := $(VENV)/.robench-installed
 FMNIST := /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test lint install data clean
+.PHONY: demo test lint gate baseline install data clean
 
 demo: install data
 	$(BIN)/robench demo
@@ -19,6 +19,21 @@ lint: install
 	$(BIN)/ruff check robench tests benchmarks
 	$(BIN)/ruff format --check robench tests benchmarks
 	$(BIN)/mypy robench
+
+# robench gates its own CI: the shipped elliptical checkpoint under the smoke suite must not
+# regress against the committed baseline report (paired McNemar test, default policy).
+GATE_MODEL := vit_nano_elliptical_fmnist
+GATE_BASELINE := reports/baselines/$(GATE_MODEL)-smoke.json
+GATE_EVAL = $(BIN)/robench eval $(GATE_MODEL) --suite smoke --limit 1000 --seed 0 --overwrite --format markdown
+
+gate: install data
+	$(GATE_EVAL) -o runs/ci/candidate.json
+	$(BIN)/robench gate --baseline $(GATE_BASELINE) --candidate runs/ci/candidate.json \
+		--summary runs/ci/gate.md --junit runs/ci/gate.xml
+
+baseline: install data
+	$(GATE_EVAL) -o $(GATE_BASELINE)
+	rm -f $(GATE_BASELINE:.json=.samples.jsonl)
 
 install: $(STAMP)
 

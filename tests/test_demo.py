@@ -1,0 +1,48 @@
+"""`robench demo --quick` runs in the test suite and writes schema-valid reports and figures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from typer.testing import CliRunner
+
+from robench.cli import app
+from robench.model_spec import bundled_cards
+from robench.report import report_json_schema
+
+pytestmark = pytest.mark.slow
+
+
+def test_shipped_model_cards_exist_and_are_small() -> None:
+    cards = bundled_cards()
+    assert {"vit_nano_fmnist", "vit_nano_elliptical_fmnist"} <= set(cards)
+    for name in ("vit_nano_fmnist", "vit_nano_elliptical_fmnist"):
+        weights = cards[name].with_suffix(".safetensors")
+        assert weights.stat().st_size < 5_000_000
+
+
+def test_quick_demo_writes_reports_comparison_and_figures(
+    tmp_path: Path, fashion_mnist_dir: Path
+) -> None:
+    result = CliRunner().invoke(app, ["demo", "--quick", "-o", str(tmp_path)])
+    assert result.exit_code == 0, result.stderr
+    schema = report_json_schema()
+    reports = {}
+    for role in ("baseline", "elliptical"):
+        report = json.loads((tmp_path / f"{role}.json").read_text())
+        jsonschema.validate(report, schema)
+        reports[role] = report
+    assert reports["elliptical"]["model"]["elliptical"]["layers"] == 3
+    assert reports["baseline"]["model"]["elliptical"] is None
+    assert reports["baseline"]["data"]["indices_sha256"] == reports["elliptical"]["data"]["indices_sha256"]
+    # The shipped models are trained: well above chance on clean data.
+    for report in reports.values():
+        clean = next(r for r in report["results"] if r["name"] == "clean")
+        assert clean["metrics"]["top1"]["value"] > 0.7
+    assert "vit_nano_fmnist" in result.stdout and "vit_nano_elliptical_fmnist" in result.stdout
+    heatmap = tmp_path / "attention_heatmaps.png"
+    assert heatmap.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "figure:" in result.stderr
