@@ -57,7 +57,9 @@ def _models(plan: DemoPlan, out_dir: Path) -> dict[str, tuple[str, Path | None]]
     cards = bundled_cards()
     if all(card in cards for card in DEMO_CARDS.values()):
         return {role: (card, None) for role, card in DEMO_CARDS.items()}
-    logger.warning("shipped checkpoints not found: training both models for %d steps", plan.train_steps)
+    logger.warning(
+        "shipped checkpoints not found: training both models for %d steps", plan.train_steps
+    )
     chosen: dict[str, tuple[str, Path | None]] = {}
     for role, model in DEMO_MODELS.items():
         result = train(
@@ -102,7 +104,9 @@ def _figures(
     images = torch.stack([data[i][0] for i in range(4)])
     figures = [
         plot_attention_comparison(
-            {role: m.model for role, m in loaded.items()}, images, out_dir / "attention_heatmaps.png"
+            {role: m.model for role, m in loaded.items()},
+            images,
+            out_dir / "attention_heatmaps.png",
         )
     ]
     curves = {

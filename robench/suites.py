@@ -21,42 +21,34 @@ from robench.registry import did_you_mean
 from robench.toml_files import describe_validation_error, read_toml_model
 
 
-class PerturbationEntry(BaseModel):
-    """One `[[perturbations]]` table; keys other than these are the kind's parameters."""
+class _Entry(BaseModel):
+    """A suite table naming a registered `kind`; keys not declared here are its parameters."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
-    kind: str  # a registered perturbation kind (`robench list perturbations`)
+    kind: str  # a registered kind (`robench list perturbations`)
     name: str | None = None  # unique label in reports; defaults to the kind
+
+    @property
+    def label(self) -> str:
+        return self.name or self.kind
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class PerturbationEntry(_Entry):
+    """One `[[perturbations]]` table."""
+
     max_samples: int | None = Field(default=None, gt=0)  # evaluate only the first N samples
     # Adaptive attack on Elliptical models: let gradients flow through M during the attack
     # (the model's outputs are unchanged; no effect on other models).
     differentiable_m: bool = False
 
-    @property
-    def label(self) -> str:
-        return self.name or self.kind
 
-    @property
-    def params(self) -> dict[str, Any]:
-        return dict(self.model_extra or {})
-
-
-class DiagnosticEntry(BaseModel):
-    """One `[[diagnostics]]` table: a perturbation-free measurement of the model."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)
-
-    kind: str  # a registered diagnostic kind: collapse, head_redundancy, efficiency, ...
-    name: str | None = None  # unique label in reports; defaults to the kind
-
-    @property
-    def label(self) -> str:
-        return self.name or self.kind
-
-    @property
-    def params(self) -> dict[str, Any]:
-        return dict(self.model_extra or {})
+class DiagnosticEntry(_Entry):
+    """One `[[diagnostics]]` table: a perturbation-free measurement (collapse, efficiency...)."""
 
 
 class Suite(BaseModel):

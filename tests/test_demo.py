@@ -37,7 +37,10 @@ def test_quick_demo_writes_reports_comparison_and_figures(
         reports[role] = report
     assert reports["elliptical"]["model"]["elliptical"]["layers"] == 3
     assert reports["baseline"]["model"]["elliptical"] is None
-    assert reports["baseline"]["data"]["indices_sha256"] == reports["elliptical"]["data"]["indices_sha256"]
+    assert (
+        reports["baseline"]["data"]["indices_sha256"]
+        == reports["elliptical"]["data"]["indices_sha256"]
+    )
     # The shipped models are trained: well above chance on clean data.
     for report in reports.values():
         clean = next(r for r in report["results"] if r["name"] == "clean")

@@ -87,15 +87,13 @@ def test_train_then_eval_from_the_cli_writes_a_schema_valid_report(
 
 
 def _request(checkpoint: Path, out: Path, **kw: object) -> EvalRequest:
+    options: dict[str, object] = {"limit": 48, "batch_size": 16, "seed": 3, **kw}
     return EvalRequest(
         suite="smoke",
         data="fashion-mnist",
         out=out,
         checkpoint=checkpoint,
-        limit=48,
-        batch_size=16,
-        seed=3,
-        **kw,  # type: ignore[arg-type]
+        **options,  # type: ignore[arg-type]
     )
 
 
@@ -135,13 +133,9 @@ def test_resume_refuses_results_of_a_different_run(checkpoint: Path, tmp_path: P
 
     with pytest.raises(ResumeError, match="seed"):
         evaluate(
-            EvalRequest(
-                suite="smoke",
-                data="fashion-mnist",
-                out=out,
-                checkpoint=checkpoint,
-                limit=48,
-                batch_size=16,
+            _request(
+                checkpoint,
+                out,
                 seed=4,
                 resume=True,
             )

@@ -29,9 +29,16 @@ def test_a_few_steps_decrease_the_loss_and_write_a_self_describing_checkpoint(
 ) -> None:
     result = train(
         TrainConfig(
-            model="vit_nano_elliptical_patch4_28", out_dir=tmp_path, max_steps=30,
-            train_limit=1500, val_limit=200, val_every=10, warmup_steps=3, lr=3e-3,
-            batch_size=64, command="pytest",
+            model="vit_nano_elliptical_patch4_28",
+            out_dir=tmp_path,
+            max_steps=30,
+            train_limit=1500,
+            val_limit=200,
+            val_every=10,
+            warmup_steps=3,
+            lr=3e-3,
+            batch_size=64,
+            command="pytest",
         )
     )
     losses = [h["loss"] for h in result.history]

@@ -12,7 +12,9 @@ from robench.cli._output import RichProgress, err, handle_errors, out
 
 @handle_errors
 def demo_command(
-    quick: Annotated[bool, typer.Option("--quick", help="Under 30 seconds: fewer samples.")] = False,
+    quick: Annotated[
+        bool, typer.Option("--quick", help="Under 30 seconds: fewer samples.")
+    ] = False,
     out_dir: Annotated[Path, typer.Option("--out-dir", "-o", help="Where reports go.")] = Path(
         "reports/demo"
     ),

@@ -110,36 +110,37 @@ _SCALINGS: dict[str, Callable[[Tensor], Tensor]] = {
 
 
 def _scale(m: Tensor, scaling: str) -> Tensor:
-    """m / denominator over the last (head-dim) axis; M = identity where the denominator is 0."""
+    """m / denominator over the last (head-dim) axis; M = identity where the denominator is 0.
+
+    m >= 0, so a zero max or mean means m == 0 there: adding 1 to both sides gives m = 1
+    (standard attention) without 0/0 in values or gradients.
+    """
     denom = _SCALINGS[scaling](m)  # (B, H, 1|N, 1)
-    informative = denom > torch.finfo(m.dtype).tiny
-    # Divide by 1 where the estimate is uninformative, so neither values nor gradients see 0/0.
-    safe = torch.where(informative, denom, torch.ones_like(denom))
-    return torch.where(informative, m / safe, torch.ones_like(m))
-
-
-# ---------------------------------------------------------------------------------------------
-# Reduction over positions n of a per-position quantity (B, H, N, D).
-
-
-def _full_mean(per_position: Tensor) -> Tensor:
-    return per_position.mean(dim=2, keepdim=True)  # (B, H, 1, D)
-
-
-def _prefix_mean(per_position: Tensor) -> Tensor:
-    n = per_position.shape[2]
-    counts = torch.arange(1, n + 1, device=per_position.device, dtype=per_position.dtype)
-    return per_position.cumsum(dim=2) / counts[:, None]  # (B, H, N, D), row t: mean over n <= t
-
-
-_CAUSAL_ESTIMATORS: dict[str, Callable[[Tensor], Tensor]] = {
-    "full": _full_mean,
-    "prefix": _prefix_mean,
-}
+    one = (denom <= torch.finfo(m.dtype).tiny).to(m.dtype)  # 1 where uninformative, else 0
+    return (m + one) / (denom + one)
 
 
 # ---------------------------------------------------------------------------------------------
 # Estimators of the raw (unscaled) m.
+
+
+def _full_mean(per_position: Tensor, delta: float) -> Tensor:
+    n = per_position.shape[2]
+    return per_position.sum(dim=2, keepdim=True) / (n * delta)  # (B, H, 1, D)
+
+
+def _prefix_mean(per_position: Tensor, delta: float) -> Tensor:
+    n = per_position.shape[2]
+    counts = torch.arange(1, n + 1, device=per_position.device, dtype=per_position.dtype)
+    # (B, H, N, D); row t is the mean over positions n <= t
+    return per_position.cumsum(dim=2) / (counts[:, None] * delta)
+
+
+# Reduction over positions n of a per-position quantity (B, H, N, D), divided by delta.
+_CAUSAL_ESTIMATORS: dict[str, Callable[[Tensor, float], Tensor]] = {
+    "full": _full_mean,
+    "prefix": _prefix_mean,
+}
 
 
 def _abs_diff(v: Tensor, v_prev: Tensor, owned: bool) -> Tensor:
@@ -169,7 +170,7 @@ def elliptical_weights(
         m of shape (B, H, 1, D) for "full", (B, H, N, D) for "prefix".
     """
     _check_options(scaling, "values", delta, causal_estimator)
-    raw = _CAUSAL_ESTIMATORS[causal_estimator](_abs_diff(v, v_prev, owned=False)) / delta
+    raw = _CAUSAL_ESTIMATORS[causal_estimator](_abs_diff(v, v_prev, owned=False), delta)
     return _scale(raw, scaling)
 
 
@@ -221,7 +222,7 @@ def _values_estimate(
             f"layer's {tuple(v_prev.shape)}; all elliptical layers of a model need equal heads."
         )
     reduce = _CAUSAL_ESTIMATORS[layer.causal_estimator]
-    return reduce(_abs_diff(v, v_prev, owned)) / layer.delta
+    return reduce(_abs_diff(v, v_prev, owned), layer.delta)
 
 
 def _random_estimate(
