@@ -220,7 +220,7 @@ description = "{description}"
 checkpoint = "{name}.safetensors"
 checkpoint_sha256 = "{sha}"
 dataset = "Fashion-MNIST train (60000 images); validated on 2000 seeded test images"
-training_command = "{command}"
+training_command = "OMP_NUM_THREADS=1 {command}"  # one thread: bit-exact reruns
 
 [recipe]
 optimizer = "AdamW"
@@ -234,15 +234,13 @@ weight_decay = 0.05
 clip_grad = 1.0
 seed = {seed}
 
-[metrics]  # top-1 on 2000 seeded test images (suite reproduction-fmnist)
-clean_top1 = {clean:.4f}
-pgd20_1_top1 = {pgd1:.4f}
-pgd20_4_top1 = {pgd4:.4f}
+[metrics]  # top-1 on {n} seeded test images, suite {suite} v{suite_version}
+{metrics}
 """
 
 
 def ship(args: argparse.Namespace, reports: dict[str, list[Report]]) -> None:
-    """Copy seed `args.seeds[0]`'s checkpoints into models/ with their cards."""
+    """Copy seed `args.seeds[0]`'s checkpoints into models/ with cards quoting `reports`."""
     seed = args.seeds[0]
     models_dir = Path(__file__).resolve().parents[1] / "models"
     for short, architecture in MODELS.items():
@@ -259,9 +257,13 @@ def ship(args: argparse.Namespace, reports: dict[str, list[Report]]) -> None:
             lr=args.lr,
             epochs=args.epochs,
             seed=seed,
-            clean=_accuracy(report, "clean"),
-            pgd1=_accuracy(report, "pgd20-1"),
-            pgd4=_accuracy(report, "pgd20-4"),
+            n=report.data.n_samples,
+            suite=report.suite.name,
+            suite_version=report.suite.version,
+            metrics="\n".join(
+                f"{r.name.replace('-', '_')}_top1 = {r.metrics['top1'].value:.4f}"
+                for r in report.results
+            ),
         )
         (models_dir / f"{CARDS[short]}.toml").write_text(text)
         logging.info("shipped %s (%s)", target, sha256_file(target)[:12])
