@@ -240,7 +240,7 @@ def read_checkpoint(path: str | Path, *, ema: bool = False, trust: bool = False)
     else:
         weights, layout = _find_weights(obj, path, ema)
     state_dict = _strip_wrapper_prefixes(weights, path)
-    logger.info("read %s: %d tensors, layout %s", path, len(state_dict), layout)
+    logger.debug("read %s: %d tensors, layout %s", path, len(state_dict), layout)
     return Checkpoint(path, sha256, state_dict, metadata, layout)
 
 

@@ -142,7 +142,7 @@ def run_demo(out_dir: Path, *, quick: bool = False, progress: Progress | None = 
             command=["robench", "demo", *(["--quick"] if quick else [])],
         )
         reports.append((path, evaluate(request, progress=progress)))
-    comparison = build_comparison([(str(p), r) for p, r in reports])
+    comparison = build_comparison([(str(p), r) for p, r in reports], metrics=["top1"])
     roles = list(models)
     figures = _figures(models, [(roles[i], r) for i, (_, r) in enumerate(reports)], out_dir)
     return DemoResult(reports, comparison, figures)

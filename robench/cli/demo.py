@@ -32,8 +32,12 @@ def demo_command(
     from robench.demo import run_demo
 
     result = run_demo(out_dir, quick=quick, progress=RichProgress())
-    rendered = COMPARE_FORMATS.get("rich")(result.comparison, False)
-    out.print(rendered)
+    fmt = "rich" if out.is_terminal else "markdown"
+    rendered = COMPARE_FORMATS.get(fmt)(result.comparison, False)
+    if isinstance(rendered, str):
+        typer.echo(rendered)
+    else:
+        out.print(rendered)
     for note in result.comparison.notes:
         err.print(f"note: {note}", highlight=False)
     for path, _ in result.reports:
