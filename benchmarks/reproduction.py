@@ -167,9 +167,9 @@ def write_markdown(reports: dict[str, list[Report]], path: Path, args: argparse.
         f" schedule with 200 warm-up steps, label smoothing 0.1, weight decay 0.05, {args.epochs}"
         f" epochs on the full training set; seeds {args.seeds}. Evaluation: {first.data.n_samples}"
         " test images (seeded subset), suite `reproduction-fmnist` v"
-        f"{first.suite.version}: attacks in pixel units with true labels; SPSA (10 steps,"
-        " 32 directions) on the first 200 and AutoAttack (standard, Square with 1000"
-        " queries) on the first 300 of those images.",
+        f"{first.suite.version}: attacks in pixel units with true labels; SPSA (5 steps,"
+        " 32 directions) on the first 100 and AutoAttack (standard; 3 target classes for"
+        " APGD-T and FAB-T, Square with 500 queries) on the first 100 of those images.",
         "",
         f"Top-1 accuracy (%), mean ± 95% t-interval over {len(args.seeds)} seeds:",
         "",

@@ -40,7 +40,7 @@ class DemoPlan:
 
 
 PLANS = {
-    "full": DemoPlan(suite="demo", limit=1000, train_steps=300, train_limit=20000),
+    "full": DemoPlan(suite="demo", limit=500, train_steps=300, train_limit=20000),
     "quick": DemoPlan(suite="smoke", limit=200, train_steps=60, train_limit=4000),
 }
 
