@@ -69,6 +69,7 @@ class TrainResult:
     best_val_top1: float
     steps: int
     history: list[dict[str, float]]
+    is_main: bool = True  # False on the other ranks of a torchrun job
 
 
 class TrainProgress(Protocol):
@@ -189,17 +190,19 @@ def train(config: TrainConfig, progress: TrainProgress | None = None) -> TrainRe
             if step % config.val_every == 0 or step == total:
                 top1 = _validate(wrapped, val_loader, dist.device)
                 history.append({"step": step, "loss": loss.item(), "val_top1": top1})
-                logger.info("step %d: loss %.4f, val top-1 %.4f", step, loss.item(), top1)
-                if dist.is_main and top1 > best:
+                if dist.is_main:  # every rank validates the same images; one reports and saves
+                    logger.info("step %d: loss %.4f, val top-1 %.4f", step, loss.item(), top1)
+                if top1 > best:
                     best = top1
-                    _save(wrapped, spec, config, best_path, step, top1)
+                    if dist.is_main:
+                        _save(wrapped, spec, config, best_path, step, top1)
             if step >= total:
                 break
     progress.finish()
     if dist.is_main:
         _save(wrapped, spec, config, last_path, step, history[-1]["val_top1"])
     dist.close()
-    return TrainResult(best_path, last_path, best, step, history)
+    return TrainResult(best_path, last_path, best, step, history, dist.is_main)
 
 
 def _save(

@@ -58,3 +58,24 @@ def test_a_few_steps_decrease_the_loss_and_write_a_self_describing_checkpoint(
 def test_bad_hyperparameters_are_config_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="--lr"):
         train(TrainConfig(model="vit_nano_patch4_28", out_dir=tmp_path, lr=0))
+
+
+@pytest.mark.slow
+def test_training_under_torchrun_uses_ddp_and_writes_one_checkpoint(
+    tmp_path: Path, fashion_mnist_dir: Path
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    torchrun = Path(sys.executable).with_name("torchrun")
+    done = subprocess.run(
+        [str(torchrun), "--nproc_per_node=2", "-m", "robench", "train", "vit_nano_patch4_28",
+         "--max-steps", "4", "--train-limit", "512", "--val-limit", "64", "--val-every", "2",
+         "--batch-size", "32", "-o", str(tmp_path)],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("best val top-1") == 1  # only rank 0 reports
+    assert (tmp_path / "best.safetensors").exists() and (tmp_path / "last.safetensors").exists()

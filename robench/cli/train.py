@@ -119,6 +119,8 @@ def train_command(
         command=shlex.join(["robench", *sys.argv[1:]]),
     )
     result = train(config, progress=_TrainBar())
+    if not result.is_main:
+        return
     typer.echo(
         f"best val top-1 {100 * result.best_val_top1:.2f}% after {result.steps} steps: "
         f"{result.best_path}"
