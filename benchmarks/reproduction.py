@@ -187,8 +187,8 @@ def write_markdown(reports: dict[str, list[Report]], path: Path, args: argparse.
         ("collapse: mean token cosine similarity, last layer", "collapse", "last", 1.0, 4),
         ("collapse: mean over layers", "collapse", "mean", 1.0, 4),
         ("head redundancy: mean L2 distance between heads", "head_redundancy", "mean", 1.0, 4),
-        ("throughput (samples/s)", "efficiency", "throughput_samples_per_s", 1.0, 0),
         ("GFLOPs per sample", "efficiency", "gflops_per_sample", 1.0, 5),
+        ("forward activation peak (MiB, batch 64)", "efficiency", "peak_memory_mb", 1.0, 2),
     ]
     for label, diag, key, scale, digits in rows:
         cells = []
@@ -199,6 +199,11 @@ def write_markdown(reports: dict[str, list[Report]], path: Path, args: argparse.
                 values = []
             cells.append(_fmt(values, scale, digits) if values else "n/a")
         lines.append(f"| {label} | {' | '.join(cells)} |")
+    lines += [
+        "",
+        "Throughput is not compared here: the runs share 2 cores in parallel processes. Time and",
+        "memory overheads are measured side by side in `reports/benchmarks.md`.",
+    ]
     text = "\n".join(lines) + "\n"
     path.write_text(text + path_suffix(path))
     return text

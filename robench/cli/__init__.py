@@ -23,7 +23,8 @@ from robench.cli._output import configure_logging
 app = typer.Typer(
     name="robench",
     help="Measure how robust a trained PyTorch model is.\n\n"
-    "Exit codes: 0 ok, 1 gate regression, 2 bad input, 3 runtime failure.",
+    "Exit codes: 0 ok, 1 gate regression, 2 bad input, 3 runtime failure, 4 inconclusive gate"
+    " (--strict), 130 interrupted.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
