@@ -160,7 +160,8 @@ def _results(
             base_indices = indices
             labels = [records.labels[i] for i in indices]
         predictions[planned.label] = [records.topk[i][0] for i in indices]
-        top5[planned.label] = [records.labels[i] in records.topk[i][:5] for i in indices]
+        in_top5 = METRICS.get("top5").per_sample
+        top5[planned.label] = [in_top5(records.labels[i], records.topk[i]) for i in indices]
     samples = SampleResults(
         indices=base_indices or [], labels=labels, predictions=predictions, top5_correct=top5
     )
