@@ -18,7 +18,8 @@ from typer.testing import CliRunner
 
 from robench.cli import app
 from robench.cli.compare import CompareFormat, parse_metrics
-from robench.compare import COMPARE_FORMATS, build_comparison, metric_display
+from robench.compare import build_comparison, metric_display
+from robench.compare_formats import COMPARE_FORMATS
 from robench.errors import ConfigError
 from robench.report import Report
 

@@ -10,13 +10,14 @@ import typer
 from rich.markup import escape
 
 from robench.cli._output import err, handle_errors, out
-from robench.compare import COMPARE_FORMATS, build_comparison
+from robench.compare import build_comparison
+from robench.compare_formats import COMPARE_FORMATS
 from robench.errors import ConfigError
 from robench.report import Report, read_report
 
 
 class CompareFormat(str, enum.Enum):
-    """The names registered in `robench.compare.COMPARE_FORMATS`."""
+    """The names registered in `robench.compare_formats.COMPARE_FORMATS`."""
 
     rich = "rich"
     markdown = "markdown"

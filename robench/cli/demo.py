@@ -28,7 +28,7 @@ def demo_command(
       robench demo
       robench demo --quick -o /tmp/demo
     """
-    from robench.compare import COMPARE_FORMATS
+    from robench.compare_formats import COMPARE_FORMATS
     from robench.demo import run_demo
 
     result = run_demo(out_dir, quick=quick, progress=RichProgress())
