@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 from robench import gate as gate_module
 from robench.cli import app
 from robench.errors import ConfigError
-from robench.gate import PerSample, Policy, Rule, Status, Tolerance, read_policy, run_gate
+from robench.gate import PerSample, Status, run_gate
+from robench.gate_policy import Policy, Rule, Tolerance, read_policy
 from robench.report import Report
 
 runner = CliRunner()

@@ -18,7 +18,8 @@ from rich.table import Table
 from robench.cli._output import err, handle_errors, out
 from robench.compare import metric_display
 from robench.errors import EXIT_OK
-from robench.gate import Check, GateResult, Status, exit_code, format_amount, read_policy, run_gate
+from robench.gate import Check, GateResult, Status, exit_code, format_amount, run_gate
+from robench.gate_policy import read_policy
 from robench.report import Report, read_report
 
 HEADER = ["Check", "Baseline", "Candidate", "Change", "Allowed drop", "Test", "p", "Status"]
