@@ -8,9 +8,10 @@ import pytest
 import torch
 from torch import nn
 
+from robench.data import BUILTIN_DATASETS
 from robench.data.idx import read_idx
 
-FASHION_MNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
+FASHION_MNIST_DIR = BUILTIN_DATASETS["fashion-mnist"].path  # installed by `make data`
 
 
 def _load_split(split: str, n: int) -> tuple[torch.Tensor, torch.Tensor]:
