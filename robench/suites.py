@@ -76,6 +76,16 @@ class Suite(BaseModel):
         budgets = [p.perturbation.eps for p in plan if p.perturbation.eps]
         return max(budgets) if budgets else None
 
+    @field_validator("metrics")
+    @classmethod
+    def _known_metrics(cls, metrics: tuple[str, ...]) -> tuple[str, ...]:
+        from robench.metrics import METRICS  # validated here, not after a long run
+
+        for name in metrics:
+            if name not in METRICS:
+                raise ValueError(did_you_mean(name, METRICS.names(), "metric"))
+        return metrics
+
     @model_validator(mode="after")
     def _check_entries(self) -> Suite:
         if not self.perturbations and not self.diagnostics:

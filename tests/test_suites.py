@@ -71,6 +71,10 @@ def _write(tmp_path: Path, body: str) -> str:
         ),
         ('name = "x"\nversion = 1\nperturbations = [\n', "not valid TOML"),
         (
+            'name = "x"\nversion = 1\nmetrics = ["top3"]\n[[perturbations]]\nkind = "clean"\n',
+            "top1",
+        ),
+        (
             'name = "x"\nversion = 1\n[[perturbations]]\nkind = "clean"\n'
             '[[perturbations]]\nkind = "clean"\n',
             "two perturbations",
