@@ -17,6 +17,17 @@ from torch.utils.data import DistributedSampler
 from robench.errors import ConfigError
 
 
+def resolve_device(name: str) -> torch.device:
+    """`cpu`, `cuda` or `cuda:N`, refusing CUDA on a machine without a GPU."""
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise ConfigError(f"--device {name!r} is not a device; use cpu, cuda or cuda:N.") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("--device cuda was given but no CUDA GPU is available; use --device cpu.")
+    return device
+
+
 @dataclass
 class DistributedContext:
     rank: int
@@ -35,14 +46,7 @@ class DistributedContext:
     def from_env(cls, device_name: str) -> DistributedContext:
         world = int(os.environ.get("WORLD_SIZE", "1"))
         rank = int(os.environ.get("RANK", "0"))
-        try:
-            device = torch.device(device_name)
-        except RuntimeError:
-            raise ConfigError(
-                f"--device {device_name!r} is not a device; use cpu or cuda."
-            ) from None
-        if device.type == "cuda" and not torch.cuda.is_available():
-            raise ConfigError("--device cuda was given but no CUDA GPU is available; use cpu.")
+        device = resolve_device(device_name)
         if world > 1:
             backend = "nccl" if device.type == "cuda" else "gloo"
             if not torch.distributed.is_initialized():
@@ -65,6 +69,10 @@ class DistributedContext:
             return model
         ids = [self.device.index] if self.device.type == "cuda" else None
         return nn.parallel.DistributedDataParallel(model, device_ids=ids)
+
+    def barrier(self) -> None:
+        if self.enabled:
+            torch.distributed.barrier()
 
     def close(self) -> None:
         if self.enabled and torch.distributed.is_initialized():

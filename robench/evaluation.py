@@ -19,6 +19,7 @@ from torch import nn
 import robench
 from robench.data import LabeledImages, open_dataset
 from robench.data.subset import indices_sha256, select_indices
+from robench.distributed import DistributedContext
 from robench.environment import capture_environment
 from robench.errors import ConfigError, DataError
 from robench.metrics import METRICS, wilson_interval
@@ -38,7 +39,7 @@ from robench.report import (
     write_report,
 )
 from robench.runner import Progress, run_plan
-from robench.sample_store import SampleStore, check_fresh_start, samples_path_for
+from robench.sample_store import SampleStore, check_fresh_start, merge_stores, samples_path_for
 from robench.seeding import seed_everything
 from robench.suites import LoadedSuite, load_suite
 
@@ -70,16 +71,6 @@ class EvalRequest:
     sanity: bool = False  # run the sanity battery too (also on when the suite says so)
     sanity_eps: float | None = None  # battery budget; default: suite's, else its largest eps
     command: list[str] = field(default_factory=list)
-
-
-def resolve_device(name: str) -> torch.device:
-    try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise ConfigError(f"--device {name!r} is not a device; use cpu, cuda or cuda:N.") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("--device cuda was given but no CUDA GPU is available; use --device cpu.")
-    return device
 
 
 def _first_batch(dataset: LabeledImages, indices: list[int], size: int, device: torch.device):
@@ -239,7 +230,8 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
     if request.limit is not None and request.limit < 1:
         raise ConfigError(f"--limit must be at least 1, got {request.limit}.")
     loaded_suite = load_suite(request.suite)
-    device = resolve_device(request.device)
+    dist = DistributedContext.from_env(request.device)  # torchrun: shard batches over ranks
+    device = dist.device
     seed_everything(request.seed)  # a model without a checkpoint is initialised reproducibly
     loaded = load_model(
         request.model,
@@ -282,7 +274,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         "device": device.type,
         "robench_version": robench.__version__,
     }
-    samples_path = samples_path_for(request.out)
+    samples_path = samples_path_for(request.out, dist.rank if dist.enabled else None)
     check_fresh_start(samples_path, resume=request.resume, overwrite=request.overwrite)
     store = SampleStore(samples_path, fingerprint, resume=request.resume)
     try:
@@ -296,15 +288,25 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
             seed=request.seed,
             device=device,
             workers=request.workers,
-            progress=progress,
+            progress=progress if dist.is_main else None,
+            shard=(dist.rank, dist.world_size),
         )
         store.mark_complete()
     finally:
         store.close()
+    if dist.enabled:  # every rank reads all shards; rank 0 alone writes the report
+        dist.barrier()
+        ranks = range(dist.world_size)
+        store = merge_stores([samples_path_for(request.out, r) for r in ranks], fingerprint)
 
     results, samples = _results(loaded_suite, store, times.seconds)
-    sanity = _sanity(request, loaded_suite, loaded.model, dataset, indices, device)
-    diagnostics = _diagnostics(loaded_suite, loaded.model, dataset, indices, device, request.out)
+    sanity: list[SanityResult] = []
+    diagnostics: list[DiagnosticResult] = []
+    if dist.is_main:
+        sanity = _sanity(request, loaded_suite, loaded.model, dataset, indices, device)
+        diagnostics = _diagnostics(
+            loaded_suite, loaded.model, dataset, indices, device, request.out
+        )
     report = Report(
         robench_version=robench.__version__,
         created_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -338,5 +340,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         sanity=sanity,
         wall_time_s=round(time.perf_counter() - started, 3),
     )
-    write_report(report, request.out)
+    if dist.is_main:
+        write_report(report, request.out)
+    dist.close()
     return report

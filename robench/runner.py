@@ -72,18 +72,24 @@ def run_plan(
     device: torch.device,
     workers: int = 0,
     progress: Progress | None = None,
+    shard: tuple[int, int] = (0, 1),
 ) -> RunTimes:
-    """Evaluate every planned perturbation on `indices`, skipping batches already stored."""
+    """Evaluate every planned perturbation on `indices`, skipping batches already stored.
+
+    `shard = (rank, world_size)` keeps every world_size-th batch (under torchrun); batches keep
+    their global numbers, and so their seeds, whatever the number of processes.
+    """
+    rank, world = shard
     progress = progress or _NoProgress()
     times = RunTimes()
     for planned in plan:
         chosen = indices[: planned.max_samples] if planned.max_samples else indices
-        batches = _batches(chosen, batch_size)
+        numbered = enumerate(_batches(chosen, batch_size))
+        mine = [(b, batch) for b, batch in numbered if b % world == rank]
         records = store.records_for(planned.label)
-        todo = [
-            (b, batch) for b, batch in enumerate(batches) if not set(batch) <= records.labels.keys()
-        ]
-        progress.start(planned.label, len(chosen), len(chosen) - sum(len(b) for _, b in todo))
+        todo = [(b, batch) for b, batch in mine if not set(batch) <= records.labels.keys()]
+        total = sum(len(batch) for _, batch in mine)
+        progress.start(planned.label, total, total - sum(len(batch) for _, batch in todo))
         start = time.perf_counter()
         loader = DataLoader(
             dataset, batch_sampler=[batch for _, batch in todo], num_workers=workers

@@ -32,8 +32,24 @@ class SampleRecords:
             self.topk[i] = t
 
 
-def samples_path_for(report_path: Path) -> Path:
-    return report_path.with_name(report_path.name.removesuffix(".json") + ".samples.jsonl")
+def samples_path_for(report_path: Path, rank: int | None = None) -> Path:
+    """REPORT.samples.jsonl, or REPORT.samples.rankN.jsonl for one process under torchrun."""
+    shard = f".rank{rank}" if rank is not None else ""
+    return report_path.with_name(report_path.name.removesuffix(".json") + f".samples{shard}.jsonl")
+
+
+def merge_stores(paths: list[Path], fingerprint: dict[str, Any]) -> SampleStore:
+    """One read-only view of the per-rank files of a torchrun evaluation."""
+    merged = SampleStore.__new__(SampleStore)
+    merged.path, merged.fingerprint, merged.records = paths[0], fingerprint, {}
+    for path in paths:
+        part = SampleStore(path, fingerprint, resume=True)
+        part.close()
+        for name, records in part.records.items():
+            target = merged.records_for(name)
+            target.labels.update(records.labels)
+            target.topk.update(records.topk)
+    return merged
 
 
 class SampleStore:

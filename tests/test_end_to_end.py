@@ -147,3 +147,26 @@ def test_same_command_gives_the_same_report(checkpoint: Path, tmp_path: Path) ->
     b = evaluate(_request(checkpoint, tmp_path / "b.json"))
     assert a.samples == b.samples
     assert [r.metrics for r in a.results] == [r.metrics for r in b.results]
+
+
+def test_torchrun_shards_batches_and_writes_the_same_report(
+    checkpoint: Path, tmp_path: Path
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    single = evaluate(_request(checkpoint, tmp_path / "single.json"))
+    out = tmp_path / "sharded.json"
+    torchrun = Path(sys.executable).with_name("torchrun")
+    done = subprocess.run(
+        [str(torchrun), "--nproc_per_node=2", "-m", "robench", "eval", "-c", str(checkpoint),
+         "--suite", "smoke", "--limit", "48", "--batch-size", "16", "--seed", "3",
+         "-o", str(out), "--format", "json"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    sharded = json.loads(out.read_text())
+    assert sharded["samples"] == single.samples.model_dump()
+    assert json.loads(done.stdout)["data"]["n_samples"] == 48  # one report on stdout, rank 0's
+    assert (tmp_path / "sharded.samples.rank1.jsonl").exists()

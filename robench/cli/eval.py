@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -117,6 +118,7 @@ def eval_command(
       robench eval deit_tiny_elliptical_patch16_224 -c deit.pth --suite paper-adversarial \\
           --data /data/imagenet/val --limit 1000 --device cuda
       robench eval -c runs/train/best.safetensors --suite smoke --limit 256
+      torchrun --nproc_per_node=4 -m robench eval vit_nano_fmnist --suite demo --device cuda
     """
     from robench.evaluation import EvalRequest, evaluate
 
@@ -153,6 +155,8 @@ def eval_command(
         command=["robench", *sys.argv[1:]],
     )
     report = evaluate(request, progress=RichProgress())
+    if os.environ.get("RANK", "0") != "0":  # under torchrun only rank 0 reports
+        return
     rendered = REPORT_FORMATS.get(fmt.value)(report)
     if isinstance(rendered, str):
         typer.echo(rendered)
