@@ -38,8 +38,14 @@ from robench.report import (
     SuiteInfo,
     write_report,
 )
-from robench.runner import Progress, run_plan
-from robench.sample_store import SampleStore, check_fresh_start, merge_stores, samples_path_for
+from robench.runner import Progress, load_batch, run_plan
+from robench.sample_store import (
+    SampleRecords,
+    SampleStore,
+    check_fresh_start,
+    merge_records,
+    samples_path_for,
+)
 from robench.seeding import seed_everything
 from robench.suites import LoadedSuite, load_suite
 
@@ -71,13 +77,6 @@ class EvalRequest:
     sanity: bool = False  # run the sanity battery too (also on when the suite says so)
     sanity_eps: float | None = None  # battery budget; default: suite's, else its largest eps
     command: list[str] = field(default_factory=list)
-
-
-def _first_batch(dataset: LabeledImages, indices: list[int], size: int, device: torch.device):
-    items = [dataset[i] for i in indices[:size]]
-    images = torch.stack([x for x, _ in items]).to(device)
-    labels = torch.tensor([y for _, y in items], device=device)
-    return images, labels
 
 
 def _elliptical_info(model: nn.Module) -> dict[str, Any] | None:
@@ -118,15 +117,18 @@ def _model_info(loaded: LoadedModel, randomized: bool) -> ModelInfo:
 
 
 def _results(
-    loaded_suite: LoadedSuite, store: SampleStore, seconds: dict[str, float]
+    loaded_suite: LoadedSuite,
+    records_by_name: dict[str, SampleRecords],
+    seconds: dict[str, float],
 ) -> tuple[list[PerturbationResult], SampleResults]:
     results = []
     base_indices: list[int] | None = None
     predictions: dict[str, list[int]] = {}
     top5: dict[str, list[bool]] = {}
     labels: list[int] = []
+    in_top5 = METRICS.get("top5").per_sample
     for planned in loaded_suite.plan:
-        records = store.records_for(planned.label)
+        records = records_by_name.get(planned.label, SampleRecords())
         indices = sorted(records.labels)
         metrics = {}
         for metric_name in loaded_suite.suite.metrics:
@@ -151,7 +153,6 @@ def _results(
             base_indices = indices
             labels = [records.labels[i] for i in indices]
         predictions[planned.label] = [records.topk[i][0] for i in indices]
-        in_top5 = METRICS.get("top5").per_sample
         top5[planned.label] = [in_top5(records.labels[i], records.topk[i]) for i in indices]
     samples = SampleResults(
         indices=base_indices or [], labels=labels, predictions=predictions, top5_correct=top5
@@ -173,7 +174,7 @@ def _diagnostics(
     if not loaded_suite.diagnostics:
         return []
     chosen = indices[: loaded_suite.suite.diagnostics_samples]
-    images = torch.stack([dataset[i][0] for i in chosen]).to(device)
+    images, _ = load_batch(dataset, chosen, device)
     figures = report_path.with_name(report_path.name.removesuffix(".json") + "_figures")
     results = []
     for planned in loaded_suite.diagnostics:
@@ -249,7 +250,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         class_map=request.class_map,
     )
     indices = select_indices(len(dataset), request.limit, request.seed)
-    images, labels = _first_batch(dataset, indices, min(request.batch_size, 64), device)
+    images, labels = load_batch(dataset, indices[: min(request.batch_size, 64)], device)
     with torch.no_grad():
         n_outputs = loaded.model(images[:1]).shape[-1]
     if len(dataset.classes) > n_outputs:
@@ -294,12 +295,13 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         store.mark_complete()
     finally:
         store.close()
+    records = store.records
     if dist.enabled:  # every rank reads all shards; rank 0 alone writes the report
         dist.barrier()
         ranks = range(dist.world_size)
-        store = merge_stores([samples_path_for(request.out, r) for r in ranks], fingerprint)
+        records = merge_records([samples_path_for(request.out, r) for r in ranks], fingerprint)
 
-    results, samples = _results(loaded_suite, store, times.seconds)
+    results, samples = _results(loaded_suite, records, times.seconds)
     sanity: list[SanityResult] = []
     diagnostics: list[DiagnosticResult] = []
     if dist.is_main:

@@ -56,6 +56,16 @@ class RunTimes:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
+def load_batch(
+    dataset: Dataset, indices: Sequence[int], device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Images (B, C, H, W) and labels (B,) of `indices`, on `device` (for one-off batches)."""
+    items = [dataset[i] for i in indices]
+    images = torch.stack([x for x, _ in items]).to(device)
+    labels = torch.tensor([int(y) for _, y in items], device=device)
+    return images, labels
+
+
 def _batches(indices: Sequence[int], batch_size: int) -> list[list[int]]:
     return [list(indices[i : i + batch_size]) for i in range(0, len(indices), batch_size)]
 

@@ -38,15 +38,14 @@ def samples_path_for(report_path: Path, rank: int | None = None) -> Path:
     return report_path.with_name(report_path.name.removesuffix(".json") + f".samples{shard}.jsonl")
 
 
-def merge_stores(paths: list[Path], fingerprint: dict[str, Any]) -> SampleStore:
-    """One read-only view of the per-rank files of a torchrun evaluation."""
-    merged = SampleStore.__new__(SampleStore)
-    merged.path, merged.fingerprint, merged.records = paths[0], fingerprint, {}
+def merge_records(paths: list[Path], fingerprint: dict[str, Any]) -> dict[str, SampleRecords]:
+    """The records of every per-rank file of a torchrun evaluation, by perturbation."""
+    merged: dict[str, SampleRecords] = {}
     for path in paths:
         part = SampleStore(path, fingerprint, resume=True)
         part.close()
         for name, records in part.records.items():
-            target = merged.records_for(name)
+            target = merged.setdefault(name, SampleRecords())
             target.labels.update(records.labels)
             target.topk.update(records.topk)
     return merged

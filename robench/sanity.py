@@ -29,7 +29,7 @@ from robench.model_checks import check_model
 from robench.perturbations.base import build_perturbation
 from robench.pixel_units import display_pixel_value
 from robench.report import SanityResult
-from robench.runner import attack_batch
+from robench.runner import attack_batch, load_batch
 from robench.seeding import derive_seed
 from robench.suites import PlannedPerturbation
 from robench.zoo import is_elliptical, set_differentiable
@@ -80,6 +80,10 @@ class _Battery:
             correct += sum(int(t[0] == y) for t, y in zip(topk, labels.tolist(), strict=True))
         return correct / len(self.indices)
 
+    @property
+    def pgd_name(self) -> str:
+        return f"PGD-{self.budget.pgd_steps}"
+
     def pgd(self, eps: float, label: str) -> float:
         step = max(eps / 4, 1e-6)
         return self.accuracy("pgd", label, eps=eps, steps=self.budget.pgd_steps, step_size=step)
@@ -89,8 +93,12 @@ class _Battery:
         return [idx[i : i + self.batch_size] for i in range(0, len(idx), self.batch_size)]
 
 
-def _result(name: str, ok: bool, detail: str, **values: float) -> SanityResult:
-    return SanityResult(name=name, status="pass" if ok else "warn", detail=detail, values=values)
+def _result(
+    name: str, ok: bool, detail: str, if_warn: str = "", /, **values: float
+) -> SanityResult:
+    """A pass/warn verdict; `if_warn` is appended to the detail when the check warns."""
+    text = detail if ok or not if_warn else f"{detail}: {if_warn}"
+    return SanityResult(name=name, status="pass" if ok else "warn", detail=text, values=values)
 
 
 def _pct(x: float) -> str:
@@ -117,7 +125,10 @@ def _monotone(b: _Battery, clean: float) -> SanityResult:
     )
     values = {f"eps_x{f}": a for f, a in zip(EPS_SWEEP, accs[1:], strict=True)}
     return _result(
-        "monotone_in_eps", max(rises) <= TOLERANCE, f"PGD-20 accuracy by eps: {shown}", **values
+        "monotone_in_eps",
+        max(rises) <= TOLERANCE,
+        f"{b.pgd_name} accuracy by eps: {shown}",
+        **values,
     )
 
 
@@ -126,7 +137,7 @@ def _pgd_vs_fgsm(b: _Battery, pgd: float) -> SanityResult:
     return _result(
         "pgd_at_least_fgsm",
         pgd <= fgsm + TOLERANCE,
-        f"PGD-20 {_pct(pgd)} vs FGSM {_pct(fgsm)} at eps {display_pixel_value(b.eps)}",
+        f"{b.pgd_name} {_pct(pgd)} vs FGSM {_pct(fgsm)} at eps {display_pixel_value(b.eps)}",
         pgd=pgd,
         fgsm=fgsm,
     )
@@ -138,8 +149,8 @@ def _unbounded(b: _Battery) -> SanityResult:
     return _result(
         "unbounded_attack_breaks_model",
         acc <= UNBOUNDED_MAX_ACCURACY,
-        f"PGD-{steps} with eps 1 (the whole image range) leaves {_pct(acc)} accuracy"
-        + ("" if acc <= UNBOUNDED_MAX_ACCURACY else ": gradients do not lead anywhere (masking?)"),
+        f"PGD-{steps} with eps 1 (the whole image range) leaves {_pct(acc)} accuracy",
+        "gradients do not lead anywhere (masking?)",
         accuracy=acc,
     )
 
@@ -151,12 +162,8 @@ def _black_box(b: _Battery, pgd: float) -> SanityResult:
     return _result(
         "black_box_not_stronger",
         spsa >= pgd - TOLERANCE,
-        f"SPSA {_pct(spsa)} vs PGD-20 {_pct(pgd)}"
-        + (
-            ""
-            if spsa >= pgd - TOLERANCE
-            else ": a black-box attack beats the white-box one, a sign of gradient masking"
-        ),
+        f"SPSA {_pct(spsa)} vs {b.pgd_name} {_pct(pgd)}",
+        "a black-box attack beats the white-box one, a sign of gradient masking",
         spsa=spsa,
         pgd=pgd,
     )
@@ -168,12 +175,8 @@ def _adaptive(b: _Battery, pgd: float) -> SanityResult:
     return _result(
         "elliptical_gradients_through_m",
         adaptive >= pgd - TOLERANCE,
-        f"PGD-20 with gradients through M {_pct(adaptive)} vs without {_pct(pgd)}"
-        + (
-            ""
-            if adaptive >= pgd - TOLERANCE
-            else ": stopping gradients through M overstates robustness; report the adaptive number"
-        ),
+        f"{b.pgd_name} with gradients through M {_pct(adaptive)} vs without {_pct(pgd)}",
+        "stopping gradients through M overstates robustness; report the adaptive number",
         without_m_gradients=pgd,
         with_m_gradients=adaptive,
     )
@@ -223,7 +226,7 @@ def run_sanity(
             _result(
                 "randomized_eot",
                 False,
-                f"randomized model: AutoAttack rand (EOT) gives {_pct(rand)} vs PGD-20 "
+                f"randomized model: AutoAttack rand (EOT) gives {_pct(rand)} vs {b.pgd_name} "
                 f"{_pct(pgd)}; quote the EOT number",
                 eot=rand,
                 pgd=pgd,
@@ -236,9 +239,7 @@ def run_sanity(
 
 
 def _gradients_and_randomness(b: _Battery) -> SanityResult:
-    items = [b.dataset[i] for i in list(b.indices)[: b.batch_size]]
-    images = torch.stack([x for x, _ in items]).to(b.device)
-    labels = torch.tensor([y for _, y in items], device=b.device)
+    images, labels = load_batch(b.dataset, list(b.indices)[: b.batch_size], b.device)
     found = check_model(b.model, images, labels)
     share = found.bad_gradient_share
     detail = f"{_pct(share)} of samples have zero or non-finite input gradients" + (
