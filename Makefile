@@ -1,5 +1,6 @@
 # The two set-up commands of the README: `make demo` and `make test`.
-# Both create the virtual environment, install robench and the built-in data when missing.
+# Both create the virtual environment, install robench at the versions pinned in
+# constraints.txt (the lock file) and the built-in data when missing.
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
@@ -7,10 +8,16 @@ STAMP := $(VENV)/.robench-installed
 FMNIST := /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test lint gate baseline install data clean
+PIP_INSTALL := $(BIN)/python -m pip install --quiet --constraint constraints.txt
 
+.PHONY: demo demo-reports test lint gate baseline install lock data clean
+
+# Writes into runs/demo/ (ignored by git); `make demo-reports` refreshes the committed copy.
 demo: install data
 	$(BIN)/robench demo
+
+demo-reports: install data
+	$(BIN)/robench demo --out-dir reports/demo
 
 test: install data lint
 	$(BIN)/python -m pytest
@@ -37,11 +44,21 @@ baseline: install data
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(PIP_INSTALL) --upgrade pip
+	$(PIP_INSTALL) -e '.[test]'
 	touch $(STAMP)
+
+# Re-resolve the dependencies of pyproject.toml in a scratch environment and pin the result.
+lock:
+	rm -rf .lock-venv
+	$(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/python -m pip install --quiet -e '.[test]'
+	{ echo "# Pinned versions for a reproducible install: make installs robench with pip install -c constraints.txt."; \
+	  echo "# Regenerate with make lock after changing the dependencies in pyproject.toml."; \
+	  .lock-venv/bin/python -m pip freeze --exclude-editable; } > constraints.txt
+	rm -rf .lock-venv
 
 data: $(FMNIST)
 
@@ -50,4 +67,4 @@ $(FMNIST):
 	$(SUDO) apt-get install -y -q dataset-fashion-mnist
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .lock-venv .pytest_cache .mypy_cache .ruff_cache

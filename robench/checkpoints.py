@@ -31,6 +31,7 @@ from safetensors.torch import save_file
 from torch import nn
 
 from robench.errors import CheckpointError
+from robench.file_modes import give_default_mode
 
 logger = logging.getLogger(__name__)
 
@@ -376,6 +377,7 @@ def save_safetensors(
         save_file(tensors, str(tmp), metadata=dict(metadata))
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
+            give_default_mode(fh.fileno())  # safetensors creates the file 0600
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

@@ -2,7 +2,7 @@
 
 One row per report (model), one column per perturbation and metric; in every column the best
 value is bold and the second best underlined, direction-aware (best is the smallest value of a
-lower-is-better metric such as perplexity or mCE). Only what is comparable is compared:
+lower-is-better metric). Only what is comparable is compared:
 columns missing from some report, or measured with different parameters or directions, are
 dropped with a note, and reports evaluated on different sample sets or data are flagged.
 The output formats (rich, markdown, csv, latex, json) live in `robench.compare_formats`.
@@ -57,6 +57,8 @@ class Column:
     perturbation: str
     metric: str
     higher_is_better: bool
+    # Samples behind this column when fewer than the reports' sample set (max_samples).
+    subset: int | None = None
 
     @property
     def key(self) -> ColumnKey:
@@ -130,12 +132,15 @@ def _collect(
 ) -> tuple[list[Column], list[str]]:
     """Columns present and comparable in every report, and notes on the ones dropped."""
     seen: dict[ColumnKey, dict[str, tuple[dict, bool]]] = {}
+    counts: dict[ColumnKey, set[int]] = {}
     for label, report in zip(labels, reports, strict=True):
         for result in report.results:
             for metric, value in result.metrics.items():
                 if metrics is None or metric in metrics:
                     entry = (result.params, value.higher_is_better)
                     seen.setdefault((result.name, metric), {})[label] = entry
+                    counts.setdefault((result.name, metric), set()).add(result.n_samples)
+    full = min(report.data.n_samples for report in reports)
     if metrics is not None:
         available = sorted({m for r in reports for res in r.results for m in res.metrics})
         for metric in metrics:
@@ -152,7 +157,9 @@ def _collect(
         elif len(params) > 1 or len(directions) > 1:
             differing.append(name)
         else:
-            columns.append(Column(key[0], key[1], directions.pop()))
+            fewest = min(counts[key])
+            subset = fewest if fewest < full else None
+            columns.append(Column(key[0], key[1], directions.pop(), subset))
     notes = []
     if missing:
         notes.append(f"dropped columns not present in every report: {'; '.join(missing)}.")

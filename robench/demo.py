@@ -10,7 +10,7 @@ shipped checkpoints (a trimmed install) it trains both models briefly instead.
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +21,7 @@ from robench.data import open_dataset
 from robench.evaluation import EvalRequest, evaluate
 from robench.model_loading import load_model
 from robench.model_spec import bundled_cards
+from robench.plots import AccuracySeries, accuracy_series
 from robench.report import Report
 from robench.runner import Progress
 from robench.training import TrainConfig, train
@@ -50,6 +51,24 @@ class DemoResult:
     reports: list[tuple[Path, Report]]
     comparison: Comparison
     figures: list[Path] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)  # everything the demo wrote, sorted
+
+
+class _Steps:
+    """Logs each phase of the demo with the time elapsed since it started."""
+
+    def __init__(self) -> None:
+        self._started = time.perf_counter()
+
+    def __call__(self, message: str, *args: object) -> None:
+        elapsed = time.perf_counter() - self._started
+        logger.info("demo [%5.1fs] " + message, elapsed, *args)
+
+
+def _written_since(out_dir: Path, started: float) -> list[Path]:
+    return sorted(
+        path for path in out_dir.rglob("*") if path.is_file() and path.stat().st_mtime >= started
+    )
 
 
 def _models(plan: DemoPlan, out_dir: Path) -> dict[str, tuple[str, Path | None]]:
@@ -79,17 +98,9 @@ def _models(plan: DemoPlan, out_dir: Path) -> dict[str, tuple[str, Path | None]]
     return chosen
 
 
-def _accuracy_vs_eps(reports: list[tuple[str, Report]]) -> dict[str, list[tuple[float, float]]]:
-    series: dict[str, list[tuple[float, float]]] = defaultdict(list)
-    for role, report in reports:
-        for result in report.results:
-            eps = result.params.get("eps")
-            if result.kind == "clean":
-                for kind in ("fgsm", "pgd"):
-                    series[f"{role} {kind}"].append((0.0, result.metrics["top1"].value))
-            elif result.kind in ("fgsm", "pgd") and isinstance(eps, float):
-                series[f"{role} {result.kind}"].append((eps, result.metrics["top1"].value))
-    return {name: sorted(points) for name, points in series.items() if len(points) > 1}
+def _accuracy_vs_eps(reports: list[tuple[str, Report]]) -> list[AccuracySeries]:
+    """One series per (model, attack) of the suite: top-1 in % with its 95% interval."""
+    return accuracy_series({f"{report.model.name} ({role})": report for role, report in reports})
 
 
 def _figures(
@@ -98,38 +109,64 @@ def _figures(
     from robench.diagnostics import plot_attention_comparison
     from robench.plots import plot_accuracy_vs_eps, plot_collapse_curves
 
+    names = {role: f"{report.model.name} ({role})" for role, report in reports}
     loaded = {role: load_model(name, checkpoint=ckpt) for role, (name, ckpt) in models.items()}
     first = next(iter(loaded.values()))
     data = open_dataset("fashion-mnist", preprocessing=first.preprocessing)
-    images = torch.stack([data[i][0] for i in range(4)])
+    shown = [data[i] for i in range(4)]
     figures = [
         plot_attention_comparison(
-            {role: m.model for role, m in loaded.items()},
-            images,
+            {names.get(role, role): m.model for role, m in loaded.items()},
+            torch.stack([image for image, _ in shown]),
             out_dir / "attention_heatmaps.png",
+            labels=[label for _, label in shown],
+            class_names=data.classes,
         )
     ]
-    curves = {
-        role: d.values["per_layer"]
+    collapse = {
+        names[role]: d
         for role, report in reports
         for d in report.diagnostics
         if d.kind == "collapse"
     }
-    if curves:
-        figures.append(plot_collapse_curves(curves, out_dir / "collapse.png"))
+    if collapse:
+        n_images = "/".join(sorted({str(d.n_samples) for d in collapse.values()}))
+        note = (
+            f"One checkpoint per model (one training seed), {n_images} Fashion-MNIST test images."
+            "\nAcross 3 training seeds there is no difference: see reports/reproduction.md."
+        )
+        figures.append(
+            plot_collapse_curves(
+                {name: d.values["per_layer"] for name, d in collapse.items()},
+                out_dir / "collapse.png",
+                spread={name: d.values["per_layer_std"] for name, d in collapse.items()},
+                title="Representation collapse: token similarity per layer",
+                note=note,
+            )
+        )
     series = _accuracy_vs_eps(reports)
     if series:
-        figures.append(plot_accuracy_vs_eps(series, out_dir / "accuracy_vs_eps.png"))
+        figures.append(
+            plot_accuracy_vs_eps(
+                series,
+                out_dir / "accuracy_vs_eps.png",
+                title="Top-1 accuracy under L∞ attacks, Fashion-MNIST test set",
+                note="95% intervals: Wilson score; attacks use the true labels.",
+            )
+        )
     return figures
 
 
 def run_demo(out_dir: Path, *, quick: bool = False, progress: Progress | None = None) -> DemoResult:
     """Evaluate the demo models, compare them and draw the figures."""
+    started = time.time() - 1  # file times may be rounded down to the second
+    step = _Steps()
     plan = PLANS["quick" if quick else "full"]
     models = _models(plan, out_dir)
     reports: list[tuple[Path, Report]] = []
     for role, (model, checkpoint) in models.items():
         path = out_dir / f"{role}.json"
+        step("evaluating %s (%s): suite %s on %d samples", role, model, plan.suite, plan.limit)
         request = EvalRequest(
             suite=plan.suite,
             data="fashion-mnist",
@@ -143,6 +180,8 @@ def run_demo(out_dir: Path, *, quick: bool = False, progress: Progress | None = 
         )
         reports.append((path, evaluate(request, progress=progress)))
     comparison = build_comparison([(str(p), r) for p, r in reports], metrics=["top1"])
+    step("drawing the figures")
     roles = list(models)
     figures = _figures(models, [(roles[i], r) for i, (_, r) in enumerate(reports)], out_dir)
-    return DemoResult(reports, comparison, figures)
+    step("done")
+    return DemoResult(reports, comparison, figures, _written_since(out_dir, started))

@@ -38,6 +38,7 @@ from robench.report import (
     SuiteInfo,
     write_report,
 )
+from robench.result_checks import check_attack_order
 from robench.runner import Progress, load_batch, run_plan
 from robench.sample_store import (
     SampleRecords,
@@ -74,6 +75,7 @@ class EvalRequest:
     trust_checkpoint: bool = False
     resume: bool = False
     overwrite: bool = False
+    allow_random_weights: bool = False  # evaluate a model that has no checkpoint
     sanity: bool = False  # run the sanity battery too (also on when the suite says so)
     sanity_eps: float | None = None  # battery budget; default: suite's, else its largest eps
     command: list[str] = field(default_factory=list)
@@ -163,6 +165,28 @@ def _results(
 DEFAULT_SANITY_EPS = 8 / 255
 
 
+def _check_classes(n_classes: int, n_outputs: int, *, class_map: bool) -> None:
+    """Label indices must mean the model's classes: equal counts, or a class map that says so."""
+    if n_classes > n_outputs or (n_classes != n_outputs and not class_map):
+        raise DataError(
+            f"the data has {n_classes} classes but the model predicts {n_outputs}; pass a "
+            f"checkpoint trained on this data, --num-classes {n_classes} with weights that "
+            "match it, or a --class-map that places the data's classes among the model's."
+        )
+
+
+def _channel_adaptation(dataset: LabeledImages, channels: int) -> str | None:
+    """The report's sentence when images are converted to the model's channel count."""
+    stored = dataset.native_channels
+    if stored is None or stored == channels:
+        return None
+    how = "replicated to 3 channels" if channels == 3 else "converted to 1 channel (luminance)"
+    return (
+        f"adapted input: the data's {stored}-channel images are {how} for a model that takes "
+        f"{channels} channels."
+    )
+
+
 def _diagnostics(
     loaded_suite: LoadedSuite,
     model: nn.Module,
@@ -170,6 +194,7 @@ def _diagnostics(
     indices: list[int],
     device: torch.device,
     report_path: Path,
+    model_name: str,
 ) -> list[DiagnosticResult]:
     if not loaded_suite.diagnostics:
         return []
@@ -179,7 +204,9 @@ def _diagnostics(
     results = []
     for planned in loaded_suite.diagnostics:
         logger.info("diagnostic %s on %d images", planned.label, len(chosen))
-        output = planned.diagnostic.run(model, images, out_dir=figures / planned.label)
+        output = planned.diagnostic.run(
+            model, images, out_dir=figures / planned.label, label=model_name
+        )
         results.append(
             DiagnosticResult(
                 name=planned.label,
@@ -243,6 +270,12 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         trust_checkpoint=request.trust_checkpoint,
         device=device,
     )
+    if loaded.checkpoint is None and not request.allow_random_weights:
+        raise ConfigError(
+            f"{loaded.name} has no checkpoint, so its weights are random and its numbers "
+            "would mean nothing; pass --checkpoint FILE (or a model card with weights), or "
+            "--allow-random-weights to evaluate random weights on purpose."
+        )
     dataset = open_dataset(
         request.data,
         preprocessing=loaded.preprocessing,
@@ -253,14 +286,13 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
     images, labels = load_batch(dataset, indices[: min(request.batch_size, 64)], device)
     with torch.no_grad():
         n_outputs = loaded.model(images[:1]).shape[-1]
-    if len(dataset.classes) > n_outputs:
-        raise DataError(
-            f"the data has {len(dataset.classes)} classes but the model predicts {n_outputs}; "
-            "pass the right --num-classes, or a --class-map that matches the model."
-        )
+    _check_classes(len(dataset.classes), n_outputs, class_map=request.class_map is not None)
     checks = check_model(loaded.model, images, labels)
     if loaded.checkpoint is None:
         checks.warnings.insert(0, f"no checkpoint: {loaded.architecture} has random weights.")
+    adaptation = _channel_adaptation(dataset, loaded.preprocessing.channels)
+    if adaptation:
+        checks.warnings.append(adaptation)
     for warning in checks.warnings:
         logger.warning(warning)
 
@@ -302,12 +334,17 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         records = merge_records([samples_path_for(request.out, r) for r in ranks], fingerprint)
 
     results, samples = _results(loaded_suite, records, times.seconds)
+    result_checks = check_attack_order(results)
+    for check in result_checks:
+        if check.status == "warn":
+            logger.warning("check %s: %s", check.name, check.detail)
+            checks.warnings.append(check.detail)
     sanity: list[SanityResult] = []
     diagnostics: list[DiagnosticResult] = []
     if dist.is_main:
         sanity = _sanity(request, loaded_suite, loaded.model, dataset, indices, device)
         diagnostics = _diagnostics(
-            loaded_suite, loaded.model, dataset, indices, device, request.out
+            loaded_suite, loaded.model, dataset, indices, device, request.out, loaded.name
         )
     report = Report(
         robench_version=robench.__version__,
@@ -340,6 +377,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         samples=samples,
         diagnostics=diagnostics,
         sanity=sanity,
+        checks=result_checks,
         wall_time_s=round(time.perf_counter() - started, 3),
     )
     if dist.is_main:

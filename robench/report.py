@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from robench.errors import ConfigError
+from robench.file_modes import give_default_mode
 
 SCHEMA_VERSION = 1
 
@@ -109,7 +110,7 @@ class DiagnosticResult(_Strict):
 
 
 class SanityResult(_Strict):
-    """One check of the sanity battery (`robench eval --sanity`)."""
+    """One check of the sanity battery (`robench eval --sanity`) or of the always-on checks."""
 
     name: str  # e.g. "pgd_at_least_fgsm"
     status: Literal["pass", "warn"]
@@ -133,6 +134,9 @@ class Report(_Strict):
     samples: SampleResults
     diagnostics: list[DiagnosticResult] = Field(default_factory=list)  # from [[diagnostics]]
     sanity: list[SanityResult] = Field(default_factory=list)  # empty unless --sanity
+    # Always-on consistency checks of the results (e.g. PGD at least as strong as FGSM at the
+    # same eps); older reports have none.
+    checks: list[SanityResult] = Field(default_factory=list)
     wall_time_s: float
 
 
@@ -148,6 +152,7 @@ def write_json_atomic(path: Path, payload: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        give_default_mode(fd)  # mkstemp makes 0600
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(payload, fh, indent=2)
             fh.write("\n")

@@ -162,6 +162,7 @@ def test_a_plugin_model_with_explicit_normalisation_evaluates(
             str(report),
             "--format",
             "json",
+            "--allow-random-weights",
         ],
     )
     assert result.exit_code == 0, result.stderr
@@ -181,3 +182,35 @@ def test_cuda_without_gpu_is_a_usage_error(runner: CliRunner, tmp_path: Path) ->
     )
     assert result.exit_code == 2
     assert "--device cpu" in _one_error_line(result.stderr)
+
+
+def test_random_weights_are_refused_without_the_flag(runner: CliRunner, tmp_path: Path) -> None:
+    result = runner.invoke(
+        app, ["eval", "vit_nano_patch4_28", "--limit", "4", "-o", str(tmp_path / "r.json")]
+    )
+    assert result.exit_code == 2
+    line = _one_error_line(result.stderr)
+    assert "random" in line and "--allow-random-weights" in line and "--checkpoint" in line
+    assert not (tmp_path / "r.json").exists()
+    assert not (tmp_path / "r.samples.jsonl").exists()
+
+
+def test_a_1000_class_model_on_10_class_data_is_an_error(runner: CliRunner, tmp_path: Path) -> None:
+    result = runner.invoke(
+        app,
+        [
+            "eval",
+            "vit_nano_patch4_28",
+            "--num-classes",
+            "1000",
+            "--allow-random-weights",
+            "--limit",
+            "4",
+            "-o",
+            str(tmp_path / "r.json"),
+        ],
+    )
+    assert result.exit_code == 2
+    line = _one_error_line(result.stderr)
+    assert "10 classes" in line and "predicts 1000" in line and "--class-map" in line
+    assert not (tmp_path / "r.json").exists()

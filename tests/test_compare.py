@@ -6,6 +6,7 @@ with `ROBENCH_UPDATE_GOLDEN=1 pytest tests/test_compare.py` and review the diff.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from io import StringIO
@@ -222,3 +223,41 @@ def test_latex_escapes_labels() -> None:
     text = COMPARE_FORMATS.get("latex")(build_comparison([("r.json", report)]), False)
     assert isinstance(text, str)
     assert r"deit\_tiny\_50\% & 50.00 & " in text  # one row: nothing is marked
+
+
+DEMO_REPORTS = Path(__file__).resolve().parents[1] / "reports" / "demo"
+
+
+@pytest.mark.parametrize("extra", [[], ["--ci"], ["-m", "top1", "-r", "baseline"]])
+def test_rich_at_80_columns_shows_every_number(extra: list[str]) -> None:
+    reports = [str(DEMO_REPORTS / "baseline.json"), str(DEMO_REPORTS / "elliptical.json")]
+    extra = [reports[0] if arg == "baseline" else arg for arg in extra]
+    args = ["compare", *reports, *extra]
+    result = runner.invoke(app, [*args, "-f", "rich"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    as_json = json.loads(runner.invoke(app, [*args, "-f", "json"]).stdout)
+    for row in as_json["rows"]:
+        for cell in row["cells"].values():
+            assert f"{cell['value']:.2f}" in result.stdout
+            if "--ci" in extra:
+                assert "[{:.2f}, {:.2f}]".format(*cell["ci95"]) in result.stdout
+            if "diff" in cell and row["model"] != as_json["reference"]:
+                assert f"({round(cell['diff'], 2) + 0.0:+.2f})" in result.stdout
+    assert "…" not in result.stdout
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80
+
+
+def test_help_is_reflowed_by_the_terminal_and_promises_nothing_missing() -> None:
+    result = runner.invoke(app, ["compare", "--help"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0
+    lines = [line.strip() for line in result.stdout.splitlines()]
+    # every example on one line of its own
+    assert "robench compare runs/*.json -r runs/deit.json --ci --format markdown" in lines
+    assert "robench compare runs/deit.json runs/deit_elliptical.json" in lines
+    # no sentence broken by a hard line break: a wrapped line leaves no room for the next word
+    prose = result.stdout.split("╭")[0].split("Examples:")[0].splitlines()
+    for line, following in itertools.pairwise(prose):
+        if line.strip() and following.strip():
+            room = 78 - len(line.rstrip())  # rich pads the help by one column each side
+            assert len(following.split()[0]) + 1 > room, f"hard break after {line.strip()!r}"
+    assert "perplexity" not in result.stdout.lower() and "mCE" not in result.stdout

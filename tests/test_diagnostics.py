@@ -21,7 +21,13 @@ from robench.diagnostics.collapse import mean_pairwise_cosine
 from robench.diagnostics.redundancy import pairwise_head_distances
 from robench.errors import ConfigError, DataError
 from robench.normalized_model import NormalizedModel
-from robench.plots import plot_accuracy_vs_eps, plot_collapse_curves, plot_redundancy
+from robench.plots import (
+    AccuracyPoint,
+    AccuracySeries,
+    plot_accuracy_vs_eps,
+    plot_collapse_curves,
+    plot_redundancy,
+)
 
 NANO = ["vit_nano_patch4_28", "vit_nano_elliptical_patch4_28"]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -291,7 +297,8 @@ def test_attention_maps_write_pngs(
     for f in out.files:
         assert f.read_bytes().startswith(PNG_SIGNATURE)
     assert imread(out.files[1]).shape == (7, 7, 4)  # one pixel per patch, RGBA
-    assert imread(out.files[0]).shape == (2 * 180, 2 * 180, 4)  # 2 rows x (image, heatmap)
+    height, width, channels = imread(out.files[0]).shape  # 2 rows x (image, heatmap) + colour bar
+    assert channels == 4 and height > 2 * 180 and width > 2 * 180
     assert out.values["grid"] == [7, 7]
     assert 0 < out.values["cls_attention_entropy"] <= 1
     maps = torch.tensor(out.values["cls_attention_maps"])
@@ -308,7 +315,8 @@ def test_plot_attention_comparison(
     path = plot_attention_comparison(models, images[:3], tmp_path / "fig1.png")
     assert path == tmp_path / "fig1.png"
     assert path.read_bytes().startswith(PNG_SIGNATURE)
-    assert imread(path).shape == (3 * 180, 3 * 180, 4)  # 3 rows x (image, 2 heatmaps)
+    height, width, channels = imread(path).shape  # 3 rows x (image, 2 heatmaps) + colour bar
+    assert channels == 4 and height > 3 * 180 and width > 3 * 180
     with pytest.raises(ConfigError):
         plot_attention_comparison({}, images[:3], tmp_path / "none.png")
 
@@ -319,10 +327,19 @@ def test_plots(tmp_path: Path) -> None:
         plot_collapse_curves(curves, tmp_path / "collapse.png"),
         plot_redundancy(curves, tmp_path / "red.png", per_layer_std=curves),
         plot_accuracy_vs_eps(
-            {"DeiT": [(2 / 255, 0.4), (0.0, 0.7), (1 / 255, 0.5)]}, tmp_path / "acc.png"
+            [
+                AccuracySeries(
+                    "DeiT",
+                    "PGD-10",
+                    "pgd",
+                    tuple(AccuracyPoint(e, a, (a - 5, a + 5), 100) for e, a in acc),
+                )
+                for acc in [[(1 / 255, 50.0), (2 / 255, 40.0)]]
+            ],
+            tmp_path / "acc.png",
         ),
     ]
     for path in paths:
         assert path.read_bytes().startswith(PNG_SIGNATURE)
     with pytest.raises(ConfigError, match="no points"):
-        plot_accuracy_vs_eps({"DeiT": []}, tmp_path / "empty.png")
+        plot_accuracy_vs_eps([AccuracySeries("DeiT", "FGSM", "fgsm", ())], tmp_path / "e.png")

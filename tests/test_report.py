@@ -51,3 +51,20 @@ def test_wilson_interval_matches_reference_values(k: int, n: int, low: float, hi
     lo, hi = wilson_interval(k, n)
     assert lo == pytest.approx(low, abs=1e-4)
     assert hi == pytest.approx(high, abs=1e-4)
+
+
+def test_reports_and_checkpoints_get_the_users_usual_permissions(tmp_path: Path) -> None:
+    import os
+
+    import torch
+
+    from robench.checkpoints import save_safetensors
+
+    old = os.umask(0o022)
+    try:
+        write_json_atomic(tmp_path / "r.json", {"a": 1})
+        save_safetensors({"w": torch.zeros(2)}, tmp_path / "m.safetensors", {})
+    finally:
+        os.umask(old)
+    assert (tmp_path / "r.json").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "m.safetensors").stat().st_mode & 0o777 == 0o644

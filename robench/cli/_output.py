@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -78,7 +79,7 @@ def handle_errors(func: F) -> F:
 
 
 class RichProgress:
-    """The runner's progress protocol on a rich bar (stderr; silent when not a TTY)."""
+    """The runner's progress protocol on a rich bar (stderr, for a terminal)."""
 
     def __init__(self) -> None:
         self._progress = Progress(
@@ -103,3 +104,39 @@ class RichProgress:
 
     def finish(self) -> None:
         self._progress.stop()
+
+
+class LineProgress:
+    """The runner's progress protocol as plain lines on stderr, for CI logs and pipes.
+
+    Each step (one perturbation) prints a line when it starts and one when it ends, with the
+    time elapsed since the command started: never silence, never a wall of bar redraws.
+    """
+
+    def __init__(self) -> None:
+        self._started = time.perf_counter()
+        self._step_started = self._started
+        self._name = ""
+        self._total = self._done = 0
+
+    def _line(self, text: str) -> None:
+        elapsed = time.perf_counter() - self._started
+        err.print(f"[{elapsed:7.1f}s] {text}", highlight=False, markup=False, soft_wrap=True)
+
+    def start(self, name: str, total: int, done: int) -> None:
+        self._name, self._total, self._done = name, total, done
+        self._step_started = time.perf_counter()
+        resumed = f" ({done} already done)" if done else ""
+        self._line(f"{name}: {total} samples{resumed} ...")
+
+    def advance(self, n: int) -> None:
+        self._done += n
+
+    def finish(self) -> None:
+        took = time.perf_counter() - self._step_started
+        self._line(f"{self._name}: {self._done}/{self._total} done in {took:.1f}s")
+
+
+def make_progress() -> RichProgress | LineProgress:
+    """A live bar on a terminal; plain lines with elapsed time anywhere else."""
+    return RichProgress() if err.is_terminal else LineProgress()

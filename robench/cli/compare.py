@@ -78,15 +78,16 @@ def compare_command(
 ) -> None:
     """Compare reports side by side: best value bold, second best underlined.
 
-    One row per report, one column per perturbation and metric; accuracies are shown in
-    percent, other metrics (perplexity, mCE) raw; best is direction-aware. Columns not present
-    in every report, or measured differently, are dropped with a note on stderr; reports on
-    different sample sets are flagged.
+    One row per report, one column per perturbation and metric; best is direction-aware (↑/↓).
+
+    Columns that are not comparable are dropped, and different sample sets flagged, on stderr.
+
+    On a terminal the table fits its width: models as columns, or one table per model.
 
     Examples:
       robench compare runs/deit.json runs/deit_elliptical.json
       robench compare runs/*.json --format latex --metric top1 > table2.tex
-      robench compare runs/*.json --reference runs/deit.json --ci --format markdown
+      robench compare runs/*.json -r runs/deit.json --ci --format markdown
     """
     loaded, reference_index = _with_reference(reports, reference)
     comparison = build_comparison(loaded, metrics=parse_metrics(metric), reference=reference_index)

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from robench.cli._output import RichProgress, err, handle_errors, out
+from robench.cli._output import err, handle_errors, make_progress, out
 from robench.cli._parsing import float_list, input_size
 from robench.model_spec import ModelSpec
 from robench.pixel_units import parse_pixel_value
@@ -64,7 +64,7 @@ def eval_command(
     workers: Annotated[int, typer.Option(help="Data-loading worker processes.")] = 0,
     out_path: Annotated[
         Path | None,
-        typer.Option("--out", "-o", help="Report path [default: runs/MODEL__SUITE.json]."),
+        typer.Option("--out", "-o", help="Report path. Default: MODEL__SUITE.json in runs/."),
     ] = None,
     imports: Annotated[
         list[str] | None,
@@ -90,6 +90,13 @@ def eval_command(
             help="Allow arbitrary pickles in the checkpoint (runs code: trusted files only).",
         ),
     ] = False,
+    allow_random_weights: Annotated[
+        bool,
+        typer.Option(
+            "--allow-random-weights",
+            help="Evaluate a model without a checkpoint (random weights; e.g. a pipeline test).",
+        ),
+    ] = False,
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue an interrupted run of the same command.")
     ] = False,
@@ -103,9 +110,12 @@ def eval_command(
     sanity_eps: Annotated[
         str | None, typer.Option(help="Budget of the sanity battery, e.g. 8/255.")
     ] = None,
-    fmt: Annotated[OutputFormat, typer.Option("--format", "-f", help="Table on stdout.")] = (
-        OutputFormat.rich
-    ),
+    fmt: Annotated[
+        OutputFormat | None,
+        typer.Option(
+            "--format", "-f", help="Table on stdout (default: rich on a terminal, else markdown)."
+        ),
+    ] = None,
 ) -> None:
     """Evaluate one checkpoint under a suite; write a JSON report, print a table.
 
@@ -114,11 +124,14 @@ def eval_command(
     interrupted run continues with --resume.
 
     Examples:
-      robench eval vit_nano_patch4_28 -c model.safetensors --suite smoke --data fashion-mnist
-      robench eval deit_tiny_elliptical_patch16_224 -c deit.pth --suite paper-adversarial \\
-          --data /data/imagenet/val --limit 1000 --device cuda
+      robench eval vit_nano_elliptical_fmnist --suite demo --limit 500
       robench eval -c runs/train/best.safetensors --suite smoke --limit 256
-      torchrun --nproc_per_node=4 -m robench eval vit_nano_fmnist --suite demo --device cuda
+      robench eval resnet18 -c resnet18.pth --data /data/cifar10/test \\
+          --mean 0.49,0.48,0.45 --std 0.25,0.24,0.26 --input-size 3,32,32 \\
+          --num-classes 10
+      robench eval deit_tiny_elliptical_patch16_224 -c deit.pth \\
+          -s paper-adversarial --data /data/imagenet/val --device cuda
+      torchrun --nproc_per_node=4 -m robench eval vit_nano_fmnist -s demo
     """
     from robench.evaluation import EvalRequest, evaluate
 
@@ -148,16 +161,18 @@ def eval_command(
         overrides=overrides,
         ema=ema,
         trust_checkpoint=trust_checkpoint,
+        allow_random_weights=allow_random_weights,
         resume=resume,
         overwrite=overwrite,
         sanity=sanity,
         sanity_eps=parse_pixel_value(sanity_eps, "--sanity-eps") if sanity_eps else None,
         command=["robench", *sys.argv[1:]],
     )
-    report = evaluate(request, progress=RichProgress())
+    report = evaluate(request, progress=make_progress())
     if os.environ.get("RANK", "0") != "0":  # under torchrun only rank 0 reports
         return
-    rendered = REPORT_FORMATS.get(fmt.value)(report)
+    name = fmt.value if fmt is not None else ("rich" if out.is_terminal else "markdown")
+    rendered = REPORT_FORMATS.get(name)(report)
     if isinstance(rendered, str):
         typer.echo(rendered)
     else:

@@ -186,8 +186,9 @@ def gate_command(
     4 inconclusive with --strict.
 
     Examples:
-      robench gate --baseline reports/baselines/deit_tiny.json --candidate runs/deit_tiny.json
-      robench gate -b base.json -c new.json --policy gate.toml --summary gate.md --junit gate.xml
+      robench gate --baseline reports/baselines/deit.json --candidate runs/deit.json
+      robench gate -b base.json -c new.json --policy gate.toml --summary gate.md
+      robench gate -b base.json -c new.json --junit gate.xml
       robench gate -b base.json -c new.json --strict
     """
     result = run_gate(read_report(baseline), read_report(candidate), read_policy(policy))

@@ -84,7 +84,7 @@ def train_command(
 
     Examples:
       robench train vit_nano_elliptical_patch4_28 --epochs 10 -o runs/nano-ell
-      robench train vit_nano_patch4_28 --max-steps 50 --train-limit 2000 -o /tmp/quick
+      robench train vit_nano_patch4_28 --max-steps 50 --train-limit 2000 -o /tmp/q
       torchrun --nproc_per_node=2 -m robench train vit_nano_patch4_28 --epochs 1
     """
     from robench.training import TrainConfig, train

@@ -84,6 +84,7 @@ class IdxDataset(LabeledImages):
     """One split of an IDX directory; images are uint8 (N, H, W) held in memory."""
 
     kind = "idx"
+    native_channels = 1  # IDX images are single-channel (MNIST, Fashion-MNIST)
 
     def __init__(
         self,

@@ -20,6 +20,8 @@ class LabeledImages(Dataset[tuple[torch.Tensor, int]]):
 
     # Layout name: "idx" or "image-folder".
     kind: str = ""
+    # Channels of the stored images (1 for grayscale IDX files); None when they vary by file.
+    native_channels: int | None = None
 
     def __init__(
         self,

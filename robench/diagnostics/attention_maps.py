@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Mapping
+import textwrap
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -28,14 +31,21 @@ from robench.diagnostics.base import (
     Diagnostic,
     DiagnosticOutput,
     check_images,
+    inference,
+    iter_batches,
+    model_device,
 )
 from robench.diagnostics.capture import collect_layers, find_transformer
 from robench.errors import ConfigError
-from robench.plots import PNG_METADATA, new_figure, save_figure
+from robench.plots import PNG_METADATA, architecture_label, new_figure, save_figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = [
     "AttentionMaps",
     "AttentionMapsParams",
+    "attention_comparison_figure",
     "cls_attention_entropy",
     "cls_attention_maps",
     "plot_attention_comparison",
@@ -44,6 +54,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 HEATMAP_CMAP = "inferno"
+HEATMAP_ALPHA = 0.6  # heatmap over the grey image
+RIGHT, WRONG = "#009E73", "#D55E00"  # prediction text colours (Okabe-Ito green, vermillion)
 
 
 def cls_attention_maps(model: nn.Module, images: Tensor, *, batch_size: int = 32) -> Tensor:
@@ -117,35 +129,159 @@ def _display(image: Tensor) -> Tensor:
     return picture.clamp(0, 1)
 
 
-def _draw_comparison(images: Tensor, maps: Mapping[str, Tensor], path: Path) -> Path:
-    """One row per image: the image, then each heatmap over the image (grey)."""
+def _predict(model: nn.Module, images: Tensor, batch_size: int) -> list[int]:
+    """The model's top-1 class for each image."""
+    device = model_device(model, images.device)
+    with inference(model):
+        top = [
+            model(batch).argmax(dim=-1).cpu() for batch in iter_batches(images, batch_size, device)
+        ]
+    return torch.cat(top).tolist()
+
+
+def _network(model: nn.Module) -> nn.Module:
+    return find_transformer(model, "CLS attention maps").network
+
+
+def _last_layer(model: nn.Module) -> tuple[int, int | None]:
+    """(number of blocks, heads of the last block's attention, None when it does not say)."""
+    parts = find_transformer(model, "CLS attention maps")
+    heads = getattr(parts.attentions[-1], "num_heads", None)
+    return parts.depth, heads if isinstance(heads, int) else None
+
+
+def _describe(depth: int, heads: int | None) -> str:
+    over = f"mean over {heads} heads" if heads is not None else "mean over heads"
+    return f"last layer (layer {depth} of {depth}), {over}"
+
+
+@dataclass(frozen=True)
+class _Column:
+    """One model's column: its heatmaps and predictions for the drawn images."""
+
+    header: str  # the model's name, plus its layer/heads when models differ in them
+    maps: Tensor  # (B, rows, cols), unscaled
+    predictions: list[int]  # top-1 class per image
+
+
+def _columns(
+    models: Mapping[str, nn.Module], maps: Mapping[str, Tensor], images: Tensor, batch_size: int
+) -> tuple[str, list[_Column]]:
+    """The figure's title and one column per model."""
+    shapes = {name: _last_layer(m) for name, m in models.items()}
+    shared = len(set(shapes.values())) == 1
+    title = "CLS attention, " + (
+        _describe(*next(iter(shapes.values()))) if shared else "last layer, mean over heads"
+    )
+    columns = [
+        _Column(
+            header=name if shared else f"{name}\n({_describe(*shapes[name])})",
+            maps=maps[name],
+            predictions=_predict(m, images, batch_size),
+        )
+        for name, m in models.items()
+    ]
+    return title, columns
+
+
+def _class_name(index: int, class_names: Sequence[str] | None) -> str:
+    if class_names is not None and 0 <= index < len(class_names):
+        return class_names[index]
+    return f"class {index}"
+
+
+def _prediction_text(predicted: int, label: int | None, names: Sequence[str] | None) -> str:
+    text = f"pred: {_class_name(predicted, names)}"
+    if label is None:
+        return text
+    return text + (" ✓" if predicted == label else " ✗ (wrong)")
+
+
+def _comparison_figure(
+    images: Tensor,
+    columns: Sequence[_Column],
+    *,
+    title: str,
+    labels: Sequence[int] | None = None,
+    class_names: Sequence[str] | None = None,
+) -> Figure:
+    """One row per image: the image (true class below), then each model's heatmap over the
+    image in grey (its prediction below), a shared colour bar and `title` on top."""
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import Normalize
+
     pictures = images.detach().float().cpu()
-    n_rows, n_cols = pictures.shape[0], 1 + len(maps)
+    n_rows, n_cols = pictures.shape[0], 1 + len(columns)
     height, width = pictures.shape[-2:]
     extent = (-0.5, width - 0.5, height - 0.5, -0.5)  # heatmap cells cover their patches
-    fig = new_figure(1.8 * n_cols, 1.8 * n_rows)
+    fig = new_figure(1.9 * n_cols + 1.2, 2.1 * n_rows + 0.7)
     axes = fig.subplots(n_rows, n_cols, squeeze=False)
     for row in range(n_rows):
         picture = _display(pictures[row])
         grey = picture if picture.dim() == 2 else picture.mean(dim=-1)  # (H, W)
         axes[row][0].imshow(picture.numpy(), cmap="gray", vmin=0, vmax=1)
-        for col, heatmaps in enumerate(maps.values(), start=1):
+        label = labels[row] if labels is not None else None
+        if label is not None:
+            axes[row][0].set_xlabel(f"true: {_class_name(label, class_names)}", fontsize=8)
+        for col, column in enumerate(columns, start=1):
             ax = axes[row][col]
             ax.imshow(grey.numpy(), cmap="gray", vmin=0, vmax=1)
             ax.imshow(
-                _min_max(heatmaps[row]),
+                _min_max(column.maps[row]),
                 cmap=HEATMAP_CMAP,
                 vmin=0,
                 vmax=1,
-                alpha=0.6,
+                alpha=HEATMAP_ALPHA,
                 extent=extent,
                 interpolation="nearest",
             )
-    for col, title in enumerate(["image", *maps]):
-        axes[0][col].set_title(title, fontsize=9)
+            predicted = column.predictions[row]
+            colour = "0.15" if label is None else RIGHT if predicted == label else WRONG
+            ax.set_xlabel(_prediction_text(predicted, label, class_names), fontsize=8, color=colour)
+    headers = ["image", *(textwrap.fill(c.header, 24, break_long_words=False) for c in columns)]
+    for col, header in enumerate(headers):
+        axes[0][col].set_title(header, fontsize=8.5)
     for ax in axes.flat:
-        ax.set_axis_off()
-    return save_figure(fig, path)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        for spine in ax.spines.values():
+            spine.set_visible(False)
+    bar = fig.colorbar(
+        ScalarMappable(norm=Normalize(0, 1), cmap=HEATMAP_CMAP),
+        ax=list(axes[:, 1:].flat),
+        shrink=0.6 if n_rows > 2 else 0.9,
+        aspect=25,
+    )
+    bar.set_label(
+        "attention, min-max scaled per map\n(0 = least, 1 = most attended patch)", fontsize=8
+    )
+    bar.ax.tick_params(labelsize=7)
+    fig.suptitle(title, fontsize=10)
+    return fig
+
+
+def attention_comparison_figure(
+    models: Mapping[str, nn.Module],
+    images: Tensor,
+    *,
+    labels: Sequence[int] | None = None,
+    class_names: Sequence[str] | None = None,
+    batch_size: int = 32,
+) -> Figure:
+    """See `plot_attention_comparison`."""
+    images = check_images(images)
+    if not models:
+        raise ConfigError("plot_attention_comparison needs at least one model.")
+    if labels is not None and len(labels) != images.shape[0]:
+        raise ConfigError(
+            f"plot_attention_comparison got {len(labels)} labels for {images.shape[0]} images; "
+            "pass one label per image."
+        )
+    maps = {
+        name: cls_attention_maps(m, images, batch_size=batch_size) for name, m in models.items()
+    }
+    title, columns = _columns(models, maps, images, batch_size)
+    return _comparison_figure(images, columns, title=title, labels=labels, class_names=class_names)
 
 
 def plot_attention_comparison(
@@ -153,26 +289,31 @@ def plot_attention_comparison(
     images: Tensor,
     path: Path | str,
     *,
+    labels: Sequence[int] | None = None,
+    class_names: Sequence[str] | None = None,
     batch_size: int = 32,
 ) -> Path:
     """Fig. 1: for each image a row with the image, then each model's CLS attention heatmap.
+
+    The title names the layer and the number of heads averaged; a colour bar gives the scale
+    (each map min-max scaled); under each heatmap is the model's prediction (run on the
+    images), marked right or wrong when `labels` are given; under each image its true class.
 
     Args:
         models: display name -> pixel-space ViT classifier, in column order (e.g. the baseline
             first, then the elliptical model).
         images: (B, C, H, W) in [0, 1]; one row each, so pass a handful.
         path: PNG to write.
+        labels: the images' true class indices.
+        class_names: index -> class name (e.g. the dataset's `.classes`); else "class k".
 
     Returns:
         `path`.
     """
-    images = check_images(images)
-    if not models:
-        raise ConfigError("plot_attention_comparison needs at least one model.")
-    maps = {
-        name: cls_attention_maps(m, images, batch_size=batch_size) for name, m in models.items()
-    }
-    return _draw_comparison(images, maps, Path(path))
+    fig = attention_comparison_figure(
+        models, images, labels=labels, class_names=class_names, batch_size=batch_size
+    )
+    return save_figure(fig, path)
 
 
 def _save_grid(heatmap: Tensor, path: Path) -> Path:
@@ -204,16 +345,23 @@ class AttentionMaps(Diagnostic):
 
     values: `grid` ([rows, cols]), `cls_attention_entropy` (mean over all images, see
     `cls_attention_entropy`), `cls_attention_maps` (the drawn images' maps, unscaled, as
-    nested lists). With `out_dir`, writes `attention_maps.png` (each image beside its heatmap)
-    and `cls_attention_<i>.png` (the raw map of image i, one pixel per patch).
+    nested lists). With `out_dir`, writes `attention_maps.png` (each image beside its heatmap
+    and the model's prediction, headed by `label`, default the architecture's name) and
+    `cls_attention_<i>.png` (the raw map of image i, one pixel per patch).
     """
 
     Params = AttentionMapsParams
     params: AttentionMapsParams
 
     def run(
-        self, model: nn.Module, images: Tensor, *, out_dir: Path | None = None
+        self,
+        model: nn.Module,
+        images: Tensor,
+        *,
+        out_dir: Path | None = None,
+        label: str | None = None,
     ) -> DiagnosticOutput:
+        """See `Diagnostic.run`; `label` names the model in the figure."""
         maps = cls_attention_maps(model, images, batch_size=self.params.batch_size)
         drawn = min(self.params.n_images, maps.shape[0])
         entropy = float(cls_attention_entropy(maps).mean())
@@ -225,11 +373,12 @@ class AttentionMaps(Diagnostic):
         logger.info("CLS attention entropy %.4f on a %s grid", entropy, values["grid"])
         files = []
         if out_dir is not None:
-            files.append(
-                _draw_comparison(
-                    images[:drawn], {"CLS attention": maps[:drawn]}, out_dir / "attention_maps.png"
-                )
+            name = label if label is not None else architecture_label(_network(model))
+            title, columns = _columns(
+                {name: model}, {name: maps[:drawn]}, images[:drawn], self.params.batch_size
             )
+            fig = _comparison_figure(images[:drawn], columns, title=title)
+            files.append(save_figure(fig, out_dir / "attention_maps.png"))
             files.extend(
                 _save_grid(maps[i], out_dir / f"cls_attention_{i}.png") for i in range(drawn)
             )

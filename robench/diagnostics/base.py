@@ -56,10 +56,15 @@ class Diagnostic(abc.ABC):
 
     @abc.abstractmethod
     def run(
-        self, model: nn.Module, images: torch.Tensor, *, out_dir: Path | None = None
+        self,
+        model: nn.Module,
+        images: torch.Tensor,
+        *,
+        out_dir: Path | None = None,
+        label: str | None = None,
     ) -> DiagnosticOutput:
         """Measure `model` on `images` ((B, C, H, W), float in [0, 1], on the model's device);
-        write figures under `out_dir` when it is given.
+        write figures under `out_dir` when it is given, titled with `label` (the model's name).
 
         Raises:
             ConfigError: the model lacks what the diagnostic needs (e.g. transformer blocks).

@@ -65,15 +65,22 @@ class Collapse(Diagnostic):
 
     values: `per_layer` (one number per block, first to last), `per_layer_std` (its standard
     deviation over samples), `mean` (average of `per_layer`). With `out_dir`, also writes
-    `collapse.png` (the curve).
+    `collapse.png`: the curve with a +- 1 std band, titled with `label` (default: the
+    architecture's name), y fixed to [0, 1] so that figures of different models compare.
     """
 
     Params = CollapseParams
     params: CollapseParams
 
     def run(
-        self, model: nn.Module, images: Tensor, *, out_dir: Path | None = None
+        self,
+        model: nn.Module,
+        images: Tensor,
+        *,
+        out_dir: Path | None = None,
+        label: str | None = None,
     ) -> DiagnosticOutput:
+        """See `Diagnostic.run`; `label` names the model in the figure."""
         images = check_images(images)
         parts = find_transformer(model, "the collapse diagnostic")
         start = 0 if self.params.include_cls else parts.num_prefix_tokens
@@ -86,15 +93,27 @@ class Collapse(Diagnostic):
         )
         per_sample = [torch.cat(layer) for layer in records]  # depth x (S,)
         per_layer = [float(s.mean()) for s in per_sample]
+        per_layer_std = [float(s.std(unbiased=False)) for s in per_sample]
         values = {
             "per_layer": per_layer,
-            "per_layer_std": [float(s.std(unbiased=False)) for s in per_sample],
+            "per_layer_std": per_layer_std,
             "mean": sum(per_layer) / len(per_layer),
         }
         logger.info("collapse per layer: %s", ", ".join(f"{v:.3f}" for v in per_layer))
         files = []
         if out_dir is not None:
-            from robench.plots import plot_collapse_curves
+            from robench.plots import architecture_label, plot_collapse_curves
 
-            files.append(plot_collapse_curves({"model": per_layer}, out_dir / "collapse.png"))
+            name = label if label is not None else architecture_label(parts.network)
+            tokens = "all tokens" if self.params.include_cls else "patch tokens only"
+            files.append(
+                plot_collapse_curves(
+                    {name: per_layer},
+                    out_dir / "collapse.png",
+                    spread={name: per_layer_std},
+                    title=f"Representation collapse: {name}",
+                    note=f"mean over {images.shape[0]} images ({tokens}); "
+                    "shaded: ± 1 std over images",
+                )
+            )
         return DiagnosticOutput(values=values, files=files)

@@ -17,16 +17,22 @@ on the model's device, with a batch tiled from the given images:
   None (JSON null).
 - `gflops_per_sample`: 1e9 FLOPs, counted by `torch.utils.flop_counter.FlopCounterMode` on one
   sample (a multiply-add is 2 FLOPs; matmuls, convolutions and attention kernels are counted,
-  elementwise ops are not, so Elliptical Attention's O(N D) estimate of M adds nothing).
+  elementwise ops are not, so Elliptical Attention's O(N D) estimate of M adds nothing). Some
+  torch releases (2.14) have no formula for the CPU flash-attention kernel and would count
+  attention as 0; robench supplies it, so the number does not depend on the torch version.
 - `parameters`: number of parameter elements (shared parameters counted once).
 - `cpu_threads` (CPU only): torch's intra-op thread count the timing ran with.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import math
+import os
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -77,10 +83,35 @@ def _cuda_memory(model: nn.Module, batch: Tensor) -> dict[str, float | None]:
     }
 
 
+@contextlib.contextmanager
+def _native_stderr_to_debug_log() -> Iterator[None]:
+    """Send what native code writes to file descriptor 2 to the debug log instead.
+
+    torch's profiler (kineto) prints `profiler_start` trace lines and, on a CUDA build without
+    a GPU, a spurious `gpuGetDeviceCount failed` error straight to the descriptor; Python's
+    `sys.stderr` redirection cannot catch either.
+    """
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            text = sink.read().decode("utf-8", "replace").strip()
+            if text:
+                logger.debug("torch profiler output:\n%s", text)
+
+
 def _cpu_memory(model: nn.Module, batch: Tensor) -> dict[str, float | None]:
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    with (
+        _native_stderr_to_debug_log(),
+        profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof,
+    ):
         model(batch)
     try:
         events = prof.profiler.kineto_results.events()  # type: ignore[union-attr]
@@ -112,9 +143,33 @@ def forward_peak_memory(model: nn.Module, batch: Tensor) -> dict[str, float | No
     return _MEMORY_METERS.get(batch.device.type, _unmeasured)(model, batch)
 
 
+def _sdpa_flops(
+    query_shape: torch.Size,
+    key_shape: torch.Size,
+    value_shape: torch.Size,
+    *args: Any,
+    **kwargs: Any,
+) -> int:
+    """Q K^T and A V of scaled dot-product attention: 2 FLOPs per multiply-add each."""
+    *batch, length, dim = query_shape
+    source, value_dim = key_shape[-2], value_shape[-1]
+    heads = math.prod(batch)
+    return 2 * heads * length * source * dim + 2 * heads * length * source * value_dim
+
+
+def _missing_attention_formulas() -> dict[Any, Any]:
+    """Formulas for the attention kernels this torch's counter does not know (CPU flash)."""
+    from torch.utils.flop_counter import flop_registry
+
+    op = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+    if op is None or op in flop_registry:  # the counter keys formulas by overload packet
+        return {}
+    return {op: _sdpa_flops}
+
+
 def count_flops(model: nn.Module, batch: Tensor) -> int:
     """FLOPs of one forward pass of `batch`, as `FlopCounterMode` counts them."""
-    with FlopCounterMode(display=False) as counter:
+    with FlopCounterMode(display=False, custom_mapping=_missing_attention_formulas()) as counter:
         model(batch)
     return int(counter.get_total_flops())
 
@@ -151,7 +206,12 @@ class Efficiency(Diagnostic):
     params: EfficiencyParams
 
     def run(
-        self, model: nn.Module, images: Tensor, *, out_dir: Path | None = None
+        self,
+        model: nn.Module,
+        images: Tensor,
+        *,
+        out_dir: Path | None = None,
+        label: str | None = None,
     ) -> DiagnosticOutput:
         images = check_images(images)
         p = self.params

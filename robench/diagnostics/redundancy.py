@@ -10,11 +10,17 @@ differently (less redundancy). The report's "mean ± std" is the mean and the (p
 standard deviation of all distances d_l[b, (h, g)]: per layer for `per_layer_*`, pooled over all
 layers for `mean` and `std` (every layer contributes the same number of distances, so `mean` is
 also the average of `per_layer_mean`).
+
+The figure's y-axis runs from 0 to the largest possible distance, sqrt(2N) for N tokens: each
+of the N rows of a map is a probability vector, and two such vectors are at most sqrt(2)
+apart (all mass on different tokens). The range depends only on the token count, so the
+figures of two models of one architecture share it and can be compared by eye.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from pathlib import Path
 
 import torch
@@ -67,15 +73,22 @@ class HeadRedundancy(Diagnostic):
     """Mean L2 distance between the attention maps of pairs of heads, per layer (Table 18).
 
     values: `per_layer_mean`, `per_layer_std` (one number per block), `mean`, `std` (pooled
-    over layers). With `out_dir`, also writes `head_redundancy.png`.
+    over layers). With `out_dir`, also writes `head_redundancy.png`: mean +- 1 std per layer,
+    titled with `label` (default: the architecture's name), y from 0 to sqrt(2N).
     """
 
     Params = HeadRedundancyParams
     params: HeadRedundancyParams
 
     def run(
-        self, model: nn.Module, images: Tensor, *, out_dir: Path | None = None
+        self,
+        model: nn.Module,
+        images: Tensor,
+        *,
+        out_dir: Path | None = None,
+        label: str | None = None,
     ) -> DiagnosticOutput:
+        """See `Diagnostic.run`; `label` names the model in the figure."""
         images = check_images(images)
         parts = find_transformer(model, "the head_redundancy diagnostic")
         heads = getattr(parts.attentions[0], "num_heads", None)
@@ -85,7 +98,10 @@ class HeadRedundancy(Diagnostic):
                 f"{heads} head; use a model with at least 2 heads."
             )
 
+        tokens: list[int] = []
+
         def reduce(attn: Tensor) -> Tensor:
+            tokens.append(attn.shape[-2])  # rows (queries), each a distribution
             return pairwise_head_distances(attn).cpu()  # (B, P)
 
         records = collect_layers(
@@ -105,13 +121,22 @@ class HeadRedundancy(Diagnostic):
         logger.info("head redundancy: mean L2 distance %.4f ± %.4f", mean, std)
         files = []
         if out_dir is not None:
-            from robench.plots import plot_redundancy
+            from robench.plots import architecture_label, plot_redundancy
 
+            name = label if label is not None else architecture_label(parts.network)
+            n_tokens, n_pairs = max(tokens), distances[0].shape[1]
+            ceiling = math.sqrt(2 * n_tokens)
             files.append(
                 plot_redundancy(
-                    {"model": per_layer_mean},
+                    {name: per_layer_mean},
                     out_dir / "head_redundancy.png",
-                    per_layer_std={"model": per_layer_std},
+                    per_layer_std={name: per_layer_std},
+                    std_label=f"± 1 std over {images.shape[0]} images × {n_pairs} head pairs",
+                    ymax=ceiling,
+                    title=f"Head redundancy: {name}",
+                    note="higher = heads attend more differently (less redundancy)\n"
+                    f"y-axis: 0 to the largest possible distance, √(2N) = {ceiling:.1f} for "
+                    f"N = {n_tokens} tokens",
                 )
             )
         return DiagnosticOutput(values=values, files=files)
