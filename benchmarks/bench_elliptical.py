@@ -41,8 +41,8 @@ from timm.models.vision_transformer import VisionTransformer
 from torch import Tensor, nn
 from torch.profiler import ProfilerActivity, profile
 
-import robench.zoo  # noqa: F401  (registers deit_tiny_elliptical_patch16_224)
-from robench.layers import EllipticalAttention, configure_elliptical
+import robench.models.zoo  # noqa: F401  (registers deit_tiny_elliptical_patch16_224)
+from robench.models.layers import EllipticalAttention, configure_elliptical
 
 TIME_TARGET = 1.02  # elliptical / deit, CPU
 MEMORY_TARGET = 1.01

@@ -1,14 +1,32 @@
 """robench: measure how robust a trained PyTorch model is.
 
-Importing robench registers its models (DeiT-Elliptical, the nano ViTs) in timm's registry,
-so `timm.create_model("deit_tiny_elliptical_patch16_224")` works afterwards.
+Importing robench is cheap: it imports no torch. The public API below is loaded on first use
+(PEP 562). Models register themselves in timm's registry when `robench.models.zoo` is
+imported (as `robench eval` does), so `timm.create_model("deit_tiny_elliptical_patch16_224")`
+works after `import robench.models.zoo`.
 """
 
-__version__ = "0.1.0"
+from __future__ import annotations
 
-from robench import zoo as _zoo  # noqa: F401  (registers the models with timm)
-from robench.evaluation import EvalRequest as EvalRequest
-from robench.evaluation import evaluate as evaluate
-from robench.layers import EllipticalAttention as EllipticalAttention
-from robench.registry import Registry as Registry
-from robench.suites import load_suite as load_suite
+import importlib
+from typing import Any
+
+from robench._core.version import __version__ as __version__
+
+_LAZY = {
+    "EvalRequest": "robench.evaluation",
+    "evaluate": "robench.evaluation",
+    "EllipticalAttention": "robench.models.layers",
+    "Registry": "robench._core.registry",
+    "load_suite": "robench.evaluation.suites",
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'robench' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value

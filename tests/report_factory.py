@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from robench.data.subset import indices_sha256
-from robench.metrics import wilson_interval
-from robench.report import (
+from robench.results.metrics import wilson_interval
+from robench.results.report import (
     DataInfo,
     Environment,
     MetricValue,

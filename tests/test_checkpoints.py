@@ -15,13 +15,13 @@ import torch
 from safetensors.torch import save_file
 from torch import nn
 
-from robench.checkpoints import (
+from robench._core.errors import CheckpointError
+from robench.models.checkpoints import (
     load_state_dict_into,
     read_checkpoint,
     save_safetensors,
     sha256_file,
 )
-from robench.errors import CheckpointError
 
 
 def _small_model(num_classes: int = 10) -> nn.Module:
@@ -134,7 +134,7 @@ def test_malicious_pickle_is_refused_unless_trusted(
     assert "refuses" in str(info.value)
     assert not marker.exists()
 
-    with caplog.at_level(logging.WARNING, logger="robench.checkpoints"):
+    with caplog.at_level(logging.WARNING, logger="robench.models.checkpoints"):
         ckpt = read_checkpoint(path, trust=True)
     assert marker.exists()  # trusting a file means running its code: that is the point
     assert ckpt.layout == "model" and _equal(ckpt.state_dict, _state())

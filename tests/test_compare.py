@@ -17,12 +17,12 @@ import pytest
 from report_factory import make_report, write
 from typer.testing import CliRunner
 
+from robench._core.errors import ConfigError
 from robench.cli import app
 from robench.cli.compare import CompareFormat, parse_metrics
-from robench.compare import build_comparison, metric_display
-from robench.compare_formats import COMPARE_FORMATS
-from robench.errors import ConfigError
-from robench.report import Report
+from robench.results.compare import build_comparison, metric_display
+from robench.results.compare_formats import COMPARE_FORMATS
+from robench.results.report import Report
 
 GOLDEN = Path(__file__).parent / "golden"
 runner = CliRunner()

@@ -14,6 +14,7 @@ from PIL import Image
 from torch.utils.data import DataLoader, Subset
 
 import robench.data as data_module
+from robench._core.errors import ConfigError, DataError
 from robench.data import (
     LabeledImages,
     Preprocessing,
@@ -23,7 +24,6 @@ from robench.data import (
     select_indices,
 )
 from robench.data.image_folder import ImageFolderDataset
-from robench.errors import ConfigError, DataError
 
 GRAY_28 = Preprocessing((1, 28, 28))
 RGB_16 = Preprocessing((3, 16, 16), interpolation="bilinear")

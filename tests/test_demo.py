@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from robench.cli import app
-from robench.model_spec import bundled_cards
-from robench.report import report_json_schema
+from robench.models.spec import bundled_cards
+from robench.results.report import report_json_schema
 
 pytestmark = pytest.mark.slow
 

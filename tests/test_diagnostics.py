@@ -13,15 +13,15 @@ from matplotlib.image import imread
 from pydantic import ValidationError
 from torch import nn
 
-import robench.zoo  # noqa: F401  (registers the nano models with timm)
+import robench.models.zoo  # noqa: F401  (registers the nano models with timm)
+from robench._core.errors import ConfigError, DataError
 from robench.diagnostics import DIAGNOSTICS, build_diagnostic, plot_attention_comparison
 from robench.diagnostics.attention_maps import cls_attention_entropy
 from robench.diagnostics.capture import capture_attention, capture_tokens, find_transformer
 from robench.diagnostics.collapse import mean_pairwise_cosine
 from robench.diagnostics.redundancy import pairwise_head_distances
-from robench.errors import ConfigError, DataError
-from robench.normalized_model import NormalizedModel
-from robench.plots import (
+from robench.models.normalization import NormalizedModel
+from robench.results.plots import (
     AccuracyPoint,
     AccuracySeries,
     plot_accuracy_vs_eps,

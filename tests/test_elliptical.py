@@ -11,16 +11,16 @@ import torch
 from timm.layers import Attention
 from torch import nn
 
-import robench.zoo  # noqa: F401  (registers the models with timm)
-from robench.errors import ConfigError
-from robench.layers import (
+import robench.models.zoo  # noqa: F401  (registers the models with timm)
+from robench._core.errors import ConfigError
+from robench.models.layers import (
     EllipticalAttention,
     configure_elliptical,
     consistent_weights,
     elliptical_weights,
     set_differentiable,
 )
-from robench.layers import elliptical_attention as ea
+from robench.models.layers import elliptical_attention as ea
 
 DIM, HEADS, TOKENS = 32, 4, 7
 HEAD_DIM = DIM // HEADS

@@ -11,9 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from robench.cli import app
-from robench.evaluation import EvalRequest, evaluate
-from robench.report import report_json_schema
-from robench.sample_store import SampleStore
+from robench.evaluation.evaluate import EvalRequest, evaluate
+from robench.evaluation.sample_store import SampleStore
+from robench.results.report import report_json_schema
 
 pytestmark = pytest.mark.slow
 
@@ -129,7 +129,7 @@ def test_an_interrupted_run_resumes_to_the_same_report(
 def test_resume_refuses_results_of_a_different_run(checkpoint: Path, tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     evaluate(_request(checkpoint, out))
-    from robench.errors import ResumeError
+    from robench._core.errors import ResumeError
 
     with pytest.raises(ResumeError, match="seed"):
         evaluate(

@@ -11,12 +11,12 @@ import pytest
 from report_factory import flip, make_report, write
 from typer.testing import CliRunner
 
-from robench import gate as gate_module
+from robench.results import gate as gate_module
+from robench._core.errors import ConfigError
 from robench.cli import app
-from robench.errors import ConfigError
-from robench.gate import PerSample, Status, run_gate
-from robench.gate_policy import Policy, Rule, Tolerance, read_policy
-from robench.report import Report
+from robench.results.gate import PerSample, Status, run_gate
+from robench.results.gate_policy import Policy, Rule, Tolerance, read_policy
+from robench.results.report import Report
 
 runner = CliRunner()
 

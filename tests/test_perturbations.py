@@ -16,15 +16,10 @@ import torch
 from pydantic import ValidationError
 from torch import nn
 
-from robench.errors import AttackCheckError, ConfigError
-from robench.perturbations import (
-    PERTURBATIONS,
-    Perturbation,
-    build_perturbation,
-    check_adversarial,
-)
-from robench.perturbations.autoattack import AutoAttackParams
-from robench.perturbations.torchattacks_linf import PGDParams
+from robench._core.errors import AttackCheckError, ConfigError
+from robench.perturbations import PERTURBATIONS, Perturbation, build_perturbation
+from robench.perturbations.adversarial.params import AutoAttackParams, PGDParams
+from robench.perturbations.checks import check_adversarial
 
 EPS = 8 / 255
 N_SAMPLES = 128

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from robench.errors import ConfigError
-from robench.metrics import wilson_interval
-from robench.report import read_report, report_json_schema, write_json_atomic
+from robench._core.errors import ConfigError
+from robench.results.metrics import wilson_interval
+from robench.results.report import read_report, report_json_schema, write_json_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -58,7 +58,7 @@ def test_reports_and_checkpoints_get_the_users_usual_permissions(tmp_path: Path)
 
     import torch
 
-    from robench.checkpoints import save_safetensors
+    from robench.models.checkpoints import save_safetensors
 
     old = os.umask(0o022)
     try:

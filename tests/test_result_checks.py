@@ -8,9 +8,9 @@ import pytest
 
 from robench.data import open_dataset
 from robench.data.preprocessing import Preprocessing
-from robench.evaluation import _channel_adaptation
-from robench.report import MetricValue, PerturbationResult
-from robench.result_checks import TOLERANCE, check_attack_order
+from robench.evaluation.evaluate import _channel_adaptation
+from robench.results.checks import TOLERANCE, check_attack_order
+from robench.results.report import MetricValue, PerturbationResult
 
 
 def _result(name: str, kind: str, top1: float, eps: float | None, n: int = 100):

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 from torch.utils.data import TensorDataset
 
-from robench.sanity import QUICK_BUDGET, run_sanity
+from robench.evaluation.sanity import QUICK_BUDGET, run_sanity
 
 pytestmark = pytest.mark.slow
 
@@ -89,7 +89,7 @@ def test_dropout_left_on_is_flagged_as_randomized(
 def test_elliptical_models_get_the_adaptive_comparison(fmnist_test) -> None:
     import timm
 
-    from robench.normalized_model import NormalizedModel
+    from robench.models.normalization import NormalizedModel
 
     torch.manual_seed(0)
     model = NormalizedModel(

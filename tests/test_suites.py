@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from robench.errors import ConfigError
-from robench.pixel_units import display_pixel_value, parse_pixel_value
-from robench.suites import bundled_suites, load_suite
+from robench._core.errors import ConfigError
+from robench._core.units import display_pixel_value, parse_pixel_value
+from robench.evaluation.suites import bundled_suites, load_suite
 
 
 def test_shipped_suites_include_the_required_ones() -> None:

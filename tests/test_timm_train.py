@@ -1,4 +1,4 @@
-"""`python -m robench.timm_train` runs a timm-style training script with robench's models."""
+"""`python -m robench.training.timm_train` runs a timm-style script with robench's models."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def test_a_script_run_through_timm_train_sees_robench_models(tmp_path: Path) -> 
         "print(type(model.blocks[1].attn).__name__, sys.argv[0].endswith('train.py'))\n"
     )
     done = subprocess.run(
-        [sys.executable, "-m", "robench.timm_train", str(script), "vit_nano_elliptical_patch4_28"],
+        [sys.executable, "-m", "robench.training.timm_train", str(script), "vit_nano_elliptical_patch4_28"],  # noqa: E501
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -24,6 +24,9 @@ def test_a_script_run_through_timm_train_sees_robench_models(tmp_path: Path) -> 
 
 def test_timm_train_without_a_script_is_a_usage_error() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "robench.timm_train"], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "robench.training.timm_train"],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 2 and "usage" in done.stderr

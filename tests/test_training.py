@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from safetensors import safe_open
 
-from robench.errors import ConfigError
-from robench.model_loading import load_model
-from robench.training import TrainConfig, lr_at, train
+from robench._core.errors import ConfigError
+from robench.models.loading import load_model
+from robench.training.train import TrainConfig, lr_at, train
 
 
 def test_learning_rate_warms_up_linearly_then_decays_to_zero() -> None:
@@ -49,7 +49,7 @@ def test_a_few_steps_decrease_the_loss_and_write_a_self_describing_checkpoint(
     spec = json.loads(meta["robench"])
     assert spec["architecture"] == "vit_nano_elliptical_patch4_28"
     assert spec["mean"] == [0.286] and spec["classes"][0] == "T-shirt/top"
-    assert json.loads(meta["robench.training"])["command"] == "pytest"
+    assert json.loads(meta["robench.training.train"])["command"] == "pytest"
     loaded = load_model(None, checkpoint=result.best_path)  # nothing else needed
     assert loaded.architecture == "vit_nano_elliptical_patch4_28"
     assert loaded.sources["mean"] == "checkpoint metadata"

@@ -6,8 +6,8 @@ import pytest
 import timm
 import torch
 
-from robench.errors import ConfigError
-from robench.zoo import is_elliptical, list_robench_models
+from robench._core.errors import ConfigError
+from robench.models.zoo import is_elliptical, list_robench_models
 
 NAMES = list_robench_models()
 SLOW = {"deit_base_elliptical_patch16_224", "deit_small_elliptical_patch16_224"}

@@ -27,7 +27,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from robench.errors import EXIT_RUNTIME, RobenchError
+from robench._core.errors import EXIT_RUNTIME, RobenchError
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True)

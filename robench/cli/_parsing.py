@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from robench.errors import ConfigError
+from robench._core.errors import ConfigError
 
 
 def float_list(text: str | None, option: str) -> tuple[float, ...] | None:

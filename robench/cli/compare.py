@@ -9,15 +9,15 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from robench._core.errors import ConfigError
 from robench.cli._output import err, handle_errors, out
-from robench.compare import build_comparison
-from robench.compare_formats import COMPARE_FORMATS
-from robench.errors import ConfigError
-from robench.report import Report, read_report
+from robench.results.compare import build_comparison
+from robench.results.compare_formats import COMPARE_FORMATS
+from robench.results.report import Report, read_report
 
 
 class CompareFormat(str, enum.Enum):
-    """The names registered in `robench.compare_formats.COMPARE_FORMATS`."""
+    """The names registered in `robench.results.compare_formats.COMPARE_FORMATS`."""
 
     rich = "rich"
     markdown = "markdown"

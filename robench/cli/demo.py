@@ -32,8 +32,8 @@ def demo_command(
       robench demo
       robench demo --quick -o /tmp/demo
     """
-    from robench.compare_formats import COMPARE_FORMATS
-    from robench.demo import run_demo
+    from robench.cli._demo import run_demo
+    from robench.results.compare_formats import COMPARE_FORMATS
 
     result = run_demo(out_dir, quick=quick, progress=make_progress())
     fmt = "rich" if out.is_terminal else "markdown"

@@ -10,11 +10,11 @@ from typing import Annotated
 
 import typer
 
+from robench._core.units import parse_pixel_value
 from robench.cli._output import err, handle_errors, make_progress, out
 from robench.cli._parsing import float_list, input_size
-from robench.model_spec import ModelSpec
-from robench.pixel_units import parse_pixel_value
-from robench.tables import REPORT_FORMATS
+from robench.models.spec import ModelSpec
+from robench.results.tables import REPORT_FORMATS
 
 
 class OutputFormat(str, enum.Enum):
@@ -133,7 +133,7 @@ def eval_command(
           -s paper-adversarial --data /data/imagenet/val --device cuda
       torchrun --nproc_per_node=4 -m robench eval vit_nano_fmnist -s demo
     """
-    from robench.evaluation import EvalRequest, evaluate
+    from robench.evaluation.evaluate import EvalRequest, evaluate
 
     overrides = ModelSpec(
         num_classes=num_classes,

@@ -15,12 +15,12 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from robench._core.errors import EXIT_OK
 from robench.cli._output import err, handle_errors, out
-from robench.compare import metric_display
-from robench.errors import EXIT_OK
-from robench.gate import Check, GateResult, Status, exit_code, format_amount, run_gate
-from robench.gate_policy import read_policy
-from robench.report import Report, read_report
+from robench.results.compare import metric_display
+from robench.results.gate import Check, GateResult, Status, exit_code, format_amount, run_gate
+from robench.results.gate_policy import read_policy
+from robench.results.report import Report, read_report
 
 HEADER = ["Check", "Baseline", "Candidate", "Change", "Allowed drop", "Test", "p", "Status"]
 _STATUS_STYLE = {Status.passed: "green", Status.inconclusive: "yellow", Status.regressed: "red"}
@@ -114,7 +114,11 @@ def junit_xml(result: GateResult, strict: bool) -> ET.ElementTree:
         case = ET.SubElement(
             suite,
             "testcase",
-            {"classname": f"robench.gate.{check.perturbation}", "name": check.name, "time": "0"},
+            {
+                "classname": f"robench.results.gate.{check.perturbation}",
+                "name": check.name,
+                "time": "0",
+            },
         )
         if outcome is not None:
             tag, kind = outcome

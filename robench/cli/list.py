@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from robench._core.registry import Registry
 from robench.cli._output import handle_errors, out
-from robench.registry import Registry
 
 
 class Catalogue(str, enum.Enum):
@@ -24,9 +24,9 @@ class Catalogue(str, enum.Enum):
 def _models(pattern: str | None) -> list[tuple[str, str]]:
     import timm
 
-    from robench.model_spec import bundled_cards
-    from robench.plugins import load_entry_points
-    from robench.zoo import list_robench_models
+    from robench.models.plugins import load_entry_points
+    from robench.models.spec import bundled_cards
+    from robench.models.zoo import list_robench_models
 
     load_entry_points()
     ours = set(list_robench_models())
@@ -51,7 +51,7 @@ def _perturbations(pattern: str | None) -> list[tuple[str, str]]:
 
 
 def _suites(pattern: str | None) -> list[tuple[str, str]]:
-    from robench.suites import bundled_suites, load_suite
+    from robench.evaluation.suites import bundled_suites, load_suite
 
     rows = []
     for name in bundled_suites():
@@ -63,7 +63,7 @@ def _suites(pattern: str | None) -> list[tuple[str, str]]:
 
 
 def _cards(pattern: str | None) -> list[tuple[str, str]]:
-    from robench.model_spec import bundled_cards, read_card
+    from robench.models.spec import bundled_cards, read_card
 
     return [
         (name, read_card(path).description)
@@ -73,7 +73,7 @@ def _cards(pattern: str | None) -> list[tuple[str, str]]:
 
 
 def _metrics(pattern: str | None) -> list[tuple[str, str]]:
-    from robench.metrics import METRICS
+    from robench.results.metrics import METRICS
 
     return [
         (

@@ -11,8 +11,8 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from robench._core.errors import ConfigError
 from robench.cli._output import err, handle_errors
-from robench.errors import ConfigError
 
 
 class _TrainBar:
@@ -87,7 +87,7 @@ def train_command(
       robench train vit_nano_patch4_28 --max-steps 50 --train-limit 2000 -o /tmp/q
       torchrun --nproc_per_node=2 -m robench train vit_nano_patch4_28 --epochs 1
     """
-    from robench.training import TrainConfig, train
+    from robench.training.train import TrainConfig, train
 
     try:
         kwargs = json.loads(model_kwargs) if model_kwargs else {}

@@ -7,12 +7,12 @@ from typing import Annotated
 
 import typer
 
+from robench._core.errors import EXIT_USAGE, RobenchError
 from robench.cli._output import err, handle_errors
-from robench.errors import EXIT_USAGE, RobenchError
 
 
 def _check_suite(path: Path) -> str:
-    from robench.suites import load_suite
+    from robench.evaluation.suites import load_suite
 
     loaded = load_suite(str(path))
     return (
@@ -24,10 +24,10 @@ def _check_suite(path: Path) -> str:
 def _check_card(path: Path) -> str:
     import timm
 
-    from robench.checkpoints import sha256_file
-    from robench.errors import ConfigError
-    from robench.model_spec import read_card
-    from robench.registry import did_you_mean
+    from robench._core.errors import ConfigError
+    from robench._core.registry import did_you_mean
+    from robench.models.checkpoints import sha256_file
+    from robench.models.spec import read_card
 
     card = read_card(path)
     if card.architecture is None or not timm.is_model(card.architecture):
@@ -57,8 +57,8 @@ def validate_command(
       robench validate
       robench validate my-suite.toml models/vit_nano_fmnist.toml
     """
-    from robench.model_spec import bundled_cards
-    from robench.suites import bundled_suites
+    from robench.evaluation.suites import bundled_suites
+    from robench.models.spec import bundled_cards
 
     if files:
         targets = [

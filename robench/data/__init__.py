@@ -13,13 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from robench._core.errors import DataError
 from robench.data.class_map import ClassMap, read_class_map
 from robench.data.idx_dataset import IdxDataset, idx_files
 from robench.data.image_folder import ImageFolderDataset
 from robench.data.labeled import LabeledImages
 from robench.data.preprocessing import Preprocessing
 from robench.data.subset import indices_sha256, select_indices
-from robench.errors import DataError
 
 __all__ = [
     "BUILTIN_DATASETS",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from robench.errors import DataError
+from robench._core.errors import DataError
 
 _COMMENT = "#"
 

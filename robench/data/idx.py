@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from robench.errors import DataError
+from robench._core.errors import DataError
 
 _IDX_DTYPES: dict[int, np.dtype[Any]] = {
     0x08: np.dtype(np.uint8),

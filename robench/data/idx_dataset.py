@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from robench._core.errors import DataError
 from robench.data.class_map import ClassMap
 from robench.data.idx import read_idx
 from robench.data.labeled import LabeledImages
 from robench.data.preprocessing import Preprocessing
-from robench.errors import DataError
 
 # split -> the file-name prefixes it is stored under.
 SPLIT_PREFIXES: dict[str, tuple[str, ...]] = {"test": ("t10k", "test"), "train": ("train",)}

@@ -16,10 +16,10 @@ from pathlib import Path
 import torch
 from PIL import Image
 
+from robench._core.errors import DataError
 from robench.data.class_map import ClassMap
 from robench.data.labeled import LabeledImages
 from robench.data.preprocessing import Preprocessing
-from robench.errors import DataError
 
 logger = logging.getLogger(__name__)
 

@@ -20,8 +20,8 @@ import numpy as np
 import torch
 from PIL import Image
 
-from robench.errors import ConfigError, DataError
-from robench.registry import did_you_mean
+from robench._core.errors import ConfigError, DataError
+from robench._core.registry import did_you_mean
 
 # Interpolation names as timm and torchvision spell them.
 INTERPOLATIONS: dict[str, Image.Resampling] = {

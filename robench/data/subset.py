@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from robench.errors import ConfigError
+from robench._core.errors import ConfigError
 
 _MAX_SEED = 2**32 - 1
 

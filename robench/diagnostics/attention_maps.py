@@ -25,6 +25,7 @@ import torch
 from pydantic import Field
 from torch import Tensor, nn
 
+from robench._core.errors import ConfigError
 from robench.diagnostics.base import (
     DIAGNOSTICS,
     BatchedParams,
@@ -36,8 +37,7 @@ from robench.diagnostics.base import (
     model_device,
 )
 from robench.diagnostics.capture import collect_layers, find_transformer
-from robench.errors import ConfigError
-from robench.plots import PNG_METADATA, architecture_label, new_figure, save_figure
+from robench.results.plots import PNG_METADATA, architecture_label, new_figure, save_figure
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -22,8 +22,8 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
-from robench.errors import DataError
-from robench.registry import Registry
+from robench._core.errors import DataError
+from robench._core.registry import Registry
 
 
 class DiagnosticParams(BaseModel):

@@ -28,8 +28,8 @@ from typing import Any, cast
 
 from torch import Tensor, nn
 
+from robench._core.errors import ConfigError
 from robench.diagnostics.base import inference, iter_batches, model_device
-from robench.errors import ConfigError
 
 __all__ = [
     "LayerRecorder",

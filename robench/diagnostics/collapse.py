@@ -102,7 +102,7 @@ class Collapse(Diagnostic):
         logger.info("collapse per layer: %s", ", ".join(f"{v:.3f}" for v in per_layer))
         files = []
         if out_dir is not None:
-            from robench.plots import architecture_label, plot_collapse_curves
+            from robench.results.plots import architecture_label, plot_collapse_curves
 
             name = label if label is not None else architecture_label(parts.network)
             tokens = "all tokens" if self.params.include_cls else "patch tokens only"

@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
+from robench._core.errors import ConfigError
 from robench.diagnostics.base import (
     DIAGNOSTICS,
     BatchedParams,
@@ -34,7 +35,6 @@ from robench.diagnostics.base import (
     check_images,
 )
 from robench.diagnostics.capture import collect_layers, find_transformer
-from robench.errors import ConfigError
 
 __all__ = ["HeadRedundancy", "HeadRedundancyParams", "pairwise_head_distances"]
 
@@ -121,7 +121,7 @@ class HeadRedundancy(Diagnostic):
         logger.info("head redundancy: mean L2 distance %.4f ± %.4f", mean, std)
         files = []
         if out_dir is not None:
-            from robench.plots import architecture_label, plot_redundancy
+            from robench.results.plots import architecture_label, plot_redundancy
 
             name = label if label is not None else architecture_label(parts.network)
             n_tokens, n_pairs = max(tokens), distances[0].shape[1]

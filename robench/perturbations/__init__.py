@@ -1,16 +1,20 @@
-"""Perturbations: the contract, the registry of kinds and the check every output must pass.
+"""Perturbations: the contract, the registry of kinds, threat models and the check every
+output must pass. `adversarial/` holds the attacks (corruptions and text come next).
 
 Importing this package registers every built-in kind (`clean`, `fgsm`, `pgd`, `spsa`,
-`autoattack`); attack libraries themselves are imported only when an attack runs.
+`autoattack`) by its parameter schema only: no torch, no attack library. Implementations are
+imported when a perturbation is built.
+
+May import: `robench.models`, `robench.data`, `robench.results`, `robench._core`.
 """
 
 from __future__ import annotations
 
 # Imported for their side effect: each module registers its kinds.
-from robench.perturbations import autoattack, clean, torchattacks_linf  # noqa: F401
+from robench.perturbations import clean  # noqa: F401
+from robench.perturbations.adversarial import params  # noqa: F401
 from robench.perturbations.base import PERTURBATIONS as PERTURBATIONS
 from robench.perturbations.base import Perturbation as Perturbation
 from robench.perturbations.base import build_perturbation as build_perturbation
-from robench.perturbations.checks import check_adversarial as check_adversarial
 
-__all__ = ["PERTURBATIONS", "Perturbation", "build_perturbation", "check_adversarial"]
+__all__ = ["PERTURBATIONS", "Perturbation", "build_perturbation"]

@@ -2,20 +2,30 @@
 
 A perturbation takes images in pixel space (float in [0, 1], shape (B, C, H, W)), their true
 labels and a model whose normalisation is a layer inside it, and returns perturbed images of
-the same shape. The runner checks what comes back (eps-ball, [0, 1], finite) and re-runs the
-model on it; a perturbation never reports accuracy itself.
+the same shape. The runner checks what comes back (its threat model's ball, [0, 1], finite)
+and re-runs the model on it; a perturbation never reports accuracy itself.
+
+A kind is registered by its parameter schema (`@register_kind` on a pydantic model) together
+with the dotted path of its implementation, so suites validate, and `robench list` shows
+parameters, without importing torch or any attack library.
 """
 
 from __future__ import annotations
 
 import abc
-from typing import Any, ClassVar
+import importlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-import torch
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from robench.pixel_units import parse_pixel_value
-from robench.registry import Registry
+from robench._core.registry import Registry
+from robench._core.units import parse_pixel_value
+
+if TYPE_CHECKING:
+    import torch
+
+    from robench.perturbations.threat_models import ThreatModel
 
 
 class PerturbationParams(BaseModel):
@@ -25,9 +35,9 @@ class PerturbationParams(BaseModel):
 
 
 class BoundedParams(PerturbationParams):
-    """Parameters of an L-infinity attack with budget `eps` in pixel units."""
+    """Parameters of an attack with budget `eps` (pixel units) in its threat model."""
 
-    eps: float  # L-inf radius in pixel units ([0, 1] scale); suites may write "1/255"
+    eps: float  # radius in pixel units ([0, 1] scale); suites may write "1/255"
 
     @field_validator("eps", mode="before")
     @classmethod
@@ -42,16 +52,25 @@ class Perturbation(abc.ABC):
     """Base class; subclasses set `Params` and implement `perturb`."""
 
     Params: ClassVar[type[PerturbationParams]] = PerturbationParams
-    # Libraries whose versions a report records when this perturbation runs.
-    libraries: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, params: PerturbationParams) -> None:
         self.params = params
 
     @property
     def eps(self) -> float | None:
-        """The L-inf budget the runner enforces, or None when the perturbation is unbounded."""
+        """The budget the runner enforces, or None when the perturbation is unbounded."""
         return getattr(self.params, "eps", None)
+
+    @property
+    def threat_model(self) -> ThreatModel | None:
+        """The ball the runner checks outputs against; None for an unbounded perturbation."""
+        from robench.perturbations.threat_models import NORMS
+
+        if self.eps is None:
+            return None
+        # A `norm` parameter names the ball ("Linf"); attacks without one are L-infinity.
+        norm = str(getattr(self.params, "norm", "linf")).lower()
+        return NORMS[norm]
 
     @abc.abstractmethod
     def perturb(
@@ -61,10 +80,40 @@ class Perturbation(abc.ABC):
         runner) for randomness so that the same seed gives the same images."""
 
 
-PERTURBATIONS: Registry[type[Perturbation]] = Registry("perturbation")
+@dataclass(frozen=True)
+class PerturbationKind:
+    """A registered kind: its parameter schema and where its implementation lives."""
+
+    name: str
+    Params: type[PerturbationParams]
+    implementation: str  # "package.module:Class", imported only to build the perturbation
+
+    @property
+    def description(self) -> str:
+        return (self.Params.__doc__ or "").strip().splitlines()[0]
+
+    def load(self) -> type[Perturbation]:
+        module, _, attribute = self.implementation.partition(":")
+        cls: type[Perturbation] = getattr(importlib.import_module(module), attribute)
+        return cls
+
+
+PERTURBATIONS: Registry[PerturbationKind] = Registry("perturbation")
+
+P = TypeVar("P", bound=type[PerturbationParams])
+
+
+def register_kind(name: str, implementation: str) -> Any:
+    """Class decorator on a parameter schema: register kind `name`, built by `implementation`."""
+
+    def decorate(params: P) -> P:
+        PERTURBATIONS.register(name)(PerturbationKind(name, params, implementation))
+        return params
+
+    return decorate
 
 
 def build_perturbation(kind: str, params: dict[str, Any]) -> Perturbation:
     """Validate `params` against the kind's schema and build the perturbation."""
-    cls = PERTURBATIONS.get(kind)
-    return cls(cls.Params.model_validate(params))
+    entry = PERTURBATIONS.get(kind)
+    return entry.load()(entry.Params.model_validate(params))

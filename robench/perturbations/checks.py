@@ -18,8 +18,9 @@ from collections.abc import Iterator
 
 import torch
 
-from robench.errors import AttackCheckError
-from robench.pixel_units import display_pixel_value
+from robench._core.errors import AttackCheckError
+from robench._core.units import display_pixel_value
+from robench.perturbations.threat_models import NORMS, ThreatModel
 
 logger = logging.getLogger(__name__)
 
@@ -35,13 +36,18 @@ def _tolerance(dtype: torch.dtype) -> float:
 
 
 def check_adversarial(
-    clean: torch.Tensor, adv: torch.Tensor, eps: float | None, *, name: str
+    clean: torch.Tensor,
+    adv: torch.Tensor,
+    eps: float | None,
+    *,
+    name: str,
+    threat: ThreatModel | None = None,
 ) -> None:
     """Raise `AttackCheckError` unless `adv` is a valid perturbation of `clean`.
 
     Valid means: same shape and dtype, every value finite and in [0, 1], and (when `eps` is not
-    None) max |adv - clean| <= eps + tolerance per sample. The message names the perturbation,
-    how many samples fail and by how much.
+    None) distance(adv - clean) <= eps + tolerance per sample in the threat model (L-inf when
+    none is given). The message names the perturbation, how many samples fail and by how much.
     """
     if adv.shape != clean.shape or adv.dtype != clean.dtype:
         raise AttackCheckError(
@@ -73,15 +79,15 @@ def check_adversarial(
 
     if eps is None:
         return
-    diff = (flat.double() - clean.detach().reshape(batch, -1).double()).abs()
-    dist = diff.amax(dim=1)  # (B,) L-inf distance per sample
+    threat = threat or NORMS["linf"]
+    dist = threat.distance(flat.double() - clean.detach().reshape(batch, -1).double())  # (B,)
     over = dist > eps + _tolerance(adv.dtype)
     if bool(over.any()):
         worst = float(dist.max())
         raise AttackCheckError(
             f"Perturbation {name!r} left the eps-ball in {int(over.sum())} of {batch} samples: "
-            f"max L-inf distance {worst:.6g} ({display_pixel_value(worst)}) > eps {eps:.6g} "
-            f"({display_pixel_value(eps)}); eps must be in pixel units and the attack must "
+            f"max {threat.name} distance {worst:.6g} ({threat.display(worst)}) > eps {eps:.6g} "
+            f"({threat.display(eps)}); eps must be in pixel units and the attack must "
             "project onto the ball."
         )
 
@@ -102,8 +108,7 @@ def project_linf(adv: torch.Tensor, clean: torch.Tensor, eps: float, *, name: st
             excess,
             display_pixel_value(eps),
         )
-    projected = torch.minimum(torch.maximum(adv, clean - eps), clean + eps)
-    return projected.clamp_(0.0, 1.0)
+    return NORMS["linf"].project(adv, clean, eps).clamp_(0.0, 1.0)
 
 
 def _forked_rng(device: torch.device) -> contextlib.AbstractContextManager[None]:

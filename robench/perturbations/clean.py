@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
-from robench.perturbations.base import PERTURBATIONS, Perturbation, PerturbationParams
+from robench.perturbations.base import Perturbation, PerturbationParams, register_kind
+
+if TYPE_CHECKING:
+    import torch
 
 
-@PERTURBATIONS.register("clean")
+@register_kind("clean", "robench.perturbations.clean:Clean")
+class CleanParams(PerturbationParams):
+    """The identity takes no parameters."""
+
+
 class Clean(Perturbation):
     """Returns the images unchanged (a copy); takes no parameters."""
 
-    Params = PerturbationParams
+    Params = CleanParams
 
     def perturb(
         self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int

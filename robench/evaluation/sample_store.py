@@ -1,0 +1,137 @@
+"""Per-sample results appended to a JSON-lines file as a run goes, so nothing is lost on
+interruption and `--resume` continues exactly where the run stopped.
+
+Line 1 is a header with the run's fingerprint (checkpoint, suite, seed, sample set, ...);
+each further line is one finished batch of one perturbation:
+`{"p": name, "i": [indices], "y": [labels], "topk": [[top-5 predictions], ...]}`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from robench._core.errors import ConfigError, ResumeError
+
+FORMAT_VERSION = 1
+
+
+@dataclass
+class SampleRecords:
+    """Outcomes of one perturbation, keyed by dataset index."""
+
+    labels: dict[int, int] = field(default_factory=dict)
+    topk: dict[int, list[int]] = field(default_factory=dict)
+
+    def add(self, indices: list[int], labels: list[int], topk: list[list[int]]) -> None:
+        for i, y, t in zip(indices, labels, topk, strict=True):
+            self.labels[i] = y
+            self.topk[i] = t
+
+
+def samples_path_for(report_path: Path, rank: int | None = None) -> Path:
+    """REPORT.samples.jsonl, or REPORT.samples.rankN.jsonl for one process under torchrun."""
+    shard = f".rank{rank}" if rank is not None else ""
+    return report_path.with_name(report_path.name.removesuffix(".json") + f".samples{shard}.jsonl")
+
+
+def merge_records(paths: list[Path], fingerprint: dict[str, Any]) -> dict[str, SampleRecords]:
+    """The records of every per-rank file of a torchrun evaluation, by perturbation."""
+    merged: dict[str, SampleRecords] = {}
+    for path in paths:
+        part = SampleStore(path, fingerprint, resume=True)
+        part.close()
+        for name, records in part.records.items():
+            target = merged.setdefault(name, SampleRecords())
+            target.labels.update(records.labels)
+            target.topk.update(records.topk)
+    return merged
+
+
+class SampleStore:
+    """Append-only store; open with `resume=True` to keep what an earlier run wrote."""
+
+    def __init__(self, path: Path, fingerprint: dict[str, Any], *, resume: bool) -> None:
+        self.path = path
+        self.fingerprint = fingerprint
+        self.records: dict[str, SampleRecords] = {}
+        if resume and path.exists():
+            self._load_existing()
+            self._fh: TextIO = path.open("a", encoding="utf-8")
+        else:
+            if resume:
+                raise ResumeError(
+                    f"--resume was given but {path} does not exist; run without --resume to "
+                    "start a new evaluation."
+                )
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = path.open("w", encoding="utf-8")
+            self._write({"robench_samples": FORMAT_VERSION, "fingerprint": fingerprint})
+
+    def _load_existing(self) -> None:
+        raw = self.path.read_bytes()
+        # A run killed mid-write leaves a partial last line: drop it, keep every whole batch.
+        complete = raw[: raw.rfind(b"\n") + 1]
+        if len(complete) != len(raw):
+            with self.path.open("r+b") as fh:
+                fh.truncate(len(complete))
+        lines = complete.decode("utf-8").splitlines()
+        try:
+            header = json.loads(lines[0]) if lines else {}
+        except json.JSONDecodeError:
+            header = {}
+        if header.get("robench_samples") != FORMAT_VERSION:
+            raise ResumeError(f"{self.path} is not a robench per-sample file; remove it.")
+        if header.get("fingerprint") != self.fingerprint:
+            changed = sorted(
+                key
+                for key in set(self.fingerprint) | set(header.get("fingerprint", {}))
+                if header.get("fingerprint", {}).get(key) != self.fingerprint.get(key)
+            )
+            raise ResumeError(
+                f"cannot resume from {self.path}: it was written by a different run "
+                f"(differs in {', '.join(changed)}); use the same command, or drop --resume."
+            )
+        for line in lines[1:]:
+            entry = json.loads(line)
+            if "p" not in entry:  # the completion marker of an earlier finished run
+                continue
+            self.records_for(entry["p"]).add(entry["i"], entry["y"], entry["topk"])
+
+    def _write(self, obj: dict[str, Any]) -> None:
+        self._fh.write(json.dumps(obj, separators=(",", ":")) + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    def records_for(self, name: str) -> SampleRecords:
+        return self.records.setdefault(name, SampleRecords())
+
+    def append(self, name: str, indices: list[int], labels: list[int], topk: list[list[int]]):
+        self.records_for(name).add(indices, labels, topk)
+        self._write({"p": name, "i": indices, "y": labels, "topk": topk})
+
+    def mark_complete(self) -> None:
+        self._write({"complete": True})
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+def is_complete(samples: Path) -> bool:
+    """True when the file's last line is the completion marker of a finished run."""
+    with samples.open("rb") as fh:
+        lines = fh.read().splitlines()
+    return bool(lines) and lines[-1].strip() == b'{"complete":true}'
+
+
+def check_fresh_start(samples: Path, *, resume: bool, overwrite: bool) -> None:
+    """Refuse to discard an interrupted run's results unless asked to."""
+    if resume or overwrite or not samples.exists() or is_complete(samples):
+        return
+    raise ConfigError(
+        f"an interrupted run left per-sample results in {samples}; pass --resume to continue "
+        "it, or --overwrite to discard them and start again."
+    )

@@ -1,0 +1,254 @@
+"""A sanity battery against gradient masking and other ways a robustness number can lie.
+
+Checks from the robustness-evaluation literature (Carlini et al. 2019, "On Evaluating
+Adversarial Robustness"; Athalye et al. 2018; Croce & Hein 2020), each reported as pass or
+warn with its numbers:
+
+- eps = 0 gives the clean accuracy;
+- accuracy does not increase with eps over a small sweep;
+- PGD is at least as strong as FGSM;
+- an unbounded attack drives accuracy to about zero;
+- a black-box attack (SPSA) is not markedly stronger than the white-box ones;
+- few samples have zero or non-finite input gradients;
+- a randomized model is flagged and evaluated with expectation over transformation;
+- for Elliptical models: PGD with gradients through M (adaptive) vs without.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from robench._core.seeding import derive_seed
+from robench._core.units import display_pixel_value
+from robench.evaluation.runner import attack_batch, load_batch
+from robench.evaluation.suites import PlannedPerturbation
+from robench.models.checks import check_model
+from robench.models.zoo import is_elliptical, set_differentiable
+from robench.perturbations.base import build_perturbation
+from robench.results.report import SanityResult
+
+logger = logging.getLogger(__name__)
+
+TOLERANCE = 0.02  # accuracy slack (fraction) before a comparison counts as a failure
+UNBOUNDED_MAX_ACCURACY = 0.05
+EPS_SWEEP = (0.25, 0.5, 1.0, 2.0)
+
+
+@dataclass(frozen=True)
+class SanityBudget:
+    """How hard the battery's attacks try; the defaults suit a few hundred samples."""
+
+    pgd_steps: int = 20
+    unbounded_steps: int = 50
+    spsa_steps: int = 20
+    spsa_directions: int = 64
+    eot_iterations: int = 20
+
+
+QUICK_BUDGET = SanityBudget(
+    pgd_steps=10, unbounded_steps=30, spsa_steps=5, spsa_directions=16, eot_iterations=5
+)
+
+
+@dataclass
+class _Battery:
+    model: torch.nn.Module
+    dataset: Dataset
+    indices: Sequence[int]
+    eps: float
+    seed: int
+    batch_size: int
+    device: torch.device
+    budget: SanityBudget
+
+    def accuracy(self, kind: str, label: str, **params: Any) -> float:
+        """Top-1 accuracy of `kind` on the battery's samples (checked and re-run as usual)."""
+        planned = PlannedPerturbation(label, kind, build_perturbation(kind, params), None)
+        loader = DataLoader(self.dataset, batch_sampler=self._batches())
+        correct = 0
+        for number, (images, labels) in enumerate(loader):
+            images, labels = images.to(self.device), labels.to(self.device)
+            seed = derive_seed(self.seed, "sanity", label, number)
+            topk = attack_batch(self.model, planned, images, labels, seed)
+            correct += sum(int(t[0] == y) for t, y in zip(topk, labels.tolist(), strict=True))
+        return correct / len(self.indices)
+
+    @property
+    def pgd_name(self) -> str:
+        return f"PGD-{self.budget.pgd_steps}"
+
+    def pgd(self, eps: float, label: str) -> float:
+        step = max(eps / 4, 1e-6)
+        return self.accuracy("pgd", label, eps=eps, steps=self.budget.pgd_steps, step_size=step)
+
+    def _batches(self) -> list[list[int]]:
+        idx = list(self.indices)
+        return [idx[i : i + self.batch_size] for i in range(0, len(idx), self.batch_size)]
+
+
+def _result(
+    name: str, ok: bool, detail: str, if_warn: str = "", /, **values: float
+) -> SanityResult:
+    """A pass/warn verdict; `if_warn` is appended to the detail when the check warns."""
+    text = detail if ok or not if_warn else f"{detail}: {if_warn}"
+    return SanityResult(name=name, status="pass" if ok else "warn", detail=text, values=values)
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def _eps_zero(b: _Battery, clean: float) -> SanityResult:
+    zero = b.accuracy("pgd", "pgd-eps0", eps=0.0, steps=5, step_size=1 / 255)
+    return _result(
+        "eps0_equals_clean",
+        abs(zero - clean) < 1e-9,
+        f"PGD at eps 0 gives {_pct(zero)}, clean {_pct(clean)}",
+        clean=clean,
+        eps0=zero,
+    )
+
+
+def _monotone(b: _Battery, clean: float) -> SanityResult:
+    accs = [clean] + [b.pgd(f * b.eps, f"pgd-sweep-{f}") for f in EPS_SWEEP]
+    rises = [later - earlier for earlier, later in itertools.pairwise(accs)]
+    shown = ", ".join(
+        f"{display_pixel_value(f * b.eps)}: {_pct(a)}"
+        for f, a in zip(EPS_SWEEP, accs[1:], strict=True)
+    )
+    values = {f"eps_x{f}": a for f, a in zip(EPS_SWEEP, accs[1:], strict=True)}
+    return _result(
+        "monotone_in_eps",
+        max(rises) <= TOLERANCE,
+        f"{b.pgd_name} accuracy by eps: {shown}",
+        **values,
+    )
+
+
+def _pgd_vs_fgsm(b: _Battery, pgd: float) -> SanityResult:
+    fgsm = b.accuracy("fgsm", "fgsm", eps=b.eps)
+    return _result(
+        "pgd_at_least_fgsm",
+        pgd <= fgsm + TOLERANCE,
+        f"{b.pgd_name} {_pct(pgd)} vs FGSM {_pct(fgsm)} at eps {display_pixel_value(b.eps)}",
+        pgd=pgd,
+        fgsm=fgsm,
+    )
+
+
+def _unbounded(b: _Battery) -> SanityResult:
+    steps = b.budget.unbounded_steps
+    acc = b.accuracy("pgd", "pgd-unbounded", eps=1.0, steps=steps, step_size=0.05)
+    return _result(
+        "unbounded_attack_breaks_model",
+        acc <= UNBOUNDED_MAX_ACCURACY,
+        f"PGD-{steps} with eps 1 (the whole image range) leaves {_pct(acc)} accuracy",
+        "gradients do not lead anywhere (masking?)",
+        accuracy=acc,
+    )
+
+
+def _black_box(b: _Battery, pgd: float) -> SanityResult:
+    spsa = b.accuracy(
+        "spsa", "spsa", eps=b.eps, steps=b.budget.spsa_steps, nb_sample=b.budget.spsa_directions
+    )
+    return _result(
+        "black_box_not_stronger",
+        spsa >= pgd - TOLERANCE,
+        f"SPSA {_pct(spsa)} vs {b.pgd_name} {_pct(pgd)}",
+        "a black-box attack beats the white-box one, a sign of gradient masking",
+        spsa=spsa,
+        pgd=pgd,
+    )
+
+
+def _adaptive(b: _Battery, pgd: float) -> SanityResult:
+    with set_differentiable(b.model, True):
+        adaptive = b.pgd(b.eps, "pgd-through-m")
+    return _result(
+        "elliptical_gradients_through_m",
+        adaptive >= pgd - TOLERANCE,
+        f"{b.pgd_name} with gradients through M {_pct(adaptive)} vs without {_pct(pgd)}",
+        "stopping gradients through M overstates robustness; report the adaptive number",
+        without_m_gradients=pgd,
+        with_m_gradients=adaptive,
+    )
+
+
+def run_sanity(
+    model: torch.nn.Module,
+    dataset: Dataset,
+    indices: Sequence[int],
+    *,
+    eps: float,
+    seed: int,
+    batch_size: int,
+    device: torch.device,
+    budget: SanityBudget | None = None,
+    on_step: Callable[[str], None] | None = None,
+) -> list[SanityResult]:
+    """Run the battery on `indices` (a few hundred samples is plenty) at budget `eps`."""
+    b = _Battery(model, dataset, indices, eps, seed, batch_size, device, budget or SanityBudget())
+    step = on_step or (lambda name: None)
+    results: list[SanityResult] = []
+    step("clean")
+    clean = b.accuracy("clean", "clean")
+    step("eps = 0")
+    results.append(_eps_zero(b, clean))
+    step("eps sweep")
+    results.append(_monotone(b, clean))
+    pgd = b.pgd(b.eps, "pgd")
+    results.append(_pgd_vs_fgsm(b, pgd))
+    step("unbounded attack")
+    results.append(_unbounded(b))
+    step("black-box attack")
+    results.append(_black_box(b, pgd))
+    step("gradients")
+    results.append(_gradients_and_randomness(b))
+    if results[-1].values.get("randomized"):
+        step("expectation over transformation")
+        rand = b.accuracy(
+            "autoattack",
+            "autoattack-rand",
+            eps=b.eps,
+            version="rand",
+            eot_iter=b.budget.eot_iterations,
+            n_iter=b.budget.pgd_steps,
+        )
+        results.append(
+            _result(
+                "randomized_eot",
+                False,
+                f"randomized model: AutoAttack rand (EOT) gives {_pct(rand)} vs {b.pgd_name} "
+                f"{_pct(pgd)}; quote the EOT number",
+                eot=rand,
+                pgd=pgd,
+            )
+        )
+    if is_elliptical(model):
+        step("adaptive attack through M")
+        results.append(_adaptive(b, pgd))
+    return results
+
+
+def _gradients_and_randomness(b: _Battery) -> SanityResult:
+    images, labels = load_batch(b.dataset, list(b.indices)[: b.batch_size], b.device)
+    found = check_model(b.model, images, labels)
+    share = found.bad_gradient_share
+    detail = f"{_pct(share)} of samples have zero or non-finite input gradients" + (
+        "; the model is randomized (two forward passes differ)" if found.randomized else ""
+    )
+    return _result(
+        "gradients_and_determinism",
+        share == 0 and not found.randomized,
+        detail,
+        bad_gradient_share=share,
+        randomized=float(found.randomized),
+    )

@@ -1,0 +1,199 @@
+"""Suites: declarative TOML files listing the perturbations of one evaluation.
+
+A suite is data, not code: each entry names a registered perturbation `kind` and its
+parameters in pixel units. The shipped suites live in `attacks/`; a path to a file works too.
+See docs/formats.md for the format.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from robench._core.bundled import bundled_dir
+from robench._core.errors import ConfigError
+from robench._core.registry import did_you_mean
+from robench._core.toml_files import describe_validation_error, read_toml_model
+from robench._core.units import display_pixel_value, parse_pixel_value
+from robench.perturbations.base import Perturbation, build_perturbation
+
+
+class _Entry(BaseModel):
+    """A suite table naming a registered `kind`; keys not declared here are its parameters."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    kind: str  # a registered kind (`robench list perturbations`)
+    name: str | None = None  # unique label in reports; defaults to the kind
+
+    @property
+    def label(self) -> str:
+        return self.name or self.kind
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class PerturbationEntry(_Entry):
+    """One `[[perturbations]]` table."""
+
+    max_samples: int | None = Field(default=None, gt=0)  # evaluate only the first N samples
+    # Adaptive attack on Elliptical models: let gradients flow through M during the attack
+    # (the model's outputs are unchanged; no effect on other models).
+    differentiable_m: bool = False
+
+
+class DiagnosticEntry(_Entry):
+    """One `[[diagnostics]]` table: a perturbation-free measurement (collapse, efficiency...)."""
+
+
+class Suite(BaseModel):
+    """A versioned list of perturbations; bump `version` whenever a change moves numbers."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str  # identifier, usually the file name without .toml
+    version: int = Field(ge=1)  # bump when a change moves the numbers
+    description: str = ""  # one line for `robench list suites`
+    metrics: tuple[str, ...] = ("top1", "top5")  # accuracy metrics reported per perturbation
+    perturbations: tuple[PerturbationEntry, ...] = ()
+    diagnostics: tuple[DiagnosticEntry, ...] = ()  # run once on `diagnostics_samples` images
+    diagnostics_samples: int = Field(default=256, gt=0)
+    sanity: bool = False  # also run the sanity battery (as `robench eval --sanity`)
+    sanity_eps: float | None = None  # its budget; default: the largest eps in the suite
+    sanity_samples: int = Field(default=200, gt=0)  # samples the battery runs on
+
+    @field_validator("sanity_eps", mode="before")
+    @classmethod
+    def _parse_sanity_eps(cls, value: Any) -> float | None:
+        return None if value is None else parse_pixel_value(value, "sanity_eps")
+
+    def largest_eps(self, plan: tuple[PlannedPerturbation, ...]) -> float | None:
+        budgets = [p.perturbation.eps for p in plan if p.perturbation.eps]
+        return max(budgets) if budgets else None
+
+    @field_validator("metrics")
+    @classmethod
+    def _known_metrics(cls, metrics: tuple[str, ...]) -> tuple[str, ...]:
+        from robench.results.metrics import METRICS  # validated here, not after a long run
+
+        for name in metrics:
+            if name not in METRICS:
+                raise ValueError(did_you_mean(name, METRICS.names(), "metric"))
+        return metrics
+
+    @model_validator(mode="after")
+    def _check_entries(self) -> Suite:
+        if not self.perturbations and not self.diagnostics:
+            raise ValueError("a suite needs at least one [[perturbations]] or [[diagnostics]]")
+        seen: set[str] = set()
+        for label in [e.label for e in self.perturbations] + [e.label for e in self.diagnostics]:
+            if label in seen:
+                raise ValueError(f"two perturbations or diagnostics are named {label!r}; name each")
+            seen.add(label)
+        return self
+
+
+@dataclass(frozen=True)
+class PlannedPerturbation:
+    """A suite entry with its parameters validated and its perturbation built."""
+
+    label: str
+    kind: str
+    perturbation: Perturbation
+    max_samples: int | None
+    differentiable_m: bool = False
+
+    def report_params(self) -> dict[str, Any]:
+        """Parameters as the report records them: numbers, plus display forms of pixel values."""
+        params = self.perturbation.params.model_dump()
+        for key in ("eps", "step_size"):
+            if isinstance(params.get(key), float):
+                params[f"{key}_display"] = display_pixel_value(params[key])
+        if self.max_samples is not None:
+            params["max_samples"] = self.max_samples
+        if self.differentiable_m:
+            params["differentiable_m"] = True
+        return params
+
+
+@dataclass(frozen=True)
+class PlannedDiagnostic:
+    label: str
+    kind: str
+    diagnostic: Any  # robench.diagnostics.Diagnostic (imported lazily: matplotlib)
+
+    def report_params(self) -> dict[str, Any]:
+        return dict(self.diagnostic.params.model_dump())
+
+
+@dataclass(frozen=True)
+class LoadedSuite:
+    suite: Suite
+    path: Path
+    sha256: str
+    plan: tuple[PlannedPerturbation, ...]
+    diagnostics: tuple[PlannedDiagnostic, ...] = ()
+
+
+def bundled_suites() -> dict[str, Path]:
+    """Shipped suites by name (file stem)."""
+    return {p.stem: p for p in sorted(bundled_dir("attacks").glob("*.toml"))}
+
+
+def resolve_suite_path(name_or_path: str) -> Path:
+    """A shipped suite's name, or a path to a TOML file."""
+    candidate = Path(name_or_path)
+    if candidate.suffix == ".toml" or candidate.exists():
+        if not candidate.is_file():
+            raise ConfigError(f"suite file {candidate} does not exist; check the path.")
+        return candidate
+    shipped = bundled_suites()
+    if name_or_path not in shipped:
+        raise ConfigError(
+            did_you_mean(name_or_path, list(shipped), "suite")[:-1]
+            + " (or pass a path to a .toml suite file)."
+        )
+    return shipped[name_or_path]
+
+
+def _describe_entry_error(suite_path: Path, label: str, exc: Exception) -> ConfigError:
+    detail = describe_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
+    return ConfigError(
+        f"suite file {suite_path}, entry {label!r}: {detail}; see `robench list "
+        "perturbations` and docs/formats.md for parameters."
+    )
+
+
+def plan_diagnostic(entry: DiagnosticEntry, suite_path: Path) -> PlannedDiagnostic:
+    from robench.diagnostics import build_diagnostic
+
+    try:
+        return PlannedDiagnostic(
+            entry.label, entry.kind, build_diagnostic(entry.kind, entry.params)
+        )
+    except (ValidationError, ConfigError) as exc:
+        raise _describe_entry_error(suite_path, entry.label, exc) from None
+
+
+def plan_entry(entry: PerturbationEntry, suite_path: Path) -> PlannedPerturbation:
+    try:
+        perturbation = build_perturbation(entry.kind, entry.params)
+    except (ValidationError, ConfigError) as exc:
+        raise _describe_entry_error(suite_path, entry.label, exc) from None
+    return PlannedPerturbation(
+        entry.label, entry.kind, perturbation, entry.max_samples, entry.differentiable_m
+    )
+
+
+def load_suite(name_or_path: str) -> LoadedSuite:
+    """Read, validate and plan a suite; every problem is one ConfigError sentence."""
+    path = resolve_suite_path(name_or_path)
+    suite, sha = read_toml_model(path, Suite, "suite")
+    plan = tuple(plan_entry(entry, path) for entry in suite.perturbations)
+    diagnostics = tuple(plan_diagnostic(entry, path) for entry in suite.diagnostics)
+    return LoadedSuite(suite, path, sha, plan, diagnostics)

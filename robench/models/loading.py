@@ -1,0 +1,208 @@
+"""Build the model a user asked for: registered architecture, safe checkpoint, preprocessing.
+
+Each preprocessing field comes from the first source that gives it, in this order: command
+line flags, a model card, the metadata `robench train` stores in a checkpoint, timm's
+`pretrained_cfg`. A model with no known mean/std is an error: robench never guesses.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import timm
+import torch
+from torch import nn
+
+import robench.models.zoo  # noqa: F401  (registers robench's models with timm)
+from robench._core.errors import CheckpointError, ConfigError
+from robench._core.registry import did_you_mean
+from robench.data.preprocessing import Preprocessing
+from robench.models.checkpoints import Checkpoint, load_state_dict_into, read_checkpoint
+from robench.models.normalization import NormalizedModel
+from robench.models.plugins import load_plugins
+from robench.models.spec import ModelCard, ModelSpec, bundled_cards, read_card, spec_from_metadata
+
+logger = logging.getLogger(__name__)
+
+_PREPROCESSING_FIELDS = ("input_size", "mean", "std", "interpolation", "crop_pct")
+_SPEC_FIELDS = set(ModelSpec.model_fields) - {"model_kwargs"}
+
+
+@dataclass
+class LoadedModel:
+    model: NormalizedModel  # eval mode, on the requested device, takes [0, 1] images
+    name: str
+    architecture: str
+    model_kwargs: dict[str, Any]
+    spec: ModelSpec  # the resolved values
+    sources: dict[str, str]  # field -> where its value came from
+    card_path: Path | None
+    checkpoint: Checkpoint | None
+    preprocessing: Preprocessing
+
+
+def _find_card(name: str | None) -> tuple[ModelCard, Path] | tuple[None, None]:
+    if name is None:
+        return None, None
+    if name.endswith(".toml"):
+        path = Path(name)
+        if not path.is_file():
+            raise ConfigError(f"model card {name} does not exist; check the path.")
+        return read_card(path), path
+    cards = bundled_cards()
+    if name in cards:
+        return read_card(cards[name]), cards[name]
+    return None, None
+
+
+def _card_checkpoint(card: ModelCard, card_path: Path) -> Path | None:
+    if card.checkpoint is None:
+        return None
+    return (card_path.parent / card.checkpoint).resolve()
+
+
+def _layer(sources: list[tuple[str, ModelSpec | None]]) -> tuple[ModelSpec, dict[str, str]]:
+    """Merge specs, earlier sources winning field by field; record each field's source."""
+    merged: dict[str, Any] = {}
+    origin: dict[str, str] = {}
+    for label, spec in sources:
+        if spec is None:
+            continue
+        for key, value in spec.model_dump(include=_SPEC_FIELDS).items():
+            if value is not None and key not in merged:
+                merged[key] = value
+                origin[key] = label
+    kwargs: dict[str, Any] = {}
+    for _, spec in reversed(sources):
+        if spec is not None:
+            kwargs.update(spec.model_kwargs)
+    return ModelSpec(model_kwargs=kwargs, **merged), origin
+
+
+def _create(architecture: str, num_classes: int | None, kwargs: dict[str, Any]) -> nn.Module:
+    if not timm.is_model(architecture):
+        raise ConfigError(
+            did_you_mean(architecture, timm.list_models(), "model")[:-1]
+            + " (register your own with --import MODULE_OR_FILE.py)."
+        )
+    extra = dict(kwargs)
+    if num_classes is not None:
+        extra["num_classes"] = num_classes
+    try:
+        return timm.create_model(architecture, pretrained=False, **extra)
+    except TypeError as exc:
+        raise ConfigError(
+            f"model {architecture!r} rejected its arguments {extra}: {exc}."
+        ) from None
+
+
+def _from_pretrained_cfg(model: nn.Module) -> ModelSpec:
+    cfg = dict(getattr(model, "pretrained_cfg", None) or {})
+    fields: dict[str, Any] = {key: cfg.get(key) for key in _PREPROCESSING_FIELDS}
+    return ModelSpec.model_validate(
+        {k: (tuple(v) if isinstance(v, list) else v) for k, v in fields.items()}
+    )
+
+
+def _preprocessing(
+    spec: ModelSpec, name: str
+) -> tuple[Preprocessing, tuple[float, ...], tuple[float, ...]]:
+    if spec.input_size is None:
+        raise ConfigError(
+            f"no input size is known for model {name!r}; pass --input-size C,H,W "
+            "(for example 3,224,224) or use a model card."
+        )
+    if spec.mean is None or spec.std is None:
+        raise ConfigError(
+            f"no normalisation (mean/std) is known for model {name!r}; pass --mean and --std "
+            "(per channel, pixel units in [0, 1]) or use a model card: robench never guesses."
+        )
+    channels = spec.input_size[0]
+    if len(spec.mean) != channels or len(spec.std) != channels:
+        raise ConfigError(
+            f"mean {list(spec.mean)} and std {list(spec.std)} must have one value per input "
+            f"channel ({channels}); fix --mean/--std or --input-size."
+        )
+    if any(s <= 0 for s in spec.std):
+        raise ConfigError(f"std {list(spec.std)} must be positive; fix --std.")
+    preprocessing = Preprocessing(
+        input_size=spec.input_size,
+        interpolation=spec.interpolation or "bicubic",
+        crop_pct=spec.crop_pct if spec.crop_pct is not None else 1.0,
+    )
+    return preprocessing, spec.mean, spec.std
+
+
+def load_model(
+    name: str | None,
+    *,
+    checkpoint: Path | None = None,
+    overrides: ModelSpec | None = None,
+    imports: tuple[str, ...] = (),
+    ema: bool = False,
+    trust_checkpoint: bool = False,
+    device: torch.device | str = "cpu",
+) -> LoadedModel:
+    """Resolve MODEL (card, registered name, or checkpoint metadata) into a ready model."""
+    load_plugins(imports)
+    card, card_path = _find_card(name)
+    from_card = checkpoint is None and card is not None and card_path is not None
+    if from_card and card is not None and card_path is not None:
+        checkpoint = _card_checkpoint(card, card_path)
+    ckpt = read_checkpoint(checkpoint, ema=ema, trust=trust_checkpoint) if checkpoint else None
+    expected = card.checkpoint_sha256 if from_card and card is not None else None
+    if ckpt is not None and expected and ckpt.sha256 != expected:
+        raise CheckpointError(
+            f"checkpoint {checkpoint} has sha256 {ckpt.sha256[:12]}..., but model card "
+            f"{card_path} expects {expected[:12]}...; the file changed."
+        )
+    meta = spec_from_metadata(ckpt.metadata, ckpt.path) if ckpt else None
+
+    cli_spec = overrides or ModelSpec()
+    named = ModelSpec(architecture=name) if name is not None and card is None else None
+    spec, sources = _layer(
+        [
+            ("command line", cli_spec),
+            ("model card", card),
+            ("command line", named),
+            ("checkpoint metadata", meta),
+        ]
+    )
+    if spec.architecture is None:
+        raise ConfigError(
+            "no MODEL was given and the checkpoint carries no robench metadata; pass a "
+            "registered model name (see `robench list models`) or a model card."
+        )
+    architecture = spec.architecture
+    network = _create(architecture, spec.num_classes, spec.model_kwargs)
+    spec, sources = _fill_from_cfg(spec, sources, network)
+    preprocessing, mean, std = _preprocessing(spec, name or architecture)
+    if ckpt is not None:
+        load_state_dict_into(network, ckpt.state_dict, model_name=architecture)
+    wrapped = NormalizedModel(network, mean, std).to(device).eval()
+    return LoadedModel(
+        model=wrapped,
+        name=name or architecture,
+        architecture=architecture,
+        model_kwargs=spec.model_kwargs,
+        spec=spec,
+        sources=sources,
+        card_path=card_path,
+        checkpoint=ckpt,
+        preprocessing=preprocessing,
+    )
+
+
+def _fill_from_cfg(
+    spec: ModelSpec, sources: dict[str, str], network: nn.Module
+) -> tuple[ModelSpec, dict[str, str]]:
+    cfg = _from_pretrained_cfg(network)
+    values = spec.model_dump()
+    for key in _PREPROCESSING_FIELDS:
+        if values[key] is None and getattr(cfg, key) is not None:
+            values[key] = getattr(cfg, key)
+            sources[key] = "timm pretrained_cfg"
+    return ModelSpec(**values), sources

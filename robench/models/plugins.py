@@ -1,0 +1,69 @@
+"""User-registered architectures: `--import MODULE_OR_FILE.py` and the `robench.models`
+entry-point group. Both just import code that calls timm's `register_model`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import logging
+import sys
+from collections.abc import Iterable
+from importlib.metadata import entry_points
+from pathlib import Path
+
+from robench._core.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "robench.models"
+
+
+def import_user_module(target: str) -> None:
+    """Import a module by dotted name, or a `.py` file by path."""
+    path = Path(target)
+    if target.endswith(".py") or path.is_file():
+        if not path.is_file():
+            raise ConfigError(f"--import {target}: no such file; pass a .py file or a module name.")
+        name = "robench_user_" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ConfigError(f"--import {target}: cannot load it as a Python module.")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        _run(lambda: spec.loader.exec_module(module), target)  # type: ignore[union-attr]
+    else:
+        _run(lambda: importlib.import_module(target), target)
+
+
+def _run(action, target: str) -> None:  # type: ignore[no-untyped-def]
+    try:
+        action()
+    except ModuleNotFoundError as exc:
+        raise ConfigError(
+            f"--import {target}: module {exc.name!r} not found; install it or pass a file path."
+        ) from None
+    except Exception as exc:
+        raise ConfigError(f"--import {target} failed while importing: {exc!r}.") from exc
+
+
+def load_entry_points() -> list[str]:
+    """Import every installed package that registers models under `robench.models`."""
+    loaded = []
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            ep.load()
+        except Exception as exc:
+            raise ConfigError(
+                f"entry point {ep.name!r} ({ep.value}) of group {ENTRY_POINT_GROUP} failed to "
+                f"import: {exc!r}; fix or uninstall that package."
+            ) from exc
+        loaded.append(ep.name)
+    return loaded
+
+
+def load_plugins(imports: Iterable[str]) -> None:
+    load_entry_points()
+    for target in imports:
+        import_user_module(target)

@@ -1,0 +1,76 @@
+"""What robench needs to rebuild a model: architecture, kwargs and preprocessing.
+
+The same fields come from a model card (TOML in `models/`), from the metadata that
+`robench train` stores in a `.safetensors` checkpoint, or from the command line.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from robench._core.bundled import bundled_dir
+from robench._core.errors import CheckpointError
+from robench._core.toml_files import describe_validation_error, read_toml_model
+
+METADATA_KEY = "robench"  # safetensors metadata key holding a JSON ModelSpec
+
+
+class ModelSpec(BaseModel):
+    """Architecture and preprocessing; every field optional so sources can be layered."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    architecture: str | None = None  # registered timm model name
+    model_kwargs: dict[str, Any] = Field(default_factory=dict)  # passed to timm.create_model
+    num_classes: int | None = Field(default=None, gt=0)
+    input_size: tuple[int, int, int] | None = None  # (C, H, W)
+    mean: tuple[float, ...] | None = None  # per-channel, pixel units
+    std: tuple[float, ...] | None = None
+    interpolation: str | None = None  # resize interpolation, e.g. "bicubic"
+    crop_pct: float | None = Field(default=None, gt=0, le=1)  # center-crop fraction
+    classes: list[str] | None = None  # class names in index order
+
+
+class ModelCard(ModelSpec):
+    """A model card: a named ModelSpec plus provenance of a shipped or published checkpoint."""
+
+    name: str  # what users type as MODEL
+    description: str = ""
+    checkpoint: str | None = None  # path relative to the card file
+    checkpoint_sha256: str | None = None
+    dataset: str | None = None
+    training_command: str | None = None
+    recipe: dict[str, Any] = Field(default_factory=dict)
+    metrics: dict[str, float] = Field(default_factory=dict)  # clean metrics at release
+
+
+def bundled_cards() -> dict[str, Path]:
+    return {p.stem: p for p in sorted(bundled_dir("models").glob("*.toml"))}
+
+
+def read_card(path: Path) -> ModelCard:
+    card, _ = read_toml_model(path, ModelCard, "model card")
+    return card
+
+
+def spec_from_metadata(metadata: dict[str, str], checkpoint: Path) -> ModelSpec | None:
+    """The ModelSpec `robench train` stored in a checkpoint, if any."""
+    raw = metadata.get(METADATA_KEY)
+    if raw is None:
+        return None
+    try:
+        return ModelSpec.model_validate(json.loads(raw))
+    except (json.JSONDecodeError, ValidationError) as exc:
+        detail = describe_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
+        raise CheckpointError(
+            f"checkpoint {checkpoint} has unreadable robench metadata ({detail}); pass MODEL "
+            "and the preprocessing flags explicitly."
+        ) from None
+
+
+def metadata_from_spec(spec: ModelSpec) -> dict[str, str]:
+    return {METADATA_KEY: spec.model_dump_json(exclude_none=True)}

@@ -1,0 +1,27 @@
+"""robench's models, registered into timm's own registry on import.
+
+import robench.models.zoo, timm
+model = timm.create_model("deit_tiny_elliptical_patch16_224")
+"""
+
+from __future__ import annotations
+
+import fnmatch
+
+import timm
+from timm.models import model_entrypoint
+
+from robench.models.layers.elliptical_attention import is_elliptical as is_elliptical
+from robench.models.layers.elliptical_attention import set_differentiable as set_differentiable
+from robench.models.zoo import vit_elliptical as vit_elliptical  # registers its models with timm
+
+
+def list_robench_models(pattern: str = "*") -> list[str]:
+    """Names of the timm-registered models that this package defines, sorted, matching
+    `pattern`."""
+    prefix = f"{__name__}."
+    return [
+        name
+        for name in timm.list_models()
+        if model_entrypoint(name).__module__.startswith(prefix) and fnmatch.fnmatch(name, pattern)
+    ]

@@ -1,0 +1,1 @@
+"""Adversarial attacks through their libraries (torchattacks, pyautoattack), in pixel units."""

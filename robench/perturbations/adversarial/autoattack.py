@@ -1,0 +1,125 @@
+"""AutoAttack (Croce & Hein, 2020), L-inf, through the official code (`pyautoattack`).
+
+https://arxiv.org/abs/2003.01690 . The versions:
+
+- `standard`: the sequential worst case over APGD-CE, APGD-T (9 target classes), FAB-T
+  (9 target classes) and Square (5000 queries), 1 restart each, 100 iterations each. A sample
+  counts as robust only if every attack fails on it; the first success is what is returned.
+- `plus`: APGD-CE, APGD-DLR, FAB, Square, APGD-T, FAB-T with 5 restarts (the library's "plus").
+- `rand`: APGD-CE and APGD-DLR with 20 EOT iterations, for randomized models.
+- `custom`: the attacks in `attacks`, in that order, with the settings they have in
+  `standard`. One attack alone is the way to measure each component individually
+  (`attacks = ["apgd-ce"]`; giving `attacks` implies `version = "custom"`). Note that
+  AutoAttack's own `custom` defaults differ (5 restarts for APGD and FAB); use `n_restarts`.
+
+The model receives pixel-space images in [0, 1] (it normalises inside), so AutoAttack's
+clipping to [0, 1] and its eps are in pixel units. Samples the model already misclassifies
+(against the true labels passed in) are returned unchanged. With fewer than 10 classes the
+number of target classes of APGD-T and FAB-T is capped to (classes - 1).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import torch
+
+from robench._core.errors import ConfigError
+from robench.perturbations.adversarial.params import (
+    _LIBRARY_VERSION,
+    _MIN_CLASSES,
+    AutoAttackParams,
+)
+from robench.perturbations.base import Perturbation
+from robench.perturbations.checks import isolated_attack, project_linf
+
+logger = logging.getLogger(__name__)
+
+
+def _set_apgd_iterations(apgd: Any, n_iter: int) -> None:
+    """Change an APGD attack's iterations together with the step-size checkpoints its
+    constructor derives from them (pyautoattack autopgd_base.APGDAttack.__init__)."""
+    apgd.n_iter = n_iter
+    apgd.n_iter_orig = n_iter
+    apgd.n_iter_2 = max(int(0.22 * n_iter), 1)
+    apgd.n_iter_min = max(int(0.06 * n_iter), 1)
+    apgd.size_decr = max(int(0.03 * n_iter), 1)
+
+
+class AutoAttack(Perturbation):
+    """AutoAttack's evaluation on one batch: returns, per sample, the first successful
+    adversarial image of the configured attacks, or the clean image if all fail."""
+
+    Params = AutoAttackParams
+    params: AutoAttackParams
+
+    def perturb(
+        self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
+    ) -> torch.Tensor:
+        """Run the configured attacks against the true `labels`; same seed, same images."""
+        if images.shape[0] == 0:
+            return images.detach().clone()
+        from pyautoattack import AutoAttack as LibraryAutoAttack
+
+        p = self.params
+        images, labels = images.detach(), labels.detach()
+        with isolated_attack(model, seed, images.device):
+            with torch.no_grad():
+                n_classes = int(model(images[:1]).shape[-1])
+            # The constructor announces the version at INFO on every batch; its warnings
+            # (randomized or dynamic model, probabilities as outputs) still get through.
+            library_logger = logging.getLogger("auto-attack")
+            level = library_logger.level
+            library_logger.setLevel(logging.WARNING)
+            try:
+                attack = LibraryAutoAttack(
+                    model,
+                    norm=p.norm,
+                    eps=p.eps,
+                    version=_LIBRARY_VERSION[p.version],  # type: ignore[arg-type]
+                    seed=seed,
+                    device=images.device,
+                )
+            finally:
+                library_logger.setLevel(level)
+            attack.verbose = False  # no progress messages
+            if p.attacks is not None:
+                attack.attacks_to_run = list(p.attacks)
+                attack.version = "custom"
+            self._configure(attack, n_classes)
+            adv, _ = attack.run_standard_evaluation(images, labels, batch_size=images.shape[0])
+        return project_linf(adv, images, p.eps, name="autoattack")
+
+    def _configure(self, attack: Any, n_classes: int) -> None:
+        """Check the attacks suit `n_classes` and apply the overrides in `params`."""
+        p = self.params
+        for name in attack.attacks_to_run:
+            needed = _MIN_CLASSES.get(name, 2)
+            if n_classes < needed:
+                raise ConfigError(
+                    f"AutoAttack's {name!r} needs at least {needed} classes but the model has "
+                    f'{n_classes}; use version = "custom" with attacks that suit it, e.g. '
+                    '["apgd-ce", "square"].'
+                )
+        n_targets = min(p.n_target_classes, n_classes - 1)
+        if n_targets < p.n_target_classes:
+            logger.info(
+                "AutoAttack: %d classes, so APGD-T and FAB-T use %d target classes, not %d.",
+                n_classes,
+                n_targets,
+                p.n_target_classes,
+            )
+        attack.apgd_targeted.n_target_classes = n_targets
+        attack.fab.n_target_classes = n_targets
+        attack.square.n_queries = p.n_queries
+        if p.n_iter is not None:
+            _set_apgd_iterations(attack.apgd, p.n_iter)
+            _set_apgd_iterations(attack.apgd_targeted, p.n_iter)
+            attack.fab.n_iter = p.n_iter
+        if p.n_restarts is not None:
+            for component in (attack.apgd, attack.apgd_targeted, attack.fab, attack.square):
+                component.n_restarts = p.n_restarts
+        if p.eot_iter is not None:
+            attack.apgd.eot_iter = p.eot_iter
+            attack.apgd_targeted.eot_iter = p.eot_iter

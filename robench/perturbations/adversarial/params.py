@@ -1,0 +1,124 @@
+"""Parameters of the adversarial attacks, validated without importing torch or any attack
+library, and the kinds they register: `robench validate` and `robench list` need only these.
+The implementations (`torchattacks_linf`, `autoattack`) are imported when an attack runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import (
+    AliasChoices,
+    Field,
+    PositiveInt,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from robench._core.units import parse_pixel_value
+from robench.perturbations.base import BoundedParams, register_kind
+
+_TA = "robench.perturbations.adversarial.torchattacks_linf"
+
+
+def _positive_pixel_value(value: Any, what: str) -> float:
+    parsed = parse_pixel_value(value, what)
+    if parsed <= 0:
+        raise ValueError(f"{what} must be > 0 (pixel units), got {parsed}")
+    return parsed
+
+
+@register_kind("fgsm", f"{_TA}:FGSM")
+class FGSMParams(BoundedParams):
+    """FGSM takes only the budget `eps`."""
+
+
+@register_kind("pgd", f"{_TA}:PGD")
+class PGDParams(BoundedParams):
+    """Projected gradient descent on the cross-entropy, L-inf."""
+
+    steps: PositiveInt = 20  # gradient steps
+    step_size: float | None = None  # pixel units ("0.25/255" allowed); None means eps / 4
+    random_start: bool = True  # start from a uniform random point of the ball
+    loss: Literal["ce"] = "ce"  # the loss ascended (torchattacks' PGD supports cross-entropy)
+
+    @field_validator("step_size", mode="before")
+    @classmethod
+    def _parse_step_size(cls, value: Any) -> float | None:
+        return None if value is None else _positive_pixel_value(value, "step_size")
+
+    @property
+    def resolved_step_size(self) -> float:
+        """The step size used: `step_size`, or eps / 4 when not given."""
+        return self.eps / 4 if self.step_size is None else self.step_size
+
+
+@register_kind("spsa", f"{_TA}:SPSA")
+class SPSAParams(BoundedParams):
+    """SPSA with Adam (torchattacks.SPSA; defaults follow advertorch's common usage)."""
+
+    # Adam iterations; suites may also write advertorch's name `nb_iter`.
+    steps: PositiveInt = Field(default=20, validation_alias=AliasChoices("steps", "nb_iter"))
+    delta: float = 0.01  # finite-difference step of the gradient estimate, pixel units
+    lr: float = 0.01  # Adam learning rate on the perturbation, pixel units per step
+    nb_sample: PositiveInt = 128  # random +-1 directions per gradient estimate
+    # Directions evaluated at once; one forward pass then holds this x batch-size images.
+    max_batch_size: PositiveInt = 64
+
+    @field_validator("delta", "lr", mode="before")
+    @classmethod
+    def _parse_pixel(cls, value: Any, info: ValidationInfo) -> float:
+        return _positive_pixel_value(value, info.field_name or "value")
+
+
+AttackName = Literal["apgd-ce", "apgd-dlr", "apgd-t", "fab", "fab-t", "square"]
+
+# Which of the library's versions configures the attacks for each robench version: `custom`
+# runs a subset with the settings those attacks have in `standard`.
+_LIBRARY_VERSION: dict[str, str] = {
+    "standard": "standard",
+    "plus": "plus",
+    "rand": "rand",
+    "custom": "standard",
+}
+
+# Fewest classes an attack's loss is defined for: DLR reads the 3rd-largest logit, the
+# targeted DLR the 4th; everything else needs a runner-up class.
+_MIN_CLASSES: dict[str, int] = {"apgd-dlr": 3, "apgd-t": 4}
+
+
+@register_kind("autoattack", "robench.perturbations.adversarial.autoattack:AutoAttack")
+class AutoAttackParams(BoundedParams):
+    """AutoAttack's version and the few settings worth overriding."""
+
+    # "standard" | "plus" | "rand" | "custom"; defaults to "custom" when `attacks` is given.
+    version: Literal["standard", "plus", "rand", "custom"] = "standard"
+    attacks: tuple[AttackName, ...] | None = None  # the attacks of version "custom", in order
+    norm: Literal["Linf"] = "Linf"  # threat model (only L-inf so far)
+    n_queries: PositiveInt = 5000  # Square's query budget
+    n_restarts: PositiveInt | None = None  # restarts of every attack (FAB-T always runs 1)
+    n_iter: PositiveInt | None = None  # iterations of APGD, APGD-T and FAB (default 100)
+    n_target_classes: PositiveInt = 9  # APGD-T / FAB-T targets, capped to classes - 1
+    eot_iter: PositiveInt | None = None  # EOT gradient samples of APGD (1; 20 in "rand")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_version(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("version") is None:
+            version = "standard" if data.get("attacks") is None else "custom"
+            return {**data, "version": version}
+        return data
+
+    @model_validator(mode="after")
+    def _check_attacks(self) -> AutoAttackParams:
+        if self.version == "custom" and not self.attacks:
+            raise ValueError('version "custom" needs a non-empty `attacks` list, e.g. ["apgd-ce"]')
+        if self.version != "custom" and self.attacks is not None:
+            raise ValueError(
+                f'`attacks` only applies to version "custom"; version {self.version!r} runs a '
+                'fixed set. Drop `version` (or set it to "custom") to run your own list.'
+            )
+        if self.attacks is not None and len(set(self.attacks)) != len(self.attacks):
+            raise ValueError(f"`attacks` lists an attack twice: {list(self.attacks)}")
+        return self

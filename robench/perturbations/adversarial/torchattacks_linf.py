@@ -1,0 +1,105 @@
+"""FGSM, PGD and SPSA under an L-inf budget, run through torchattacks.
+
+All three take pixel-space images in [0, 1], attack the true labels passed in, and return
+images inside the eps-ball around the input, clipped to [0, 1]. torchattacks' own
+normalisation handling is switched off (the model normalises inside), the model stays in eval
+mode, and randomness (PGD's random start, SPSA's directions) comes only from `seed`.
+
+- `fgsm`: one signed-gradient step of size eps on the cross-entropy (Goodfellow et al., 2015).
+- `pgd`: `steps` signed-gradient steps of `step_size` (default eps/4) from a uniform random
+  start in the ball, projected after every step (Madry et al., 2018).
+- `spsa`: gradient-free; Adam on an SPSA estimate of the margin loss's gradient from
+  `nb_sample` random +-1 directions of size `delta` (Uesato et al., 2018; advertorch's code).
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+import torch
+
+from robench.perturbations.adversarial.params import FGSMParams, PGDParams, SPSAParams
+from robench.perturbations.base import BoundedParams, Perturbation
+from robench.perturbations.checks import isolated_attack, project_linf
+
+
+class _TorchattacksPerturbation(Perturbation):
+    """Runs one torchattacks attack in pixel space, seeded, then enforces the eps-ball."""
+
+    params: BoundedParams
+
+    @abc.abstractmethod
+    def _build(self, model: torch.nn.Module) -> Any:
+        """Return the configured torchattacks attack (import torchattacks here, not above)."""
+
+    def perturb(
+        self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
+    ) -> torch.Tensor:
+        """Attack `images` against the true `labels`; same seed, same images."""
+        if images.shape[0] == 0:
+            return images.detach().clone()
+        with isolated_attack(model, seed, images.device):
+            attack = self._build(model)
+            # The model normalises inside: torchattacks must not (it would for a MAIR RobModel),
+            # and must not switch the model to train mode; it also cannot find the device of a
+            # model without parameters, so set it from the images.
+            attack._set_normalization_applied(None)
+            attack.normalization_used = None
+            attack.set_model_training_mode(model_training=False)
+            attack.set_device(images.device)
+            adv = attack(images.detach(), labels.detach())
+        return project_linf(adv, images.detach(), self.params.eps, name=type(self).__name__)
+
+
+class FGSM(_TorchattacksPerturbation):
+    """Fast Gradient Sign Method: x + eps * sign(grad CE(model(x), y)), clipped to [0, 1]."""
+
+    Params = FGSMParams
+    params: FGSMParams
+
+    def _build(self, model: torch.nn.Module) -> Any:
+        import torchattacks
+
+        return torchattacks.FGSM(model, eps=self.params.eps)
+
+
+class PGD(_TorchattacksPerturbation):
+    """PGD (Madry et al.): `steps` signed steps of `step_size`, projected onto the ball."""
+
+    Params = PGDParams
+    params: PGDParams
+
+    def _build(self, model: torch.nn.Module) -> Any:
+        import torchattacks
+
+        p = self.params
+        return torchattacks.PGD(
+            model,
+            eps=p.eps,
+            alpha=p.resolved_step_size,
+            steps=p.steps,
+            random_start=p.random_start,
+        )
+
+
+class SPSA(_TorchattacksPerturbation):
+    """SPSA (Uesato et al., 2018): gradient-free, so it sees through masked gradients."""
+
+    Params = SPSAParams
+    params: SPSAParams
+
+    def _build(self, model: torch.nn.Module) -> Any:
+        import torchattacks
+
+        p = self.params
+        return torchattacks.SPSA(
+            model,
+            eps=p.eps,
+            delta=p.delta,
+            lr=p.lr,
+            nb_iter=p.steps,
+            nb_sample=p.nb_sample,
+            # More directions per pass than there are samples would only waste memory.
+            max_batch_size=min(p.max_batch_size, p.nb_sample),
+        )

@@ -1,0 +1,396 @@
+"""Gates: did a candidate's robustness regress against a baseline, beyond tolerance?
+
+Both reports must come from the same suite (name and version) on the same samples, so every
+check is paired: for each perturbation and metric of the baseline, the drop (direction-aware:
+a fall of an accuracy, a rise of a perplexity) is compared with the policy's tolerance, and a
+drop beyond it is tested one-sided for "candidate worse" at the policy's alpha: exact McNemar
+for per-sample accuracies, a paired bootstrap for per-sample real values (see `stats`).
+
+A check passes (within tolerance, or an improvement), regresses (beyond tolerance and
+significant) or is inconclusive (beyond tolerance, not significant; with an estimate of the
+samples needed to decide). docs/ci.md documents the policy file and the statistics.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from robench._core.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, ConfigError
+from robench.results.compare import metric_display
+from robench.results.gate_policy import Policy, Tolerance
+from robench.results.report import PerturbationResult, Report
+from robench.results.stats import (
+    discordant_pairs,
+    mcnemar_exact,
+    mcnemar_samples_needed,
+    mean_samples_needed,
+    paired_bootstrap,
+)
+
+logger = logging.getLogger(__name__)
+
+_EPS = 1e-12  # float slack when comparing a drop with its allowance
+
+
+class Status(str, enum.Enum):
+    """Outcome of one check, ordered from best to worst."""
+
+    passed = "pass"
+    inconclusive = "inconclusive"
+    regressed = "regressed"
+
+
+_SEVERITY = {Status.passed: 0, Status.inconclusive: 1, Status.regressed: 2}
+
+
+# --- per-sample values ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PerSample:
+    """Where a metric's per-sample values live in a report, and which paired test fits."""
+
+    kind: str  # "binary" (exact McNemar) or "real" (paired bootstrap)
+    values: Callable[[Report, str], np.ndarray | None]
+
+
+def _top1(report: Report, perturbation: str) -> np.ndarray | None:
+    predictions = report.samples.predictions.get(perturbation)
+    if predictions is None:
+        return None
+    labels = report.samples.labels
+    if len(predictions) > len(labels):
+        raise ConfigError(
+            f"report of {report.model.name} is inconsistent: {perturbation} has "
+            f"{len(predictions)} predictions but only {len(labels)} labels; re-run the evaluation."
+        )
+    # A perturbation with max_samples covers the first n of the run's sorted indices.
+    return np.asarray(predictions) == np.asarray(labels[: len(predictions)])
+
+
+def _top5(report: Report, perturbation: str) -> np.ndarray | None:
+    flags = report.samples.top5_correct.get(perturbation)
+    return None if flags is None else np.asarray(flags, dtype=bool)
+
+
+PER_SAMPLE: dict[str, PerSample] = {
+    "top1": PerSample("binary", _top1),
+    "top5": PerSample("binary", _top5),
+}
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """A paired test of "candidate worse": its description, p-value and samples needed."""
+
+    name: str
+    p_value: float
+    samples_needed: int | None
+
+
+def _mcnemar(base: np.ndarray, cand: np.ndarray, higher: bool, policy: Policy) -> PairedTest:
+    # b: pairs where only the baseline is good (right, for a higher-is-better indicator).
+    b, c = discordant_pairs(base, cand) if higher else discordant_pairs(cand, base)
+    return PairedTest(
+        f"exact McNemar (b={b}, c={c})",
+        mcnemar_exact(b, c, "greater"),
+        mcnemar_samples_needed(b, c, base.size, policy.alpha, policy.power),
+    )
+
+
+def _bootstrap(base: np.ndarray, cand: np.ndarray, higher: bool, policy: Policy) -> PairedTest:
+    result = paired_bootstrap(
+        base, cand, policy.n_resamples, policy.seed, alternative="less" if higher else "greater"
+    )
+    sd = float(np.std(cand - base, ddof=1)) if base.size > 1 else 0.0
+    return PairedTest(
+        f"paired bootstrap ({policy.n_resamples} resamples)",
+        result.p_value,
+        mean_samples_needed(result.mean_diff, sd, policy.alpha, policy.power),
+    )
+
+
+_TESTS: dict[str, Callable[[np.ndarray, np.ndarray, bool, Policy], PairedTest]] = {
+    "binary": _mcnemar,
+    "real": _bootstrap,
+}
+
+
+# --- checks ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Check:
+    """One perturbation x metric compared between baseline and candidate."""
+
+    perturbation: str
+    metric: str
+    higher_is_better: bool
+    baseline: float  # stored units (fractions for accuracies)
+    candidate: float
+    n: int  # paired samples
+    drop: float  # positive when the candidate is worse
+    allowed: float | None  # allowed drop; None when the policy ignores the check
+    test: PairedTest | None  # None without per-sample values
+    status: Status
+    detail: str  # one sentence saying why
+
+    @property
+    def name(self) -> str:
+        return f"{self.perturbation}/{self.metric}"
+
+
+@dataclass
+class GateResult:
+    """Every check of a gate, plus notes on what was not gated or looks off."""
+
+    baseline: Report
+    candidate: Report
+    policy: Policy
+    checks: list[Check]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def status(self) -> Status:
+        return max(
+            (c.status for c in self.checks), key=_SEVERITY.__getitem__, default=Status.passed
+        )
+
+    def count(self, status: Status) -> int:
+        return sum(c.status is status for c in self.checks)
+
+
+_EXIT_CODES = {
+    (Status.passed, False): EXIT_OK,
+    (Status.passed, True): EXIT_OK,
+    (Status.inconclusive, False): EXIT_OK,
+    (Status.inconclusive, True): EXIT_INCONCLUSIVE,
+    (Status.regressed, False): EXIT_REGRESSION,
+    (Status.regressed, True): EXIT_REGRESSION,
+}
+
+
+def exit_code(status: Status, strict: bool) -> int:
+    """0 pass, 1 regression, 4 inconclusive under --strict (else 0)."""
+    return _EXIT_CODES[(status, strict)]
+
+
+def format_amount(metric: str, amount: float) -> str:
+    """A stored-unit amount as shown: `3.00 pp` for accuracies, `1.25` for raw metrics."""
+    display = metric_display(metric)
+    unit = f" {display.diff_unit}" if display.diff_unit else ""
+    return f"{amount * display.scale:.2f}{unit}"
+
+
+def _short(value: object) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else value
+    return text if len(text) <= 24 else text[:21] + "..."
+
+
+_SAME: list[tuple[str, Callable[[Report], object], str]] = [
+    ("suite", lambda r: r.suite.name, "evaluate both with the same suite"),
+    ("suite version", lambda r: r.suite.version, "evaluate both with the same suite version"),
+    ("data kind", lambda r: r.data.kind, "evaluate both on the same data"),
+    ("data split", lambda r: r.data.split, "evaluate both on the same split"),
+    ("dataset size", lambda r: r.data.n_total, "evaluate both on the same data"),
+    ("number of classes", lambda r: r.data.classes, "evaluate both on the same data"),
+    (
+        "sample set (indices_sha256)",
+        lambda r: r.data.indices_sha256,
+        "evaluate both with the same --limit and --seed",
+    ),
+    ("sample indices", lambda r: r.samples.indices, "evaluate both on the same samples"),
+    ("sample labels", lambda r: r.samples.labels, "evaluate both on the same data and class map"),
+]
+
+
+def check_pairable(baseline: Report, candidate: Report) -> list[str]:
+    """Refuse (ConfigError) reports that cannot be paired; return notes on softer differences."""
+    for what, get, fix in _SAME:
+        if get(baseline) != get(candidate):
+            raise ConfigError(
+                f"cannot gate: baseline and candidate differ in {what} "
+                f"({_short(get(baseline))} vs {_short(get(candidate))}); {fix}."
+            )
+    notes = []
+    if baseline.suite.sha256 != candidate.suite.sha256:
+        notes.append(
+            f"the suite file changed (sha256 {baseline.suite.sha256[:12]} vs "
+            f"{candidate.suite.sha256[:12]}) without a version bump; check its perturbations."
+        )
+    if baseline.data.path != candidate.data.path:
+        notes.append(f"data paths differ ({baseline.data.path} vs {candidate.data.path}).")
+    baseline_names = {r.name for r in baseline.results}
+    extra = [r.name for r in candidate.results if r.name not in baseline_names]
+    if extra:
+        notes.append(f"not gated, the baseline lacks them: {', '.join(extra)}.")
+    notes += [f"candidate report warns: {w}" for w in candidate.warnings]
+    return notes
+
+
+def _paired_results(
+    baseline: Report, candidate: Report
+) -> list[tuple[PerturbationResult, PerturbationResult]]:
+    found = {r.name: r for r in candidate.results}
+    pairs = []
+    for base in baseline.results:
+        cand = found.get(base.name)
+        if cand is None:
+            raise ConfigError(
+                f"cannot gate: the candidate report lacks perturbation {base.name!r} of the "
+                "baseline; evaluate the candidate with the full suite."
+            )
+        if cand.n_samples != base.n_samples:
+            raise ConfigError(
+                f"cannot gate: {base.name} ran on {base.n_samples} samples in the baseline but "
+                f"{cand.n_samples} in the candidate; evaluate both with the same suite and limit."
+            )
+        pairs.append((base, cand))
+    return pairs
+
+
+def _classify(
+    metric: str,
+    drop: float,
+    allowed: float | None,
+    n: int,
+    tolerance_text: str,
+    test: PairedTest | None,
+    policy: Policy,
+) -> tuple[Status, str]:
+    """Pass, regressed or inconclusive, and the sentence that says why."""
+    if allowed is None:
+        return Status.passed, "ignored by the policy."
+    if abs(drop) <= _EPS:
+        return Status.passed, "no change."
+    if drop < 0:
+        return Status.passed, f"improved by {format_amount(metric, -drop)}."
+    if drop <= allowed + _EPS:
+        return Status.passed, f"drop of {format_amount(metric, drop)} within {tolerance_text}."
+    beyond = f"drop of {format_amount(metric, drop)} exceeds {tolerance_text}"
+    if test is None:
+        return Status.inconclusive, (
+            f"{beyond}, but the reports carry no per-sample {metric} values to test it."
+        )
+    if test.p_value <= policy.alpha:
+        return Status.regressed, (
+            f"{beyond} and is significant (p = {test.p_value:.3g} <= alpha {policy.alpha:g})."
+        )
+    # The estimate is a normal approximation; never claim fewer samples than already failed.
+    needed = max(test.samples_needed or 0, n + 1)
+    return Status.inconclusive, (
+        f"{beyond} but is not significant on {n} samples (p = {test.p_value:.3g} > alpha "
+        f"{policy.alpha:g}); about {needed} samples would be needed to detect it with "
+        f"{policy.power:.0%} power."
+    )
+
+
+def _check_policy_units(metric: str, tolerance: Tolerance) -> None:
+    display = metric_display(metric)
+    limit = tolerance.max_abs_drop
+    if display.scale != 1.0 and limit is not None and limit > 1.0:
+        raise ConfigError(
+            f"gate policy allows an absolute drop of {limit:g} on {metric}, which is stored as "
+            f"a fraction; write {limit / display.scale:g} for {limit:g} percentage points."
+        )
+
+
+def _tolerance_text(metric: str, tolerance: Tolerance, allowed: float | None) -> str:
+    if allowed is None:
+        return "ignored"
+    parts = []
+    if tolerance.max_abs_drop is not None:
+        parts.append(format_amount(metric, tolerance.max_abs_drop))
+    if tolerance.max_rel_drop is not None:
+        parts.append(f"{tolerance.max_rel_drop:.0%} rel.")
+    text = " and ".join(parts)
+    return text if len(parts) == 1 else f"{text} (= {format_amount(metric, allowed)})"
+
+
+def _check(
+    baseline: Report,
+    candidate: Report,
+    pair: tuple[PerturbationResult, PerturbationResult],
+    metric: str,
+    tolerance: Tolerance,
+    policy: Policy,
+) -> Check:
+    base, cand = pair
+    base_value, cand_value = base.metrics[metric], cand.metrics.get(metric)
+    if cand_value is None or cand_value.higher_is_better != base_value.higher_is_better:
+        raise ConfigError(
+            f"cannot gate: {base.name}/{metric} is missing from the candidate or has the "
+            "opposite direction; evaluate both with the same suite."
+        )
+    _check_policy_units(metric, tolerance)
+    higher = base_value.higher_is_better
+    drop = (base_value.value - cand_value.value) * (1 if higher else -1)
+    allowed = tolerance.allowed_drop(base_value.value)
+    test = _paired_test(baseline, candidate, base.name, metric, higher, policy)
+    text = _tolerance_text(metric, tolerance, allowed)
+    status, detail = _classify(metric, drop, allowed, base.n_samples, text, test, policy)
+    return Check(
+        perturbation=base.name,
+        metric=metric,
+        higher_is_better=higher,
+        baseline=base_value.value,
+        candidate=cand_value.value,
+        n=base.n_samples,
+        drop=drop,
+        allowed=allowed,
+        test=test,
+        status=status,
+        detail=detail,
+    )
+
+
+def run_gate(baseline: Report, candidate: Report, policy: Policy | None = None) -> GateResult:
+    """Check every perturbation and metric of the baseline against the candidate."""
+    policy = policy or Policy()
+    notes = check_pairable(baseline, candidate)
+    used_rules: set[int] = set()
+    checks = []
+    for pair in _paired_results(baseline, candidate):
+        for metric in pair[0].metrics:
+            tolerance, rule = policy.tolerance_for(pair[0].name, metric)
+            if rule is not None:
+                used_rules.add(rule)
+            checks.append(_check(baseline, candidate, pair, metric, tolerance, policy))
+    for i, unused in enumerate(policy.rules):
+        if i not in used_rules:
+            notes.append(
+                f"policy rule {i + 1} (perturbation {unused.perturbation!r}, metric "
+                f"{unused.metric!r}) matched no check; check its patterns."
+            )
+    for check in checks:
+        logger.debug("%s: %s, %s", check.name, check.status.value, check.detail)
+    return GateResult(baseline, candidate, policy, checks, notes)
+
+
+def _paired_test(
+    baseline: Report,
+    candidate: Report,
+    perturbation: str,
+    metric: str,
+    higher: bool,
+    policy: Policy,
+) -> PairedTest | None:
+    per_sample = PER_SAMPLE.get(metric)
+    if per_sample is None:
+        return None
+    base = per_sample.values(baseline, perturbation)
+    cand = per_sample.values(candidate, perturbation)
+    if base is None or cand is None:
+        return None
+    if base.shape != cand.shape:
+        raise ConfigError(
+            f"cannot gate: {perturbation}/{metric} has {base.size} per-sample values in the "
+            f"baseline but {cand.size} in the candidate; evaluate both on the same samples."
+        )
+    return _TESTS[per_sample.kind](base, cand, higher, policy)

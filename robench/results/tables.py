@@ -1,0 +1,224 @@
+"""Human-readable tables of one report: metric, direction, value and 95% interval.
+
+Values are shown as percentages (reports store fractions), in the shape of lm-eval's
+`make_table`: `Perturbation | Metric | dir | Value | 95% CI`.
+
+Rich tables never cut a number: numeric columns get the width of their widest number (and
+fold rather than truncate if the terminal is narrower still), and a renderable picks, at
+print time, the first of its layouts that fits the console (`first_that_fits`); labels may
+wrap. `robench.results.compare_formats` lays out its comparison tables the same way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from rich.cells import cell_len, chop_cells
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
+from rich.table import Table
+
+from robench._core.registry import Registry
+from robench.results.report import Report
+
+ARROWS = {True: "↑", False: "↓"}
+
+Layout = Callable[[int], RenderableType]  # spare width (cells) -> renderable
+
+_UNBOUNDED = 1_000_000  # a width no layout reaches, to measure what a layout needs
+_BREAK = re.compile(r"(?<=[-_])")  # a word too long for its column breaks after '-' or '_'
+
+
+def first_that_fits(
+    console: Console, options: ConsoleOptions, layouts: dict[str, Layout]
+) -> tuple[str, RenderableType]:
+    """The first of `layouts` (widest first) that fits the console, with its name; the last
+    one when none does. A layout fits when its minimum width does; it is then built again
+    with the width left over (`spare`) to share out, e.g. to keep header words whole."""
+    wide = options.update_width(_UNBOUNDED)
+    last = list(layouts)[-1]
+    for name, build in layouts.items():
+        renderable = build(0)
+        spare = options.max_width - Measurement.get(console, wide, renderable).minimum
+        if spare >= 0 or name == last:
+            return name, build(spare) if spare > 0 else renderable
+    raise AssertionError("unreachable: the last layout is always returned")
+
+
+def _pieces(word: str) -> list[str]:
+    """`autoattack-lite-2` -> `autoattack-`, `lite-`, `2`: where a long word may break."""
+    return [piece for piece in _BREAK.split(word) if piece]
+
+
+def label_width(text: str, hyphenate: bool = False) -> int:
+    """The narrowest width `wrap_label` shows `text` at without folding: its widest word,
+    or with `hyphenate` its widest piece of a word (broken after '-' or '_')."""
+    words = text.split()
+    units = [piece for word in words for piece in _pieces(word)] if hyphenate else words
+    return max((cell_len(unit) for unit in units), default=0)
+
+
+def wrap_label(text: str, width: int) -> str:
+    """`text` in lines of at most `width` cells: broken between words; a word wider than
+    `width` after '-' or '_' (`vit_nano_` / `elliptical_` / `fmnist`), a piece wider than
+    that folded."""
+    lines: list[str] = []
+    for source in text.split("\n"):
+        line = ""
+        for word in source.split():
+            units = [word] if cell_len(word) <= width else _pieces(word)
+            for i, unit in enumerate(units):
+                joined = f"{line} {unit}" if line and i == 0 else line + unit
+                if line and cell_len(joined) > width:
+                    lines.append(line)
+                    joined = unit
+                line = joined
+                if cell_len(line) > width:
+                    *full, line = chop_cells(line, max(width, 1))
+                    lines += full
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def numeric_width(cells: list[str], header: str = "", hyphenate: bool = False) -> int:
+    """Width of a column of numbers: its widest line, or the header's `label_width`."""
+    widest = max((cell_len(line) for cell in cells for line in cell.split("\n")), default=0)
+    return max(widest, label_width(header, hyphenate))
+
+
+def report_rows(report: Report) -> list[list[str]]:
+    rows = []
+    for result in report.results:
+        eps = result.params.get("eps_display")
+        label = f"{result.name} (eps {eps})" if eps else result.name
+        for metric, value in result.metrics.items():
+            low, high = value.ci95
+            rows.append(
+                [
+                    label,
+                    metric,
+                    ARROWS[value.higher_is_better],
+                    f"{100 * value.value:.2f}",
+                    f"[{100 * low:.2f}, {100 * high:.2f}]",
+                    str(result.n_samples),
+                ]
+            )
+    return rows
+
+
+HEADER = ["Perturbation", "Metric", "", "Value (%)", "95% CI", "n"]
+
+REPORT_FORMATS: Registry[Callable[[Report], object]] = Registry("table format")
+
+
+SANITY_HEADER = ["Sanity check", "Status", "Detail"]
+DIAGNOSTIC_HEADER = ["Diagnostic", "Values (scalars; per-layer lists in the report)"]
+
+
+def diagnostic_rows(report: Report) -> list[list[str]]:
+    rows = []
+    for d in report.diagnostics:
+        scalars = [f"{k} {v:.4g}" for k, v in d.values.items() if isinstance(v, int | float)]
+        rows.append([d.name, ", ".join(scalars) or "-"])
+    return rows
+
+
+def sanity_rows(report: Report) -> list[list[str]]:
+    return [[s.name, s.status, s.detail] for s in report.sanity]
+
+
+def _add_numeric_column(table: Table, header: str, cells: list[str], spare: int = 0) -> int:
+    """A right-aligned column as wide as its widest number (it folds, never cuts), widened
+    from `spare` to keep the header's lines whole; returns the spare width left."""
+    width = numeric_width(cells, header)
+    grow = min(spare, max(0, max(cell_len(line) for line in header.split("\n")) - width))
+    table.add_column(
+        wrap_label(header, width + grow), justify="right", width=width + grow, overflow="fold"
+    )
+    return spare - grow
+
+
+class RichResults:
+    """The results table of one report, laid out for the width it is printed at.
+
+    `wide`: Perturbation | Metric | dir | Value (%) | 95% CI | n. `stacked`, when that does
+    not fit: the metric under the perturbation and the interval under the value. Only labels
+    wrap; numbers keep their width.
+    """
+
+    def __init__(self, report: Report) -> None:
+        self.report = report
+        self.rows = report_rows(report)
+
+    def _table(self) -> Table:
+        report = self.report
+        title = f"{report.model.name} · {report.suite.name} v{report.suite.version}"
+        return Table(title=title, title_justify="left")
+
+    def wide(self, spare: int = 0) -> Table:
+        table = self._table()
+        for i, name in enumerate(HEADER[:3]):
+            table.add_column(name, overflow="fold", no_wrap=i == 2)
+        for i, name in enumerate(HEADER[3:], start=3):
+            spare = _add_numeric_column(table, name, [row[i] for row in self.rows], spare)
+        for row in self.rows:
+            table.add_row(*row)
+        return table
+
+    def stacked(self, spare: int = 0) -> Table:
+        table = self._table()
+        table.add_column("Perturbation\nMetric", overflow="fold")
+        values = [f"{value}\n{interval}" for _, _, _, value, interval, _ in self.rows]
+        spare = _add_numeric_column(table, "Value (%)\n95% CI", values, spare)
+        _add_numeric_column(table, HEADER[5], [row[5] for row in self.rows], spare)
+        for (label, metric, arrow, *_, n), value in zip(self.rows, values, strict=True):
+            table.add_row(f"{label}\n{metric} {arrow}", value, n)
+        return table
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        layouts: dict[str, Layout] = {"wide": self.wide, "stacked": self.stacked}
+        yield first_that_fits(console, options, layouts)[1]
+
+
+@REPORT_FORMATS.register("rich")
+def rich_table(report: Report) -> RenderableType:
+    parts: list[RenderableType] = [RichResults(report)]
+    if report.diagnostics:
+        diag = Table(title="Diagnostics", title_justify="left")
+        for name in DIAGNOSTIC_HEADER:
+            diag.add_column(name, overflow="fold")
+        for row in diagnostic_rows(report):
+            diag.add_row(*row)
+        parts.append(diag)
+    if report.sanity:
+        checks = Table(title="Sanity battery", title_justify="left")
+        for name in SANITY_HEADER:
+            checks.add_column(name, overflow="fold", no_wrap=name == "Status")
+        for name, status, detail in sanity_rows(report):
+            checks.add_row(
+                name, "[green]pass[/]" if status == "pass" else "[yellow]warn[/]", detail
+            )
+        parts.append(checks)
+    return parts[0] if len(parts) == 1 else Group(*parts)
+
+
+def _markdown(header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [
+        "| " + " | ".join(row) + " |" for row in rows
+    ]
+
+
+@REPORT_FORMATS.register("markdown")
+def markdown_table(report: Report) -> str:
+    lines = _markdown(HEADER, report_rows(report))
+    if report.diagnostics:
+        lines += ["", *_markdown(DIAGNOSTIC_HEADER, diagnostic_rows(report))]
+    if report.sanity:
+        lines += ["", *_markdown(SANITY_HEADER, sanity_rows(report))]
+    return "\n".join(lines)
+
+
+@REPORT_FORMATS.register("json")
+def json_report(report: Report) -> str:
+    return report.model_dump_json(indent=2)

@@ -1,0 +1,225 @@
+"""`train`: a small-scale, seeded trainer for registered image classifiers.
+
+AdamW, linear warm-up then cosine decay, label smoothing, gradient clipping, periodic
+validation, the best checkpoint kept. Checkpoints are `.safetensors` with the ModelSpec in
+their metadata, so `robench eval` needs only the file. For ImageNet-scale runs use timm's own
+`train.py` with the registered model names (see README). Under `torchrun` it trains with
+DistributedDataParallel (gloo on CPU, nccl on GPU).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Subset
+
+from robench._core.distributed import DistributedContext
+from robench._core.errors import ConfigError
+from robench._core.seeding import seed_everything
+from robench._core.version import __version__
+from robench.data import open_dataset
+from robench.data.subset import select_indices
+from robench.models.checkpoints import save_safetensors
+from robench.models.loading import load_model
+from robench.models.normalization import NormalizedModel
+from robench.models.spec import ModelSpec, metadata_from_spec
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainConfig:
+    """Everything `robench train` takes."""
+
+    model: str
+    data: str = "fashion-mnist"
+    out_dir: Path = Path("runs/train")
+    epochs: float = 1.0
+    max_steps: int | None = None  # stop after this many optimiser steps (overrides epochs)
+    batch_size: int = 128
+    lr: float = 1e-3
+    weight_decay: float = 0.05
+    warmup_steps: int = 100
+    label_smoothing: float = 0.1
+    clip_grad: float | None = 1.0
+    seed: int = 0
+    device: str = "cpu"
+    train_split: str = "train"
+    val_split: str = "test"
+    train_limit: int | None = None
+    val_limit: int | None = 2000
+    val_every: int = 200  # steps between validations (and at the end)
+    workers: int = 0
+    model_kwargs: dict[str, Any] = field(default_factory=dict)
+    command: str = ""
+
+
+@dataclass
+class TrainResult:
+    best_path: Path
+    last_path: Path
+    best_val_top1: float
+    steps: int
+    history: list[dict[str, float]]
+    is_main: bool = True  # False on the other ranks of a torchrun job
+
+
+class TrainProgress(Protocol):
+    def start(self, total: int) -> None: ...
+
+    def update(self, step: int, loss: float, samples_per_s: float) -> None: ...
+
+    def finish(self) -> None: ...
+
+
+class _Silent:
+    def start(self, total: int) -> None:
+        pass
+
+    def update(self, step: int, loss: float, samples_per_s: float) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+
+def lr_at(step: int, total: int, warmup: int, base: float) -> float:
+    """Linear warm-up to `base`, then cosine decay to 0 at `total`."""
+    if step < warmup:
+        return base * (step + 1) / warmup
+    progress = (step - warmup) / max(1, total - warmup)
+    return base * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+
+def _validate(model: nn.Module, loader: DataLoader, device: torch.device) -> float:
+    model.eval()
+    correct = total = 0
+    with torch.no_grad():
+        for images, labels in loader:
+            logits = model(images.to(device))
+            correct += int((logits.argmax(-1).cpu() == labels).sum())
+            total += len(labels)
+    model.train()
+    return correct / max(1, total)
+
+
+def train(config: TrainConfig, progress: TrainProgress | None = None) -> TrainResult:
+    """Train `config.model` and write best/last `.safetensors` checkpoints in `out_dir`."""
+    for name in ("epochs", "batch_size", "lr"):
+        if getattr(config, name) <= 0:
+            raise ConfigError(
+                f"--{name.replace('_', '-')} must be positive, got {getattr(config, name)}."
+            )
+    progress = progress or _Silent()
+    dist = DistributedContext.from_env(config.device)
+    seed_everything(config.seed)
+    overrides = ModelSpec(model_kwargs=config.model_kwargs)
+    loaded = load_model(config.model, overrides=overrides, device=dist.device)
+    wrapped = loaded.model
+    train_set = open_dataset(
+        config.data, preprocessing=loaded.preprocessing, split=config.train_split
+    )
+    val_set = open_dataset(config.data, preprocessing=loaded.preprocessing, split=config.val_split)
+    n_out = wrapped(train_set[0][0].unsqueeze(0).to(dist.device)).shape[-1]
+    if len(train_set.classes) > n_out:
+        raise ConfigError(
+            f"the data has {len(train_set.classes)} classes but {config.model} predicts {n_out}; "
+            f"pass --model-kwargs '{{\"num_classes\": {len(train_set.classes)}}}'."
+        )
+    train_idx = select_indices(len(train_set), config.train_limit, config.seed)
+    val_idx = select_indices(len(val_set), config.val_limit, config.seed)
+    generator = torch.Generator().manual_seed(config.seed)
+    sampler = dist.sampler(train_idx, config.seed)
+    train_loader = DataLoader(
+        Subset(train_set, train_idx),
+        batch_size=config.batch_size,
+        shuffle=sampler is None,
+        sampler=sampler,
+        generator=generator,
+        num_workers=config.workers,
+        drop_last=True,
+    )
+    val_loader = DataLoader(Subset(val_set, val_idx), batch_size=256, num_workers=config.workers)
+    steps_per_epoch = max(1, len(train_loader))
+    total = config.max_steps or max(1, round(config.epochs * steps_per_epoch))
+
+    model = dist.wrap(wrapped.train())
+    decay = [p for n, p in model.named_parameters() if p.ndim > 1 and "pos_embed" not in n]
+    no_decay = [p for n, p in model.named_parameters() if not (p.ndim > 1 and "pos_embed" not in n)]
+    optimizer = torch.optim.AdamW(
+        [
+            {"params": decay, "weight_decay": config.weight_decay},
+            {"params": no_decay, "weight_decay": 0.0},
+        ],
+        lr=config.lr,
+    )
+    criterion = nn.CrossEntropyLoss(label_smoothing=config.label_smoothing)
+    spec = loaded.spec.model_copy(update={"classes": train_set.classes, "num_classes": n_out})
+    config.out_dir.mkdir(parents=True, exist_ok=True)
+    best_path, last_path = config.out_dir / "best.safetensors", config.out_dir / "last.safetensors"
+    history: list[dict[str, float]] = []
+    best = -1.0
+    step = 0
+    progress.start(total)
+    tick, seen = time.perf_counter(), 0
+    while step < total:
+        if sampler is not None:
+            sampler.set_epoch(step // steps_per_epoch)
+        for images, labels in train_loader:
+            images, labels = images.to(dist.device), labels.to(dist.device)
+            for group in optimizer.param_groups:
+                group["lr"] = lr_at(step, total, config.warmup_steps, config.lr)
+            loss = criterion(model(images), labels)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if config.clip_grad:
+                nn.utils.clip_grad_norm_(model.parameters(), config.clip_grad)
+            optimizer.step()
+            step += 1
+            seen += len(labels)
+            rate = seen * dist.world_size / max(1e-9, time.perf_counter() - tick)
+            progress.update(step, loss.item(), rate)
+            if step % config.val_every == 0 or step == total:
+                top1 = _validate(wrapped, val_loader, dist.device)
+                history.append({"step": step, "loss": loss.item(), "val_top1": top1})
+                if dist.is_main:  # every rank validates the same images; one reports and saves
+                    logger.info("step %d: loss %.4f, val top-1 %.4f", step, loss.item(), top1)
+                if top1 > best:
+                    best = top1
+                    if dist.is_main:
+                        _save(wrapped, spec, config, best_path, step, top1)
+            if step >= total:
+                break
+    progress.finish()
+    if dist.is_main:
+        _save(wrapped, spec, config, last_path, step, history[-1]["val_top1"])
+    dist.close()
+    return TrainResult(best_path, last_path, best, step, history, dist.is_main)
+
+
+def _save(
+    wrapped: NormalizedModel,
+    spec: ModelSpec,
+    config: TrainConfig,
+    path: Path,
+    step: int,
+    top1: float,
+) -> None:
+    network = wrapped.model  # the inner network: normalisation comes from the spec
+    training = {
+        "command": config.command,
+        "robench_version": __version__,
+        "step": step,
+        "val_top1": top1,
+        "config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()},
+    }
+    metadata = metadata_from_spec(spec) | {"robench.training.train": json.dumps(training)}
+    save_safetensors(network.state_dict(), path, metadata)
