@@ -214,3 +214,17 @@ def test_a_1000_class_model_on_10_class_data_is_an_error(runner: CliRunner, tmp_
     line = _one_error_line(result.stderr)
     assert "10 classes" in line and "predicts 1000" in line and "--class-map" in line
     assert not (tmp_path / "r.json").exists()
+
+
+def test_validate_accepts_the_shipped_cards_of_robench_models() -> None:
+    """In a fresh process: validating a card must register robench's models itself."""
+    import subprocess
+    import sys
+
+    models = Path(__file__).resolve().parents[1] / "models"
+    cards = [str(models / "vit_nano_fmnist.toml"), str(models / "vit_nano_elliptical_fmnist.toml")]
+    done = subprocess.run(
+        [sys.executable, "-m", "robench", "validate", *cards], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert "2 file(s) valid" in done.stdout + done.stderr

@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 from robench._core.errors import ConfigError
 from robench.cli import app
 from robench.cli.compare import CompareFormat, parse_metrics
+from robench.results import metrics as metrics_module
 from robench.results.compare import build_comparison, metric_display
 from robench.results.compare_formats import COMPARE_FORMATS
 from robench.results.report import Report
@@ -40,6 +41,21 @@ def _paper_report(name: str) -> Report:
     return make_report(
         name, accuracies, n=10_000, extra_metrics={"imagenet-c": {"mce": (mce, False)}}
     )
+
+
+@pytest.fixture(autouse=True)
+def _mce_metric(monkeypatch: pytest.MonkeyPatch) -> None:
+    """mCE is not a registered metric yet; register one for these tests so the paper's
+    tables show it as `mCE` (raw, lower is better), as a metric aggregated over results."""
+    mce = metrics_module.Metric(
+        name="mce",
+        description="mean corruption error over the corruptions of a suite",
+        higher_is_better=False,
+        per_sample=lambda label, topk: label not in topk[:1],
+        display=metrics_module.MetricDisplay("mCE"),
+        paired_test="real",
+    )
+    monkeypatch.setattr(metrics_module, "METRICS", metrics_module.extended_registry(mce))
 
 
 @pytest.fixture()

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from robench.cli import app
-from robench.evaluation.evaluate import EvalRequest, evaluate
+from robench.evaluation.request import EvalRequest, evaluate
 from robench.evaluation.sample_store import SampleStore
 from robench.results.report import report_json_schema
 

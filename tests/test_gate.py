@@ -11,10 +11,10 @@ import pytest
 from report_factory import flip, make_report, write
 from typer.testing import CliRunner
 
-from robench.results import gate as gate_module
 from robench._core.errors import ConfigError
 from robench.cli import app
-from robench.results.gate import PerSample, Status, run_gate
+from robench.results import metrics as metrics_module
+from robench.results.gate import Status, run_gate
 from robench.results.gate_policy import Policy, Rule, Tolerance, read_policy
 from robench.results.report import Report
 
@@ -256,9 +256,16 @@ def test_real_valued_metric_uses_the_paired_bootstrap(monkeypatch: pytest.Monkey
     nll = rng.gamma(2.0, 1.0, 1000)
     per_sample = {"base": nll, "worse": nll + 0.2 + rng.normal(0, 0.3, 1000), "noisy": nll.copy()}
     per_sample["noisy"][:3] += 8.0  # mean +0.024 from three outliers: beyond tolerance, unsure
-    monkeypatch.setitem(
-        gate_module.PER_SAMPLE, "nll", PerSample("real", lambda r, p: per_sample[r.model.name])
+    nll_metric = metrics_module.Metric(
+        name="nll",
+        description="negative log-likelihood",
+        higher_is_better=False,
+        per_sample=lambda label, topk: 0.0,
+        display=metrics_module.MetricDisplay("NLL"),
+        paired_test="real",
+        report_values=lambda r, p: per_sample[r.model.name],
     )
+    monkeypatch.setattr(metrics_module, "METRICS", metrics_module.extended_registry(nll_metric))
 
     def report(name: str) -> Report:
         value = float(per_sample[name].mean())

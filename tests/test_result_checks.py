@@ -8,7 +8,7 @@ import pytest
 
 from robench.data import open_dataset
 from robench.data.preprocessing import Preprocessing
-from robench.evaluation.evaluate import _channel_adaptation
+from robench.evaluation.request import _channel_adaptation
 from robench.results.checks import TOLERANCE, check_attack_order
 from robench.results.report import MetricValue, PerturbationResult
 

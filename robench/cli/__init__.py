@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from robench._core.version import __version__
 from robench.cli import compare as compare_cmd
 from robench.cli import demo as demo_cmd
 from robench.cli import eval as eval_cmd
@@ -34,10 +35,25 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"robench {__version__}")
+        raise typer.Exit(0)
+
+
 @app.callback()
 def _root(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only errors on stderr.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            help="Print robench's version and exit.",
+            is_eager=True,
+            callback=_print_version,
+        ),
+    ] = False,
 ) -> None:
     configure_logging(debug=debug, quiet=quiet)
 

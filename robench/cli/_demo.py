@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from robench.data import open_dataset
-from robench.evaluation.evaluate import EvalRequest, evaluate
+from robench.evaluation.request import EvalRequest, evaluate
 from robench.evaluation.runner import Progress
 from robench.models.loading import load_model
 from robench.models.spec import bundled_cards

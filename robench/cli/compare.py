@@ -11,8 +11,6 @@ from rich.markup import escape
 
 from robench._core.errors import ConfigError
 from robench.cli._output import err, handle_errors, out
-from robench.results.compare import build_comparison
-from robench.results.compare_formats import COMPARE_FORMATS
 from robench.results.report import Report, read_report
 
 
@@ -89,6 +87,9 @@ def compare_command(
       robench compare runs/*.json --format latex --metric top1 > table2.tex
       robench compare runs/*.json -r runs/deit.json --ci --format markdown
     """
+    from robench.results.compare import build_comparison  # pandas: only for this command
+    from robench.results.compare_formats import COMPARE_FORMATS
+
     loaded, reference_index = _with_reference(reports, reference)
     comparison = build_comparison(loaded, metrics=parse_metrics(metric), reference=reference_index)
     for note in comparison.notes:

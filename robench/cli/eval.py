@@ -133,7 +133,7 @@ def eval_command(
           -s paper-adversarial --data /data/imagenet/val --device cuda
       torchrun --nproc_per_node=4 -m robench eval vit_nano_fmnist -s demo
     """
-    from robench.evaluation.evaluate import EvalRequest, evaluate
+    from robench.evaluation.request import EvalRequest, evaluate
 
     overrides = ModelSpec(
         num_classes=num_classes,

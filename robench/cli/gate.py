@@ -17,9 +17,9 @@ from rich.table import Table
 
 from robench._core.errors import EXIT_OK
 from robench.cli._output import err, handle_errors, out
-from robench.results.compare import metric_display
 from robench.results.gate import Check, GateResult, Status, exit_code, format_amount, run_gate
 from robench.results.gate_policy import read_policy
+from robench.results.metrics import metric_display
 from robench.results.report import Report, read_report
 
 HEADER = ["Check", "Baseline", "Candidate", "Change", "Allowed drop", "Test", "p", "Status"]

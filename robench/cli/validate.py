@@ -24,6 +24,7 @@ def _check_suite(path: Path) -> str:
 def _check_card(path: Path) -> str:
     import timm
 
+    import robench.models.zoo  # noqa: F401  (a card may name one of robench's models)
     from robench._core.errors import ConfigError
     from robench._core.registry import did_you_mean
     from robench.models.checkpoints import sha256_file

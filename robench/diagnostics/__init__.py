@@ -1,26 +1,31 @@
 """Diagnostics: perturbation-free measurements from the paper's analyses.
 
-Importing this package registers every built-in kind: `collapse` (Fig. 3 and 6),
-`head_redundancy` (Table 18), `efficiency` (Tables 11-12) and `attention_maps` (Fig. 1);
-matplotlib itself is imported only when a figure is drawn.
+Importing this package registers every built-in kind by its parameter schema (`params`):
+`collapse` (Fig. 3 and 6), `head_redundancy` (Table 18), `efficiency` (Tables 11-12) and
+`attention_maps` (Fig. 1). The implementations (torch) are imported when a diagnostic is
+built, and matplotlib only when a figure is drawn.
+
+May import: `robench.models`, `robench.data`, `robench.results`, `robench._core`.
 """
 
 from __future__ import annotations
 
-# Imported for their side effect: each module registers its kind.
-from robench.diagnostics import attention_maps, collapse, efficiency, redundancy  # noqa: F401
-from robench.diagnostics.attention_maps import (
-    plot_attention_comparison as plot_attention_comparison,
-)
-from robench.diagnostics.base import DIAGNOSTICS as DIAGNOSTICS
-from robench.diagnostics.base import Diagnostic as Diagnostic
-from robench.diagnostics.base import DiagnosticOutput as DiagnosticOutput
-from robench.diagnostics.base import build_diagnostic as build_diagnostic
+import importlib
+from typing import Any
 
-__all__ = [
-    "DIAGNOSTICS",
-    "Diagnostic",
-    "DiagnosticOutput",
-    "build_diagnostic",
-    "plot_attention_comparison",
-]
+from robench.diagnostics.params import DIAGNOSTICS as DIAGNOSTICS
+
+_LAZY = {
+    "Diagnostic": "robench.diagnostics.base",
+    "DiagnosticOutput": "robench.diagnostics.base",
+    "build_diagnostic": "robench.diagnostics.base",
+    "plot_attention_comparison": "robench.diagnostics.attention_maps",
+}
+
+__all__ = ["DIAGNOSTICS", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'robench.diagnostics' has no attribute {name!r}")
+    return getattr(importlib.import_module(_LAZY[name]), name)

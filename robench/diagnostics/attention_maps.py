@@ -22,13 +22,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from pydantic import Field
 from torch import Tensor, nn
 
 from robench._core.errors import ConfigError
 from robench.diagnostics.base import (
-    DIAGNOSTICS,
-    BatchedParams,
     Diagnostic,
     DiagnosticOutput,
     check_images,
@@ -37,6 +34,7 @@ from robench.diagnostics.base import (
     model_device,
 )
 from robench.diagnostics.capture import collect_layers, find_transformer
+from robench.diagnostics.params import AttentionMapsParams
 from robench.results.plots import PNG_METADATA, architecture_label, new_figure, save_figure
 
 if TYPE_CHECKING:
@@ -333,13 +331,6 @@ def _save_grid(heatmap: Tensor, path: Path) -> Path:
     return path
 
 
-class AttentionMapsParams(BatchedParams):
-    """How many images to draw."""
-
-    n_images: int = Field(default=4, gt=0)  # the first n images are drawn (all are measured)
-
-
-@DIAGNOSTICS.register("attention_maps")
 class AttentionMaps(Diagnostic):
     """Last-layer CLS attention over patches, mean over heads (Fig. 1).
 

@@ -19,23 +19,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
 from robench._core.errors import DataError
-from robench._core.registry import Registry
-
-
-class DiagnosticParams(BaseModel):
-    """Parameters common to every diagnostic; subclasses add their own fields."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class BatchedParams(DiagnosticParams):
-    """Parameters of a diagnostic that runs the model over the images in batches."""
-
-    batch_size: int = Field(default=32, gt=0)  # images per forward pass (bounds memory)
+from robench.diagnostics.params import DIAGNOSTICS, DiagnosticParams
 
 
 @dataclass(frozen=True)
@@ -72,9 +59,6 @@ class Diagnostic(abc.ABC):
         """
 
 
-DIAGNOSTICS: Registry[type[Diagnostic]] = Registry("diagnostic")
-
-
 def build_diagnostic(kind: str, params: Mapping[str, Any] | None = None) -> Diagnostic:
     """Validate `params` against the kind's schema and build the diagnostic.
 
@@ -82,8 +66,9 @@ def build_diagnostic(kind: str, params: Mapping[str, Any] | None = None) -> Diag
         ConfigError: `kind` is not registered (the message suggests close names).
         pydantic.ValidationError: `params` do not fit the kind's `Params`.
     """
-    cls = DIAGNOSTICS.get(kind)
-    return cls(cls.Params.model_validate(dict(params or {})))
+    entry = DIAGNOSTICS.get(kind)
+    cls: type[Diagnostic] = entry.load()
+    return cls(entry.Params.model_validate(dict(params or {})))
 
 
 # ---------------------------------------------------------------------------------------------

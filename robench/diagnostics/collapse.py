@@ -19,13 +19,12 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from robench.diagnostics.base import (
-    DIAGNOSTICS,
-    BatchedParams,
     Diagnostic,
     DiagnosticOutput,
     check_images,
 )
 from robench.diagnostics.capture import collect_layers, find_transformer
+from robench.diagnostics.params import CollapseParams
 
 __all__ = ["Collapse", "CollapseParams", "mean_pairwise_cosine"]
 
@@ -53,13 +52,6 @@ def mean_pairwise_cosine(tokens: Tensor) -> Tensor:
     return (all_pairs - self_pairs) / (n * (n - 1))
 
 
-class CollapseParams(BatchedParams):
-    """Which tokens enter the similarity."""
-
-    include_cls: bool = True  # compare the class (and register) tokens too, not only patches
-
-
-@DIAGNOSTICS.register("collapse")
 class Collapse(Diagnostic):
     """Per-layer mean pairwise cosine similarity of tokens (paper Fig. 3 and 6).
 

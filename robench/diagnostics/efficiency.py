@@ -37,19 +37,17 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from pydantic import Field
 from torch import Tensor, nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from robench.diagnostics.base import (
-    DIAGNOSTICS,
     Diagnostic,
     DiagnosticOutput,
-    DiagnosticParams,
     check_images,
     inference,
     model_device,
 )
+from robench.diagnostics.params import EfficiencyParams
 
 __all__ = ["Efficiency", "EfficiencyParams", "count_flops", "forward_peak_memory"]
 
@@ -185,15 +183,6 @@ def _time_forward(model: nn.Module, batch: Tensor, warmup: int, iterations: int)
     return time.perf_counter() - start
 
 
-class EfficiencyParams(DiagnosticParams):
-    """Timing protocol."""
-
-    batch_size: int = Field(default=32, gt=0)  # images per forward pass (tiled from the input)
-    warmup: int = Field(default=3, ge=0)  # untimed forward passes before timing
-    iterations: int = Field(default=10, gt=0)  # timed forward passes
-
-
-@DIAGNOSTICS.register("efficiency")
 class Efficiency(Diagnostic):
     """Throughput, peak memory, FLOPs per sample and parameter count (Tables 11-12).
 

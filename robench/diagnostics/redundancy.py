@@ -28,13 +28,12 @@ from torch import Tensor, nn
 
 from robench._core.errors import ConfigError
 from robench.diagnostics.base import (
-    DIAGNOSTICS,
-    BatchedParams,
     Diagnostic,
     DiagnosticOutput,
     check_images,
 )
 from robench.diagnostics.capture import collect_layers, find_transformer
+from robench.diagnostics.params import HeadRedundancyParams
 
 __all__ = ["HeadRedundancy", "HeadRedundancyParams", "pairwise_head_distances"]
 
@@ -64,11 +63,6 @@ def pairwise_head_distances(attn: Tensor) -> Tensor:
     )  # (B, P)
 
 
-class HeadRedundancyParams(BatchedParams):
-    """Only the batch size: attention maps are large ((B, H, N, N) per layer)."""
-
-
-@DIAGNOSTICS.register("head_redundancy")
 class HeadRedundancy(Diagnostic):
     """Mean L2 distance between the attention maps of pairs of heads, per layer (Table 18).
 

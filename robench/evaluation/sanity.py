@@ -31,7 +31,7 @@ from robench.evaluation.runner import attack_batch, load_batch
 from robench.evaluation.suites import PlannedPerturbation
 from robench.models.checks import check_model
 from robench.models.zoo import is_elliptical, set_differentiable
-from robench.perturbations.base import build_perturbation
+from robench.perturbations import PERTURBATIONS
 from robench.results.report import SanityResult
 
 logger = logging.getLogger(__name__)
@@ -70,7 +70,8 @@ class _Battery:
 
     def accuracy(self, kind: str, label: str, **params: Any) -> float:
         """Top-1 accuracy of `kind` on the battery's samples (checked and re-run as usual)."""
-        planned = PlannedPerturbation(label, kind, build_perturbation(kind, params), None)
+        validated = PERTURBATIONS.get(kind).Params.model_validate(params)
+        planned = PlannedPerturbation(label, kind, validated, None)
         loader = DataLoader(self.dataset, batch_sampler=self._batches())
         correct = 0
         for number, (images, labels) in enumerate(loader):

@@ -7,6 +7,7 @@ See docs/formats.md for the format.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,9 @@ from robench._core.errors import ConfigError
 from robench._core.registry import did_you_mean
 from robench._core.toml_files import describe_validation_error, read_toml_model
 from robench._core.units import display_pixel_value, parse_pixel_value
-from robench.perturbations.base import Perturbation, build_perturbation
+from robench.diagnostics.params import DIAGNOSTICS, DiagnosticParams
+from robench.perturbations import PERTURBATIONS
+from robench.perturbations.base import Perturbation, PerturbationParams
 
 
 class _Entry(BaseModel):
@@ -73,7 +76,7 @@ class Suite(BaseModel):
         return None if value is None else parse_pixel_value(value, "sanity_eps")
 
     def largest_eps(self, plan: tuple[PlannedPerturbation, ...]) -> float | None:
-        budgets = [p.perturbation.eps for p in plan if p.perturbation.eps]
+        budgets = [p.eps for p in plan if p.eps]
         return max(budgets) if budgets else None
 
     @field_validator("metrics")
@@ -100,17 +103,27 @@ class Suite(BaseModel):
 
 @dataclass(frozen=True)
 class PlannedPerturbation:
-    """A suite entry with its parameters validated and its perturbation built."""
+    """A suite entry with its parameters validated; the perturbation itself (torch, attack
+    libraries) is built on first use, so validating a suite imports neither."""
 
     label: str
     kind: str
-    perturbation: Perturbation
+    params: PerturbationParams
     max_samples: int | None
     differentiable_m: bool = False
 
+    @functools.cached_property
+    def perturbation(self) -> Perturbation:
+        return PERTURBATIONS.get(self.kind).load()(self.params)
+
+    @property
+    def eps(self) -> float | None:
+        eps: float | None = getattr(self.params, "eps", None)
+        return eps
+
     def report_params(self) -> dict[str, Any]:
         """Parameters as the report records them: numbers, plus display forms of pixel values."""
-        params = self.perturbation.params.model_dump()
+        params = self.params.model_dump()
         for key in ("eps", "step_size"):
             if isinstance(params.get(key), float):
                 params[f"{key}_display"] = display_pixel_value(params[key])
@@ -123,12 +136,18 @@ class PlannedPerturbation:
 
 @dataclass(frozen=True)
 class PlannedDiagnostic:
+    """A `[[diagnostics]]` entry with validated parameters; built (torch) on first use."""
+
     label: str
     kind: str
-    diagnostic: Any  # robench.diagnostics.Diagnostic (imported lazily: matplotlib)
+    params: DiagnosticParams
+
+    @functools.cached_property
+    def diagnostic(self) -> Any:  # robench.diagnostics.Diagnostic
+        return DIAGNOSTICS.get(self.kind).load()(self.params)
 
     def report_params(self) -> dict[str, Any]:
-        return dict(self.diagnostic.params.model_dump())
+        return dict(self.params.model_dump())
 
 
 @dataclass(frozen=True)
@@ -170,23 +189,20 @@ def _describe_entry_error(suite_path: Path, label: str, exc: Exception) -> Confi
 
 
 def plan_diagnostic(entry: DiagnosticEntry, suite_path: Path) -> PlannedDiagnostic:
-    from robench.diagnostics import build_diagnostic
-
     try:
-        return PlannedDiagnostic(
-            entry.label, entry.kind, build_diagnostic(entry.kind, entry.params)
-        )
+        params = DIAGNOSTICS.get(entry.kind).Params.model_validate(entry.params)
+        return PlannedDiagnostic(entry.label, entry.kind, params)
     except (ValidationError, ConfigError) as exc:
         raise _describe_entry_error(suite_path, entry.label, exc) from None
 
 
 def plan_entry(entry: PerturbationEntry, suite_path: Path) -> PlannedPerturbation:
     try:
-        perturbation = build_perturbation(entry.kind, entry.params)
+        params = PERTURBATIONS.get(entry.kind).Params.model_validate(entry.params)
     except (ValidationError, ConfigError) as exc:
         raise _describe_entry_error(suite_path, entry.label, exc) from None
     return PlannedPerturbation(
-        entry.label, entry.kind, perturbation, entry.max_samples, entry.differentiable_m
+        entry.label, entry.kind, params, entry.max_samples, entry.differentiable_m
     )
 
 

@@ -19,32 +19,14 @@ import pandas as pd
 
 from robench._core.errors import ConfigError
 from robench._core.registry import did_you_mean
+
+# Re-exported: how a metric is shown comes from the metric registry.
+from robench.results.metrics import MetricDisplay as MetricDisplay
+from robench.results.metrics import higher_is_better
+from robench.results.metrics import metric_display as metric_display
 from robench.results.report import Report
 
 ColumnKey = tuple[str, str]  # (perturbation, metric)
-
-
-@dataclass(frozen=True)
-class MetricDisplay:
-    """How a metric is shown: reports store accuracies as fractions, tables show percent."""
-
-    label: str  # column header text
-    scale: float  # shown value = stored value * scale
-    unit: str  # "%" for percentages, "" for raw values
-    diff_unit: str  # unit of a difference: "pp" (percentage points) or ""
-
-
-METRIC_DISPLAY: dict[str, MetricDisplay] = {
-    "top1": MetricDisplay("top-1", 100.0, "%", "pp"),
-    "top5": MetricDisplay("top-5", 100.0, "%", "pp"),
-    "ppl": MetricDisplay("PPL", 1.0, "", ""),
-    "mce": MetricDisplay("mCE", 1.0, "", ""),
-}
-
-
-def metric_display(metric: str) -> MetricDisplay:
-    """The display rule of `metric`; metrics without a rule are shown raw."""
-    return METRIC_DISPLAY.get(metric, MetricDisplay(metric, 1.0, "", ""))
 
 
 ARROWS = {True: "↑", False: "↓"}
@@ -159,7 +141,8 @@ def _collect(
         else:
             fewest = min(counts[key])
             subset = fewest if fewest < full else None
-            columns.append(Column(key[0], key[1], directions.pop(), subset))
+            direction = higher_is_better(key[1], directions.pop())
+            columns.append(Column(key[0], key[1], direction, subset))
     notes = []
     if missing:
         notes.append(f"dropped columns not present in every report: {'; '.join(missing)}.")

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from robench._core.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, ConfigError
-from robench.results.compare import metric_display
 from robench.results.gate_policy import Policy, Tolerance
+from robench.results.metrics import find_metric, higher_is_better, metric_display
 from robench.results.report import PerturbationResult, Report
 from robench.results.stats import (
     discordant_pairs,
@@ -47,42 +47,6 @@ class Status(str, enum.Enum):
 
 
 _SEVERITY = {Status.passed: 0, Status.inconclusive: 1, Status.regressed: 2}
-
-
-# --- per-sample values ------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PerSample:
-    """Where a metric's per-sample values live in a report, and which paired test fits."""
-
-    kind: str  # "binary" (exact McNemar) or "real" (paired bootstrap)
-    values: Callable[[Report, str], np.ndarray | None]
-
-
-def _top1(report: Report, perturbation: str) -> np.ndarray | None:
-    predictions = report.samples.predictions.get(perturbation)
-    if predictions is None:
-        return None
-    labels = report.samples.labels
-    if len(predictions) > len(labels):
-        raise ConfigError(
-            f"report of {report.model.name} is inconsistent: {perturbation} has "
-            f"{len(predictions)} predictions but only {len(labels)} labels; re-run the evaluation."
-        )
-    # A perturbation with max_samples covers the first n of the run's sorted indices.
-    return np.asarray(predictions) == np.asarray(labels[: len(predictions)])
-
-
-def _top5(report: Report, perturbation: str) -> np.ndarray | None:
-    flags = report.samples.top5_correct.get(perturbation)
-    return None if flags is None else np.asarray(flags, dtype=bool)
-
-
-PER_SAMPLE: dict[str, PerSample] = {
-    "top1": PerSample("binary", _top1),
-    "top5": PerSample("binary", _top5),
-}
 
 
 @dataclass(frozen=True)
@@ -329,7 +293,7 @@ def _check(
             "opposite direction; evaluate both with the same suite."
         )
     _check_policy_units(metric, tolerance)
-    higher = base_value.higher_is_better
+    higher = higher_is_better(metric, base_value.higher_is_better)
     drop = (base_value.value - cand_value.value) * (1 if higher else -1)
     allowed = tolerance.allowed_drop(base_value.value)
     test = _paired_test(baseline, candidate, base.name, metric, higher, policy)
@@ -381,11 +345,11 @@ def _paired_test(
     higher: bool,
     policy: Policy,
 ) -> PairedTest | None:
-    per_sample = PER_SAMPLE.get(metric)
-    if per_sample is None:
+    registered = find_metric(metric)
+    if registered is None or registered.report_values is None:
         return None
-    base = per_sample.values(baseline, perturbation)
-    cand = per_sample.values(candidate, perturbation)
+    base = registered.report_values(baseline, perturbation)
+    cand = registered.report_values(candidate, perturbation)
     if base is None or cand is None:
         return None
     if base.shape != cand.shape:
@@ -393,4 +357,4 @@ def _paired_test(
             f"cannot gate: {perturbation}/{metric} has {base.size} per-sample values in the "
             f"baseline but {cand.size} in the candidate; evaluate both on the same samples."
         )
-    return _TESTS[per_sample.kind](base, cand, higher, policy)
+    return _TESTS[registered.paired_test](base, cand, higher, policy)

@@ -1,7 +1,15 @@
-"""Top-k accuracy with a Wilson score 95% interval.
+"""The metric registry: everything robench knows about one metric, in one place.
+
+Each registered `Metric` says how to compute it from a stored per-sample record, how to
+aggregate the per-sample values into the reported value, which 95% interval to report, which
+direction is better, how tables show it, and how `robench gate` pairs it across two reports.
+`evaluate`, `tables`, `compare` and `gate` read this registry and nothing else; a metric found
+in a report but not registered here (e.g. from an older robench) is shown raw and is not
+tested per sample.
 
 Accuracies are fractions in [0, 1] computed from per-sample predictions, so a resumed run
 and an uninterrupted one give the same numbers, and a gate can pair samples across runs.
+This module is part of the torch-free results layer.
 """
 
 from __future__ import annotations
@@ -9,10 +17,22 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
+import numpy as np
+
+from robench._core.errors import ConfigError
 from robench._core.registry import Registry
+from robench.results.report import Report
 
 Z_95 = 1.959963984540054  # two-sided 95% normal quantile
+
+PerSampleValue = bool | float
+PerSampleFn = Callable[[int, Sequence[int]], PerSampleValue]  # (label, top-k predictions)
+AggregateFn = Callable[[Sequence[PerSampleValue]], float]
+IntervalFn = Callable[[Sequence[PerSampleValue]], tuple[float, float]]
+ReportValuesFn = Callable[[Report, str], np.ndarray | None]  # (report, perturbation)
+PairedKind = Literal["binary", "real"]
 
 
 def wilson_interval(successes: int, n: int, z: float = Z_95) -> tuple[float, float]:
@@ -30,26 +50,130 @@ def wilson_interval(successes: int, n: int, z: float = Z_95) -> tuple[float, flo
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
+def mean(values: Sequence[PerSampleValue]) -> float:
+    """Mean of per-sample values; 0.0 for no samples. For booleans: successes / n."""
+    return sum(values) / len(values) if values else 0.0
+
+
+def wilson(values: Sequence[PerSampleValue]) -> tuple[float, float]:
+    """Wilson score 95% interval of binary per-sample values."""
+    return wilson_interval(int(sum(values)), len(values))
+
+
 @dataclass(frozen=True)
-class MetricSpec:
-    """How to compute one per-sample metric and which direction is better."""
+class MetricDisplay:
+    """How a metric is shown: reports store accuracies as fractions, tables show percent."""
+
+    label: str  # column header text
+    scale: float = 1.0  # shown value = stored value * scale
+    unit: str = ""  # "%" for percentages, "" for raw values
+    diff_unit: str = ""  # unit of a difference: "pp" (percentage points) or ""
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric: computation, aggregation, interval, direction, display and paired test.
+
+    `aggregate` turns the per-sample values of one perturbation into the reported value
+    (the mean by default). A metric aggregated over several results, such as mCE over the
+    corruptions of a suite, would register its own `aggregate` (over per-result values) and
+    `interval`; none is registered yet, so reports carrying one show it raw.
+    """
 
     name: str
-    higher_is_better: bool
-    per_sample: Callable[[int, Sequence[int]], bool]  # (label, top-k predictions) -> correct
     description: str
+    higher_is_better: bool
+    per_sample: PerSampleFn  # stored record (label, top-k predictions) -> per-sample value
+    display: MetricDisplay
+    # How `robench gate` pairs it: "binary" -> exact McNemar, "real" -> paired bootstrap.
+    paired_test: PairedKind = "binary"
+    # Its per-sample values of one perturbation as stored in a report; None when absent.
+    report_values: ReportValuesFn | None = None
+    aggregate: AggregateFn = mean
+    interval: IntervalFn = wilson  # 95% interval of the aggregate
+
+    def summarize(self, values: Sequence[PerSampleValue]) -> tuple[float, tuple[float, float]]:
+        """The reported value and 95% interval of these per-sample values."""
+        return self.aggregate(values), self.interval(values)
 
 
-METRICS: Registry[MetricSpec] = Registry("metric")
+METRICS: Registry[Metric] = Registry("metric")
 
 
-def _register(spec: MetricSpec) -> None:
-    METRICS.register(spec.name)(spec)
+def register(metric: Metric) -> Metric:
+    """Add `metric` to the registry (a name may be registered once)."""
+    return METRICS.register(metric.name)(metric)
 
 
-def _top_k(k: int) -> Callable[[int, Sequence[int]], bool]:
+def extended_registry(*extra: Metric) -> Registry[Metric]:
+    """A copy of the registry with `extra` metrics added, e.g. to try a metric in a test
+    (`monkeypatch.setattr(metrics, "METRICS", extended_registry(m))`) without registering it
+    for good."""
+    registry: Registry[Metric] = Registry(METRICS.what)
+    for metric in [*(METRICS.get(name) for name in METRICS), *extra]:
+        registry.register(metric.name)(metric)
+    return registry
+
+
+def find_metric(name: str) -> Metric | None:
+    """The registered metric `name`, or None for a metric robench does not know."""
+    return METRICS.get(name) if name in METRICS else None
+
+
+def metric_display(name: str) -> MetricDisplay:
+    """How `name` is shown; metrics not in the registry are shown raw under their name."""
+    metric = find_metric(name)
+    return metric.display if metric is not None else MetricDisplay(name)
+
+
+def higher_is_better(name: str, stored: bool) -> bool:
+    """The direction of `name`: the registry's; `stored` (the report's) if not registered."""
+    metric = find_metric(name)
+    return metric.higher_is_better if metric is not None else stored
+
+
+def _top_k(k: int) -> PerSampleFn:
     return lambda label, topk: label in topk[:k]
 
 
-_register(MetricSpec("top1", True, _top_k(1), "top-1 accuracy (fraction of samples)"))
-_register(MetricSpec("top5", True, _top_k(5), "top-5 accuracy (fraction of samples)"))
+def _top1_values(report: Report, perturbation: str) -> np.ndarray | None:
+    predictions = report.samples.predictions.get(perturbation)
+    if predictions is None:
+        return None
+    labels = report.samples.labels
+    if len(predictions) > len(labels):
+        raise ConfigError(
+            f"report of {report.model.name} is inconsistent: {perturbation} has "
+            f"{len(predictions)} predictions but only {len(labels)} labels; re-run the evaluation."
+        )
+    # A perturbation with max_samples covers the first n of the run's sorted indices.
+    return np.asarray(predictions) == np.asarray(labels[: len(predictions)])
+
+
+def _top5_values(report: Report, perturbation: str) -> np.ndarray | None:
+    flags = report.samples.top5_correct.get(perturbation)
+    return None if flags is None else np.asarray(flags, dtype=bool)
+
+
+register(
+    Metric(
+        name="top1",
+        description="top-1 accuracy (fraction of samples)",
+        higher_is_better=True,
+        per_sample=_top_k(1),
+        display=MetricDisplay("top-1", scale=100.0, unit="%", diff_unit="pp"),
+        paired_test="binary",
+        report_values=_top1_values,
+    )
+)
+register(
+    Metric(
+        name="top5",
+        description="top-5 accuracy (fraction of samples)",
+        higher_is_better=True,
+        per_sample=_top_k(5),
+        display=MetricDisplay("top-5", scale=100.0, unit="%", diff_unit="pp"),
+        paired_test="binary",
+        report_values=_top5_values,
+    )
+)

@@ -1,7 +1,8 @@
 """Human-readable tables of one report: metric, direction, value and 95% interval.
 
-Values are shown as percentages (reports store fractions), in the shape of lm-eval's
-`make_table`: `Perturbation | Metric | dir | Value | 95% CI`.
+Values are shown as the metric registry says (percentages for accuracies, which reports
+store as fractions), in the shape of lm-eval's `make_table`:
+`Perturbation | Metric | dir | Value | 95% CI`.
 
 Rich tables never cut a number: numeric columns get the width of their widest number (and
 fold rather than truncate if the terminal is narrower still), and a renderable picks, at
@@ -20,6 +21,7 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from robench._core.registry import Registry
+from robench.results.metrics import higher_is_better, metric_display
 from robench.results.report import Report
 
 ARROWS = {True: "↑", False: "↓"}
@@ -87,27 +89,48 @@ def numeric_width(cells: list[str], header: str = "", hyphenate: bool = False) -
     return max(widest, label_width(header, hyphenate))
 
 
+def _value_unit(report: Report) -> str | None:
+    """The unit every metric of `report` is shown in ("%" for accuracies, also when there
+    is none); None when they differ, and each metric's row then names its own."""
+    units = {metric_display(m).unit for r in report.results for m in r.metrics}
+    return units.pop() if len(units) == 1 else ("%" if not units else None)
+
+
 def report_rows(report: Report) -> list[list[str]]:
+    shared = _value_unit(report)
     rows = []
     for result in report.results:
         eps = result.params.get("eps_display")
         label = f"{result.name} (eps {eps})" if eps else result.name
         for metric, value in result.metrics.items():
+            display = metric_display(metric)
+            scale = display.scale
             low, high = value.ci95
+            shown = (
+                metric if shared is not None or not display.unit else f"{metric} ({display.unit})"
+            )
             rows.append(
                 [
                     label,
-                    metric,
-                    ARROWS[value.higher_is_better],
-                    f"{100 * value.value:.2f}",
-                    f"[{100 * low:.2f}, {100 * high:.2f}]",
+                    shown,
+                    ARROWS[higher_is_better(metric, value.higher_is_better)],
+                    f"{scale * value.value:.2f}",
+                    f"[{scale * low:.2f}, {scale * high:.2f}]",
                     str(result.n_samples),
                 ]
             )
     return rows
 
 
-HEADER = ["Perturbation", "Metric", "", "Value (%)", "95% CI", "n"]
+def value_header(report: Report) -> str:
+    """`Value (%)` when every metric is a percentage, `Value` otherwise."""
+    unit = _value_unit(report)
+    return f"Value ({unit})" if unit else "Value"
+
+
+def results_header(report: Report) -> list[str]:
+    return ["Perturbation", "Metric", "", value_header(report), "95% CI", "n"]
+
 
 REPORT_FORMATS: Registry[Callable[[Report], object]] = Registry("table format")
 
@@ -142,7 +165,8 @@ def _add_numeric_column(table: Table, header: str, cells: list[str], spare: int 
 class RichResults:
     """The results table of one report, laid out for the width it is printed at.
 
-    `wide`: Perturbation | Metric | dir | Value (%) | 95% CI | n. `stacked`, when that does
+    `wide`: Perturbation | Metric | dir | Value (%) | 95% CI | n (`Value` when the metrics'
+    units differ). `stacked`, when that does
     not fit: the metric under the perturbation and the interval under the value. Only labels
     wrap; numbers keep their width.
     """
@@ -150,6 +174,7 @@ class RichResults:
     def __init__(self, report: Report) -> None:
         self.report = report
         self.rows = report_rows(report)
+        self.header = results_header(report)
 
     def _table(self) -> Table:
         report = self.report
@@ -158,9 +183,9 @@ class RichResults:
 
     def wide(self, spare: int = 0) -> Table:
         table = self._table()
-        for i, name in enumerate(HEADER[:3]):
+        for i, name in enumerate(self.header[:3]):
             table.add_column(name, overflow="fold", no_wrap=i == 2)
-        for i, name in enumerate(HEADER[3:], start=3):
+        for i, name in enumerate(self.header[3:], start=3):
             spare = _add_numeric_column(table, name, [row[i] for row in self.rows], spare)
         for row in self.rows:
             table.add_row(*row)
@@ -170,8 +195,8 @@ class RichResults:
         table = self._table()
         table.add_column("Perturbation\nMetric", overflow="fold")
         values = [f"{value}\n{interval}" for _, _, _, value, interval, _ in self.rows]
-        spare = _add_numeric_column(table, "Value (%)\n95% CI", values, spare)
-        _add_numeric_column(table, HEADER[5], [row[5] for row in self.rows], spare)
+        spare = _add_numeric_column(table, f"{self.header[3]}\n95% CI", values, spare)
+        _add_numeric_column(table, self.header[5], [row[5] for row in self.rows], spare)
         for (label, metric, arrow, *_, n), value in zip(self.rows, values, strict=True):
             table.add_row(f"{label}\n{metric} {arrow}", value, n)
         return table
@@ -211,7 +236,7 @@ def _markdown(header: list[str], rows: list[list[str]]) -> list[str]:
 
 @REPORT_FORMATS.register("markdown")
 def markdown_table(report: Report) -> str:
-    lines = _markdown(HEADER, report_rows(report))
+    lines = _markdown(results_header(report), report_rows(report))
     if report.diagnostics:
         lines += ["", *_markdown(DIAGNOSTIC_HEADER, diagnostic_rows(report))]
     if report.sanity:

@@ -36,7 +36,7 @@ from robench.models.checks import check_model
 from robench.models.loading import LoadedModel, load_model
 from robench.models.spec import ModelSpec
 from robench.results.checks import check_attack_order
-from robench.results.metrics import METRICS, wilson_interval
+from robench.results.metrics import METRICS
 from robench.results.report import (
     DataInfo,
     DiagnosticResult,
@@ -134,12 +134,11 @@ def _results(
         indices = sorted(records.labels)
         metrics = {}
         for metric_name in loaded_suite.suite.metrics:
-            spec = METRICS.get(metric_name)
-            correct = sum(spec.per_sample(records.labels[i], records.topk[i]) for i in indices)
+            metric = METRICS.get(metric_name)
+            values = [metric.per_sample(records.labels[i], records.topk[i]) for i in indices]
+            value, ci95 = metric.summarize(values)
             metrics[metric_name] = MetricValue(
-                value=correct / len(indices) if indices else 0.0,
-                ci95=wilson_interval(correct, len(indices)),
-                higher_is_better=spec.higher_is_better,
+                value=value, ci95=ci95, higher_is_better=metric.higher_is_better
             )
         results.append(
             PerturbationResult(
@@ -155,7 +154,7 @@ def _results(
             base_indices = indices
             labels = [records.labels[i] for i in indices]
         predictions[planned.label] = [records.topk[i][0] for i in indices]
-        top5[planned.label] = [in_top5(records.labels[i], records.topk[i]) for i in indices]
+        top5[planned.label] = [bool(in_top5(records.labels[i], records.topk[i])) for i in indices]
     samples = SampleResults(
         indices=base_indices or [], labels=labels, predictions=predictions, top5_correct=top5
     )

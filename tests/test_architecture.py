@@ -1,0 +1,135 @@
+"""The tree keeps its shape: one import direction between the parts, and a command line that
+answers without importing torch.
+
+Layers, lowest first: _core < results < data < models < perturbations, diagnostics < tasks <
+evaluation, training < cli. A module may import its own part and any lower layer; importing
+a higher layer (upward) or another part of the same layer (sideways) fails this test.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "robench"
+
+RANKS = {
+    "_core": 0,
+    "results": 1,
+    "data": 2,
+    "models": 3,
+    "perturbations": 4,
+    "diagnostics": 4,
+    "tasks": 5,
+    "evaluation": 6,
+    "training": 6,
+    "cli": 7,
+}
+
+
+def _part(module: str) -> str | None:
+    """`robench.results.gate` -> "results"; None for the package root itself."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "robench" else None
+
+
+def _imports(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "robench":
+                found += [f"robench.{alias.name}" for alias in node.names]
+            else:
+                found.append(node.module)
+    return [name for name in found if name.startswith("robench")]
+
+
+def _modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if p.parent != PACKAGE)
+
+
+def test_every_part_is_a_ranked_subpackage_with_a_docstring() -> None:
+    parts = {p.name for p in PACKAGE.iterdir() if p.is_dir() and not p.name.startswith("__")}
+    assert parts <= set(RANKS), f"unranked parts: {parts - set(RANKS)}"
+    for part in parts:
+        init = PACKAGE / part / "__init__.py"
+        assert ast.get_docstring(ast.parse(init.read_text())), f"{init} has no docstring"
+    top_level = {p.stem for p in PACKAGE.glob("*.py")}
+    assert top_level == {"__init__", "__main__"}, top_level
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_imports_point_down(path: Path) -> None:
+    own = path.relative_to(PACKAGE).parts[0]
+    for name in _imports(path):
+        target = _part(name)
+        if target is None or target == own:
+            continue
+        assert target in RANKS, f"{path}: imports {name}, an unranked part"
+        assert RANKS[target] < RANKS[own], (
+            f"{path} ({own}, layer {RANKS[own]}) imports {name} ({target}, layer "
+            f"{RANKS[target]}): imports must point to a lower layer"
+        )
+
+
+def test_the_package_root_imports_only_the_core() -> None:
+    for name in _imports(PACKAGE / "__init__.py"):
+        assert _part(name) in (None, "_core"), name
+
+
+HEAVY = (
+    "torch",
+    "torchvision",
+    "timm",
+    "torchattacks",
+    "pyautoattack",
+    "imagecorruptions",
+    "pandas",
+    "matplotlib",
+)
+REPORTS = Path(__file__).resolve().parents[1] / "reports" / "demo"
+LIGHT_COMMANDS = [
+    ["--help"],
+    ["--version"],
+    ["list", "suites"],
+    ["list", "perturbations"],
+    ["list", "metrics"],
+    ["schema"],
+    ["validate", "smoke", "demo"],
+    ["compare", str(REPORTS / "baseline.json"), str(REPORTS / "elliptical.json")],
+    ["gate", "-b", str(REPORTS / "baseline.json"), "-c", str(REPORTS / "baseline.json")],
+]
+
+_PROBE = """
+import json, sys
+sys.argv = ["robench", *json.loads(sys.argv[1])]
+from robench.cli import main
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+else:
+    code = 0
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("argv", LIGHT_COMMANDS, ids=lambda a: " ".join(a[:2]))
+def test_light_commands_import_no_torch(argv: list[str]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, json.dumps(argv)], capture_output=True, text=True
+    )
+    result = json.loads(done.stderr.strip().splitlines()[-1])
+    assert result["code"] in (0, None), done.stderr
+    # compare still builds its table with pandas (docs/architecture.md, "Not done yet").
+    allowed = {"pandas"} if argv[0] == "compare" else set()
+    loaded = [name for name in HEAVY if name in result["modules"] and name not in allowed]
+    assert loaded == [], f"robench {' '.join(argv)} imported {loaded}"
