@@ -313,7 +313,7 @@ def test_real_fashion_mnist_test_split(fashion_mnist_dir: Path) -> None:
 
 
 def test_builtin_and_path_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    missing = data_module.BuiltinDataset(tmp_path / "gone", "run `make data`")
+    missing = data_module.BuiltinDataset(tmp_path / "gone", "ROBENCH_TEST_UNSET", "run `make data`")
     monkeypatch.setitem(data_module.BUILTIN_DATASETS, "fashion-mnist", missing)
     monkeypatch.chdir(tmp_path)
     with pytest.raises(DataError, match="make data"):
@@ -359,3 +359,17 @@ def test_indices_sha256_is_stable() -> None:
     assert indices_sha256([0, 1, 2]) != indices_sha256([0, 1, 3])
     # The seeded subset itself is a golden value: reports from other machines must agree.
     assert select_indices(100, 5, seed=0) == [2, 26, 55, 75, 86]
+
+
+def test_the_built_in_dataset_location_can_be_overridden(
+    tmp_path: Path, fashion_mnist_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from robench.data import BUILTIN_DATASETS
+
+    monkeypatch.setenv("ROBENCH_FASHION_MNIST_DIR", str(tmp_path / "nowhere"))
+    assert BUILTIN_DATASETS["fashion-mnist"].path == tmp_path / "nowhere"
+    with pytest.raises(DataError, match="ROBENCH_FASHION_MNIST_DIR"):
+        open_dataset("fashion-mnist", preprocessing=GRAY_28)
+    monkeypatch.setenv("ROBENCH_FASHION_MNIST_DIR", str(fashion_mnist_dir))
+    data = open_dataset("fashion-mnist", preprocessing=GRAY_28)
+    assert len(data) == 10_000 and data.root == fashion_mnist_dir

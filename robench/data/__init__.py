@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,16 +40,25 @@ logger = logging.getLogger(__name__)
 class BuiltinDataset:
     """A dataset robench knows by name."""
 
-    # Where the data is installed.
-    path: Path
+    # Where the Debian package installs the data.
+    default_path: Path
+    # Environment variable that points robench at another copy (e.g. a non-Debian machine).
+    env_var: str
     # How to install it when it is missing (the end of an error message).
     install_hint: str
+
+    @property
+    def path(self) -> Path:
+        """The environment variable's directory when set, else the default location."""
+        return Path(os.environ.get(self.env_var) or self.default_path)
 
 
 BUILTIN_DATASETS: dict[str, BuiltinDataset] = {
     "fashion-mnist": BuiltinDataset(
-        path=Path("/usr/share/datasets/fashion-mnist"),
-        install_hint="run `make data` or `apt-get install dataset-fashion-mnist`",
+        default_path=Path("/usr/share/datasets/fashion-mnist"),
+        env_var="ROBENCH_FASHION_MNIST_DIR",
+        install_hint="run `make data` or `apt-get install dataset-fashion-mnist`, or set "
+        "ROBENCH_FASHION_MNIST_DIR to a directory of its IDX files",
     ),
 }
 

@@ -58,20 +58,6 @@ class LabeledImages(Dataset[tuple[torch.Tensor, int]]):
     def _load_image(self, index: int) -> torch.Tensor:
         raise NotImplementedError
 
-    def describe(self) -> dict[str, object]:
-        """What a report records about the data."""
-        return {
-            "kind": self.kind,
-            "root": str(self.root),
-            "split": self.split,
-            "num_items": len(self),
-            "num_classes": len(self.classes),
-            "class_index_note": self.class_index_note,
-            "input_size": list(self.preprocessing.input_size),
-            "interpolation": self.preprocessing.interpolation,
-            "crop_pct": self.preprocessing.crop_pct,
-        }
-
     def __repr__(self) -> str:
         split = f", split={self.split!r}" if self.split else ""
         return (

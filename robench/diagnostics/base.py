@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
+from robench._core.batching import batch_indices
 from robench._core.errors import DataError
 from robench.diagnostics.params import DIAGNOSTICS, DiagnosticParams
 
@@ -98,8 +99,8 @@ def iter_batches(
     images: torch.Tensor, batch_size: int, device: torch.device
 ) -> Iterator[torch.Tensor]:
     """Consecutive slices of `images` of at most `batch_size`, moved to `device`."""
-    for start in range(0, images.shape[0], batch_size):
-        yield images[start : start + batch_size].to(device)
+    for batch in batch_indices(range(images.shape[0]), batch_size):
+        yield images[batch[0] : batch[-1] + 1].to(device)
 
 
 @contextmanager

@@ -17,6 +17,7 @@ from typing import Protocol
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from robench._core.batching import batch_indices
 from robench._core.seeding import derive_seed, seed_everything
 from robench.evaluation.sample_store import SampleStore
 from robench.evaluation.suites import PlannedPerturbation
@@ -66,10 +67,6 @@ def load_batch(
     return images, labels
 
 
-def _batches(indices: Sequence[int], batch_size: int) -> list[list[int]]:
-    return [list(indices[i : i + batch_size]) for i in range(0, len(indices), batch_size)]
-
-
 def run_plan(
     model: torch.nn.Module,
     dataset: Dataset,
@@ -94,7 +91,7 @@ def run_plan(
     times = RunTimes()
     for planned in plan:
         chosen = indices[: planned.max_samples] if planned.max_samples else indices
-        numbered = enumerate(_batches(chosen, batch_size))
+        numbered = enumerate(batch_indices(chosen, batch_size))
         mine = [(b, batch) for b, batch in numbered if b % world == rank]
         records = store.records_for(planned.label)
         todo = [(b, batch) for b, batch in mine if not set(batch) <= records.labels.keys()]

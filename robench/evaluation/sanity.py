@@ -25,6 +25,7 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from robench._core.batching import batch_indices
 from robench._core.seeding import derive_seed
 from robench._core.units import display_pixel_value
 from robench.evaluation.runner import attack_batch, load_batch
@@ -72,7 +73,9 @@ class _Battery:
         """Top-1 accuracy of `kind` on the battery's samples (checked and re-run as usual)."""
         validated = PERTURBATIONS.get(kind).Params.model_validate(params)
         planned = PlannedPerturbation(label, kind, validated, None)
-        loader = DataLoader(self.dataset, batch_sampler=self._batches())
+        loader = DataLoader(
+            self.dataset, batch_sampler=batch_indices(list(self.indices), self.batch_size)
+        )
         correct = 0
         for number, (images, labels) in enumerate(loader):
             images, labels = images.to(self.device), labels.to(self.device)
@@ -88,10 +91,6 @@ class _Battery:
     def pgd(self, eps: float, label: str) -> float:
         step = max(eps / 4, 1e-6)
         return self.accuracy("pgd", label, eps=eps, steps=self.budget.pgd_steps, step_size=step)
-
-    def _batches(self) -> list[list[int]]:
-        idx = list(self.indices)
-        return [idx[i : i + self.batch_size] for i in range(0, len(idx), self.batch_size)]
 
 
 def _result(
