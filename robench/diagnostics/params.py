@@ -5,12 +5,9 @@ class that implements it, imported when the diagnostic is built.
 
 from __future__ import annotations
 
-import importlib
-from dataclasses import dataclass
-from typing import Any, TypeVar
-
 from pydantic import BaseModel, ConfigDict, Field
 
+from robench._core.kinds import LazyKind, kind_registrar
 from robench._core.registry import Registry
 
 
@@ -26,32 +23,8 @@ class BatchedParams(DiagnosticParams):
     batch_size: int = Field(default=32, gt=0)  # images per forward pass (bounds memory)
 
 
-@dataclass(frozen=True)
-class DiagnosticKind:
-    """A registered diagnostic: its parameter schema and where its implementation lives."""
-
-    name: str
-    Params: type[DiagnosticParams]
-    implementation: str  # "package.module:Class"
-
-    def load(self) -> Any:
-        module, _, attribute = self.implementation.partition(":")
-        return getattr(importlib.import_module(module), attribute)
-
-
-DIAGNOSTICS: Registry[DiagnosticKind] = Registry("diagnostic")
-
-P = TypeVar("P", bound=type[DiagnosticParams])
-
-
-def register_diagnostic(name: str, implementation: str) -> Any:
-    """Class decorator on a parameter schema: register diagnostic `name`."""
-
-    def decorate(params: P) -> P:
-        DIAGNOSTICS.register(name)(DiagnosticKind(name, params, implementation))
-        return params
-
-    return decorate
+DIAGNOSTICS: Registry[LazyKind[DiagnosticParams]] = Registry("diagnostic")
+register_diagnostic = kind_registrar(DIAGNOSTICS)
 
 
 @register_diagnostic("collapse", "robench.diagnostics.collapse:Collapse")

@@ -13,12 +13,11 @@ parameters, without importing torch or any attack library.
 from __future__ import annotations
 
 import abc
-import importlib
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from robench._core.kinds import LazyKind, kind_registrar
 from robench._core.registry import Registry
 from robench._core.units import parse_pixel_value
 
@@ -80,40 +79,12 @@ class Perturbation(abc.ABC):
         runner) for randomness so that the same seed gives the same images."""
 
 
-@dataclass(frozen=True)
-class PerturbationKind:
-    """A registered kind: its parameter schema and where its implementation lives."""
-
-    name: str
-    Params: type[PerturbationParams]
-    implementation: str  # "package.module:Class", imported only to build the perturbation
-
-    @property
-    def description(self) -> str:
-        return (self.Params.__doc__ or "").strip().splitlines()[0]
-
-    def load(self) -> type[Perturbation]:
-        module, _, attribute = self.implementation.partition(":")
-        cls: type[Perturbation] = getattr(importlib.import_module(module), attribute)
-        return cls
-
-
-PERTURBATIONS: Registry[PerturbationKind] = Registry("perturbation")
-
-P = TypeVar("P", bound=type[PerturbationParams])
-
-
-def register_kind(name: str, implementation: str) -> Any:
-    """Class decorator on a parameter schema: register kind `name`, built by `implementation`."""
-
-    def decorate(params: P) -> P:
-        PERTURBATIONS.register(name)(PerturbationKind(name, params, implementation))
-        return params
-
-    return decorate
+PERTURBATIONS: Registry[LazyKind[PerturbationParams]] = Registry("perturbation")
+register_kind = kind_registrar(PERTURBATIONS)
 
 
 def build_perturbation(kind: str, params: dict[str, Any]) -> Perturbation:
     """Validate `params` against the kind's schema and build the perturbation."""
     entry = PERTURBATIONS.get(kind)
-    return entry.load()(entry.Params.model_validate(params))
+    perturbation: Perturbation = entry.load()(entry.Params.model_validate(params))
+    return perturbation

@@ -1,0 +1,53 @@
+"""Kinds registered by their parameter schema, with the implementation imported on demand.
+
+A suite names a kind (`pgd`, `collapse`) and its parameters. Registering the pydantic schema
+with the dotted path of the class that implements it lets robench validate suites and list
+parameters without importing torch or any attack library; `load()` imports the class when a
+run first needs it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from robench._core.registry import Registry
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class LazyKind(Generic[M]):
+    """A registered kind: its parameter schema and where its implementation lives."""
+
+    name: str
+    Params: type[M]
+    implementation: str  # "package.module:Class"
+
+    @property
+    def description(self) -> str:
+        return (self.Params.__doc__ or "").strip().splitlines()[0]
+
+    def load(self) -> Any:
+        module, _, attribute = self.implementation.partition(":")
+        return getattr(importlib.import_module(module), attribute)
+
+
+P = TypeVar("P", bound=type[BaseModel])
+
+
+def kind_registrar(registry: Registry[LazyKind[M]]) -> Callable[[str, str], Callable[[P], P]]:
+    """A class decorator factory: `@register("name", "module:Class")` on a parameter schema."""
+
+    def register(name: str, implementation: str) -> Callable[[P], P]:
+        def decorate(params: P) -> P:
+            registry.register(name)(LazyKind(name, params, implementation))  # type: ignore[arg-type]
+            return params
+
+        return decorate
+
+    return register
