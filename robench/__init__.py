@@ -8,9 +8,7 @@ works after `import robench.models.zoo`.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from robench._core.lazy import lazy_exports
 from robench._core.version import __version__ as __version__
 
 _LAZY = {
@@ -24,9 +22,4 @@ _LAZY = {
 __all__ = ["__version__", *_LAZY]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'robench' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY)

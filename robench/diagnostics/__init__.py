@@ -10,9 +10,7 @@ May import: `robench.models`, `robench.data`, `robench.results`, `robench._core`
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from robench._core.lazy import lazy_exports
 from robench.diagnostics.params import DIAGNOSTICS as DIAGNOSTICS
 
 _LAZY = {
@@ -25,7 +23,4 @@ _LAZY = {
 __all__ = ["DIAGNOSTICS", *_LAZY]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'robench.diagnostics' has no attribute {name!r}")
-    return getattr(importlib.import_module(_LAZY[name]), name)
+__getattr__ = lazy_exports(__name__, _LAZY)

@@ -10,14 +10,9 @@ May import: `robench.tasks`, `robench.perturbations`, `robench.models`, `robench
 
 from __future__ import annotations
 
-from typing import Any
+from robench._core.lazy import lazy_exports
 
-__all__ = ["EvalRequest", "evaluate"]
+_LAZY = {"EvalRequest": "robench.evaluation.request", "evaluate": "robench.evaluation.request"}
 
-
-def __getattr__(name: str) -> Any:
-    if name not in __all__:
-        raise AttributeError(f"module 'robench.evaluation' has no attribute {name!r}")
-    from robench.evaluation import request as module
-
-    return getattr(module, name)
+__all__ = list(_LAZY)
+__getattr__ = lazy_exports(__name__, _LAZY)

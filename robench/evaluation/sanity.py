@@ -33,11 +33,11 @@ from robench.evaluation.suites import PlannedPerturbation
 from robench.models.checks import check_model
 from robench.models.zoo import is_elliptical, set_differentiable
 from robench.perturbations import PERTURBATIONS
+from robench.results.checks import TOLERANCE  # one accuracy slack for every comparison
 from robench.results.report import SanityResult
 
 logger = logging.getLogger(__name__)
 
-TOLERANCE = 0.02  # accuracy slack (fraction) before a comparison counts as a failure
 UNBOUNDED_MAX_ACCURACY = 0.05
 EPS_SWEEP = (0.25, 0.5, 1.0, 2.0)
 
