@@ -1,7 +1,7 @@
 """Small synthetic reports for tests of compare, gate and anything else that reads reports.
 
-`make_report` builds a schema-valid `Report` whose per-sample predictions give exactly the
-requested top-1 accuracies; `flip` derives a candidate by turning correct samples wrong (or
+`make_report` builds a schema-valid (version 2) `Report` whose per-sample predictions give
+exactly the requested top-1 accuracies; `flip` derives a candidate by turning correct samples wrong (or
 wrong ones right), recomputing the metrics from the samples as `robench eval` does.
 """
 
@@ -56,7 +56,6 @@ def _model(name: str, checkpoint_sha256: str | None) -> ModelInfo:
         normalization={"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]},
         preprocessing={"input_size": [3, 224, 224], "interpolation": "bicubic", "crop_pct": 0.875},
         config_sources={"mean": "model card"},
-        elliptical=None,
         randomized=False,
     )
 
@@ -95,22 +94,26 @@ def make_report(
     indices = list(indices) if indices is not None else list(range(n))
     labels = [i % CLASSES for i in indices]
     sha = checkpoint_sha256 or hashlib.sha256(model.encode()).hexdigest()
-    results, predictions, top5 = [], {}, {}
+    results, columns = [], {}
     for name, accuracy in accuracies.items():
         m = (max_samples or {}).get(name, len(indices))
         k = round(accuracy * m)
         correct = [j < k for j in range(m)]
-        predictions[name] = [
-            y if ok else (y + 1) % CLASSES for y, ok in zip(labels, correct, strict=False)
-        ]
-        top5[name] = [ok or j % 4 == 0 for j, ok in enumerate(correct)]
+        top5 = [ok or j % 4 == 0 for j, ok in enumerate(correct)]
+        columns[name] = {
+            "prediction": [
+                y if ok else (y + 1) % CLASSES for y, ok in zip(labels, correct, strict=False)
+            ],
+            "top1": correct,
+            "top5": top5,
+        }
         results.append(
             PerturbationResult(
                 name=name,
                 kind="clean" if name == "clean" else name,
                 params=dict((params or {}).get(name, {})),
                 n_samples=m,
-                metrics=_accuracy_metrics(correct, top5[name]),
+                metrics=_accuracy_metrics(correct, top5),
                 wall_time_s=1.0,
             )
         )
@@ -142,24 +145,24 @@ def make_report(
             path=f"attacks/{suite}.toml",
             description="synthetic suite for tests",
         ),
-        data=DataInfo(
-            path="/data/imagenet/val",
-            kind="image-folder",
-            split=None,
-            n_total=50_000,
-            n_samples=len(indices),
-            limit=len(indices),
-            indices_sha256=indices_sha256(indices),
-            classes=CLASSES,
-            class_index_note="sorted folder names",
-        ),
+        datasets={
+            "default": DataInfo(
+                path="/data/imagenet/val",
+                kind="image-folder",
+                split=None,
+                n_total=50_000,
+                n_samples=len(indices),
+                limit=len(indices),
+                indices_sha256=indices_sha256(indices),
+                classes=CLASSES,
+                class_index_note="sorted folder names",
+            )
+        },
         seed=0,
         batch_size=64,
         results=results,
         warnings=[],
-        samples=SampleResults(
-            indices=indices, labels=labels, predictions=predictions, top5_correct=top5
-        ),
+        samples={"default": SampleResults(indices=indices, targets=labels, values=columns)},
         wall_time_s=10.0,
     )
 
@@ -178,8 +181,10 @@ def flip(
     if model is not None:
         new.model.name = model
         new.model.checkpoint_sha256 = hashlib.sha256(model.encode()).hexdigest()
-    labels = new.samples.labels
-    preds = new.samples.predictions[perturbation]
+    samples = new.samples["default"]
+    labels = samples.targets
+    columns = samples.values[perturbation]
+    preds = columns["prediction"]
     right = [j for j, p in enumerate(preds) if p == labels[j]]
     wrong = [j for j, p in enumerate(preds) if p != labels[j]]
     if to_wrong > len(right) or to_right > len(wrong):
@@ -188,10 +193,11 @@ def flip(
         preds[j] = (labels[j] + 1) % CLASSES
     for j in wrong[:to_right]:
         preds[j] = labels[j]
-        new.samples.top5_correct[perturbation][j] = True
-    correct = [p == y for p, y in zip(preds, labels, strict=True)]
+        columns["top5"][j] = True
+    correct = [p == y for p, y in zip(preds, labels[: len(preds)], strict=True)]
+    columns["top1"] = correct
     result = next(r for r in new.results if r.name == perturbation)
-    result.metrics = _accuracy_metrics(correct, new.samples.top5_correct[perturbation])
+    result.metrics = _accuracy_metrics(correct, columns["top5"])
     return new
 
 

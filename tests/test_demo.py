@@ -35,11 +35,11 @@ def test_quick_demo_writes_reports_comparison_and_figures(
         report = json.loads((tmp_path / f"{role}.json").read_text())
         jsonschema.validate(report, schema)
         reports[role] = report
-    assert reports["elliptical"]["model"]["elliptical"]["layers"] == 3
-    assert reports["baseline"]["model"]["elliptical"] is None
+    assert reports["elliptical"]["model"]["extensions"]["elliptical"]["layers"] == 3
+    assert reports["baseline"]["model"]["extensions"] == {}
     assert (
-        reports["baseline"]["data"]["indices_sha256"]
-        == reports["elliptical"]["data"]["indices_sha256"]
+        reports["baseline"]["datasets"]["default"]["indices_sha256"]
+        == reports["elliptical"]["datasets"]["default"]["indices_sha256"]
     )
     # The shipped models are trained: well above chance on clean data.
     for report in reports.values():

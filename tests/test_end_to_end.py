@@ -73,7 +73,8 @@ def test_train_then_eval_from_the_cli_writes_a_schema_valid_report(
     assert report["model"]["architecture"] == "vit_nano_patch4_28"
     assert report["model"]["config_sources"]["mean"] == "checkpoint metadata"
     assert len(report["model"]["checkpoint_sha256"]) == 64
-    assert report["data"]["n_samples"] == 64 and report["data"]["kind"] == "idx"
+    assert report["datasets"]["default"]["n_samples"] == 64
+    assert report["datasets"]["default"]["kind"] == "idx"
     results = {r["name"]: r for r in report["results"]}
     clean = results["clean"]["metrics"]["top1"]["value"]
     assert clean > 0.2, "40 steps of training should beat chance (10%) clearly"
@@ -167,6 +168,7 @@ def test_torchrun_shards_batches_and_writes_the_same_report(
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     sharded = json.loads(out.read_text())
-    assert sharded["samples"] == single.samples.model_dump()
-    assert json.loads(done.stdout)["data"]["n_samples"] == 48  # one report on stdout, rank 0's
+    assert sharded["samples"] == single.model_dump(mode="json")["samples"]
+    printed = json.loads(done.stdout)  # one report on stdout, rank 0's
+    assert printed["datasets"]["default"]["n_samples"] == 48
     assert (tmp_path / "sharded.samples.rank1.jsonl").exists()

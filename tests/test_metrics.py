@@ -32,7 +32,7 @@ def test_builtin_metrics_carry_everything() -> None:
         metric = METRICS.get(name)
         assert metric.higher_is_better and metric.paired_test == "binary"
         assert metric.display == MetricDisplay(label, 100.0, "%", "pp")
-        assert metric.report_values is not None
+        assert metric.task == "image-classification"
 
 
 def test_top_k_per_sample_aggregate_and_wilson_interval() -> None:
@@ -43,9 +43,10 @@ def test_top_k_per_sample_aggregate_and_wilson_interval() -> None:
         (7, [1, 2, 3, 4, 5]),
         (5, [0, 1, 2, 3, 5]),
     ]
-    assert [top1.per_sample(y, k) for y, k in records] == [True, False, False, False]
-    assert [top5.per_sample(y, k) for y, k in records] == [True, True, False, True]
-    values = [top5.per_sample(y, k) for y, k in records]
+    stored = [{"y": y, "topk": k} for y, k in records]  # the image task's records
+    assert [top1.per_sample(r) for r in stored] == [True, False, False, False]
+    assert [top5.per_sample(r) for r in stored] == [True, True, False, True]
+    values = [top5.per_sample(r) for r in stored]
     value, (low, high) = top5.summarize(values)
     assert value == 0.75
     # Wilson score interval of 3/4 at z = 1.96, by hand.
@@ -63,7 +64,7 @@ def test_a_registered_real_metric_uses_its_own_aggregate_and_interval() -> None:
         name="margin",
         description="test metric",
         higher_is_better=False,
-        per_sample=lambda label, topk: float(topk.index(label)) if label in topk else 5.0,
+        per_sample=lambda r: float(r["topk"].index(r["y"])) if r["y"] in r["topk"] else 5.0,
         display=MetricDisplay("margin"),
         paired_test="real",
         aggregate=max,
@@ -71,7 +72,8 @@ def test_a_registered_real_metric_uses_its_own_aggregate_and_interval() -> None:
     )
     registry = extended_registry(margin)
     assert registry.names() == ["margin", "top1", "top5"] and "margin" not in METRICS
-    values = [registry.get("margin").per_sample(y, k) for y, k in [(1, [0, 1]), (2, [0, 1])]]
+    stored = [{"y": 1, "topk": [0, 1]}, {"y": 2, "topk": [0, 1]}]
+    values = [registry.get("margin").per_sample(r) for r in stored]
     assert values == [1.0, 5.0]
     assert registry.get("margin").summarize(values) == (5.0, (1.0, 5.0))
 
@@ -84,12 +86,10 @@ def test_unknown_metrics_show_raw() -> None:
 
 def test_report_values_read_per_sample_results() -> None:
     report = make_report("m", {"clean": 0.5}, n=8)
-    top1 = METRICS.get("top1").report_values
-    top5 = METRICS.get("top5").report_values
-    assert top1 is not None and top5 is not None
-    assert top1(report, "clean").tolist() == [True] * 4 + [False] * 4
-    assert top5(report, "clean").tolist() == [True] * 4 + [True, False, False, False]
-    assert top1(report, "absent") is None
+    top1, top5 = METRICS.get("top1"), METRICS.get("top5")
+    assert top1.values_in(report, "clean").tolist() == [True] * 4 + [False] * 4
+    assert top5.values_in(report, "clean").tolist() == [True] * 4 + [True, False, False, False]
+    assert top1.values_in(report, "absent") is None
 
 
 def _relabel(monkeypatch: pytest.MonkeyPatch, label: str, higher: bool = True) -> None:

@@ -52,5 +52,5 @@ def test_quickstart_commands_run_in_order(tmp_path: Path, fashion_mnist_dir: Pat
     assert done.returncode == 0, done.stderr
     report = json.loads((tmp_path / "runs/quick/report.json").read_text())
     assert report["model"]["architecture"] == "vit_nano_elliptical_patch4_28"
-    assert report["model"]["elliptical"]["layers"] == 3
+    assert report["model"]["extensions"]["elliptical"]["layers"] == 3
     assert {r["name"] for r in report["results"]} == {"clean", "fgsm", "pgd-5"}

@@ -8,9 +8,9 @@ import pytest
 
 from robench.data import open_dataset
 from robench.data.preprocessing import Preprocessing
-from robench.evaluation.request import _channel_adaptation
 from robench.results.checks import TOLERANCE, check_attack_order
 from robench.results.report import MetricValue, PerturbationResult
+from robench.tasks import load_task
 
 
 def _result(name: str, kind: str, top1: float, eps: float | None, n: int = 100):
@@ -51,6 +51,8 @@ def test_grayscale_data_for_an_rgb_model_is_a_reported_adaptation(
 ) -> None:
     rgb = Preprocessing(input_size=(3, 28, 28), interpolation="bilinear", crop_pct=1.0)
     data = open_dataset("fashion-mnist", preprocessing=rgb)
-    note = _channel_adaptation(data, 3)
+    task = load_task("image-classification")
+    note = task.adaptation_note(data, rgb)
     assert note is not None and "1-channel" in note and "replicated to 3 channels" in note
-    assert _channel_adaptation(data, 1) is None
+    gray = Preprocessing(input_size=(1, 28, 28), interpolation="bilinear", crop_pct=1.0)
+    assert task.adaptation_note(data, gray) is None

@@ -1,8 +1,13 @@
-"""Parsers for comma-separated command-line values (`--mean 0.5,0.5,0.5`)."""
+"""Parsers for command-line values: comma-separated lists (`--mean 0.5,0.5,0.5`), named
+datasets (`--data imagenet-r=/data/imagenet-r`)."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from robench._core.errors import ConfigError
+from robench.results.report import DEFAULT_DATASET
 
 
 def float_list(text: str | None, option: str) -> tuple[float, ...] | None:
@@ -29,3 +34,28 @@ def input_size(text: str | None) -> tuple[int, int, int] | None:
             f"--input-size {text!r} must be C,H,W with positive integers, e.g. 3,224,224."
         )
     return values  # type: ignore[return-value]
+
+
+_DATASET_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
+
+
+def dataset_map(values: list[str]) -> str | dict[str, str]:
+    """`--data PATH` -> PATH; repeated `--data NAME=PATH` -> {NAME: PATH} in order.
+
+    A value that exists as a path is a path even if it holds "="; an unnamed value among
+    named ones is named "default".
+    """
+    named: dict[str, str] = {}
+    for value in values:
+        name, sep, path = value.partition("=")
+        if not sep or Path(value).exists() or not _DATASET_NAME.fullmatch(name):
+            name, path = DEFAULT_DATASET, value
+        if name in named:
+            raise ConfigError(
+                f"--data names dataset {name!r} twice; give each dataset once, as NAME=PATH "
+                "(an unnamed --data is the dataset called 'default')."
+            )
+        named[name] = path
+    if list(named) == [DEFAULT_DATASET]:
+        return named[DEFAULT_DATASET]
+    return named

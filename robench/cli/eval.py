@@ -12,7 +12,7 @@ import typer
 
 from robench._core.units import parse_pixel_value
 from robench.cli._output import err, handle_errors, make_progress, out
-from robench.cli._parsing import float_list, input_size
+from robench.cli._parsing import dataset_map, float_list, input_size
 from robench.models.spec import ModelSpec
 from robench.results.tables import REPORT_FORMATS
 
@@ -45,11 +45,15 @@ def eval_command(
         str, typer.Option("--suite", "-s", help="Shipped suite name or path to a suite .toml.")
     ] = "smoke",
     data: Annotated[
-        str,
+        list[str] | None,
         typer.Option(
-            "--data", "-d", help="Image folder, IDX directory, or `fashion-mnist` (built in)."
+            "--data",
+            "-d",
+            help="Image folder, IDX directory, or `fashion-mnist` (built in; the default). "
+            "Repeat as NAME=PATH for suites whose entries name their dataset; the first is "
+            "the default.",
         ),
-    ] = "fashion-mnist",
+    ] = None,
     split: Annotated[str, typer.Option(help="Split of an IDX directory: test or train.")] = "test",
     class_map: Annotated[
         Path | None,
@@ -146,7 +150,7 @@ def eval_command(
     report_path = out_path or default_report_path(model, checkpoint, suite)
     request = EvalRequest(
         suite=suite,
-        data=data,
+        data=dataset_map(data or ["fashion-mnist"]),
         out=report_path,
         model=model,
         checkpoint=checkpoint,

@@ -1,4 +1,4 @@
-"""`robench list`: the catalogues (models, perturbations, suites, cards, metrics)."""
+"""`robench list`: the catalogues (models, perturbations, suites, cards, metrics, tasks)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ class Catalogue(str, enum.Enum):
     suites = "suites"
     cards = "cards"
     metrics = "metrics"
+    tasks = "tasks"
 
 
 def _models(pattern: str | None) -> list[tuple[str, str]]:
@@ -84,12 +85,23 @@ def _metrics(pattern: str | None) -> list[tuple[str, str]]:
     ]
 
 
+def _tasks(pattern: str | None) -> list[tuple[str, str]]:
+    from robench.results.metrics import metrics_for_task
+    from robench.tasks import TASKS
+
+    return [
+        (name, f"{TASKS.get(name).description} (metrics: {', '.join(metrics_for_task(name))})")
+        for name in TASKS.names(pattern)
+    ]
+
+
 _LISTERS: dict[Catalogue, Callable[[str | None], list[tuple[str, str]]]] = {
     Catalogue.models: _models,
     Catalogue.perturbations: _perturbations,
     Catalogue.suites: _suites,
     Catalogue.cards: _cards,
     Catalogue.metrics: _metrics,
+    Catalogue.tasks: _tasks,
 }
 
 
@@ -100,7 +112,7 @@ def list_command(
         str | None, typer.Argument(help="Shell-style filter, e.g. '*elliptical*'.")
     ] = None,
 ) -> None:
-    """List registered models, perturbations, shipped suites, model cards or metrics.
+    """List registered models, perturbations, shipped suites, model cards, metrics or tasks.
 
     Examples:
       robench list models '*elliptical*'

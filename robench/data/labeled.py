@@ -18,6 +18,8 @@ from robench.data.preprocessing import Preprocessing
 class LabeledImages(Dataset[tuple[torch.Tensor, int]]):
     """Base class of robench's image datasets; subclasses implement `_load_image`."""
 
+    # The task whose models this data is for (robench/tasks).
+    task: str = "image-classification"
     # Layout name: "idx" or "image-folder".
     kind: str = ""
     # Channels of the stored images (1 for grayscale IDX files); None when they vary by file.

@@ -1,13 +1,17 @@
-"""`evaluate`: one checkpoint x one suite x one dataset -> a validated, atomically written report.
+"""`evaluate`: one checkpoint x one suite x named datasets -> a validated, atomically written
+report.
 
-This is the Python API behind `robench eval`. Per-sample results stream to a file beside the
-report, so an interrupted evaluation resumes with `resume=True` and ends in the same report.
+This is the Python API behind `robench eval`. The suite, the model and every dataset belong to
+one task (robench/tasks), which does everything task-specific: batches, scoring, records,
+checks. Per-sample results stream to a file beside the report, so an interrupted evaluation
+resumes with `resume=True` and ends in the same report.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,15 +19,17 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.utils.data import Dataset
 
 from robench._core.distributed import DistributedContext
 from robench._core.errors import ConfigError, DataError
+from robench._core.model_hooks import report_sections
 from robench._core.seeding import seed_everything
 from robench._core.version import __version__
 from robench.data import LabeledImages, open_dataset
 from robench.data.subset import indices_sha256, select_indices
 from robench.evaluation.environment import capture_environment
-from robench.evaluation.runner import Progress, load_batch, run_plan
+from robench.evaluation.runner import EvalData, Progress, run_plan
 from robench.evaluation.sample_store import (
     SampleRecords,
     SampleStore,
@@ -32,12 +38,12 @@ from robench.evaluation.sample_store import (
     samples_path_for,
 )
 from robench.evaluation.suites import LoadedSuite, load_suite
-from robench.models.checks import check_model
 from robench.models.loading import LoadedModel, load_model
 from robench.models.spec import ModelSpec
 from robench.results.checks import check_attack_order
 from robench.results.metrics import METRICS
 from robench.results.report import (
+    DEFAULT_DATASET,
     DataInfo,
     DiagnosticResult,
     MetricValue,
@@ -49,6 +55,8 @@ from robench.results.report import (
     SuiteInfo,
     write_report,
 )
+from robench.tasks import load_task
+from robench.tasks.base import Task
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +66,9 @@ class EvalRequest:
     """Everything `robench eval` takes; `None` means "not given" (use the next source)."""
 
     suite: str
-    data: str
+    # One dataset (a path or built-in name), or named datasets {name: path}; suite entries
+    # pick one by name (`dataset = "imagenet-r"`), the first is the default.
+    data: str | Mapping[str, str]
     out: Path
     model: str | None = None
     checkpoint: Path | None = None
@@ -80,18 +90,14 @@ class EvalRequest:
     sanity_eps: float | None = None  # battery budget; default: suite's, else its largest eps
     command: list[str] = field(default_factory=list)
 
-
-def _elliptical_info(model: nn.Module) -> dict[str, Any] | None:
-    from robench.models.layers import EllipticalAttention
-
-    layers = [m for m in model.modules() if isinstance(m, EllipticalAttention)]
-    if not layers:
-        return None
-    last = layers[-1]
-    options = ("scaling", "estimator", "differentiable", "delta", "causal_estimator")
-    # The first layer has no previous values and stays standard: count the layers using M.
-    using_m = sum(not layer.is_first for layer in layers)
-    return {"layers": using_m, **{name: getattr(last, name) for name in options}}
+    @property
+    def datasets(self) -> dict[str, str]:
+        """The named datasets, in order; a single dataset is named "default"."""
+        if isinstance(self.data, str):
+            return {DEFAULT_DATASET: self.data}
+        if not self.data:
+            raise ConfigError("no dataset was given; pass --data PATH (or NAME=PATH).")
+        return dict(self.data)
 
 
 def _model_info(loaded: LoadedModel, randomized: bool) -> ModelInfo:
@@ -113,83 +119,71 @@ def _model_info(loaded: LoadedModel, randomized: bool) -> ModelInfo:
             "crop_pct": loaded.preprocessing.crop_pct,
         },
         config_sources={k: v for k, v in loaded.sources.items() if k != "architecture"},
-        elliptical=_elliptical_info(loaded.model),
+        task=loaded.task,
+        extensions=report_sections(loaded.model),
         randomized=randomized,
     )
 
 
 def _results(
     loaded_suite: LoadedSuite,
+    task: Task,
     records_by_name: dict[str, SampleRecords],
     seconds: dict[str, float],
-) -> tuple[list[PerturbationResult], SampleResults]:
+    default_dataset: str,
+) -> tuple[list[PerturbationResult], dict[str, SampleResults]]:
+    """Metrics and per-sample columns of every result, computed from the task's records."""
     results = []
-    base_indices: list[int] | None = None
-    predictions: dict[str, list[int]] = {}
-    top5: dict[str, list[bool]] = {}
-    labels: list[int] = []
-    in_top5 = METRICS.get("top5").per_sample
+    samples: dict[str, SampleResults] = {}
+    metrics = [METRICS.get(name) for name in loaded_suite.suite.metrics]
     for planned in loaded_suite.plan:
-        records = records_by_name.get(planned.label, SampleRecords())
-        indices = sorted(records.labels)
-        metrics = {}
-        for metric_name in loaded_suite.suite.metrics:
-            metric = METRICS.get(metric_name)
-            values = [metric.per_sample(records.labels[i], records.topk[i]) for i in indices]
-            value, ci95 = metric.summarize(values)
-            metrics[metric_name] = MetricValue(
+        dataset = planned.dataset or default_dataset
+        records = records_by_name.get(planned.label, {})
+        indices = sorted(records)
+        columns: dict[str, list[Any]] = {}
+        for i in indices:
+            for name, value in task.outputs(records[i]).items():
+                columns.setdefault(name, []).append(value)
+        values: dict[str, MetricValue] = {}
+        for metric in metrics:
+            per_sample = [metric.per_sample(records[i]) for i in indices]
+            value, ci95 = metric.summarize(per_sample)
+            values[metric.name] = MetricValue(
                 value=value, ci95=ci95, higher_is_better=metric.higher_is_better
             )
+            columns[metric.name] = per_sample
         results.append(
             PerturbationResult(
                 name=planned.label,
                 kind=planned.kind,
                 params=planned.report_params(),
+                dataset=dataset,
                 n_samples=len(indices),
-                metrics=metrics,
+                metrics=values,
                 wall_time_s=round(seconds.get(planned.label, 0.0), 3),
             )
         )
-        if base_indices is None or len(indices) > len(base_indices):
-            base_indices = indices
-            labels = [records.labels[i] for i in indices]
-        predictions[planned.label] = [records.topk[i][0] for i in indices]
-        top5[planned.label] = [bool(in_top5(records.labels[i], records.topk[i])) for i in indices]
-    samples = SampleResults(
-        indices=base_indices or [], labels=labels, predictions=predictions, top5_correct=top5
-    )
+        # A dataset's sample list is that of its result with the most samples (max_samples
+        # keeps the first n of the sorted indices, so every other result is a prefix).
+        known = samples.get(dataset)
+        if known is None or len(indices) > len(known.indices):
+            targets = [task.target(records[i]) for i in indices]
+            known = SampleResults(
+                indices=indices, targets=targets, values=known.values if known else {}
+            )
+            samples[dataset] = known
+        known.values[planned.label] = columns
     return results, samples
 
 
 DEFAULT_SANITY_EPS = 8 / 255
 
 
-def _check_classes(n_classes: int, n_outputs: int, *, class_map: bool) -> None:
-    """Label indices must mean the model's classes: equal counts, or a class map that says so."""
-    if n_classes > n_outputs or (n_classes != n_outputs and not class_map):
-        raise DataError(
-            f"the data has {n_classes} classes but the model predicts {n_outputs}; pass a "
-            f"checkpoint trained on this data, --num-classes {n_classes} with weights that "
-            "match it, or a --class-map that places the data's classes among the model's."
-        )
-
-
-def _channel_adaptation(dataset: LabeledImages, channels: int) -> str | None:
-    """The report's sentence when images are converted to the model's channel count."""
-    stored = dataset.native_channels
-    if stored is None or stored == channels:
-        return None
-    how = "replicated to 3 channels" if channels == 3 else "converted to 1 channel (luminance)"
-    return (
-        f"adapted input: the data's {stored}-channel images are {how} for a model that takes "
-        f"{channels} channels."
-    )
-
-
 def _diagnostics(
     loaded_suite: LoadedSuite,
+    task: Task,
     model: nn.Module,
-    dataset: LabeledImages,
+    dataset: Dataset,
     indices: list[int],
     device: torch.device,
     report_path: Path,
@@ -198,7 +192,7 @@ def _diagnostics(
     if not loaded_suite.diagnostics:
         return []
     chosen = indices[: loaded_suite.suite.diagnostics_samples]
-    images, _ = load_batch(dataset, chosen, device)
+    images, _ = task.load_batch(dataset, chosen, device)
     figures = report_path.with_name(report_path.name.removesuffix(".json") + "_figures")
     results = []
     for planned in loaded_suite.diagnostics:
@@ -222,8 +216,9 @@ def _diagnostics(
 def _sanity(
     request: EvalRequest,
     loaded_suite: LoadedSuite,
+    task: Task,
     model: nn.Module,
-    dataset: LabeledImages,
+    dataset: Dataset,
     indices: list[int],
     device: torch.device,
 ) -> list[SanityResult]:
@@ -242,11 +237,63 @@ def _sanity(
         batch_size=request.batch_size,
         device=device,
         on_step=lambda name: logger.info("sanity battery: %s", name),
+        task=task,
     )
     for result in results:
         if result.status == "warn":
             logger.warning("sanity: %s: %s", result.name, result.detail)
     return results
+
+
+def _check_tasks(suite_task: str, model_task: str, model_name: str) -> None:
+    if suite_task != model_task:
+        raise ConfigError(
+            f"the suite is for {suite_task} models but {model_name} is a {model_task} model; "
+            f"pick a {model_task} suite (`robench list suites`)."
+        )
+
+
+def _open_datasets(
+    request: EvalRequest, loaded: LoadedModel, task: str
+) -> dict[str, LabeledImages]:
+    opened = {}
+    for name, path in request.datasets.items():
+        dataset = open_dataset(
+            path,
+            preprocessing=loaded.preprocessing,
+            split=request.split,
+            class_map=request.class_map,
+        )
+        if dataset.task != task:
+            raise DataError(
+                f"dataset {name!r} ({path}) is {dataset.task} data but the suite and model are "
+                f"{task}; pass {task} data with --data."
+            )
+        opened[name] = dataset
+    return opened
+
+
+def _check_dataset_names(loaded_suite: LoadedSuite, names: list[str]) -> None:
+    for planned in loaded_suite.plan:
+        if planned.dataset is not None and planned.dataset not in names:
+            raise ConfigError(
+                f"suite entry {planned.label!r} runs on dataset {planned.dataset!r}, which was "
+                f"not given; pass --data {planned.dataset}=PATH (given: {', '.join(names)})."
+            )
+
+
+def _data_info(dataset: LabeledImages, indices: list[int], limit: int | None) -> DataInfo:
+    return DataInfo(
+        path=str(dataset.root),
+        kind=dataset.kind,
+        split=dataset.split,
+        n_total=len(dataset),
+        n_samples=len(indices),
+        limit=limit,
+        indices_sha256=indices_sha256(indices),
+        classes=len(dataset.classes),
+        class_index_note=dataset.class_index_note,
+    )
 
 
 def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
@@ -257,6 +304,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
     if request.limit is not None and request.limit < 1:
         raise ConfigError(f"--limit must be at least 1, got {request.limit}.")
     loaded_suite = load_suite(request.suite)
+    _check_dataset_names(loaded_suite, list(request.datasets))
     dist = DistributedContext.from_env(request.device)  # torchrun: shard batches over ranks
     device = dist.device
     seed_everything(request.seed)  # a model without a checkpoint is initialised reproducibly
@@ -275,24 +323,30 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
             "would mean nothing; pass --checkpoint FILE (or a model card with weights), or "
             "--allow-random-weights to evaluate random weights on purpose."
         )
-    dataset = open_dataset(
-        request.data,
-        preprocessing=loaded.preprocessing,
-        split=request.split,
-        class_map=request.class_map,
-    )
-    indices = select_indices(len(dataset), request.limit, request.seed)
-    images, labels = load_batch(dataset, indices[: min(request.batch_size, 64)], device)
-    with torch.no_grad():
-        n_outputs = loaded.model(images[:1]).shape[-1]
-    _check_classes(len(dataset.classes), n_outputs, class_map=request.class_map is not None)
-    checks = check_model(loaded.model, images, labels)
+    _check_tasks(loaded_suite.suite.task, loaded.task, loaded.name)
+    task = load_task(loaded_suite.suite.task)
+    datasets = _open_datasets(request, loaded, task.name)
+    data = {
+        name: EvalData(dataset, select_indices(len(dataset), request.limit, request.seed))
+        for name, dataset in datasets.items()
+    }
+    default_name, default = next(iter(data.items()))
+    warnings: list[str] = []
+    checks = None
+    for name, source in data.items():
+        first = list(source.indices[: min(request.batch_size, 64)])
+        inputs, targets = task.load_batch(source.dataset, first, device)
+        task.check_data(source.dataset, loaded.model, inputs, mapped=request.class_map is not None)
+        if name == default_name:  # the model is checked once, on the default data
+            checks = task.check_model(loaded.model, inputs, targets)
+            warnings += checks.warnings
+        note = task.adaptation_note(source.dataset, loaded.preprocessing)
+        if note and note not in warnings:
+            warnings.append(note)
+    assert checks is not None
     if loaded.checkpoint is None:
-        checks.warnings.insert(0, f"no checkpoint: {loaded.architecture} has random weights.")
-    adaptation = _channel_adaptation(dataset, loaded.preprocessing.channels)
-    if adaptation:
-        checks.warnings.append(adaptation)
-    for warning in checks.warnings:
+        warnings.insert(0, f"no checkpoint: {loaded.architecture} has random weights.")
+    for warning in warnings:
         logger.warning(warning)
 
     env = capture_environment(device)
@@ -300,7 +354,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         "checkpoint_sha256": loaded.checkpoint.sha256 if loaded.checkpoint else None,
         "architecture": loaded.architecture,
         "suite_sha256": loaded_suite.sha256,
-        "indices_sha256": indices_sha256(indices),
+        "indices_sha256": {name: indices_sha256(d.indices) for name, d in data.items()},
         "seed": request.seed,
         "batch_size": request.batch_size,
         "device": device.type,
@@ -312,8 +366,8 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
     try:
         times = run_plan(
             loaded.model,
-            dataset,
-            indices,
+            task,
+            data,
             loaded_suite.plan,
             store,
             batch_size=request.batch_size,
@@ -332,23 +386,34 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         ranks = range(dist.world_size)
         records = merge_records([samples_path_for(request.out, r) for r in ranks], fingerprint)
 
-    results, samples = _results(loaded_suite, records, times.seconds)
+    results, samples = _results(loaded_suite, task, records, times.seconds, default_name)
     result_checks = check_attack_order(results)
     for check in result_checks:
         if check.status == "warn":
             logger.warning("check %s: %s", check.name, check.detail)
-            checks.warnings.append(check.detail)
+            warnings.append(check.detail)
     sanity: list[SanityResult] = []
     diagnostics: list[DiagnosticResult] = []
     if dist.is_main:
-        sanity = _sanity(request, loaded_suite, loaded.model, dataset, indices, device)
+        default_indices = list(default.indices)
+        sanity = _sanity(
+            request, loaded_suite, task, loaded.model, default.dataset, default_indices, device
+        )
         diagnostics = _diagnostics(
-            loaded_suite, loaded.model, dataset, indices, device, request.out, loaded.name
+            loaded_suite,
+            task,
+            loaded.model,
+            default.dataset,
+            default_indices,
+            device,
+            request.out,
+            loaded.name,
         )
     report = Report(
         robench_version=__version__,
         created_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         command=request.command,
+        task=task.name,
         environment=env,
         model=_model_info(loaded, checks.randomized),
         suite=SuiteInfo(
@@ -358,21 +423,14 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
             path=str(loaded_suite.path),
             description=loaded_suite.suite.description,
         ),
-        data=DataInfo(
-            path=str(dataset.root),
-            kind=dataset.kind,
-            split=dataset.split,
-            n_total=len(dataset),
-            n_samples=len(indices),
-            limit=request.limit,
-            indices_sha256=indices_sha256(indices),
-            classes=len(dataset.classes),
-            class_index_note=dataset.class_index_note,
-        ),
+        datasets={
+            name: _data_info(datasets[name], list(d.indices), request.limit)
+            for name, d in data.items()
+        },
         seed=request.seed,
         batch_size=request.batch_size,
         results=results,
-        warnings=checks.warnings,
+        warnings=warnings,
         samples=samples,
         diagnostics=diagnostics,
         sanity=sanity,

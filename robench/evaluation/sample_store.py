@@ -2,15 +2,15 @@
 interruption and `--resume` continues exactly where the run stopped.
 
 Line 1 is a header with the run's fingerprint (checkpoint, suite, seed, sample set, ...);
-each further line is one finished batch of one perturbation:
-`{"p": name, "i": [indices], "y": [labels], "topk": [[top-5 predictions], ...]}`.
+each further line is one finished batch of one perturbation: `{"p": name, "i": [indices],
+COLUMN: [one value per index], ...}` with the task's record columns (image classification:
+`"y": [labels], "topk": [[top-5 predictions], ...]`). The store never looks inside a column.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -19,17 +19,16 @@ from robench._core.errors import ConfigError, ResumeError
 FORMAT_VERSION = 1
 
 
-@dataclass
-class SampleRecords:
-    """Outcomes of one perturbation, keyed by dataset index."""
+# A perturbation's records: dataset index -> the task's record of that sample.
+SampleRecords = dict[int, dict[str, Any]]
 
-    labels: dict[int, int] = field(default_factory=dict)
-    topk: dict[int, list[int]] = field(default_factory=dict)
 
-    def add(self, indices: list[int], labels: list[int], topk: list[list[int]]) -> None:
-        for i, y, t in zip(indices, labels, topk, strict=True):
-            self.labels[i] = y
-            self.topk[i] = t
+def _rows(indices: list[int], columns: dict[str, list[Any]]) -> SampleRecords:
+    """Column lists aligned with `indices` -> one record per index."""
+    for name, values in columns.items():
+        if len(values) != len(indices):
+            raise ValueError(f"column {name!r} has {len(values)} values for {len(indices)} samples")
+    return {i: {name: values[j] for name, values in columns.items()} for j, i in enumerate(indices)}
 
 
 def samples_path_for(report_path: Path, rank: int | None = None) -> Path:
@@ -45,9 +44,7 @@ def merge_records(paths: list[Path], fingerprint: dict[str, Any]) -> dict[str, S
         part = SampleStore(path, fingerprint, resume=True)
         part.close()
         for name, records in part.records.items():
-            target = merged.setdefault(name, SampleRecords())
-            target.labels.update(records.labels)
-            target.topk.update(records.topk)
+            merged.setdefault(name, {}).update(records)
     return merged
 
 
@@ -99,7 +96,8 @@ class SampleStore:
             entry = json.loads(line)
             if "p" not in entry:  # the completion marker of an earlier finished run
                 continue
-            self.records_for(entry["p"]).add(entry["i"], entry["y"], entry["topk"])
+            name, indices = entry.pop("p"), entry.pop("i")
+            self.records_for(name).update(_rows(indices, entry))
 
     def _write(self, obj: dict[str, Any]) -> None:
         self._fh.write(json.dumps(obj, separators=(",", ":")) + "\n")
@@ -107,11 +105,12 @@ class SampleStore:
         os.fsync(self._fh.fileno())
 
     def records_for(self, name: str) -> SampleRecords:
-        return self.records.setdefault(name, SampleRecords())
+        return self.records.setdefault(name, {})
 
-    def append(self, name: str, indices: list[int], labels: list[int], topk: list[list[int]]):
-        self.records_for(name).add(indices, labels, topk)
-        self._write({"p": name, "i": indices, "y": labels, "topk": topk})
+    def append(self, name: str, indices: list[int], columns: dict[str, list[Any]]) -> None:
+        """Store one finished batch: the task's record columns, aligned with `indices`."""
+        self.records_for(name).update(_rows(indices, columns))
+        self._write({"p": name, "i": indices, **columns})
 
     def mark_complete(self) -> None:
         self._write({"complete": True})

@@ -23,18 +23,20 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import Dataset
 
 from robench._core.batching import batch_indices
+from robench._core.model_hooks import adaptive_attack, supports_adaptive_attack
 from robench._core.seeding import derive_seed
 from robench._core.units import display_pixel_value
-from robench.evaluation.runner import attack_batch, load_batch
+from robench.evaluation.runner import perturb_and_score
 from robench.evaluation.suites import PlannedPerturbation
-from robench.models.checks import check_model
-from robench.models.zoo import is_elliptical, set_differentiable
 from robench.perturbations import PERTURBATIONS
 from robench.results.checks import TOLERANCE  # one accuracy slack for every comparison
+from robench.results.metrics import METRICS
 from robench.results.report import SanityResult
+from robench.tasks import load_task
+from robench.tasks.base import Task, records_of
 
 logger = logging.getLogger(__name__)
 
@@ -68,20 +70,20 @@ class _Battery:
     batch_size: int
     device: torch.device
     budget: SanityBudget
+    task: Task
 
     def accuracy(self, kind: str, label: str, **params: Any) -> float:
         """Top-1 accuracy of `kind` on the battery's samples (checked and re-run as usual)."""
         validated = PERTURBATIONS.get(kind).Params.model_validate(params)
         planned = PlannedPerturbation(label, kind, validated, None)
-        loader = DataLoader(
-            self.dataset, batch_sampler=batch_indices(list(self.indices), self.batch_size)
-        )
+        batches = batch_indices(list(self.indices), self.batch_size)
+        top1 = METRICS.get("top1").per_sample
         correct = 0
-        for number, (images, labels) in enumerate(loader):
-            images, labels = images.to(self.device), labels.to(self.device)
+        loaded = self.task.batches(self.dataset, batches, self.device)
+        for number, (inputs, targets) in enumerate(loaded):
             seed = derive_seed(self.seed, "sanity", label, number)
-            topk = attack_batch(self.model, planned, images, labels, seed)
-            correct += sum(int(t[0] == y) for t, y in zip(topk, labels.tolist(), strict=True))
+            columns = perturb_and_score(self.model, self.task, planned, inputs, targets, seed)
+            correct += sum(bool(top1(record)) for record in records_of(columns))
         return correct / len(self.indices)
 
     @property
@@ -170,7 +172,7 @@ def _black_box(b: _Battery, pgd: float) -> SanityResult:
 
 
 def _adaptive(b: _Battery, pgd: float) -> SanityResult:
-    with set_differentiable(b.model, True):
+    with adaptive_attack(b.model):
         adaptive = b.pgd(b.eps, "pgd-through-m")
     return _result(
         "elliptical_gradients_through_m",
@@ -193,9 +195,16 @@ def run_sanity(
     device: torch.device,
     budget: SanityBudget | None = None,
     on_step: Callable[[str], None] | None = None,
+    task: Task | None = None,
 ) -> list[SanityResult]:
-    """Run the battery on `indices` (a few hundred samples is plenty) at budget `eps`."""
-    b = _Battery(model, dataset, indices, eps, seed, batch_size, device, budget or SanityBudget())
+    """Run the battery on `indices` (a few hundred samples is plenty) at budget `eps`.
+
+    The battery is about image classifiers under adversarial attacks (top-1 accuracy).
+    """
+    task = task or load_task("image-classification")
+    b = _Battery(
+        model, dataset, indices, eps, seed, batch_size, device, budget or SanityBudget(), task
+    )
     step = on_step or (lambda name: None)
     results: list[SanityResult] = []
     step("clean")
@@ -232,15 +241,15 @@ def run_sanity(
                 pgd=pgd,
             )
         )
-    if is_elliptical(model):
+    if supports_adaptive_attack(model):  # e.g. Elliptical Attention: gradients through M
         step("adaptive attack through M")
         results.append(_adaptive(b, pgd))
     return results
 
 
 def _gradients_and_randomness(b: _Battery) -> SanityResult:
-    images, labels = load_batch(b.dataset, list(b.indices)[: b.batch_size], b.device)
-    found = check_model(b.model, images, labels)
+    inputs, targets = b.task.load_batch(b.dataset, list(b.indices)[: b.batch_size], b.device)
+    found = b.task.check_model(b.model, inputs, targets)
     share = found.bad_gradient_share
     detail = f"{_pct(share)} of samples have zero or non-finite input gradients" + (
         "; the model is randomized (two forward passes differ)" if found.randomized else ""

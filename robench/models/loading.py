@@ -42,6 +42,8 @@ class LoadedModel:
     card_path: Path | None
     checkpoint: Checkpoint | None
     preprocessing: Preprocessing
+    # The task the model solves: every timm-registered model is an image classifier.
+    task: str = "image-classification"
 
 
 def _find_card(name: str | None) -> tuple[ModelCard, Path] | tuple[None, None]:

@@ -158,38 +158,64 @@ def _short(value: object) -> str:
 
 
 _SAME: list[tuple[str, Callable[[Report], object], str]] = [
+    ("task", lambda r: r.task, "evaluate both on the same task"),
     ("suite", lambda r: r.suite.name, "evaluate both with the same suite"),
     ("suite version", lambda r: r.suite.version, "evaluate both with the same suite version"),
-    ("data kind", lambda r: r.data.kind, "evaluate both on the same data"),
-    ("data split", lambda r: r.data.split, "evaluate both on the same split"),
-    ("dataset size", lambda r: r.data.n_total, "evaluate both on the same data"),
-    ("number of classes", lambda r: r.data.classes, "evaluate both on the same data"),
+    ("datasets", lambda r: list(r.datasets), "evaluate both with the same named datasets"),
+]
+
+# Per dataset: what must match for its samples to pair.
+_SAME_DATA: list[tuple[str, Callable[[Report, str], object], str]] = [
+    ("data kind", lambda r, d: r.datasets[d].kind, "evaluate both on the same data"),
+    ("data split", lambda r, d: r.datasets[d].split, "evaluate both on the same split"),
+    ("dataset size", lambda r, d: r.datasets[d].n_total, "evaluate both on the same data"),
+    ("number of classes", lambda r, d: r.datasets[d].classes, "evaluate both on the same data"),
     (
         "sample set (indices_sha256)",
-        lambda r: r.data.indices_sha256,
+        lambda r, d: r.datasets[d].indices_sha256,
         "evaluate both with the same --limit and --seed",
     ),
-    ("sample indices", lambda r: r.samples.indices, "evaluate both on the same samples"),
-    ("sample labels", lambda r: r.samples.labels, "evaluate both on the same data and class map"),
+    (
+        "sample indices",
+        lambda r, d: r.samples[d].indices if d in r.samples else None,
+        "evaluate both on the same samples",
+    ),
+    (
+        "sample targets",
+        lambda r, d: r.samples[d].targets if d in r.samples else None,
+        "evaluate both on the same data and class map",
+    ),
 ]
+
+
+def _refuse(what: str, base: object, cand: object, fix: str) -> ConfigError:
+    return ConfigError(
+        f"cannot gate: baseline and candidate differ in {what} "
+        f"({_short(base)} vs {_short(cand)}); {fix}."
+    )
 
 
 def check_pairable(baseline: Report, candidate: Report) -> list[str]:
     """Refuse (ConfigError) reports that cannot be paired; return notes on softer differences."""
     for what, get, fix in _SAME:
         if get(baseline) != get(candidate):
-            raise ConfigError(
-                f"cannot gate: baseline and candidate differ in {what} "
-                f"({_short(get(baseline))} vs {_short(get(candidate))}); {fix}."
-            )
+            raise _refuse(what, get(baseline), get(candidate), fix)
+    for name in baseline.datasets:
+        for what, get_in, fix in _SAME_DATA:
+            base, cand = get_in(baseline, name), get_in(candidate, name)
+            if base != cand:
+                where = f" of dataset {name!r}" if len(baseline.datasets) > 1 else ""
+                raise _refuse(what + where, base, cand, fix)
     notes = []
     if baseline.suite.sha256 != candidate.suite.sha256:
         notes.append(
             f"the suite file changed (sha256 {baseline.suite.sha256[:12]} vs "
             f"{candidate.suite.sha256[:12]}) without a version bump; check its perturbations."
         )
-    if baseline.data.path != candidate.data.path:
-        notes.append(f"data paths differ ({baseline.data.path} vs {candidate.data.path}).")
+    for name, data in baseline.datasets.items():
+        other = candidate.datasets[name].path
+        if data.path != other:
+            notes.append(f"data paths of {name!r} differ ({data.path} vs {other}).")
     baseline_names = {r.name for r in baseline.results}
     extra = [r.name for r in candidate.results if r.name not in baseline_names]
     if extra:
@@ -346,10 +372,10 @@ def _paired_test(
     policy: Policy,
 ) -> PairedTest | None:
     registered = find_metric(metric)
-    if registered is None or registered.report_values is None:
+    if registered is None:
         return None
-    base = registered.report_values(baseline, perturbation)
-    cand = registered.report_values(candidate, perturbation)
+    base = registered.values_in(baseline, perturbation)
+    cand = registered.values_in(candidate, perturbation)
     if base is None or cand is None:
         return None
     if base.shape != cand.shape:

@@ -15,20 +15,21 @@ This module is part of the torch-free results layer.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
-from robench._core.errors import ConfigError
 from robench._core.registry import Registry
 from robench.results.report import Report
 
 Z_95 = 1.959963984540054  # two-sided 95% normal quantile
 
 PerSampleValue = bool | float
-PerSampleFn = Callable[[int, Sequence[int]], PerSampleValue]  # (label, top-k predictions)
+# A task's stored per-sample record (image classification: {"y": label, "topk": [...]}).
+Record = Mapping[str, Any]
+PerSampleFn = Callable[[Record], PerSampleValue]
 AggregateFn = Callable[[Sequence[PerSampleValue]], float]
 IntervalFn = Callable[[Sequence[PerSampleValue]], tuple[float, float]]
 ReportValuesFn = Callable[[Report, str], np.ndarray | None]  # (report, perturbation)
@@ -83,11 +84,13 @@ class Metric:
     name: str
     description: str
     higher_is_better: bool
-    per_sample: PerSampleFn  # stored record (label, top-k predictions) -> per-sample value
+    per_sample: PerSampleFn  # the task's stored record -> per-sample value
     display: MetricDisplay
+    task: str = "image-classification"  # the task whose records `per_sample` reads
     # How `robench gate` pairs it: "binary" -> exact McNemar, "real" -> paired bootstrap.
     paired_test: PairedKind = "binary"
-    # Its per-sample values of one perturbation as stored in a report; None when absent.
+    # Reads its per-sample values of one result from a report; by default the report's
+    # per-sample column named after the metric (`Report.sample_values`).
     report_values: ReportValuesFn | None = None
     aggregate: AggregateFn = mean
     interval: IntervalFn = wilson  # 95% interval of the aggregate
@@ -95,6 +98,13 @@ class Metric:
     def summarize(self, values: Sequence[PerSampleValue]) -> tuple[float, tuple[float, float]]:
         """The reported value and 95% interval of these per-sample values."""
         return self.aggregate(values), self.interval(values)
+
+    def values_in(self, report: Report, result: str) -> np.ndarray | None:
+        """Its per-sample values of `result` in `report`, for paired tests; None if absent."""
+        if self.report_values is not None:
+            return self.report_values(report, result)
+        values = report.sample_values(result, self.name)
+        return None if values is None else np.asarray(values)
 
 
 METRICS: Registry[Metric] = Registry("metric")
@@ -120,6 +130,11 @@ def find_metric(name: str) -> Metric | None:
     return METRICS.get(name) if name in METRICS else None
 
 
+def metrics_for_task(task: str) -> list[str]:
+    """Names of the registered metrics computed from `task`'s per-sample records."""
+    return [name for name in METRICS if METRICS.get(name).task == task]
+
+
 def metric_display(name: str) -> MetricDisplay:
     """How `name` is shown; metrics not in the registry are shown raw under their name."""
     metric = find_metric(name)
@@ -133,26 +148,7 @@ def higher_is_better(name: str, stored: bool) -> bool:
 
 
 def _top_k(k: int) -> PerSampleFn:
-    return lambda label, topk: label in topk[:k]
-
-
-def _top1_values(report: Report, perturbation: str) -> np.ndarray | None:
-    predictions = report.samples.predictions.get(perturbation)
-    if predictions is None:
-        return None
-    labels = report.samples.labels
-    if len(predictions) > len(labels):
-        raise ConfigError(
-            f"report of {report.model.name} is inconsistent: {perturbation} has "
-            f"{len(predictions)} predictions but only {len(labels)} labels; re-run the evaluation."
-        )
-    # A perturbation with max_samples covers the first n of the run's sorted indices.
-    return np.asarray(predictions) == np.asarray(labels[: len(predictions)])
-
-
-def _top5_values(report: Report, perturbation: str) -> np.ndarray | None:
-    flags = report.samples.top5_correct.get(perturbation)
-    return None if flags is None else np.asarray(flags, dtype=bool)
+    return lambda record: record["y"] in record["topk"][:k]
 
 
 register(
@@ -163,7 +159,6 @@ register(
         per_sample=_top_k(1),
         display=MetricDisplay("top-1", scale=100.0, unit="%", diff_unit="pp"),
         paired_test="binary",
-        report_values=_top1_values,
     )
 )
 register(
@@ -174,6 +169,5 @@ register(
         per_sample=_top_k(5),
         display=MetricDisplay("top-5", scale=100.0, unit="%", diff_unit="pp"),
         paired_test="binary",
-        report_values=_top5_values,
     )
 )

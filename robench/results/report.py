@@ -18,8 +18,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from robench._core.errors import ConfigError
 from robench._core.file_modes import give_default_mode
+from robench.results.report_v1 import upgrade_v1
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_SCHEMA_VERSIONS = (1, 2)  # version 1 reports are upgraded on read
+
+DEFAULT_DATASET = "default"  # the name of a request's dataset when it names none
 
 
 class _Strict(BaseModel):
@@ -36,6 +40,7 @@ class PerturbationResult(_Strict):
     name: str  # unique label within the suite
     kind: str  # registered perturbation kind
     params: dict[str, Any]  # validated parameters, pixel units, with display forms
+    dataset: str = DEFAULT_DATASET  # key of `Report.datasets` this result was measured on
     n_samples: int  # samples this perturbation was evaluated on
     metrics: dict[str, MetricValue]  # metric name -> value
     wall_time_s: float  # time spent on this perturbation (0 for resumed parts)
@@ -65,7 +70,10 @@ class ModelInfo(_Strict):
     normalization: dict[str, list[float]]  # {"mean": [...], "std": [...]}, inside the model
     preprocessing: dict[str, Any]  # input_size, interpolation, crop_pct
     config_sources: dict[str, str]  # which source gave each preprocessing field
-    elliptical: dict[str, Any] | None  # Elliptical Attention options, for elliptical models
+    task: str = "image-classification"  # the task the model solves
+    # What the model's modules report about themselves through robench's report hook, by
+    # section: e.g. "elliptical" -> Elliptical Attention options (robench/_core/model_hooks.py).
+    extensions: dict[str, dict[str, Any]] = Field(default_factory=dict)
     randomized: bool  # two forward passes on the same input differ
 
 
@@ -90,12 +98,16 @@ class DataInfo(_Strict):
 
 
 class SampleResults(_Strict):
-    """Per-sample outcomes, aligned with `indices`; what paired statistics use."""
+    """Per-sample outcomes on one dataset, aligned with `indices`; what paired statistics use.
+
+    A result evaluated on the first n samples only (`max_samples`) has lists of length n.
+    """
 
     indices: list[int]  # dataset indices, sorted
-    labels: list[int]
-    predictions: dict[str, list[int]]  # perturbation name -> top-1 prediction per sample
-    top5_correct: dict[str, list[bool]]  # perturbation name -> label in top 5
+    targets: list[Any]  # what each sample is scored against (class index for images)
+    # result name -> column -> one value per sample. Columns: the task's outputs (e.g.
+    # "prediction", the top-1 class) and the per-sample value of every metric (e.g. "top1").
+    values: dict[str, dict[str, list[Any]]]
 
 
 class DiagnosticResult(_Strict):
@@ -123,21 +135,38 @@ class Report(_Strict):
     robench_version: str
     created_utc: str  # ISO 8601
     command: list[str]  # argv that produced the report
+    task: str = "image-classification"  # registered task (`robench list tasks`)
     environment: Environment
     model: ModelInfo
     suite: SuiteInfo
-    data: DataInfo
+    datasets: dict[str, DataInfo]  # name -> dataset; the first is the default one
     seed: int
     batch_size: int
     results: list[PerturbationResult]
     warnings: list[str]  # things that make a number less trustworthy
-    samples: SampleResults
+    samples: dict[str, SampleResults]  # dataset name -> per-sample outcomes
     diagnostics: list[DiagnosticResult] = Field(default_factory=list)  # from [[diagnostics]]
     sanity: list[SanityResult] = Field(default_factory=list)  # empty unless --sanity
     # Always-on consistency checks of the results (e.g. PGD at least as strong as FGSM at the
     # same eps); older reports have none.
     checks: list[SanityResult] = Field(default_factory=list)
     wall_time_s: float
+
+    @property
+    def data(self) -> DataInfo:
+        """The default (first) dataset: the only one of a single-dataset evaluation."""
+        return next(iter(self.datasets.values()))
+
+    def result(self, name: str) -> PerturbationResult | None:
+        return next((r for r in self.results if r.name == name), None)
+
+    def sample_values(self, result: str, column: str) -> list[Any] | None:
+        """Per-sample `column` (a metric or task output) of `result`; None when not stored."""
+        found = self.result(result)
+        samples = self.samples.get(found.dataset) if found is not None else None
+        if samples is None:
+            return None
+        return samples.values.get(result, {}).get(column)
 
 
 def report_json_schema() -> dict[str, Any]:
@@ -177,14 +206,19 @@ def read_report(path: Path) -> Report:
     except (OSError, json.JSONDecodeError) as exc:
         raise ConfigError(f"report {path} is not readable JSON ({exc}).") from None
     version = data.get("schema_version") if isinstance(data, dict) else None
-    if version != SCHEMA_VERSION:
+    if version not in READABLE_SCHEMA_VERSIONS:
+        readable = ", ".join(map(str, READABLE_SCHEMA_VERSIONS))
         raise ConfigError(
-            f"report {path} has schema_version {version!r}, this robench reads "
-            f"{SCHEMA_VERSION}; re-run `robench eval` with this version."
+            f"report {path} has schema_version {version!r}, this robench reads {readable}; "
+            "re-run `robench eval` with this version."
         )
     try:
-        return Report.model_validate(data)
-    except ValidationError as exc:
+        return Report.model_validate(upgrade_v1(data) if version == 1 else data)
+    except (ValidationError, KeyError, TypeError, AttributeError) as exc:
+        if not isinstance(exc, ValidationError):
+            raise ConfigError(
+                f"report {path} says schema_version 1 but lacks its fields ({exc!r})."
+            ) from None
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise ConfigError(

@@ -38,9 +38,10 @@ order, once per forward: gradient checkpointing (which re-runs blocks in backwar
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -315,6 +316,26 @@ class EllipticalAttention(Attention):
     def randomized(self) -> bool:
         """True when M is random, i.e. two forward passes of one input differ."""
         return _ESTIMATORS[self.estimator].randomized and not self.is_first
+
+    @contextlib.contextmanager
+    def robench_adaptive_attack(self) -> Iterator[None]:
+        """robench's adaptive-attack hook: gradients flow through M inside the block."""
+        previous, self.differentiable = self.differentiable, True
+        try:
+            yield
+        finally:
+            self.differentiable = previous
+
+    @classmethod
+    def robench_report_section(
+        cls, layers: list[EllipticalAttention]
+    ) -> tuple[str, dict[str, Any]]:
+        """robench's report hook: the options of the model's elliptical layers."""
+        last = layers[-1]
+        options = ("scaling", "estimator", "differentiable", "delta", "causal_estimator")
+        # The first layer has no previous values and stays standard: count the layers using M.
+        using_m = sum(not layer.is_first for layer in layers)
+        return "elliptical", {"layers": using_m, **{name: getattr(last, name) for name in options}}
 
     def extra_repr(self) -> str:
         return (

@@ -1,0 +1,56 @@
+"""Hooks a model's modules may provide, so the engine reaches model-specific behaviour without
+importing the model's code.
+
+The engine walks `model.modules()` and uses what a module offers, duck-typed by name:
+
+- `robench_adaptive_attack(self) -> context manager`: inside it, gradients flow through the
+  module's input-dependent internals that it normally detaches (Elliptical Attention's M).
+  Suites ask for it with `differentiable_m = true`; the sanity battery compares both.
+- `robench_report_section(cls, modules) -> (name, dict)`, a classmethod: what the report's
+  `model.extensions[name]` says about every module of that class in the model (options,
+  how many layers use them).
+
+A model without such modules is evaluated as is; no hook is required.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+ADAPTIVE_HOOK = "robench_adaptive_attack"
+REPORT_HOOK = "robench_report_section"
+
+
+def _modules(model: Any) -> Iterable[Any]:
+    return model.modules() if hasattr(model, "modules") else ()
+
+
+def supports_adaptive_attack(model: Any) -> bool:
+    """True when some module of `model` changes under an adaptive attack."""
+    return any(callable(getattr(m, ADAPTIVE_HOOK, None)) for m in _modules(model))
+
+
+@contextlib.contextmanager
+def adaptive_attack(model: Any) -> Iterator[None]:
+    """Enter every module's adaptive-attack hook (a no-op for a model without one)."""
+    with contextlib.ExitStack() as stack:
+        for module in _modules(model):
+            hook = getattr(module, ADAPTIVE_HOOK, None)
+            if callable(hook):
+                stack.enter_context(hook())
+        yield
+
+
+def report_sections(model: Any) -> dict[str, dict[str, Any]]:
+    """The report's model extensions: one section per module class that has the hook."""
+    by_class: dict[type, list[Any]] = {}
+    for module in _modules(model):
+        if callable(getattr(type(module), REPORT_HOOK, None)):
+            by_class.setdefault(type(module), []).append(module)
+    sections: dict[str, dict[str, Any]] = {}
+    for cls, modules in by_class.items():
+        name, section = getattr(cls, REPORT_HOOK)(modules)
+        sections[name] = section
+    return sections

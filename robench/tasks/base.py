@@ -1,0 +1,88 @@
+"""The task contract: what the runner, the evaluation and the sanity battery ask of a task.
+
+A batch is `(inputs, targets)`: for image classification, images (B, C, H, W) in [0, 1] and
+class indices (B,). Perturbations receive both (`perturb(model, inputs, targets, seed)`); the
+task then scores the model on the perturbed inputs into per-sample records, which the sample
+store keeps as columns (`{"y": [...], "topk": [[...], ...]}`) and the metrics read one record
+at a time (`Metric.per_sample(record)`).
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+from torch.utils.data import Dataset
+
+Record = dict[str, Any]  # one sample's stored outcome
+Columns = dict[str, list[Any]]  # a batch's records, column by column
+
+
+def records_of(columns: Columns) -> list[Record]:
+    """A batch's record columns -> one record per sample."""
+    names = list(columns)
+    return [dict(zip(names, row, strict=True)) for row in zip(*columns.values(), strict=True)]
+
+
+@dataclass
+class ModelCheck:
+    """What the checks before a run found: warnings for the report, randomness, masking."""
+
+    randomized: bool = False
+    bad_gradient_share: float = 0.0  # samples whose input gradient is zero or not finite
+    warnings: list[str] = field(default_factory=list)
+
+
+class Task(abc.ABC):
+    """One kind of model and data; subclasses fill in every method."""
+
+    name: ClassVar[str]
+
+    @abc.abstractmethod
+    def batches(
+        self,
+        dataset: Dataset,
+        batches: Sequence[Sequence[int]],
+        device: torch.device,
+        workers: int = 0,
+    ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """`(inputs, targets)` of each batch of dataset indices, in order, on `device`."""
+
+    def load_batch(
+        self, dataset: Dataset, indices: Sequence[int], device: torch.device
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """One batch of `indices` (for checks, diagnostics and one-off batches)."""
+        return next(self.batches(dataset, [indices], device))
+
+    @abc.abstractmethod
+    def score(self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> Columns:
+        """Run `model` on `inputs` (no gradient) and return the per-sample record columns."""
+
+    @abc.abstractmethod
+    def target(self, record: Record) -> Any:
+        """What the sample was scored against, as the report's `samples.targets` keeps it."""
+
+    @abc.abstractmethod
+    def outputs(self, record: Record) -> dict[str, Any]:
+        """The model's outputs the report keeps per sample besides metric values."""
+
+    @abc.abstractmethod
+    def check_data(
+        self, dataset: Dataset, model: nn.Module, inputs: torch.Tensor, *, mapped: bool
+    ) -> None:
+        """Raise DataError when `dataset` cannot be scored by `model` (e.g. class counts);
+        `mapped` says the user mapped the data's targets onto the model's (a class map)."""
+
+    @abc.abstractmethod
+    def check_model(
+        self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor
+    ) -> ModelCheck:
+        """Inspect the model on one batch: randomness, output form, gradient masking."""
+
+    def adaptation_note(self, dataset: Dataset, model_inputs: Any) -> str | None:
+        """A sentence for the report when the data is adapted to the model; None if not."""
+        return None

@@ -1,0 +1,79 @@
+"""Image classification: images in [0, 1] -> class logits, scored by their top-k classes.
+
+The per-sample record is `{"y": true class, "topk": the model's top-5 classes}`; `top1` and
+`top5` (results/metrics.py) read it, and the report keeps the top-1 class as `prediction`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+from robench._core.errors import DataError
+from robench.models.checks import check_model
+from robench.tasks.base import Columns, ModelCheck, Record, Task
+
+TOP_K = 5  # predictions kept per sample: enough for top-1 and top-5 accuracy
+
+
+class ImageClassification(Task):
+    name = "image-classification"
+
+    def batches(
+        self,
+        dataset: Dataset,
+        batches: Sequence[Sequence[int]],
+        device: torch.device,
+        workers: int = 0,
+    ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        loader = DataLoader(dataset, batch_sampler=[list(b) for b in batches], num_workers=workers)
+        for images, labels in loader:
+            yield images.to(device), torch.as_tensor(labels).to(device)
+
+    def score(self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> Columns:
+        with torch.no_grad():
+            logits = model(inputs)
+        k = min(TOP_K, logits.shape[-1])
+        return {"y": targets.tolist(), "topk": logits.topk(k, dim=-1).indices.tolist()}
+
+    def target(self, record: Record) -> Any:
+        return record["y"]
+
+    def outputs(self, record: Record) -> dict[str, Any]:
+        return {"prediction": record["topk"][0]}
+
+    def check_data(
+        self, dataset: Dataset, model: nn.Module, inputs: torch.Tensor, *, mapped: bool
+    ) -> None:
+        """Label indices must mean the model's classes: equal counts, or a class map."""
+        n_classes = len(getattr(dataset, "classes", ()))
+        with torch.no_grad():
+            n_outputs = model(inputs[:1]).shape[-1]
+        if n_classes > n_outputs or (n_classes != n_outputs and not mapped):
+            raise DataError(
+                f"the data has {n_classes} classes but the model predicts {n_outputs}; pass a "
+                f"checkpoint trained on this data, --num-classes {n_classes} with weights that "
+                "match it, or a --class-map that places the data's classes among the model's."
+            )
+
+    def check_model(
+        self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor
+    ) -> ModelCheck:
+        found = check_model(model, inputs, targets)
+        return ModelCheck(found.randomized, found.bad_gradient_share, found.warnings)
+
+    def adaptation_note(self, dataset: Dataset, model_inputs: Any) -> str | None:
+        """Grayscale data for an RGB model (or the reverse) is converted; say so."""
+        stored = getattr(dataset, "native_channels", None)
+        channels = model_inputs.channels
+        if stored is None or stored == channels:
+            return None
+        how = "replicated to 3 channels" if channels == 3 else "converted to 1 channel (luminance)"
+        return (
+            f"adapted input: the data's {stored}-channel images are {how} for a model that "
+            f"takes {channels} channels."
+        )

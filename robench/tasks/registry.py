@@ -1,0 +1,45 @@
+"""The task registry: names and descriptions without torch, implementations on demand."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from robench._core.registry import Registry
+
+if TYPE_CHECKING:
+    from robench.tasks.base import Task
+
+
+@dataclass(frozen=True)
+class TaskEntry:
+    """A registered task: its name, one line for `robench list tasks`, its implementation."""
+
+    name: str
+    description: str
+    implementation: str  # "package.module:Class"
+
+
+TASKS: Registry[TaskEntry] = Registry("task")
+
+
+def register_task(name: str, description: str, implementation: str) -> None:
+    TASKS.register(name)(TaskEntry(name, description, implementation))
+
+
+@functools.cache
+def load_task(name: str) -> Task:
+    """The task `name`, built once (imports torch)."""
+    entry = TASKS.get(name)
+    module, _, attribute = entry.implementation.partition(":")
+    task: Task = getattr(importlib.import_module(module), attribute)()
+    return task
+
+
+register_task(
+    "image-classification",
+    "images in [0, 1] -> class logits; top-k accuracy under attacks and corruptions",
+    "robench.tasks.image_classification:ImageClassification",
+)
