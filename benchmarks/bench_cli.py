@@ -76,6 +76,7 @@ def render(times: dict[str, list[float]], rounds: int, load_before: str, load_af
         f"- load average (1, 5, 15 min) before: {load_before}; after: {load_after}",
         f"- {rounds} rounds, commands interleaved in rotated order, whole processes; goal: "
         f"median <= {GOAL_S} s per command",
+        *_busy_note(load_before, load_after),
         "",
         "| command | median s | median of (command - python -c pass) s | goal met |",
         "|---|---:|---:|---|",
@@ -86,6 +87,19 @@ def render(times: dict[str, list[float]], rounds: int, load_before: str, load_af
         met = "" if name == "python -c pass" else ("yes" if median <= GOAL_S else "no")
         lines.append(f"| `{name}` | {median:.3f} | {extra:+.3f} | {met} |")
     return "\n".join([*lines, END])
+
+
+def _busy_note(*loads: str) -> list[str]:
+    """A warning line when the 1-minute load average exceeded the core count: then every
+    command also waited for a CPU, and the times say more about the machine than about robench."""
+    peak = max(float(load.split(",")[0]) for load in loads)
+    cores = os.cpu_count() or 1
+    if peak <= cores:
+        return []
+    return [
+        f"- busy machine: 1-minute load reached {peak:.2f} on {cores} cores; every command "
+        "also waited for a CPU, so compare commands with each other, not with the goal"
+    ]
 
 
 def _load() -> str:

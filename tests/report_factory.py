@@ -1,8 +1,8 @@
 """Small synthetic reports for tests of compare, gate and anything else that reads reports.
 
 `make_report` builds a schema-valid (version 2) `Report` whose per-sample predictions give
-exactly the requested top-1 accuracies; `flip` derives a candidate by turning correct samples wrong (or
-wrong ones right), recomputing the metrics from the samples as `robench eval` does.
+exactly the requested top-1 accuracies; `flip` derives a candidate by turning correct samples
+wrong (or wrong ones right), recomputing the metrics from the samples as `robench eval` does.
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -64,6 +65,128 @@ def test_validate_reports_a_bad_file_with_exit_2(runner: CliRunner, tmp_path: Pa
     result = runner.invoke(app, ["validate", str(bad)])
     assert result.exit_code == 2
     assert "eps" in result.stderr
+
+
+_CHECKPOINT_BYTES = b"not really a checkpoint"
+_CHECKPOINT_SHA = hashlib.sha256(_CHECKPOINT_BYTES).hexdigest()
+
+
+def _card(tmp_path: Path, body: str, architecture: str | None = "vit_nano_patch4_28") -> Path:
+    """A card in a `models/` folder beside a small checkpoint file `w.safetensors`."""
+    folder = tmp_path / "models"
+    folder.mkdir(exist_ok=True)
+    (folder / "w.safetensors").write_bytes(_CHECKPOINT_BYTES)
+    card = folder / "card.toml"
+    head = (
+        f'name = "card"\narchitecture = "{architecture}"\n' if architecture else 'name = "card"\n'
+    )
+    card.write_text(head + body, encoding="utf-8")
+    return card
+
+
+def _flat(text: str) -> str:
+    """Rich wraps stderr at the console width; compare text with whitespace collapsed."""
+    return " ".join(text.split())
+
+
+def test_validate_zoo_names_are_what_the_zoo_registers() -> None:
+    """validate checks architectures against a torch-free list; it must match timm's registry."""
+    from robench.models.zoo import list_robench_models
+    from robench.models.zoo_names import ZOO_MODELS
+
+    assert list(ZOO_MODELS) == list_robench_models()
+
+
+def test_validate_a_good_card_checks_its_checkpoint_hash(runner: CliRunner, tmp_path: Path) -> None:
+    card = _card(
+        tmp_path, f'checkpoint = "w.safetensors"\ncheckpoint_sha256 = "{_CHECKPOINT_SHA}"\n'
+    )
+    result = runner.invoke(app, ["validate", str(card)])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == f"ok   {card}: model card card: vit_nano_patch4_28\n1 file(s) valid\n"
+    assert result.stderr == ""
+
+
+@pytest.mark.parametrize(
+    ("body", "architecture", "message"),
+    [
+        ('checkpoint = "missing.safetensors"\n', "vit_nano_patch4_28", "does not exist"),
+        (
+            f'checkpoint = "w.safetensors"\ncheckpoint_sha256 = "{"0" * 64}"\n',
+            "vit_nano_patch4_28",
+            f"has sha256 {_CHECKPOINT_SHA[:12]}..., but the card expects 000000000000...",
+        ),
+        (
+            'checkpoint = "w.safetensors"\ncheckpoint_sha256 = "ABC"\n',
+            "vit_nano_patch4_28",
+            "checkpoint_sha256: String should match pattern",
+        ),
+        (f'checkpoint_sha256 = "{"0" * 64}"\n', "vit_nano_patch4_28", "but no checkpoint"),
+        ("", None, "names no architecture"),
+        ("input_size = [1, 28, 28]\nmean = [0.5, 0.5, 0.5]\n", "vit_nano_patch4_28", "disagree"),
+        ("mean = [0.5]\nstd = [0.0]\n", "vit_nano_patch4_28", "must be positive"),
+        ('checkpont = "w.safetensors"\n', "vit_nano_patch4_28", "checkpont: Extra inputs"),
+    ],
+    ids=[
+        "missing checkpoint",
+        "wrong hash",
+        "malformed hash",
+        "hash without checkpoint",
+        "no architecture",
+        "channels disagree",
+        "zero std",
+        "unknown field",
+    ],
+)
+def test_validate_a_bad_card_fails_with_exit_2(
+    runner: CliRunner, tmp_path: Path, body: str, architecture: str | None, message: str
+) -> None:
+    card = _card(tmp_path, body, architecture)
+    result = runner.invoke(app, ["validate", str(card)])
+    assert result.exit_code == 2, result.stdout
+    assert result.stdout == ""
+    stderr = _flat(result.stderr)
+    assert stderr.startswith("fail model card") and str(card) in stderr, stderr
+    assert message in stderr, stderr
+    assert "Traceback" not in result.output
+
+
+def test_validate_notes_an_architecture_outside_robench_unless_deep(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    timm_model = _card(tmp_path, "", "resnet18")
+    light = runner.invoke(app, ["validate", str(timm_model)])
+    assert light.exit_code == 0, light.stderr
+    assert "1 file(s) valid" in light.stdout
+    note = _flat(light.stderr)
+    assert note.startswith("note:") and "'resnet18' is not one of robench's models" in note
+    assert "--deep" in note
+    deep = runner.invoke(app, ["validate", "--deep", str(timm_model)])
+    assert deep.exit_code == 0, deep.stderr
+    assert deep.stderr == ""
+
+    typo = _card(tmp_path, "", "vit_nano_patch4_29")
+    light = runner.invoke(app, ["validate", str(typo)])
+    assert light.exit_code == 0
+    assert "did you mean 'vit_nano_patch4_28'?" in _flat(light.stderr)
+    deep = runner.invoke(app, ["validate", "--deep", str(typo)])
+    assert deep.exit_code == 2
+    assert "Did you mean 'vit_nano_patch4_28'" in _flat(deep.stderr)
+
+
+def test_validate_deep_accepts_a_plugin_architecture(runner: CliRunner, tmp_path: Path) -> None:
+    plugin = tmp_path / "my_models3.py"
+    plugin.write_text(
+        "import torch\n"
+        "from timm.models import register_model\n"
+        "@register_model\n"
+        "def tiny_plugin_net3(pretrained=False, **kwargs):\n"
+        "    return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 10))\n"
+    )
+    card = _card(tmp_path, "", "tiny_plugin_net3")
+    result = runner.invoke(app, ["validate", str(card), "--import", str(plugin)])
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == ""  # --import implies --deep: the name was found, no note
 
 
 def test_schema_prints_valid_json_on_stdout(runner: CliRunner) -> None:
@@ -168,7 +291,7 @@ def test_a_plugin_model_with_explicit_normalisation_evaluates(
     assert result.exit_code == 0, result.stderr
     data = json.loads(report.read_text())
     assert data["model"]["config_sources"]["mean"] == "command line"
-    assert data["data"]["n_samples"] == 16
+    assert data["datasets"]["default"]["n_samples"] == 16
     assert json.loads(result.stdout)["model"]["name"] == "tiny_plugin_net2"
 
 

@@ -6,13 +6,13 @@ with `ROBENCH_UPDATE_GOLDEN=1 pytest tests/test_compare.py` and review the diff.
 
 from __future__ import annotations
 
+import csv
 import itertools
 import json
 import os
 from io import StringIO
 from pathlib import Path
 
-import pandas as pd
 import pytest
 from report_factory import make_report, write
 from typer.testing import CliRunner
@@ -24,6 +24,7 @@ from robench.results import metrics as metrics_module
 from robench.results.compare import build_comparison, metric_display
 from robench.results.compare_formats import COMPARE_FORMATS
 from robench.results.report import Report
+from robench.results.tables import budget_label, report_rows
 
 GOLDEN = Path(__file__).parent / "golden"
 runner = CliRunner()
@@ -129,12 +130,13 @@ def test_reference_outside_the_reports_becomes_the_first_row(
     args = ["compare", *map(str, three_reports[1:]), "-f", "csv", "-r", str(three_reports[0])]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
-    table = pd.read_csv(StringIO(result.stdout), index_col="model")
-    assert list(table.index) == ["deit_tiny", "deit_tiny_elliptical", "deit_small"]
-    assert table.at["deit_tiny_elliptical", "fgsm/top1"] == pytest.approx(54.64)
-    assert table.at["deit_tiny_elliptical", "fgsm/top1 diff"] == pytest.approx(2.03)
-    assert table.at["deit_tiny", "fgsm/top1 diff"] == 0.0
-    assert table.at["deit_small", "imagenet-c/mce"] == pytest.approx(70.10)
+    table = {row["model"]: row for row in csv.DictReader(StringIO(result.stdout))}
+    assert list(table) == ["deit_tiny", "deit_tiny_elliptical", "deit_small"]
+    assert float(table["deit_tiny_elliptical"]["fgsm/top1"]) == pytest.approx(54.64)
+    assert float(table["deit_tiny_elliptical"]["fgsm/top1 diff"]) == pytest.approx(2.03)
+    assert table["deit_tiny"]["fgsm/top1 diff"] == "0.0000"
+    assert table["deit_small"]["imagenet-c/mce"] == "70.1000"
+    assert table["deit_small"]["report"] == str(three_reports[2])
 
 
 def test_confidence_intervals(three_reports: list[Path]) -> None:
@@ -189,6 +191,36 @@ def test_different_suites_and_sample_sets_are_flagged(tmp_path: Path) -> None:
     failed = runner.invoke(app, ["compare", str(a), str(c)])
     assert failed.exit_code == 2
     assert "nothing to compare" in _flat(failed.stderr)
+
+
+def _budget(norm: str | None, eps: float = 8 / 255) -> dict[str, object]:
+    params: dict[str, object] = {"eps": eps, "eps_display": "8/255" if eps == 8 / 255 else "0.5"}
+    return params | ({"norm": norm} if norm else {})
+
+
+def test_results_under_different_norms_never_share_a_column() -> None:
+    accuracies = {"clean": 0.7, "pgd": 0.4}
+    linf = make_report("a", accuracies, params={"pgd": _budget("linf")})
+    l2 = make_report("b", accuracies, params={"pgd": _budget("l2", eps=8 / 255)})
+    cmp = build_comparison([("a.json", linf), ("b.json", l2)])
+    assert {c.perturbation for c in cmp.columns} == {"clean"}
+    assert "different parameters or directions across reports: pgd/top1, pgd/top5" in cmp.notes[-1]
+    # A bounded result that names no norm is L-infinity (the attacks' default), in any case.
+    for norm in (None, "Linf"):
+        old = make_report("c", accuracies, params={"pgd": _budget(norm)})
+        shared = build_comparison([("a.json", linf), ("c.json", old)], metrics=["top1"])
+        assert [c.perturbation for c in shared.columns] == ["clean", "pgd"]
+        apart = build_comparison([("b.json", l2), ("c.json", old)])
+        assert {c.perturbation for c in apart.columns} == {"clean"}
+
+
+def test_tables_show_the_norm_beside_eps() -> None:
+    assert budget_label(_budget("linf")) == "Linf 8/255"
+    assert budget_label(_budget("l2", eps=0.5)) == "L2 0.5"
+    assert budget_label(_budget("Linf")) == "Linf 8/255"  # AutoAttack's spelling
+    assert budget_label(_budget(None)) == "8/255" and budget_label({}) is None
+    report = make_report("a", {"clean": 0.7, "pgd": 0.4}, params={"pgd": _budget("l2", 0.5)})
+    assert [row[0] for row in report_rows(report)] == ["clean"] * 2 + ["pgd (eps L2 0.5)"] * 2
 
 
 def test_rows_sharing_a_model_name_get_the_checkpoint_sha() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import random
+import re
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,7 @@ from robench.data import (
     select_indices,
 )
 from robench.data.image_folder import ImageFolderDataset
+from robench.data.subset import resolve_subset, shipped_subsets
 
 GRAY_28 = Preprocessing((1, 28, 28))
 RGB_16 = Preprocessing((3, 16, 16), interpolation="bilinear")
@@ -373,3 +375,112 @@ def test_the_built_in_dataset_location_can_be_overridden(
     monkeypatch.setenv("ROBENCH_FASHION_MNIST_DIR", str(fashion_mnist_dir))
     data = open_dataset("fashion-mnist", preprocessing=GRAY_28)
     assert len(data) == 10_000 and data.root == fashion_mnist_dir
+
+
+# ------------------------------------------------------------------------ listed subsets
+
+ROBUSTBENCH_5000 = "robustbench-imagenet-5000"
+
+
+def _shipped_ids(name: str) -> list[str]:
+    text = shipped_subsets()[name].read_text()
+    return [line.strip() for line in text.splitlines() if line.strip() and line[0] != "#"]
+
+
+def _write_list(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_shipped_robustbench_imagenet_subset_is_intact() -> None:
+    """5,000 unique `<wnid>/ILSVRC2012_val_<8 digits>.JPEG` lines, in RobustBench's order
+    (golden hash of the lines joined by newlines; the header names the source)."""
+    path = shipped_subsets()[ROBUSTBENCH_5000]
+    ids = _shipped_ids(ROBUSTBENCH_5000)
+    assert len(ids) == len(set(ids)) == 5000
+    assert all(re.fullmatch(r"n[0-9]{8}/ILSVRC2012_val_[0-9]{8}\.JPEG", i) for i in ids)
+    assert ids[0] == "n09468604/ILSVRC2012_val_00015253.JPEG"
+    digest = hashlib.sha256("\n".join(ids).encode()).hexdigest()
+    assert digest == "d4121626d07722a0126c35b1563042e46a546f1a05ce705f2cdc635896d58574"
+    assert "robustbench/helper_files/imagenet_test_image_ids.txt" in path.read_text()
+
+
+def test_shipped_subset_resolves_by_name_against_an_imagenet_layout() -> None:
+    """The 5,000 names among 5,003 items of an ImageNet-style folder: exactly their indices."""
+    ids = _shipped_ids(ROBUSTBENCH_5000)
+    extra = ["n01440764/ILSVRC2012_val_99999991.JPEG", "n01440764/ILSVRC2012_val_99999992.JPEG"]
+    names = sorted([*ids, *extra, "n99999999/ILSVRC2012_val_99999993.JPEG"])
+    indices = resolve_subset(ROBUSTBENCH_5000, len(names), names)
+    assert indices == sorted(indices) and len(indices) == 5000
+    assert {names[i] for i in indices} == set(ids)
+
+
+def test_subset_file_names_match_an_image_folder(tmp_path: Path) -> None:
+    """Lines match `<class>/<file>`, or the file name alone when it is unique; comments and
+    blank lines are skipped; the result is sorted whatever the file's order."""
+    root = tmp_path / "val"
+    for wnid in ("n01", "n02"):
+        for k in range(3):
+            _save(root / wnid / f"val_{wnid}_{k}.JPEG", 0)
+    ds = open_dataset(root, preprocessing=RGB_16)
+    assert isinstance(ds, ImageFolderDataset)
+    names = ds.relative_paths()
+    assert names[:2] == ["n01/val_n01_0.JPEG", "n01/val_n01_1.JPEG"] and len(names) == 6
+    subset = _write_list(
+        tmp_path / "subset.txt",
+        [
+            "# two by path, one by file name",
+            "n02/val_n02_2.JPEG",
+            "",
+            "val_n01_1.JPEG",
+            "n01/val_n01_0.JPEG",
+        ],
+    )
+    assert resolve_subset(subset, len(ds), names) == [0, 1, 5]
+    assert resolve_subset(str(subset), len(ds), names) == [0, 1, 5]
+
+
+def test_robustbench_lines_find_images_in_numbered_class_folders(tmp_path: Path) -> None:
+    """`<wnid>/<file>` lines against folders named 0..999: matched by the unique file name."""
+    names = ["0/ILSVRC2012_val_00000001.JPEG", "1/ILSVRC2012_val_00000002.JPEG"]
+    subset = _write_list(tmp_path / "s.txt", ["n01443537/ILSVRC2012_val_00000002.JPEG"])
+    assert resolve_subset(subset, 2, names) == [1]
+
+
+def test_subset_of_integer_indices_works_without_names(tmp_path: Path) -> None:
+    subset = _write_list(tmp_path / "idx.txt", ["7", "0", "# comment", "3"])
+    assert resolve_subset(subset, 10) == [0, 3, 7]
+    assert resolve_subset(subset, 10, [f"c/{i}.png" for i in range(10)]) == [0, 3, 7]
+    with pytest.raises(ConfigError, match=r"outside this dataset of 5 items.*'7'.*0-based"):
+        resolve_subset(subset, 5)
+
+
+@pytest.mark.parametrize(
+    ("lines", "names", "fragment"),
+    [
+        (
+            ["a/1.png", "a/9.png", "b/8.png"],
+            ["a/1.png", "a/2.png"],
+            r"2 of the 3 images.*'a/9.png'.*--data",
+        ),
+        (["x.png"], None, "no file names.*integer indices"),
+        (["a/1.png", "a/1.png"], ["a/1.png"], "more than once: 'a/1.png'"),
+        (["# only a comment", ""], ["a/1.png"], "lists no items"),
+        (["1.png"], ["a/1.png", "b/1.png"], "several class folders.*<class>/<file>"),
+        (["a/1.png", "1.png"], ["a/1.png"], "same image twice"),
+    ],
+    ids=["missing", "names-without-names", "repeated", "empty", "ambiguous", "twice"],
+)
+def test_bad_subset_files_are_config_errors(
+    tmp_path: Path, lines: list[str], names: list[str] | None, fragment: str
+) -> None:
+    subset = _write_list(tmp_path / "subset.txt", lines)
+    with pytest.raises(ConfigError, match=fragment):
+        resolve_subset(subset, len(names) if names else 3, names)
+
+
+def test_unknown_subset_name_or_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="Did you mean 'robustbench-imagenet-5000'"):
+        resolve_subset("robustbench-imagenet-500", 10)
+    with pytest.raises(ConfigError, match="does not exist"):
+        resolve_subset(tmp_path / "nope.txt", 10)

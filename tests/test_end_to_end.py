@@ -88,9 +88,10 @@ def test_train_then_eval_from_the_cli_writes_a_schema_valid_report(
 
 
 def _request(checkpoint: Path, out: Path, **kw: object) -> EvalRequest:
-    options: dict[str, object] = {"limit": 48, "batch_size": 16, "seed": 3, **kw}
+    options: dict[str, object] = {
+        "suite": "smoke", "limit": 48, "batch_size": 16, "seed": 3, **kw
+    }  # fmt: skip
     return EvalRequest(
-        suite="smoke",
         data="fashion-mnist",
         out=out,
         checkpoint=checkpoint,
@@ -172,3 +173,55 @@ def test_torchrun_shards_batches_and_writes_the_same_report(
     printed = json.loads(done.stdout)  # one report on stdout, rank 0's
     assert printed["datasets"]["default"]["n_samples"] == 48
     assert (tmp_path / "sharded.samples.rank1.jsonl").exists()
+
+
+AUTOATTACK_SUITE = """
+name = "aa-shards"
+version = 1
+[[perturbations]]
+kind = "autoattack"
+name = "apgd-linf"
+eps = "4/255"
+attacks = ["apgd-ce", "apgd-t"]
+n_iter = 5
+n_target_classes = 2
+[[perturbations]]
+kind = "autoattack"
+name = "apgd-l2"
+norm = "l2"
+eps = 0.5
+attacks = ["apgd-ce"]
+n_iter = 5
+"""
+
+
+def test_autoattack_under_torchrun_gives_the_single_process_verdicts(
+    checkpoint: Path, tmp_path: Path
+) -> None:
+    """AutoAttack is sharded like every attack: two gloo processes, the same per-sample
+    verdicts (and identical reruns), for L-infinity and L2."""
+    import os
+    import subprocess
+    import sys
+
+    suite = tmp_path / "aa.toml"
+    suite.write_text(AUTOATTACK_SUITE)
+    single = evaluate(_request(checkpoint, tmp_path / "single.json", suite=str(suite)))
+    again = evaluate(_request(checkpoint, tmp_path / "again.json", suite=str(suite)))
+    assert again.samples == single.samples  # AutoAttack is seeded: identical reruns
+    out = tmp_path / "sharded.json"
+    torchrun = Path(sys.executable).with_name("torchrun")
+    done = subprocess.run(
+        [str(torchrun), "--nproc_per_node=2", "-m", "robench", "eval", "-c", str(checkpoint),
+         "--suite", str(suite), "--limit", "48", "--batch-size", "16", "--seed", "3",
+         "-o", str(out), "--format", "json"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    sharded = json.loads(out.read_text())
+    assert sharded["samples"] == single.model_dump(mode="json")["samples"]
+    assert len(single.samples["default"].indices) == 48
+    assert {r["name"]: r["params"]["budget_display"] for r in sharded["results"]} == {
+        "apgd-linf": "Linf 4/255",
+        "apgd-l2": "L2 0.5",
+    }

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from pathlib import Path
+from statistics import NormalDist
 
 import numpy as np
 import pytest
@@ -16,7 +19,7 @@ from robench.cli import app
 from robench.results import metrics as metrics_module
 from robench.results.gate import Status, run_gate
 from robench.results.gate_policy import Policy, Rule, Tolerance, read_policy
-from robench.results.report import Report
+from robench.results.report import MetricValue, Report
 
 runner = CliRunner()
 
@@ -118,10 +121,11 @@ def test_unpairable_reports_exit_2(
 
 def test_same_indices_different_labels_exit_2(tmp_path: Path, baseline: Report) -> None:
     candidate = baseline.model_copy(deep=True)
-    candidate.samples.labels[0] = (candidate.samples.labels[0] + 3) % 10
+    targets = candidate.samples["default"].targets
+    targets[0] = (targets[0] + 3) % 10
     result = _invoke(tmp_path, baseline, candidate)
     assert result.exit_code == 2
-    assert "differ in sample labels" in _flat(result.stderr)
+    assert "differ in sample targets" in _flat(result.stderr)
 
 
 def test_summary_and_junit(
@@ -260,7 +264,7 @@ def test_real_valued_metric_uses_the_paired_bootstrap(monkeypatch: pytest.Monkey
         name="nll",
         description="negative log-likelihood",
         higher_is_better=False,
-        per_sample=lambda label, topk: 0.0,
+        per_sample=lambda record: 0.0,
         display=metrics_module.MetricDisplay("NLL"),
         paired_test="real",
         report_values=lambda r, p: per_sample[r.model.name],
@@ -283,3 +287,129 @@ def test_real_valued_metric_uses_the_paired_bootstrap(monkeypatch: pytest.Monkey
     assert noisy.status is Status.inconclusive
     assert noisy.test is not None and noisy.test.samples_needed is not None
     assert noisy.test.samples_needed > 1000
+
+
+# --- the paired bootstrap on real per-sample values read from the reports --------------------
+
+
+def _normal_interval(values: Sequence[float]) -> tuple[float, float]:
+    """Normal-approximation 95% interval of the mean of real values."""
+    half = metrics_module.Z_95 * float(np.std(values, ddof=1)) / math.sqrt(len(values))
+    return float(np.mean(values)) - half, float(np.mean(values)) + half
+
+
+def _rank_loss(record: dict) -> float:
+    """0 when top-1 is right, 0.5 when only the top 5 hold the label, 1 otherwise."""
+    return 1.0 - 0.5 * float(record["top1"]) - 0.5 * float(record["top5"])
+
+
+_REAL_METRICS = {
+    higher: metrics_module.Metric(
+        name="rank_score" if higher else "rank_loss",
+        description="top-1/top-5 rank score" if higher else "top-1/top-5 rank loss",
+        higher_is_better=higher,
+        per_sample=(lambda r: 1.0 - _rank_loss(r)) if higher else _rank_loss,
+        display=metrics_module.MetricDisplay("rank score" if higher else "rank loss"),
+        paired_test="real",  # no report_values: the gate reads the report's stored column
+        interval=_normal_interval,
+    )
+    for higher in (True, False)
+}
+
+
+def _with_real_metric(report: Report, metric: metrics_module.Metric) -> Report:
+    """A copy of `report` that also stores `metric`: a per-sample column computed from the
+    stored top-1 and top-5 columns, and its mean in the results, as `robench eval` would."""
+    new = report.model_copy(deep=True)
+    samples = next(iter(new.samples.values()))
+    for result in new.results:
+        columns = samples.values[result.name]
+        records = [
+            {"top1": a, "top5": b} for a, b in zip(columns["top1"], columns["top5"], strict=True)
+        ]
+        columns[metric.name] = [metric.per_sample(r) for r in records]
+        value, ci95 = metric.summarize(columns[metric.name])
+        result.metrics[metric.name] = MetricValue(
+            value=value, ci95=ci95, higher_is_better=metric.higher_is_better
+        )
+    return new
+
+
+@pytest.fixture(params=[False, True], ids=["lower is better", "higher is better"])
+def real_metric(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+    metric = _REAL_METRICS[request.param]
+    monkeypatch.setattr(metrics_module, "METRICS", metrics_module.extended_registry(metric))
+    return metric
+
+
+def _real_check(result, perturbation: str, metric: metrics_module.Metric):
+    return next(c for c in result.checks if c.name == f"{perturbation}/{metric.name}")
+
+
+def test_bootstrap_flags_a_clearly_worse_real_metric(
+    tmp_path: Path, baseline: Report, real_metric: metrics_module.Metric
+) -> None:
+    base = _with_real_metric(baseline, real_metric)
+    # 100 of fgsm's 500 right samples become wrong but stay in the top 5: rank loss 0 -> 0.5.
+    cand = _with_real_metric(flip(baseline, "fgsm", to_wrong=100), real_metric)
+    sign = -1.0 if real_metric.higher_is_better else 1.0
+    assert cand.results[1].metrics[real_metric.name].value == pytest.approx(
+        base.results[1].metrics[real_metric.name].value + sign * 0.05
+    )
+
+    result = run_gate(base, cand)
+    check = _real_check(result, "fgsm", real_metric)
+    assert check.higher_is_better is real_metric.higher_is_better
+    assert check.drop == pytest.approx(0.05)  # positive: worse in either direction
+    assert check.test is not None
+    assert check.test.name == "paired bootstrap (10000 resamples)"
+    # Every paired difference points the worse way, so no resample re-centred on zero reaches
+    # the observed mean: the smallest p-value a 10000-resample bootstrap can give.
+    assert check.test.p_value == pytest.approx(1 / 10_001)
+    assert check.status is Status.regressed
+    assert check.detail == (
+        "drop of 0.05 exceeds 0.02 and is significant (p = 0.0001 <= alpha 0.05)."
+    )
+    # Samples needed, from the normal approximation on the differences computed here.
+    diffs = np.r_[np.full(100, 0.5), np.zeros(900)]
+    z = NormalDist().inv_cdf(0.95) + NormalDist().inv_cdf(0.8)
+    assert check.test.samples_needed == math.ceil((z * diffs.std(ddof=1) / diffs.mean()) ** 2)
+    clean = _real_check(result, "clean", real_metric)
+    assert clean.status is Status.passed and clean.detail == "no change."
+
+    cli = _invoke(tmp_path, base, cand)
+    assert cli.exit_code == 1, cli.output
+    row = next(
+        line for line in cli.stdout.splitlines() if line.startswith(f"| fgsm/{real_metric.name} |")
+    )
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[5:] == ["paired bootstrap (10000 resamples)", "0.0001", "**regressed**"]
+
+
+def test_bootstrap_passes_an_equal_real_metric(
+    baseline: Report, real_metric: metrics_module.Metric
+) -> None:
+    base = _with_real_metric(baseline, real_metric)
+    result = run_gate(base, base.model_copy(deep=True))
+    for perturbation in ("clean", "fgsm"):
+        check = _real_check(result, perturbation, real_metric)
+        assert check.test is not None and check.test.name.startswith("paired bootstrap")
+        assert check.test.p_value == 1.0  # no difference at all
+        assert check.drop == 0.0 and check.status is Status.passed
+        assert check.detail == "no change."
+    assert result.status is Status.passed
+
+
+def test_bootstrap_respects_the_direction_of_an_improvement(
+    baseline: Report, real_metric: metrics_module.Metric
+) -> None:
+    base = _with_real_metric(baseline, real_metric)
+    # 100 wrong fgsm samples become right (and top 5): rank loss falls, rank score rises.
+    cand = _with_real_metric(flip(baseline, "fgsm", to_wrong=0, to_right=100), real_metric)
+    check = _real_check(run_gate(base, cand), "fgsm", real_metric)
+    assert check.drop < -0.05  # an improvement in either direction
+    assert check.status is Status.passed and check.detail.startswith("improved by")
+    assert check.test is not None and check.test.p_value == 1.0  # one-sided: never "worse"
+    # Read with the opposite direction, the same change is a significant regression.
+    swapped = run_gate(cand, base)
+    assert _real_check(swapped, "fgsm", real_metric).status is Status.regressed

@@ -145,6 +145,6 @@ def test_compare_and_gate_read_direction_from_the_registry(
     cmp = build_comparison([("b", base), ("w", worse)], metrics=["top1"])
     assert cmp.columns[0].higher_is_better is False
     base_row, worse_row = cmp.rows
-    assert cmp.marks.at[worse_row, ("clean", "top1")] == "best"
+    assert cmp.cell(worse_row, cmp.columns[0]).mark == "best"
     assert report_rows(base)[0][2] == "↓"
-    assert np.isclose(cmp.values.at[base_row, ("clean", "top1")], 0.8)
+    assert np.isclose(cmp.cell(base_row, cmp.columns[0]).value, 0.8)

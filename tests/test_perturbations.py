@@ -1,12 +1,15 @@
 """Contract tests over every registered perturbation kind, plus attack-specific behaviour.
 
-Every kind must: keep the output's shape and dtype, stay finite, in [0, 1] and inside its
-eps-ball, give identical images for the same seed, and leave the model as it found it.
-Attacks must lower accuracy, attack the true labels, and (where randomized) depend on the seed.
+Every kind must: keep the output's shape and dtype, stay finite, in [0, 1] and inside the
+eps-ball of its threat model (L-inf or L2) per sample, give identical images for the same
+seed, and leave the model as it found it. Attacks must lower accuracy, attack the true labels,
+and (where randomized) depend on the seed. L2 specifics and the parity with AutoAttack run
+directly are in test_l2.py.
 """
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,9 +22,11 @@ from torch import nn
 from robench._core.errors import AttackCheckError, ConfigError
 from robench.perturbations import PERTURBATIONS, Perturbation, build_perturbation
 from robench.perturbations.adversarial.params import AutoAttackParams, PGDParams
-from robench.perturbations.checks import check_adversarial
+from robench.perturbations.checks import ball_tolerance, check_adversarial
+from robench.perturbations.threat_models import NORMS
 
 EPS = 8 / 255
+EPS_L2 = 1.0  # on 28x28 grey images, about the L2 size of an 8/255 L-inf sign perturbation
 N_SAMPLES = 128
 
 
@@ -34,17 +39,39 @@ class Case:
     randomized: bool = False  # a different seed must give different images
     n_samples: int = N_SAMPLES
     slow: bool = False
+    bites: bool = False  # a gradient attack: must lower accuracy by more than 5 points
 
 
 # Small but real configurations: few steps and queries, the same code paths as a full suite.
 CASES: dict[str, Case] = {
     "clean": Case("clean"),
-    "fgsm": Case("fgsm", {"eps": "8/255"}),
-    "pgd": Case("pgd", {"eps": "8/255", "steps": 5}, randomized=True),
-    "pgd-no-random-start": Case("pgd", {"eps": "8/255", "steps": 5, "random_start": False}),
+    "fgsm": Case("fgsm", {"eps": "8/255"}, bites=True),
+    "fgm": Case("fgm", {"eps": EPS_L2}, bites=True),
+    "pgd": Case("pgd", {"eps": "8/255", "steps": 5}, randomized=True, bites=True),
+    "pgd-no-random-start": Case(
+        "pgd", {"eps": "8/255", "steps": 5, "random_start": False}, bites=True
+    ),
+    "pgd-l2": Case("pgd", {"eps": EPS_L2, "norm": "l2", "steps": 5}, randomized=True, bites=True),
+    "pgd-l2-no-random-start": Case(
+        "pgd", {"eps": EPS_L2, "norm": "l2", "steps": 5, "random_start": False}, bites=True
+    ),
     "spsa": Case("spsa", {"eps": "8/255", "steps": 5, "nb_sample": 16}, randomized=True),
     "apgd-ce": Case(
-        "autoattack", {"eps": "8/255", "attacks": ["apgd-ce"], "n_iter": 10}, randomized=True
+        "autoattack",
+        {"eps": "8/255", "attacks": ["apgd-ce"], "n_iter": 10},
+        randomized=True,
+        bites=True,
+    ),
+    "apgd-ce-l2": Case(
+        "autoattack",
+        {"eps": EPS_L2, "norm": "l2", "attacks": ["apgd-ce"], "n_iter": 10},
+        randomized=True,
+        bites=True,
+    ),
+    "square-l2": Case(
+        "autoattack",
+        {"eps": EPS_L2, "norm": "L2", "attacks": ["square"], "n_queries": 50},
+        randomized=True,
     ),
     "square": Case(
         "autoattack", {"eps": "8/255", "attacks": ["square"], "n_queries": 50}, randomized=True
@@ -129,7 +156,16 @@ def run(
 
 
 def test_every_kind_is_registered() -> None:
-    assert {"clean", "fgsm", "pgd", "spsa", "autoattack"} <= set(PERTURBATIONS.names())
+    assert {"clean", "fgsm", "fgm", "pgd", "spsa", "autoattack"} <= set(PERTURBATIONS.names())
+
+
+def test_every_supported_norm_is_a_threat_model() -> None:
+    """A kind's `norm` choices are rows of NORMS (the table the check and reports read)."""
+    for kind in PERTURBATIONS.names():
+        fields = PERTURBATIONS.get(kind).Params.model_fields
+        if "eps" in fields:
+            supported = typing.get_args(fields["norm"].annotation) or ("linf",)
+            assert set(supported) <= set(NORMS), kind
 
 
 @pytest.mark.parametrize("case", ALL_CASES)
@@ -142,9 +178,16 @@ def test_output_respects_threat_model(
     assert torch.isfinite(adv).all()
     assert adv.min() >= 0 and adv.max() <= 1
     if pert.eps is not None:
-        assert pert.eps == pytest.approx(EPS)
-        assert (adv - clean).abs().max().item() <= pert.eps + 1e-6
-    check_adversarial(clean, adv, pert.eps, name=case.kind)
+        threat = pert.threat_model
+        norm = case.params.get("norm", "l2" if case.kind == "fgm" else "linf")
+        assert threat is NORMS[norm.lower()]
+        assert pert.eps == pytest.approx(EPS if threat is NORMS["linf"] else EPS_L2)
+        # per sample, in float64, with the float32 slack the post-attack check allows
+        distances = threat.distance((adv - clean).double())  # (B,)
+        assert distances.max().item() <= pert.eps + ball_tolerance(threat, clean)
+        if case.bites:
+            assert distances.max().item() > 0.5 * pert.eps  # it did perturb
+    check_adversarial(clean, adv, pert.eps, name=case.kind, threat=pert.threat_model)
 
 
 @pytest.mark.parametrize("case", ALL_CASES)
@@ -194,7 +237,7 @@ def test_model_rng_and_stdout_are_left_alone(
     assert torch.equal(torch.get_rng_state(), rng_state)
 
 
-@pytest.mark.parametrize("kind", ["fgsm", "autoattack"])
+@pytest.mark.parametrize("kind", ["fgsm", "fgm", "autoattack"])
 @pytest.mark.parametrize(
     "context", [torch.no_grad, torch.inference_mode], ids=["no_grad", "inference"]
 )
@@ -206,7 +249,11 @@ def test_attacks_work_under_no_grad(
 ) -> None:
     """A caller evaluating under no_grad / inference_mode still gets a real attack."""
     images, labels = batch[0][:32], batch[1][:32]
-    params = {"eps": EPS} if kind == "fgsm" else {"eps": EPS, "attacks": ["apgd-ce"], "n_iter": 5}
+    params = {
+        "fgsm": {"eps": EPS},
+        "fgm": {"eps": EPS_L2},
+        "autoattack": {"eps": EPS, "attacks": ["apgd-ce"], "n_iter": 5},
+    }[kind]
     attack = build_perturbation(kind, params)
     expected = attack.perturb(trained_classifier, images, labels, 0)
     with context():
@@ -229,8 +276,8 @@ def test_attack_does_not_raise_accuracy(
     clean_acc = _accuracy(trained_classifier, images, labels)
     adv_acc = _accuracy(trained_classifier, run(case, 0)[1], labels)
     assert adv_acc <= clean_acc
-    if case.kind in {"fgsm", "pgd"} or case is CASES["apgd-ce"]:
-        assert adv_acc < clean_acc - 0.05  # gradient attacks at 8/255 must bite
+    if case.bites:
+        assert adv_acc < clean_acc - 0.05  # gradient attacks at 8/255 (L2: 1.0) must bite
 
 
 def test_pgd_is_at_least_as_strong_as_fgsm(
@@ -255,10 +302,13 @@ def test_pgd_with_large_eps_breaks_the_model(
     ("kind", "params"),
     [
         ("fgsm", {"eps": 0.3}),
+        ("fgm", {"eps": 4.0}),
         ("pgd", {"eps": 0.3, "steps": 10}),
+        ("pgd", {"eps": 4.0, "norm": "l2", "steps": 10}),
         ("autoattack", {"eps": 0.3, "attacks": ["apgd-ce"], "n_iter": 10}),
+        ("autoattack", {"eps": 4.0, "norm": "l2", "attacks": ["apgd-ce"], "n_iter": 10}),
     ],
-    ids=["fgsm", "pgd", "apgd-ce"],
+    ids=["fgsm", "fgm", "pgd", "pgd-l2", "apgd-ce", "apgd-ce-l2"],
 )
 def test_attacks_use_the_labels_passed_in(
     kind: str,
@@ -360,14 +410,35 @@ def test_model_in_train_mode_is_attacked_in_eval_mode_and_restored(
 
 
 def test_autoattack_caps_target_classes_for_few_classes(
-    batch: tuple[torch.Tensor, torch.Tensor],
+    batch: tuple[torch.Tensor, torch.Tensor], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """With 5 classes APGD-T and FAB-T get 4 target classes (not the default 9), and the
+    library is run with exactly that."""
+    from pyautoattack import AutoAttack as LibraryAutoAttack
+
+    seen: dict[str, int] = {}
+    original = LibraryAutoAttack.run_standard_evaluation
+
+    def recording(self: Any, *args: Any, **kwargs: Any) -> Any:
+        seen["apgd-t"] = self.apgd_targeted.n_target_classes
+        seen["fab-t"] = self.fab.n_target_classes
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(LibraryAutoAttack, "run_standard_evaluation", recording)
     model = _LinearNoParams(5).eval()
     images = batch[0][:8]
     labels = _predictions(model, images)
     params = {"eps": EPS, "version": "standard", "n_iter": 3, "n_queries": 10}
-    adv = build_perturbation("autoattack", params).perturb(model, images, labels, 0)
+    attack = build_perturbation("autoattack", params)
+    assert attack.params.n_target_classes == 9
+    adv = attack.perturb(model, images, labels, 0)
+    assert seen == {"apgd-t": 4, "fab-t": 4}
     check_adversarial(images, adv, EPS, name="autoattack")
+
+    seen.clear()  # 10 classes: the requested 9 are kept
+    model10 = _LinearNoParams(10).eval()
+    attack.perturb(model10, images, _predictions(model10, images), 0)
+    assert seen == {"apgd-t": 9, "fab-t": 9}
 
 
 def test_autoattack_rejects_dlr_with_too_few_classes(
@@ -413,6 +484,7 @@ def test_spsa_defaults_and_advertorch_alias() -> None:
     params = build_perturbation("spsa", {"eps": EPS, "nb_iter": 7}).params
     assert params.model_dump() == {
         "eps": EPS,
+        "norm": "linf",
         "steps": 7,
         "delta": 0.01,
         "lr": 0.01,
@@ -438,7 +510,11 @@ def test_autoattack_version_follows_attacks() -> None:
         ("pgd", {"eps": EPS, "loss": "dlr"}),
         ("pgd", {"eps": EPS, "step_size": 0}),
         ("spsa", {"eps": EPS, "nb_sample": 0}),
-        ("autoattack", {"eps": EPS, "norm": "L2"}),
+        ("autoattack", {"eps": EPS, "norm": "L1"}),  # the library has it; robench has no row
+        ("pgd", {"eps": EPS, "norm": "inf"}),
+        ("fgsm", {"eps": EPS, "norm": "l2"}),  # the L2 step is kind "fgm"
+        ("fgm", {"eps": EPS, "norm": "linf"}),  # the L-inf step is kind "fgsm"
+        ("spsa", {"eps": EPS, "norm": "l2"}),
         ("autoattack", {"eps": EPS, "version": "standard", "attacks": ["apgd-ce"]}),
         ("autoattack", {"eps": EPS, "version": "custom"}),
         ("autoattack", {"eps": EPS, "attacks": ["apgd-ce", "apgd-ce"]}),

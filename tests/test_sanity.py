@@ -8,6 +8,7 @@ from torch import nn
 from torch.utils.data import TensorDataset
 
 from robench.evaluation.sanity import QUICK_BUDGET, run_sanity
+from robench.models.layers.elliptical_attention import EllipticalAttention
 
 pytestmark = pytest.mark.slow
 
@@ -65,6 +66,7 @@ def test_a_sound_model_passes_the_core_checks(trained_classifier: nn.Module, fmn
     assert sweep == sorted(sweep, reverse=True)
     assert checks["unbounded_attack_breaks_model"].values["accuracy"] <= 0.05
     assert "randomized_eot" not in checks
+    assert "elliptical_gradients_through_m" not in checks  # not an elliptical model
 
 
 def test_zeroed_input_gradients_are_flagged(trained_classifier: nn.Module, fmnist_test) -> None:
@@ -74,6 +76,8 @@ def test_zeroed_input_gradients_are_flagged(trained_classifier: nn.Module, fmnis
     assert grads.values["bad_gradient_share"] == 1.0
     # With no gradient, even an unbounded white-box attack cannot break the model.
     assert checks["unbounded_attack_breaks_model"].status == "warn"
+    # Masked, but not by an elliptical layer: the adaptive comparison does not apply.
+    assert "elliptical_gradients_through_m" not in checks
 
 
 def test_dropout_left_on_is_flagged_as_randomized(
@@ -82,19 +86,75 @@ def test_dropout_left_on_is_flagged_as_randomized(
     checks = _battery(_AlwaysDropout(trained_classifier), fmnist_test, n=32)
     assert checks["gradients_and_determinism"].values["randomized"] == 1.0
     assert checks["gradients_and_determinism"].status == "warn"
-    assert checks["randomized_eot"].status == "warn"
-    assert 0.0 <= checks["randomized_eot"].values["eot"] <= 1.0
+    eot = checks["randomized_eot"]
+    assert eot.status == "warn"
+    assert eot.values["pgd"] == checks["pgd_at_least_fgsm"].values["pgd"]  # the same PGD run
+    assert (eot.values["eot"] * 32).is_integer()  # an accuracy on the 32 samples
+    assert f"{100 * eot.values['eot']:.1f}%" in eot.detail
 
 
-def test_elliptical_models_get_the_adaptive_comparison(fmnist_test) -> None:
-    import timm
+class _MaskedUnlessThroughM(nn.Module):
+    """Quantise the input like `_RoundInput`, with a straight-through gradient only while the
+    model's elliptical layers let gradients flow through M: the same outputs either way, but a
+    PGD that stops gradients at M sees a zero gradient and one through M does not."""
 
-    from robench.models.normalization import NormalizedModel
+    def __init__(self, inner: nn.Module, layers: tuple[EllipticalAttention, ...]) -> None:
+        super().__init__()
+        self.inner = inner
+        self.layers = layers
 
-    torch.manual_seed(0)
-    model = NormalizedModel(
-        timm.create_model("vit_nano_elliptical_patch4_28"), [0.286], [0.353]
-    ).eval()
-    checks = _battery(model, fmnist_test, n=16)
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rounded = torch.round(x * 255) / 255
+        if any(layer.differentiable for layer in self.layers):
+            rounded = x + (rounded - x).detach()
+        return self.inner(rounded)
+
+
+def _pgd_accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor, eps: float) -> float:
+    """Accuracy under a plain 10-step PGD from the clean images (no random start)."""
+    adv = x.clone()
+    for _ in range(10):
+        adv.requires_grad_(True)
+        (grad,) = torch.autograd.grad(nn.functional.cross_entropy(model(adv), y), adv)
+        adv = torch.min(torch.max(adv.detach() + eps / 4 * grad.sign(), x - eps), x + eps)
+        adv = adv.clamp(0, 1)
+    with torch.no_grad():
+        return (model(adv).argmax(-1) == y).float().mean().item()
+
+
+def test_an_elliptical_model_weaker_through_m_is_flagged_with_its_numbers(fmnist_test) -> None:
+    from robench.models.loading import load_model
+
+    model = load_model("vit_nano_elliptical_fmnist").model  # the shipped, trained checkpoint
+    layers = tuple(m for m in model.modules() if isinstance(m, EllipticalAttention))
+    vit = model.model
+    vit.patch_embed.proj = _MaskedUnlessThroughM(vit.patch_embed.proj, layers)
+    n, eps = 16, 8 / 255
+    images, labels = fmnist_test[0][:n], fmnist_test[1][:n]
+
+    # Independent numbers: clean accuracy; PGD without M gradients cannot move (exactly
+    # clean); PGD with them breaks the model.
+    with torch.no_grad():
+        clean = (model(images).argmax(-1) == labels).float().mean().item()
+    assert _pgd_accuracy(model, images, labels, eps) == clean
+    for layer in layers:
+        layer.differentiable = True
+    through_m = _pgd_accuracy(model, images, labels, eps)
+    for layer in layers:
+        layer.differentiable = False
+    assert clean >= 0.75 and through_m <= clean - 0.4
+
+    checks = _battery(model, fmnist_test, n=n)
+    assert not any(layer.differentiable for layer in layers)  # the battery restores the flags
+    assert checks["eps0_equals_clean"].values["clean"] == clean
     adaptive = checks["elliptical_gradients_through_m"]
-    assert set(adaptive.values) == {"with_m_gradients", "without_m_gradients"}
+    without, with_m = adaptive.values["without_m_gradients"], adaptive.values["with_m_gradients"]
+    assert adaptive.status == "warn", adaptive
+    # "without" is the battery's own PGD number, near clean (only its random start moves it).
+    assert without == checks["pgd_at_least_fgsm"].values["pgd"]
+    assert without == checks["black_box_not_stronger"].values["pgd"]
+    assert clean - 2 / n <= without <= clean + 2 / n
+    # "with" agrees with the independent PGD through M, and is far below "without".
+    assert abs(with_m - through_m) <= 3 / n
+    assert with_m <= without - 0.4
+    assert f"{100 * with_m:.1f}%" in adaptive.detail and f"{100 * without:.1f}%" in adaptive.detail

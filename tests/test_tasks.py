@@ -234,3 +234,25 @@ def test_written_reports_carry_the_current_schema(tmp_path: Path) -> None:
     assert raw["schema_version"] == 2 and raw["task"] == "image-classification"
     assert "data" not in raw and set(raw["datasets"]) == {"default"}
     assert read_report(tmp_path / "v2.json") == report
+
+
+def test_subset_restricts_the_default_dataset_before_limit(
+    tmp_path: Path, fmnist_test: tuple[torch.Tensor, torch.Tensor]
+) -> None:
+    folder = _image_folder(tmp_path / "imgs", fmnist_test, 2)  # 20 images, 2 per class
+    names = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.png"))
+    listed = tmp_path / "subset.txt"
+    listed.write_text("# five of them\n" + "\n".join(names[::4]) + "\n")
+    request = EvalRequest(
+        suite="smoke",
+        data=str(folder),
+        out=tmp_path / "r.json",
+        model="vit_nano_fmnist",
+        subset=str(listed),
+        limit=3,
+    )
+    report = evaluate(request)
+    info = report.datasets["default"]
+    assert info.subset == str(listed) and info.n_total == 20 and info.n_samples == 3
+    chosen = report.samples["default"].indices
+    assert len(chosen) == 3 and set(chosen) <= {names.index(n) for n in names[::4]}

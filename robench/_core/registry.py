@@ -7,6 +7,7 @@ so lookups and error messages behave the same everywhere.
 from __future__ import annotations
 
 import difflib
+import enum
 import fnmatch
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
@@ -61,6 +62,10 @@ class Registry(Generic[T]):
         if not any(c in pattern for c in "*?["):
             return pattern in name
         return fnmatch.fnmatch(name, pattern)
+
+    def choices(self, class_name: str) -> type[enum.Enum]:
+        """A str enum of the registered names, for command-line choice lists (typer)."""
+        return enum.Enum(class_name, {name: name for name in self.names()}, type=str)  # type: ignore[return-value]
 
     def __contains__(self, name: object) -> bool:
         return name in self._items

@@ -87,7 +87,7 @@ def compare_command(
       robench compare runs/*.json --format latex --metric top1 > table2.tex
       robench compare runs/*.json -r runs/deit.json --ci --format markdown
     """
-    from robench.results.compare import build_comparison  # pandas: only for this command
+    from robench.results.compare import build_comparison
     from robench.results.compare_formats import COMPARE_FORMATS
 
     loaded, reference_index = _with_reference(reports, reference)

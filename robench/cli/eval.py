@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import enum
 import os
 import sys
 from pathlib import Path
@@ -16,11 +15,7 @@ from robench.cli._parsing import dataset_map, float_list, input_size
 from robench.models.spec import ModelSpec
 from robench.results.tables import REPORT_FORMATS
 
-
-class OutputFormat(str, enum.Enum):
-    rich = "rich"
-    markdown = "markdown"
-    json = "json"
+OutputFormat = REPORT_FORMATS.choices("OutputFormat")
 
 
 def default_report_path(model: str | None, checkpoint: Path | None, suite: str) -> Path:
@@ -61,6 +56,14 @@ def eval_command(
     ] = None,
     limit: Annotated[
         int | None, typer.Option(help="Evaluate a seeded random subset of N samples.")
+    ] = None,
+    subset: Annotated[
+        str | None,
+        typer.Option(
+            help="Evaluate only the listed samples of the (default) dataset: a shipped subset "
+            "(robustbench-imagenet-5000) or a file of file names or 0-based indices, one per "
+            "line. Default: the suite's subset, else all. --limit then draws from it.",
+        ),
     ] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", "-b")] = 64,
     seed: Annotated[int, typer.Option(help="Seed of the subset and of every attack.")] = 0,
@@ -115,7 +118,7 @@ def eval_command(
         str | None, typer.Option(help="Budget of the sanity battery, e.g. 8/255.")
     ] = None,
     fmt: Annotated[
-        OutputFormat | None,
+        OutputFormat | None,  # type: ignore[valid-type]
         typer.Option(
             "--format", "-f", help="Table on stdout (default: rich on a terminal, else markdown)."
         ),
@@ -157,6 +160,7 @@ def eval_command(
         split=split,
         class_map=class_map,
         limit=limit,
+        subset=subset,
         batch_size=batch_size,
         seed=seed,
         device=device,

@@ -13,15 +13,6 @@ from robench._core.registry import Registry
 from robench.cli._output import handle_errors, out
 
 
-class Catalogue(str, enum.Enum):
-    models = "models"
-    perturbations = "perturbations"
-    suites = "suites"
-    cards = "cards"
-    metrics = "metrics"
-    tasks = "tasks"
-
-
 def _models(pattern: str | None) -> list[tuple[str, str]]:
     import timm
 
@@ -95,19 +86,21 @@ def _tasks(pattern: str | None) -> list[tuple[str, str]]:
     ]
 
 
-_LISTERS: dict[Catalogue, Callable[[str | None], list[tuple[str, str]]]] = {
-    Catalogue.models: _models,
-    Catalogue.perturbations: _perturbations,
-    Catalogue.suites: _suites,
-    Catalogue.cards: _cards,
-    Catalogue.metrics: _metrics,
-    Catalogue.tasks: _tasks,
+_LISTERS: dict[str, Callable[[str | None], list[tuple[str, str]]]] = {
+    "models": _models,
+    "perturbations": _perturbations,
+    "suites": _suites,
+    "cards": _cards,
+    "metrics": _metrics,
+    "tasks": _tasks,
 }
+# The command line's choices are the listers' names.
+Catalogue = enum.Enum("Catalogue", {name: name for name in _LISTERS}, type=str)  # type: ignore[misc]
 
 
 @handle_errors
 def list_command(
-    what: Annotated[Catalogue, typer.Argument(help="Which catalogue to list.")],
+    what: Annotated[Catalogue, typer.Argument(help="Which catalogue to list.")],  # type: ignore[valid-type]
     pattern: Annotated[
         str | None, typer.Argument(help="Shell-style filter, e.g. '*elliptical*'.")
     ] = None,
@@ -119,7 +112,7 @@ def list_command(
       robench list perturbations
       robench list suites
     """
-    rows = _LISTERS[what](pattern)
+    rows = _LISTERS[what.value](pattern)
     if not out.is_terminal:
         for name, detail in rows:
             typer.echo(f"{name}\t{detail}")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from robench._core.errors import EXIT_USAGE, RobenchError
 from robench.cli._output import err, handle_errors
@@ -21,28 +23,16 @@ def _check_suite(path: Path) -> str:
     )
 
 
-def _check_card(path: Path) -> str:
-    import timm
+def _card_checker(deep: bool) -> Callable[[Path], str]:
+    def check(path: Path) -> str:
+        from robench.models.cards import check_card
 
-    import robench.models.zoo  # noqa: F401  (a card may name one of robench's models)
-    from robench._core.errors import ConfigError
-    from robench._core.registry import did_you_mean
-    from robench.models.checkpoints import sha256_file
-    from robench.models.spec import read_card
+        checked = check_card(path, deep=deep)
+        for note in checked.notes:
+            err.print(f"[yellow]note:[/] {escape(f'{path}: {note}')}", highlight=False)
+        return f"model card {checked.card.name}: {checked.card.architecture}"
 
-    card = read_card(path)
-    if card.architecture is None or not timm.is_model(card.architecture):
-        raise ConfigError(
-            f"model card {path}: "
-            + did_you_mean(str(card.architecture), timm.list_models(), "model")
-        )
-    if card.checkpoint:
-        ckpt = path.parent / card.checkpoint
-        if not ckpt.is_file():
-            raise ConfigError(f"model card {path}: checkpoint {ckpt} does not exist.")
-        if card.checkpoint_sha256 and sha256_file(ckpt) != card.checkpoint_sha256:
-            raise ConfigError(f"model card {path}: checkpoint {ckpt} does not match its sha256.")
-    return f"model card {card.name}: {card.architecture}"
+    return check
 
 
 @handle_errors
@@ -51,24 +41,48 @@ def validate_command(
         list[Path] | None,
         typer.Argument(help="Suite or model-card .toml files [default: everything shipped]."),
     ] = None,
+    deep: Annotated[
+        bool,
+        typer.Option(
+            "--deep",
+            help="Also look model cards' architectures up in timm's registry (imports torch).",
+        ),
+    ] = False,
+    imports: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--import",
+            help="Module or .py file that registers models; implies --deep (repeatable).",
+        ),
+    ] = None,
 ) -> None:
     """Validate suites and model cards (schema, perturbation parameters, checkpoint hashes).
+
+    Needs no torch. A model card's architecture is checked against robench's own models; one
+    from timm or a plugin is accepted with a note, unless --deep looks it up in timm's registry.
 
     Examples:
       robench validate
       robench validate my-suite.toml models/vit_nano_fmnist.toml
+      robench validate --deep my-card.toml --import my_models.py
     """
     from robench.evaluation.suites import bundled_suites
     from robench.models.spec import bundled_cards
 
+    deep = deep or bool(imports)
+    if deep:
+        from robench.models.plugins import load_plugins
+
+        load_plugins(imports or ())
+    check_card = _card_checker(deep)
     if files:
         targets = [
-            (p, _check_card if p.parent.name == "models" or _looks_like_card(p) else _check_suite)
+            (p, check_card if p.parent.name == "models" or _looks_like_card(p) else _check_suite)
             for p in files
         ]
     else:
         targets = [(p, _check_suite) for p in bundled_suites().values()]
-        targets += [(p, _check_card) for p in bundled_cards().values()]
+        targets += [(p, check_card) for p in bundled_cards().values()]
     failures = 0
     for path, check in targets:
         try:

@@ -135,6 +135,11 @@ class ImageFolderDataset(LabeledImages):
             preprocessing=preprocessing,
         )
 
+    def relative_paths(self) -> list[str]:
+        """Each item's path relative to ROOT, `<class>/<file>` with `/`, in dataset order: the
+        names a subset file (`robench.data.subset.resolve_subset`) is matched against."""
+        return [path.relative_to(self.root).as_posix() for path, _ in self.samples]
+
     @staticmethod
     def _no_images_message(root: Path, folders: dict[str, Path]) -> str:
         extensions = " ".join(sorted(IMAGE_EXTENSIONS))

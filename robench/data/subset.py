@@ -1,21 +1,39 @@
-"""Seeded evaluation subsets (`--limit N`) and a hash that identifies them in reports.
+"""Evaluation subsets: seeded ones (`--limit N`), listed ones (`--subset`), and a hash that
+identifies a subset in reports.
 
-The subset is the first `limit` entries of a permutation drawn by numpy's legacy
+A seeded subset is the first `limit` entries of a permutation drawn by numpy's legacy
 `RandomState`, whose stream numpy keeps stable across releases (NEP 19), so the same seed gives
 the same images on every machine. Subsets are nested: with the same seed, `limit=100` is
 contained in `limit=200`. The global RNGs are never touched.
+
+A listed subset is a text file, one item per line (blank lines and `#` comments skipped):
+either integer indices into the dataset (0-based, any dataset), or image file names, matched
+against an image folder's relative paths `<class>/<file>` or, for a line that does not match
+one, by its file name alone when that name is unique in the dataset (so RobustBench's
+`<wnid>/<file>` lines also find images kept in numbered class folders). Shipped lists are
+selected by name (`SHIPPED_SUBSETS`): `robustbench-imagenet-5000` is the 5,000 ImageNet
+validation images RobustBench evaluates ImageNet models on (provenance in its header).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+import os
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 
 from robench._core.errors import ConfigError
+from robench._core.registry import did_you_mean
 
 _MAX_SEED = 2**32 - 1
+
+_SUBSETS_DIR = Path(__file__).resolve().parent / "subsets"
+_INTEGER = re.compile(r"[0-9]+")
+_SHOWN = 5  # ids quoted in an error message
 
 
 def select_indices(n_total: int, limit: int | None, seed: int) -> list[int]:
@@ -40,3 +58,132 @@ def indices_sha256(indices: Iterable[int]) -> str:
     """Hex sha256 of the index list written as ASCII decimals joined by commas."""
     text = ",".join(str(int(i)) for i in indices)
     return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def shipped_subsets() -> dict[str, Path]:
+    """Subset lists shipped with robench, by name (the file name without `.txt`)."""
+    return {p.stem: p for p in sorted(_SUBSETS_DIR.glob("*.txt"))}
+
+
+def _shown(ids: Sequence[str]) -> str:
+    more = f" (and {len(ids) - _SHOWN} more)" if len(ids) > _SHOWN else ""
+    return ", ".join(repr(i) for i in ids[:_SHOWN]) + more
+
+
+def _subset_file(spec: str | os.PathLike[str]) -> Path:
+    """A shipped subset's name, or the path of a subset file."""
+    shipped = shipped_subsets()
+    if str(spec) in shipped:
+        return shipped[str(spec)]
+    path = Path(spec)
+    if path.is_file():
+        return path
+    if path.exists() or path.suffix or len(path.parts) > 1:
+        raise ConfigError(
+            f"subset file {path} does not exist or is not a file; pass a text file with one "
+            f"file name or index per line, or a shipped subset name ({', '.join(shipped)})."
+        )
+    raise ConfigError(
+        did_you_mean(str(spec), list(shipped), "subset")[:-1]
+        + " (or pass a path to a text file with one file name or index per line)."
+    )
+
+
+def _read_ids(path: Path) -> list[str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(
+            f"cannot read subset file {path} ({exc}); pass a UTF-8 text file."
+        ) from None
+    ids = [line.strip() for line in text.splitlines()]
+    ids = [i for i in ids if i and not i.startswith("#")]
+    if not ids:
+        raise ConfigError(
+            f"subset file {path} lists no items; write one file name or index per line."
+        )
+    repeated = [i for i, count in Counter(ids).items() if count > 1]
+    if repeated:
+        raise ConfigError(
+            f"subset file {path} lists {len(repeated)} item(s) more than once: "
+            f"{_shown(repeated)}; list each item once."
+        )
+    return ids
+
+
+def _indices_from_numbers(path: Path, ids: list[str], n_items: int) -> list[int]:
+    indices = [int(i) for i in ids]
+    outside = [i for i in ids if int(i) >= n_items]
+    if outside:
+        raise ConfigError(
+            f"subset file {path} lists {len(outside)} index(es) outside this dataset of "
+            f"{n_items} items (valid: 0..{n_items - 1}): {_shown(outside)}; the indices are "
+            "0-based positions in the dataset's order."
+        )
+    return indices
+
+
+def _indices_from_names(path: Path, ids: list[str], names: Sequence[str]) -> list[int]:
+    by_path = {PurePosixPath(n).as_posix(): index for index, n in enumerate(names)}
+    by_name: dict[str, list[int]] = {}
+    for index, name in enumerate(names):
+        by_name.setdefault(PurePosixPath(name).name, []).append(index)
+    indices: list[int] = []
+    missing: list[str] = []
+    ambiguous: list[str] = []
+    for item in ids:
+        key = PurePosixPath(item.replace("\\", "/")).as_posix()
+        if key in by_path:
+            indices.append(by_path[key])
+            continue
+        matches = by_name.get(PurePosixPath(key).name, [])
+        if len(matches) == 1:
+            indices.append(matches[0])
+        elif matches:
+            ambiguous.append(item)
+        else:
+            missing.append(item)
+    if ambiguous:
+        raise ConfigError(
+            f"subset file {path} names {len(ambiguous)} file(s) that occur in several class "
+            f"folders of the dataset: {_shown(ambiguous)}; write them as <class>/<file>."
+        )
+    if missing:
+        raise ConfigError(
+            f"{len(missing)} of the {len(ids)} images listed in subset file {path} are not in "
+            f"the dataset: {_shown(missing)}; point --data at the folder that holds them "
+            "(ROOT/<class>/<file>; for RobustBench's ImageNet subset, the ImageNet validation "
+            "set with one folder per WordNet id), or list only images the dataset has."
+        )
+    if len(set(indices)) != len(indices):
+        raise ConfigError(
+            f"subset file {path} names the same image twice (once by <class>/<file>, once by "
+            "file name); list each image once."
+        )
+    return indices
+
+
+def resolve_subset(
+    spec: str | os.PathLike[str], n_items: int, names: Sequence[str] | None = None
+) -> list[int]:
+    """Sorted indices of the dataset items a subset lists.
+
+    `spec` is a shipped subset name (`shipped_subsets()`, e.g. "robustbench-imagenet-5000") or
+    the path of a text file with one item per line. `n_items` is the dataset's length; `names`
+    are its items' relative paths `<class>/<file>` in dataset order (an image folder's
+    `relative_paths()`), or None for a dataset without file names (IDX), which then accepts
+    integer indices only. A file whose lines are all integers lists 0-based indices; any other
+    file lists names. Raises `ConfigError` naming the missing, repeated or out-of-range items.
+    """
+    if names is not None and len(names) != n_items:
+        raise ValueError(f"names has {len(names)} entries for a dataset of {n_items} items")
+    path = _subset_file(spec)
+    ids = _read_ids(path)
+    if all(_INTEGER.fullmatch(i) for i in ids):
+        return sorted(_indices_from_numbers(path, ids, n_items))
+    if names is None:
+        raise ConfigError(
+            f"subset file {path} lists file names ({_shown(ids)}) but this dataset has no file "
+            "names (IDX data); list 0-based integer indices instead, one per line."
+        )
+    return sorted(_indices_from_names(path, ids, names))

@@ -27,7 +27,7 @@ from robench._core.model_hooks import report_sections
 from robench._core.seeding import seed_everything
 from robench._core.version import __version__
 from robench.data import LabeledImages, open_dataset
-from robench.data.subset import indices_sha256, select_indices
+from robench.data.subset import indices_sha256, resolve_subset, select_indices
 from robench.evaluation.environment import capture_environment
 from robench.evaluation.runner import EvalData, Progress, run_plan
 from robench.evaluation.sample_store import (
@@ -75,6 +75,9 @@ class EvalRequest:
     split: str = "test"
     class_map: Path | None = None
     limit: int | None = None
+    # Listed samples of the default dataset: a shipped subset name or a file of names or
+    # indices (robench.data.subset); default: the suite's `subset`, else every sample.
+    subset: str | None = None
     batch_size: int = 64
     seed: int = 0
     device: str = "cpu"
@@ -227,17 +230,27 @@ def _sanity(
         return []
     from robench.evaluation.sanity import run_sanity
 
-    eps = request.sanity_eps or suite.sanity_eps or suite.largest_eps(loaded_suite.plan)
+    # The battery's threat model: L2 when every bounded entry is L2, else L-inf; its budget is
+    # the largest eps of that norm (an L2 eps never becomes an L-inf budget).
+    budgets: dict[str, list[float]] = {}  # norm -> the eps of the suite's bounded entries
+    for planned in loaded_suite.plan:
+        if planned.eps is not None:
+            budgets.setdefault(getattr(planned.params, "norm", "linf"), []).append(planned.eps)
+    norm = "l2" if set(budgets) == {"l2"} else "linf"
+    eps = request.sanity_eps or suite.sanity_eps or max(budgets.get(norm, [0.0]))
+    default_eps = {"linf": DEFAULT_SANITY_EPS, "l2": 0.5}[norm]  # 0.5: RobustBench's L2
+    logger.info("sanity battery: %s at eps %s", norm, eps or default_eps)
     results = run_sanity(
         model,
         dataset,
         indices[: suite.sanity_samples],
-        eps=eps or DEFAULT_SANITY_EPS,
+        eps=eps or default_eps,
         seed=request.seed,
         batch_size=request.batch_size,
         device=device,
         on_step=lambda name: logger.info("sanity battery: %s", name),
         task=task,
+        norm=norm,
     )
     for result in results:
         if result.status == "warn":
@@ -282,7 +295,18 @@ def _check_dataset_names(loaded_suite: LoadedSuite, names: list[str]) -> None:
             )
 
 
-def _data_info(dataset: LabeledImages, indices: list[int], limit: int | None) -> DataInfo:
+def _sample_indices(dataset: LabeledImages, subset: str | None, limit: int | None, seed: int):
+    """The evaluated indices: the subset's (or all), then a seeded `limit` of them."""
+    if subset is None:
+        return select_indices(len(dataset), limit, seed)
+    names = getattr(dataset, "relative_paths", None)
+    listed = resolve_subset(subset, len(dataset), names() if names else None)
+    return [listed[i] for i in select_indices(len(listed), limit, seed)]
+
+
+def _data_info(
+    dataset: LabeledImages, indices: list[int], limit: int | None, subset: str | None
+) -> DataInfo:
     return DataInfo(
         path=str(dataset.root),
         kind=dataset.kind,
@@ -293,6 +317,7 @@ def _data_info(dataset: LabeledImages, indices: list[int], limit: int | None) ->
         indices_sha256=indices_sha256(indices),
         classes=len(dataset.classes),
         class_index_note=dataset.class_index_note,
+        subset=subset,
     )
 
 
@@ -326,11 +351,16 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
     _check_tasks(loaded_suite.suite.task, loaded.task, loaded.name)
     task = load_task(loaded_suite.suite.task)
     datasets = _open_datasets(request, loaded, task.name)
+    subset = request.subset or loaded_suite.suite.subset
+    default_name = next(iter(datasets))
+    subsets = {name: subset if name == default_name else None for name in datasets}
     data = {
-        name: EvalData(dataset, select_indices(len(dataset), request.limit, request.seed))
+        name: EvalData(
+            dataset, _sample_indices(dataset, subsets[name], request.limit, request.seed)
+        )
         for name, dataset in datasets.items()
     }
-    default_name, default = next(iter(data.items()))
+    default = data[default_name]
     warnings: list[str] = []
     checks = None
     for name, source in data.items():
@@ -424,7 +454,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
             description=loaded_suite.suite.description,
         ),
         datasets={
-            name: _data_info(datasets[name], list(d.indices), request.limit)
+            name: _data_info(datasets[name], list(d.indices), request.limit, subsets[name])
             for name, d in data.items()
         },
         seed=request.seed,

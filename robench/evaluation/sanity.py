@@ -6,18 +6,23 @@ warn with its numbers:
 
 - eps = 0 gives the clean accuracy;
 - accuracy does not increase with eps over a small sweep;
-- PGD is at least as strong as FGSM;
+- PGD is at least as strong as the one-step attack (FGSM; FGM under L2);
 - an unbounded attack drives accuracy to about zero;
-- a black-box attack (SPSA) is not markedly stronger than the white-box ones;
+- a black-box attack (SPSA) is not markedly stronger than the white-box ones (L-inf only:
+  SPSA has no L2 form, so the L2 battery leaves this check out and says so in its log);
 - few samples have zero or non-finite input gradients;
 - a randomized model is flagged and evaluated with expectation over transformation;
 - for Elliptical models: PGD with gradients through M (adaptive) vs without.
+
+The battery runs in one threat model (`norm`, a row of `NORMS`): "linf" or "l2". Every attack
+then uses that norm and budgets are shown in its form ("8/255" for L-inf, "0.5" for L2).
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,10 +33,10 @@ from torch.utils.data import Dataset
 from robench._core.batching import batch_indices
 from robench._core.model_hooks import adaptive_attack, supports_adaptive_attack
 from robench._core.seeding import derive_seed
-from robench._core.units import display_pixel_value
 from robench.evaluation.runner import perturb_and_score
 from robench.evaluation.suites import PlannedPerturbation
 from robench.perturbations import PERTURBATIONS
+from robench.perturbations.threat_models import NORMS, ThreatModel
 from robench.results.checks import TOLERANCE  # one accuracy slack for every comparison
 from robench.results.metrics import METRICS
 from robench.results.report import SanityResult
@@ -42,6 +47,9 @@ logger = logging.getLogger(__name__)
 
 UNBOUNDED_MAX_ACCURACY = 0.05
 EPS_SWEEP = (0.25, 0.5, 1.0, 2.0)
+# Step size of the unbounded attack as a share of the ball's radius (0.05 of the [0, 1] range
+# for L-inf; for L2 the radius is the cube's diagonal, sqrt(C * H * W)).
+UNBOUNDED_STEP = 0.05
 
 
 @dataclass(frozen=True)
@@ -71,6 +79,15 @@ class _Battery:
     device: torch.device
     budget: SanityBudget
     task: Task
+    norm: str = "linf"  # threat model of every attack: a key of NORMS
+
+    @property
+    def threat(self) -> ThreatModel:
+        return NORMS[self.norm]
+
+    def show(self, eps: float) -> str:
+        """A budget as the threat model writes it: "8/255" (L-inf), "0.5" (L2)."""
+        return self.threat.display(eps)
 
     def accuracy(self, kind: str, label: str, **params: Any) -> float:
         """Top-1 accuracy of `kind` on the battery's samples (checked and re-run as usual)."""
@@ -86,13 +103,30 @@ class _Battery:
             correct += sum(bool(top1(record)) for record in records_of(columns))
         return correct / len(self.indices)
 
+    def attack_name(self, steps: int) -> str:
+        """PGD with its steps, and its norm when not L-inf: "PGD-20", "PGD-L2-20"."""
+        norm = "" if self.norm == "linf" else f"-{self.threat.name}"
+        return f"PGD{norm}-{steps}"
+
     @property
     def pgd_name(self) -> str:
-        return f"PGD-{self.budget.pgd_steps}"
+        return self.attack_name(self.budget.pgd_steps)
 
     def pgd(self, eps: float, label: str) -> float:
+        # eps / 4 for both norms: a signed step of eps / 4 per pixel (L-inf), or a step of L2
+        # length eps / 4 along the normalised gradient (torchattacks PGDL2's `alpha`).
         step = max(eps / 4, 1e-6)
-        return self.accuracy("pgd", label, eps=eps, steps=self.budget.pgd_steps, step_size=step)
+        return self.accuracy(
+            "pgd", label, eps=eps, norm=self.norm, steps=self.budget.pgd_steps, step_size=step
+        )
+
+    def cube_radius(self) -> float:
+        """The smallest eps whose ball holds the whole [0, 1] image cube around any image:
+        1 for L-inf, the cube's diagonal sqrt(C * H * W) for L2."""
+        if self.norm == "linf":
+            return 1.0
+        inputs, _ = self.task.load_batch(self.dataset, list(self.indices)[:1], self.device)
+        return math.sqrt(inputs[0].numel())
 
 
 def _result(
@@ -108,7 +142,7 @@ def _pct(x: float) -> str:
 
 
 def _eps_zero(b: _Battery, clean: float) -> SanityResult:
-    zero = b.accuracy("pgd", "pgd-eps0", eps=0.0, steps=5, step_size=1 / 255)
+    zero = b.accuracy("pgd", "pgd-eps0", eps=0.0, norm=b.norm, steps=5, step_size=1 / 255)
     return _result(
         "eps0_equals_clean",
         abs(zero - clean) < 1e-9,
@@ -122,8 +156,7 @@ def _monotone(b: _Battery, clean: float) -> SanityResult:
     accs = [clean] + [b.pgd(f * b.eps, f"pgd-sweep-{f}") for f in EPS_SWEEP]
     rises = [later - earlier for earlier, later in itertools.pairwise(accs)]
     shown = ", ".join(
-        f"{display_pixel_value(f * b.eps)}: {_pct(a)}"
-        for f, a in zip(EPS_SWEEP, accs[1:], strict=True)
+        f"{b.show(f * b.eps)}: {_pct(a)}" for f, a in zip(EPS_SWEEP, accs[1:], strict=True)
     )
     values = {f"eps_x{f}": a for f, a in zip(EPS_SWEEP, accs[1:], strict=True)}
     return _result(
@@ -134,24 +167,39 @@ def _monotone(b: _Battery, clean: float) -> SanityResult:
     )
 
 
-def _pgd_vs_fgsm(b: _Battery, pgd: float) -> SanityResult:
-    fgsm = b.accuracy("fgsm", "fgsm", eps=b.eps)
+# The one-step attack of each threat model: (its kind, the check's name).
+_ONE_STEP: dict[str, tuple[str, str]] = {
+    "linf": ("fgsm", "pgd_at_least_fgsm"),
+    "l2": ("fgm", "pgd_at_least_fgm"),
+}
+
+
+def _pgd_vs_one_step(b: _Battery, pgd: float) -> SanityResult:
+    kind, name = _ONE_STEP[b.norm]
+    one_step = b.accuracy(kind, kind, eps=b.eps)
     return _result(
-        "pgd_at_least_fgsm",
-        pgd <= fgsm + TOLERANCE,
-        f"{b.pgd_name} {_pct(pgd)} vs FGSM {_pct(fgsm)} at eps {display_pixel_value(b.eps)}",
-        pgd=pgd,
-        fgsm=fgsm,
+        name,
+        pgd <= one_step + TOLERANCE,
+        f"{b.pgd_name} {_pct(pgd)} vs {kind.upper()} {_pct(one_step)} at eps {b.show(b.eps)}",
+        **{"pgd": pgd, kind: one_step},
     )
 
 
 def _unbounded(b: _Battery) -> SanityResult:
-    steps = b.budget.unbounded_steps
-    acc = b.accuracy("pgd", "pgd-unbounded", eps=1.0, steps=steps, step_size=0.05)
+    steps, eps = b.budget.unbounded_steps, b.cube_radius()
+    acc = b.accuracy(
+        "pgd",
+        "pgd-unbounded",
+        eps=eps,
+        norm=b.norm,
+        steps=steps,
+        step_size=UNBOUNDED_STEP * eps,
+    )
     return _result(
         "unbounded_attack_breaks_model",
         acc <= UNBOUNDED_MAX_ACCURACY,
-        f"PGD-{steps} with eps 1 (the whole image range) leaves {_pct(acc)} accuracy",
+        f"{b.attack_name(steps)} with eps {b.show(eps)} (the whole image range) leaves {_pct(acc)} "
+        "accuracy",
         "gradients do not lead anywhere (masking?)",
         accuracy=acc,
     )
@@ -196,14 +244,18 @@ def run_sanity(
     budget: SanityBudget | None = None,
     on_step: Callable[[str], None] | None = None,
     task: Task | None = None,
+    norm: str = "linf",
 ) -> list[SanityResult]:
-    """Run the battery on `indices` (a few hundred samples is plenty) at budget `eps`.
+    """Run the battery on `indices` (a few hundred samples is plenty) at budget `eps` of the
+    threat model `norm` ("linf" or "l2", pixel units on the [0, 1] scale).
 
     The battery is about image classifiers under adversarial attacks (top-1 accuracy).
     """
+    if norm not in NORMS:
+        raise ValueError(f"unknown norm {norm!r}; choose one of {', '.join(NORMS)}")
     task = task or load_task("image-classification")
     b = _Battery(
-        model, dataset, indices, eps, seed, batch_size, device, budget or SanityBudget(), task
+        model, dataset, indices, eps, seed, batch_size, device, budget or SanityBudget(), task, norm
     )
     step = on_step or (lambda name: None)
     results: list[SanityResult] = []
@@ -214,11 +266,18 @@ def run_sanity(
     step("eps sweep")
     results.append(_monotone(b, clean))
     pgd = b.pgd(b.eps, "pgd")
-    results.append(_pgd_vs_fgsm(b, pgd))
+    results.append(_pgd_vs_one_step(b, pgd))
     step("unbounded attack")
     results.append(_unbounded(b))
-    step("black-box attack")
-    results.append(_black_box(b, pgd))
+    if b.norm == "linf":
+        step("black-box attack")
+        results.append(_black_box(b, pgd))
+    else:  # left out, not passed: there is no L2 SPSA to compare with
+        logger.info(
+            "sanity battery: black-box check (SPSA) left out: SPSA is L-inf only and the "
+            "battery runs in %s",
+            b.threat.name,
+        )
     step("gradients")
     results.append(_gradients_and_randomness(b))
     if results[-1].values.get("randomized"):
@@ -227,6 +286,7 @@ def run_sanity(
             "autoattack",
             "autoattack-rand",
             eps=b.eps,
+            norm=b.norm,
             version="rand",
             eot_iter=b.budget.eot_iterations,
             n_iter=b.budget.pgd_steps,
@@ -236,7 +296,7 @@ def run_sanity(
                 "randomized_eot",
                 False,
                 f"randomized model: AutoAttack rand (EOT) gives {_pct(rand)} vs {b.pgd_name} "
-                f"{_pct(pgd)}; quote the EOT number",
+                f"{_pct(pgd)} at eps {b.show(b.eps)}; quote the EOT number",
                 eot=rand,
                 pgd=pgd,
             )

@@ -45,6 +45,8 @@ class PerturbationEntry(_Entry):
     """One `[[perturbations]]` table."""
 
     max_samples: int | None = Field(default=None, gt=0)  # evaluate only the first N samples
+    # Which of the request's named datasets to run on (`--data NAME=PATH`); default: the first.
+    dataset: str | None = None
     # Adaptive attack on Elliptical models: let gradients flow through M during the attack
     # (the model's outputs are unchanged; no effect on other models).
     differentiable_m: bool = False
@@ -62,7 +64,10 @@ class Suite(BaseModel):
     name: str  # identifier, usually the file name without .toml
     version: int = Field(ge=1)  # bump when a change moves the numbers
     description: str = ""  # one line for `robench list suites`
-    metrics: tuple[str, ...] = ("top1", "top5")  # accuracy metrics reported per perturbation
+    task: str = "image-classification"  # the task its models solve (`robench list tasks`)
+    # Listed samples of the default dataset (a shipped subset name or a file); --subset wins.
+    subset: str | None = None
+    metrics: tuple[str, ...] = ("top1", "top5")  # metrics reported per perturbation
     perturbations: tuple[PerturbationEntry, ...] = ()
     diagnostics: tuple[DiagnosticEntry, ...] = ()  # run once on `diagnostics_samples` images
     diagnostics_samples: int = Field(default=256, gt=0)
@@ -79,15 +84,28 @@ class Suite(BaseModel):
         budgets = [p.eps for p in plan if p.eps]
         return max(budgets) if budgets else None
 
-    @field_validator("metrics")
+    @field_validator("task")
     @classmethod
-    def _known_metrics(cls, metrics: tuple[str, ...]) -> tuple[str, ...]:
-        from robench.results.metrics import METRICS  # validated here, not after a long run
+    def _known_task(cls, task: str) -> str:
+        from robench.tasks import TASKS
 
-        for name in metrics:
+        if task not in TASKS:
+            raise ValueError(did_you_mean(task, TASKS.names(), "task"))
+        return task
+
+    @model_validator(mode="after")
+    def _known_metrics(self) -> Suite:
+        from robench.results.metrics import METRICS, metrics_for_task  # fail now, not post-run
+
+        for name in self.metrics:
             if name not in METRICS:
                 raise ValueError(did_you_mean(name, METRICS.names(), "metric"))
-        return metrics
+            if METRICS.get(name).task != self.task:
+                raise ValueError(
+                    f"metric {name!r} is for {METRICS.get(name).task} models, not {self.task}; "
+                    f"this task's metrics: {', '.join(metrics_for_task(self.task))}"
+                )
+        return self
 
     @model_validator(mode="after")
     def _check_entries(self) -> Suite:
@@ -111,6 +129,7 @@ class PlannedPerturbation:
     params: PerturbationParams
     max_samples: int | None
     differentiable_m: bool = False
+    dataset: str | None = None  # a named dataset of the request; None: the first one
 
     @functools.cached_property
     def perturbation(self) -> Perturbation:
@@ -122,11 +141,17 @@ class PlannedPerturbation:
         return eps
 
     def report_params(self) -> dict[str, Any]:
-        """Parameters as the report records them: numbers, plus display forms of pixel values."""
+        """Parameters as the report records them: numbers, plus display forms of pixel values;
+        a bounded perturbation also records its `norm` and `budget_display` ("Linf 8/255")."""
+        from robench.perturbations.threat_models import NORMS  # torch-free
+
         params = self.params.model_dump()
         for key in ("eps", "step_size"):
             if isinstance(params.get(key), float):
                 params[f"{key}_display"] = display_pixel_value(params[key])
+        if isinstance(params.get("eps"), float):
+            params["norm"] = norm = params.get("norm", "linf")
+            params["budget_display"] = NORMS[norm].budget_display(params["eps"])
         if self.max_samples is not None:
             params["max_samples"] = self.max_samples
         if self.differentiable_m:
@@ -202,7 +227,7 @@ def plan_entry(entry: PerturbationEntry, suite_path: Path) -> PlannedPerturbatio
     except (ValidationError, ConfigError) as exc:
         raise _describe_entry_error(suite_path, entry.label, exc) from None
     return PlannedPerturbation(
-        entry.label, entry.kind, params, entry.max_samples, entry.differentiable_m
+        entry.label, entry.kind, params, entry.max_samples, entry.differentiable_m, entry.dataset
     )
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import logging
 import os
 import pickle
@@ -32,10 +31,10 @@ from torch import nn
 
 from robench._core.errors import CheckpointError
 from robench._core.file_modes import give_default_mode
+from robench.models.hashing import sha256_file as sha256_file
 
 logger = logging.getLogger(__name__)
 
-_CHUNK = 1 << 20
 
 # Non-tensor classes a weights-only load may rebuild: plain records without behaviour.
 _SAFE_GLOBALS: list[Any] = [argparse.Namespace]
@@ -66,15 +65,6 @@ class Checkpoint:
     # Where the weights were found: "safetensors", "state_dict", "model", "state_dict_ema",
     # "model_ema", "flat" or "module" (a pickled nn.Module, trusted loads only).
     layout: str = "flat"
-
-
-def sha256_file(path: str | Path) -> str:
-    """Hex sha256 of a file, read in 1 MiB chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _read_safetensors(path: Path, trust: bool) -> tuple[Any, dict[str, str]]:

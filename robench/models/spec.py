@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from robench._core.bundled import bundled_dir
 from robench._core.errors import CheckpointError
@@ -41,11 +41,29 @@ class ModelCard(ModelSpec):
     name: str  # what users type as MODEL
     description: str = ""
     checkpoint: str | None = None  # path relative to the card file
-    checkpoint_sha256: str | None = None
+    checkpoint_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")  # lowercase hex
     dataset: str | None = None
     training_command: str | None = None
     recipe: dict[str, Any] = Field(default_factory=dict)
     metrics: dict[str, float] = Field(default_factory=dict)  # clean metrics at release
+
+    @model_validator(mode="after")
+    def _one_value_per_channel(self) -> ModelCard:
+        """mean and std agree with each other and with input_size's channels, std > 0."""
+        channels = {
+            f"{field} ({len(value)} values)": len(value)
+            for field, value in (("mean", self.mean), ("std", self.std))
+            if value is not None
+        }
+        if self.input_size is not None:
+            channels[f"input_size ({self.input_size[0]} channels)"] = self.input_size[0]
+        if len(set(channels.values())) > 1:
+            raise ValueError(
+                f"{' and '.join(channels)} disagree; give one mean and std value per channel"
+            )
+        if self.std is not None and any(s <= 0 for s in self.std):
+            raise ValueError(f"std {list(self.std)} must be positive")
+        return self
 
 
 def bundled_cards() -> dict[str, Path]:

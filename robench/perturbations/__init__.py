@@ -1,9 +1,10 @@
 """Perturbations: the contract, the registry of kinds, threat models and the check every
 output must pass. `adversarial/` holds the attacks (corruptions and text come next).
 
-Importing this package registers every built-in kind (`clean`, `fgsm`, `pgd`, `spsa`,
+Importing this package registers every built-in kind (`clean`, `fgsm`, `fgm`, `pgd`, `spsa`,
 `autoattack`) by its parameter schema only: no torch, no attack library. Implementations are
-imported when a perturbation is built.
+imported when a perturbation is built. Threat models (L-inf, L2) are rows of
+`threat_models.NORMS`; a bounded kind's `norm` parameter picks one.
 
 May import: `robench.models`, `robench.data`, `robench.results`, `robench._core`.
 """

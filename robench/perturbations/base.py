@@ -13,13 +13,14 @@ parameters, without importing torch or any attack library.
 from __future__ import annotations
 
 import abc
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, get_args
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from robench._core.kinds import LazyKind, kind_registrar
 from robench._core.registry import Registry
 from robench._core.units import parse_pixel_value
+from robench.perturbations.threat_models import NORMS
 
 if TYPE_CHECKING:
     import torch
@@ -34,17 +35,53 @@ class PerturbationParams(BaseModel):
 
 
 class BoundedParams(PerturbationParams):
-    """Parameters of an attack with budget `eps` (pixel units) in its threat model."""
+    """Parameters of an attack with budget `eps` (pixel units) in its threat model `norm`.
+
+    `norm` names a row of `threat_models.NORMS`; a subclass annotates it with a `Literal` of
+    the norms its attack implements (PGD and AutoAttack: "linf" and "l2"; FGM: "l2" only;
+    FGSM and SPSA: "linf"), which the validator and the JSON schema read. Suites may write the
+    attack libraries' spellings ("Linf", "L2"): case does not matter. eps is checked against
+    the threat model's `max_eps` (1 for L-inf; L2 has no fixed bound).
+    """
+
+    # Shown after the list of supported norms when a suite asks for another one.
+    _other_norm_hint: ClassVar[str] = ""
 
     eps: float  # radius in pixel units ([0, 1] scale); suites may write "1/255"
+    # Threat model, a row of NORMS; subclasses that support more than L-inf annotate it with a
+    # `Literal` of their norms (a plain `str` here means "linf" only).
+    norm: str = "linf"
+
+    @field_validator("norm", mode="before")
+    @classmethod
+    def _parse_norm(cls, value: Any) -> Any:
+        norm = value.strip().lower() if isinstance(value, str) else value
+        supported = get_args(cls.model_fields["norm"].annotation) or ("linf",)
+        if norm not in supported:
+            shown = ", ".join(repr(n) for n in supported)
+            raise ValueError(
+                f"norm {value!r} is not supported by this attack; it supports {shown}"
+                f"{cls._other_norm_hint}"
+            )
+        return norm
 
     @field_validator("eps", mode="before")
     @classmethod
     def _parse_eps(cls, value: Any) -> float:
         eps = parse_pixel_value(value, "eps")
-        if not 0 <= eps <= 1:
-            raise ValueError(f"eps must lie in [0, 1] (pixel units), got {eps}")
+        if eps < 0:
+            raise ValueError(f"eps must be >= 0 (pixel units), got {eps}")
         return eps
+
+    @model_validator(mode="after")
+    def _eps_fits_the_ball(self) -> BoundedParams:
+        threat = NORMS[self.norm]
+        if threat.max_eps is not None and self.eps > threat.max_eps:
+            raise ValueError(
+                f"eps must lie in [0, {threat.max_eps:g}] (pixel units) for norm "
+                f"{self.norm!r}, got {self.eps}"
+            )
+        return self
 
 
 class Perturbation(abc.ABC):
@@ -63,13 +100,10 @@ class Perturbation(abc.ABC):
     @property
     def threat_model(self) -> ThreatModel | None:
         """The ball the runner checks outputs against; None for an unbounded perturbation."""
-        from robench.perturbations.threat_models import NORMS
-
         if self.eps is None:
             return None
-        # A `norm` parameter names the ball ("Linf"); attacks without one are L-infinity.
-        norm = str(getattr(self.params, "norm", "linf")).lower()
-        return NORMS[norm]
+        # Every bounded attack has a validated `norm` (BoundedParams), already lower case.
+        return NORMS[getattr(self.params, "norm", "linf")]
 
     @abc.abstractmethod
     def perturb(

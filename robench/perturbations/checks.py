@@ -1,11 +1,18 @@
 """Keep attacks inside their threat model and the attacked model untouched.
 
 `check_adversarial` is what the runner calls on every batch an attack returns: same shape and
-dtype as the clean images, finite, inside [0, 1] and inside the L-inf ball of radius `eps`.
-`project_linf` and `isolated_attack` are what the attack adapters use to get there: a final
-projection that absorbs the floating-point slack of third-party attacks, and a context that
-runs a library in eval mode, under a forked RNG seeded from `seed`, with its prints kept off
-stdout and the model's parameters (and their gradients) left as they were.
+dtype as the clean images, finite, inside [0, 1] and, per sample, inside the ball of radius
+`eps` of its threat model (a row of `threat_models.NORMS`; L-inf when none is given).
+`project_onto_ball` and `isolated_attack` are what the attack adapters use to get there: a
+final projection through the same table that only touches samples past the check's tolerance,
+and a context that runs a library in eval mode, under a forked RNG seeded from `seed`, with its
+prints kept off stdout and the model's parameters (and their gradients) left as they were.
+
+Tolerance: distance <= eps + slack, where the slack is the threat model's rounding allowance
+for the image dtype (`ThreatModel.tolerance`): for L-inf one machine epsilon (1.2e-7 for
+float32, at least 1e-6); for L2 sqrt(values per sample) machine epsilons (at least 1e-6), the
+worst case of every value's rounding error adding up along the difference: 4.6e-5 for a
+float32 224x224 RGB image, 6.6e-6 for a CIFAR-10 image.
 """
 
 from __future__ import annotations
@@ -19,20 +26,20 @@ from collections.abc import Iterator
 import torch
 
 from robench._core.errors import AttackCheckError
-from robench._core.units import display_pixel_value
 from robench.perturbations.threat_models import NORMS, ThreatModel
 
 logger = logging.getLogger(__name__)
 
-# Slack on the eps-ball for float32 images; lower-precision dtypes get their machine epsilon.
-EPS_TOLERANCE = 1e-6
+
+def _machine_eps(dtype: torch.dtype) -> float:
+    """Relative rounding error of one value of this dtype (0 for integer dtypes)."""
+    return float(torch.finfo(dtype).eps) if dtype.is_floating_point else 0.0
 
 
-def _tolerance(dtype: torch.dtype) -> float:
-    """How far past `eps` rounding may legitimately push an image of this dtype."""
-    if not dtype.is_floating_point:
-        return EPS_TOLERANCE
-    return max(EPS_TOLERANCE, float(torch.finfo(dtype).eps))
+def ball_tolerance(threat: ThreatModel, images: torch.Tensor) -> float:
+    """How far past `eps` rounding may legitimately push one sample of `images` (B, ...)."""
+    n_values = images[0].numel() if images.shape[0] else 0
+    return threat.tolerance(n_values, _machine_eps(images.dtype))
 
 
 def check_adversarial(
@@ -47,7 +54,8 @@ def check_adversarial(
 
     Valid means: same shape and dtype, every value finite and in [0, 1], and (when `eps` is not
     None) distance(adv - clean) <= eps + tolerance per sample in the threat model (L-inf when
-    none is given). The message names the perturbation, how many samples fail and by how much.
+    none is given; the tolerance is the module docstring's). The message names the
+    perturbation, the norm, how many samples fail and by how much.
     """
     if adv.shape != clean.shape or adv.dtype != clean.dtype:
         raise AttackCheckError(
@@ -81,34 +89,60 @@ def check_adversarial(
         return
     threat = threat or NORMS["linf"]
     dist = threat.distance(flat.double() - clean.detach().reshape(batch, -1).double())  # (B,)
-    over = dist > eps + _tolerance(adv.dtype)
+    tolerance = ball_tolerance(threat, adv)
+    over = dist > eps + tolerance
     if bool(over.any()):
         worst = float(dist.max())
         raise AttackCheckError(
-            f"Perturbation {name!r} left the eps-ball in {int(over.sum())} of {batch} samples: "
-            f"max {threat.name} distance {worst:.6g} ({threat.display(worst)}) > eps {eps:.6g} "
-            f"({threat.display(eps)}); eps must be in pixel units and the attack must "
-            "project onto the ball."
+            f"Perturbation {name!r} left the {threat.name} eps-ball in {int(over.sum())} of "
+            f"{batch} samples: max {threat.name} distance {worst:.6g} ({threat.display(worst)}) "
+            f"> eps {eps:.6g} ({threat.budget_display(eps)}, tolerance {tolerance:.2g}); eps "
+            "must be in pixel units on the [0, 1] scale and the attack must project onto the "
+            "ball."
         )
 
 
-def project_linf(adv: torch.Tensor, clean: torch.Tensor, eps: float, *, name: str) -> torch.Tensor:
-    """Project `adv` onto the L-inf ball of radius `eps` around `clean`, intersected with [0, 1].
+def project_onto_ball(
+    adv: torch.Tensor,
+    clean: torch.Tensor,
+    eps: float,
+    *,
+    name: str,
+    threat: ThreatModel | None = None,
+) -> torch.Tensor:
+    """Return `adv` with every sample inside `check_adversarial`'s ball around `clean` (the
+    threat model's, L-inf when none is given) and inside [0, 1].
 
-    In-ball values come back bit-for-bit unchanged; the projection only absorbs the rounding
-    slack some libraries leave (SPSA's `x + dx`). A larger excess is logged as a warning, since
-    it means the library itself ignored the budget.
+    Samples the check would accept (within eps + tolerance, values in [0, 1]) come back
+    bit-for-bit unchanged, so a library's own result is never altered by the wrapper. A sample
+    past the tolerance means the library ignored the budget: it is logged as a warning and
+    projected onto the ball (then clipped to [0, 1], which only moves it closer to `clean`).
     """
+    threat = threat or NORMS["linf"]
     adv = adv.detach().to(clean.dtype)
-    excess = float((adv - clean).abs().max()) - eps if adv.numel() else 0.0
-    if excess > _tolerance(clean.dtype):
+    if adv.numel() == 0:
+        return adv
+    dist = threat.distance((adv - clean).double())  # (B,)
+    tolerance = ball_tolerance(threat, clean)
+    outside = dist > eps + tolerance
+    out_of_range = (adv < 0).flatten(1).any(dim=1) | (adv > 1).flatten(1).any(dim=1)
+    if bool(outside.any()):
         logger.warning(
-            "%s returned images %.3g past eps = %s; projecting them back onto the ball.",
+            "%s returned %d of %d images up to %.3g past eps = %s; projecting them back onto "
+            "the ball.",
             name,
-            excess,
-            display_pixel_value(eps),
+            int(outside.sum()),
+            adv.shape[0],
+            float(dist.max()) - eps,
+            threat.budget_display(eps),
         )
-    return NORMS["linf"].project(adv, clean, eps).clamp_(0.0, 1.0)
+    fix = outside | out_of_range  # (B,)
+    if not bool(fix.any()):
+        return adv
+    fixed = threat.project(adv[fix], clean[fix], eps).clamp_(0.0, 1.0)
+    adv = adv.clone()
+    adv[fix] = fixed
+    return adv
 
 
 def _forked_rng(device: torch.device) -> contextlib.AbstractContextManager[None]:

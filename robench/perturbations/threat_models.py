@@ -1,40 +1,123 @@
 """Threat models in one table: each row says how far a perturbed image is from its original,
-how to project back onto the ball, and how a budget is shown.
+how to project back onto the ball, how much rounding slack the post-attack check allows, and
+how a budget is shown.
 
-Adding a norm (L2 is next) means one row here and the value in an attack's `norm` parameter;
-the runner and the post-attack check read this table and nothing else.
+Adding a norm means one row here and the value in an attack's `norm` parameter; the runner,
+the adapters' final projection and the post-attack check read this table and nothing else.
+Budgets are in pixel units on the [0, 1] scale for every norm: L2 eps 0.5 is an L2 norm of
+0.5 over the whole (C, H, W) image tensor, as RobustBench defines it.
+
+Importing this module does not import torch (the functions receive tensors), so suites and
+reports can show a budget (`budget_display`) without it.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import torch
+from typing import TYPE_CHECKING
 
 from robench._core.units import display_pixel_value
+
+if TYPE_CHECKING:
+    import torch
+
+# Smallest slack on the ball's radius, for float64 images and integer corner cases.
+MIN_TOLERANCE = 1e-6
 
 
 @dataclass(frozen=True)
 class ThreatModel:
     """One norm ball around the clean image, in pixel units on the [0, 1] scale."""
 
-    name: str  # shown beside eps in tables: "Linf 8/255"
-    # (B, ...) differences -> (B,) distances per sample, in float64 for the check
+    name: str  # shown beside eps in tables: "Linf" in "Linf 8/255"
+    # (B, ...) differences -> (B,) distances per sample (the check passes float64)
     distance: Callable[[torch.Tensor], torch.Tensor]
     # (adv, clean, eps) -> adv projected onto the ball (values inside come back unchanged)
     project: Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor]
-    display: Callable[[float], str]  # how a budget is written: "8/255"
+    # (values per sample, machine epsilon of the image dtype) -> slack allowed past eps
+    tolerance: Callable[[int, float], float]
+    display: Callable[[float], str]  # how a budget is written: "8/255", "0.5"
+    # Largest meaningful eps on the [0, 1] scale, checked when a suite is read (None: the
+    # largest distance depends on the image size, as for L2: sqrt(C * H * W))
+    max_eps: float | None = None
+
+    def budget_display(self, eps: float) -> str:
+        """The budget with its norm, as reports and tables show it: "Linf 8/255", "L2 0.5"."""
+        return f"{self.name} {self.display(eps)}"
+
+
+def _flat(t: torch.Tensor) -> torch.Tensor:
+    return t.reshape(t.shape[0], -1)
+
+
+def _per_sample(factor: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """(B,) -> (B, 1, ..., 1), broadcastable against `like`."""
+    return factor.reshape((-1,) + (1,) * (like.dim() - 1))
+
+
+# --- L-infinity: every pixel within eps of its original ----------------------------------
 
 
 def _linf_distance(diff: torch.Tensor) -> torch.Tensor:
-    return diff.reshape(diff.shape[0], -1).abs().amax(dim=1)
+    return _flat(diff).abs().amax(dim=1)
 
 
 def _linf_project(adv: torch.Tensor, clean: torch.Tensor, eps: float) -> torch.Tensor:
-    return torch.minimum(torch.maximum(adv, clean - eps), clean + eps)
+    return adv.clamp(min=clean - eps, max=clean + eps)
+
+
+def _linf_tolerance(n_values: int, machine_eps: float) -> float:
+    # Each value is one rounding of clean +- eps: one machine epsilon of a value in [0, 1].
+    return max(MIN_TOLERANCE, machine_eps)
+
+
+# --- L2: the Euclidean norm of the whole difference tensor ---------------------------------
+
+
+def _l2_distance(diff: torch.Tensor) -> torch.Tensor:
+    return _flat(diff).norm(p=2, dim=1)
+
+
+def _l2_project(adv: torch.Tensor, clean: torch.Tensor, eps: float) -> torch.Tensor:
+    """Scale the difference of samples outside the ball down to norm eps; samples inside come
+    back bit-for-bit unchanged (clean + (adv - clean) need not round back to adv)."""
+    diff = adv - clean
+    norms = _l2_distance(diff.double())  # (B,)
+    outside = norms > eps
+    scale = (eps / norms.clamp_min(1e-30)).to(adv.dtype)  # (B,)
+    projected = clean + diff * _per_sample(scale, diff)
+    return adv.where(~_per_sample(outside, adv), projected)
+
+
+def _l2_tolerance(n_values: int, machine_eps: float) -> float:
+    # Each of the n values of a projected image carries its own rounding error (up to half a
+    # machine epsilon for values in [0, 1]); in the worst case they all add up along the
+    # difference, which moves its L2 norm by at most sqrt(n) * eps_machine / 2. We allow twice
+    # that: 4.6e-5 for a float32 224x224 RGB image (0.01% of eps 0.5), 6.6e-6 for CIFAR-10,
+    # 3.3e-6 for 28x28 grey. A real budget violation (0.6 for eps 0.5) is far above it.
+    return max(MIN_TOLERANCE, math.sqrt(n_values) * machine_eps)
+
+
+def _l2_display(eps: float) -> str:
+    return f"{eps:.6g}"  # L2 budgets are written as plain numbers (0.5), never as k/255
 
 
 NORMS: dict[str, ThreatModel] = {
-    "linf": ThreatModel("Linf", _linf_distance, _linf_project, display_pixel_value),
+    "linf": ThreatModel(
+        name="Linf",
+        distance=_linf_distance,
+        project=_linf_project,
+        tolerance=_linf_tolerance,
+        display=display_pixel_value,
+        max_eps=1.0,
+    ),
+    "l2": ThreatModel(
+        name="L2",
+        distance=_l2_distance,
+        project=_l2_project,
+        tolerance=_l2_tolerance,
+        display=_l2_display,
+    ),
 }

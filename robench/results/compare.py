@@ -3,19 +3,19 @@
 One row per report (model), one column per perturbation and metric; in every column the best
 value is bold and the second best underlined, direction-aware (best is the smallest value of a
 lower-is-better metric). Only what is comparable is compared:
-columns missing from some report, or measured with different parameters or directions, are
-dropped with a note, and reports evaluated on different sample sets or data are flagged.
+columns missing from some report, or measured with different parameters (the threat model,
+L-inf or L2, among them) or directions, are dropped with a note, and reports evaluated on
+different sample sets or data are flagged.
 The output formats (rich, markdown, csv, latex, json) live in `robench.results.compare_formats`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import pandas as pd
+from typing import Any
 
 from robench._core.errors import ConfigError
 from robench._core.registry import did_you_mean
@@ -51,24 +51,30 @@ class Column:
         return metric_display(self.metric)
 
 
+@dataclass(frozen=True)
+class Cell:
+    """One report's value in one column, in display units (percent for accuracies)."""
+
+    value: float
+    ci95: tuple[float, float]
+    mark: str  # "best", "second" or ""
+    diff: float | None = None  # value - the reference row's value, when there is a reference
+
+
 @dataclass
 class Comparison:
-    """The compared values in display units (percent for accuracies), ready to render."""
+    """The compared values, one `Cell` per row and column, ready to render."""
 
-    values: pd.DataFrame  # index: row labels; columns: MultiIndex (perturbation, metric)
-    ci_low: pd.DataFrame
-    ci_high: pd.DataFrame
-    marks: pd.DataFrame  # "best", "second" or "" per cell
-    diffs: pd.DataFrame | None  # value - reference value, when a reference was chosen
+    rows: list[str]  # row labels, one per report
     columns: list[Column]
+    cells: dict[tuple[str, ColumnKey], Cell]  # (row label, column key) -> cell
     reference: str | None  # row label of the reference report
     sources: dict[str, str]  # row label -> report path
     title: str
     notes: list[str] = field(default_factory=list)  # what was left out and why
 
-    @property
-    def rows(self) -> list[str]:
-        return [str(label) for label in self.values.index]
+    def cell(self, row: str, column: Column) -> Cell:
+        return self.cells[row, column.key]
 
 
 def row_labels(reports: Sequence[tuple[str, Report]]) -> list[str]:
@@ -109,6 +115,19 @@ def _dataset_notes(labels: list[str], reports: list[Report]) -> list[str]:
     return notes
 
 
+def _comparable(params: Mapping[str, Any]) -> str:
+    """The parameters two reports' results must share to share a column, as one string.
+
+    The threat model is one of them: results under different norms ("linf", "l2") never
+    share a column. A bounded result (one with `eps`) that names no norm is L-infinity, the
+    attacks' default, so it lines up with one that says so; the case of the name is ignored
+    ("Linf" is "linf").
+    """
+    if "eps" in params:
+        params = {**params, "norm": str(params.get("norm", "linf")).lower()}
+    return json.dumps(params, sort_keys=True, default=str)
+
+
 def _collect(
     labels: list[str], reports: list[Report], metrics: Sequence[str] | None
 ) -> tuple[list[Column], list[str]]:
@@ -132,7 +151,7 @@ def _collect(
     for key, by_row in seen.items():
         name = "/".join(key)
         absent = [label for label in labels if label not in by_row]
-        params = {json.dumps(p, sort_keys=True, default=str) for p, _ in by_row.values()}
+        params = {_comparable(p) for p, _ in by_row.values()}
         directions = {d for _, d in by_row.values()}
         if absent:
             missing.append(f"{name} (missing in {', '.join(absent)})")
@@ -167,18 +186,38 @@ def _sample_notes(labels: list[str], reports: list[Report], columns: list[Column
     return notes
 
 
-def _marks(values: pd.DataFrame, columns: list[Column]) -> pd.DataFrame:
+def _marks(values: list[float], higher_is_better: bool) -> list[str]:
     """Bold the best, underline the second best; ties (at 2 decimals) share a mark."""
-    marks = pd.DataFrame("", index=values.index, columns=values.columns)
+    shown = [round(value, 2) for value in values]
+    distinct = sorted(set(shown), reverse=higher_is_better)  # best first
+    # One value: nothing marked; two: the best only; three or more: the best and the second.
+    marks = dict(zip(distinct[: len(distinct) - 1], ("best", "second"), strict=False))
+    return [marks.get(value, "") for value in shown]
+
+
+def _cells(
+    labels: list[str], reports: list[Report], columns: list[Column], reference: int | None
+) -> dict[tuple[str, ColumnKey], Cell]:
+    """Every (row, column) cell in display units, marked, with its difference to the
+    reference row."""
+    found = [
+        {(r.name, m): v for r in report.results for m, v in r.metrics.items()} for report in reports
+    ]
+    cells = {}
     for column in columns:
-        shown = values[column.key].round(2)
-        ranks = shown.rank(method="dense", ascending=not column.higher_is_better)
-        distinct = shown.nunique()
-        if distinct >= 2:
-            marks.loc[ranks == 1, column.key] = "best"
-        if distinct >= 3:
-            marks.loc[ranks == 2, column.key] = "second"
-    return marks
+        scale = column.display.scale
+        measured = [metrics[column.key] for metrics in found]
+        values = [metric.value * scale for metric in measured]
+        base = values[reference] if reference is not None else None
+        marks = _marks(values, column.higher_is_better)
+        for label, metric, value, mark in zip(labels, measured, values, marks, strict=True):
+            cells[label, column.key] = Cell(
+                value=value,
+                ci95=(metric.ci95[0] * scale, metric.ci95[1] * scale),
+                mark=mark,
+                diff=value - base if base is not None else None,
+            )
+    return cells
 
 
 def build_comparison(
@@ -202,25 +241,12 @@ def build_comparison(
             "parameters, in every report; compare reports of the same suite."
         )
     notes += _sample_notes(labels, plain, columns)
-    index = pd.MultiIndex.from_tuples([c.key for c in columns], names=["perturbation", "metric"])
-    frames: dict[str, list[list[float]]] = {"value": [], "low": [], "high": []}
-    for report in plain:
-        found = {(r.name, m): v for r in report.results for m, v in r.metrics.items()}
-        scaled = [(found[c.key], c.display.scale) for c in columns]
-        frames["value"].append([v.value * s for v, s in scaled])
-        frames["low"].append([v.ci95[0] * s for v, s in scaled])
-        frames["high"].append([v.ci95[1] * s for v, s in scaled])
-    values, low, high = (pd.DataFrame(frames[k], index=labels, columns=index) for k in frames)
-    ref_label = labels[reference] if reference is not None else None
     suites = dict.fromkeys(f"{r.suite.name} v{r.suite.version}" for r in plain)
     return Comparison(
-        values=values,
-        ci_low=low,
-        ci_high=high,
-        marks=_marks(values, columns),
-        diffs=values - values.loc[ref_label] if ref_label is not None else None,
+        rows=labels,
         columns=columns,
-        reference=ref_label,
+        cells=_cells(labels, plain, columns, reference),
+        reference=labels[reference] if reference is not None else None,
         sources={label: path for label, (path, _) in zip(labels, reports, strict=True)},
         title=" / ".join(suites),
         notes=notes,

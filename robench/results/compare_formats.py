@@ -5,12 +5,13 @@ can show it).
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-import pandas as pd
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.markup import escape as rich_escape
@@ -18,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from robench._core.registry import Registry
-from robench.results.compare import ARROWS, Column, Comparison
+from robench.results.compare import ARROWS, Cell, Column, Comparison
 from robench.results.tables import Layout, first_that_fits, numeric_width, wrap_label
 
 
@@ -41,15 +42,15 @@ def cell_text(
 ) -> str:
     """`54.64 (+2.03) [53.66, 55.61]`: value (marked), difference to the reference, interval
     (after `interval_sep`: a newline puts it on a line of its own)."""
-    key = column.key
-    text = f"{cmp.values.at[row, key]:.2f}"
-    emphasis = {"best": markup.bold, "second": markup.underline}.get(cmp.marks.at[row, key])
+    cell = cmp.cell(row, column)
+    text = f"{cell.value:.2f}"
+    emphasis = {"best": markup.bold, "second": markup.underline}.get(cell.mark)
     text = emphasis(text) if emphasis else text
-    if cmp.diffs is not None and row != cmp.reference:
-        diff = round(float(cmp.diffs.at[row, key]), 2) + 0.0  # + 0.0 turns -0.0 into 0.0
+    if cell.diff is not None and row != cmp.reference:
+        diff = round(cell.diff, 2) + 0.0  # + 0.0 turns -0.0 into 0.0
         text += f" ({diff:+.2f})"
     if ci:
-        text += f"{interval_sep}[{cmp.ci_low.at[row, key]:.2f}, {cmp.ci_high.at[row, key]:.2f}]"
+        text += f"{interval_sep}[{cell.ci95[0]:.2f}, {cell.ci95[1]:.2f}]"
     return text
 
 
@@ -294,24 +295,28 @@ def rich_comparison(cmp: Comparison, ci: bool) -> RichComparison:
     return RichComparison(cmp, ci)
 
 
-def _flat(frame: pd.DataFrame, suffix: str) -> pd.DataFrame:
-    flat = frame.copy()
-    flat.columns = [f"{p}/{m}{suffix}" for p, m in frame.columns]
-    return flat
+# The csv's columns per perturbation and metric: suffix -> the number of a cell shown.
+_CSV_VALUE: dict[str, Callable[[Cell], float | None]] = {"": lambda cell: cell.value}
+_CSV_DIFF: dict[str, Callable[[Cell], float | None]] = {" diff": lambda cell: cell.diff}
+_CSV_CI: dict[str, Callable[[Cell], float | None]] = {
+    " ci_low": lambda cell: cell.ci95[0],
+    " ci_high": lambda cell: cell.ci95[1],
+}
 
 
 @COMPARE_FORMATS.register("csv")
 def csv_comparison(cmp: Comparison, ci: bool) -> str:
     """Plain numbers in display units (percent for accuracies), one column per cell kind."""
-    parts = [_flat(cmp.values, "")]
-    if cmp.diffs is not None:
-        parts.append(_flat(cmp.diffs, " diff"))
-    if ci:
-        parts += [_flat(cmp.ci_low, " ci_low"), _flat(cmp.ci_high, " ci_high")]
-    table = pd.concat(parts, axis=1)
-    table.insert(0, "report", [cmp.sources[row] for row in cmp.rows])
-    table.index.name = "model"
-    return table.to_csv(float_format="%.4f", lineterminator="\n").rstrip("\n")
+    kinds = _CSV_VALUE | (_CSV_DIFF if cmp.reference is not None else {}) | (_CSV_CI if ci else {})
+    header = ["model", "report"]
+    header += [f"{c.perturbation}/{c.metric}{suffix}" for suffix in kinds for c in cmp.columns]
+    lines = [header]
+    for row in cmp.rows:
+        numbers = [number(cmp.cell(row, c)) for number in kinds.values() for c in cmp.columns]
+        lines.append([row, cmp.sources[row], *("" if n is None else f"{n:.4f}" for n in numbers)])
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(lines)
+    return buffer.getvalue().rstrip("\n")
 
 
 @COMPARE_FORMATS.register("json")
@@ -321,18 +326,15 @@ def json_comparison(cmp: Comparison, ci: bool) -> str:
     for row in cmp.rows:
         cells = {}
         for column in cmp.columns:
-            key = column.key
-            cell: dict[str, object] = {
-                "value": round(float(cmp.values.at[row, key]), 6),
-                "ci95": [
-                    round(float(cmp.ci_low.at[row, key]), 6),
-                    round(float(cmp.ci_high.at[row, key]), 6),
-                ],
-                "mark": cmp.marks.at[row, key] or None,
+            cell = cmp.cell(row, column)
+            shown: dict[str, object] = {
+                "value": round(cell.value, 6),
+                "ci95": [round(cell.ci95[0], 6), round(cell.ci95[1], 6)],
+                "mark": cell.mark or None,
             }
-            if cmp.diffs is not None:
-                cell["diff"] = round(float(cmp.diffs.at[row, key]), 6)
-            cells["/".join(key)] = cell
+            if cell.diff is not None:
+                shown["diff"] = round(cell.diff, 6)
+            cells["/".join(column.key)] = shown
         rows.append({"model": row, "report": cmp.sources[row], "cells": cells})
     columns = [
         {

@@ -95,6 +95,7 @@ class DataInfo(_Strict):
     indices_sha256: str  # hash of the sorted sample indices
     classes: int
     class_index_note: str  # how class indices were assigned
+    subset: str | None = None  # the listed subset evaluated (--subset), before --limit
 
 
 class SampleResults(_Strict):

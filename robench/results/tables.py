@@ -13,7 +13,8 @@ wrap. `robench.results.compare_formats` lays out its comparison tables the same 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from rich.cells import cell_len, chop_cells
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -96,11 +97,22 @@ def _value_unit(report: Report) -> str | None:
     return units.pop() if len(units) == 1 else ("%" if not units else None)
 
 
+def budget_label(params: Mapping[str, Any]) -> str | None:
+    """A result's eps as tables show it: `8/255`, or with its threat model where the params
+    name one, `Linf 8/255`, `L2 0.5` (the norm written as `ThreatModel.name` writes it:
+    "linf" -> "Linf", "l2" -> "L2"); None for a result without an eps."""
+    eps = params.get("eps_display")
+    if not eps:
+        return None
+    norm = params.get("norm")
+    return f"{str(norm).capitalize()} {eps}" if norm else str(eps)
+
+
 def report_rows(report: Report) -> list[list[str]]:
     shared = _value_unit(report)
     rows = []
     for result in report.results:
-        eps = result.params.get("eps_display")
+        eps = budget_label(result.params)
         label = f"{result.name} (eps {eps})" if eps else result.name
         for metric, value in result.metrics.items():
             display = metric_display(metric)

@@ -1,4 +1,4 @@
-"""AutoAttack (Croce & Hein, 2020), L-inf, through the official code (`pyautoattack`).
+"""AutoAttack (Croce & Hein, 2020), L-inf or L2, through the official code (`pyautoattack`).
 
 https://arxiv.org/abs/2003.01690 . The versions:
 
@@ -12,10 +12,16 @@ https://arxiv.org/abs/2003.01690 . The versions:
   (`attacks = ["apgd-ce"]`; giving `attacks` implies `version = "custom"`). Note that
   AutoAttack's own `custom` defaults differ (5 restarts for APGD and FAB); use `n_restarts`.
 
+`norm` ("linf" or "l2") is passed to the library as "Linf" / "L2"; eps is in pixel units on
+the [0, 1] scale for both (L2: the norm over the whole image tensor), as RobustBench uses it.
 The model receives pixel-space images in [0, 1] (it normalises inside), so AutoAttack's
-clipping to [0, 1] and its eps are in pixel units. Samples the model already misclassifies
-(against the true labels passed in) are returned unchanged. With fewer than 10 classes the
-number of target classes of APGD-T and FAB-T is capped to (classes - 1).
+clipping to [0, 1] and its eps are in pixel units. The library's seed is always robench's
+`seed` (its own `seed=None` would seed every attack from the clock), and robench changes
+nothing it returns except samples outside the ball's tolerance (`project_onto_ball`): on one
+batch, the images and verdicts are the library's own for that seed and batch size. Samples
+the model already misclassifies (against the true labels passed in) are returned unchanged.
+With fewer than 10 classes the number of target classes of APGD-T and FAB-T is capped to
+(classes - 1).
 """
 
 from __future__ import annotations
@@ -32,9 +38,12 @@ from robench.perturbations.adversarial.params import (
     AutoAttackParams,
 )
 from robench.perturbations.base import Perturbation
-from robench.perturbations.checks import isolated_attack, project_linf
+from robench.perturbations.checks import isolated_attack, project_onto_ball
 
 logger = logging.getLogger(__name__)
+
+# robench's norm -> the library's spelling of it (pyautoattack AutoAttack(norm=...)).
+_LIBRARY_NORM: dict[str, str] = {"linf": "Linf", "l2": "L2"}
 
 
 def _set_apgd_iterations(apgd: Any, n_iter: int) -> None:
@@ -75,7 +84,7 @@ class AutoAttack(Perturbation):
             try:
                 attack = LibraryAutoAttack(
                     model,
-                    norm=p.norm,
+                    norm=_LIBRARY_NORM[p.norm],  # type: ignore[arg-type]
                     eps=p.eps,
                     version=_LIBRARY_VERSION[p.version],  # type: ignore[arg-type]
                     seed=seed,
@@ -89,7 +98,7 @@ class AutoAttack(Perturbation):
                 attack.version = "custom"
             self._configure(attack, n_classes)
             adv, _ = attack.run_standard_evaluation(images, labels, batch_size=images.shape[0])
-        return project_linf(adv, images, p.eps, name="autoattack")
+        return project_onto_ball(adv, images, p.eps, name="autoattack", threat=self.threat_model)
 
     def _configure(self, attack: Any, n_classes: int) -> None:
         """Check the attacks suit `n_classes` and apply the overrides in `params`."""

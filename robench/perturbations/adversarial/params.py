@@ -1,11 +1,17 @@
 """Parameters of the adversarial attacks, validated without importing torch or any attack
 library, and the kinds they register: `robench validate` and `robench list` need only these.
-The implementations (`torchattacks_linf`, `autoattack`) are imported when an attack runs.
+The implementations (`torchattacks_attacks`, `fgm`, `autoattack`) are imported when an attack
+runs.
+
+Threat models (`norm`, see `BoundedParams`): PGD and AutoAttack take "linf" (default) or "l2".
+The one-step attacks are split by norm rather than given a `norm`: `fgsm` is the L-inf step
+(sign of the gradient), `fgm` the L2 step (gradient scaled to L2 norm eps); each rejects the
+other norm with a pointer to its sibling. SPSA is L-inf only.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import (
     AliasChoices,
@@ -19,7 +25,7 @@ from pydantic import (
 from robench._core.units import parse_pixel_value
 from robench.perturbations.base import BoundedParams, register_kind
 
-_TA = "robench.perturbations.adversarial.torchattacks_linf"
+_TA = "robench.perturbations.adversarial.torchattacks_attacks"
 
 
 def _positive_pixel_value(value: Any, what: str) -> float:
@@ -31,16 +37,31 @@ def _positive_pixel_value(value: Any, what: str) -> float:
 
 @register_kind("fgsm", f"{_TA}:FGSM")
 class FGSMParams(BoundedParams):
-    """FGSM takes only the budget `eps`."""
+    """FGSM, the L-inf one-step attack, takes only the budget `eps`."""
+
+    _other_norm_hint: ClassVar[str] = '; for the L2 one-step attack use kind = "fgm"'
+
+    norm: Literal["linf"] = "linf"  # threat model: FGSM is the L-inf step
+
+
+@register_kind("fgm", "robench.perturbations.adversarial.fgm:FGM")
+class FGMParams(BoundedParams):
+    """FGM, the L2 one-step attack (the gradient scaled to L2 norm eps), takes only `eps`."""
+
+    _other_norm_hint: ClassVar[str] = '; for the L-inf one-step attack use kind = "fgsm"'
+
+    norm: Literal["l2"] = "l2"  # threat model: FGM is the L2 step
 
 
 @register_kind("pgd", f"{_TA}:PGD")
 class PGDParams(BoundedParams):
-    """Projected gradient descent on the cross-entropy, L-inf."""
+    """Projected gradient descent on the cross-entropy, L-inf (torchattacks `PGD`, signed
+    steps) or L2 (torchattacks `PGDL2`, steps along the L2-normalised gradient)."""
 
+    norm: Literal["linf", "l2"] = "linf"  # threat model; "Linf" / "L2" accepted too
     steps: PositiveInt = 20  # gradient steps
     step_size: float | None = None  # pixel units ("0.25/255" allowed); None means eps / 4
-    random_start: bool = True  # start from a uniform random point of the ball
+    random_start: bool = True  # start from a random point of the ball
     loss: Literal["ce"] = "ce"  # the loss ascended (torchattacks' PGD supports cross-entropy)
 
     @field_validator("step_size", mode="before")
@@ -56,7 +77,9 @@ class PGDParams(BoundedParams):
 
 @register_kind("spsa", f"{_TA}:SPSA")
 class SPSAParams(BoundedParams):
-    """SPSA with Adam (torchattacks.SPSA; defaults follow advertorch's common usage)."""
+    """SPSA with Adam (torchattacks.SPSA; defaults follow advertorch's common usage), L-inf."""
+
+    norm: Literal["linf"] = "linf"  # threat model: L-inf only
 
     # Adam iterations; suites may also write advertorch's name `nb_iter`.
     steps: PositiveInt = Field(default=20, validation_alias=AliasChoices("steps", "nb_iter"))
@@ -95,7 +118,8 @@ class AutoAttackParams(BoundedParams):
     # "standard" | "plus" | "rand" | "custom"; defaults to "custom" when `attacks` is given.
     version: Literal["standard", "plus", "rand", "custom"] = "standard"
     attacks: tuple[AttackName, ...] | None = None  # the attacks of version "custom", in order
-    norm: Literal["Linf"] = "Linf"  # threat model (only L-inf so far)
+    # Threat model, passed to the library as "Linf" / "L2" (its spellings are accepted too).
+    norm: Literal["linf", "l2"] = "linf"
     n_queries: PositiveInt = 5000  # Square's query budget
     n_restarts: PositiveInt | None = None  # restarts of every attack (FAB-T always runs 1)
     n_iter: PositiveInt | None = None  # iterations of APGD, APGD-T and FAB (default 100)

@@ -1,13 +1,18 @@
-"""FGSM, PGD and SPSA under an L-inf budget, run through torchattacks.
+"""FGSM, PGD and SPSA run through torchattacks: L-inf, and L2 for PGD.
 
 All three take pixel-space images in [0, 1], attack the true labels passed in, and return
-images inside the eps-ball around the input, clipped to [0, 1]. torchattacks' own
-normalisation handling is switched off (the model normalises inside), the model stays in eval
-mode, and randomness (PGD's random start, SPSA's directions) comes only from `seed`.
+images inside the eps-ball of their threat model around the input, clipped to [0, 1].
+torchattacks' own normalisation handling is switched off (the model normalises inside), the
+model stays in eval mode, and randomness (PGD's random start, SPSA's directions) comes only
+from `seed`.
 
 - `fgsm`: one signed-gradient step of size eps on the cross-entropy (Goodfellow et al., 2015).
-- `pgd`: `steps` signed-gradient steps of `step_size` (default eps/4) from a uniform random
-  start in the ball, projected after every step (Madry et al., 2018).
+- `pgd`, norm "linf": `steps` signed-gradient steps of `step_size` (default eps/4) from a
+  uniform random start in the ball, projected after every step (Madry et al., 2018;
+  torchattacks `PGD`).
+- `pgd`, norm "l2": `steps` steps of length `step_size` (default eps/4) along the
+  L2-normalised gradient, the difference rescaled onto the L2 ball after every step; the
+  random start is a random direction with a radius uniform in [0, eps] (torchattacks `PGDL2`).
 - `spsa`: gradient-free; Adam on an SPSA estimate of the margin loss's gradient from
   `nb_sample` random +-1 directions of size `delta` (Uesato et al., 2018; advertorch's code).
 """
@@ -15,17 +20,18 @@ mode, and randomness (PGD's random start, SPSA's directions) comes only from `se
 from __future__ import annotations
 
 import abc
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
 from robench.perturbations.adversarial.params import FGSMParams, PGDParams, SPSAParams
 from robench.perturbations.base import BoundedParams, Perturbation
-from robench.perturbations.checks import isolated_attack, project_linf
+from robench.perturbations.checks import isolated_attack, project_onto_ball
 
 
 class _TorchattacksPerturbation(Perturbation):
-    """Runs one torchattacks attack in pixel space, seeded, then enforces the eps-ball."""
+    """Runs one torchattacks attack in pixel space, seeded, then enforces its threat model's
+    ball (samples the library kept inside it come back unchanged)."""
 
     params: BoundedParams
 
@@ -49,7 +55,8 @@ class _TorchattacksPerturbation(Perturbation):
             attack.set_model_training_mode(model_training=False)
             attack.set_device(images.device)
             adv = attack(images.detach(), labels.detach())
-        return project_linf(adv, images.detach(), self.params.eps, name=type(self).__name__)
+        name, threat = type(self).__name__, self.threat_model
+        return project_onto_ball(adv, images.detach(), self.params.eps, name=name, threat=threat)
 
 
 class FGSM(_TorchattacksPerturbation):
@@ -65,16 +72,21 @@ class FGSM(_TorchattacksPerturbation):
 
 
 class PGD(_TorchattacksPerturbation):
-    """PGD (Madry et al.): `steps` signed steps of `step_size`, projected onto the ball."""
+    """PGD (Madry et al.): `steps` steps of `step_size`, projected onto the ball; signed steps
+    for L-inf (torchattacks `PGD`), L2-normalised ones for L2 (torchattacks `PGDL2`)."""
 
     Params = PGDParams
     params: PGDParams
+
+    # The torchattacks class of each norm; both take (model, eps, alpha, steps, random_start).
+    _LIBRARY_CLASS: ClassVar[dict[str, str]] = {"linf": "PGD", "l2": "PGDL2"}
 
     def _build(self, model: torch.nn.Module) -> Any:
         import torchattacks
 
         p = self.params
-        return torchattacks.PGD(
+        attack_class = getattr(torchattacks, self._LIBRARY_CLASS[p.norm])
+        return attack_class(
             model,
             eps=p.eps,
             alpha=p.resolved_step_size,

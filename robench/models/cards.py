@@ -1,0 +1,99 @@
+"""Check a model card without building its model (`robench validate`).
+
+The light check needs no torch or timm: the card's schema and fields (`ModelCard`), the
+checkpoint file's existence and sha256 (hashlib), and the architecture name against robench's
+own models (`zoo_names.ZOO_MODELS`). An architecture from outside robench's zoo (a timm model,
+a plugin's) cannot be looked up without importing timm, so the light check accepts it with a
+note; `deep=True` imports timm and robench's zoo and requires the name to be registered there
+(the caller loads plugins first: `robench.models.plugins.load_plugins`).
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+
+from robench._core.errors import ConfigError
+from robench._core.registry import did_you_mean
+from robench.models.hashing import sha256_file
+from robench.models.spec import ModelCard, read_card
+from robench.models.zoo_names import ZOO_MODELS
+
+
+@dataclass(frozen=True)
+class CardCheck:
+    """A card that passed, and what the check could not verify (one sentence each)."""
+
+    card: ModelCard
+    notes: tuple[str, ...] = ()
+
+
+def check_card(path: Path, *, deep: bool = False) -> CardCheck:
+    """Validate the model card at `path`; raise `ConfigError` on the first problem.
+
+    Args:
+        path: the card's TOML file.
+        deep: look the architecture up in timm's registry (imports timm and torch).
+    """
+    card = read_card(path)
+    where = f"model card {path}"
+    notes = _check_architecture(card.architecture, where, deep)
+    _check_checkpoint(card, path, where)
+    return CardCheck(card, notes)
+
+
+def _check_architecture(architecture: str | None, where: str, deep: bool) -> tuple[str, ...]:
+    if architecture is None:
+        raise ConfigError(
+            f'{where} names no architecture; add `architecture = "MODEL"` with a registered '
+            "model name (see `robench list models`)."
+        )
+    if architecture in ZOO_MODELS:
+        return ()
+    if deep:
+        _check_registered_in_timm(architecture, where)
+        return ()
+    close = difflib.get_close_matches(architecture, ZOO_MODELS, n=1, cutoff=0.9)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return (
+        f"architecture {architecture!r} is not one of robench's models{hint}; it was not "
+        "looked up in timm's registry: run `robench validate --deep` to check it.",
+    )
+
+
+def _check_registered_in_timm(architecture: str, where: str) -> None:
+    import timm
+
+    import robench.models.zoo  # noqa: F401  (registers robench's models with timm)
+
+    if not timm.is_model(architecture):
+        raise ConfigError(
+            f"{where}: "
+            + did_you_mean(architecture, timm.list_models(), "model")[:-1]
+            + " (register your own with --import MODULE_OR_FILE.py)."
+        )
+
+
+def _check_checkpoint(card: ModelCard, path: Path, where: str) -> None:
+    if card.checkpoint is None:
+        if card.checkpoint_sha256 is not None:
+            raise ConfigError(
+                f"{where} gives checkpoint_sha256 but no checkpoint; add `checkpoint = "
+                '"FILE"` (relative to the card) or remove the hash.'
+            )
+        return
+    checkpoint = path.parent / card.checkpoint
+    if not checkpoint.is_file():
+        raise ConfigError(
+            f"{where}: checkpoint {checkpoint} does not exist; fix `checkpoint` (a path "
+            "relative to the card)."
+        )
+    if card.checkpoint_sha256 is not None:
+        actual = sha256_file(checkpoint)
+        if actual != card.checkpoint_sha256:
+            raise ConfigError(
+                f"{where}: checkpoint {checkpoint} has sha256 {actual[:12]}..., but the card "
+                f"expects {card.checkpoint_sha256[:12]}...; the file changed, or update "
+                "`checkpoint_sha256`."
+            )
