@@ -4,6 +4,9 @@ interrupt an evaluation and resume it."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -151,23 +154,25 @@ def test_same_command_gives_the_same_report(checkpoint: Path, tmp_path: Path) ->
     assert [r.metrics for r in a.results] == [r.metrics for r in b.results]
 
 
-def test_torchrun_shards_batches_and_writes_the_same_report(
-    checkpoint: Path, tmp_path: Path
-) -> None:
-    import os
-    import subprocess
-    import sys
-
-    single = evaluate(_request(checkpoint, tmp_path / "single.json"))
-    out = tmp_path / "sharded.json"
+def _torchrun_eval(checkpoint: Path, suite: str, out: Path) -> subprocess.CompletedProcess:
+    """`robench eval` in two gloo processes, with `_request`'s limit, batch size and seed."""
     torchrun = Path(sys.executable).with_name("torchrun")
     done = subprocess.run(
         [str(torchrun), "--nproc_per_node=2", "-m", "robench", "eval", "-c", str(checkpoint),
-         "--suite", "smoke", "--limit", "48", "--batch-size", "16", "--seed", "3",
+         "--suite", suite, "--limit", "48", "--batch-size", "16", "--seed", "3",
          "-o", str(out), "--format", "json"],
         capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_torchrun_shards_batches_and_writes_the_same_report(
+    checkpoint: Path, tmp_path: Path
+) -> None:
+    single = evaluate(_request(checkpoint, tmp_path / "single.json"))
+    out = tmp_path / "sharded.json"
+    done = _torchrun_eval(checkpoint, "smoke", out)
     sharded = json.loads(out.read_text())
     assert sharded["samples"] == single.model_dump(mode="json")["samples"]
     printed = json.loads(done.stdout)  # one report on stdout, rank 0's
@@ -200,24 +205,13 @@ def test_autoattack_under_torchrun_gives_the_single_process_verdicts(
 ) -> None:
     """AutoAttack is sharded like every attack: two gloo processes, the same per-sample
     verdicts (and identical reruns), for L-infinity and L2."""
-    import os
-    import subprocess
-    import sys
-
     suite = tmp_path / "aa.toml"
     suite.write_text(AUTOATTACK_SUITE)
     single = evaluate(_request(checkpoint, tmp_path / "single.json", suite=str(suite)))
     again = evaluate(_request(checkpoint, tmp_path / "again.json", suite=str(suite)))
     assert again.samples == single.samples  # AutoAttack is seeded: identical reruns
     out = tmp_path / "sharded.json"
-    torchrun = Path(sys.executable).with_name("torchrun")
-    done = subprocess.run(
-        [str(torchrun), "--nproc_per_node=2", "-m", "robench", "eval", "-c", str(checkpoint),
-         "--suite", str(suite), "--limit", "48", "--batch-size", "16", "--seed", "3",
-         "-o", str(out), "--format", "json"],
-        capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"},
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    _torchrun_eval(checkpoint, str(suite), out)
     sharded = json.loads(out.read_text())
     assert sharded["samples"] == single.model_dump(mode="json")["samples"]
     assert len(single.samples["default"].indices) == 48

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import torch
 from torch import nn
@@ -9,6 +11,7 @@ from torch.utils.data import TensorDataset
 
 from robench.evaluation.sanity import QUICK_BUDGET, run_sanity
 from robench.models.layers.elliptical_attention import EllipticalAttention
+from robench.results.checks import TOLERANCE
 
 pytestmark = pytest.mark.slow
 
@@ -158,3 +161,106 @@ def test_an_elliptical_model_weaker_through_m_is_flagged_with_its_numbers(fmnist
     assert abs(with_m - through_m) <= 3 / n
     assert with_m <= without - 0.4
     assert f"{100 * with_m:.1f}%" in adaptive.detail and f"{100 * without:.1f}%" in adaptive.detail
+
+
+def test_the_l2_battery_attacks_in_l2(trained_classifier: nn.Module, fmnist_test) -> None:
+    n, eps = 64, 0.5
+    images, labels = fmnist_test
+    results = run_sanity(
+        trained_classifier,
+        TensorDataset(images[:n], labels[:n]),
+        list(range(n)),
+        eps=eps,
+        seed=0,
+        batch_size=64,
+        device=torch.device("cpu"),
+        budget=QUICK_BUDGET,
+        norm="l2",
+    )
+    checks = {r.name: r for r in results}
+    # SPSA is L-inf only: its check is left out, not passed; FGM replaces FGSM.
+    assert list(checks) == [
+        "eps0_equals_clean",
+        "monotone_in_eps",
+        "pgd_at_least_fgm",
+        "unbounded_attack_breaks_model",
+        "gradients_and_determinism",
+    ]
+    assert all(r.status == "pass" for r in results), results
+    zero = checks["eps0_equals_clean"].values
+    assert zero["eps0"] == zero["clean"] and zero["clean"] >= 0.6
+    # The sweep (eps 0.125 .. 1) falls from clean, within the comparisons' slack, and the
+    # largest L2 ball does real damage.
+    sweep = [checks["monotone_in_eps"].values[f"eps_x{f}"] for f in (0.25, 0.5, 1.0, 2.0)]
+    accs = [zero["clean"], *sweep]
+    assert all(b <= a + TOLERANCE for a, b in itertools.pairwise(accs)), accs
+    assert sweep[-1] <= zero["clean"] - 0.2
+    one_step = checks["pgd_at_least_fgm"].values
+    assert one_step["pgd"] <= one_step["fgm"] + TOLERANCE
+    assert one_step["pgd"] == checks["monotone_in_eps"].values["eps_x1.0"]
+    assert checks["unbounded_attack_breaks_model"].values["accuracy"] <= 0.05
+    # Budgets are L2 numbers: the sweep 0.125 .. 1, the unbounded ball the diagonal sqrt(784).
+    detail = checks["monotone_in_eps"].detail
+    assert detail.startswith("PGD-L2-10 accuracy by eps: 0.125: ")
+    assert all(f"{b}: " in detail for b in ("0.25", "0.5", "1")) and "/255" not in detail
+    assert "vs FGM " in checks["pgd_at_least_fgm"].detail
+    assert checks["pgd_at_least_fgm"].detail.endswith("at eps 0.5")
+    assert "with eps 28 " in checks["unbounded_attack_breaks_model"].detail
+
+
+_L2_SUITE = """
+name = "l2-only"
+version = 1
+[[perturbations]]
+kind = "clean"
+[[perturbations]]
+kind = "pgd"
+norm = "l2"
+eps = 0.25
+[[perturbations]]
+kind = "fgm"
+eps = 1.0
+"""
+
+_MIXED_SUITE = """
+name = "mixed"
+version = 1
+[[perturbations]]
+kind = "pgd"
+norm = "l2"
+eps = 0.5
+[[perturbations]]
+kind = "fgsm"
+eps = "4/255"
+[[perturbations]]
+name = "pgd-linf"
+kind = "pgd"
+eps = "8/255"
+"""
+
+
+@pytest.mark.parametrize(
+    ("suite", "sanity_eps", "norm", "eps"),
+    [
+        (_L2_SUITE, None, "l2", 1.0),  # all bounded entries L2: L2 at the largest L2 eps
+        (_L2_SUITE, 0.3, "l2", 0.3),  # --sanity-eps overrides the budget, not the norm
+        (_MIXED_SUITE, None, "linf", 8 / 255),  # mixed: L-inf at the largest L-inf eps, not 0.5
+    ],
+)
+def test_the_battery_takes_the_suite_s_threat_model(
+    suite: str, sanity_eps: float | None, norm: str, eps: float, tmp_path, monkeypatch
+) -> None:
+    from robench.evaluation import sanity
+    from robench.evaluation.request import EvalRequest, _sanity
+    from robench.evaluation.suites import load_suite
+
+    path = tmp_path / "suite.toml"
+    path.write_text(suite)
+    seen: dict = {}
+    monkeypatch.setattr(sanity, "run_sanity", lambda *args, **kwargs: seen.update(kwargs) or [])
+    request = EvalRequest(
+        suite=str(path), data="x", out=tmp_path / "r.json", sanity=True, sanity_eps=sanity_eps
+    )
+    cpu = torch.device("cpu")
+    assert _sanity(request, load_suite(str(path)), None, None, None, [0], cpu) == []  # type: ignore[arg-type]
+    assert seen["norm"] == norm and seen["eps"] == pytest.approx(eps)

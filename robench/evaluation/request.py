@@ -229,6 +229,7 @@ def _sanity(
     if not (request.sanity or suite.sanity):
         return []
     from robench.evaluation.sanity import run_sanity
+    from robench.perturbations.threat_models import NORMS
 
     # The battery's threat model: L2 when every bounded entry is L2, else L-inf; its budget is
     # the largest eps of that norm (an L2 eps never becomes an L-inf budget).
@@ -237,14 +238,14 @@ def _sanity(
         if planned.eps is not None:
             budgets.setdefault(getattr(planned.params, "norm", "linf"), []).append(planned.eps)
     norm = "l2" if set(budgets) == {"l2"} else "linf"
-    eps = request.sanity_eps or suite.sanity_eps or max(budgets.get(norm, [0.0]))
     default_eps = {"linf": DEFAULT_SANITY_EPS, "l2": 0.5}[norm]  # 0.5: RobustBench's L2
-    logger.info("sanity battery: %s at eps %s", norm, eps or default_eps)
+    eps = request.sanity_eps or suite.sanity_eps or max(budgets.get(norm, [0.0])) or default_eps
+    logger.info("sanity battery: %s", NORMS[norm].budget_display(eps))
     results = run_sanity(
         model,
         dataset,
         indices[: suite.sanity_samples],
-        eps=eps or default_eps,
+        eps=eps,
         seed=request.seed,
         batch_size=request.batch_size,
         device=device,
