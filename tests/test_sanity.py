@@ -38,18 +38,28 @@ class _AlwaysDropout(nn.Module):
         return self.model(nn.functional.dropout(x, p=0.3, training=True))
 
 
-def _battery(model: nn.Module, fmnist_test: tuple[torch.Tensor, torch.Tensor], n: int = 64):
+def _battery(
+    model: nn.Module,
+    fmnist_test: tuple[torch.Tensor, torch.Tensor],
+    n: int = 64,
+    norm: str = "linf",
+    eps: float = 8 / 255,
+):
     images, labels = fmnist_test
     dataset = TensorDataset(images[:n], labels[:n])
+    # A wrapper is built in train mode; restoring it afterwards would also put the shared
+    # `trained_classifier` fixture inside it in train mode for later tests.
+    model.eval()
     results = run_sanity(
         model,
         dataset,
         list(range(n)),
-        eps=8 / 255,
+        eps=eps,
         seed=0,
         batch_size=64,
         device=torch.device("cpu"),
         budget=QUICK_BUDGET,
+        norm=norm,
     )
     return {r.name: r for r in results}
 
@@ -81,6 +91,15 @@ def test_zeroed_input_gradients_are_flagged(trained_classifier: nn.Module, fmnis
     assert checks["unbounded_attack_breaks_model"].status == "warn"
     # Masked, but not by an elliptical layer: the adaptive comparison does not apply.
     assert "elliptical_gradients_through_m" not in checks
+
+
+def test_zeroed_input_gradients_under_l2(trained_classifier: nn.Module, fmnist_test) -> None:
+    # PGD-L2 normalises its step by the gradient's norm: with a zero gradient it must still
+    # give the clean images at eps 0 (not 0/0), and flag the masking like L-infinity does.
+    checks = _battery(_RoundInput(trained_classifier), fmnist_test, n=32, norm="l2", eps=0.5)
+    assert checks["eps0_equals_clean"].status == "pass"
+    assert checks["gradients_and_determinism"].values["bad_gradient_share"] == 1.0
+    assert checks["unbounded_attack_breaks_model"].status == "warn"
 
 
 def test_dropout_left_on_is_flagged_as_randomized(

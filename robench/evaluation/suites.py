@@ -72,17 +72,13 @@ class Suite(BaseModel):
     diagnostics: tuple[DiagnosticEntry, ...] = ()  # run once on `diagnostics_samples` images
     diagnostics_samples: int = Field(default=256, gt=0)
     sanity: bool = False  # also run the sanity battery (as `robench eval --sanity`)
-    sanity_eps: float | None = None  # its budget; default: the largest eps in the suite
+    sanity_eps: float | None = None  # its budget; default: the largest eps of its threat model
     sanity_samples: int = Field(default=200, gt=0)  # samples the battery runs on
 
     @field_validator("sanity_eps", mode="before")
     @classmethod
     def _parse_sanity_eps(cls, value: Any) -> float | None:
         return None if value is None else parse_pixel_value(value, "sanity_eps")
-
-    def largest_eps(self, plan: tuple[PlannedPerturbation, ...]) -> float | None:
-        budgets = [p.eps for p in plan if p.eps]
-        return max(budgets) if budgets else None
 
     @field_validator("task")
     @classmethod

@@ -43,7 +43,8 @@ class _TorchattacksPerturbation(Perturbation):
         self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
     ) -> torch.Tensor:
         """Attack `images` against the true `labels`; same seed, same images."""
-        if images.shape[0] == 0:
+        # A radius-0 ball is the image itself; PGD-L2 would divide 0 by 0 there (NaN).
+        if images.shape[0] == 0 or self.params.eps == 0:
             return images.detach().clone()
         with isolated_attack(model, seed, images.device):
             attack = self._build(model)
