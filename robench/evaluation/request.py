@@ -235,8 +235,8 @@ def _sanity(
     # the largest eps of that norm (an L2 eps never becomes an L-inf budget).
     budgets: dict[str, list[float]] = {}  # norm -> the eps of the suite's bounded entries
     for planned in loaded_suite.plan:
-        if planned.eps is not None:
-            budgets.setdefault(getattr(planned.params, "norm", "linf"), []).append(planned.eps)
+        if planned.eps is not None and planned.norm is not None:
+            budgets.setdefault(planned.norm, []).append(planned.eps)
     norm = "l2" if set(budgets) == {"l2"} else "linf"
     default_eps = {"linf": DEFAULT_SANITY_EPS, "l2": 0.5}[norm]  # 0.5: RobustBench's L2
     eps = request.sanity_eps or suite.sanity_eps or max(budgets.get(norm, [0.0])) or default_eps
@@ -352,29 +352,30 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
     _check_tasks(loaded_suite.suite.task, loaded.task, loaded.name)
     task = load_task(loaded_suite.suite.task)
     datasets = _open_datasets(request, loaded, task.name)
-    subset = request.subset or loaded_suite.suite.subset
     default_name = next(iter(datasets))
-    subsets = {name: subset if name == default_name else None for name in datasets}
+    # A listed subset restricts the default dataset only.
+    subsets = {default_name: request.subset or loaded_suite.suite.subset}
     data = {
         name: EvalData(
-            dataset, _sample_indices(dataset, subsets[name], request.limit, request.seed)
+            dataset, _sample_indices(dataset, subsets.get(name), request.limit, request.seed)
         )
         for name, dataset in datasets.items()
     }
     default = data[default_name]
-    warnings: list[str] = []
-    checks = None
+    first_batches = {
+        name: task.load_batch(
+            source.dataset, list(source.indices[: min(request.batch_size, 64)]), device
+        )
+        for name, source in data.items()
+    }
+    checks = task.check_model(loaded.model, *first_batches[default_name])  # on the default data
+    warnings = list(checks.warnings)
     for name, source in data.items():
-        first = list(source.indices[: min(request.batch_size, 64)])
-        inputs, targets = task.load_batch(source.dataset, first, device)
+        inputs, _ = first_batches[name]
         task.check_data(source.dataset, loaded.model, inputs, mapped=request.class_map is not None)
-        if name == default_name:  # the model is checked once, on the default data
-            checks = task.check_model(loaded.model, inputs, targets)
-            warnings += checks.warnings
         note = task.adaptation_note(source.dataset, loaded.preprocessing)
         if note and note not in warnings:
             warnings.append(note)
-    assert checks is not None
     if loaded.checkpoint is None:
         warnings.insert(0, f"no checkpoint: {loaded.architecture} has random weights.")
     for warning in warnings:
@@ -455,7 +456,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
             description=loaded_suite.suite.description,
         ),
         datasets={
-            name: _data_info(datasets[name], list(d.indices), request.limit, subsets[name])
+            name: _data_info(datasets[name], list(d.indices), request.limit, subsets.get(name))
             for name, d in data.items()
         },
         seed=request.seed,

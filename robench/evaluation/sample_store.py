@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from robench._core.errors import ConfigError, ResumeError
+from robench.tasks.base import Columns, records_of
 
 FORMAT_VERSION = 1
 
@@ -23,12 +24,9 @@ FORMAT_VERSION = 1
 SampleRecords = dict[int, dict[str, Any]]
 
 
-def _rows(indices: list[int], columns: dict[str, list[Any]]) -> SampleRecords:
+def _rows(indices: list[int], columns: Columns) -> SampleRecords:
     """Column lists aligned with `indices` -> one record per index."""
-    for name, values in columns.items():
-        if len(values) != len(indices):
-            raise ValueError(f"column {name!r} has {len(values)} values for {len(indices)} samples")
-    return {i: {name: values[j] for name, values in columns.items()} for j, i in enumerate(indices)}
+    return dict(zip(indices, records_of(columns), strict=True))
 
 
 def samples_path_for(report_path: Path, rank: int | None = None) -> Path:
@@ -107,7 +105,7 @@ class SampleStore:
     def records_for(self, name: str) -> SampleRecords:
         return self.records.setdefault(name, {})
 
-    def append(self, name: str, indices: list[int], columns: dict[str, list[Any]]) -> None:
+    def append(self, name: str, indices: list[int], columns: Columns) -> None:
         """Store one finished batch: the task's record columns, aligned with `indices`."""
         self.records_for(name).update(_rows(indices, columns))
         self._write({"p": name, "i": indices, **columns})

@@ -136,6 +136,12 @@ class PlannedPerturbation:
         eps: float | None = getattr(self.params, "eps", None)
         return eps
 
+    @property
+    def norm(self) -> str | None:
+        """The threat model (a key of NORMS) of a bounded perturbation; None if unbounded."""
+        norm: str | None = getattr(self.params, "norm", None) if self.eps is not None else None
+        return norm
+
     def report_params(self) -> dict[str, Any]:
         """Parameters as the report records them: numbers, plus display forms of pixel values;
         a bounded perturbation also records its `norm` and `budget_display` ("Linf 8/255")."""
@@ -145,9 +151,8 @@ class PlannedPerturbation:
         for key in ("eps", "step_size"):
             if isinstance(params.get(key), float):
                 params[f"{key}_display"] = display_pixel_value(params[key])
-        if isinstance(params.get("eps"), float):
-            params["norm"] = norm = params.get("norm", "linf")
-            params["budget_display"] = NORMS[norm].budget_display(params["eps"])
+        if self.eps is not None and self.norm is not None:
+            params["budget_display"] = NORMS[self.norm].budget_display(self.eps)
         if self.max_samples is not None:
             params["max_samples"] = self.max_samples
         if self.differentiable_m:

@@ -213,13 +213,16 @@ def read_report(path: Path) -> Report:
             f"report {path} has schema_version {version!r}, this robench reads {readable}; "
             "re-run `robench eval` with this version."
         )
-    try:
-        return Report.model_validate(upgrade_v1(data) if version == 1 else data)
-    except (ValidationError, KeyError, TypeError, AttributeError) as exc:
-        if not isinstance(exc, ValidationError):
+    if version == 1:
+        try:
+            data = upgrade_v1(data)
+        except (KeyError, TypeError, AttributeError) as exc:
             raise ConfigError(
                 f"report {path} says schema_version 1 but lacks its fields ({exc!r})."
             ) from None
+    try:
+        return Report.model_validate(data)
+    except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise ConfigError(
