@@ -1,8 +1,10 @@
 """Small synthetic reports for tests of compare, gate and anything else that reads reports.
 
-`make_report` builds a schema-valid (version 2) `Report` whose per-sample predictions give
-exactly the requested top-1 accuracies; `flip` derives a candidate by turning correct samples
-wrong (or wrong ones right), recomputing the metrics from the samples as `robench eval` does.
+`make_report` builds a schema-valid `Report` whose per-sample predictions give exactly the
+requested top-1 accuracies; `flip` derives a candidate by turning correct samples wrong (or
+wrong ones right), recomputing the metrics from the samples as `robench eval` does.
+`make_corruption_report` builds ImageNet-C style reports (`gaussian_noise-3` results with
+exact per-severity errors, on 1000 classes by default).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from robench.results.metrics import wilson_interval
 from robench.results.report import (
     DataInfo,
     Environment,
+    LabelSpaceInfo,
     MetricValue,
     ModelInfo,
     PerturbationResult,
@@ -205,3 +208,81 @@ def write(report: Report, path: Path) -> Path:
     """Write `report` as JSON to `path` (what `robench eval` writes) and return the path."""
     path.write_text(json.dumps(report.model_dump(mode="json")), encoding="utf-8")
     return path
+
+
+def corruption_name(corruption: str, severity: int) -> str:
+    """`gaussian_noise-3`: how suites name a corruption result."""
+    return f"{corruption}-{severity}"
+
+
+def make_corruption_report(
+    model: str = "resnet50",
+    errors: Mapping[tuple[str, int], float] | None = None,
+    *,
+    n: int = 200,
+    clean_error: float | None = None,
+    classes: int = 1000,
+    label_space: LabelSpaceInfo | None = None,
+    dataset: str = "default",
+    wrong: Mapping[tuple[str, int], Sequence[int]] | None = None,
+    max_samples: Mapping[tuple[str, int], int] | None = None,
+    source: str = "on-the-fly",
+    suite: str = "imagenet-c",
+) -> Report:
+    """A report of corruption results (ImageNet-C style) on `n` samples of `dataset`.
+
+    `errors` maps (corruption, severity) to an exact top-1 error: the first round(error * n)
+    samples are wrong; `wrong` instead lists the wrong sample positions of a result.
+    `clean_error` adds a `clean` result. Results are named `gaussian_noise-3` and carry the
+    params `robench eval` writes (corruption, severity, threat model, source).
+    """
+    indices = list(range(n))
+    labels = [i % classes for i in indices]
+    planned: dict[tuple[str, int], set[int]] = {}
+    for key, error in (errors or {}).items():
+        planned[key] = set(range(round(error * n)))
+    for key, positions in (wrong or {}).items():
+        planned[key] = set(positions)
+    entries: list[tuple[str, str, dict[str, Any], set[int], int]] = []
+    if clean_error is not None:
+        entries.append(("clean", "clean", {}, set(range(round(clean_error * n))), n))
+    for (corruption, severity), positions in planned.items():
+        params = {
+            "corruption": corruption,
+            "severity": severity,
+            "threat_model": "unbounded",
+            "source": source,
+        }
+        m = (max_samples or {}).get((corruption, severity), n)
+        entries.append((corruption_name(corruption, severity), "corruption", params, positions, m))
+    results, columns = [], {}
+    for name, kind, params, positions, m in entries:
+        correct = [j not in positions for j in range(m)]
+        top5 = [ok or j % 4 == 0 for j, ok in enumerate(correct)]
+        columns[name] = {
+            "prediction": [
+                y if ok else (y + 1) % classes for y, ok in zip(labels, correct, strict=False)
+            ],
+            "top1": correct,
+            "top5": top5,
+        }
+        results.append(
+            PerturbationResult(
+                name=name,
+                kind=kind,
+                params=params,
+                dataset=dataset,
+                n_samples=m,
+                metrics=_accuracy_metrics(correct, top5),
+                wall_time_s=1.0,
+            )
+        )
+    report = make_report(model, {}, n=n, suite=suite)
+    report.results = results
+    report.datasets = {
+        dataset: report.data.model_copy(
+            update={"classes": classes, "label_space": label_space, "path": "/data/imagenet-c"}
+        )
+    }
+    report.samples = {dataset: SampleResults(indices=indices, targets=labels, values=columns)}
+    return report

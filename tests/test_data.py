@@ -231,8 +231,8 @@ def test_image_folder_layout_errors(tmp_path: Path) -> None:
     (no_images / "cat" / "readme.txt").write_text("x")
     with pytest.raises(DataError, match="no images"):
         open_dataset(no_images, preprocessing=RGB_16)
-    nested = tmp_path / "nested"
-    _save(nested / "gaussian_noise" / "1" / "cat" / "a.png", 0)
+    nested = tmp_path / "nested"  # (a corruption name here would be read as ImageNet-C)
+    _save(nested / "noisy" / "1" / "cat" / "a.png", 0)
     with pytest.raises(DataError, match="point --data at the level"):
         open_dataset(nested, preprocessing=RGB_16)
     splits = tmp_path / "splits"

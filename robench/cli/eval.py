@@ -65,10 +65,24 @@ def eval_command(
             "line. Default: the suite's subset, else all. --limit then draws from it.",
         ),
     ] = None,
+    classes: Annotated[
+        str | None,
+        typer.Option(
+            help="Score only these classes of the (default) dataset: imagenet-a, imagenet-r "
+            "or a file of ImageNet wnids, one per line (timm's --valid-labels). Only their "
+            "images count, and the prediction is the argmax among their logits.",
+        ),
+    ] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", "-b")] = 64,
     seed: Annotated[int, typer.Option(help="Seed of the subset and of every attack.")] = 0,
     device: Annotated[str, typer.Option(help="cpu, cuda or cuda:N.")] = "cpu",
-    workers: Annotated[int, typer.Option(help="Data-loading worker processes.")] = 0,
+    workers: Annotated[
+        int,
+        typer.Option(
+            help="Data-loading worker processes; corruptions are computed in them (the "
+            "results do not depend on the number).",
+        ),
+    ] = 0,
     out_path: Annotated[
         Path | None,
         typer.Option("--out", "-o", help="Report path. Default: MODEL__SUITE.json in runs/."),
@@ -161,6 +175,7 @@ def eval_command(
         class_map=class_map,
         limit=limit,
         subset=subset,
+        classes=classes,
         batch_size=batch_size,
         seed=seed,
         device=device,

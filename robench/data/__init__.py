@@ -1,8 +1,10 @@
 """Datasets robench evaluates on: `open_dataset(path_or_name)` -> `LabeledImages`.
 
 Images come out in pixel space, float (C, H, W) in [0, 1], never normalised. The layout is
-detected: a directory of IDX files (MNIST-style) or an image folder `ROOT/<class>/<image>`.
-Built-in names (`fashion-mnist`) resolve to data installed on the machine.
+detected (`idx`, `cifar10-c`, `imagenet-c`, `imagenet-v2`, `image-folder`, in that order) or
+chosen with `layout=` (also `imagenet-a`, `imagenet-r`, `imagenet-sketch`, which are never
+detected); docs/datasets.md describes each. Built-in names (`fashion-mnist`) resolve to data
+installed on the machine.
 """
 
 from __future__ import annotations
@@ -15,21 +17,37 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from robench._core.errors import DataError
+from robench._core.registry import did_you_mean
+from robench.data.cifar10_c import Cifar10C, looks_like_cifar10_c
 from robench.data.class_map import ClassMap, read_class_map
+from robench.data.corruption_family import CorruptionFamily
 from robench.data.idx_dataset import IdxDataset, idx_files
 from robench.data.image_folder import ImageFolderDataset
+from robench.data.imagenet_c import ImageNetC, looks_like_imagenet_c
+from robench.data.imagenet_shift import (
+    ImageNetSketchFolder,
+    ImageNetV2Folder,
+    LabelSpaceFolder,
+    looks_like_imagenet_v2,
+)
+from robench.data.label_space import LabelSpace, read_label_space, restrict_to_label_space
 from robench.data.labeled import LabeledImages
 from robench.data.preprocessing import Preprocessing
 from robench.data.subset import indices_sha256, select_indices
 
 __all__ = [
     "BUILTIN_DATASETS",
+    "LAYOUTS",
     "ClassMap",
+    "CorruptionFamily",
+    "LabelSpace",
     "LabeledImages",
     "Preprocessing",
     "indices_sha256",
     "open_dataset",
     "read_class_map",
+    "read_label_space",
+    "restrict_to_label_space",
     "select_indices",
 ]
 
@@ -79,14 +97,80 @@ def _open_image_folder(
     return ImageFolderDataset(root, preprocessing, class_map=class_map)
 
 
+def _fixed_classes(layout: str, reader: Callable[[Path, Preprocessing], LabeledImages]) -> _Opener:
+    """An opener for a layout that is one split and fixes its own class indices."""
+
+    def opener(
+        root: Path, preprocessing: Preprocessing, split: str, class_map: ClassMap | None
+    ) -> LabeledImages:
+        if class_map is not None:
+            raise DataError(
+                f"a class map ({class_map.path}) does not apply to the {layout} layout, which "
+                "fixes its own class indices; leave --class-map out."
+            )
+        if split != "test":
+            logger.warning(
+                "split %r is ignored: %s data in %s is a single split", split, layout, root
+            )
+        return reader(root, preprocessing)
+
+    return opener
+
+
 def _has_class_folders(root: Path) -> bool:
     return any(p.is_dir() and not p.name.startswith(".") for p in root.iterdir())
 
 
-# Layouts in detection order: name -> (does ROOT look like it?, opener).
-_LAYOUTS: dict[str, tuple[Callable[[Path], bool], _Opener]] = {
-    "idx": (lambda root: bool(idx_files(root)), _open_idx),
-    "image-folder": (_has_class_folders, _open_image_folder),
+@dataclass(frozen=True)
+class Layout:
+    """A directory layout robench reads."""
+
+    # Reads ROOT as this layout.
+    opener: _Opener
+    # Does ROOT look like this layout? None: never detected, chosen by name only.
+    detect: Callable[[Path], bool] | None
+    # The layout's shape, for messages.
+    shape: str
+
+
+# Layouts by name; the ones with a detector are tried in this order.
+LAYOUTS: dict[str, Layout] = {
+    "idx": Layout(
+        _open_idx,
+        lambda root: bool(idx_files(root)),
+        "t10k-images-idx3-ubyte[.gz] + t10k-labels-idx1-ubyte[.gz]",
+    ),
+    "cifar10-c": Layout(
+        _fixed_classes("cifar10-c", Cifar10C),
+        looks_like_cifar10_c,
+        "ROOT/<corruption>.npy + ROOT/labels.npy",
+    ),
+    "imagenet-c": Layout(
+        _fixed_classes("imagenet-c", ImageNetC),
+        looks_like_imagenet_c,
+        "ROOT/<corruption>/<severity>/<wnid>/<image>",
+    ),
+    "imagenet-v2": Layout(
+        _fixed_classes("imagenet-v2", ImageNetV2Folder),
+        looks_like_imagenet_v2,
+        "ROOT/<0..999>/<image>",
+    ),
+    "image-folder": Layout(_open_image_folder, _has_class_folders, "ROOT/<class>/<image>"),
+    "imagenet-a": Layout(
+        _fixed_classes("imagenet-a", lambda r, p: LabelSpaceFolder(r, p, "imagenet-a")),
+        None,
+        "ROOT/<wnid>/<image> over the 200 ImageNet-A wnids",
+    ),
+    "imagenet-r": Layout(
+        _fixed_classes("imagenet-r", lambda r, p: LabelSpaceFolder(r, p, "imagenet-r")),
+        None,
+        "ROOT/<wnid>/<image> over the 200 ImageNet-R wnids",
+    ),
+    "imagenet-sketch": Layout(
+        _fixed_classes("imagenet-sketch", ImageNetSketchFolder),
+        None,
+        "ROOT/<wnid>/<image>",
+    ),
 }
 
 
@@ -117,13 +201,17 @@ def open_dataset(
     preprocessing: Preprocessing,
     split: str = "test",
     class_map: ClassMap | str | Path | None = None,
+    layout: str | None = None,
 ) -> LabeledImages:
-    """Open the dataset at `path` (a directory or a built-in name) with its layout detected.
+    """Open the dataset at `path` (a directory or a built-in name) with its layout detected,
+    or read as `layout` (a key of LAYOUTS) when given.
 
-    `split` picks the IDX split ("test" or "train"); an image folder is a single split.
+    `split` picks the IDX split ("test" or "train"); other layouts are a single split.
     `class_map` (a ClassMap or the path of a class-map file) fixes class indices of an image
-    folder, or names the labels of IDX data.
+    folder, or names the labels of IDX data; the other layouts fix their own.
     """
+    if layout is not None and layout not in LAYOUTS:
+        raise DataError(did_you_mean(layout, list(LAYOUTS), "data layout"))
     root = _resolve(path)
     if not root.is_dir():
         raise DataError(
@@ -132,11 +220,14 @@ def open_dataset(
         )
     if class_map is not None and not isinstance(class_map, ClassMap):
         class_map = read_class_map(class_map)
-    for detect, opener in _LAYOUTS.values():
-        if detect(root):
-            return opener(root, preprocessing, split, class_map)
+    if layout is not None:
+        return LAYOUTS[layout].opener(root, preprocessing, split, class_map)
+    for entry in LAYOUTS.values():
+        if entry.detect is not None and entry.detect(root):
+            return entry.opener(root, preprocessing, split, class_map)
+    shapes = "; ".join(f"{name}: {e.shape}" for name, e in LAYOUTS.items() if e.detect)
     raise DataError(
         f"{root} is neither an IDX directory (t10k-images-idx3-ubyte[.gz] and "
-        "t10k-labels-idx1-ubyte[.gz]) nor an image folder (ROOT/<class>/<image>); point --data "
-        "at one of those layouts."
+        "t10k-labels-idx1-ubyte[.gz]) nor an image folder (ROOT/<class>/<image>) nor another "
+        f"layout robench detects ({shapes}); point --data at one of those layouts."
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from PIL import Image
@@ -20,6 +21,9 @@ from robench._core.errors import DataError
 from robench.data.class_map import ClassMap
 from robench.data.labeled import LabeledImages
 from robench.data.preprocessing import Preprocessing
+
+if TYPE_CHECKING:
+    from robench.data.label_space import LabelSpace
 
 logger = logging.getLogger(__name__)
 
@@ -82,42 +86,55 @@ def _indices_from_map(root: Path, folder_names: list[str], class_map: ClassMap) 
     return list(class_map.names)
 
 
-class ImageFolderDataset(LabeledImages):
-    """Images under `ROOT/<class>/`, labelled by their folder."""
+def load_image(path: Path, preprocessing: Preprocessing) -> torch.Tensor:
+    """Decode the image file at `path` and preprocess it; DataError naming the file on failure."""
+    try:
+        with Image.open(path) as image:
+            return preprocessing(image)
+    except _IMAGE_ERRORS as exc:
+        raise DataError(
+            f"cannot decode image {path} ({exc}); replace the file or remove it from the dataset."
+        ) from None
+    except DataError as exc:
+        raise DataError(f"image {path}: {exc}") from None
+
+
+def class_folders(root: Path) -> dict[str, Path]:
+    """The non-hidden sub-folders of `root` by name; DataError when `root` is not a directory."""
+    if not root.is_dir():
+        raise DataError(f"image folder {root} does not exist; pass a directory ROOT/<class>/.")
+    return {p.name: p for p in _class_folders(root)}
+
+
+class FolderImages(LabeledImages):
+    """Images under `ROOT/<folder>/`, each labelled by its folder through `labels`.
+
+    The shared machinery of the folder layouts (image-folder, ImageNet-A/R/V2/Sketch, each
+    ImageNet-C member): items are ordered by label, then folder name, then file name.
+    """
 
     kind = "image-folder"
 
     def __init__(
-        self, root: str | Path, preprocessing: Preprocessing, class_map: ClassMap | None = None
+        self,
+        root: Path,
+        preprocessing: Preprocessing,
+        *,
+        folders: dict[str, Path],
+        labels: dict[str, int],
+        classes: list[str],
+        class_index_note: str,
+        output_classes: tuple[int, ...] | None = None,
+        label_space: LabelSpace | None = None,
+        preprocessing_note: str | None = None,
     ) -> None:
-        root = Path(root)
-        if not root.is_dir():
-            raise DataError(f"image folder {root} does not exist; pass a directory ROOT/<class>/.")
-        folders = {p.name: p for p in _class_folders(root)}
-        if not folders:
-            loose = "it holds images but no class folders" if _images_in(root) else "it is empty"
-            raise DataError(
-                f"image folder {root} has no class folders ({loose}); put images in "
-                f"{root}/<class>/<image> with one folder per class."
-            )
-        if class_map is None and set(folders) <= _SPLIT_FOLDER_NAMES:
-            raise DataError(
-                f"{root} holds split folders ({_shown(sorted(folders))}) rather than class "
-                f"folders; point --data at one split, e.g. {root / sorted(folders)[0]}."
-            )
-        if class_map is None:
-            classes, note = _indices_from_names(list(folders))
-        else:
-            classes = _indices_from_map(root, list(folders), class_map)
-            note = f"class indices follow class map {class_map.path}"
-
         self.samples: list[tuple[Path, int]] = []
         empty: list[str] = []
-        for index, name in enumerate(classes):
-            images = _images_in(folders[name]) if name in folders else []
-            if name in folders and not images:
+        for name in sorted(labels, key=lambda n: (labels[n], n)):
+            images = _images_in(folders[name])
+            if not images:
                 empty.append(name)
-            self.samples.extend((path, index) for path in images)
+            self.samples.extend((path, labels[name]) for path in images)
         if not self.samples:
             raise DataError(self._no_images_message(root, folders))
         if empty:
@@ -130,9 +147,12 @@ class ImageFolderDataset(LabeledImages):
             root=root,
             split=None,
             classes=classes,
-            class_index_note=note,
+            class_index_note=class_index_note,
             targets=[label for _, label in self.samples],
             preprocessing=preprocessing,
+            output_classes=output_classes,
+            label_space=label_space,
+            preprocessing_note=preprocessing_note,
         )
 
     def relative_paths(self) -> list[str]:
@@ -156,12 +176,40 @@ class ImageFolderDataset(LabeledImages):
         )
 
     def _load_image(self, index: int) -> torch.Tensor:
-        path = self.samples[index][0]
-        try:
-            with Image.open(path) as image:
-                return self.preprocessing(image)
-        except _IMAGE_ERRORS as exc:
+        return load_image(self.samples[index][0], self.preprocessing)
+
+
+class ImageFolderDataset(FolderImages):
+    """Images under `ROOT/<class>/`, labelled by their folder (sorted names or a class map)."""
+
+    kind = "image-folder"
+
+    def __init__(
+        self, root: str | Path, preprocessing: Preprocessing, class_map: ClassMap | None = None
+    ) -> None:
+        root = Path(root)
+        folders = class_folders(root)
+        if not folders:
+            loose = "it holds images but no class folders" if _images_in(root) else "it is empty"
             raise DataError(
-                f"cannot decode image {path} ({exc}); replace the file or remove it from the "
-                "dataset."
-            ) from None
+                f"image folder {root} has no class folders ({loose}); put images in "
+                f"{root}/<class>/<image> with one folder per class."
+            )
+        if class_map is None and set(folders) <= _SPLIT_FOLDER_NAMES:
+            raise DataError(
+                f"{root} holds split folders ({_shown(sorted(folders))}) rather than class "
+                f"folders; point --data at one split, e.g. {root / sorted(folders)[0]}."
+            )
+        if class_map is None:
+            classes, note = _indices_from_names(list(folders))
+        else:
+            classes = _indices_from_map(root, list(folders), class_map)
+            note = f"class indices follow class map {class_map.path}"
+        super().__init__(
+            root,
+            preprocessing,
+            folders=folders,
+            labels={name: i for i, name in enumerate(classes) if name in folders},
+            classes=classes,
+            class_index_note=note,
+        )

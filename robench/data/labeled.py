@@ -8,11 +8,15 @@ normalised), label an int class index. The runner batches over
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from torch.utils.data import Dataset
 
 from robench.data.preprocessing import Preprocessing
+
+if TYPE_CHECKING:
+    from robench.data.label_space import LabelSpace
 
 
 class LabeledImages(Dataset[tuple[torch.Tensor, int]]):
@@ -20,7 +24,7 @@ class LabeledImages(Dataset[tuple[torch.Tensor, int]]):
 
     # The task whose models this data is for (robench/tasks).
     task: str = "image-classification"
-    # Layout name: "idx" or "image-folder".
+    # Layout name, a key of robench.data's layout table ("idx", "image-folder", "imagenet-c", ...).
     kind: str = ""
     # Channels of the stored images (1 for grayscale IDX files); None when they vary by file.
     native_channels: int | None = None
@@ -34,6 +38,9 @@ class LabeledImages(Dataset[tuple[torch.Tensor, int]]):
         class_index_note: str,
         targets: list[int],
         preprocessing: Preprocessing,
+        output_classes: tuple[int, ...] | None = None,
+        label_space: LabelSpace | None = None,
+        preprocessing_note: str | None = None,
     ) -> None:
         # Directory the data was read from.
         self.root = root
@@ -47,6 +54,15 @@ class LabeledImages(Dataset[tuple[torch.Tensor, int]]):
         self.targets = targets
         # How images are brought to the model's input size.
         self.preprocessing = preprocessing
+        # Model output index that each label 0..K-1 stands for (ImageNet-A/R: their ImageNet-1k
+        # indices); the model's logits are restricted to these columns, in this order, and the
+        # argmax is taken among them. None: the labels are the model's output indices.
+        self.output_classes = output_classes
+        # The label space the labels are positions in (robench.data.label_space); None if none.
+        self.label_space = label_space
+        # One sentence for the report when images are not brought to the model's input size by
+        # the default resize + centre crop; None when they are.
+        self.preprocessing_note = preprocessing_note
 
     def __len__(self) -> int:
         return len(self.targets)

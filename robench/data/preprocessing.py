@@ -3,6 +3,9 @@
 The eval transform follows timm's convention (timm.data.transforms_imagenet_eval, crop mode
 "center"): resize so the image covers `size / crop_pct` keeping its aspect ratio (for a square
 target: the shorter side becomes `floor(size / crop_pct)`), then center-crop to (H, W).
+With `resize=False` (`crop_only()`, used for ImageNet-C, whose images are released at
+224x224) the image is only center-cropped to (H, W), as Hendrycks' ImageNet-C test script
+does; an image smaller than (H, W) is then a DataError.
 
 There is no normalisation here, on purpose: images reach attacks in pixel space and the
 model's mean/std is a layer inside the wrapped model, so an epsilon of 1/255 is one grey level.
@@ -10,6 +13,7 @@ model's mean/std is a layer inside the wrapped model, so an epsilon of 1/255 is 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 from collections.abc import Mapping
@@ -48,8 +52,10 @@ class Preprocessing:
     input_size: tuple[int, int, int]
     # Resampling filter used when resizing, one of INTERPOLATIONS.
     interpolation: str = "bicubic"
-    # Fraction of the resized image kept by the center crop, in (0, 1].
+    # Fraction of the resized image kept by the center crop, in (0, 1]; unused without resize.
     crop_pct: float = 1.0
+    # Resize before the center crop; False: center-crop the image as it is (`crop_only()`).
+    resize: bool = True
 
     def __post_init__(self) -> None:
         size = tuple(self.input_size)
@@ -85,6 +91,10 @@ class Preprocessing:
             crop_pct=float(config.get("crop_pct", 1.0)),
         )
 
+    def crop_only(self) -> Preprocessing:
+        """The same input size, center-cropped without resizing (for pre-rendered images)."""
+        return dataclasses.replace(self, resize=False)
+
     @property
     def channels(self) -> int:
         """Number of channels the model takes."""
@@ -116,7 +126,7 @@ class Preprocessing:
 
     def _array_fast_path(self, array: np.ndarray) -> torch.Tensor | None:
         """Skip PIL when a uint8 array already has the target size and channel count."""
-        if array.dtype != np.uint8 or self.crop_pct != 1.0:
+        if array.dtype != np.uint8 or (self.resize and self.crop_pct != 1.0):
             return None
         channels = 1 if array.ndim == 2 else array.shape[-1] if array.ndim == 3 else None
         if channels != self.channels or tuple(array.shape[:2]) != self.height_width:
@@ -125,15 +135,28 @@ class Preprocessing:
 
     def _resize_and_crop(self, image: Image.Image) -> Image.Image:
         height, width = self.height_width
-        if image.size == (width, height) and self.crop_pct == 1.0:
+        if image.size == (width, height) and (self.crop_pct == 1.0 or not self.resize):
             return image
+        if not self.resize:
+            return _center_crop(image, (width, height))
         new_w, new_h = _covering_size(image.size, (width, height), self.crop_pct)
         if (new_w, new_h) != image.size:
             image = image.resize((new_w, new_h), INTERPOLATIONS[self.interpolation])
-        # torchvision's center_crop offsets (the resize above guarantees no padding is needed).
-        top = round((new_h - height) / 2.0)
-        left = round((new_w - width) / 2.0)
-        return image.crop((left, top, left + width, top + height))
+        return _center_crop(image, (width, height))
+
+
+def _center_crop(image: Image.Image, target_wh: tuple[int, int]) -> Image.Image:
+    """torchvision's center_crop offsets; an image smaller than the target is a DataError."""
+    (img_w, img_h), (width, height) = image.size, target_wh
+    if img_w < width or img_h < height:
+        raise DataError(
+            f"image of {img_w}x{img_h} pixels is smaller than the model input {width}x{height} "
+            "and this data is center-cropped without resizing; use a model whose input fits "
+            "the images (ImageNet-C images are 224x224)."
+        )
+    top = round((img_h - height) / 2.0)
+    left = round((img_w - width) / 2.0)
+    return image.crop((left, top, left + width, top + height))
 
 
 def _covering_size(

@@ -29,7 +29,8 @@ from robench._core.version import __version__
 from robench.data import LabeledImages, open_dataset
 from robench.data.subset import indices_sha256, resolve_subset, select_indices
 from robench.evaluation.environment import capture_environment
-from robench.evaluation.runner import EvalData, Progress, run_plan
+from robench.evaluation.jobs import data_key, resolve_jobs
+from robench.evaluation.runner import EvalData, Job, Progress, run_plan
 from robench.evaluation.sample_store import (
     SampleRecords,
     SampleStore,
@@ -39,6 +40,7 @@ from robench.evaluation.sample_store import (
 )
 from robench.evaluation.suites import LoadedSuite, load_suite
 from robench.models.loading import LoadedModel, load_model
+from robench.models.restricted import restrict_outputs
 from robench.models.spec import ModelSpec
 from robench.results.checks import check_attack_order
 from robench.results.metrics import METRICS
@@ -46,7 +48,9 @@ from robench.results.report import (
     DEFAULT_DATASET,
     DataInfo,
     DiagnosticResult,
+    LabelSpaceInfo,
     MetricValue,
+    MissingResult,
     ModelInfo,
     PerturbationResult,
     Report,
@@ -78,6 +82,9 @@ class EvalRequest:
     # Listed samples of the default dataset: a shipped subset name or a file of names or
     # indices (robench.data.subset); default: the suite's `subset`, else every sample.
     subset: str | None = None
+    # Restrict the default dataset's label space: a shipped list ("imagenet-a") or a file of
+    # ImageNet wnids (timm's --valid-labels); only their images, argmax among their logits.
+    classes: str | None = None
     batch_size: int = 64
     seed: int = 0
     device: str = "cpu"
@@ -128,19 +135,30 @@ def _model_info(loaded: LoadedModel, randomized: bool) -> ModelInfo:
     )
 
 
+def _result_params(job: Job) -> dict[str, Any]:
+    """The report's parameters of a job's result; an unbounded perturbation also says where
+    its inputs came from (computed on the fly, or read from a pre-rendered set)."""
+    params = job.planned.report_params()
+    if job.planned.params.unbounded:
+        params["source"] = "rendered" if job.prerendered else "on-the-fly"
+        if job.prerendered:
+            params.pop("implementation", None)  # nothing was computed
+    return params
+
+
 def _results(
     loaded_suite: LoadedSuite,
     task: Task,
+    jobs: list[tuple[str, Job]],
     records_by_name: dict[str, SampleRecords],
     seconds: dict[str, float],
-    default_dataset: str,
 ) -> tuple[list[PerturbationResult], dict[str, SampleResults]]:
     """Metrics and per-sample columns of every result, computed from the task's records."""
     results = []
     samples: dict[str, SampleResults] = {}
     metrics = [METRICS.get(name) for name in loaded_suite.suite.metrics]
-    for planned in loaded_suite.plan:
-        dataset = planned.dataset or default_dataset
+    for dataset, job in jobs:
+        planned = job.planned
         records = records_by_name.get(planned.label, {})
         indices = sorted(records)
         columns: dict[str, list[Any]] = {}
@@ -159,7 +177,7 @@ def _results(
             PerturbationResult(
                 name=planned.label,
                 kind=planned.kind,
-                params=planned.report_params(),
+                params=_result_params(job),
                 dataset=dataset,
                 n_samples=len(indices),
                 metrics=values,
@@ -268,15 +286,18 @@ def _check_tasks(suite_task: str, model_task: str, model_name: str) -> None:
 
 
 def _open_datasets(
-    request: EvalRequest, loaded: LoadedModel, task: str
+    request: EvalRequest, loaded: LoadedModel, task: str, loaded_suite: LoadedSuite
 ) -> dict[str, LabeledImages]:
     opened = {}
+    declared = loaded_suite.suite.datasets
     for name, path in request.datasets.items():
+        layout = declared[name].layout if name in declared else None
         dataset = open_dataset(
             path,
             preprocessing=loaded.preprocessing,
             split=request.split,
             class_map=request.class_map,
+            layout=layout,
         )
         if dataset.task != task:
             raise DataError(
@@ -288,8 +309,18 @@ def _open_datasets(
 
 
 def _check_dataset_names(loaded_suite: LoadedSuite, names: list[str]) -> None:
+    declared = loaded_suite.suite.datasets
+    optional = {name for name, d in declared.items() if d.optional}
+    if declared and not set(names) & set(declared) and DEFAULT_DATASET not in declared:
+        listed = ", ".join(f"{n}=PATH" for n in declared)
+        raise ConfigError(
+            f"suite {loaded_suite.suite.name!r} runs on named datasets; pass them as --data "
+            f"NAME=PATH ({listed})."
+        )
     for planned in loaded_suite.plan:
         if planned.dataset is not None and planned.dataset not in names:
+            if planned.dataset in optional:
+                continue
             raise ConfigError(
                 f"suite entry {planned.label!r} runs on dataset {planned.dataset!r}, which was "
                 f"not given; pass --data {planned.dataset}=PATH (given: {', '.join(names)})."
@@ -305,10 +336,28 @@ def _sample_indices(dataset: LabeledImages, subset: str | None, limit: int | Non
     return [listed[i] for i in select_indices(len(listed), limit, seed)]
 
 
+def _label_space_info(dataset: LabeledImages) -> LabelSpaceInfo | None:
+    space = dataset.label_space
+    if space is None:
+        return None
+    return LabelSpaceInfo(
+        name=space.name,
+        classes=len(space.wnids),
+        sha256=space.sha256,
+        source=space.source,
+        protocol=(
+            f"the model's logits are restricted to the {len(space.wnids)} listed classes and "
+            "the prediction is the argmax among them"
+        ),
+    )
+
+
 def _data_info(
     dataset: LabeledImages, indices: list[int], limit: int | None, subset: str | None
 ) -> DataInfo:
     return DataInfo(
+        label_space=_label_space_info(dataset),
+        preprocessing_note=dataset.preprocessing_note,
         path=str(dataset.root),
         kind=dataset.kind,
         split=dataset.split,
@@ -320,6 +369,28 @@ def _data_info(
         class_index_note=dataset.class_index_note,
         subset=subset,
     )
+
+
+def _with_label_spaces(
+    datasets: dict[str, LabeledImages],
+    loaded_suite: LoadedSuite,
+    default: str,
+    classes: str | None,
+) -> dict[str, LabeledImages]:
+    """The datasets with `--classes` applied to the default one, plus one view per
+    (dataset, classes) pair that suite entries ask for (keyed `NAME[classes]`)."""
+    from robench.data.label_space import read_label_space, restrict_to_label_space
+
+    out = dict(datasets)
+    if classes is not None:
+        out[default] = restrict_to_label_space(out[default], read_label_space(classes))
+    for planned in loaded_suite.plan:
+        key = data_key(planned, default)
+        base = planned.dataset or default
+        if planned.classes is not None and key not in out and base in datasets:
+            space = read_label_space(planned.classes)
+            out[key] = restrict_to_label_space(datasets[base], space)
+    return out
 
 
 def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
@@ -351,13 +422,16 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         )
     _check_tasks(loaded_suite.suite.task, loaded.task, loaded.name)
     task = load_task(loaded_suite.suite.task)
-    datasets = _open_datasets(request, loaded, task.name)
+    datasets = _open_datasets(request, loaded, task.name, loaded_suite)
     default_name = next(iter(datasets))
+    datasets = _with_label_spaces(datasets, loaded_suite, default_name, request.classes)
     # A listed subset restricts the default dataset only.
     subsets = {default_name: request.subset or loaded_suite.suite.subset}
     data = {
         name: EvalData(
-            dataset, _sample_indices(dataset, subsets.get(name), request.limit, request.seed)
+            dataset,
+            _sample_indices(dataset, subsets.get(name), request.limit, request.seed),
+            dataset.output_classes,
         )
         for name, dataset in datasets.items()
     }
@@ -368,14 +442,21 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         )
         for name, source in data.items()
     }
-    checks = task.check_model(loaded.model, *first_batches[default_name])  # on the default data
+    scored_default = restrict_outputs(loaded.model, default.output_classes)
+    checks = task.check_model(scored_default, *first_batches[default_name])  # the default data
     warnings = list(checks.warnings)
     for name, source in data.items():
         inputs, _ = first_batches[name]
-        task.check_data(source.dataset, loaded.model, inputs, mapped=request.class_map is not None)
+        scored = restrict_outputs(loaded.model, source.output_classes)
+        task.check_data(source.dataset, scored, inputs, mapped=request.class_map is not None)
         note = task.adaptation_note(source.dataset, loaded.preprocessing)
         if note and note not in warnings:
             warnings.append(note)
+    jobs, missing = resolve_jobs(
+        loaded_suite.plan, data, loaded_suite.suite.datasets, default_name
+    )
+    for gone in missing:
+        logger.warning("not evaluated: %s: %s", gone.name, gone.reason)
     if loaded.checkpoint is None:
         warnings.insert(0, f"no checkpoint: {loaded.architecture} has random weights.")
     for warning in warnings:
@@ -392,6 +473,8 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         "device": device.type,
         "robench_version": __version__,
     }
+    if request.classes is not None:  # only when given, so older stores still resume
+        fingerprint["classes"] = request.classes
     samples_path = samples_path_for(request.out, dist.rank if dist.enabled else None)
     check_fresh_start(samples_path, resume=request.resume, overwrite=request.overwrite)
     store = SampleStore(samples_path, fingerprint, resume=request.resume)
@@ -399,8 +482,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         times = run_plan(
             loaded.model,
             task,
-            data,
-            loaded_suite.plan,
+            [job for _, job in jobs],
             store,
             batch_size=request.batch_size,
             seed=request.seed,
@@ -418,7 +500,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         ranks = range(dist.world_size)
         records = merge_records([samples_path_for(request.out, r) for r in ranks], fingerprint)
 
-    results, samples = _results(loaded_suite, task, records, times.seconds, default_name)
+    results, samples = _results(loaded_suite, task, jobs, records, times.seconds)
     result_checks = check_attack_order(results)
     for check in result_checks:
         if check.status == "warn":
@@ -429,12 +511,12 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
     if dist.is_main:
         default_indices = list(default.indices)
         sanity = _sanity(
-            request, loaded_suite, task, loaded.model, default.dataset, default_indices, device
+            request, loaded_suite, task, scored_default, default.dataset, default_indices, device
         )
         diagnostics = _diagnostics(
             loaded_suite,
             task,
-            loaded.model,
+            scored_default,
             default.dataset,
             default_indices,
             device,
@@ -467,8 +549,14 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         diagnostics=diagnostics,
         sanity=sanity,
         checks=result_checks,
+        missing=missing,
         wall_time_s=round(time.perf_counter() - started, 3),
     )
+    if loaded_suite.suite.aggregates:
+        from robench.results.aggregates import compute_aggregates
+
+        report.aggregates = compute_aggregates(report, loaded_suite.suite.aggregates)
+        report.wall_time_s = round(time.perf_counter() - started, 3)
     if dist.is_main:
         write_report(report, request.out)
     dist.close()

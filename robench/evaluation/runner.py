@@ -1,16 +1,21 @@
 """Suite x model x datasets -> per-sample records: batching, seeding, checks and resume.
 
-For every planned perturbation the runner feeds batches of its dataset to the perturbation,
-checks what comes back (its threat model's ball, [0, 1], finite), and has the task score the
-model on it into per-sample records appended to the sample store. Metrics are always
-computed from that re-run, never from an attack's own bookkeeping.
+For every job (a planned perturbation and the data it runs on) the runner feeds batches of
+the data to the perturbation, checks what comes back (its threat model's ball, [0, 1],
+finite), and has the task score the model on it into per-sample records appended to the
+sample store. Metrics are always computed from that re-run, never from an attack's own
+bookkeeping.
+
+Three ways an input gets perturbed: a batch perturbation (attacks) runs on each loaded batch;
+a sample perturbation (corruptions) runs while loading, in DataLoader workers, seeded per
+sample; pre-rendered data (an ImageNet-C folder) is already perturbed and is only checked.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -21,9 +26,12 @@ from torch.utils.data import Dataset
 from robench._core.batching import batch_indices
 from robench._core.model_hooks import adaptive_attack
 from robench._core.seeding import derive_seed, seed_everything
+from robench.evaluation.perturbed_samples import PerturbedSamples
 from robench.evaluation.sample_store import SampleStore
 from robench.evaluation.suites import PlannedPerturbation
-from robench.perturbations.checks import check_adversarial
+from robench.models.restricted import restrict_outputs
+from robench.perturbations.base import SamplePerturbation
+from robench.perturbations.checks import check_adversarial, check_pixel_values
 from robench.tasks.base import Columns, Task
 
 logger = logging.getLogger(__name__)
@@ -63,13 +71,25 @@ class EvalData:
 
     dataset: Dataset
     indices: Sequence[int]
+    # The model outputs its labels 0..K-1 stand for (ImageNet-A/R, a `classes` list): logits
+    # are restricted to these before scoring and attacking. None: labels are model outputs.
+    output_classes: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Job:
+    """A planned perturbation and the data it runs on."""
+
+    planned: PlannedPerturbation
+    data: EvalData
+    # The data is already perturbed (a pre-rendered corruption): check it, do not perturb it.
+    prerendered: bool = False
 
 
 def run_plan(
     model: torch.nn.Module,
     task: Task,
-    data: Mapping[str, EvalData],
-    plan: Sequence[PlannedPerturbation],
+    jobs: Sequence[Job],
     store: SampleStore,
     *,
     batch_size: int,
@@ -79,18 +99,16 @@ def run_plan(
     progress: Progress | None = None,
     shard: tuple[int, int] = (0, 1),
 ) -> RunTimes:
-    """Evaluate every planned perturbation on its dataset, skipping batches already stored.
+    """Evaluate every job, skipping batches already stored.
 
-    A perturbation runs on `data[planned.dataset]`, or on the first dataset when it names
-    none. `shard = (rank, world_size)` keeps every world_size-th batch (under torchrun);
-    batches keep their global numbers, and so their seeds, whatever the number of processes.
+    `shard = (rank, world_size)` keeps every world_size-th batch (under torchrun); batches
+    keep their global numbers, and so their seeds, whatever the number of processes.
     """
     rank, world = shard
     progress = progress or _NoProgress()
     times = RunTimes()
-    default = next(iter(data))
-    for planned in plan:
-        source = data[planned.dataset or default]
+    for job in jobs:
+        planned, source = job.planned, job.data
         chosen = source.indices[: planned.max_samples] if planned.max_samples else source.indices
         numbered = enumerate(batch_indices(chosen, batch_size))
         mine = [(b, batch) for b, batch in numbered if b % world == rank]
@@ -99,10 +117,21 @@ def run_plan(
         total = sum(len(batch) for _, batch in mine)
         progress.start(planned.label, total, total - sum(len(batch) for _, batch in todo))
         start = time.perf_counter()
-        loaded = task.batches(source.dataset, [batch for _, batch in todo], device, workers)
+        dataset, perturbed_on_load = source.dataset, job.prerendered
+        perturbation = planned.perturbation if not job.prerendered else None
+        if isinstance(perturbation, SamplePerturbation):
+            dataset = PerturbedSamples(dataset, perturbation, seed, planned.label)
+            perturbed_on_load = True
+        scored = restrict_outputs(model, source.output_classes)
+        loaded = task.batches(dataset, [batch for _, batch in todo], device, workers)
         for (number, batch), (inputs, targets) in zip(todo, loaded, strict=True):
             batch_seed = derive_seed(seed, planned.label, number)
-            columns = perturb_and_score(model, task, planned, inputs, targets, batch_seed)
+            if perturbed_on_load:
+                check_pixel_values(inputs, name=planned.label)
+                seed_everything(derive_seed(batch_seed, "rerun"))
+                columns = task.score(scored, inputs, targets)
+            else:
+                columns = perturb_and_score(scored, task, planned, inputs, targets, batch_seed)
             store.append(planned.label, batch, columns)
             progress.advance(len(batch))
         times.seconds[planned.label] = time.perf_counter() - start

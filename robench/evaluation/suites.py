@@ -47,9 +47,24 @@ class PerturbationEntry(_Entry):
     max_samples: int | None = Field(default=None, gt=0)  # evaluate only the first N samples
     # Which of the request's named datasets to run on (`--data NAME=PATH`); default: the first.
     dataset: str | None = None
+    # Restrict the label space to these classes (a shipped list such as "imagenet-a", or a
+    # file of ImageNet wnids): only their images are scored, by the argmax among their logits.
+    classes: str | None = None
     # Adaptive attack on Elliptical models: let gradients flow through M during the attack
     # (the model's outputs are unchanged; no effect on other models).
     differentiable_m: bool = False
+
+
+class DatasetDeclaration(BaseModel):
+    """A `[datasets.NAME]` table: a dataset the suite's entries may name (`dataset = NAME`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # How to read it (`docs/datasets.md`): e.g. "imagenet-a"; None detects the layout.
+    layout: str | None = None
+    # When not given on the command line, its entries are listed as missing, not an error.
+    optional: bool = False
+    description: str = ""  # what to pass, shown when it is missing
 
 
 class DiagnosticEntry(_Entry):
@@ -68,6 +83,10 @@ class Suite(BaseModel):
     # Listed samples of the default dataset (a shipped subset name or a file); --subset wins.
     subset: str | None = None
     metrics: tuple[str, ...] = ("top1", "top5")  # metrics reported per perturbation
+    # Numbers over groups of results, e.g. "mce" (results/aggregates.py).
+    aggregates: tuple[str, ...] = ()
+    # Datasets the entries name, with their layouts; "default" is the unnamed `--data PATH`.
+    datasets: dict[str, DatasetDeclaration] = Field(default_factory=dict)
     perturbations: tuple[PerturbationEntry, ...] = ()
     diagnostics: tuple[DiagnosticEntry, ...] = ()  # run once on `diagnostics_samples` images
     diagnostics_samples: int = Field(default=256, gt=0)
@@ -104,14 +123,18 @@ class Suite(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _known_aggregates(self) -> Suite:
+        from robench.results.aggregates import AGGREGATES  # torch-free
+
+        for name in self.aggregates:
+            if name not in AGGREGATES:
+                raise ValueError(did_you_mean(name, AGGREGATES.names(), "aggregate"))
+        return self
+
+    @model_validator(mode="after")
     def _check_entries(self) -> Suite:
         if not self.perturbations and not self.diagnostics:
             raise ValueError("a suite needs at least one [[perturbations]] or [[diagnostics]]")
-        seen: set[str] = set()
-        for label in [e.label for e in self.perturbations] + [e.label for e in self.diagnostics]:
-            if label in seen:
-                raise ValueError(f"two perturbations or diagnostics are named {label!r}; name each")
-            seen.add(label)
         return self
 
 
@@ -126,6 +149,7 @@ class PlannedPerturbation:
     max_samples: int | None
     differentiable_m: bool = False
     dataset: str | None = None  # a named dataset of the request; None: the first one
+    classes: str | None = None  # label space (shipped list or wnid file); None: all classes
 
     @functools.cached_property
     def perturbation(self) -> Perturbation:
@@ -153,10 +177,14 @@ class PlannedPerturbation:
                 params[f"{key}_display"] = display_pixel_value(params[key])
         if self.eps is not None and self.norm is not None:
             params["budget_display"] = NORMS[self.norm].budget_display(self.eps)
+        if self.params.unbounded:
+            params["threat_model"] = params["budget_display"] = "unbounded"
         if self.max_samples is not None:
             params["max_samples"] = self.max_samples
         if self.differentiable_m:
             params["differentiable_m"] = True
+        if self.classes is not None:
+            params["classes"] = self.classes
         return params
 
 
@@ -222,20 +250,44 @@ def plan_diagnostic(entry: DiagnosticEntry, suite_path: Path) -> PlannedDiagnost
         raise _describe_entry_error(suite_path, entry.label, exc) from None
 
 
-def plan_entry(entry: PerturbationEntry, suite_path: Path) -> PlannedPerturbation:
+def plan_entry(entry: PerturbationEntry, suite_path: Path) -> list[PlannedPerturbation]:
+    """The entry's planned results: one, or one per grid point (corruptions x severities)."""
     try:
-        params = PERTURBATIONS.get(entry.kind).Params.model_validate(entry.params)
-    except (ValidationError, ConfigError) as exc:
+        schema = PERTURBATIONS.get(entry.kind).Params
+        grid = schema.expand_grid(entry.name, entry.params)
+        validated = [(label, schema.model_validate(params)) for label, params in grid]
+    except (ValidationError, ConfigError, ValueError) as exc:
         raise _describe_entry_error(suite_path, entry.label, exc) from None
-    return PlannedPerturbation(
-        entry.label, entry.kind, params, entry.max_samples, entry.differentiable_m, entry.dataset
-    )
+    return [
+        PlannedPerturbation(
+            label or entry.kind,
+            entry.kind,
+            params,
+            entry.max_samples,
+            entry.differentiable_m,
+            entry.dataset,
+            entry.classes,
+        )
+        for label, params in validated
+    ]
+
+
+def _check_unique_labels(labels: list[str], suite_path: Path) -> None:
+    seen: set[str] = set()
+    for label in labels:
+        if label in seen:
+            raise ConfigError(
+                f"suite file {suite_path}: two perturbations or diagnostics are named "
+                f"{label!r}; give each entry its own `name`."
+            )
+        seen.add(label)
 
 
 def load_suite(name_or_path: str) -> LoadedSuite:
     """Read, validate and plan a suite; every problem is one ConfigError sentence."""
     path = resolve_suite_path(name_or_path)
     suite, sha = read_toml_model(path, Suite, "suite")
-    plan = tuple(plan_entry(entry, path) for entry in suite.perturbations)
+    plan = tuple(planned for entry in suite.perturbations for planned in plan_entry(entry, path))
     diagnostics = tuple(plan_diagnostic(entry, path) for entry in suite.diagnostics)
+    _check_unique_labels([p.label for p in plan] + [d.label for d in diagnostics], path)
     return LoadedSuite(suite, path, sha, plan, diagnostics)

@@ -1,8 +1,10 @@
 """Perturbations: the contract, the registry of kinds, threat models and the check every
-output must pass. `adversarial/` holds the attacks (corruptions and text come next).
+output must pass. `adversarial/` holds the attacks, `corruptions/` the ImageNet-C corruptions
+(text comes next).
 
 Importing this package registers every built-in kind (`clean`, `fgsm`, `fgm`, `pgd`, `spsa`,
-`autoattack`) by its parameter schema only: no torch, no attack library. Implementations are
+`autoattack`, `corruption`) by its parameter schema only: no torch, no attack or corruption
+library. Implementations are
 imported when a perturbation is built. Threat models (L-inf, L2) are rows of
 `threat_models.NORMS`; a bounded kind's `norm` parameter picks one.
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 # Imported for their side effect: each module registers its kinds.
 from robench.perturbations import clean  # noqa: F401
 from robench.perturbations.adversarial import params  # noqa: F401
+from robench.perturbations.corruptions import params as corruption_params  # noqa: F401
 from robench.perturbations.base import PERTURBATIONS as PERTURBATIONS
 from robench.perturbations.base import Perturbation as Perturbation
 from robench.perturbations.base import build_perturbation as build_perturbation

@@ -33,6 +33,19 @@ class PerturbationParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    # True for perturbations with no budget at all (corruptions): the runner still checks
+    # shape, range and finiteness, and the report records `threat_model = "unbounded"`.
+    unbounded: ClassVar[bool] = False
+
+    @classmethod
+    def expand_grid(
+        cls, label: str | None, params: dict[str, Any]
+    ) -> list[tuple[str | None, dict[str, Any]]]:
+        """One suite entry -> the (label, params) of the results it stands for. A kind whose
+        suites ask for grids (corruptions x severities) overrides this; the default is the
+        entry itself."""
+        return [(label, params)]
+
 
 class BoundedParams(PerturbationParams):
     """Parameters of an attack with budget `eps` (pixel units) in its threat model `norm`.
@@ -111,6 +124,38 @@ class Perturbation(abc.ABC):
     ) -> torch.Tensor:
         """Return perturbed images in [0, 1]; use only `seed` (or torch's RNG seeded by the
         runner) for randomness so that the same seed gives the same images."""
+
+
+class SamplePerturbation(Perturbation):
+    """A perturbation of one input at a time that never looks at the model (corruptions).
+
+    The runner applies it while loading data, in DataLoader workers when there are any, and
+    seeds every sample from (run seed, `seed_key`, the sample's dataset index): a sample gets
+    the same perturbed input whatever the batch size, worker count or number of processes,
+    and in every model's run.
+    """
+
+    @property
+    @abc.abstractmethod
+    def seed_key(self) -> str:
+        """What, besides the run seed and the sample index, a sample's seed is derived from
+        (e.g. "fog-3"), so that equal perturbations draw equal noise whatever their label."""
+
+    @abc.abstractmethod
+    def perturb_sample(self, item: torch.Tensor, seed: int) -> torch.Tensor:
+        """Perturb one input (for images: (C, H, W) in [0, 1]) with randomness from `seed`."""
+
+    def perturb(
+        self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
+    ) -> torch.Tensor:
+        """The batch form, for direct use: image i is seeded with (seed, i)."""
+        import torch
+
+        from robench._core.seeding import derive_seed
+
+        return torch.stack(
+            [self.perturb_sample(image, derive_seed(seed, i)) for i, image in enumerate(images)]
+        )
 
 
 PERTURBATIONS: Registry[LazyKind[PerturbationParams]] = Registry("perturbation")

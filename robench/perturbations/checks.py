@@ -42,6 +42,33 @@ def ball_tolerance(threat: ThreatModel, images: torch.Tensor) -> float:
     return threat.tolerance(n_values, _machine_eps(images.dtype))
 
 
+def check_pixel_values(images: torch.Tensor, *, name: str) -> None:
+    """Raise `AttackCheckError` unless every value of `images` is finite and in [0, 1]: the
+    whole check for an unbounded perturbation (a corruption), part of every other's."""
+    if images.numel() == 0:
+        return
+    batch = images.shape[0]
+    flat = images.detach().reshape(batch, -1)
+
+    finite = torch.isfinite(flat).all(dim=1)  # (B,)
+    if not bool(finite.all()):
+        bad = int((~finite).sum())
+        raise AttackCheckError(
+            f"Perturbation {name!r} returned non-finite values (NaN or inf) in {bad} of {batch} "
+            "samples; the attack diverged or the model's gradients are not finite."
+        )
+
+    low, high = flat.amin(dim=1), flat.amax(dim=1)  # (B,)
+    outside = (low < 0) | (high > 1)
+    if bool(outside.any()):
+        raise AttackCheckError(
+            f"Perturbation {name!r} returned values outside [0, 1] in {int(outside.sum())} of "
+            f"{batch} samples (min {float(low.min()):.6g}, max {float(high.max()):.6g}); attacks "
+            "must work in pixel space and clip to [0, 1]."
+        )
+
+
+
 def check_adversarial(
     clean: torch.Tensor,
     adv: torch.Tensor,
@@ -63,30 +90,11 @@ def check_adversarial(
             f"{adv.dtype}, expected {tuple(clean.shape)} and {clean.dtype}; it must return one "
             "perturbed image per input image, unchanged in layout."
         )
-    if adv.numel() == 0:
+    check_pixel_values(adv, name=name)
+    if eps is None or adv.numel() == 0:
         return
     batch = adv.shape[0]
     flat = adv.detach().reshape(batch, -1)
-
-    finite = torch.isfinite(flat).all(dim=1)  # (B,)
-    if not bool(finite.all()):
-        bad = int((~finite).sum())
-        raise AttackCheckError(
-            f"Perturbation {name!r} returned non-finite values (NaN or inf) in {bad} of {batch} "
-            "samples; the attack diverged or the model's gradients are not finite."
-        )
-
-    low, high = flat.amin(dim=1), flat.amax(dim=1)  # (B,)
-    outside = (low < 0) | (high > 1)
-    if bool(outside.any()):
-        raise AttackCheckError(
-            f"Perturbation {name!r} returned values outside [0, 1] in {int(outside.sum())} of "
-            f"{batch} samples (min {float(low.min()):.6g}, max {float(high.max()):.6g}); attacks "
-            "must work in pixel space and clip to [0, 1]."
-        )
-
-    if eps is None:
-        return
     threat = threat or NORMS["linf"]
     dist = threat.distance(flat.double() - clean.detach().reshape(batch, -1).double())  # (B,)
     tolerance = ball_tolerance(threat, adv)

@@ -13,7 +13,6 @@ samples needed to decide). docs/ci.md documents the policy file and the statisti
 
 from __future__ import annotations
 
-import enum
 import json
 import logging
 from collections.abc import Callable
@@ -22,6 +21,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from robench._core.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, ConfigError
+from robench.results.gate_checks import (
+    SEVERITY,
+    Check,
+    PairedTest,
+    Status,
+    check_policy_units,
+    classify,
+    tolerance_text,
+)
+from robench.results.gate_checks import format_amount as format_amount
 from robench.results.gate_policy import Policy, Tolerance
 from robench.results.metrics import find_metric, higher_is_better, metric_display
 from robench.results.report import PerturbationResult, Report
@@ -34,29 +43,6 @@ from robench.results.stats import (
 )
 
 logger = logging.getLogger(__name__)
-
-_EPS = 1e-12  # float slack when comparing a drop with its allowance
-
-
-class Status(str, enum.Enum):
-    """Outcome of one check, ordered from best to worst."""
-
-    passed = "pass"
-    inconclusive = "inconclusive"
-    regressed = "regressed"
-
-
-_SEVERITY = {Status.passed: 0, Status.inconclusive: 1, Status.regressed: 2}
-
-
-@dataclass(frozen=True)
-class PairedTest:
-    """A paired test of "candidate worse": its description, p-value and samples needed."""
-
-    name: str
-    p_value: float
-    samples_needed: int | None
-
 
 def _mcnemar(base: np.ndarray, cand: np.ndarray, higher: bool, policy: Policy) -> PairedTest:
     # b: pairs where only the baseline is good (right, for a higher-is-better indicator).
@@ -89,27 +75,6 @@ _TESTS: dict[str, Callable[[np.ndarray, np.ndarray, bool, Policy], PairedTest]] 
 # --- checks ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Check:
-    """One perturbation x metric compared between baseline and candidate."""
-
-    perturbation: str
-    metric: str
-    higher_is_better: bool
-    baseline: float  # stored units (fractions for accuracies)
-    candidate: float
-    n: int  # paired samples
-    drop: float  # positive when the candidate is worse
-    allowed: float | None  # allowed drop; None when the policy ignores the check
-    test: PairedTest | None  # None without per-sample values
-    status: Status
-    detail: str  # one sentence saying why
-
-    @property
-    def name(self) -> str:
-        return f"{self.perturbation}/{self.metric}"
-
-
 @dataclass
 class GateResult:
     """Every check of a gate, plus notes on what was not gated or looks off."""
@@ -123,7 +88,7 @@ class GateResult:
     @property
     def status(self) -> Status:
         return max(
-            (c.status for c in self.checks), key=_SEVERITY.__getitem__, default=Status.passed
+            (c.status for c in self.checks), key=SEVERITY.__getitem__, default=Status.passed
         )
 
     def count(self, status: Status) -> int:
@@ -143,13 +108,6 @@ _EXIT_CODES = {
 def exit_code(status: Status, strict: bool) -> int:
     """0 pass, 1 regression, 4 inconclusive under --strict (else 0)."""
     return _EXIT_CODES[(status, strict)]
-
-
-def format_amount(metric: str, amount: float) -> str:
-    """A stored-unit amount as shown: `3.00 pp` for accuracies, `1.25` for raw metrics."""
-    display = metric_display(metric)
-    unit = f" {display.diff_unit}" if display.diff_unit else ""
-    return f"{amount * display.scale:.2f}{unit}"
 
 
 def _short(value: object) -> str:
@@ -245,64 +203,6 @@ def _paired_results(
     return pairs
 
 
-def _classify(
-    metric: str,
-    drop: float,
-    allowed: float | None,
-    n: int,
-    tolerance_text: str,
-    test: PairedTest | None,
-    policy: Policy,
-) -> tuple[Status, str]:
-    """Pass, regressed or inconclusive, and the sentence that says why."""
-    if allowed is None:
-        return Status.passed, "ignored by the policy."
-    if abs(drop) <= _EPS:
-        return Status.passed, "no change."
-    if drop < 0:
-        return Status.passed, f"improved by {format_amount(metric, -drop)}."
-    if drop <= allowed + _EPS:
-        return Status.passed, f"drop of {format_amount(metric, drop)} within {tolerance_text}."
-    beyond = f"drop of {format_amount(metric, drop)} exceeds {tolerance_text}"
-    if test is None:
-        return Status.inconclusive, (
-            f"{beyond}, but the reports carry no per-sample {metric} values to test it."
-        )
-    if test.p_value <= policy.alpha:
-        return Status.regressed, (
-            f"{beyond} and is significant (p = {test.p_value:.3g} <= alpha {policy.alpha:g})."
-        )
-    # The estimate is a normal approximation; never claim fewer samples than already failed.
-    needed = max(test.samples_needed or 0, n + 1)
-    return Status.inconclusive, (
-        f"{beyond} but is not significant on {n} samples (p = {test.p_value:.3g} > alpha "
-        f"{policy.alpha:g}); about {needed} samples would be needed to detect it with "
-        f"{policy.power:.0%} power."
-    )
-
-
-def _check_policy_units(metric: str, tolerance: Tolerance) -> None:
-    display = metric_display(metric)
-    limit = tolerance.max_abs_drop
-    if display.scale != 1.0 and limit is not None and limit > 1.0:
-        raise ConfigError(
-            f"gate policy allows an absolute drop of {limit:g} on {metric}, which is stored as "
-            f"a fraction; write {limit / display.scale:g} for {limit:g} percentage points."
-        )
-
-
-def _tolerance_text(metric: str, tolerance: Tolerance, allowed: float | None) -> str:
-    if allowed is None:
-        return "ignored"
-    parts = []
-    if tolerance.max_abs_drop is not None:
-        parts.append(format_amount(metric, tolerance.max_abs_drop))
-    if tolerance.max_rel_drop is not None:
-        parts.append(f"{tolerance.max_rel_drop:.0%} rel.")
-    text = " and ".join(parts)
-    return text if len(parts) == 1 else f"{text} (= {format_amount(metric, allowed)})"
-
-
 def _check(
     baseline: Report,
     candidate: Report,
@@ -318,13 +218,14 @@ def _check(
             f"cannot gate: {base.name}/{metric} is missing from the candidate or has the "
             "opposite direction; evaluate both with the same suite."
         )
-    _check_policy_units(metric, tolerance)
+    display = metric_display(metric)
+    check_policy_units(metric, display, tolerance)
     higher = higher_is_better(metric, base_value.higher_is_better)
     drop = (base_value.value - cand_value.value) * (1 if higher else -1)
     allowed = tolerance.allowed_drop(base_value.value)
     test = _paired_test(baseline, candidate, base.name, metric, higher, policy)
-    text = _tolerance_text(metric, tolerance, allowed)
-    status, detail = _classify(metric, drop, allowed, base.n_samples, text, test, policy)
+    text = tolerance_text(display, tolerance, allowed)
+    status, detail = classify(metric, display, drop, allowed, base.n_samples, text, test, policy)
     return Check(
         perturbation=base.name,
         metric=metric,

@@ -20,8 +20,8 @@ from robench._core.errors import ConfigError
 from robench._core.file_modes import give_default_mode
 from robench.results.report_v1 import upgrade_v1
 
-SCHEMA_VERSION = 2
-READABLE_SCHEMA_VERSIONS = (1, 2)  # version 1 reports are upgraded on read
+SCHEMA_VERSION = 3
+READABLE_SCHEMA_VERSIONS = (1, 2, 3)  # version 1 reports are upgraded on read
 
 DEFAULT_DATASET = "default"  # the name of a request's dataset when it names none
 
@@ -85,6 +85,14 @@ class SuiteInfo(_Strict):
     description: str
 
 
+class LabelSpaceInfo(_Strict):
+    name: str  # "imagenet-a", "imagenet-r" or the wnid list file's name
+    classes: int  # number of listed classes
+    sha256: str  # of the listed wnids joined by newlines (comments do not count)
+    source: str  # "shipped" or the list file's path
+    protocol: str  # one sentence: how predictions are restricted to the listed classes
+
+
 class DataInfo(_Strict):
     path: str
     kind: str  # "idx" or "image-folder"
@@ -96,6 +104,36 @@ class DataInfo(_Strict):
     classes: int
     class_index_note: str  # how class indices were assigned
     subset: str | None = None  # the listed subset evaluated (--subset), before --limit
+    # The classes scored, when the label space is restricted (ImageNet-A/R, `classes`): the
+    # model's logits are cut to these classes and the argmax is taken among them.
+    label_space: LabelSpaceInfo | None = None
+    # How images reach the model when it differs from resize + centre crop (ImageNet-C).
+    preprocessing_note: str | None = None
+
+
+class MissingResult(_Strict):
+    """A suite entry that could not be evaluated here, and why (e.g. a corruption absent
+    from a pre-rendered ImageNet-C folder, or a dataset the suite declares but was not given)."""
+
+    name: str
+    kind: str
+    params: dict[str, Any]
+    dataset: str
+    reason: str  # one sentence
+
+
+class AggregateResult(_Strict):
+    """A number computed over a group of results (mCE over the corruptions of a suite)."""
+
+    name: str  # unique label within the report (the aggregate's registered name)
+    kind: str  # registered aggregate (results/aggregates.py)
+    dataset: str  # the dataset its member results were measured on
+    members: list[str]  # result names it is computed from
+    value: float | None  # None when it cannot be computed here (`reason` says why)
+    ci95: tuple[float, float] | None  # paired bootstrap over samples
+    higher_is_better: bool
+    reason: str | None = None  # why `value` is None, or a caveat
+    details: dict[str, float] = Field(default_factory=dict)  # e.g. per-corruption CE
 
 
 class SampleResults(_Strict):
@@ -151,12 +189,19 @@ class Report(_Strict):
     # Always-on consistency checks of the results (e.g. PGD at least as strong as FGSM at the
     # same eps); older reports have none.
     checks: list[SanityResult] = Field(default_factory=list)
+    # Numbers over groups of results (suite `aggregates`: mCE, mean corruption accuracy...).
+    aggregates: list[AggregateResult] = Field(default_factory=list)
+    # Suite entries not evaluated, each with the reason (listed, never silently dropped).
+    missing: list[MissingResult] = Field(default_factory=list)
     wall_time_s: float
 
     @property
     def data(self) -> DataInfo:
         """The default (first) dataset: the only one of a single-dataset evaluation."""
         return next(iter(self.datasets.values()))
+
+    def aggregate(self, name: str) -> AggregateResult | None:
+        return next((a for a in self.aggregates if a.name == name), None)
 
     def result(self, name: str) -> PerturbationResult | None:
         return next((r for r in self.results if r.name == name), None)

@@ -1,0 +1,142 @@
+"""ImageNet-C (Hendrycks & Dietterich, 2019): `ROOT/<corruption>/<severity>/<wnid>/<image>`.
+
+Corruption folders are the 19 released names (`ALL_CORRUPTIONS`), directly under ROOT or under
+`ROOT/extra/` as some downloads nest the 4 extra ones; severities are folders `1` .. `5`.
+Each (corruption, severity) is a member dataset; all members must hold the same
+`<wnid>/<file>` names. Labels are the ImageNet-1k indices of the wnid folders (classes = the
+1000 wnids), or the sorted folder names when the folders are not wnids (e.g. Tiny-ImageNet-C
+renamed). Images are released at 224x224 and are only centre-cropped to the model's input
+size, as Hendrycks' test script does (CenterCrop(224), no resize).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from robench._core.errors import DataError
+from robench.data.corruption_family import ALL_CORRUPTIONS, SEVERITIES, CorruptionFamily
+from robench.data.image_folder import (
+    FolderImages,
+    _indices_from_names,
+    _shown,
+    class_folders,
+)
+from robench.data.imagenet_classes import WNID, imagenet_1k_labels, imagenet_1k_wnids
+from robench.data.labeled import LabeledImages
+from robench.data.preprocessing import Preprocessing
+
+KIND = "imagenet-c"
+# The folder some downloads keep the extra corruptions in.
+EXTRA_FOLDER = "extra"
+
+
+def _subfolders(root: Path) -> list[Path]:
+    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def _has_severity_folders(folder: Path) -> bool:
+    return any(p.name.isdigit() for p in _subfolders(folder))
+
+
+def looks_like_imagenet_c(root: Path) -> bool:
+    """True when ROOT holds a corruption folder (or `extra/<corruption>`) with severities."""
+    for folder in _subfolders(root):
+        if folder.name == EXTRA_FOLDER:
+            if any(
+                f.name in ALL_CORRUPTIONS and _has_severity_folders(f) for f in _subfolders(folder)
+            ):
+                return True
+        elif folder.name in ALL_CORRUPTIONS and _has_severity_folders(folder):
+            return True
+    return False
+
+
+def corruption_folders(root: Path) -> dict[str, Path]:
+    """Corruption name -> folder, from ROOT and ROOT/extra; DataError on unknown folders."""
+    found: dict[str, Path] = {}
+    unknown: list[str] = []
+    for folder in _subfolders(root):
+        inner = _subfolders(folder) if folder.name == EXTRA_FOLDER else [folder]
+        for candidate in inner:
+            name = candidate.name
+            if name not in ALL_CORRUPTIONS:
+                unknown.append(candidate.relative_to(root).as_posix())
+            elif name in found:
+                raise DataError(
+                    f"{root} holds corruption {name!r} twice ({found[name]} and {candidate}); "
+                    "keep one copy."
+                )
+            else:
+                found[name] = candidate
+    if unknown:
+        raise DataError(
+            f"{root} has folders that are not ImageNet-C corruptions: {_shown(unknown)}; "
+            f"expected ROOT/<corruption>/<severity>/<wnid>/<image> (or ROOT/extra/<corruption>/"
+            f"...) with corruptions among {', '.join(ALL_CORRUPTIONS)}, so move the others out."
+        )
+    if not found:
+        raise DataError(
+            f"{root} has no ImageNet-C corruption folders; expected "
+            "ROOT/<corruption>/<severity>/<wnid>/<image>, e.g. ROOT/gaussian_noise/1/n01440764/."
+        )
+    return found
+
+
+def _severity_folders(folder: Path) -> dict[int, Path]:
+    subfolders = _subfolders(folder)
+    bad = [p.name for p in subfolders if not p.name.isdigit() or int(p.name) not in SEVERITIES]
+    if bad or not subfolders:
+        what = f"has folders {_shown(bad)}" if bad else "has no severity folders"
+        raise DataError(
+            f"ImageNet-C corruption folder {folder} {what}; expected severity folders "
+            f"{', '.join(map(str, SEVERITIES))} holding <wnid>/<image>."
+        )
+    return {int(p.name): p for p in subfolders}
+
+
+def _member(folder: Path, preprocessing: Preprocessing, note: str) -> LabeledImages:
+    folders = class_folders(folder)
+    if not folders:
+        raise DataError(
+            f"ImageNet-C severity folder {folder} has no class folders; expected "
+            f"{folder}/<wnid>/<image>."
+        )
+    if all(WNID.fullmatch(name) for name in folders):
+        labels = imagenet_1k_labels(folder, list(folders), KIND)
+        classes = list(imagenet_1k_wnids())
+        index_note = "class indices are the ImageNet-1k indices of the wnid folders"
+    else:
+        classes, index_note = _indices_from_names(list(folders))
+        labels = {name: i for i, name in enumerate(classes)}
+    member = FolderImages(
+        folder,
+        preprocessing,
+        folders=folders,
+        labels=labels,
+        classes=classes,
+        class_index_note=index_note,
+        preprocessing_note=note,
+    )
+    member.kind = KIND
+    return member
+
+
+class ImageNetC(CorruptionFamily):
+    """ImageNet-C: a member per (corruption, severity) folder, centre-cropped without resize."""
+
+    kind = KIND
+
+    def __init__(self, root: str | Path, preprocessing: Preprocessing) -> None:
+        root = Path(root)
+        crop = preprocessing.crop_only()
+        height, width = crop.height_width
+        note = (
+            f"ImageNet-C images (224x224 as released) are centre-cropped to {height}x{width} "
+            "without resizing, as Hendrycks' test script does"
+        )
+        members = {
+            (corruption, severity): _member(severity_folder, crop, note)
+            for corruption, folder in corruption_folders(root).items()
+            for severity, severity_folder in _severity_folders(folder).items()
+        }
+        super().__init__(kind=KIND, root=root, members=members, preprocessing_note=note)

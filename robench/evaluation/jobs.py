@@ -1,0 +1,88 @@
+"""From a suite's plan and the request's datasets to jobs: what each result runs on.
+
+Rules, in order (docs/formats.md, "Which data an entry runs on"):
+- An entry runs on its `dataset` (default: the request's first), restricted to its `classes`
+  when it names a label space (the dataset key is then `NAME[classes]`).
+- A dataset the suite declares `optional` and the request does not give makes its entries
+  missing results, with the reason, instead of an error.
+- On a pre-rendered corruption set (ImageNet-C, CIFAR-10-C) a `corruption` entry reads the
+  member of its corruption and severity, or is missing when the folder lacks it; any other
+  entry (clean) runs on the dataset named "clean" when the request has one, else is missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from robench.evaluation.runner import EvalData, Job
+from robench.evaluation.suites import DatasetDeclaration, PlannedPerturbation
+from robench.results.report import MissingResult
+
+CLEAN_DATASET = "clean"  # where clean entries of a pre-rendered corruption suite run
+
+
+def data_key(planned: PlannedPerturbation, default: str) -> str:
+    """The request dataset key an entry runs on, before the pre-rendered rules."""
+    base = planned.dataset or default
+    return f"{base}[{planned.classes}]" if planned.classes else base
+
+
+def resolve_jobs(
+    plan: Sequence[PlannedPerturbation],
+    data: Mapping[str, EvalData],
+    declared: Mapping[str, DatasetDeclaration],
+    default: str,
+) -> tuple[list[tuple[str, Job]], list[MissingResult]]:
+    """(dataset key, job) for every entry that can run here, and the missing ones."""
+    jobs: list[tuple[str, Job]] = []
+    missing: list[MissingResult] = []
+
+    def skip(planned: PlannedPerturbation, key: str, reason: str) -> None:
+        missing.append(
+            MissingResult(
+                name=planned.label,
+                kind=planned.kind,
+                params=planned.report_params(),
+                dataset=key,
+                reason=reason,
+            )
+        )
+
+    for planned in plan:
+        key = data_key(planned, default)
+        base = planned.dataset or default
+        if key not in data:
+            what = declared.get(base)
+            hint = f" ({what.description})" if what is not None and what.description else ""
+            skip(planned, key, f"dataset {base!r} was not given; pass --data {base}=PATH{hint}.")
+            continue
+        source = data[key]
+        members = getattr(source.dataset, "members", None)
+        if members is None:
+            jobs.append((key, Job(planned, source)))
+            continue
+        corruption = getattr(planned.params, "corruption", None)
+        if corruption is None:
+            if CLEAN_DATASET in data and key != CLEAN_DATASET:
+                jobs.append((CLEAN_DATASET, Job(planned, data[CLEAN_DATASET])))
+            else:
+                skip(
+                    planned,
+                    key,
+                    f"{source.dataset.root} holds corrupted images only; pass the clean images "
+                    f"as --data {CLEAN_DATASET}=PATH to evaluate {planned.label!r}.",
+                )
+            continue
+        severity = planned.params.severity  # type: ignore[attr-defined]
+        member = members.get((corruption, severity))
+        if member is None:
+            skip(
+                planned,
+                key,
+                f"{source.dataset.root} has no {corruption} at severity {severity} "
+                f"(expected {corruption}/{severity}/ in it).",
+            )
+            continue
+        rendered = EvalData(member, source.indices, source.output_classes)
+        jobs.append((key, Job(planned, rendered, prerendered=True)))
+    return jobs, missing

@@ -1,0 +1,36 @@
+"""Scoring among a subset of a model's classes (ImageNet-A/R, timm's `--valid-labels`).
+
+The wrapped model returns only the logits of the listed classes, in list order, so the
+argmax (and top-5, and every attack's loss) is taken among them and label k means the k-th
+listed class. That is the protocol of Hendrycks' ImageNet-A/R evaluation code; the argmax
+over all 1000 classes gives different, lower numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+
+class RestrictedOutputs(nn.Module):
+    def __init__(self, model: nn.Module, output_classes: Sequence[int]) -> None:
+        super().__init__()
+        self.model = model
+        self.register_buffer("output_classes", torch.as_tensor(list(output_classes)), False)
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        return self.model(inputs).index_select(-1, self.output_classes)
+
+
+def restrict_outputs(model: nn.Module, output_classes: Sequence[int] | None) -> nn.Module:
+    """`model` itself when `output_classes` is None, else a view scoring only those classes."""
+    if output_classes is None:
+        return model
+    return RestrictedOutputs(model, output_classes).to(_device_of(model))
+
+
+def _device_of(model: nn.Module) -> torch.device:
+    parameter = next(model.parameters(), None)
+    return parameter.device if parameter is not None else torch.device("cpu")
