@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from matplotlib.axes import Axes
+from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
-from matplotlib.image import AxesImage
 
 from robench.results.corruption_plots import (
     CORRUPTION_FAMILIES,
@@ -84,7 +84,14 @@ def _heatmaps(fig: Figure) -> list[Axes]:
 
 def _cell_texts(ax: Axes) -> dict[tuple[int, int], str]:
     """(row, column) -> the text written on the cell."""
-    return {(round(t.get_position()[1]), round(t.get_position()[0])): t.get_text() for t in ax.texts}
+    return {
+        (round(t.get_position()[1]), round(t.get_position()[0])): t.get_text() for t in ax.texts
+    }
+
+
+def _note(fig: Figure) -> str:
+    """The heatmap's note under the title, its lines joined."""
+    return " ".join(fig.subfigs[0].get_suptitle().split())
 
 
 # --- grids ------------------------------------------------------------------------------------
@@ -112,7 +119,9 @@ def test_no_corruption_results_means_no_figures(tmp_path: Path) -> None:
 
 def test_grids_per_dataset_with_their_own_clean_accuracy() -> None:
     report = corruption_report("m", {("fog", 1): 0.5}, dataset="a-c", clean_dataset="a-c")
-    other = corruption_report("m", {("snow", 2): 0.4}, clean=0.9, dataset="b-c", clean_dataset="b-c")
+    other = corruption_report(
+        "m", {("snow", 2): 0.4}, clean=0.9, dataset="b-c", clean_dataset="b-c"
+    )
     report.results += other.results
     grids = corruption_grids({"m": report})
     assert [(g.dataset, g.clean_dataset, g.corruptions) for g in grids] == [
@@ -146,7 +155,8 @@ def test_heatmap_writes_every_cell_in_percent_on_one_colour_scale(
     assert len(panels) == 2
     rows = ["gaussian noise", "motion blur", "fog", "jpeg compression"]
     for ax, (model, report) in zip(panels, subset_pair.items(), strict=True):
-        assert [t.get_text() for t in ax.get_yticklabels()] == (rows if ax is panels[0] else [])
+        labels = [t.get_text() for t in ax.get_yticklabels()]
+        assert labels == (rows if ax is panels[0] else ["", "", "", ""])  # names once per row
         assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "3", "5"]
         texts = _cell_texts(ax)
         assert len(texts) == len(ax.texts) == len(SUBSET)  # one annotation per cell
@@ -164,7 +174,7 @@ def test_heatmap_writes_every_cell_in_percent_on_one_colour_scale(
     colour_bars = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
     assert len(colour_bars) == 1
     assert colour_bars[0].get_ylabel() == "top-1 accuracy (%)"
-    assert "n = 500 images per cell" in fig.subfigs[0]._suptitle.get_text()  # type: ignore[union-attr]
+    assert "n = 500 images per cell" in _note(fig)
 
 
 def test_heatmap_text_contrasts_with_its_cell(subset_pair: dict[str, Report]) -> None:
@@ -194,5 +204,121 @@ def test_heatmap_wraps_after_two_panels_and_marks_missing_cells() -> None:
     # Panel means are over the cells every model has, so that they compare.
     assert "mean of cells 50.0%" in panels[0].get_title()
     assert panels[2].get_title() == "c\nmean of cells 30.0%"
-    note = fig.subfigs[0]._suptitle.get_text()  # type: ignore[union-attr]
+    note = _note(fig)
     assert "–: not measured" in note and "cells every model has" in note
+
+
+# --- accuracy against severity ---------------------------------------------------------------
+
+
+def _main_axes(fig: Figure) -> Axes:
+    (ax,) = [ax for ax in fig.axes if ax.get_legend() is not None]
+    return ax
+
+
+def _lines(ax: Axes) -> dict[str, tuple[list[float], list[float]]]:
+    return {
+        str(line.get_label()): (list(line.get_xdata()), list(line.get_ydata()))  # type: ignore[arg-type]
+        for line in ax.lines
+        if not str(line.get_label()).startswith("_")
+    }
+
+
+def test_severity_curve_is_the_mean_over_corruptions(subset_pair: dict[str, Report]) -> None:
+    fig = accuracy_vs_severity_figure(subset_pair)
+    assert fig is not None
+    ax = _main_axes(fig)
+    lines = _lines(ax)
+    assert list(lines) == ["DeiT", "Elliptical"]
+    xs, ys = lines["DeiT"]
+    assert xs == [0, 1, 3, 5]
+    # By hand: clean, then (gaussian noise + motion blur + fog + jpeg) / 4 at each severity.
+    assert ys == pytest.approx([74.0, (62 + 70 + 66 + 71) / 4, (41 + 50 + 58 + 65) / 4, 34.1])
+    assert lines["Elliptical"][1] == pytest.approx([75.0, 71.25, 57.5, 38.1])
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["clean", "1", "3", "5"]
+    assert ax.get_ylim() == (0.0, 100.0)
+    bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
+    assert len(bands) == 2
+    note = " ".join(ax.get_title(loc="left").split())
+    assert "mean over the 4 corruptions measured for every model" in note
+    assert "mean of the per-corruption interval endpoints" in note
+    assert "n = 500 images per corruption and severity" in note
+    # One small panel per corruption, in ImageNet-C order, one line per model.
+    small = [a for a in fig.axes if a is not ax]
+    titles = ["gaussian noise", "motion blur", "fog", "jpeg compression"]
+    assert [a.get_title() for a in small] == titles
+    fog = _lines(small[2])
+    assert list(fog) == ["DeiT", "Elliptical"]
+    assert fog["DeiT"] == ([0, 1, 3, 5], pytest.approx([74.0, 66.0, 58.0, 44.0]))
+
+
+def test_severity_means_leave_out_cells_only_some_models_have() -> None:
+    cells = {("fog", 1): 0.5, ("snow", 1): 0.3}
+    reports = {
+        "a": corruption_report("a", cells),
+        "b": corruption_report("b", {**cells, ("saturate", 1): 0.9}),
+    }
+    fig = accuracy_vs_severity_figure(reports)
+    assert fig is not None
+    ax = _main_axes(fig)
+    assert [ys for _, ys in _lines(ax).values()] == [pytest.approx([80.0, 40.0])] * 2
+    assert "left out" in ax.get_title(loc="left")
+    assert len(fig.axes) == 1 + 3
+
+
+def test_one_corruption_draws_no_small_multiples() -> None:
+    fig = accuracy_vs_severity_figure({"m": corruption_report("m", {("fog", 3): 0.5})})
+    assert fig is not None
+    (ax,) = fig.axes
+    assert _lines(ax)["m"] == ([0, 3], pytest.approx([80.0, 50.0]))
+    assert "mean" not in ax.get_ylabel()
+
+
+# --- files ------------------------------------------------------------------------------------
+
+
+def test_files_are_pngs_named_after_the_stem_and_deterministic(
+    subset_pair: dict[str, Report], tmp_path: Path
+) -> None:
+    paths = plot_corruption_figures(subset_pair, tmp_path / "a", "demo")
+    assert [p.name for p in paths] == [
+        "demo-corruptions-heatmap.png",
+        "demo-corruptions-severity.png",
+    ]
+    again = plot_corruption_figures(subset_pair, tmp_path / "b", "demo")
+    for first, second in zip(paths, again, strict=True):
+        data = first.read_bytes()
+        assert data.startswith(b"\x89PNG\r\n\x1a\n")
+        assert second.read_bytes() == data
+        assert b"matplotlib" not in data  # no version in the metadata
+
+
+def test_full_grid_of_two_models_draws(tmp_path: Path) -> None:
+    reports = {
+        "DeiT": corruption_report("d", imagenet_c_cells(0.8, 0.0), clean=0.8),
+        "Elliptical": corruption_report("e", imagenet_c_cells(0.8, 0.3), clean=0.8),
+    }
+    heatmap = corruption_heatmap_figure(reports)
+    assert heatmap is not None
+    assert all(len(ax.texts) == 15 * 5 for ax in _heatmaps(heatmap))
+    severity = accuracy_vs_severity_figure(reports)
+    assert severity is not None and len(severity.axes) == 1 + 15
+
+
+def test_matplotlib_is_imported_only_to_draw() -> None:
+    code = (
+        "import sys, robench.results.corruption_plots; "
+        "assert 'matplotlib' not in sys.modules, 'matplotlib imported eagerly'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_figure_order_is_the_perturbation_catalogue_order() -> None:
+    """The figures' table repeats the corruption catalogue (results/ may not import
+    perturbations/): same names, same order, same families."""
+    from robench.perturbations.corruptions import ALL, EXTRA, GROUPS
+
+    assert list(CORRUPTION_FAMILIES) == list(ALL)
+    expected = {name: group for group, names in GROUPS.items() for name in names}
+    expected |= dict.fromkeys(EXTRA, "extra")
+    assert expected == CORRUPTION_FAMILIES

@@ -26,6 +26,7 @@ from robench.data.image_folder import ImageFolderDataset
 from robench.data.imagenet_c import ImageNetC, looks_like_imagenet_c
 from robench.data.imagenet_shift import (
     ImageNetSketchFolder,
+    ImageNetWnidFolder,
     ImageNetV2Folder,
     LabelSpaceFolder,
     looks_like_imagenet_v2,
@@ -165,6 +166,11 @@ LAYOUTS: dict[str, Layout] = {
         _fixed_classes("imagenet-r", lambda r, p: LabelSpaceFolder(r, p, "imagenet-r")),
         None,
         "ROOT/<wnid>/<image> over the 200 ImageNet-R wnids",
+    ),
+    "imagenet": Layout(
+        _fixed_classes("imagenet", ImageNetWnidFolder),
+        None,
+        "ROOT/<wnid>/<image> (ImageNet-1k wnids)",
     ),
     "imagenet-sketch": Layout(
         _fixed_classes("imagenet-sketch", ImageNetSketchFolder),

@@ -61,17 +61,22 @@ def _names(member: LabeledImages) -> list[str] | None:
     return paths() if paths else None
 
 
-def _disagreement(first: LabeledImages, other: LabeledImages) -> str | None:
+def _disagreement(
+    first: LabeledImages, first_names: list[str] | None, other: LabeledImages
+) -> str | None:
     """How `other` differs from `first` (first differing file or label), or None."""
     if other.classes != first.classes:
         return f"its classes differ ({len(other.classes)} vs {len(first.classes)})"
-    names, first_names = _names(other), _names(first)
+    names = _names(other)
     if names is not None and first_names is not None and names != first_names:
         lacking = sorted(set(first_names) - set(names))
         if lacking:
             return f"it lacks {lacking[0]!r} ({len(lacking)} file(s) missing)"
         extra = sorted(set(names) - set(first_names))
-        return f"it has {extra[0]!r}, which the other does not ({len(extra)} extra file(s))"
+        if extra:
+            return f"it has {extra[0]!r}, which the other does not ({len(extra)} extra file(s))"
+        i = next(i for i, (a, b) in enumerate(zip(names, first_names, strict=True)) if a != b)
+        return f"its item {i} is {names[i]!r}, not {first_names[i]!r}"
     if other.targets != first.targets:
         if len(other.targets) != len(first.targets):
             return f"it has {len(other.targets)} items, not {len(first.targets)}"
@@ -99,8 +104,9 @@ class CorruptionFamily(LabeledImages):
         # Members in canonical order: corruptions as in ALL_CORRUPTIONS, then severity.
         self.members = {key: members[key] for key in sorted(members, key=_order)}
         first_key, first = next(iter(self.members.items()))
+        first_names = _names(first)
         for key, member in self.members.items():
-            problem = _disagreement(first, member)
+            problem = _disagreement(first, first_names, member)
             if problem is not None:
                 raise DataError(
                     f"{kind} member {_label(key)} ({member.root}) does not match member "

@@ -10,6 +10,7 @@ IMAGE_EXTENSIONS (case-insensitive), sorted by name; hidden files are skipped.
 from __future__ import annotations
 
 import logging
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -43,14 +44,18 @@ def _shown(names: list[str], limit: int = 5) -> str:
     return ", ".join(repr(n) for n in names[:limit]) + more
 
 
-def _is_image(path: Path) -> bool:
-    return (
-        not path.name.startswith(".") and path.suffix.lower() in IMAGE_EXTENSIONS and path.is_file()
-    )
-
-
 def _images_in(folder: Path) -> list[Path]:
-    return sorted((p for p in folder.iterdir() if _is_image(p)), key=lambda p: p.name)
+    # os.scandir reads the entry type from the directory listing: no stat per file, which
+    # matters for ImageNet-C's 95 folders of 50,000 images.
+    with os.scandir(folder) as entries:
+        images = [
+            Path(entry.path)
+            for entry in entries
+            if not entry.name.startswith(".")
+            and os.path.splitext(entry.name)[1].lower() in IMAGE_EXTENSIONS
+            and entry.is_file()
+        ]
+    return sorted(images, key=lambda p: p.name)
 
 
 def _class_folders(root: Path) -> list[Path]:

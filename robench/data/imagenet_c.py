@@ -11,6 +11,7 @@ size, as Hendrycks' test script does (CenterCrop(224), no resize).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from robench._core.errors import DataError
@@ -29,13 +30,15 @@ KIND = "imagenet-c"
 # The folder some downloads keep the extra corruptions in.
 EXTRA_FOLDER = "extra"
 
+_NUMBER = re.compile(r"[0-9]+")
+
 
 def _subfolders(root: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
 def _has_severity_folders(folder: Path) -> bool:
-    return any(p.name.isdigit() for p in _subfolders(folder))
+    return any(_NUMBER.fullmatch(p.name) for p in _subfolders(folder))
 
 
 def looks_like_imagenet_c(root: Path) -> bool:
@@ -84,7 +87,9 @@ def corruption_folders(root: Path) -> dict[str, Path]:
 
 def _severity_folders(folder: Path) -> dict[int, Path]:
     subfolders = _subfolders(folder)
-    bad = [p.name for p in subfolders if not p.name.isdigit() or int(p.name) not in SEVERITIES]
+    bad = [
+        p.name for p in subfolders if not _NUMBER.fullmatch(p.name) or int(p.name) not in SEVERITIES
+    ]
     if bad or not subfolders:
         what = f"has folders {_shown(bad)}" if bad else "has no severity folders"
         raise DataError(

@@ -124,10 +124,12 @@ class ImageNetV2Folder(FolderImages):
         )
 
 
-class ImageNetSketchFolder(FolderImages):
-    """ImageNet-Sketch: `ROOT/<wnid>/<image>`, label = the wnid's ImageNet-1k index."""
+class ImageNetWnidFolder(FolderImages):
+    """ImageNet (validation) folder `ROOT/<wnid>/<image>`, label = the wnid's ImageNet-1k
+    index, even when only some of the 1000 classes are present (a plain image folder would
+    number the present folders 0..K-1)."""
 
-    kind = "imagenet-sketch"
+    kind = "imagenet"
 
     def __init__(self, root: str | Path, preprocessing: Preprocessing) -> None:
         root = Path(root)
@@ -140,3 +142,9 @@ class ImageNetSketchFolder(FolderImages):
             classes=list(imagenet_1k_wnids()),
             class_index_note="class indices are the ImageNet-1k indices of the wnid folders",
         )
+
+
+class ImageNetSketchFolder(ImageNetWnidFolder):
+    """ImageNet-Sketch: `ROOT/<wnid>/<image>`, label = the wnid's ImageNet-1k index."""
+
+    kind = "imagenet-sketch"

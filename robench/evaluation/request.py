@@ -107,7 +107,11 @@ class EvalRequest:
             return {DEFAULT_DATASET: self.data}
         if not self.data:
             raise ConfigError("no dataset was given; pass --data PATH (or NAME=PATH).")
-        return dict(self.data)
+        # An unnamed dataset is the default wherever it was given (`--data clean=VAL --data C`).
+        named = dict(self.data)
+        if DEFAULT_DATASET in named:
+            named = {DEFAULT_DATASET: named.pop(DEFAULT_DATASET), **named}
+        return named
 
 
 def _model_info(loaded: LoadedModel, randomized: bool) -> ModelInfo:

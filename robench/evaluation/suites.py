@@ -236,6 +236,7 @@ def resolve_suite_path(name_or_path: str) -> Path:
 
 def _describe_entry_error(suite_path: Path, label: str, exc: Exception) -> ConfigError:
     detail = describe_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
+    detail = detail.rstrip(".")
     return ConfigError(
         f"suite file {suite_path}, entry {label!r}: {detail}; see `robench list "
         "perturbations` and docs/formats.md for parameters."

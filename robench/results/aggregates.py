@@ -189,7 +189,9 @@ def _mean_over_results(error: bool) -> PlanFn:
             groups.setdefault(str(result.params["corruption"]), []).append(result.name)
 
         def details(acc: Accuracies) -> dict[str, np.ndarray]:
-            return {c: np.mean([flip(acc[n]) for n in names], axis=0) for c, names in groups.items()}
+            return {
+                c: np.mean([flip(acc[n]) for n in names], axis=0) for c, names in groups.items()
+            }
 
         def value(acc: Accuracies) -> np.ndarray:
             return np.mean([flip(acc[r.name]) for r in results], axis=0)

@@ -5,7 +5,9 @@ value is bold and the second best underlined, direction-aware (best is the small
 lower-is-better metric). Only what is comparable is compared:
 columns missing from some report, or measured with different parameters (the threat model,
 L-inf or L2, among them) or directions, are dropped with a note, and reports evaluated on
-different sample sets or data are flagged.
+different sample sets or data are flagged. Aggregates (mCE, mean corruption accuracy) follow
+as extra columns, compared only where every report computed them with a value on the same
+protocol (members, label space, preprocessing).
 The output formats (rich, markdown, csv, latex, json) live in `robench.results.compare_formats`.
 """
 
@@ -19,12 +21,13 @@ from typing import Any
 
 from robench._core.errors import ConfigError
 from robench._core.registry import did_you_mean
+from robench.results.aggregates import find_aggregate
 
 # Re-exported: how a metric is shown comes from the metric registry.
 from robench.results.metrics import MetricDisplay as MetricDisplay
 from robench.results.metrics import higher_is_better
 from robench.results.metrics import metric_display as metric_display
-from robench.results.report import Report
+from robench.results.report import AggregateResult, Report
 
 ColumnKey = tuple[str, str]  # (perturbation, metric)
 
@@ -34,21 +37,40 @@ ARROWS = {True: "↑", False: "↓"}
 
 @dataclass(frozen=True)
 class Column:
-    """One compared perturbation x metric, with its direction."""
+    """One compared perturbation x metric, or one aggregate, with its direction.
+
+    An aggregate's column has `perturbation` = its name in the reports (`mce`,
+    `mce@imagenet-c`) and `metric` = its registered kind (`mce`).
+    """
 
     perturbation: str
     metric: str
     higher_is_better: bool
     # Samples behind this column when fewer than the reports' sample set (max_samples).
     subset: int | None = None
+    aggregate: bool = False
 
     @property
     def key(self) -> ColumnKey:
         return (self.perturbation, self.metric)
 
     @property
+    def id(self) -> str:
+        """How csv and json name the column: `fgsm/top1`, or the aggregate's name `mce`."""
+        return self.perturbation if self.aggregate else f"{self.perturbation}/{self.metric}"
+
+    @property
+    def group(self) -> str:
+        """What the column sits under: its perturbation, or `aggregates` (`aggregates @ds`)."""
+        if not self.aggregate:
+            return self.perturbation
+        _, at, dataset = self.perturbation.partition("@")
+        return f"aggregates @{dataset}" if at else "aggregates"
+
+    @property
     def display(self) -> MetricDisplay:
-        return metric_display(self.metric)
+        found = find_aggregate(self.metric) if self.aggregate else None
+        return found.display if found is not None else metric_display(self.metric)
 
 
 @dataclass(frozen=True)
@@ -143,7 +165,10 @@ def _collect(
                     counts.setdefault((result.name, metric), set()).add(result.n_samples)
     full = min(report.data.n_samples for report in reports)
     if metrics is not None:
-        available = sorted({m for r in reports for res in r.results for m in res.metrics})
+        available = sorted(
+            {m for r in reports for res in r.results for m in res.metrics}
+            | {n for r in reports for a in r.aggregates for n in (a.name, a.kind)}
+        )
         for metric in metrics:
             if metric not in available:
                 raise ConfigError(did_you_mean(metric, available, "metric"))
@@ -173,9 +198,64 @@ def _collect(
     return columns, notes
 
 
+def _protocol(report: Report, aggregate: AggregateResult) -> dict[str, object]:
+    """What an aggregate's value depends on besides the model, by what it is called."""
+    data = report.datasets.get(aggregate.dataset)
+    members = [r for r in report.results if r.name in aggregate.members]
+    return {
+        "kind": aggregate.kind,
+        "members": sorted(aggregate.members),
+        "member parameters": sorted(_comparable(r.params) for r in members),
+        "dataset": aggregate.dataset,
+        "classes": data.classes if data else None,
+        "label space": data.label_space.sha256 if data and data.label_space else None,
+        "preprocessing": data.preprocessing_note if data else None,
+    }
+
+
+def _collect_aggregates(
+    labels: list[str], reports: list[Report], metrics: Sequence[str] | None
+) -> tuple[list[Column], list[str]]:
+    """Aggregate columns with a value in every report on the same protocol; notes on the
+    ones dropped."""
+    names = dict.fromkeys(
+        a.name
+        for report in reports
+        for a in report.aggregates
+        if metrics is None or a.name in metrics or a.kind in metrics
+    )
+    columns, notes = [], []
+    for name in names:
+        found = [report.aggregate(name) for report in reports]
+        lacking = [
+            f"{label}: {a.reason if a is not None else 'not computed'}"
+            for label, a in zip(labels, found, strict=True)
+            if a is None or a.value is None
+        ]
+        if lacking:
+            notes.append(f"dropped aggregate {name}, without a value in {'; '.join(lacking)}")
+            continue
+        present = [a for a in found if a is not None]
+        protocols = [_protocol(r, a) for r, a in zip(reports, present, strict=True)]
+        differ = [
+            what
+            for what in protocols[0]
+            if len({json.dumps(p[what], default=str) for p in protocols}) > 1
+        ]
+        if differ:
+            notes.append(
+                f"dropped aggregate {name}, computed on different protocols across reports "
+                f"({', '.join(differ)})."
+            )
+            continue
+        kind = present[0].kind
+        columns.append(Column(name, kind, present[0].higher_is_better, aggregate=True))
+    return columns, notes
+
+
 def _sample_notes(labels: list[str], reports: list[Report], columns: list[Column]) -> list[str]:
     notes = []
-    for perturbation in dict.fromkeys(c.perturbation for c in columns):
+    for perturbation in dict.fromkeys(c.perturbation for c in columns if not c.aggregate):
         counts = {
             label: next(r.n_samples for r in report.results if r.name == perturbation)
             for label, report in zip(labels, reports, strict=True)
@@ -200,20 +280,26 @@ def _cells(
 ) -> dict[tuple[str, ColumnKey], Cell]:
     """Every (row, column) cell in display units, marked, with its difference to the
     reference row."""
-    found = [
-        {(r.name, m): v for r in report.results for m, v in r.metrics.items()} for report in reports
-    ]
+    found: list[dict[ColumnKey, tuple[float, tuple[float, float]]]] = []
+    for report in reports:
+        values = {
+            (r.name, m): (v.value, v.ci95) for r in report.results for m, v in r.metrics.items()
+        }
+        for a in report.aggregates:
+            if a.value is not None:
+                values[a.name, a.kind] = (a.value, a.ci95 or (a.value, a.value))
+        found.append(values)
     cells = {}
     for column in columns:
         scale = column.display.scale
         measured = [metrics[column.key] for metrics in found]
-        values = [metric.value * scale for metric in measured]
-        base = values[reference] if reference is not None else None
-        marks = _marks(values, column.higher_is_better)
-        for label, metric, value, mark in zip(labels, measured, values, marks, strict=True):
+        shown = [value * scale for value, _ in measured]
+        base = shown[reference] if reference is not None else None
+        marks = _marks(shown, column.higher_is_better)
+        for label, (_, ci95), value, mark in zip(labels, measured, shown, marks, strict=True):
             cells[label, column.key] = Cell(
                 value=value,
-                ci95=(metric.ci95[0] * scale, metric.ci95[1] * scale),
+                ci95=(ci95[0] * scale, ci95[1] * scale),
                 mark=mark,
                 diff=value - base if base is not None else None,
             )
@@ -234,7 +320,9 @@ def build_comparison(
     labels = row_labels(reports)
     plain = [report for _, report in reports]
     columns, drop_notes = _collect(labels, plain, metrics)
-    notes = _dataset_notes(labels, plain) + drop_notes
+    aggregate_columns, aggregate_notes = _collect_aggregates(labels, plain, metrics)
+    columns += aggregate_columns
+    notes = _dataset_notes(labels, plain) + drop_notes + aggregate_notes
     if not columns:
         raise ConfigError(
             "nothing to compare: no perturbation and metric is present, with the same "

@@ -60,9 +60,13 @@ def _header(column: Column, markup: Markup, with_perturbation: bool = True) -> s
     if column.subset is not None:  # fewer samples than the other columns: say so in the header
         notes.append(f"n={column.subset}")
     unit = f" ({', '.join(notes)})" if notes else ""
-    name = f"{column.perturbation} " if with_perturbation else ""
+    name = f"{column.perturbation} " if with_perturbation and not column.aggregate else ""
+    grouped = column.aggregate and with_perturbation
+    where = column.group.removeprefix("aggregates") if grouped else ""  # " @dataset"
     return (
-        markup.escape(f"{name}{display.label}{unit}") + " " + markup.arrows[column.higher_is_better]
+        markup.escape(f"{name}{display.label}{where}{unit}")
+        + " "
+        + markup.arrows[column.higher_is_better]
     )
 
 
@@ -72,7 +76,7 @@ def _row_label(cmp: Comparison, row: str, markup: Markup) -> str:
 
 COMPARE_FORMATS: Registry[Callable[[Comparison, bool], object]] = Registry("compare format")
 
-_MARKDOWN = Markup(
+MARKDOWN = Markup(
     bold=lambda s: f"**{s}**",
     underline=lambda s: f"<u>{s}</u>",
     escape=lambda s: s.replace("|", r"\|"),
@@ -83,11 +87,11 @@ _MARKDOWN = Markup(
 @COMPARE_FORMATS.register("markdown")
 def markdown_comparison(cmp: Comparison, ci: bool) -> str:
     """A GitHub-flavoured markdown table (bold `**x**`, underline `<u>x</u>`)."""
-    header = ["Model"] + [_header(c, _MARKDOWN) for c in cmp.columns]
+    header = ["Model"] + [_header(c, MARKDOWN) for c in cmp.columns]
     lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * len(cmp.columns)]
     for row in cmp.rows:
-        cells = [_row_label(cmp, row, _MARKDOWN)]
-        cells += [cell_text(cmp, row, c, _MARKDOWN, ci) for c in cmp.columns]
+        cells = [_row_label(cmp, row, MARKDOWN)]
+        cells += [cell_text(cmp, row, c, MARKDOWN, ci) for c in cmp.columns]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -105,7 +109,7 @@ _LATEX_ESCAPES = {
     "^": r"\textasciicircum{}",
 }
 
-_LATEX = Markup(
+LATEX = Markup(
     bold=lambda s: rf"\textbf{{{s}}}",
     underline=lambda s: rf"\underline{{{s}}}",
     escape=lambda s: "".join(_LATEX_ESCAPES.get(ch, ch) for ch in s),
@@ -118,13 +122,13 @@ def latex_comparison(cmp: Comparison, ci: bool) -> str:
     """A booktabs `tabular`: perturbations over their metrics, `\\textbf` and `\\underline`."""
     groups: dict[str, list[Column]] = {}
     for column in cmp.columns:
-        groups.setdefault(column.perturbation, []).append(column)
+        groups.setdefault(column.group, []).append(column)
     top, rules, start = [""], [], 2
     for name, cols in groups.items():
-        top.append(rf"\multicolumn{{{len(cols)}}}{{c}}{{{_LATEX.escape(name)}}}")
+        top.append(rf"\multicolumn{{{len(cols)}}}{{c}}{{{LATEX.escape(name)}}}")
         rules.append(rf"\cmidrule(lr){{{start}-{start + len(cols) - 1}}}")
         start += len(cols)
-    second = ["Model"] + [_header(c, _LATEX, with_perturbation=False) for c in cmp.columns]
+    second = ["Model"] + [_header(c, LATEX, with_perturbation=False) for c in cmp.columns]
     lines = [
         r"\begin{tabular}{l" + "r" * len(cmp.columns) + "}",
         r"\toprule",
@@ -134,20 +138,20 @@ def latex_comparison(cmp: Comparison, ci: bool) -> str:
         r"\midrule",
     ]
     for row in cmp.rows:
-        cells = [_row_label(cmp, row, _LATEX)]
-        cells += [cell_text(cmp, row, c, _LATEX, ci) for c in cmp.columns]
+        cells = [_row_label(cmp, row, LATEX)]
+        cells += [cell_text(cmp, row, c, LATEX, ci) for c in cmp.columns]
         lines.append(" & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
     return "\n".join(lines)
 
 
-_RICH = Markup(
+RICH = Markup(
     bold=lambda s: f"[bold]{s}[/bold]",
     underline=lambda s: f"[underline]{s}[/underline]",
     escape=rich_escape,
     arrows=ARROWS,
 )
-_PLAIN = Markup(bold=_identity, underline=_identity, escape=_identity, arrows=ARROWS)
+PLAIN = Markup(bold=_identity, underline=_identity, escape=_identity, arrows=ARROWS)
 
 
 def _label_column(table: Table, header: str, labels: list[str]) -> None:
@@ -158,7 +162,7 @@ def _label_column(table: Table, header: str, labels: list[str]) -> None:
 
 def _perturbations(columns: list[Column]) -> list[str]:
     """Each column's perturbation, left blank below its first metric."""
-    names = [c.perturbation for c in columns]
+    names = [c.group for c in columns]
     return [name if i == 0 or names[i - 1] != name else "" for i, name in enumerate(names)]
 
 
@@ -201,7 +205,7 @@ class RichComparison:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         yield self.choose(console, options)[1]
 
-    def _cell(self, row: str, column: Column, sep: str, markup: Markup = _RICH) -> str:
+    def _cell(self, row: str, column: Column, sep: str, markup: Markup = RICH) -> str:
         return cell_text(self.cmp, row, column, markup, self.ci, sep)
 
     def _value_columns(
@@ -209,7 +213,7 @@ class RichComparison:
     ) -> None:
         """Right-aligned columns, one per (header, rows, columns) spec; see `_widths`."""
         plain = [
-            [self._cell(r, c, sep, _PLAIN) for r in rows for c in cols] for _, rows, cols in specs
+            [self._cell(r, c, sep, PLAIN) for r in rows for c in cols] for _, rows, cols in specs
         ]
         headers = [header for header, _, _ in specs]
         for header, width in zip(headers, _widths(headers, plain, spare), strict=True):
@@ -223,14 +227,12 @@ class RichComparison:
         """A row per model, a column per perturbation and metric."""
         cmp = self.cmp
         table = self._table(rich_escape(cmp.title))
-        _label_column(table, "Model", [_row_label(cmp, row, _PLAIN) for row in cmp.rows])
-        specs = [
-            (f"{c.perturbation}\n{_header(c, _PLAIN, False)}", cmp.rows, [c]) for c in cmp.columns
-        ]
+        _label_column(table, "Model", [_row_label(cmp, row, PLAIN) for row in cmp.rows])
+        specs = [(f"{c.group}\n{_header(c, PLAIN, False)}", cmp.rows, [c]) for c in cmp.columns]
         self._value_columns(table, specs, sep, spare)
         for row in cmp.rows:
             cells = [self._cell(row, column, sep) for column in cmp.columns]
-            table.add_row(_row_label(cmp, row, _RICH), *cells)
+            table.add_row(_row_label(cmp, row, RICH), *cells)
         return table
 
     def models_as_columns(self, sep: str, spare: int = 0) -> Table:
@@ -239,12 +241,12 @@ class RichComparison:
         table = self._table(rich_escape(cmp.title))
         perturbations = _perturbations(cmp.columns)
         _label_column(table, "Perturbation", perturbations)
-        _label_column(table, "Metric", [_header(c, _PLAIN, False) for c in cmp.columns])
-        specs = [(_row_label(cmp, row, _PLAIN), [row], cmp.columns) for row in cmp.rows]
+        _label_column(table, "Metric", [_header(c, PLAIN, False) for c in cmp.columns])
+        specs = [(_row_label(cmp, row, PLAIN), [row], cmp.columns) for row in cmp.rows]
         self._value_columns(table, specs, sep, spare)
         for shown, column in zip(perturbations, cmp.columns, strict=True):
             cells = [self._cell(row, column, sep) for row in cmp.rows]
-            table.add_row(rich_escape(shown), _header(column, _RICH, False), *cells)
+            table.add_row(rich_escape(shown), _header(column, RICH, False), *cells)
         return table
 
     def per_model(self, sep: str, spare: int = 0, narrow: bool = False) -> Group:
@@ -252,19 +254,19 @@ class RichComparison:
         wrapping column). Every block has the same widths, so the blocks line up."""
         cmp = self.cmp
         perturbations = _perturbations(cmp.columns)
-        metrics = [_header(c, _RICH, False) for c in cmp.columns]
+        metrics = [_header(c, RICH, False) for c in cmp.columns]
         parts: list[RenderableType] = [Text(cmp.title, style="table.title")]
         for row in cmp.rows:
-            table = self._table(_row_label(cmp, row, _RICH))
+            table = self._table(_row_label(cmp, row, RICH))
             if narrow:
                 table.add_column("Perturbation\nMetric", overflow="fold")
                 labels = [
-                    [f"{rich_escape(c.perturbation)}\n{m}"]
+                    [f"{rich_escape(c.group)}\n{m}"]
                     for c, m in zip(cmp.columns, metrics, strict=True)
                 ]
             else:
                 _label_column(table, "Perturbation", perturbations)
-                _label_column(table, "Metric", [_header(c, _PLAIN, False) for c in cmp.columns])
+                _label_column(table, "Metric", [_header(c, PLAIN, False) for c in cmp.columns])
                 labels = [[rich_escape(p), m] for p, m in zip(perturbations, metrics, strict=True)]
             self._value_columns(table, [("Value", cmp.rows, cmp.columns)], sep, 0)
             for label, column in zip(labels, cmp.columns, strict=True):
@@ -309,7 +311,7 @@ def csv_comparison(cmp: Comparison, ci: bool) -> str:
     """Plain numbers in display units (percent for accuracies), one column per cell kind."""
     kinds = _CSV_VALUE | (_CSV_DIFF if cmp.reference is not None else {}) | (_CSV_CI if ci else {})
     header = ["model", "report"]
-    header += [f"{c.perturbation}/{c.metric}{suffix}" for suffix in kinds for c in cmp.columns]
+    header += [f"{c.id}{suffix}" for suffix in kinds for c in cmp.columns]
     lines = [header]
     for row in cmp.rows:
         numbers = [number(cmp.cell(row, c)) for number in kinds.values() for c in cmp.columns]
@@ -334,12 +336,13 @@ def json_comparison(cmp: Comparison, ci: bool) -> str:
             }
             if cell.diff is not None:
                 shown["diff"] = round(cell.diff, 6)
-            cells["/".join(column.key)] = shown
+            cells[column.id] = shown
         rows.append({"model": row, "report": cmp.sources[row], "cells": cells})
     columns = [
         {
             "perturbation": c.perturbation,
             "metric": c.metric,
+            "aggregate": c.aggregate,
             "higher_is_better": c.higher_is_better,
             "unit": c.display.unit,
         }

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from matplotlib.artist import Artist
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure, SubFigure
+    from matplotlib.image import AxesImage
 
     from robench.results.report import MetricValue, Report
 
@@ -269,7 +270,7 @@ def _text_colour(rgba: Sequence[float]) -> str:
 
 def _heatmap_panel(
     ax: Axes, grid: CorruptionGrid, rows: list[str], cols: list[int], show_rows: bool
-) -> object:
+) -> AxesImage:
     import numpy as np
     from matplotlib import colormaps
     from matplotlib.colors import Normalize
@@ -349,17 +350,19 @@ def corruption_heatmap_figure(
     )
     axes = body.subplots(nrows, ncols, squeeze=False)
     several = _several_datasets(grids)
-    used, image = [], None
+    used, images = [], []
     for k, grid in enumerate(grids):
         ax = axes[k // ncols][k % ncols]
         first = k % ncols == 0 or grids[k - k % ncols].dataset != grid.dataset
-        image = _heatmap_panel(ax, grid, rows[grid.dataset], cols[grid.dataset], first)
-        name = _panel_name(grid, several)
+        images.append(_heatmap_panel(ax, grid, rows[grid.dataset], cols[grid.dataset], first))
+        name = _wrapped(
+            _panel_name(grid, several), int(11 * panel_w)
+        )  # 9 pt: ~11 characters an inch
         ax.set_title(_panel_title(grid, name, shared[grid.dataset]), fontsize=9)
         used.append(ax)
     for ax in axes.flat[len(grids) :]:
         ax.remove()
-    bar = body.colorbar(image, ax=used, fraction=0.05, aspect=30, pad=0.02)  # type: ignore[arg-type]
+    bar = body.colorbar(images[0], ax=used, fraction=0.05, aspect=30, pad=0.02)
     bar.set_label(_metric_label(metric), fontsize=8)
     bar.ax.tick_params(labelsize=8)
     return fig
@@ -462,7 +465,7 @@ def _severity_legend(ax: Axes, colours: Mapping[str, str], styles: Mapping[str, 
     from matplotlib.patches import Patch
 
     entries: list[tuple[Artist, str]] = [
-        (Line2D([], [], color=c, lw=2.5), m) for m, c in colours.items()
+        (Line2D([], [], color=c, lw=2.5), _wrapped(m, 32)) for m, c in colours.items()
     ]
     if len(styles) > 1:
         entries += [(Line2D([], [], color="0.3", linestyle=s), d) for d, s in styles.items()]
@@ -491,7 +494,8 @@ def _small_multiples(
         for grid in grids:
             xs, points, _ = _curve(grid, corruption)
             if len(points) > (grid.clean is not None):
-                _draw_curve(ax, xs, points, colours[grid.model], styles[grid.dataset], marker=".")
+                colour, style = colours[grid.model], styles[grid.dataset]
+                _draw_curve(ax, xs, points, colour, style, marker=".", label=grid.model)
         _severity_axes(ax, ticks)
         ax.set_yticks([0, 50, 100])
         ax.set_title(_display(corruption), fontsize=8, pad=2)

@@ -8,7 +8,8 @@ for per-sample accuracies, a paired bootstrap for per-sample real values (see `s
 
 A check passes (within tolerance, or an improvement), regresses (beyond tolerance and
 significant) or is inconclusive (beyond tolerance, not significant; with an estimate of the
-samples needed to decide). docs/ci.md documents the policy file and the statistics.
+samples needed to decide). Aggregates (mCE...) are checked too, by a paired bootstrap over
+samples (`gate_aggregates`). docs/ci.md documents the policy file and the statistics.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from robench._core.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, ConfigError
+from robench.results.gate_aggregates import aggregate_checks
 from robench.results.gate_checks import (
     SEVERITY,
     Check,
@@ -43,6 +45,7 @@ from robench.results.stats import (
 )
 
 logger = logging.getLogger(__name__)
+
 
 def _mcnemar(base: np.ndarray, cand: np.ndarray, higher: bool, policy: Policy) -> PairedTest:
     # b: pairs where only the baseline is good (right, for a higher-is-better indicator).
@@ -87,9 +90,7 @@ class GateResult:
 
     @property
     def status(self) -> Status:
-        return max(
-            (c.status for c in self.checks), key=SEVERITY.__getitem__, default=Status.passed
-        )
+        return max((c.status for c in self.checks), key=SEVERITY.__getitem__, default=Status.passed)
 
     def count(self, status: Status) -> int:
         return sum(c.status is status for c in self.checks)
@@ -242,7 +243,8 @@ def _check(
 
 
 def run_gate(baseline: Report, candidate: Report, policy: Policy | None = None) -> GateResult:
-    """Check every perturbation and metric of the baseline against the candidate."""
+    """Check every perturbation and metric, and every aggregate, of the baseline against the
+    candidate."""
     policy = policy or Policy()
     notes = check_pairable(baseline, candidate)
     used_rules: set[int] = set()
@@ -253,6 +255,10 @@ def run_gate(baseline: Report, candidate: Report, policy: Policy | None = None) 
             if rule is not None:
                 used_rules.add(rule)
             checks.append(_check(baseline, candidate, pair, metric, tolerance, policy))
+    found, aggregate_notes, aggregate_rules = aggregate_checks(baseline, candidate, policy)
+    checks += found
+    notes += aggregate_notes
+    used_rules |= aggregate_rules
     for i, unused in enumerate(policy.rules):
         if i not in used_rules:
             notes.append(

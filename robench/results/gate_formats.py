@@ -9,29 +9,26 @@ import xml.etree.ElementTree as ET
 from rich.markup import escape
 from rich.table import Table
 
-from robench.results.gate import Check, GateResult, Status, format_amount
-from robench.results.metrics import metric_display
+from robench.results.gate import Check, GateResult, Status
+from robench.results.gate_checks import display_amount
 from robench.results.report import Report
 
 HEADER = ["Check", "Baseline", "Candidate", "Change", "Allowed drop", "Test", "p", "Status"]
 STATUS_STYLE = {Status.passed: "green", Status.inconclusive: "yellow", Status.regressed: "red"}
 
 
-def _shown(metric: str, value: float) -> str:
-    return f"{value * metric_display(metric).scale:.2f}"
-
-
 def check_row(check: Check) -> list[str]:
-    """The cells of one check, in display units (percent and pp for accuracies)."""
-    display = metric_display(check.metric)
+    """The cells of one check, in display units (percent and pp for accuracies, x100 for
+    mCE)."""
+    display = check.shown
     change = round((check.candidate - check.baseline) * display.scale, 2) + 0.0
     unit = f" {display.diff_unit}" if display.diff_unit else ""
     return [
         check.name,
-        _shown(check.metric, check.baseline),
-        _shown(check.metric, check.candidate),
+        f"{check.baseline * display.scale:.2f}",
+        f"{check.candidate * display.scale:.2f}",
         f"{change:+.2f}{unit}",
-        format_amount(check.metric, check.allowed) if check.allowed is not None else "ignored",
+        display_amount(display, check.allowed) if check.allowed is not None else "ignored",
         check.test.name if check.test else "none (no per-sample values)",
         f"{check.test.p_value:.3g}" if check.test else "",
         check.status.value,
@@ -106,7 +103,8 @@ def junit_xml(result: GateResult, strict: bool) -> ET.ElementTree:
             suite,
             "testcase",
             {
-                "classname": f"robench.results.gate.{check.perturbation}",
+                "classname": f"robench.results.gate.{'aggregate.' * check.aggregate}"
+                f"{check.perturbation}",
                 "name": check.name,
                 "time": "0",
             },

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 from numba import njit
@@ -28,27 +28,32 @@ F = TypeVar("F", bound=Callable[..., Any])
 def _jit(function: F) -> F:
     """`njit(cache=True)`, or plain `njit` where numba finds no writable cache location."""
     try:
-        return njit(cache=True)(function)  # type: ignore[no-any-return]
+        return cast(F, njit(cache=True)(function))
     except RuntimeError as error:  # numba: "cannot cache function ...: no locator available"
         logger.warning("numba cannot cache %s (%s); compiling it per process", function, error)
-        return njit(function)  # type: ignore[no-any-return]
+        return cast(F, njit(function))
 
 
 @_jit
 def glass_shuffle(x: np.ndarray, max_delta: int, iterations: int, seed: int) -> None:
-    """The library's `_shuffle_pixels_njit_glass_blur`, in place: same numba RNG calls.
+    """The library's `_shuffle_pixels_njit_glass_blur`, in place, with the same numba RNG.
 
-    The tuple assignment copies pixel views, so like the library's it is not a true swap;
-    it is kept as is because the output must match.
+    The library draws `randint(-d, d, size=(2,))`, which numba fills with two scalar draws in
+    order (dx, then dy), so two scalar calls give the same numbers without an allocation
+    per pixel. Its "swap" `x[h, w], x[h', w'] = x[h', w'], x[h, w]` assigns pixel *views*:
+    after the first assignment the second view already holds x[h', w'], so the statement
+    only copies x[h', w'] into x[h, w]. That copy is what is done here (tests compare the
+    result with the library's).
     """
     np.random.seed(seed)
-    height, width = x.shape[0], x.shape[1]
+    height, width, channels = x.shape
     for _ in range(iterations):
         for h in range(height - max_delta, max_delta, -1):
             for w in range(width - max_delta, max_delta, -1):
-                dx, dy = np.random.randint(-max_delta, max_delta, size=(2,))
-                h_prime, w_prime = h + dy, w + dx
-                x[h, w], x[h_prime, w_prime] = x[h_prime, w_prime], x[h, w]
+                dx = np.random.randint(-max_delta, max_delta)
+                dy = np.random.randint(-max_delta, max_delta)
+                for c in range(channels):
+                    x[h, w, c] = x[h + dy, w + dx, c]
 
 
 @_jit
@@ -56,23 +61,25 @@ def shift_sum(x: np.ndarray, dys: np.ndarray, dxs: np.ndarray, weights: np.ndarr
     """sum_i weights[i] * x shifted by (dys[i], dxs[i]), edges replicated; float64 (H, W, C).
 
     The library's `_motion_blur` adds whole shifted copies tap by tap in float64; here each
-    output value receives the same products in the same tap order, without the copies.
+    output row receives the same products in the same tap order, without the copies, while
+    the row stays in cache.
     """
     height, width, channels = x.shape
     flat = x.reshape(height, width * channels)
     acc = np.zeros((height, width * channels))
     last = (width - 1) * channels
-    for i in range(weights.shape[0]):
-        k, dy, dx = weights[i], dys[i], dxs[i]
-        lo, hi = max(dx, 0) * channels, min(width + dx, width) * channels  # 0 <= w - dx < W
-        offset = dx * channels
-        for h in range(height):
+    for h in range(height):
+        row = acc[h]
+        for i in range(weights.shape[0]):
+            k, dy, dx = weights[i], dys[i], dxs[i]
+            lo, hi = max(dx, 0) * channels, min(width + dx, width) * channels  # 0 <= w-dx < W
+            offset = dx * channels
             src = flat[min(max(h - dy, 0), height - 1)]
-            row = acc[h]
             for j in range(lo):
                 row[j] += k * np.float64(src[j % channels])
-            for j in range(lo, hi):
-                row[j] += k * np.float64(src[j - offset])
+            inner, shifted = row[lo:hi], src[lo - offset : hi - offset]
+            for j in range(hi - lo):  # non-negative indices: the loop vectorises
+                inner[j] += k * np.float64(shifted[j])
             for j in range(hi, width * channels):
                 row[j] += k * np.float64(src[last + j % channels])
     return acc.reshape(height, width, channels)
@@ -186,8 +193,8 @@ def _reflect(cc: float, length: int) -> float:
 
 
 @_jit
-def _mirror(idx: int, length: int) -> int:
-    """scipy's index for a spline tap outside the input (mirror, as its edge offsets use)."""
+def mirror_index(idx: int, length: int) -> int:
+    """Index of a spline tap outside the input, mirrored about the edge sample (d c b | a b c)."""
     if length <= 1:
         return 0
     s2 = 2 * length - 2
@@ -199,6 +206,14 @@ def _mirror(idx: int, length: int) -> int:
         if idx >= length:
             idx = s2 - idx
     return idx
+
+
+@_jit
+def _reflect_index(idx: int, length: int) -> int:
+    """Index of a spline tap outside the input, reflected about the edge (b a | a b c);
+    what scipy uses for mode 'reflect' (checked against `map_coordinates`)."""
+    idx %= 2 * length
+    return 2 * length - 1 - idx if idx >= length else idx
 
 
 @_jit
@@ -219,8 +234,8 @@ def elastic_sample(image: np.ndarray, dy: np.ndarray, dx: np.ndarray, out: np.nd
             wy1 = 1.0 - wy0
             wx0 = 1.0 - (cx - x0)
             wx1 = 1.0 - wx0
-            ya, yb = _mirror(y0, height), _mirror(y0 + 1, height)
-            xa, xb = _mirror(x0, width), _mirror(x0 + 1, width)
+            ya, yb = _reflect_index(y0, height), _reflect_index(y0 + 1, height)
+            xa, xb = _reflect_index(x0, width), _reflect_index(x0 + 1, width)
             for c in range(channels):
                 t = 0.0
                 t += (np.float64(image[ya, xa, c]) * wy0) * wx0

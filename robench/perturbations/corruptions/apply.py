@@ -37,9 +37,7 @@ def _check_choice(value: object, choices: tuple[str, ...], what: str) -> None:
         return
     close = difflib.get_close_matches(str(value), choices, n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-    raise CorruptionInputError(
-        f"Unknown {what} {value!r}.{hint} Available: {', '.join(choices)}."
-    )
+    raise CorruptionInputError(f"Unknown {what} {value!r}.{hint} Available: {', '.join(choices)}.")
 
 
 def _check_arguments(image: np.ndarray, severity: int, seed: int) -> None:
@@ -86,9 +84,7 @@ def corrupt_image(
     _check_arguments(image, severity, seed)
     module, function = _IMPLEMENTATIONS[implementation]
     corrupt = getattr(importlib.import_module(module), function)
-    grey = image.ndim == 2 or image.shape[2] == 1
+    if image.ndim == 3 and image.shape[2] == 3:
+        return corrupt(np.ascontiguousarray(image), name, int(severity), int(seed))
     rgb = np.repeat(image.reshape(image.shape[0], image.shape[1], 1), 3, axis=2)
-    result = corrupt(np.ascontiguousarray(rgb), name, int(severity), int(seed))
-    if grey:
-        return luma(result).reshape(image.shape)
-    return result
+    return luma(corrupt(rgb, name, int(severity), int(seed))).reshape(image.shape)

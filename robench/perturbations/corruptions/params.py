@@ -69,7 +69,9 @@ class CorruptionParams(PerturbationParams):
         if isinstance(severities, int) and not isinstance(severities, bool):
             severities = [severities]
         if not isinstance(severities, list) or not severities:
-            raise ValueError(f"`severities` must be a non-empty list like [1, 3, 5], got {severities!r}")
+            raise ValueError(
+                f"`severities` must be a non-empty list like [1, 3, 5], got {severities!r}"
+            )
         prefix = f"{label}:" if label else ""
         return [
             (f"{prefix}{name}-{severity}", {**rest, "corruption": name, "severity": severity})
@@ -94,5 +96,3 @@ def _corruption_list(value: Any) -> tuple[str, ...]:
         f"`corruptions` must be a set name ({', '.join(CORRUPTION_SETS)}) or a non-empty list "
         f"of corruption names, got {value!r}"
     )
-
-
