@@ -153,6 +153,7 @@ def test_contract_on_small_images(kind: str, implementation: str) -> None:
             out = corrupt_image(image, name, severity, SEED, implementation)
             assert _same_rng_state(before, _rng_state()), (name, severity)
             assert out.shape == image.shape and out.dtype == np.uint8, (name, severity)
+            assert out.flags.writeable and out.flags.c_contiguous, (name, severity)
             again = corrupt_image(image, name, severity, SEED, implementation)
             assert np.array_equal(out, again), (name, severity)
             if np.array_equal(out, image):

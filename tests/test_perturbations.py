@@ -76,6 +76,11 @@ CASES: dict[str, Case] = {
     "square": Case(
         "autoattack", {"eps": "8/255", "attacks": ["square"], "n_queries": 50}, randomized=True
     ),
+    # Unbounded, per sample, model-free; randomness from the seed only.
+    "corruption": Case(
+        "corruption", {"corruption": "gaussian_noise", "severity": 3}, randomized=True
+    ),
+    "corruption-glass-blur": Case("corruption", {"corruption": "glass_blur", "severity": 2}),
     # APGD-CE, APGD-T and FAB-T (9 target classes each), Square, in sequence; fewer iterations.
     "autoattack-standard": Case(
         "autoattack",
@@ -156,7 +161,8 @@ def run(
 
 
 def test_every_kind_is_registered() -> None:
-    assert {"clean", "fgsm", "fgm", "pgd", "spsa", "autoattack"} <= set(PERTURBATIONS.names())
+    expected = {"clean", "fgsm", "fgm", "pgd", "spsa", "autoattack", "corruption"}
+    assert expected <= set(PERTURBATIONS.names())
 
 
 def test_every_supported_norm_is_a_threat_model() -> None:

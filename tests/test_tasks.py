@@ -44,7 +44,7 @@ def test_version_1_reports_still_load_and_gate() -> None:
     raw = json.loads(V1_BASELINE.read_text())
     assert raw["schema_version"] == 1  # the committed CI baseline stays a version 1 report
     report = read_report(V1_BASELINE)
-    assert report.schema_version == 2 and SCHEMA_VERSION == 3
+    assert report.schema_version == SCHEMA_VERSION == 3
     assert list(report.datasets) == ["default"] and report.data.n_samples == 1000
     assert report.model.extensions["elliptical"] == raw["model"]["elliptical"]
     for result in report.results:

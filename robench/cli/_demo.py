@@ -3,7 +3,9 @@
 Evaluates the checkpoints shipped in `models/` (their cards) under the `demo` suite (FGSM,
 PGD, SPSA and AutoAttack at Fashion-MNIST budgets, plus the paper's diagnostics), writes the
 reports, compares them in a paper-style table and draws the paper's figures: CLS attention
-heatmaps (Fig. 1), per-layer collapse curves (Fig. 3) and accuracy against eps. Without the
+heatmaps (Fig. 1), per-layer collapse curves (Fig. 3) and accuracy against eps. Then the same
+two models under the 15 ImageNet-C corruptions computed on the fly (`demo-corruptions`), with
+a per-corruption table, a corruption x severity heatmap and accuracy against severity. Without the
 shipped checkpoints (a trimmed install) it trains both models briefly instead.
 """
 
@@ -36,13 +38,15 @@ DEMO_CARDS = {"baseline": "vit_nano_fmnist", "elliptical": "vit_nano_elliptical_
 class DemoPlan:
     suite: str
     limit: int
+    corruption_suite: str
+    corruption_limit: int
     train_steps: int  # only when no shipped checkpoints exist
     train_limit: int
 
 
 PLANS = {
-    "full": DemoPlan(suite="demo", limit=500, train_steps=300, train_limit=20000),
-    "quick": DemoPlan(suite="smoke", limit=200, train_steps=60, train_limit=4000),
+    "full": DemoPlan("demo", 500, "demo-corruptions", 500, train_steps=300, train_limit=20000),
+    "quick": DemoPlan("smoke", 200, "corruptions-smoke", 100, train_steps=60, train_limit=4000),
 }
 
 
@@ -50,6 +54,8 @@ PLANS = {
 class DemoResult:
     reports: list[tuple[Path, Report]]
     comparison: Comparison
+    corruption_reports: list[tuple[Path, Report]]
+    corruption_comparison: Comparison
     figures: list[Path] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)  # everything the demo wrote, sorted
 
@@ -163,25 +169,48 @@ def run_demo(out_dir: Path, *, quick: bool = False, progress: Progress | None = 
     step = _Steps()
     plan = PLANS["quick" if quick else "full"]
     models = _models(plan, out_dir)
-    reports: list[tuple[Path, Report]] = []
-    for role, (model, checkpoint) in models.items():
-        path = out_dir / f"{role}.json"
-        step("evaluating %s (%s): suite %s on %d samples", role, model, plan.suite, plan.limit)
-        request = EvalRequest(
-            suite=plan.suite,
-            data="fashion-mnist",
-            out=path,
-            model=model,
-            checkpoint=checkpoint,
-            limit=plan.limit,
-            batch_size=200,
-            overwrite=True,
-            command=["robench", "demo", *(["--quick"] if quick else [])],
-        )
-        reports.append((path, evaluate(request, progress=progress)))
+    command = ["robench", "demo", *(["--quick"] if quick else [])]
+
+    def evaluate_all(suite: str, limit: int, suffix: str) -> list[tuple[Path, Report]]:
+        reports = []
+        for role, (model, checkpoint) in models.items():
+            path = out_dir / f"{role}{suffix}.json"
+            step("evaluating %s (%s): suite %s on %d samples", role, model, suite, limit)
+            request = EvalRequest(
+                suite=suite,
+                data="fashion-mnist",
+                out=path,
+                model=model,
+                checkpoint=checkpoint,
+                limit=limit,
+                batch_size=200,
+                overwrite=True,
+                command=command,
+            )
+            reports.append((path, evaluate(request, progress=progress)))
+        return reports
+
+    reports = evaluate_all(plan.suite, plan.limit, "")
+    corrupted = evaluate_all(plan.corruption_suite, plan.corruption_limit, "-corruptions")
     comparison = build_comparison([(str(p), r) for p, r in reports], metrics=["top1"])
+    corruption_comparison = build_comparison([(str(p), r) for p, r in corrupted], metrics=["top1"])
     step("drawing the figures")
     roles = list(models)
     figures = _figures(models, [(roles[i], r) for i, (_, r) in enumerate(reports)], out_dir)
+    figures += _corruption_figures([(roles[i], r) for i, (_, r) in enumerate(corrupted)], out_dir)
     step("done")
-    return DemoResult(reports, comparison, figures, _written_since(out_dir, started))
+    return DemoResult(
+        reports,
+        comparison,
+        corrupted,
+        corruption_comparison,
+        figures,
+        _written_since(out_dir, started),
+    )
+
+
+def _corruption_figures(reports: list[tuple[str, Report]], out_dir: Path) -> list[Path]:
+    from robench.results.corruption_plots import plot_corruption_figures
+
+    named = {f"{report.model.name} ({role})": report for role, report in reports}
+    return plot_corruption_figures(named, out_dir, "demo")

@@ -73,10 +73,19 @@ def compare_command(
         ),
     ] = None,
     ci: Annotated[bool, typer.Option("--ci", help="Show the 95% confidence intervals.")] = False,
+    per_corruption: Annotated[
+        bool,
+        typer.Option(
+            "--per-corruption",
+            help="Instead: a row per corruption, a column per model, top-1 accuracy averaged "
+            "over the severities, and a last row `mean`.",
+        ),
+    ] = False,
 ) -> None:
     """Compare reports side by side: best value bold, second best underlined.
 
     One row per report, one column per perturbation and metric; best is direction-aware (↑/↓).
+    Aggregates in the reports (corruption errors, mean accuracies) follow as extra columns.
 
     Columns that are not comparable are dropped, and different sample sets flagged, on stderr.
 
@@ -86,16 +95,31 @@ def compare_command(
       robench compare runs/deit.json runs/deit_elliptical.json
       robench compare runs/*.json --format latex --metric top1 > table2.tex
       robench compare runs/*.json -r runs/deit.json --ci --format markdown
+      robench compare runs/resnet50-c.json runs/vit-c.json --per-corruption
     """
+    name = fmt.value if fmt is not None else ("rich" if out.is_terminal else "markdown")
+    if per_corruption:
+        _per_corruption(reports, name)
+        return
     from robench.results.compare import build_comparison
     from robench.results.compare_formats import COMPARE_FORMATS
 
     loaded, reference_index = _with_reference(reports, reference)
     comparison = build_comparison(loaded, metrics=parse_metrics(metric), reference=reference_index)
-    for note in comparison.notes:
+    _show(COMPARE_FORMATS.get(name)(comparison, ci), comparison.notes)
+
+
+def _per_corruption(paths: list[Path], name: str) -> None:
+    from robench.results.per_corruption import PER_CORRUPTION_FORMATS, build_per_corruption
+
+    table = build_per_corruption([(str(path), read_report(path)) for path in paths])
+    _show(PER_CORRUPTION_FORMATS.get(name)(table), table.notes)
+
+
+def _show(rendered: object, notes: list[str]) -> None:
+    """Notes on stderr, the table on stdout (text as is, rich renderables printed)."""
+    for note in notes:
         err.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
-    name = fmt.value if fmt is not None else ("rich" if out.is_terminal else "markdown")
-    rendered = COMPARE_FORMATS.get(name)(comparison, ci)
     if isinstance(rendered, str):
         typer.echo(rendered)
     else:

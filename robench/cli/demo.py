@@ -19,11 +19,13 @@ def demo_command(
         Path, typer.Option("--out-dir", "-o", help="Where reports and figures go.")
     ] = Path("runs/demo"),
 ) -> None:
-    """Baseline vs Elliptical nano ViT on Fashion-MNIST: attacks, diagnostics, figures.
+    """Baseline vs Elliptical nano ViT on Fashion-MNIST: attacks, corruptions, diagnostics,
+    figures.
 
-    Evaluates the shipped checkpoints (models/) with the `demo` suite (`smoke` with --quick),
-    prints the paper-style comparison on stdout and writes reports and figures to --out-dir,
-    then lists the files it wrote. Progress goes to stderr.
+    Evaluates the shipped checkpoints (models/) with the `demo` suite (`smoke` with --quick)
+    and the `demo-corruptions` suite (`corruptions-smoke` with --quick), prints the
+    paper-style comparison and a per-corruption table on stdout, writes reports and figures
+    to --out-dir, then lists the files it wrote. Progress goes to stderr.
 
     The committed copy in reports/demo/ is refreshed only on request: `make demo-reports` (or
     `--out-dir reports/demo`).
@@ -34,18 +36,34 @@ def demo_command(
     """
     from robench.cli._demo import run_demo
     from robench.results.compare_formats import COMPARE_FORMATS
+    from robench.results.per_corruption import PER_CORRUPTION_FORMATS, build_per_corruption
 
     result = run_demo(out_dir, quick=quick, progress=make_progress())
     fmt = "rich" if out.is_terminal else "markdown"
-    rendered = COMPARE_FORMATS.get(fmt)(result.comparison, False)
-    if isinstance(rendered, str):
-        typer.echo(rendered)
-    else:
-        out.print(rendered)
+    _print(COMPARE_FORMATS.get(fmt)(result.comparison, False))
     for note in result.comparison.notes:
         err.print(f"note: {note}", highlight=False)
+    paths = [(str(path), report) for path, report in result.corruption_reports]
+    per_corruption = build_per_corruption(paths)
+    typer.echo("\nTop-1 (%) under corruptions, averaged over severities:")
+    _print(PER_CORRUPTION_FORMATS.get(fmt)(per_corruption))
+    for path, report in result.corruption_reports:
+        for aggregate in report.aggregates:
+            if aggregate.name == "mean_corruption_accuracy" and aggregate.value is not None:
+                low, high = aggregate.ci95 or (aggregate.value, aggregate.value)
+                typer.echo(
+                    f"{report.model.name}: mean corruption accuracy {100 * aggregate.value:.1f}% "
+                    f"(95% CI {100 * low:.1f}-{100 * high:.1f}, paired bootstrap) [{path.name}]"
+                )
     figures = set(result.figures)
     err.print(f"wrote {len(result.files)} files:", highlight=False)
     for path in result.files:
         kind = "figure" if path in figures or path.suffix == ".png" else "file"
         err.print(f"  {kind}: {path}", highlight=False)
+
+
+def _print(rendered: object) -> None:
+    if isinstance(rendered, str):
+        typer.echo(rendered)
+    else:
+        out.print(rendered)

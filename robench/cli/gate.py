@@ -69,7 +69,8 @@ def gate_command(
     Every perturbation and metric of the baseline is a check. A drop within the policy's
     tolerance passes; beyond it, a one-sided paired test (exact McNemar on per-sample
     correctness) decides: significant at alpha -> regressed, otherwise inconclusive with an
-    estimate of the samples needed. Both reports must share suite, version and samples.
+    estimate of the samples needed. Aggregates over results are checks too (paired bootstrap
+    over samples). Both reports must share suite, version and samples.
     Built-in policy: alpha 0.05; clean top1 may drop 1 pp, everything else 2 pp.
 
     Exit codes: 0 pass (or inconclusive without --strict), 1 regression, 2 bad input,

@@ -26,8 +26,8 @@ from robench.data.image_folder import ImageFolderDataset
 from robench.data.imagenet_c import ImageNetC, looks_like_imagenet_c
 from robench.data.imagenet_shift import (
     ImageNetSketchFolder,
-    ImageNetWnidFolder,
     ImageNetV2Folder,
+    ImageNetWnidFolder,
     LabelSpaceFolder,
     looks_like_imagenet_v2,
 )

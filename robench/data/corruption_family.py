@@ -15,31 +15,14 @@ from pathlib import Path
 
 import torch
 
+from robench._core.corruption_names import ALL as ALL_CORRUPTIONS
+from robench._core.corruption_names import EXTRA as EXTRA_CORRUPTIONS
+from robench._core.corruption_names import SEVERITIES
+from robench._core.corruption_names import STANDARD as CORRUPTIONS
 from robench._core.errors import DataError
 from robench.data.labeled import LabeledImages
 
-# The 15 ImageNet-C / CIFAR-10-C benchmark corruptions (noise, blur, weather, digital).
-CORRUPTIONS: tuple[str, ...] = (
-    "gaussian_noise",
-    "shot_noise",
-    "impulse_noise",
-    "defocus_blur",
-    "glass_blur",
-    "motion_blur",
-    "zoom_blur",
-    "snow",
-    "frost",
-    "fog",
-    "brightness",
-    "contrast",
-    "elastic_transform",
-    "pixelate",
-    "jpeg_compression",
-)
-# The 4 held-out "extra" corruptions released alongside them.
-EXTRA_CORRUPTIONS: tuple[str, ...] = ("speckle_noise", "gaussian_blur", "spatter", "saturate")
-ALL_CORRUPTIONS: tuple[str, ...] = CORRUPTIONS + EXTRA_CORRUPTIONS
-SEVERITIES: tuple[int, ...] = (1, 2, 3, 4, 5)
+__all__ = ["ALL_CORRUPTIONS", "CORRUPTIONS", "EXTRA_CORRUPTIONS", "SEVERITIES", "CorruptionFamily"]
 
 Key = tuple[str, int]  # (corruption, severity)
 

@@ -57,6 +57,7 @@ def resolve_jobs(
             skip(planned, key, f"dataset {base!r} was not given; pass --data {base}=PATH{hint}.")
             continue
         source = data[key]
+        root = getattr(source.dataset, "root", key)
         members = getattr(source.dataset, "members", None)
         if members is None:
             jobs.append((key, Job(planned, source)))
@@ -69,7 +70,7 @@ def resolve_jobs(
                 skip(
                     planned,
                     key,
-                    f"{source.dataset.root} holds corrupted images only; pass the clean images "
+                    f"{root} holds corrupted images only; pass the clean images "
                     f"as --data {CLEAN_DATASET}=PATH to evaluate {planned.label!r}.",
                 )
             continue
@@ -79,7 +80,7 @@ def resolve_jobs(
             skip(
                 planned,
                 key,
-                f"{source.dataset.root} has no {corruption} at severity {severity} "
+                f"{root} has no {corruption} at severity {severity} "
                 f"(expected {corruption}/{severity}/ in it).",
             )
             continue

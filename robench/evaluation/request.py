@@ -50,7 +50,6 @@ from robench.results.report import (
     DiagnosticResult,
     LabelSpaceInfo,
     MetricValue,
-    MissingResult,
     ModelInfo,
     PerturbationResult,
     Report,
@@ -456,9 +455,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         note = task.adaptation_note(source.dataset, loaded.preprocessing)
         if note and note not in warnings:
             warnings.append(note)
-    jobs, missing = resolve_jobs(
-        loaded_suite.plan, data, loaded_suite.suite.datasets, default_name
-    )
+    jobs, missing = resolve_jobs(loaded_suite.plan, data, loaded_suite.suite.datasets, default_name)
     for gone in missing:
         logger.warning("not evaluated: %s: %s", gone.name, gone.reason)
     if loaded.checkpoint is None:

@@ -16,9 +16,9 @@ from __future__ import annotations
 # Imported for their side effect: each module registers its kinds.
 from robench.perturbations import clean  # noqa: F401
 from robench.perturbations.adversarial import params  # noqa: F401
-from robench.perturbations.corruptions import params as corruption_params  # noqa: F401
 from robench.perturbations.base import PERTURBATIONS as PERTURBATIONS
 from robench.perturbations.base import Perturbation as Perturbation
 from robench.perturbations.base import build_perturbation as build_perturbation
+from robench.perturbations.corruptions import params as corruption_params  # noqa: F401
 
 __all__ = ["PERTURBATIONS", "Perturbation", "build_perturbation"]

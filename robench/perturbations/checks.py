@@ -68,7 +68,6 @@ def check_pixel_values(images: torch.Tensor, *, name: str) -> None:
         )
 
 
-
 def check_adversarial(
     clean: torch.Tensor,
     adv: torch.Tensor,

@@ -137,7 +137,7 @@ def _dataset_notes(labels: list[str], reports: list[Report]) -> list[str]:
     return notes
 
 
-def _comparable(params: Mapping[str, Any]) -> str:
+def comparable_params(params: Mapping[str, Any]) -> str:
     """The parameters two reports' results must share to share a column, as one string.
 
     The threat model is one of them: results under different norms ("linf", "l2") never
@@ -176,7 +176,7 @@ def _collect(
     for key, by_row in seen.items():
         name = "/".join(key)
         absent = [label for label in labels if label not in by_row]
-        params = {_comparable(p) for p, _ in by_row.values()}
+        params = {comparable_params(p) for p, _ in by_row.values()}
         directions = {d for _, d in by_row.values()}
         if absent:
             missing.append(f"{name} (missing in {', '.join(absent)})")
@@ -205,7 +205,7 @@ def _protocol(report: Report, aggregate: AggregateResult) -> dict[str, object]:
     return {
         "kind": aggregate.kind,
         "members": sorted(aggregate.members),
-        "member parameters": sorted(_comparable(r.params) for r in members),
+        "member parameters": sorted(comparable_params(r.params) for r in members),
         "dataset": aggregate.dataset,
         "classes": data.classes if data else None,
         "label space": data.label_space.sha256 if data and data.label_space else None,
@@ -266,7 +266,7 @@ def _sample_notes(labels: list[str], reports: list[Report], columns: list[Column
     return notes
 
 
-def _marks(values: list[float], higher_is_better: bool) -> list[str]:
+def best_marks(values: list[float], higher_is_better: bool) -> list[str]:
     """Bold the best, underline the second best; ties (at 2 decimals) share a mark."""
     shown = [round(value, 2) for value in values]
     distinct = sorted(set(shown), reverse=higher_is_better)  # best first
@@ -295,7 +295,7 @@ def _cells(
         measured = [metrics[column.key] for metrics in found]
         shown = [value * scale for value, _ in measured]
         base = shown[reference] if reference is not None else None
-        marks = _marks(shown, column.higher_is_better)
+        marks = best_marks(shown, column.higher_is_better)
         for label, (_, ci95), value, mark in zip(labels, measured, shown, marks, strict=True):
             cells[label, column.key] = Cell(
                 value=value,

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from robench._core.corruption_names import GROUP_OF
 from robench.results.plots import NOTE_SIZE, LineStyle, _colours, new_figure, save_figure
 
 if TYPE_CHECKING:
@@ -52,27 +53,7 @@ logger = logging.getLogger(__name__)
 
 # Corruption -> family, in the order figures list them: ImageNet-C's 15 benchmark corruptions
 # by family, then its 4 held-out extra ones (Hendrycks & Dietterich, ICLR 2019).
-CORRUPTION_FAMILIES: dict[str, str] = {
-    "gaussian_noise": "noise",
-    "shot_noise": "noise",
-    "impulse_noise": "noise",
-    "defocus_blur": "blur",
-    "glass_blur": "blur",
-    "motion_blur": "blur",
-    "zoom_blur": "blur",
-    "snow": "weather",
-    "frost": "weather",
-    "fog": "weather",
-    "brightness": "weather",
-    "contrast": "digital",
-    "elastic_transform": "digital",
-    "pixelate": "digital",
-    "jpeg_compression": "digital",
-    "speckle_noise": "extra",
-    "gaussian_blur": "extra",
-    "spatter": "extra",
-    "saturate": "extra",
-}
+CORRUPTION_FAMILIES: dict[str, str] = GROUP_OF  # display order and family rules
 _METRIC_NAMES = {"top1": "top-1", "top5": "top-5"}
 _DATASET_STYLES: tuple[LineStyle, ...] = (
     "-",

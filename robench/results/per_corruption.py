@@ -19,7 +19,7 @@ from rich.table import Table
 from robench._core.errors import ConfigError
 from robench._core.registry import Registry
 from robench.results.aggregates import corruption_groups
-from robench.results.compare import _comparable, _marks, row_labels
+from robench.results.compare import best_marks, comparable_params, row_labels
 from robench.results.compare_formats import LATEX, MARKDOWN, RICH, Markup
 from robench.results.report import Report
 
@@ -40,12 +40,12 @@ class PerCorruption:
 
 def _keyed(report: Report) -> dict[tuple[str, str, int], tuple[str, float]]:
     """(dataset, corruption, severity) -> (comparable params, top-1 accuracy)."""
-    found = {}
+    found: dict[tuple[str, str, int], tuple[str, float]] = {}
     for dataset, results in corruption_groups(report).items():
         for r in results:
             key = (dataset, str(r.params["corruption"]), int(r.params.get("severity", 0)))
             if "top1" in r.metrics:
-                found.setdefault(key, (_comparable(r.params), r.metrics["top1"].value))
+                found.setdefault(key, (comparable_params(r.params), r.metrics["top1"].value))
     return found
 
 
@@ -75,7 +75,7 @@ def build_per_corruption(reports: Sequence[tuple[str, Report]]) -> PerCorruption
             values = [100 * sum(found[k][1] for k in keys) / len(keys) for found in keyed]
             for model, value in zip(labels, values, strict=True):
                 means[model].append(value)
-        for model, value, mark in zip(labels, values, _marks(values, True), strict=True):
+        for model, value, mark in zip(labels, values, best_marks(values, True), strict=True):
             cells[row, model] = (value, mark)
     notes = []
     if dropped:

@@ -265,6 +265,8 @@ def read_report(path: Path) -> Report:
             raise ConfigError(
                 f"report {path} says schema_version 1 but lacks its fields ({exc!r})."
             ) from None
+    # Later versions only add optional keys: an older report is read as the current one.
+    data["schema_version"] = SCHEMA_VERSION
     try:
         return Report.model_validate(data)
     except ValidationError as exc:

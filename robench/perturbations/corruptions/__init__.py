@@ -13,18 +13,8 @@ scikit-image, SciPy, numba) load on the first corrupted image.
 
 from __future__ import annotations
 
-# The 15 corruptions of ImageNet-C, in the benchmark's order, by group.
-GROUPS: dict[str, tuple[str, ...]] = {
-    "noise": ("gaussian_noise", "shot_noise", "impulse_noise"),
-    "blur": ("defocus_blur", "glass_blur", "motion_blur", "zoom_blur"),
-    "weather": ("snow", "frost", "fog", "brightness"),
-    "digital": ("contrast", "elastic_transform", "pixelate", "jpeg_compression"),
-}
-STANDARD: tuple[str, ...] = tuple(name for names in GROUPS.values() for name in names)
-# Held-out corruptions of the ImageNet-C paper (its "validation" set), in library order.
-EXTRA: tuple[str, ...] = ("speckle_noise", "gaussian_blur", "spatter", "saturate")
-ALL: tuple[str, ...] = STANDARD + EXTRA
-SEVERITIES: tuple[int, ...] = (1, 2, 3, 4, 5)
+from robench._core.corruption_names import ALL, EXTRA, GROUPS, SEVERITIES, STANDARD
+
 IMPLEMENTATIONS: tuple[str, ...] = ("fast", "reference")
 
 # Imported after the constants, which `apply` reads from this package.

@@ -23,6 +23,7 @@ from numba import njit
 logger = logging.getLogger(__name__)
 
 F = TypeVar("F", bound=Callable[..., Any])
+_uncached: list[str] = []  # kernels numba could not cache; warn about the first only
 
 
 def _jit(function: F) -> F:
@@ -30,7 +31,9 @@ def _jit(function: F) -> F:
     try:
         return cast(F, njit(cache=True)(function))
     except RuntimeError as error:  # numba: "cannot cache function ...: no locator available"
-        logger.warning("numba cannot cache %s (%s); compiling it per process", function, error)
+        log = logger.debug if _uncached else logger.warning
+        _uncached.append(function.__name__)
+        log("numba cannot cache %s (%s); compiling per process", function.__name__, error)
         return cast(F, njit(function))
 
 

@@ -2,15 +2,19 @@
 
 `corrupt_reference` seeds numpy's global RNG with `seed`, calls the library's corruption
 function directly and converts its result as `imagecorruptions.corrupt` does (`np.uint8`,
-which truncates floats). `glass_blur` and `impulse_noise` draw from their own generators, so
-they also receive `seed`; without it each call would use a fresh unseeded one. Numpy's global
-RNG state is restored afterwards, so a call leaves no trace in the caller's randomness.
+which truncates floats), into a writable C-contiguous array. `glass_blur` and
+`impulse_noise` draw from their own generators, so they also receive `seed`; without it each
+call would use a fresh unseeded one. Numpy's global RNG state is restored afterwards, so a
+call leaves no trace in the caller's randomness. Threads share that global state, so corrupt
+from one thread per process (DataLoader workers are processes, which is fine).
 
 For images of at least 32 x 32 pixels, the library's own minimum, the output equals
 `np.random.seed(seed); imagecorruptions.corrupt(image, severity, name[, seed=seed])`.
 
-Smaller images (Fashion-MNIST is 28 x 28) bypass `corrupt`'s size check. 18 of the 19
-corruptions behave at that size as they do at 32 px. `motion_blur` does not: its kernel is
+Smaller images (Fashion-MNIST is 28 x 28) bypass `corrupt`'s size check. At 28 x 28 all 19
+corruptions run and keep the shape, and 18 behave as they do at 32 px: frost crops from
+photographs far larger than the image, fog's plasma map is 32 x 32 as for a 32 px image, and
+the layers zoom_blur and snow zoom still cover the image. `motion_blur` does not: its kernel is
 2 * radius + 1 taps long (21 to 41), and the library stops adding taps once a shift reaches
 the image side, so the remaining weight is lost and the image darkens (a flat grey 200 comes
 back as low as 188 at 28 px, severity 5). Such images are edge-padded (bottom and right) to
@@ -62,7 +66,7 @@ def with_small_image_padding(
         return corrupt(image, name, severity, seed)
     pad = ((0, max(side - height, 0)), (0, max(side - width, 0)), (0, 0))
     padded = np.pad(image, pad, mode="edge")
-    return corrupt(padded, name, severity, seed)[:height, :width]
+    return np.ascontiguousarray(corrupt(padded, name, severity, seed)[:height, :width])
 
 
 def _call_library(image: np.ndarray, name: str, severity: int, seed: int) -> np.ndarray:
@@ -72,7 +76,9 @@ def _call_library(image: np.ndarray, name: str, severity: int, seed: int) -> np.
     kwargs = {"seed": seed} if name in SEEDED_BY_ARGUMENT else {}
     with seeded_global_rng(seed):
         result = corruption_dict[name](Image.fromarray(image), severity, **kwargs)
-    return np.uint8(result)
+    # np.uint8 of a PIL image (pixelate, jpeg_compression) is a read-only view, and
+    # defocus_blur's is a transposed one: hand back a writable, contiguous array.
+    return np.require(np.uint8(result), requirements=("C", "W", "O"))
 
 
 def corrupt_reference(image: np.ndarray, name: str, severity: int, seed: int) -> np.ndarray:
