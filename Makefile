@@ -48,6 +48,9 @@ $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP_INSTALL) --upgrade pip
 	$(PIP_INSTALL) -e '.[test]'
+	# OpenCV (behind imagecorruptions) needs libGL and GLib, absent from minimal Debian images.
+	$(BIN)/python -c "import cv2" 2>/dev/null || { $(SUDO) apt-get update -q && \
+		$(SUDO) apt-get install -y -q libgl1 libglib2.0-0; }
 	touch $(STAMP)
 
 # Re-resolve the dependencies of pyproject.toml in a scratch environment and pin the result.
