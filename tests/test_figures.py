@@ -363,3 +363,11 @@ def test_matplotlib_is_imported_only_to_draw() -> None:
         "assert 'matplotlib' not in sys.modules, 'matplotlib imported eagerly'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_one_attack_at_several_budgets_is_one_series_in_a_current_report() -> None:
+    """Budget keys of schema 2+ (`budget_display`) must not split an attack's sweep."""
+    report = read_report(Path(__file__).parents[1] / "reports" / "demo" / "baseline.json")
+    series = {s.attack: s for s in accuracy_series({"m": report})}
+    assert [round(p.eps * 255) for p in series["FGSM"].points] == [1, 4, 8]
+    assert [round(p.eps * 255) for p in series["PGD-20"].points] == [1, 4, 8]

@@ -318,7 +318,14 @@ _SPARE_STYLES: tuple[tuple[LineStyle, str], ...] = (
     ("-.", ">"),
 )
 # Params that set the budget rather than the attack: they vary along one line.
-_BUDGET_PARAMS = {"eps", "eps_display", "step_size", "step_size_display", "max_samples"}
+_BUDGET_PARAMS = {
+    "eps",
+    "eps_display",
+    "budget_display",
+    "step_size",
+    "step_size_display",
+    "max_samples",
+}
 
 
 def accuracy_series(reports: Mapping[str, Report], *, metric: str = "top1") -> list[AccuracySeries]:

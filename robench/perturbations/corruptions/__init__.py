@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 IMPLEMENTATIONS: tuple[str, ...] = ("fast", "reference")
 
 
-
 def corrupt_image(
     image: np.ndarray, name: str, severity: int, seed: int, implementation: str = "fast"
 ) -> np.ndarray:
@@ -31,6 +30,7 @@ def corrupt_image(
     from robench.perturbations.corruptions.apply import corrupt_image as corrupt
 
     return corrupt(image, name, severity, seed, implementation)
+
 
 __all__ = [
     "ALL",
