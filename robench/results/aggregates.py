@@ -112,16 +112,23 @@ def _imagenet_reason(report: Report, dataset: str, name: str) -> str | None:
     )
 
 
+VALIDATION_DATASETS = ("clean", "val")  # names of the clean ImageNet validation set
+
+
 def _clean_for(report: Report, dataset: str) -> tuple[PerturbationResult | None, str | None]:
     """The clean result relative mCE subtracts: the dataset's own, else the only clean
-    result on an ImageNet-1k dataset; or the reason there is none."""
+    result on an ImageNet-1k dataset (or the only one on a dataset named in
+    VALIDATION_DATASETS); or the reason there is none."""
     cleans = [r for r in report.results if r.kind == "clean"]
     same = [r for r in cleans if r.dataset == dataset]
     if same:
         return same[0], None
     imagenet = [r for r in cleans if _imagenet_reason(report, r.dataset, "") is None]
-    if len(imagenet) == 1:
-        return imagenet[0], None
+    # Beside ImageNet-V2 or -Sketch (also 1000 classes), the validation set is the one named
+    # "clean" or "val", as the shipped suites name it.
+    validation = [r for r in imagenet if r.dataset in VALIDATION_DATASETS]
+    if len(imagenet) == 1 or len(validation) == 1:
+        return (validation or imagenet)[0], None
     found = "several" if imagenet else "no"
     return None, (
         f"relative mCE needs the model's clean ImageNet error and the report has {found} "
