@@ -24,6 +24,8 @@ import sys
 import time
 from pathlib import Path
 
+from report_sections import write_section
+
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "reports" / "demo"
 ROBENCH = [sys.executable, "-m", "robench"]
@@ -115,13 +117,7 @@ def main() -> None:
     times = measure(args.rounds)
     section = render(times, args.rounds, before, _load())
     print(section)
-    text = args.output.read_text() if args.output.exists() else ""
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    args.output.write_text(text)
+    write_section(args.output, section, START, END)
 
 
 if __name__ == "__main__":

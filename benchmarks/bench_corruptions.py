@@ -34,6 +34,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
+from report_sections import write_section  # noqa: E402
 
 from robench.perturbations.corruptions import ALL, SEVERITIES, STANDARD  # noqa: E402
 from robench.perturbations.corruptions.fast import FAST_NAMES, corrupt_fast  # noqa: E402
@@ -238,13 +239,7 @@ def main() -> None:
     }
     section = render(args, results, (before, _load()))
     print(section)
-    text = args.output.read_text() if args.output.exists() else ""
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    args.output.write_text(text)
+    write_section(args.output, section, START, END)
 
 
 if __name__ == "__main__":

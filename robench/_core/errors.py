@@ -5,6 +5,8 @@ Every message is one sentence that names the bad value, what was expected and th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 EXIT_OK = 0
 EXIT_REGRESSION = 1
 EXIT_USAGE = 2
@@ -38,3 +40,9 @@ class AttackCheckError(RobenchError):
 
 class ResumeError(RobenchError):
     """A per-sample results file does not belong to the run being resumed."""
+
+
+def shown_names(names: Sequence[str], limit: int = 5) -> str:
+    """The first `limit` names quoted, and how many more, for a one-sentence message."""
+    more = f" (and {len(names) - limit} more)" if len(names) > limit else ""
+    return ", ".join(repr(name) for name in names[:limit]) + more

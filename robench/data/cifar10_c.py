@@ -15,9 +15,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from robench._core.errors import DataError
+from robench._core.errors import DataError, shown_names
 from robench.data.corruption_family import ALL_CORRUPTIONS, SEVERITIES, CorruptionFamily
-from robench.data.image_folder import _shown
 from robench.data.labeled import LabeledImages
 from robench.data.preprocessing import Preprocessing
 
@@ -152,7 +151,8 @@ class Cifar10C(CorruptionFamily):
         )
         if unknown:
             raise DataError(
-                f"{root} holds .npy files that are not CIFAR-10-C corruptions: {_shown(unknown)}; "
+                f"{root} holds .npy files that are not CIFAR-10-C corruptions: "
+                f"{shown_names(unknown)}; "
                 f"expected labels.npy and <corruption>.npy with corruptions among "
                 f"{', '.join(ALL_CORRUPTIONS)}, so move the others out."
             )

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import torch
 from PIL import Image
 
-from robench._core.errors import DataError
+from robench._core.errors import DataError, shown_names
 from robench.data.class_map import ClassMap
 from robench.data.labeled import LabeledImages
 from robench.data.preprocessing import Preprocessing
@@ -37,11 +37,6 @@ _NUMERIC = re.compile(r"[0-9]+")
 
 # Errors PIL raises on a file it cannot decode.
 _IMAGE_ERRORS = (OSError, ValueError, SyntaxError, Image.DecompressionBombError)
-
-
-def _shown(names: list[str], limit: int = 5) -> str:
-    more = f" (and {len(names) - limit} more)" if len(names) > limit else ""
-    return ", ".join(repr(n) for n in names[:limit]) + more
 
 
 def _images_in(folder: Path) -> list[Path]:
@@ -86,7 +81,7 @@ def _indices_from_map(root: Path, folder_names: list[str], class_map: ClassMap) 
     if unknown:
         raise DataError(
             f"{root} has class folders that are not in class map {class_map.path}: "
-            f"{_shown(unknown)}; add them to the class map or remove them from {root}."
+            f"{shown_names(unknown)}; add them to the class map or remove them from {root}."
         )
     return list(class_map.names)
 
@@ -144,7 +139,7 @@ class FolderImages(LabeledImages):
             raise DataError(self._no_images_message(root, folders))
         if empty:
             logger.warning(
-                "%d class folder(s) of %s hold no images: %s", len(empty), root, _shown(empty)
+                "%d class folder(s) of %s hold no images: %s", len(empty), root, shown_names(empty)
             )
         if _images_in(root):
             logger.warning("images directly inside %s are ignored; only class folders count", root)
@@ -202,7 +197,7 @@ class ImageFolderDataset(FolderImages):
             )
         if class_map is None and set(folders) <= _SPLIT_FOLDER_NAMES:
             raise DataError(
-                f"{root} holds split folders ({_shown(sorted(folders))}) rather than class "
+                f"{root} holds split folders ({shown_names(sorted(folders))}) rather than class "
                 f"folders; point --data at one split, e.g. {root / sorted(folders)[0]}."
             )
         if class_map is None:

@@ -14,12 +14,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from robench._core.errors import DataError
+from robench._core.errors import DataError, shown_names
 from robench.data.corruption_family import ALL_CORRUPTIONS, SEVERITIES, CorruptionFamily
 from robench.data.image_folder import (
     FolderImages,
     _indices_from_names,
-    _shown,
     class_folders,
 )
 from robench.data.imagenet_classes import WNID, imagenet_1k_labels, imagenet_1k_wnids
@@ -73,7 +72,7 @@ def corruption_folders(root: Path) -> dict[str, Path]:
                 found[name] = candidate
     if unknown:
         raise DataError(
-            f"{root} has folders that are not ImageNet-C corruptions: {_shown(unknown)}; "
+            f"{root} has folders that are not ImageNet-C corruptions: {shown_names(unknown)}; "
             f"expected ROOT/<corruption>/<severity>/<wnid>/<image> (or ROOT/extra/<corruption>/"
             f"...) with corruptions among {', '.join(ALL_CORRUPTIONS)}, so move the others out."
         )
@@ -91,7 +90,7 @@ def _severity_folders(folder: Path) -> dict[int, Path]:
         p.name for p in subfolders if not _NUMBER.fullmatch(p.name) or int(p.name) not in SEVERITIES
     ]
     if bad or not subfolders:
-        what = f"has folders {_shown(bad)}" if bad else "has no severity folders"
+        what = f"has folders {shown_names(bad)}" if bad else "has no severity folders"
         raise DataError(
             f"ImageNet-C corruption folder {folder} {what}; expected severity folders "
             f"{', '.join(map(str, SEVERITIES))} holding <wnid>/<image>."

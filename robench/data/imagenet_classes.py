@@ -11,7 +11,7 @@ import functools
 import re
 from pathlib import Path
 
-from robench._core.errors import DataError
+from robench._core.errors import DataError, shown_names
 
 CLASSES_DIR = Path(__file__).resolve().parent / "classes"
 
@@ -82,11 +82,9 @@ def imagenet_1k_labels(root: Path, folder_names: list[str], layout: str) -> dict
     index = imagenet_1k_index()
     unknown = sorted(name for name in folder_names if name not in index)
     if unknown:
-        shown = ", ".join(repr(n) for n in unknown[:5]) + (
-            f" (and {len(unknown) - 5} more)" if len(unknown) > 5 else ""
-        )
         raise DataError(
-            f"{root} has {len(unknown)} class folder(s) that are not ImageNet-1k wnids: {shown}; "
+            f"{root} has {len(unknown)} class folder(s) that are not ImageNet-1k wnids: "
+            f"{shown_names(unknown)}; "
             f"the {layout} layout expects ROOT/<wnid>/<image> with wnids of "
             "robench/data/classes/imagenet1k_wnids.txt, so rename or remove them."
         )

@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from robench._core.errors import DataError
-from robench.data.image_folder import FolderImages, _shown, class_folders
+from robench._core.errors import DataError, shown_names
+from robench.data.image_folder import FolderImages, class_folders
 from robench.data.imagenet_classes import imagenet_1k_labels, imagenet_1k_wnids
 from robench.data.label_space import LabelSpace, read_label_space
 from robench.data.preprocessing import Preprocessing
@@ -43,9 +43,9 @@ def _mismatch(root: Path, space: LabelSpace, folders: set[str]) -> str:
     unknown = sorted(folders - set(space.wnids))
     parts = []
     if missing:
-        parts.append(f"{len(missing)} listed wnid(s) have no folder ({_shown(missing)})")
+        parts.append(f"{len(missing)} listed wnid(s) have no folder ({shown_names(missing)})")
     if unknown:
-        parts.append(f"{len(unknown)} folder(s) are not in the list ({_shown(unknown)})")
+        parts.append(f"{len(unknown)} folder(s) are not in the list ({shown_names(unknown)})")
     others = [
         _TITLES.get(name, name)
         for name in _TITLES
@@ -109,7 +109,7 @@ class ImageNetV2Folder(FolderImages):
         if bad:
             raise DataError(
                 f"{root} has {len(bad)} class folder(s) that are not ImageNet-1k class indices: "
-                f"{_shown(bad)}; the imagenet-v2 layout expects folders named 0 .. 999 (no "
+                f"{shown_names(bad)}; the imagenet-v2 layout expects folders named 0 .. 999 (no "
                 "leading zeros), so rename or remove them."
             )
         super().__init__(

@@ -18,10 +18,9 @@ from pathlib import Path
 
 import torch
 
-from robench._core.errors import DataError
+from robench._core.errors import DataError, shown_names
 from robench._core.registry import did_you_mean
 from robench.data.corruption_family import CorruptionFamily
-from robench.data.image_folder import _shown
 from robench.data.imagenet_classes import (
     WNID,
     imagenet_1k_index,
@@ -54,7 +53,7 @@ class LabelSpace:
         if unknown:
             raise DataError(
                 f"label space {name} lists {len(unknown)} wnid(s) that are not ImageNet-1k "
-                f"classes: {_shown(unknown)}; list only wnids of "
+                f"classes: {shown_names(unknown)}; list only wnids of "
                 "robench/data/classes/imagenet1k_wnids.txt."
             )
         digest = hashlib.sha256("\n".join(wnids).encode("ascii")).hexdigest()
@@ -132,7 +131,7 @@ def restrict_to_label_space(dataset: LabeledImages, space: LabelSpace) -> Labele
     if not_wnids:
         raise DataError(
             f"dataset {dataset.root} has classes that are not ImageNet wnids "
-            f"({_shown(not_wnids)}), so label space {space.name} cannot select from it; use "
+            f"({shown_names(not_wnids)}), so label space {space.name} cannot select from it; use "
             "data whose class folders are wnids like n01440764 (the ImageNet val layout)."
         )
     classes = set(dataset.classes)
@@ -140,7 +139,7 @@ def restrict_to_label_space(dataset: LabeledImages, space: LabelSpace) -> Labele
     if missing:
         raise DataError(
             f"{len(missing)} of the {len(space)} wnids of label space {space.name} are not "
-            f"classes of dataset {dataset.root}: {_shown(missing)}; point at data that has "
+            f"classes of dataset {dataset.root}: {shown_names(missing)}; point at data that has "
             "every listed class (e.g. the full ImageNet val folder) or shorten the list."
         )
     kept = set(space.wnids)

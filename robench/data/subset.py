@@ -26,14 +26,13 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
-from robench._core.errors import ConfigError
+from robench._core.errors import ConfigError, shown_names
 from robench._core.registry import did_you_mean
 
 _MAX_SEED = 2**32 - 1
 
 _SUBSETS_DIR = Path(__file__).resolve().parent / "subsets"
 _INTEGER = re.compile(r"[0-9]+")
-_SHOWN = 5  # ids quoted in an error message
 
 
 def select_indices(n_total: int, limit: int | None, seed: int) -> list[int]:
@@ -63,11 +62,6 @@ def indices_sha256(indices: Iterable[int]) -> str:
 def shipped_subsets() -> dict[str, Path]:
     """Subset lists shipped with robench, by name (the file name without `.txt`)."""
     return {p.stem: p for p in sorted(_SUBSETS_DIR.glob("*.txt"))}
-
-
-def _shown(ids: Sequence[str]) -> str:
-    more = f" (and {len(ids) - _SHOWN} more)" if len(ids) > _SHOWN else ""
-    return ", ".join(repr(i) for i in ids[:_SHOWN]) + more
 
 
 def _subset_file(spec: str | os.PathLike[str]) -> Path:
@@ -106,7 +100,7 @@ def _read_ids(path: Path) -> list[str]:
     if repeated:
         raise ConfigError(
             f"subset file {path} lists {len(repeated)} item(s) more than once: "
-            f"{_shown(repeated)}; list each item once."
+            f"{shown_names(repeated)}; list each item once."
         )
     return ids
 
@@ -117,7 +111,7 @@ def _indices_from_numbers(path: Path, ids: list[str], n_items: int) -> list[int]
     if outside:
         raise ConfigError(
             f"subset file {path} lists {len(outside)} index(es) outside this dataset of "
-            f"{n_items} items (valid: 0..{n_items - 1}): {_shown(outside)}; the indices are "
+            f"{n_items} items (valid: 0..{n_items - 1}): {shown_names(outside)}; the indices are "
             "0-based positions in the dataset's order."
         )
     return indices
@@ -146,12 +140,12 @@ def _indices_from_names(path: Path, ids: list[str], names: Sequence[str]) -> lis
     if ambiguous:
         raise ConfigError(
             f"subset file {path} names {len(ambiguous)} file(s) that occur in several class "
-            f"folders of the dataset: {_shown(ambiguous)}; write them as <class>/<file>."
+            f"folders of the dataset: {shown_names(ambiguous)}; write them as <class>/<file>."
         )
     if missing:
         raise ConfigError(
             f"{len(missing)} of the {len(ids)} images listed in subset file {path} are not in "
-            f"the dataset: {_shown(missing)}; point --data at the folder that holds them "
+            f"the dataset: {shown_names(missing)}; point --data at the folder that holds them "
             "(ROOT/<class>/<file>; for RobustBench's ImageNet subset, the ImageNet validation "
             "set with one folder per WordNet id), or list only images the dataset has."
         )
@@ -183,7 +177,7 @@ def resolve_subset(
         return sorted(_indices_from_numbers(path, ids, n_items))
     if names is None:
         raise ConfigError(
-            f"subset file {path} lists file names ({_shown(ids)}) but this dataset has no file "
-            "names (IDX data); list 0-based integer indices instead, one per line."
+            f"subset file {path} lists file names ({shown_names(ids)}) but this dataset has no "
+            "file names (IDX data); list 0-based integer indices instead, one per line."
         )
     return sorted(_indices_from_names(path, ids, names))

@@ -117,19 +117,14 @@ def run_plan(
         total = sum(len(batch) for _, batch in mine)
         progress.start(planned.label, total, total - sum(len(batch) for _, batch in todo))
         start = time.perf_counter()
-        dataset, perturbed_on_load = source.dataset, job.prerendered
-        perturbation = planned.perturbation if not job.prerendered else None
-        if isinstance(perturbation, SamplePerturbation):
-            dataset = PerturbedSamples(dataset, perturbation, seed, planned.label)
-            perturbed_on_load = True
+        dataset, perturbed_on_load = _loaded_data(job, seed)
         scored = restrict_outputs(model, source.output_classes)
         loaded = task.batches(dataset, [batch for _, batch in todo], device, workers)
         for (number, batch), (inputs, targets) in zip(todo, loaded, strict=True):
             batch_seed = derive_seed(seed, planned.label, number)
             if perturbed_on_load:
                 check_pixel_values(inputs, name=planned.label)
-                seed_everything(derive_seed(batch_seed, "rerun"))
-                columns = task.score(scored, inputs, targets)
+                columns = _rerun(scored, task, inputs, targets, batch_seed)
             else:
                 columns = perturb_and_score(scored, task, planned, inputs, targets, batch_seed)
             store.append(planned.label, batch, columns)
@@ -137,6 +132,29 @@ def run_plan(
         times.seconds[planned.label] = time.perf_counter() - start
         progress.finish()
     return times
+
+
+def _loaded_data(job: Job, seed: int) -> tuple[Dataset, bool]:
+    """What the job's batches are loaded from, and whether loading already perturbs them
+    (pre-rendered data, or a sample perturbation applied in the loader)."""
+    if job.prerendered:
+        return job.data.dataset, True
+    perturbation = job.planned.perturbation
+    if isinstance(perturbation, SamplePerturbation):
+        return PerturbedSamples(job.data.dataset, perturbation, seed, job.planned.label), True
+    return job.data.dataset, False
+
+
+def _rerun(
+    model: torch.nn.Module,
+    task: Task,
+    perturbed: torch.Tensor,
+    targets: torch.Tensor,
+    batch_seed: int,
+) -> Columns:
+    # The reported metrics come from this re-run, never from the attack's own bookkeeping.
+    seed_everything(derive_seed(batch_seed, "rerun"))
+    return task.score(model, perturbed, targets)
 
 
 def perturb_and_score(
@@ -160,6 +178,4 @@ def perturb_and_score(
         name=planned.label,
         threat=perturbation.threat_model,
     )
-    # The reported metrics come from this re-run, never from the attack's own bookkeeping.
-    seed_everything(derive_seed(batch_seed, "rerun"))
-    return task.score(model, perturbed, targets)
+    return _rerun(model, task, perturbed, targets, batch_seed)

@@ -17,16 +17,12 @@ from robench.perturbations.corruptions.params import CorruptionParams
 
 class Corruption(SamplePerturbation):
     Params = CorruptionParams
-
-    @property
-    def _params(self) -> CorruptionParams:
-        assert isinstance(self.params, CorruptionParams)
-        return self.params
+    params: CorruptionParams
 
     @property
     def seed_key(self) -> str:
         # The implementation is left out: both give the same image for the same seed.
-        return f"corruption:{self._params.corruption}-{self._params.severity}"
+        return f"corruption:{self.params.corruption}-{self.params.severity}"
 
     def perturb_sample(self, item: torch.Tensor, seed: int) -> torch.Tensor:
         # The loaders' images are uint8 / 255, so rounding recovers their grey levels exactly.
@@ -34,10 +30,10 @@ class Corruption(SamplePerturbation):
         image = pixels.permute(1, 2, 0).numpy()
         corrupted = corrupt_image(
             image,
-            self._params.corruption,
-            self._params.severity,
+            self.params.corruption,
+            self.params.severity,
             seed,
-            implementation=self._params.implementation,
+            implementation=self.params.implementation,
         )
         out = torch.from_numpy(corrupted.reshape(image.shape)).permute(2, 0, 1)
         return out.to(item.dtype).div_(255).to(item.device)
