@@ -26,7 +26,7 @@ from robench.models.restricted import restrict_outputs
 from robench.perturbations import build_perturbation
 from robench.perturbations.base import SamplePerturbation
 from robench.perturbations.checks import check_pixel_values
-from robench.results.report import report_json_schema
+from robench.results.report import SCHEMA_VERSION, report_json_schema
 from robench.tasks import load_task
 
 SMOKE = ["gaussian_noise", "defocus_blur", "fog", "contrast"]
@@ -309,7 +309,7 @@ def test_a_corruption_suite_from_the_cli_writes_aggregates_that_compare_and_gate
         outs.append(out)
     raw = json.loads(outs[0].read_text())
     jsonschema.validate(raw, report_json_schema())
-    assert raw["schema_version"] == 3
+    assert raw["schema_version"] == SCHEMA_VERSION
     names = [r["name"] for r in raw["results"]]
     assert names == ["clean"] + [f"{c}-{s}" for c in SMOKE for s in (1, 3, 5)]
     corruption = raw["results"][1]

@@ -118,6 +118,7 @@ def _figures(
     names = {role: f"{report.model.name} ({role})" for role, report in reports}
     loaded = {role: load_model(name, checkpoint=ckpt) for role, (name, ckpt) in models.items()}
     first = next(iter(loaded.values()))
+    assert first.preprocessing is not None  # the demo's image models
     data = open_dataset("fashion-mnist", preprocessing=first.preprocessing)
     shown = [data[i] for i in range(4)]
     figures = [

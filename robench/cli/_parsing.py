@@ -3,8 +3,10 @@ datasets (`--data imagenet-r=/data/imagenet-r`)."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
+from typing import Any
 
 from robench._core.errors import ConfigError
 from robench.results.report import DEFAULT_DATASET
@@ -34,6 +36,21 @@ def input_size(text: str | None) -> tuple[int, int, int] | None:
             f"--input-size {text!r} must be C,H,W with positive integers, e.g. 3,224,224."
         )
     return values  # type: ignore[return-value]
+
+
+def json_object(text: str | None, option: str) -> dict[str, Any]:
+    """A JSON object flag (`--model-kwargs '{"delta": 1.0}'`); {} when not given."""
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{option} is not valid JSON ({exc}); e.g. '{{\"delta\": 1.0}}'."
+        ) from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{option} must be a JSON object, e.g. '{{\"delta\": 1.0}}'.")
+    return value
 
 
 _DATASET_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")

@@ -11,7 +11,7 @@ import typer
 
 from robench._core.units import parse_pixel_value
 from robench.cli._output import err, handle_errors, make_progress, out
-from robench.cli._parsing import dataset_map, float_list, input_size
+from robench.cli._parsing import dataset_map, float_list, input_size, json_object
 from robench.models.spec import ModelSpec
 from robench.results.tables import REPORT_FORMATS
 
@@ -131,6 +131,20 @@ def eval_command(
     sanity_eps: Annotated[
         str | None, typer.Option(help="Budget of the sanity battery, e.g. 8/255.")
     ] = None,
+    model_kwargs: Annotated[
+        str | None,
+        typer.Option(
+            help='JSON model kwargs over the checkpoint\'s, e.g. \'{"m_estimator": "paper"}\'.'
+        ),
+    ] = None,
+    target_length: Annotated[
+        int | None,
+        typer.Option(help="Language models: scored tokens per window (default: suite's, 256)."),
+    ] = None,
+    context: Annotated[
+        int | None,
+        typer.Option(help="Language models: unscored context tokens before each window (0)."),
+    ] = None,
     fmt: Annotated[
         OutputFormat | None,  # type: ignore[valid-type]
         typer.Option(
@@ -153,6 +167,8 @@ def eval_command(
       robench eval deit_tiny_elliptical_patch16_224 -c deit.pth \\
           -s paper-adversarial --data /data/imagenet/val --device cuda
       torchrun --nproc_per_node=4 -m robench eval vit_nano_fmnist -s demo
+      robench eval transformer_lm_nano_elliptical_pydocs -s text-smoke --limit 50
+      robench eval -c lm.safetensors -s wikitext-wordswap --data /data/wikitext-103
     """
     from robench.evaluation.request import EvalRequest, evaluate
 
@@ -163,11 +179,17 @@ def eval_command(
         input_size=input_size(input_size_text),
         interpolation=interpolation,
         crop_pct=crop_pct,
+        model_kwargs=json_object(model_kwargs, "--model-kwargs"),
     )
+    data_options = {
+        name: value
+        for name, value in (("target_length", target_length), ("context", context))
+        if value is not None
+    }
     report_path = out_path or default_report_path(model, checkpoint, suite)
     request = EvalRequest(
         suite=suite,
-        data=dataset_map(data or ["fashion-mnist"]),
+        data=dataset_map(data) if data else None,
         out=report_path,
         model=model,
         checkpoint=checkpoint,
@@ -189,6 +211,7 @@ def eval_command(
         overwrite=overwrite,
         sanity=sanity,
         sanity_eps=parse_pixel_value(sanity_eps, "--sanity-eps") if sanity_eps else None,
+        data_options=data_options,
         command=["robench", *sys.argv[1:]],
     )
     report = evaluate(request, progress=make_progress())

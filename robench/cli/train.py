@@ -1,28 +1,27 @@
-"""`robench train`: small-scale training of a registered image classifier."""
+"""`robench train`: small-scale training of a registered image classifier or language model."""
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from robench._core.errors import ConfigError
 from robench.cli._output import err, handle_errors
+from robench.cli._parsing import json_object
 
 
 class _TrainBar:
-    def __init__(self) -> None:
+    def __init__(self, unit: str = "img/s") -> None:
         self._progress = Progress(
             TextColumn("train"),
             BarColumn(),
             TextColumn("{task.completed}/{task.total} steps"),
             TextColumn("loss {task.fields[loss]:.4f}"),
-            TextColumn("{task.fields[rate]:.0f} img/s"),
+            TextColumn("{task.fields[rate]:.0f} " + unit),
             TimeElapsedColumn(),
             console=err,
             disable=not err.is_terminal,
@@ -45,15 +44,28 @@ class _TrainBar:
 def train_command(
     model: Annotated[str, typer.Argument(help="Registered model name, e.g. vit_nano_patch4_28.")],
     data: Annotated[
-        str, typer.Option("--data", "-d", help="Image folder, IDX dir or fashion-mnist.")
-    ] = "fashion-mnist",
+        str | None,
+        typer.Option(
+            "--data",
+            "-d",
+            help="Image folder, IDX dir or fashion-mnist (default); for a language model a "
+            "text corpus (WikiText dir, text files) or python-docs (default) / pydoc-topics.",
+        ),
+    ] = None,
     out_dir: Annotated[Path, typer.Option("--out-dir", "-o", help="Where checkpoints go.")] = Path(
         "runs/train"
     ),
     epochs: Annotated[float, typer.Option(help="Passes over the training data.")] = 1.0,
     max_steps: Annotated[int | None, typer.Option(help="Stop after N optimiser steps.")] = None,
-    batch_size: Annotated[int, typer.Option("--batch-size", "-b")] = 128,
-    lr: Annotated[float, typer.Option(help="Peak AdamW learning rate.")] = 1e-3,
+    batch_size: Annotated[
+        int | None, typer.Option("--batch-size", "-b", help="Default 128 images / 16 sequences.")
+    ] = None,
+    lr: Annotated[
+        float | None,
+        typer.Option(
+            help="Peak learning rate (default: AdamW 1e-3; language models: Adam 2.5e-4)."
+        ),
+    ] = None,
     weight_decay: Annotated[
         float, typer.Option(help="AdamW weight decay (not on biases/norms).")
     ] = 0.05,
@@ -75,36 +87,68 @@ def train_command(
     model_kwargs: Annotated[
         str | None, typer.Option(help='JSON model kwargs, e.g. \'{"estimator": "random"}\'.')
     ] = None,
+    target_length: Annotated[
+        int, typer.Option(help="Language models: tokens per training sequence.")
+    ] = 256,
+    vocab_min_count: Annotated[
+        int, typer.Option(help="Language models: keep words seen at least N times in train.")
+    ] = 3,
+    vocab_size: Annotated[
+        int | None, typer.Option(help="Language models: at most N vocabulary words.")
+    ] = None,
 ) -> None:
-    """Train a registered image classifier; keep the best checkpoint as .safetensors.
+    """Train a registered image classifier or language model; keep the best checkpoint.
 
-    The checkpoint stores the model name, kwargs, normalisation, input size and class names,
-    so `robench eval -c OUT_DIR/best.safetensors` needs nothing else. Under torchrun it uses
-    DistributedDataParallel. For ImageNet-scale runs use timm's train.py (see README).
+    The checkpoint stores the model name, kwargs, normalisation, input size and class names
+    (a language model: its training vocabulary), so `robench eval -c OUT_DIR/best.safetensors`
+    needs nothing else. Image models: under torchrun it uses DistributedDataParallel; for
+    ImageNet-scale runs use timm's train.py (see README). Language models: the paper's recipe
+    (Adam, lr 2.5e-4, warm-up + cosine, target length 256), validated by perplexity.
 
     Examples:
       robench train vit_nano_elliptical_patch4_28 --epochs 10 -o runs/nano-ell
       robench train vit_nano_patch4_28 --max-steps 50 --train-limit 2000 -o /tmp/q
       torchrun --nproc_per_node=2 -m robench train vit_nano_patch4_28 --epochs 1
+      robench train transformer_lm_nano_elliptical --data python-docs --max-steps 300 -o runs/lm
     """
+    from robench.models.plugins import load_plugins
+    from robench.models.zoo.lm_registry import is_language_model
+
+    kwargs = json_object(model_kwargs, "--model-kwargs")
+    command = shlex.join(["robench", *sys.argv[1:]])
+    load_plugins(())
+    if is_language_model(model):
+        _train_language_model(
+            model,
+            data=data or "python-docs",
+            out_dir=out_dir,
+            epochs=epochs,
+            max_steps=max_steps,
+            batch_size=batch_size or 16,
+            lr=lr or 2.5e-4,
+            warmup_steps=warmup_steps,
+            clip_grad=clip_grad,
+            target_length=target_length,
+            vocab_min_count=vocab_min_count,
+            vocab_size=vocab_size,
+            seed=seed,
+            device=device,
+            val_limit=val_limit,
+            val_every=val_every,
+            model_kwargs=kwargs,
+            command=command,
+        )
+        return
     from robench.training.train import TrainConfig, train
 
-    try:
-        kwargs = json.loads(model_kwargs) if model_kwargs else {}
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"--model-kwargs is not valid JSON ({exc}); e.g. '{{\"delta\": 1.0}}'."
-        ) from None
-    if not isinstance(kwargs, dict):
-        raise ConfigError("--model-kwargs must be a JSON object, e.g. '{\"delta\": 1.0}'.")
     config = TrainConfig(
         model=model,
-        data=data,
+        data=data or "fashion-mnist",
         out_dir=out_dir,
         epochs=epochs,
         max_steps=max_steps,
-        batch_size=batch_size,
-        lr=lr,
+        batch_size=batch_size or 128,
+        lr=lr or 1e-3,
         weight_decay=weight_decay,
         warmup_steps=warmup_steps,
         label_smoothing=label_smoothing,
@@ -116,7 +160,7 @@ def train_command(
         val_every=val_every,
         workers=workers,
         model_kwargs=kwargs,
-        command=shlex.join(["robench", *sys.argv[1:]]),
+        command=command,
     )
     result = train(config, progress=_TrainBar())
     if not result.is_main:
@@ -124,4 +168,18 @@ def train_command(
     typer.echo(
         f"best val top-1 {100 * result.best_val_top1:.2f}% after {result.steps} steps: "
         f"{result.best_path}"
+    )
+
+
+def _train_language_model(model: str, **settings: Any) -> None:
+    from robench.training.train_lm import LanguageTrainConfig, train_language_model
+
+    if settings["val_limit"] == 2000:  # the image default: windows of a language model
+        settings["val_limit"] = 200
+    result = train_language_model(
+        LanguageTrainConfig(model=model, **settings), progress=_TrainBar("tokens/s")
+    )
+    typer.echo(
+        f"best validation perplexity {result.best_val_perplexity:.2f} after {result.steps} "
+        f"steps ({result.vocabulary_size} words in the vocabulary): {result.best_path}"
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -26,11 +26,11 @@ from robench._core.errors import ConfigError, DataError
 from robench._core.model_hooks import report_sections
 from robench._core.seeding import seed_everything
 from robench._core.version import __version__
-from robench.data import LabeledImages, open_dataset
+from robench.data import LabeledImages
 from robench.data.subset import indices_sha256, resolve_subset, select_indices
 from robench.evaluation.environment import capture_environment
 from robench.evaluation.jobs import data_key, resolve_jobs
-from robench.evaluation.runner import EvalData, Job, Progress, run_plan
+from robench.evaluation.runner import EvalData, Job, Progress, RunTimes, run_plan
 from robench.evaluation.sample_store import (
     SampleRecords,
     SampleStore,
@@ -70,8 +70,9 @@ class EvalRequest:
 
     suite: str
     # One dataset (a path or built-in name), or named datasets {name: path}; suite entries
-    # pick one by name (`dataset = "imagenet-r"`), the first is the default.
-    data: str | Mapping[str, str]
+    # pick one by name (`dataset = "imagenet-r"`), the first is the default. None: the task's
+    # built-in data (Fashion-MNIST, or the Python docs for language models).
+    data: str | Mapping[str, str] | None
     out: Path
     model: str | None = None
     checkpoint: Path | None = None
@@ -97,11 +98,15 @@ class EvalRequest:
     allow_random_weights: bool = False  # evaluate a model that has no checkpoint
     sanity: bool = False  # run the sanity battery too (also on when the suite says so)
     sanity_eps: float | None = None  # battery budget; default: suite's, else its largest eps
+    # The task's data options over the suite's (language modelling: target_length, context).
+    data_options: dict[str, Any] = field(default_factory=dict)
     command: list[str] = field(default_factory=list)
 
     @property
     def datasets(self) -> dict[str, str]:
         """The named datasets, in order; a single dataset is named "default"."""
+        if self.data is None:
+            raise ConfigError("no dataset was given; pass --data PATH (or NAME=PATH).")
         if isinstance(self.data, str):
             return {DEFAULT_DATASET: self.data}
         if not self.data:
@@ -116,6 +121,14 @@ class EvalRequest:
 def _model_info(loaded: LoadedModel, randomized: bool) -> ModelInfo:
     spec = loaded.spec
     ckpt = loaded.checkpoint
+    prep = loaded.preprocessing
+    extensions = report_sections(loaded.model)
+    if loaded.vocabulary is not None:
+        extensions["vocabulary"] = {
+            "size": len(loaded.vocabulary),
+            "sha256": loaded.vocabulary.sha256,
+            "source": "checkpoint metadata",
+        }
     return ModelInfo(
         name=loaded.name,
         architecture=loaded.architecture,
@@ -124,28 +137,35 @@ def _model_info(loaded: LoadedModel, randomized: bool) -> ModelInfo:
         checkpoint=str(ckpt.path) if ckpt else None,
         checkpoint_sha256=ckpt.sha256 if ckpt else None,
         checkpoint_layout=ckpt.layout if ckpt else None,
-        n_parameters=sum(p.numel() for p in loaded.model.model.parameters()),
+        n_parameters=sum(p.numel() for p in loaded.model.parameters()),
         normalization={"mean": list(spec.mean or ()), "std": list(spec.std or ())},
-        preprocessing={
-            "input_size": list(loaded.preprocessing.input_size),
-            "interpolation": loaded.preprocessing.interpolation,
-            "crop_pct": loaded.preprocessing.crop_pct,
-        },
+        preprocessing=(
+            {
+                "input_size": list(prep.input_size),
+                "interpolation": prep.interpolation,
+                "crop_pct": prep.crop_pct,
+            }
+            if prep is not None
+            else {}
+        ),
         config_sources={k: v for k, v in loaded.sources.items() if k != "architecture"},
         task=loaded.task,
-        extensions=report_sections(loaded.model),
+        extensions=extensions,
         randomized=randomized,
     )
 
 
-def _result_params(job: Job) -> dict[str, Any]:
+def _result_params(job: Job, summary: dict[str, Any] | None) -> dict[str, Any]:
     """The report's parameters of a job's result; an unbounded perturbation also says where
-    its inputs came from (computed on the fly, or read from a pre-rendered set)."""
+    its inputs came from (computed on the fly, or read from a pre-rendered set), and a
+    dataset perturbation what it did (`summary`, e.g. Word Swap's realised rate)."""
     params = job.planned.report_params()
     if job.planned.params.unbounded:
         params["source"] = "rendered" if job.prerendered else "on-the-fly"
         if job.prerendered:
             params.pop("implementation", None)  # nothing was computed
+    if summary:
+        params["realised"] = summary
     return params
 
 
@@ -154,7 +174,7 @@ def _results(
     task: Task,
     jobs: list[tuple[str, Job]],
     records_by_name: dict[str, SampleRecords],
-    seconds: dict[str, float],
+    times: RunTimes,
 ) -> tuple[list[PerturbationResult], dict[str, SampleResults]]:
     """Metrics and per-sample columns of every result, computed from the task's records."""
     results = []
@@ -180,11 +200,11 @@ def _results(
             PerturbationResult(
                 name=planned.label,
                 kind=planned.kind,
-                params=_result_params(job),
+                params=_result_params(job, times.summaries.get(planned.label)),
                 dataset=dataset,
                 n_samples=len(indices),
                 metrics=values,
-                wall_time_s=round(seconds.get(planned.label, 0.0), 3),
+                wall_time_s=round(times.seconds.get(planned.label, 0.0), 3),
             )
         )
         # A dataset's sample list is that of its result with the most samples (max_samples
@@ -249,6 +269,11 @@ def _sanity(
     suite = loaded_suite.suite
     if not (request.sanity or suite.sanity):
         return []
+    if not task.sanity_battery:
+        raise ConfigError(
+            f"the sanity battery checks gradient attacks on image classifiers; it does not "
+            f"apply to {task.name} models. Drop --sanity (or `sanity` from the suite)."
+        )
     from robench.evaluation.sanity import run_sanity
     from robench.perturbations.threat_models import NORMS
 
@@ -289,26 +314,41 @@ def _check_tasks(suite_task: str, model_task: str, model_name: str) -> None:
 
 
 def _open_datasets(
-    request: EvalRequest, loaded: LoadedModel, task: str, loaded_suite: LoadedSuite
+    request: EvalRequest, loaded: LoadedModel, task: Task, loaded_suite: LoadedSuite
 ) -> dict[str, LabeledImages]:
     opened = {}
     declared = loaded_suite.suite.datasets
+    options = _data_options(request, loaded_suite, task)
     for name, path in request.datasets.items():
         layout = declared[name].layout if name in declared else None
-        dataset = open_dataset(
+        dataset = task.open_data(
             path,
-            preprocessing=loaded.preprocessing,
+            loaded,
             split=request.split,
-            class_map=request.class_map,
             layout=layout,
+            class_map=request.class_map,
+            options=options,
         )
-        if dataset.task != task:
+        if dataset.task != task.name:
             raise DataError(
                 f"dataset {name!r} ({path}) is {dataset.task} data but the suite and model are "
-                f"{task}; pass {task} data with --data."
+                f"{task.name}; pass {task.name} data with --data."
             )
         opened[name] = dataset
     return opened
+
+
+def _data_options(request: EvalRequest, loaded_suite: LoadedSuite, task: Task) -> dict[str, Any]:
+    """The task's data options: flags over the suite's over the task's defaults."""
+    given = {**loaded_suite.suite.data_options, **request.data_options}
+    unknown = sorted(set(given) - set(task.data_options))
+    if unknown:
+        known = ", ".join(task.data_options) or "none"
+        raise ConfigError(
+            f"data option(s) {', '.join(unknown)} do not apply to {task.name} data (its "
+            f"options: {known})."
+        )
+    return {**task.data_options, **given}
 
 
 def _check_dataset_names(loaded_suite: LoadedSuite, names: list[str]) -> None:
@@ -358,7 +398,9 @@ def _label_space_info(dataset: LabeledImages) -> LabelSpaceInfo | None:
 def _data_info(
     dataset: LabeledImages, indices: list[int], limit: int | None, subset: str | None
 ) -> DataInfo:
+    corpus = getattr(dataset, "info", None)
     return DataInfo(
+        corpus=corpus() if callable(corpus) else None,
         label_space=_label_space_info(dataset),
         preprocessing_note=dataset.preprocessing_note,
         path=str(dataset.root),
@@ -404,6 +446,8 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
     if request.limit is not None and request.limit < 1:
         raise ConfigError(f"--limit must be at least 1, got {request.limit}.")
     loaded_suite = load_suite(request.suite)
+    if request.data is None:
+        request = replace(request, data=load_task(loaded_suite.suite.task).default_data)
     _check_dataset_names(loaded_suite, list(request.datasets))
     dist = DistributedContext.from_env(request.device)  # torchrun: shard batches over ranks
     device = dist.device
@@ -425,7 +469,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         )
     _check_tasks(loaded_suite.suite.task, loaded.task, loaded.name)
     task = load_task(loaded_suite.suite.task)
-    datasets = _open_datasets(request, loaded, task.name, loaded_suite)
+    datasets = _open_datasets(request, loaded, task, loaded_suite)
     default_name = next(iter(datasets))
     datasets = _with_label_spaces(datasets, loaded_suite, default_name, request.classes)
     # A listed subset restricts the default dataset only.
@@ -476,6 +520,8 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
     }
     if request.classes is not None:  # only when given, so older stores still resume
         fingerprint["classes"] = request.classes
+    if task.data_options:  # windows of a text corpus change what a sample is
+        fingerprint["data_options"] = _data_options(request, loaded_suite, task)
     samples_path = samples_path_for(request.out, dist.rank if dist.enabled else None)
     check_fresh_start(samples_path, resume=request.resume, overwrite=request.overwrite)
     store = SampleStore(samples_path, fingerprint, resume=request.resume)
@@ -501,7 +547,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         ranks = range(dist.world_size)
         records = merge_records([samples_path_for(request.out, r) for r in ranks], fingerprint)
 
-    results, samples = _results(loaded_suite, task, jobs, records, times.seconds)
+    results, samples = _results(loaded_suite, task, jobs, records, times)
     result_checks = check_attack_order(results)
     for check in result_checks:
         if check.status == "warn":

@@ -6,9 +6,10 @@ finite), and has the task score the model on it into per-sample records appended
 sample store. Metrics are always computed from that re-run, never from an attack's own
 bookkeeping.
 
-Three ways an input gets perturbed: a batch perturbation (attacks) runs on each loaded batch;
+Four ways an input gets perturbed: a batch perturbation (attacks) runs on each loaded batch;
 a sample perturbation (corruptions) runs while loading, in DataLoader workers, seeded per
-sample; pre-rendered data (an ImageNet-C folder) is already perturbed and is only checked.
+sample; a dataset perturbation (Word Swap) rewrites the data once before batching; pre-rendered
+data (an ImageNet-C folder) is already perturbed. The last three are only checked (by the task).
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from robench.evaluation.perturbed_samples import PerturbedSamples
 from robench.evaluation.sample_store import SampleStore
 from robench.evaluation.suites import PlannedPerturbation
 from robench.models.restricted import restrict_outputs
-from robench.perturbations.base import SamplePerturbation
-from robench.perturbations.checks import check_adversarial, check_pixel_values
+from robench.perturbations.base import DatasetPerturbation, SamplePerturbation
+from robench.perturbations.checks import check_adversarial
 from robench.tasks.base import Columns, Task
 
 logger = logging.getLogger(__name__)
@@ -60,9 +61,11 @@ class _NoProgress:
 
 @dataclass
 class RunTimes:
-    """Wall time spent per perturbation in this process (resumed parts count 0)."""
+    """Wall time spent per perturbation in this process (resumed parts count 0), and what
+    each dataset perturbation reported doing (its data's `perturbation_summary`)."""
 
     seconds: dict[str, float] = field(default_factory=dict)
+    summaries: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -118,12 +121,15 @@ def run_plan(
         progress.start(planned.label, total, total - sum(len(batch) for _, batch in todo))
         start = time.perf_counter()
         dataset, perturbed_on_load = _loaded_data(job, seed)
+        summary = getattr(dataset, "perturbation_summary", None)
+        if summary:
+            times.summaries[planned.label] = dict(summary)
         scored = restrict_outputs(model, source.output_classes)
         loaded = task.batches(dataset, [batch for _, batch in todo], device, workers)
         for (number, batch), (inputs, targets) in zip(todo, loaded, strict=True):
             batch_seed = derive_seed(seed, planned.label, number)
             if perturbed_on_load:
-                check_pixel_values(inputs, name=planned.label)
+                task.check_inputs(inputs, name=planned.label)
                 columns = _rerun(scored, task, inputs, targets, batch_seed)
             else:
                 columns = perturb_and_score(scored, task, planned, inputs, targets, batch_seed)
@@ -142,6 +148,8 @@ def _loaded_data(job: Job, seed: int) -> tuple[Dataset, bool]:
     perturbation = job.planned.perturbation
     if isinstance(perturbation, SamplePerturbation):
         return PerturbedSamples(job.data.dataset, perturbation, seed, job.planned.label), True
+    if isinstance(perturbation, DatasetPerturbation):
+        return perturbation.perturb_dataset(job.data.dataset, seed), True
     return job.data.dataset, False
 
 

@@ -93,6 +93,9 @@ class Suite(BaseModel):
     sanity: bool = False  # also run the sanity battery (as `robench eval --sanity`)
     sanity_eps: float | None = None  # its budget; default: the largest eps of its threat model
     sanity_samples: int = Field(default=200, gt=0)  # samples the battery runs on
+    # Options of the task's data (`robench list tasks`): for language modelling
+    # `target_length` (scored tokens per window) and `context` (unscored tokens before them).
+    data_options: dict[str, int] = Field(default_factory=dict)
 
     @field_validator("sanity_eps", mode="before")
     @classmethod
@@ -135,6 +138,16 @@ class Suite(BaseModel):
     def _check_entries(self) -> Suite:
         if not self.perturbations and not self.diagnostics:
             raise ValueError("a suite needs at least one [[perturbations]] or [[diagnostics]]")
+        for entry in self.perturbations:
+            kind_task = (
+                PERTURBATIONS.get(entry.kind).Params.task if entry.kind in PERTURBATIONS else None
+            )
+            if kind_task is not None and kind_task != self.task:
+                raise ValueError(
+                    f"perturbation {entry.label!r} ({entry.kind}) perturbs {kind_task} data, but "
+                    f'the suite\'s task is {self.task}; set `task = "{kind_task}"` or use a '
+                    f"{self.task} perturbation (`robench list perturbations`)"
+                )
         return self
 
 

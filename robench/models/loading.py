@@ -1,5 +1,8 @@
 """Build the model a user asked for: registered architecture, safe checkpoint, preprocessing.
 
+Image classifiers are timm models; language models are robench's own registry
+(`robench.models.zoo.lm_registry`) and take their vocabulary from the checkpoint.
+
 Each preprocessing field comes from the first source that gives it, in this order: command
 line flags, a model card, the metadata `robench train` stores in a checkpoint, timm's
 `pretrained_cfg`. A model with no known mean/std is an error: robench never guesses.
@@ -10,7 +13,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import timm
 import torch
@@ -25,6 +28,9 @@ from robench.models.normalization import NormalizedModel
 from robench.models.plugins import load_plugins
 from robench.models.spec import ModelCard, ModelSpec, bundled_cards, read_card, spec_from_metadata
 
+if TYPE_CHECKING:
+    from robench.data.text import Vocabulary
+
 logger = logging.getLogger(__name__)
 
 _PREPROCESSING_FIELDS = ("input_size", "mean", "std", "interpolation", "crop_pct")
@@ -33,7 +39,9 @@ _SPEC_FIELDS = set(ModelSpec.model_fields) - {"model_kwargs"}
 
 @dataclass
 class LoadedModel:
-    model: NormalizedModel  # eval mode, on the requested device, takes [0, 1] images
+    # Eval mode, on the requested device: an image classifier takes [0, 1] images (its
+    # normalisation inside), a language model token ids.
+    model: nn.Module
     name: str
     architecture: str
     model_kwargs: dict[str, Any]
@@ -41,9 +49,11 @@ class LoadedModel:
     sources: dict[str, str]  # field -> where its value came from
     card_path: Path | None
     checkpoint: Checkpoint | None
-    preprocessing: Preprocessing
-    # The task the model solves: every timm-registered model is an image classifier.
+    preprocessing: Preprocessing | None  # None for a language model
+    # The task the model solves: timm models classify images, robench's language models
+    # (and plugins registered beside them) model language.
     task: str = "image-classification"
+    vocabulary: Vocabulary | None = None  # a language model's, from its checkpoint
 
 
 def _find_card(name: str | None) -> tuple[ModelCard, Path] | tuple[None, None]:
@@ -179,6 +189,10 @@ def load_model(
             "registered model name (see `robench list models`) or a model card."
         )
     architecture = spec.architecture
+    from robench.models.zoo.lm_registry import is_language_model
+
+    if is_language_model(architecture):
+        return _load_language_model(name, spec, sources, card_path, ckpt, device)
     network = _create(architecture, spec.num_classes, spec.model_kwargs)
     spec, sources = _fill_from_cfg(spec, sources, network)
     preprocessing, mean, std = _preprocessing(spec, name or architecture)
@@ -208,3 +222,50 @@ def _fill_from_cfg(
             values[key] = getattr(cfg, key)
             sources[key] = "timm pretrained_cfg"
     return ModelSpec(**values), sources
+
+
+def _load_language_model(
+    name: str | None,
+    spec: ModelSpec,
+    sources: dict[str, str],
+    card_path: Path | None,
+    ckpt: Checkpoint | None,
+    device: torch.device | str,
+) -> LoadedModel:
+    """A registered language model with its checkpoint's vocabulary (its output size)."""
+    from robench.data.text import Vocabulary
+    from robench.models.zoo.lm_registry import create_language_model
+
+    assert spec.architecture is not None
+    architecture = spec.architecture
+    vocabulary = Vocabulary.from_metadata(ckpt.metadata) if ckpt is not None else None
+    kwargs = dict(spec.model_kwargs)
+    if vocabulary is not None:
+        kwargs["vocab_size"] = len(vocabulary)
+    elif ckpt is not None:
+        raise CheckpointError(
+            f"checkpoint {ckpt.path} carries no vocabulary, so robench cannot map text to "
+            f"{architecture}'s token ids; use a checkpoint written by `robench train` (it "
+            "stores the training vocabulary in its metadata)."
+        )
+    if "vocab_size" not in kwargs:
+        raise ConfigError(
+            f"{architecture} needs a vocabulary: pass --checkpoint with one (written by "
+            "`robench train`)."
+        )
+    network = create_language_model(architecture, **kwargs)
+    if ckpt is not None:
+        load_state_dict_into(network, ckpt.state_dict, model_name=architecture)
+    return LoadedModel(
+        model=network.to(device).eval(),
+        name=name or architecture,
+        architecture=architecture,
+        model_kwargs=spec.model_kwargs,
+        spec=spec,
+        sources=sources,
+        card_path=card_path,
+        checkpoint=ckpt,
+        preprocessing=None,
+        task="language-modeling",
+        vocabulary=vocabulary,
+    )

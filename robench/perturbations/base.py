@@ -36,6 +36,9 @@ class PerturbationParams(BaseModel):
     # True for perturbations with no budget at all (corruptions): the runner still checks
     # shape, range and finiteness, and the report records `threat_model = "unbounded"`.
     unbounded: ClassVar[bool] = False
+    # The task whose data it perturbs (robench/tasks); None for any task (`clean`). Suites
+    # refuse a kind of another task than theirs.
+    task: ClassVar[str | None] = "image-classification"
 
     @classmethod
     def expand_grid(
@@ -155,6 +158,31 @@ class SamplePerturbation(Perturbation):
 
         return torch.stack(
             [self.perturb_sample(image, derive_seed(seed, i)) for i, image in enumerate(images)]
+        )
+
+
+class DatasetPerturbation(Perturbation):
+    """A perturbation of the evaluated data as a whole that never looks at the model (Word
+    Swap on a text corpus).
+
+    The runner calls `perturb_dataset` once per result, before batching, and evaluates the
+    returned dataset as it would pre-rendered data (checked by the task, never perturbed
+    again). The perturbation must depend only on the data and `seed` (e.g. each line of a
+    corpus seeded by its line number), so every batch size, window layout, number of
+    processes and model sees the same perturbed data, and a resumed run the same as before.
+    """
+
+    @abc.abstractmethod
+    def perturb_dataset(self, dataset: Any, seed: int) -> Any:
+        """The perturbed dataset: same length and item layout as `dataset`. If it has a
+        `perturbation_summary` dict, the report adds it to the result's parameters (e.g. the
+        realised swap rate)."""
+
+    def perturb(
+        self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
+    ) -> torch.Tensor:
+        raise TypeError(
+            f"{type(self).__name__} perturbs a whole dataset (perturb_dataset), not a batch."
         )
 
 

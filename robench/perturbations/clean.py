@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from robench.perturbations.base import Perturbation, PerturbationParams, register_kind
 
@@ -13,6 +13,8 @@ if TYPE_CHECKING:
 @register_kind("clean", "robench.perturbations.clean:Clean")
 class CleanParams(PerturbationParams):
     """The identity takes no parameters."""
+
+    task: ClassVar[str | None] = None  # every task has a clean result
 
 
 class Clean(Perturbation):

@@ -35,6 +35,7 @@ from robench.results.gate_checks import (
 from robench.results.gate_checks import format_amount as format_amount
 from robench.results.gate_policy import Policy, Tolerance
 from robench.results.metrics import find_metric, higher_is_better, metric_display
+from robench.results.ratio_statistics import RatioOfSums, paired_statistic_bootstrap
 from robench.results.report import PerturbationResult, Report
 from robench.results.stats import (
     discordant_pairs,
@@ -66,6 +67,24 @@ def _bootstrap(base: np.ndarray, cand: np.ndarray, higher: bool, policy: Policy)
         f"paired bootstrap ({policy.n_resamples} resamples)",
         result.p_value,
         mean_samples_needed(result.mean_diff, sd, policy.alpha, policy.power),
+    )
+
+
+def _statistic_bootstrap(
+    statistic: RatioOfSums, base: np.ndarray, cand: np.ndarray, higher: bool, policy: Policy
+) -> PairedTest:
+    diff, _, p_value, sd = paired_statistic_bootstrap(
+        statistic,
+        base,
+        cand,
+        policy.n_resamples,
+        policy.seed,
+        alternative="less" if higher else "greater",
+    )
+    return PairedTest(
+        f"paired bootstrap over samples ({policy.n_resamples} resamples)",
+        p_value,
+        mean_samples_needed(diff, sd, policy.alpha, policy.power),
     )
 
 
@@ -290,4 +309,6 @@ def _paired_test(
             f"cannot gate: {perturbation}/{metric} has {base.size} per-sample values in the "
             f"baseline but {cand.size} in the candidate; evaluate both on the same samples."
         )
+    if registered.statistic is not None:
+        return _statistic_bootstrap(registered.statistic, base, cand, higher, policy)
     return _TESTS[registered.paired_test](base, cand, higher, policy)

@@ -66,16 +66,26 @@ class Policy(BaseModel):
     aggregate_resamples: int = Field(default=1_000, ge=100)
     seed: int = 0  # seed of the paired bootstrap
     default: Tolerance = Field(default_factory=lambda: Tolerance(max_abs_drop=0.02))
-    rules: list[Rule] = Field(  # first matching rule wins; otherwise `default`
+    rules: list[Rule] = Field(  # first matching rule wins; otherwise `metric_defaults`
         default_factory=lambda: [Rule(perturbation="clean", metric="top1", max_abs_drop=0.01)]
+    )
+    # Per-metric tolerances used when no rule matches, for metrics whose stored units make
+    # `default` meaningless (0.02 perplexity points); then `default`.
+    metric_defaults: dict[str, Tolerance] = Field(
+        default_factory=lambda: {
+            "perplexity": Tolerance(max_rel_drop=0.02),
+            "word_perplexity": Tolerance(max_rel_drop=0.02),
+            "bits_per_byte": Tolerance(max_rel_drop=0.005),
+        }
     )
 
     def tolerance_for(self, perturbation: str, metric: str) -> tuple[Tolerance, int | None]:
-        """The first rule matching the check (and its index), else the default."""
+        """The first rule matching the check (and its index), else the metric's default,
+        else the default."""
         for i, rule in enumerate(self.rules):
             if rule.matches(perturbation, metric):
                 return rule, i
-        return self.default, None
+        return self.metric_defaults.get(metric, self.default), None
 
 
 def read_policy(path: Path | None) -> Policy:

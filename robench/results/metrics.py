@@ -9,6 +9,9 @@ tested per sample.
 
 Accuracies are fractions in [0, 1] computed from per-sample predictions, so a resumed run
 and an uninterrupted one give the same numbers, and a gate can pair samples across runs.
+Language-modelling metrics (perplexity, word perplexity, bits per byte) are ratios of sums
+over evaluation windows: each window contributes a (NLL, count) pair, the value is computed
+from the totals, and intervals and gates resample windows (`ratio_statistics`).
 This module is part of the torch-free results layer.
 """
 
@@ -22,18 +25,23 @@ from typing import Any, Literal
 import numpy as np
 
 from robench._core.registry import Registry
+from robench.results.ratio_statistics import RatioOfSums, bootstrap_interval
 from robench.results.report import Report
 
 Z_95 = 1.959963984540054  # two-sided 95% normal quantile
 
-PerSampleValue = bool | float
+# A sample's value: correct or not, a real number, or a (numerator, denominator) pair of a
+# ratio-of-sums metric (a window's NLL and its token count).
+PerSampleValue = bool | float | tuple[float, float]
 # A task's stored per-sample record (image classification: {"y": label, "topk": [...]}).
 Record = Mapping[str, Any]
 PerSampleFn = Callable[[Record], PerSampleValue]
 AggregateFn = Callable[[Sequence[PerSampleValue]], float]
 IntervalFn = Callable[[Sequence[PerSampleValue]], tuple[float, float]]
 ReportValuesFn = Callable[[Report, str], np.ndarray | None]  # (report, perturbation)
-PairedKind = Literal["binary", "real"]
+# "binary": exact McNemar; "real": paired bootstrap of the mean; "statistic": paired bootstrap
+# of the metric's own `statistic` (a ratio of sums) over samples.
+PairedKind = Literal["binary", "real", "statistic"]
 
 
 def wilson_interval(successes: int, n: int, z: float = Z_95) -> tuple[float, float]:
@@ -53,12 +61,12 @@ def wilson_interval(successes: int, n: int, z: float = Z_95) -> tuple[float, flo
 
 def mean(values: Sequence[PerSampleValue]) -> float:
     """Mean of per-sample values; 0.0 for no samples. For booleans: successes / n."""
-    return sum(values) / len(values) if values else 0.0
+    return sum(values) / len(values) if values else 0.0  # type: ignore[arg-type]
 
 
 def wilson(values: Sequence[PerSampleValue]) -> tuple[float, float]:
     """Wilson score 95% interval of binary per-sample values."""
-    return wilson_interval(int(sum(values)), len(values))
+    return wilson_interval(int(sum(values)), len(values))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -94,17 +102,20 @@ class Metric:
     report_values: ReportValuesFn | None = None
     aggregate: AggregateFn = mean
     interval: IntervalFn = wilson  # 95% interval of the aggregate
+    # For paired_test "statistic": the value of a set of samples' values (a ratio of sums).
+    statistic: RatioOfSums | None = None
 
     def summarize(self, values: Sequence[PerSampleValue]) -> tuple[float, tuple[float, float]]:
         """The reported value and 95% interval of these per-sample values."""
         return self.aggregate(values), self.interval(values)
 
     def values_in(self, report: Report, result: str) -> np.ndarray | None:
-        """Its per-sample values of `result` in `report`, for paired tests; None if absent."""
+        """Its per-sample values of `result` in `report`, for paired tests; None if absent.
+        Pairs of a ratio-of-sums metric come as an (n, 2) array."""
         if self.report_values is not None:
             return self.report_values(report, result)
         values = report.sample_values(result, self.name)
-        return None if values is None else np.asarray(values)
+        return None if values is None else np.asarray(values, dtype=float)
 
 
 METRICS: Registry[Metric] = Registry("metric")
@@ -147,6 +158,31 @@ def higher_is_better(name: str, stored: bool) -> bool:
     return metric.higher_is_better if metric is not None else stored
 
 
+def ratio_metric(
+    name: str,
+    description: str,
+    pair: Callable[[Record], tuple[float, float]],
+    transform: Callable[[np.ndarray], np.ndarray],
+    display: MetricDisplay,
+    task: str,
+) -> Metric:
+    """A lower-is-better metric `transform(sum num / sum den)` of per-sample pairs, with a
+    bootstrap interval over samples and a paired bootstrap in gates."""
+    statistic = RatioOfSums(transform)
+    return Metric(
+        name=name,
+        description=description,
+        higher_is_better=False,
+        per_sample=pair,
+        display=display,
+        task=task,
+        paired_test="statistic",
+        aggregate=statistic,
+        interval=lambda values: bootstrap_interval(statistic, values),
+        statistic=statistic,
+    )
+
+
 def _top_k(k: int) -> PerSampleFn:
     return lambda record: record["y"] in record["topk"][:k]
 
@@ -169,5 +205,43 @@ register(
         per_sample=_top_k(5),
         display=MetricDisplay("top-5", scale=100.0, unit="%", diff_unit="pp"),
         paired_test="binary",
+    )
+)
+
+
+# Language modelling: a window's record is {"nll": summed negative log-likelihood in nats,
+# "tokens": scored tokens, "words": scored words (tokens other than <eos>), "bytes": UTF-8
+# bytes of the scored text}; word perplexity and bits per byte as lm-evaluation-harness
+# defines them, so numbers compare across tokenizers.
+_LM = "language-modeling"
+register(
+    ratio_metric(
+        "perplexity",
+        "token perplexity exp(total NLL / scored tokens) (lower is better)",
+        lambda r: (r["nll"], r["tokens"]),
+        np.exp,
+        MetricDisplay("PPL"),
+        _LM,
+    )
+)
+register(
+    ratio_metric(
+        "word_perplexity",
+        "word perplexity exp(total NLL / words), as lm-evaluation-harness (lower is better)",
+        lambda r: (r["nll"], r["words"]),
+        np.exp,
+        MetricDisplay("word PPL"),
+        _LM,
+    )
+)
+register(
+    ratio_metric(
+        "bits_per_byte",
+        "bits per UTF-8 byte, total NLL / (bytes x ln 2), as lm-evaluation-harness (lower is "
+        "better)",
+        lambda r: (r["nll"], r["bytes"]),
+        lambda x: x / math.log(2),
+        MetricDisplay("bits/byte"),
+        _LM,
     )
 )

@@ -20,8 +20,8 @@ from robench._core.errors import ConfigError
 from robench._core.file_modes import give_default_mode
 from robench.results.report_v1 import upgrade_v1
 
-SCHEMA_VERSION = 3
-READABLE_SCHEMA_VERSIONS = (1, 2, 3)  # version 1 reports are upgraded on read
+SCHEMA_VERSION = 4
+READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4)  # version 1 reports are upgraded on read
 
 DEFAULT_DATASET = "default"  # the name of a request's dataset when it names none
 
@@ -31,8 +31,9 @@ class _Strict(BaseModel):
 
 
 class MetricValue(_Strict):
-    value: float  # fraction in [0, 1] for accuracies
-    ci95: tuple[float, float]  # 95% confidence interval (Wilson for accuracies)
+    value: float  # fraction in [0, 1] for accuracies; perplexity, bits per byte as is
+    # 95% confidence interval (Wilson for accuracies, bootstrap over windows for perplexity)
+    ci95: tuple[float, float]
     higher_is_better: bool  # direction, used by tables and gates
 
 
@@ -107,8 +108,12 @@ class DataInfo(_Strict):
     # The classes scored, when the label space is restricted (ImageNet-A/R, `classes`): the
     # model's logits are cut to these classes and the argmax is taken among them.
     label_space: LabelSpaceInfo | None = None
-    # How images reach the model when it differs from resize + centre crop (ImageNet-C).
+    # How images reach the model when it differs from resize + centre crop (ImageNet-C);
+    # for a text corpus, how it was cut into evaluation windows.
     preprocessing_note: str | None = None
+    # A text corpus's summary (language modelling): layout, lines, tokens, scored tokens,
+    # words, bytes, target_length, context, windows, vocabulary size and sha256, unk rate.
+    corpus: dict[str, Any] | None = None
 
 
 class MissingResult(_Strict):

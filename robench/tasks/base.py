@@ -1,10 +1,11 @@
 """The task contract: what the runner, the evaluation and the sanity battery ask of a task.
 
 A batch is `(inputs, targets)`: for image classification, images (B, C, H, W) in [0, 1] and
-class indices (B,). Perturbations receive both (`perturb(model, inputs, targets, seed)`); the
-task then scores the model on the perturbed inputs into per-sample records, which the sample
-store keeps as columns (`{"y": [...], "topk": [[...], ...]}`) and the metrics read one record
-at a time (`Metric.per_sample(record)`).
+class indices (B,); for language modelling, token ids (B, T) and per-token target rows
+(B, 3, T) (robench/data/text/windows.py). Perturbations receive both (`perturb(model,
+inputs, targets, seed)`); the task then scores the model on the perturbed inputs into
+per-sample records, which the sample store keeps as columns (`{"y": [...], "topk": [[...],
+...]}`) and the metrics read one record at a time (`Metric.per_sample(record)`).
 """
 
 from __future__ import annotations
@@ -12,11 +13,15 @@ from __future__ import annotations
 import abc
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from torch import nn
 from torch.utils.data import Dataset
+
+if TYPE_CHECKING:
+    from robench.models.loading import LoadedModel
 
 Record = dict[str, Any]  # one sample's stored outcome
 Columns = dict[str, list[Any]]  # a batch's records, column by column
@@ -41,6 +46,27 @@ class Task(abc.ABC):
     """One kind of model and data; subclasses fill in every method."""
 
     name: ClassVar[str]
+    # The built-in data `robench eval` uses when no --data is given.
+    default_data: ClassVar[str] = "fashion-mnist"
+    # Whether the sanity battery (gradient attacks on the inputs) applies to its models.
+    sanity_battery: ClassVar[bool] = True
+    # Data options suites and flags may set (e.g. {"target_length": 256}); others are refused.
+    data_options: ClassVar[dict[str, Any]] = {}
+
+    @abc.abstractmethod
+    def open_data(
+        self,
+        path: str,
+        model: LoadedModel,
+        *,
+        split: str,
+        layout: str | None,
+        class_map: Path | None,
+        options: dict[str, Any],
+    ) -> Any:
+        """The dataset at `path` (or a built-in name) as `model` reads it; raises DataError.
+        It has the attributes the report reads (`root`, `kind`, `split`, `classes`, ...: see
+        robench/data/labeled.py)."""
 
     @abc.abstractmethod
     def batches(
@@ -82,6 +108,11 @@ class Task(abc.ABC):
         self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor
     ) -> ModelCheck:
         """Inspect the model on one batch: randomness, output form, gradient masking."""
+
+    @abc.abstractmethod
+    def check_inputs(self, inputs: torch.Tensor, *, name: str) -> None:
+        """Raise AttackCheckError when already-perturbed inputs (pre-rendered or perturbed on
+        load) are not valid inputs of this task (for images: finite, in [0, 1])."""
 
     def adaptation_note(self, dataset: Dataset, model_inputs: Any) -> str | None:
         """A sentence for the report when the data is adapted to the model; None if not."""

@@ -7,7 +7,8 @@ The per-sample record is `{"y": true class, "topk": the model's top-5 classes}`;
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -17,11 +18,40 @@ from robench._core.errors import DataError
 from robench.models.checks import check_model
 from robench.tasks.base import Columns, ModelCheck, Record, Task
 
+if TYPE_CHECKING:
+    from robench.models.loading import LoadedModel
+
 TOP_K = 5  # predictions kept per sample: enough for top-1 and top-5 accuracy
 
 
 class ImageClassification(Task):
     name = "image-classification"
+
+    def open_data(
+        self,
+        path: str,
+        model: LoadedModel,
+        *,
+        split: str,
+        layout: str | None,
+        class_map: Path | None,
+        options: dict[str, Any],
+    ) -> Any:
+        from robench.data import open_dataset
+
+        assert model.preprocessing is not None  # every image model resolves one
+        return open_dataset(
+            path,
+            preprocessing=model.preprocessing,
+            split=split,
+            class_map=class_map,
+            layout=layout,
+        )
+
+    def check_inputs(self, inputs: torch.Tensor, *, name: str) -> None:
+        from robench.perturbations.checks import check_pixel_values
+
+        check_pixel_values(inputs, name=name)
 
     def batches(
         self,

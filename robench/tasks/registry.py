@@ -43,3 +43,9 @@ register_task(
     "images in [0, 1] -> class logits; top-k accuracy under attacks and corruptions",
     "robench.tasks.image_classification:ImageClassification",
 )
+register_task(
+    "language-modeling",
+    "token ids -> next-token logits; perplexity, word perplexity and bits per byte of a text "
+    "corpus, clean and under Word Swap",
+    "robench.tasks.language_modeling:LanguageModeling",
+)

@@ -124,6 +124,8 @@ def train(config: TrainConfig, progress: TrainProgress | None = None) -> TrainRe
     overrides = ModelSpec(model_kwargs=config.model_kwargs)
     loaded = load_model(config.model, overrides=overrides, device=dist.device)
     wrapped = loaded.model
+    # Language models train in train_lm.py; `robench train` dispatches on the model.
+    assert isinstance(wrapped, NormalizedModel) and loaded.preprocessing is not None
     train_set = open_dataset(
         config.data, preprocessing=loaded.preprocessing, split=config.train_split
     )

@@ -1,0 +1,197 @@
+"""Language modelling: token ids -> next-token logits, scored by the log-likelihood of windows.
+
+A sample is one evaluation window of a text corpus (robench/data/text/windows.py): inputs are
+its token ids (T,), targets three rows (3, T): the target token id (-100 where the position is
+context only), whether the target is a word (not `<eos>`), and the UTF-8 bytes it stands for.
+The per-sample record is `{"nll": summed negative log-likelihood in nats, "tokens": scored
+tokens, "words": scored words, "bytes": scored bytes}`; `perplexity`, `word_perplexity` and
+`bits_per_byte` (results/metrics.py) are ratios of their sums over windows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+from robench._core.errors import AttackCheckError, ConfigError, DataError
+from robench.tasks.base import Columns, ModelCheck, Record, Task
+
+if TYPE_CHECKING:
+    from robench.models.loading import LoadedModel
+
+IGNORE = -100  # target id of a position that is input only (the windows' context)
+# Logit elements scored at once: bounds the float32 log-softmax copy to ~256 MiB.
+_SCORE_CHUNK_ELEMENTS = 1 << 26
+# A corpus whose scored tokens are mostly <unk> was not written in the model's vocabulary.
+_MAX_UNK_RATE = 0.5
+_WARN_UNK_RATE = 0.05
+
+
+def window_nll(logits: torch.Tensor, target_ids: torch.Tensor) -> torch.Tensor:
+    """Summed negative log-likelihood (float64, nats) of the scored targets of each window:
+    logits (B, T, V), target ids (B, T) with IGNORE where not scored -> (B,)."""
+    per_token = nn.functional.cross_entropy(
+        logits.float().flatten(0, 1), target_ids.flatten(), ignore_index=IGNORE, reduction="none"
+    )
+    return per_token.view(target_ids.shape).double().sum(dim=1)
+
+
+class LanguageModeling(Task):
+    name = "language-modeling"
+    sanity_battery: ClassVar[bool] = False
+    default_data: ClassVar[str] = "python-docs"
+    data_options: ClassVar[dict[str, Any]] = {"target_length": 256, "context": 0}
+
+    def open_data(
+        self,
+        path: str,
+        model: LoadedModel,
+        *,
+        split: str,
+        layout: str | None,
+        class_map: Path | None,
+        options: dict[str, Any],
+    ) -> Any:
+        from robench.data.text import open_text_dataset
+
+        if class_map is not None:
+            raise ConfigError(
+                "--class-map maps image classes; a language model's vocabulary comes with its "
+                "checkpoint. Leave --class-map out."
+            )
+        if model.vocabulary is None:
+            raise ConfigError(
+                f"{model.name} carries no vocabulary, so robench cannot turn text into its token "
+                "ids; pass a checkpoint written by `robench train` (it stores the vocabulary), "
+                "or a plugin model that attaches one (docs/language-models.md)."
+            )
+        settings = {**self.data_options, **options}
+        return open_text_dataset(
+            path,
+            model.vocabulary,
+            split=split,
+            target_length=settings["target_length"],
+            context=settings["context"],
+            layout=layout,
+        )
+
+    def batches(
+        self,
+        dataset: Dataset,
+        batches: Sequence[Sequence[int]],
+        device: torch.device,
+        workers: int = 0,
+    ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        from robench.data.text.windows import collate_windows
+
+        loader = DataLoader(
+            dataset,
+            batch_sampler=[list(b) for b in batches],
+            num_workers=workers,
+            collate_fn=collate_windows,
+        )
+        for inputs, targets in loader:
+            yield inputs.to(device), targets.to(device)
+
+    def score(self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> Columns:
+        batch, length = inputs.shape
+        nll: list[float] = []
+        step = 1  # windows per forward: one until the vocabulary size is known
+        with torch.no_grad():
+            while len(nll) < batch:
+                chunk = slice(len(nll), min(len(nll) + step, batch))
+                logits = model(inputs[chunk])
+                nll += window_nll(logits, targets[chunk, 0]).tolist()
+                # Bound the logits held at once (B x T x V floats) for large vocabularies.
+                step = max(1, _SCORE_CHUNK_ELEMENTS // (length * logits.shape[-1]))
+        scored = targets[:, 0] != IGNORE
+        return {
+            "nll": nll,
+            "tokens": scored.sum(dim=1).tolist(),
+            "words": targets[:, 1].sum(dim=1).tolist(),
+            "bytes": targets[:, 2].sum(dim=1).tolist(),
+        }
+
+    def target(self, record: Record) -> Any:
+        return record["tokens"]
+
+    def outputs(self, record: Record) -> dict[str, Any]:
+        return {}  # the metric columns keep each window's NLL and counts
+
+    def check_inputs(self, inputs: torch.Tensor, *, name: str) -> None:
+        if inputs.dtype != torch.long or (inputs.numel() and int(inputs.min()) < 0):
+            raise AttackCheckError(
+                f"Perturbation {name!r} produced inputs that are not token ids (dtype "
+                f"{inputs.dtype}); a text perturbation must return a corpus in the vocabulary."
+            )
+
+    def check_data(
+        self, dataset: Dataset, model: nn.Module, inputs: torch.Tensor, *, mapped: bool
+    ) -> None:
+        """The model's output size is the checkpoint vocabulary's; the text is mostly in it."""
+        vocabulary = getattr(dataset, "vocabulary", None)
+        with torch.no_grad():
+            n_outputs = model(inputs[:1, :8]).shape[-1]
+        if vocabulary is not None and len(vocabulary) != n_outputs:
+            raise DataError(
+                f"the checkpoint's vocabulary has {len(vocabulary)} words but the model predicts "
+                f"{n_outputs} tokens; the vocabulary and the weights must come from the same "
+                "training run."
+            )
+        unk_rate = float(getattr(dataset, "unk_rate", 0.0))
+        if unk_rate > _MAX_UNK_RATE:
+            raise DataError(
+                f"{unk_rate:.0%} of the scored tokens of {getattr(dataset, 'root', 'the data')} "
+                "are out of the checkpoint's vocabulary (<unk>): the data is not in the "
+                "language the model was trained on; evaluate it on text like its training "
+                "corpus, or train a model on this corpus."
+            )
+
+    def check_model(
+        self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor
+    ) -> ModelCheck:
+        warnings: list[str] = []
+        training = [name or "model" for name, m in model.named_modules() if m.training]
+        if training:
+            warnings.append(
+                f"{len(training)} module(s) were in train mode (e.g. {training[0]}); robench "
+                "evaluates in eval mode."
+            )
+        with torch.no_grad():
+            first, second = model(inputs[:2]), model(inputs[:2])
+        if first.shape[:2] != inputs[:2].shape:
+            raise ConfigError(
+                f"the language model returned outputs of shape {tuple(first.shape)} for token "
+                f"ids of shape {tuple(inputs[:2].shape)}; it must return logits (B, T, "
+                "vocabulary) (docs/language-models.md)."
+            )
+        randomized = not torch.equal(first, second)
+        if randomized:
+            warnings.append(
+                "the model is randomized (two forward passes on the same input differ); its "
+                "perplexity varies from run to run."
+            )
+        if not torch.isfinite(first).all():
+            warnings.append("the model's logits are not all finite; perplexities may be inf.")
+        sums = first.sum(dim=-1)
+        if first.min() >= 0 and torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
+            warnings.append(
+                "the model's outputs look like probabilities (rows sum to 1); robench expects "
+                "logits and applies log-softmax itself: remove the final softmax."
+            )
+        return ModelCheck(randomized=randomized, warnings=warnings)
+
+    def adaptation_note(self, dataset: Dataset, model_inputs: Any) -> str | None:
+        unk_rate = float(getattr(dataset, "unk_rate", 0.0))
+        if unk_rate > _WARN_UNK_RATE:
+            return (
+                f"{unk_rate:.1%} of the scored tokens are out of the checkpoint's vocabulary "
+                "and read as <unk>; perplexities on this text are not comparable with those on "
+                "the training corpus."
+            )
+        return None
