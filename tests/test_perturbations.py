@@ -100,7 +100,13 @@ def _default_case(kind: str) -> Case:
 def _all_cases() -> list[Any]:
     cases = dict(CASES)
     covered = {case.kind for case in CASES.values()}
-    cases.update({k: _default_case(k) for k in PERTURBATIONS.names() if k not in covered})
+    # Image perturbations (and task-free ones such as clean); text kinds have their own tests.
+    images = [
+        k
+        for k in PERTURBATIONS.names()
+        if PERTURBATIONS.get(k).Params.task in ("image-classification", None)
+    ]
+    cases.update({k: _default_case(k) for k in images if k not in covered})
     return [
         pytest.param(case, id=name, marks=[pytest.mark.slow] if case.slow else [])
         for name, case in cases.items()

@@ -9,9 +9,6 @@ from __future__ import annotations
 import hashlib
 import random
 
-import numpy as np
-import torch
-
 
 def derive_seed(seed: int, *parts: object) -> int:
     """A 31-bit seed from `seed` and any labels, stable across processes and platforms."""
@@ -20,6 +17,9 @@ def derive_seed(seed: int, *parts: object) -> int:
 
 
 def seed_everything(seed: int) -> None:
+    import numpy as np  # here, so that derive_seed alone stays light (text perturbations)
+    import torch
+
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)

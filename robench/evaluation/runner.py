@@ -32,7 +32,6 @@ from robench.evaluation.sample_store import SampleStore
 from robench.evaluation.suites import PlannedPerturbation
 from robench.models.restricted import restrict_outputs
 from robench.perturbations.base import DatasetPerturbation, SamplePerturbation
-from robench.perturbations.checks import check_adversarial
 from robench.tasks.base import Columns, Task
 
 logger = logging.getLogger(__name__)
@@ -178,12 +177,5 @@ def perturb_and_score(
     adaptive: Any = adaptive_attack(model) if planned.differentiable_m else nullcontext()
     with adaptive:
         perturbed = planned.perturbation.perturb(model, inputs, targets, batch_seed)
-    perturbation = planned.perturbation
-    check_adversarial(
-        inputs,
-        perturbed,
-        perturbation.eps,
-        name=planned.label,
-        threat=perturbation.threat_model,
-    )
+    task.check_perturbed(inputs, perturbed, planned.perturbation, name=planned.label)
     return _rerun(model, task, perturbed, targets, batch_seed)

@@ -15,3 +15,14 @@ ZOO_MODELS: tuple[str, ...] = (
     "vit_nano_elliptical_patch4_28",
     "vit_nano_patch4_28",
 )
+
+# Registered in robench's language-model registry (robench.models.zoo.lm_registry) by
+# robench.models.zoo.transformer_lm; tests/test_transformer_lm.py checks the two agree.
+LANGUAGE_MODELS: tuple[str, ...] = (
+    "transformer_lm_medium",
+    "transformer_lm_medium_elliptical",
+    "transformer_lm_nano",
+    "transformer_lm_nano_elliptical",
+    "transformer_lm_small",
+    "transformer_lm_small_elliptical",
+)

@@ -110,6 +110,13 @@ class Task(abc.ABC):
         """Inspect the model on one batch: randomness, output form, gradient masking."""
 
     @abc.abstractmethod
+    def check_perturbed(
+        self, original: torch.Tensor, perturbed: torch.Tensor, perturbation: Any, *, name: str
+    ) -> None:
+        """Raise AttackCheckError when a batch perturbation's output is not a valid input
+        within its threat model (images: same shape, the eps-ball, [0, 1], finite)."""
+
+    @abc.abstractmethod
     def check_inputs(self, inputs: torch.Tensor, *, name: str) -> None:
         """Raise AttackCheckError when already-perturbed inputs (pre-rendered or perturbed on
         load) are not valid inputs of this task (for images: finite, in [0, 1])."""

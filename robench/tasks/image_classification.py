@@ -48,6 +48,14 @@ class ImageClassification(Task):
             layout=layout,
         )
 
+    def check_perturbed(
+        self, original: torch.Tensor, perturbed: torch.Tensor, perturbation: Any, *, name: str
+    ) -> None:
+        from robench.perturbations.checks import check_adversarial
+
+        threat = perturbation.threat_model
+        check_adversarial(original, perturbed, perturbation.eps, name=name, threat=threat)
+
     def check_inputs(self, inputs: torch.Tensor, *, name: str) -> None:
         from robench.perturbations.checks import check_pixel_values
 

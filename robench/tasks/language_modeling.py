@@ -28,8 +28,8 @@ IGNORE = -100  # target id of a position that is input only (the windows' contex
 # Logit elements scored at once: bounds the float32 log-softmax copy to ~256 MiB.
 _SCORE_CHUNK_ELEMENTS = 1 << 26
 # A corpus whose scored tokens are mostly <unk> was not written in the model's vocabulary.
-_MAX_UNK_RATE = 0.5
-_WARN_UNK_RATE = 0.05
+_MAX_OOV_RATE = 0.5
+_WARN_OOV_RATE = 0.1
 
 
 def window_nll(logits: torch.Tensor, target_ids: torch.Tensor) -> torch.Tensor:
@@ -39,6 +39,12 @@ def window_nll(logits: torch.Tensor, target_ids: torch.Tensor) -> torch.Tensor:
         logits.float().flatten(0, 1), target_ids.flatten(), ignore_index=IGNORE, reduction="none"
     )
     return per_token.view(target_ids.shape).double().sum(dim=1)
+
+
+def _oov_rate(dataset: Any) -> float:
+    """Share of the scored words that the vocabulary does not hold (read as <unk>)."""
+    scored = getattr(dataset, "n_scored_tokens", 0)
+    return getattr(dataset, "n_out_of_vocabulary", 0) / scored if scored else 0.0
 
 
 class LanguageModeling(Task):
@@ -123,6 +129,16 @@ class LanguageModeling(Task):
     def outputs(self, record: Record) -> dict[str, Any]:
         return {}  # the metric columns keep each window's NLL and counts
 
+    def check_perturbed(
+        self, original: torch.Tensor, perturbed: torch.Tensor, perturbation: Any, *, name: str
+    ) -> None:
+        if perturbed.shape != original.shape:
+            raise AttackCheckError(
+                f"Perturbation {name!r} turned token ids of shape {tuple(original.shape)} into "
+                f"{tuple(perturbed.shape)}; it must keep every window's length."
+            )
+        self.check_inputs(perturbed, name=name)
+
     def check_inputs(self, inputs: torch.Tensor, *, name: str) -> None:
         if inputs.dtype != torch.long or (inputs.numel() and int(inputs.min()) < 0):
             raise AttackCheckError(
@@ -143,10 +159,10 @@ class LanguageModeling(Task):
                 f"{n_outputs} tokens; the vocabulary and the weights must come from the same "
                 "training run."
             )
-        unk_rate = float(getattr(dataset, "unk_rate", 0.0))
-        if unk_rate > _MAX_UNK_RATE:
+        oov_rate = _oov_rate(dataset)
+        if oov_rate > _MAX_OOV_RATE:
             raise DataError(
-                f"{unk_rate:.0%} of the scored tokens of {getattr(dataset, 'root', 'the data')} "
+                f"{oov_rate:.0%} of the scored tokens of {getattr(dataset, 'root', 'the data')} "
                 "are out of the checkpoint's vocabulary (<unk>): the data is not in the "
                 "language the model was trained on; evaluate it on text like its training "
                 "corpus, or train a model on this corpus."
@@ -187,10 +203,10 @@ class LanguageModeling(Task):
         return ModelCheck(randomized=randomized, warnings=warnings)
 
     def adaptation_note(self, dataset: Dataset, model_inputs: Any) -> str | None:
-        unk_rate = float(getattr(dataset, "unk_rate", 0.0))
-        if unk_rate > _WARN_UNK_RATE:
+        oov_rate = _oov_rate(dataset)
+        if oov_rate > _WARN_OOV_RATE:
             return (
-                f"{unk_rate:.1%} of the scored tokens are out of the checkpoint's vocabulary "
+                f"{oov_rate:.1%} of the scored tokens are out of the checkpoint's vocabulary "
                 "and read as <unk>; perplexities on this text are not comparable with those on "
                 "the training corpus."
             )

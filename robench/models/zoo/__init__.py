@@ -2,6 +2,9 @@
 
 import robench.models.zoo, timm
 model = timm.create_model("deit_tiny_elliptical_patch16_224")
+
+Language models live in robench's own registry (`robench.models.zoo.lm_registry`):
+`create_language_model("transformer_lm_nano_elliptical", vocab_size)`.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from timm.models import model_entrypoint
 
 from robench.models.layers.elliptical_attention import is_elliptical as is_elliptical
 from robench.models.layers.elliptical_attention import set_differentiable as set_differentiable
+from robench.models.zoo import transformer_lm as transformer_lm  # registers language models
 from robench.models.zoo import vit_elliptical as vit_elliptical  # registers its models with timm
 
 

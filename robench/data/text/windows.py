@@ -1,0 +1,220 @@
+"""`LanguageModelingWindows`: the evaluation windows of a language-modeling split.
+
+The token stream is every line's words followed by `<eos>`, encoded with the vocabulary;
+N tokens, positions 0..N-1. Position 0 is never scored. Positions 1..N-1 are cut into
+consecutive chunks [a, b) of `target_length` (the last may be shorter); window k predicts its
+chunk from up to `context` earlier tokens that are input only:
+
+    lo = max(0, a - 1 - context)
+    inputs  = stream[lo : b-1]
+    targets = stream[lo+1 : b]      # only the last b-a are scored
+
+`context=0` gives non-overlapping windows (lm-evaluation-harness's rolling log-likelihood);
+a larger context gives overlapping windows with an unscored prefix. Item k is
+`(inputs (n,), targets (3, n))`, rows of targets:
+
+    0: the target token id where scored, else -100
+    1: 1 where the scored target is a word (not <eos>), else 0
+    2: UTF-8 bytes the scored target stands for, else 0
+
+Bytes are those of the text written as lines joined by "\\n", a line's words joined by single
+spaces: a word stands for len(word.encode()) + 1 bytes (itself and the space or newline after
+it); an `<eos>` for 0 bytes, except the `<eos>` of an empty line, which stands for its
+newline (1 byte). Out-of-vocabulary words encoded as `<unk>` keep their own bytes. Rows 1 and
+2 summed over all windows are the words and bytes of the whole text minus those of the
+unscored token at position 0. They feed word perplexity and bits per byte as
+lm-evaluation-harness defines them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+from torch.utils.data import Dataset
+
+from robench._core.errors import DataError
+from robench.data.text.corpora import TextCorpus
+from robench.data.text.vocabulary import UNK, Vocabulary
+
+# Row 0 of the targets where a position is not scored (torch's cross-entropy ignore_index).
+IGNORE_INDEX = -100
+
+
+def check_window_sizes(target_length: int, context: int) -> None:
+    """DataError unless target_length >= 1 and context >= 0."""
+    if target_length < 1:
+        raise DataError(
+            f"target length {target_length} is below 1; pass the number of tokens each window "
+            "scores (1 or more, e.g. 256)."
+        )
+    if context < 0:
+        raise DataError(
+            f"context {context} is negative; pass the number of unscored tokens a window may "
+            "see before its scored ones (0 or more)."
+        )
+
+
+def _stream(
+    lines: Sequence[Sequence[str]], vocabulary: Vocabulary
+) -> tuple[list[int], list[int], list[int], int, int]:
+    """(ids, word flags, bytes) of every stream position, and the number of out-of-vocabulary
+    words and of literal `<unk>` words after position 0."""
+    ids: list[int] = []
+    words: list[int] = []
+    nbytes: list[int] = []
+    for line in lines:
+        ids += vocabulary.encode(line)
+        ids.append(vocabulary.eos_id)
+        words += [1] * len(line)
+        words.append(0)
+        nbytes += [len(word.encode("utf-8")) + 1 for word in line]
+        nbytes.append(0 if line else 1)
+    flat = [word for line in lines for word in line]
+    first = 1 if lines and lines[0] else 0  # the word at position 0 is not scored
+    literal = sum(word == UNK for word in flat[first:])
+    oov = sum(word not in vocabulary for word in flat[first:])
+    return ids, words, nbytes, oov, literal
+
+
+class LanguageModelingWindows(Dataset[tuple[torch.Tensor, torch.Tensor]]):
+    """The windows of one text split (see the module docstring); batch with `collate_windows`."""
+
+    # The task whose models this data is for (robench/tasks).
+    task: str = "language-modeling"
+
+    def __init__(
+        self,
+        corpus: TextCorpus,
+        vocabulary: Vocabulary,
+        *,
+        target_length: int = 256,
+        context: int = 0,
+    ) -> None:
+        check_window_sizes(target_length, context)
+        ids, words, nbytes, oov, literal = _stream(corpus.lines, vocabulary)
+        if len(ids) < 2:
+            raise DataError(
+                f"split {corpus.split!r} of {corpus.root} has {len(ids)} token(s); at least 2 "
+                "are needed to score one: use a split with text."
+            )
+        # The text, its split and the vocabulary its words are encoded with.
+        self.corpus = corpus
+        self.vocabulary = vocabulary
+        # Layout name ("wikitext", "text-files", or a built-in corpus name).
+        self.kind = corpus.layout
+        self.root: Path = corpus.root
+        self.split: str | None = corpus.split
+        # Tokens each window scores (the last may score fewer), and unscored tokens before them.
+        self.target_length = target_length
+        self.context = context
+        # The next-token "classes": the vocabulary's words, id = position.
+        self.classes = list(vocabulary.words)
+        self.class_index_note = (
+            f"Token ids are positions in the checkpoint's vocabulary of {len(vocabulary):,} "
+            f"words (sha256 {vocabulary.sha256[:12]})."
+        )
+        # Image-classification attributes that do not apply to text.
+        self.output_classes: tuple[int, ...] | None = None
+        self.label_space = None
+        # Set by whoever perturbs the text (Word Swap): what was changed; None for clean text.
+        self.perturbation_summary: dict | None = None
+        self._ids = torch.tensor(ids, dtype=torch.long)  # (N,)
+        self._words = torch.tensor(words, dtype=torch.long)  # (N,)
+        self._bytes = torch.tensor(nbytes, dtype=torch.long)  # (N,)
+        n = len(ids)
+        # Scored positions [a, b) of each window.
+        self.spans = [(a, min(a + target_length, n)) for a in range(1, n, target_length)]
+        self.n_tokens = n
+        self.n_scored_tokens = n - 1
+        self.n_scored_words = int(self._words[1:].sum())
+        self.n_scored_bytes = int(self._bytes[1:].sum())
+        # Scored targets that are <unk>: out-of-vocabulary words, and literal "<unk>" words.
+        self.n_out_of_vocabulary = oov
+        self.n_literal_unk = literal
+        self.unk_rate = int((self._ids[1:] == vocabulary.unk_id).sum()) / self.n_scored_tokens
+        self.preprocessing_note = (
+            f"Token stream of {n:,} tokens (words, <eos> after each line) cut into "
+            f"{len(self.spans):,} windows scoring up to {target_length} tokens each after "
+            f"{context} unscored context tokens, {self.n_scored_tokens:,} tokens scored (all "
+            "but the first)."
+        )
+
+    def __len__(self) -> int:
+        return len(self.spans)
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+        if not -len(self) <= index < len(self):
+            raise IndexError(f"index {index} out of range for {len(self)} windows")
+        a, b = self.spans[index]
+        lo = max(0, a - 1 - self.context)
+        inputs = self._ids[lo : b - 1]  # (n,)
+        unscored = a - 1 - lo
+        targets = torch.stack(
+            [self._ids[lo + 1 : b], self._words[lo + 1 : b], self._bytes[lo + 1 : b]]
+        )  # (3, n)
+        targets[0, :unscored] = IGNORE_INDEX
+        targets[1:, :unscored] = 0
+        return inputs.clone(), targets
+
+    def info(self) -> dict[str, object]:
+        """JSON-able summary for the report."""
+        return {
+            "layout": self.kind,
+            "split": self.split,
+            "lines": len(self.corpus.lines),
+            "tokens": self.n_tokens,
+            "scored_tokens": self.n_scored_tokens,
+            "words": self.n_scored_words,
+            "bytes": self.n_scored_bytes,
+            "target_length": self.target_length,
+            "context": self.context,
+            "windows": len(self),
+            "vocabulary_size": len(self.vocabulary),
+            "vocabulary_sha256": self.vocabulary.sha256,
+            "unk_rate": self.unk_rate,
+            "out_of_vocabulary": self.n_out_of_vocabulary,
+            "literal_unk": self.n_literal_unk,
+        }
+
+    def with_lines(self, lines: Sequence[Sequence[str]]) -> LanguageModelingWindows:
+        """The same windows over other words (a perturbed copy of the text): window k of the
+        copy scores the same positions as window k here. ValueError unless every line keeps
+        its number of words."""
+        old = self.corpus.lines
+        if len(lines) != len(old):
+            raise ValueError(f"expected {len(old)} lines, got {len(lines)}")
+        for number, (new, before) in enumerate(zip(lines, old, strict=True)):
+            if len(new) != len(before):
+                raise ValueError(
+                    f"line {number} has {len(new)} words, expected {len(before)}: a perturbation "
+                    "must keep every line's word count so windows stay aligned"
+                )
+        corpus = replace(self.corpus, lines=tuple(tuple(line) for line in lines))
+        return LanguageModelingWindows(
+            corpus, self.vocabulary, target_length=self.target_length, context=self.context
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"LanguageModelingWindows(layout={self.kind!r}, split={self.split!r}, "
+            f"windows={len(self)}, scored_tokens={self.n_scored_tokens}, "
+            f"vocabulary={len(self.vocabulary)})"
+        )
+
+
+def collate_windows(
+    items: Sequence[tuple[torch.Tensor, torch.Tensor]],
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad windows to the longest: inputs (B, T) with 0, targets (B, 3, T) with -100 in
+    row 0 and 0 in rows 1-2 (padding is never scored)."""
+    longest = max(inputs.shape[0] for inputs, _ in items)
+    inputs = torch.zeros(len(items), longest, dtype=torch.long)  # (B, T)
+    targets = torch.zeros(len(items), 3, longest, dtype=torch.long)  # (B, 3, T)
+    targets[:, 0] = IGNORE_INDEX
+    for row, (x, y) in enumerate(items):
+        inputs[row, : x.shape[0]] = x
+        targets[row, :, : y.shape[1]] = y
+    return inputs, targets

@@ -1,0 +1,82 @@
+"""robench's registry of language models, in timm's decorator style.
+
+A builder takes the vocabulary size and keyword overrides and returns an `nn.Module` mapping
+token ids (B, T) to next-token logits (B, T, vocab_size). Decorating it registers it under the
+function's name (timm `register_model`)::
+
+    from robench.models.zoo.lm_registry import register_language_model
+
+    @register_language_model
+    def my_lm_tiny(vocab_size: int, **kwargs: Any) -> nn.Module:
+        return MyLM(vocab_size, dim=64, **kwargs)
+
+    model = create_language_model("my_lm_tiny", vocab_size=50_000, dropout=0.0)
+
+The decorator is public API: a plugin module loaded with `robench ... --import my_plugin`
+registers its own language models this way, and they are then available by name like the
+zoo's (`robench.models.zoo.transformer_lm` registers `transformer_lm_*`). Importing this
+module registers nothing and imports neither torch nor timm.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from robench._core.errors import ConfigError
+from robench._core.registry import Registry
+
+if TYPE_CHECKING:
+    from torch import nn
+
+__all__ = [
+    "LanguageModelBuilder",
+    "create_language_model",
+    "is_language_model",
+    "list_language_models",
+    "register_language_model",
+]
+
+# (vocab_size, **kwargs) -> model
+LanguageModelBuilder = Callable[..., "nn.Module"]
+
+_LANGUAGE_MODELS: Registry[LanguageModelBuilder] = Registry("language model")
+
+
+def register_language_model(builder: LanguageModelBuilder) -> LanguageModelBuilder:
+    """Decorator: register `builder` under its function name; returns it unchanged.
+
+    Raises:
+        ValueError: a language model of that name is already registered.
+    """
+    return _LANGUAGE_MODELS.register()(builder)
+
+
+def create_language_model(name: str, vocab_size: int, **kwargs: Any) -> nn.Module:
+    """Build the registered language model `name` over `vocab_size` tokens.
+
+    `kwargs` override the builder's defaults (e.g. `dropout=0.0`, elliptical options).
+
+    Raises:
+        ConfigError: `name` is not registered (with close matches), or the builder does not
+            accept `kwargs`.
+    """
+    builder = _LANGUAGE_MODELS.get(name)
+    try:
+        return builder(vocab_size, **kwargs)
+    except TypeError as err:
+        raise ConfigError(
+            f"language model {name!r} does not accept the arguments {sorted(kwargs)} "
+            f"({err}); check their names against the model's builder."
+        ) from err
+
+
+def is_language_model(name: str) -> bool:
+    """True when `name` is a registered language model."""
+    return name in _LANGUAGE_MODELS
+
+
+def list_language_models(pattern: str = "*") -> list[str]:
+    """Registered language model names matching the shell-style `pattern`, sorted."""
+    return [name for name in _LANGUAGE_MODELS.names() if fnmatch.fnmatch(name, pattern)]

@@ -1,0 +1,270 @@
+"""Decoder-only causal transformer language models, with and without Elliptical Attention.
+
+`TransformerLM` maps word ids (B, T) to next-token logits (B, T, V): token embedding scaled by
+sqrt(C) plus sinusoidal positions (Vaswani et al. 2017, no parameters, so any length works),
+dropout, timm's pre-norm `Block`s run with `is_causal=True`, a final LayerNorm and an output
+head tied to the token embedding: logits = LayerNorm(h) @ E^T with E the (V, C) embedding
+matrix itself, so there is no separate head parameter and a checkpoint stores E once. This
+keeps shipped checkpoints small: with WikiText-103's ~267k-word vocabulary an untied head would
+add V * C weights, more than all blocks together (and a tied `nn.Linear` head would still be
+written twice by savers that copy tensors, as safetensors requires).
+
+Registered in robench's language-model registry (`create_language_model(name, vocab_size)`):
+
+- `transformer_lm_nano`: 4 layers, 4 heads of 16 (C = 64), feed-forward 256; tests, demo.
+- `transformer_lm_small`: 16 layers, 8 heads of 16 (C = 128), feed-forward 2048 (the paper's
+  small WikiText-103 backbone).
+- `transformer_lm_medium`: 16 layers, 8 heads of 32 (C = 256), feed-forward 2048.
+- `*_elliptical` twins: the same models with `EllipticalAttention`
+  (https://arxiv.org/abs/2406.13770) in layers 2..N; same parameters and state_dict keys.
+
+All take `dropout` (default 0.1) and the other `TransformerLM` arguments as overrides. The
+elliptical layer keeps the 1/sqrt(D) logit scale of Eq. 13, which the paper's language-model
+code omitted. Elliptical twins also take the options of `configure_elliptical` (`scaling`,
+`estimator`, `differentiable`, `delta`) and `m_estimator`, the estimator of M over positions:
+
+- `"prefix"` (default): m at position t averages |V_l - V_{l-1}| over positions <= t, so logits
+  at t depend only on tokens <= t: a truly causal model.
+- `"paper"`: the paper's mean over all positions, so position t sees later tokens through M.
+
+The report records which one a model uses (`TransformerLM.robench_report_section`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from timm.layers import Attention
+from timm.models.vision_transformer import Block
+from torch import Tensor, nn
+
+from robench._core.errors import ConfigError, DataError
+from robench.models.layers.elliptical_attention import EllipticalAttention, configure_elliptical
+from robench.models.zoo.lm_registry import register_language_model
+
+__all__ = ["TransformerLM", "sinusoidal_positions"]
+
+# m_estimator of a language model -> causal_estimator of configure_elliptical.
+_M_ESTIMATORS = {"prefix": "prefix", "paper": "full"}
+# Model kwargs that go to configure_elliptical instead of TransformerLM.
+_ELLIPTICAL_OPTIONS = ("scaling", "estimator", "differentiable", "delta", "m_estimator")
+
+
+def sinusoidal_positions(
+    length: int, dim: int, *, device: torch.device | None = None, dtype: torch.dtype | None = None
+) -> Tensor:
+    """Vaswani et al.'s encoding, (length, dim): sin at even channels, cos at odd ones."""
+    position = torch.arange(length, device=device, dtype=torch.float32)[:, None]  # (T, 1)
+    channels = torch.arange(0, dim, 2, device=device, dtype=torch.float32)  # (ceil(C/2),)
+    angles = position * torch.exp(channels * (-math.log(10000.0) / dim))  # (T, ceil(C/2))
+    pe = torch.empty(length, dim, device=device, dtype=torch.float32)
+    pe[:, 0::2] = angles.sin()
+    pe[:, 1::2] = angles.cos()[:, : dim // 2]
+    return pe.to(dtype or torch.get_default_dtype())
+
+
+def _init_weights(module: nn.Module) -> None:
+    """timm ViT's init for the blocks' linear layers: truncated normal (std 0.02), zero bias."""
+    if isinstance(module, nn.Linear):
+        nn.init.trunc_normal_(module.weight, std=0.02)
+        if module.bias is not None:
+            nn.init.zeros_(module.bias)
+
+
+class TransformerLM(nn.Module):
+    """Decoder-only causal transformer over a word-level vocabulary (see the module docstring).
+
+    Args:
+        vocab_size: number of token ids V.
+        embed_dim: model width C (num_heads * head dimension).
+        depth: number of blocks.
+        num_heads: attention heads per block.
+        mlp_dim: hidden width of the feed-forward layers.
+        dropout: dropout on the embeddings and the outputs of attention and feed-forward.
+        attn_dropout: dropout on the attention probabilities.
+        attn_layer: attention class of the blocks (timm's constructor contract), e.g.
+            `EllipticalAttention`; elliptical layers then need `configure_elliptical(model)`.
+        architecture: name the report records (the registry sets the registered name).
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        *,
+        embed_dim: int = 128,
+        depth: int = 16,
+        num_heads: int = 8,
+        mlp_dim: int = 2048,
+        dropout: float = 0.1,
+        attn_dropout: float = 0.0,
+        attn_layer: type[nn.Module] = Attention,
+        architecture: str = "transformer_lm",
+    ) -> None:
+        super().__init__()
+        for what, value in (
+            ("vocab_size", vocab_size),
+            ("embed_dim", embed_dim),
+            ("depth", depth),
+            ("num_heads", num_heads),
+            ("mlp_dim", mlp_dim),
+        ):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"TransformerLM {what} must be an integer >= 1, got {value!r}.")
+        if embed_dim % num_heads:
+            raise ConfigError(
+                f"TransformerLM embed_dim {embed_dim} is not a multiple of num_heads {num_heads}; "
+                "choose embed_dim = num_heads * head dimension."
+            )
+        for what, p in (("dropout", dropout), ("attn_dropout", attn_dropout)):
+            if not isinstance(p, (int, float)) or isinstance(p, bool) or not 0 <= p < 1:
+                raise ConfigError(f"TransformerLM {what} must be in [0, 1), got {p!r}.")
+        self.vocab_size = vocab_size
+        self.embed_dim = embed_dim
+        self.depth = depth
+        self.num_heads = num_heads
+        self.mlp_dim = mlp_dim
+        self.architecture = architecture
+        # What robench.diagnostics.find_transformer reads: no class or register tokens.
+        self.num_prefix_tokens = 0
+        self.has_class_token = False
+
+        self.token_embed = nn.Embedding(vocab_size, embed_dim)
+        self.embed_drop = nn.Dropout(dropout)
+        self.blocks = nn.ModuleList(
+            Block(
+                embed_dim,
+                num_heads,
+                mlp_ratio=(mlp_dim + 0.5) / embed_dim,  # Block takes int(C * ratio) == mlp_dim
+                qkv_bias=True,
+                proj_drop=dropout,
+                attn_drop=attn_dropout,
+                attn_layer=attn_layer,
+                depth=index,
+            )
+            for index in range(depth)
+        )
+        self.norm = nn.LayerNorm(embed_dim)
+        self.blocks.apply(_init_weights)
+        # Embedding init as in Vaswani et al. / fairseq: the sqrt(C)-scaled embedding has unit
+        # variance and the tied head starts with logits of order 1.
+        nn.init.normal_(self.token_embed.weight, std=embed_dim**-0.5)
+
+    @property
+    def m_estimator(self) -> str | None:
+        """ "prefix" or "paper" from the elliptical layers' estimator; None without them."""
+        layers = [m for m in self.modules() if isinstance(m, EllipticalAttention)]
+        if not layers:
+            return None
+        by_causal = {causal: name for name, causal in _M_ESTIMATORS.items()}
+        return by_causal[layers[-1].causal_estimator]
+
+    @classmethod
+    def robench_report_section(cls, models: list[TransformerLM]) -> tuple[str, dict[str, Any]]:
+        """robench's report hook: the language model's shape and its estimator of M."""
+        model = models[0]
+        return "language_model", {
+            "architecture": model.architecture,
+            "layers": model.depth,
+            "embed_dim": model.embed_dim,
+            "heads": model.num_heads,
+            "vocab_size": model.vocab_size,
+            "m_estimator": model.m_estimator,
+        }
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        """Next-token logits (B, T, V) of `tokens` (B, T); position t sees tokens <= t only
+        (with the "paper" estimator of M, later tokens also reach it through M)."""
+        if tokens.dim() != 2:
+            raise DataError(
+                f"TransformerLM expects token ids of shape (batch, length), got shape "
+                f"{tuple(tokens.shape)}; add a batch dimension with tokens[None]."
+            )
+        _, length = tokens.shape
+        x = self.token_embed(tokens) * math.sqrt(self.embed_dim)  # (B, T, C)
+        pe = sinusoidal_positions(length, self.embed_dim, device=x.device, dtype=x.dtype)
+        x = self.embed_drop(x + pe)  # (B, T, C)
+        for block in self.blocks:
+            x = block(x, is_causal=True)  # (B, T, C)
+        return F.linear(self.norm(x), self.token_embed.weight)  # (B, T, V), tied head
+
+
+def _create_lm(
+    variant: str, vocab_size: int, elliptical: bool, model_args: dict[str, Any], **kwargs: Any
+) -> TransformerLM:
+    """Build `variant`; `kwargs` override `model_args`. Elliptical models get their layers
+    configured with the elliptical options in `kwargs`."""
+    kwargs = dict(model_args, **kwargs)
+    if "causal_estimator" in kwargs:
+        raise ConfigError(
+            f"{variant} chooses the estimator of M with m_estimator ('prefix' or 'paper'), "
+            "not causal_estimator."
+        )
+    options = {name: kwargs.pop(name) for name in _ELLIPTICAL_OPTIONS if name in kwargs}
+    if options and not elliptical:
+        raise ConfigError(
+            f"{variant} uses standard attention, so the elliptical options {sorted(options)} do "
+            f"not apply; use {variant}_elliptical."
+        )
+    if not elliptical:
+        return TransformerLM(vocab_size, architecture=variant, **kwargs)
+    m_estimator = options.pop("m_estimator", "prefix")
+    if not isinstance(m_estimator, str) or m_estimator not in _M_ESTIMATORS:
+        raise ConfigError(
+            f"Unknown m_estimator {m_estimator!r} for {variant}; choose one of "
+            f"{sorted(_M_ESTIMATORS)} ('prefix' is causal, 'paper' averages over all positions)."
+        )
+    model = TransformerLM(
+        vocab_size, architecture=variant, attn_layer=EllipticalAttention, **kwargs
+    )
+    try:
+        configure_elliptical(model, causal_estimator=_M_ESTIMATORS[m_estimator], **options)
+    except ConfigError as err:
+        raise ConfigError(
+            f"{variant} with m_estimator={m_estimator!r}: {err} (m_estimator 'prefix' is "
+            "causal_estimator 'prefix', 'paper' is 'full'.)"
+        ) from err
+    return model
+
+
+_NANO: dict[str, Any] = dict(embed_dim=64, depth=4, num_heads=4, mlp_dim=256, dropout=0.1)
+_SMALL: dict[str, Any] = dict(embed_dim=128, depth=16, num_heads=8, mlp_dim=2048, dropout=0.1)
+_MEDIUM: dict[str, Any] = dict(embed_dim=256, depth=16, num_heads=8, mlp_dim=2048, dropout=0.1)
+
+
+@register_language_model
+def transformer_lm_nano(vocab_size: int, **kwargs: Any) -> TransformerLM:
+    """4 layers, 4 heads of 16 (C = 64), feed-forward 256: fast on CPU, for tests and the demo."""
+    return _create_lm("transformer_lm_nano", vocab_size, False, _NANO, **kwargs)
+
+
+@register_language_model
+def transformer_lm_nano_elliptical(vocab_size: int, **kwargs: Any) -> TransformerLM:
+    """`transformer_lm_nano` with Elliptical Attention in layers 2..4."""
+    return _create_lm("transformer_lm_nano_elliptical", vocab_size, True, _NANO, **kwargs)
+
+
+@register_language_model
+def transformer_lm_small(vocab_size: int, **kwargs: Any) -> TransformerLM:
+    """16 layers, 8 heads of 16 (C = 128), feed-forward 2048: the paper's small backbone."""
+    return _create_lm("transformer_lm_small", vocab_size, False, _SMALL, **kwargs)
+
+
+@register_language_model
+def transformer_lm_small_elliptical(vocab_size: int, **kwargs: Any) -> TransformerLM:
+    """`transformer_lm_small` with Elliptical Attention in layers 2..16."""
+    return _create_lm("transformer_lm_small_elliptical", vocab_size, True, _SMALL, **kwargs)
+
+
+@register_language_model
+def transformer_lm_medium(vocab_size: int, **kwargs: Any) -> TransformerLM:
+    """16 layers, 8 heads of 32 (C = 256), feed-forward 2048."""
+    return _create_lm("transformer_lm_medium", vocab_size, False, _MEDIUM, **kwargs)
+
+
+@register_language_model
+def transformer_lm_medium_elliptical(vocab_size: int, **kwargs: Any) -> TransformerLM:
+    """`transformer_lm_medium` with Elliptical Attention in layers 2..16."""
+    return _create_lm("transformer_lm_medium_elliptical", vocab_size, True, _MEDIUM, **kwargs)

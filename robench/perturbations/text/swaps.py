@@ -1,0 +1,244 @@
+"""Word Swap on lines of words: which words may be swapped, how many, and what a swap does.
+
+Pure Python (no torch), so it is cheap to test and identical on every machine. Line `i`
+draws from its own `random.Random(derive_seed(seed, "word-swap", i))`: a line's result
+depends only on the seed, its line number, its words and the parameters, never on the other
+lines, the batch or window layout or the number of processes, and every model is evaluated
+on the same contaminated text.
+
+Per line, with `n` eligible words:
+
+    k = floor(rate * n + u),  u ~ U[0, 1) from the line's RNG      (unbiased: E[k] = rate * n)
+    k = min(max(k, min_per_line), n)
+
+and `k` eligible positions are drawn uniformly without replacement. A swap turns one word
+into one word (never empty, never with a space), so every line keeps its number of words and
+evaluation windows stay aligned with the clean text.
+
+The methods (TextAttack's names in brackets; the code here is robench's own):
+
+- "replace": the word becomes `token` ('AAA' by default).
+- "char-delete" [WordSwapRandomCharacterDeletion]: one character removed. Words of one
+  character are not eligible (they would vanish).
+- "char-insert" [WordSwapRandomCharacterInsertion]: a random lower-case ASCII letter inserted
+  at one of the len + 1 positions.
+- "char-substitute" [WordSwapRandomCharacterSubstitution]: one character replaced by a
+  lower-case ASCII letter other than itself (case-insensitively), so the word always changes.
+- "char-swap" [WordSwapNeighboringCharacterSwap]: two different adjacent characters
+  exchanged; words without such a pair ("a", "oo") are not eligible.
+- "qwerty" [WordSwapQWERTY]: one ASCII letter replaced by a neighbouring key of a QWERTY
+  keyboard, keeping its case; words without an ASCII letter are not eligible.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+import string
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+from robench._core.seeding import derive_seed
+from robench.perturbations.text.params import WordSwapParams
+
+# Special tokens of tokenised corpora (`<unk>`, `<eos>`, `<pad>`): never swapped.
+_SPECIAL = re.compile(r"<[^<>\s]+>")
+# The end-of-line marker is not a word of the text: it is left out of the word count.
+EOS = "<eos>"
+
+# Letter keys of a QWERTY keyboard, row by row; each row sits half a key right of the one above.
+_QWERTY_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
+
+
+def _qwerty_neighbours() -> dict[str, str]:
+    """Each letter -> the letters on the keys touching it (same row, and the two keys above
+    and below it that the half-key stagger puts next to it)."""
+    neighbours: dict[str, str] = {}
+    for r, row in enumerate(_QWERTY_ROWS):
+        for c, key in enumerate(row):
+            near = [(r, c - 1), (r, c + 1), (r - 1, c), (r - 1, c + 1), (r + 1, c - 1), (r + 1, c)]
+            neighbours[key] = "".join(
+                _QWERTY_ROWS[rr][cc]
+                for rr, cc in near
+                if 0 <= rr < len(_QWERTY_ROWS) and 0 <= cc < len(_QWERTY_ROWS[rr])
+            )
+    return neighbours
+
+
+# 'a' -> "sqwz", 'g' -> "fhtyvb", ...: the keyboard table "qwerty" swaps draw from.
+QWERTY_NEIGHBOURS: dict[str, str] = _qwerty_neighbours()
+
+
+@cache
+def stopwords() -> frozenset[str]:
+    """NLTK's English stopwords (lower case), from the package's stopwords.txt."""
+    text = (
+        resources.files("robench.perturbations.text")
+        .joinpath("stopwords.txt")
+        .read_text(encoding="utf-8")
+    )
+    return frozenset(
+        line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")
+    )
+
+
+def is_stopword(word: str) -> bool:
+    """Case-insensitive; a clitic split off by the tokeniser ("'s", "'ll") counts as its
+    stopword ("s", "ll")."""
+    key = word.lower()
+    return key in stopwords() or key.strip("'") in stopwords()
+
+
+def is_word(word: str) -> bool:
+    """A word a swap may touch: has a letter or digit and is not a `<...>` special token.
+    Punctuation ("," "@-@" "--") never is."""
+    return any(c.isalnum() for c in word) and not _SPECIAL.fullmatch(word)
+
+
+# --- the methods: (can this word be swapped, the swap) -------------------------------------
+
+
+def _can_delete(word: str) -> bool:
+    return len(word) >= 2
+
+
+def _delete(word: str, rng: random.Random) -> str:
+    i = rng.randrange(len(word))
+    return word[:i] + word[i + 1 :]
+
+
+def _insert(word: str, rng: random.Random) -> str:
+    i = rng.randrange(len(word) + 1)
+    return word[:i] + rng.choice(string.ascii_lowercase) + word[i:]
+
+
+def _substitute(word: str, rng: random.Random) -> str:
+    i = rng.randrange(len(word))
+    letters = [c for c in string.ascii_lowercase if c != word[i].lower()]
+    return word[:i] + rng.choice(letters) + word[i + 1 :]
+
+
+def _swap_positions(word: str) -> list[int]:
+    return [i for i in range(len(word) - 1) if word[i] != word[i + 1]]
+
+
+def _swap(word: str, rng: random.Random) -> str:
+    i = rng.choice(_swap_positions(word))
+    return word[:i] + word[i + 1] + word[i] + word[i + 2 :]
+
+
+def _letter_positions(word: str) -> list[int]:
+    return [i for i, c in enumerate(word) if c in string.ascii_letters]
+
+
+def _qwerty(word: str, rng: random.Random) -> str:
+    i = rng.choice(_letter_positions(word))
+    key = rng.choice(QWERTY_NEIGHBOURS[word[i].lower()])
+    return word[:i] + (key.upper() if word[i].isupper() else key) + word[i + 1 :]
+
+
+@dataclass(frozen=True)
+class _Method:
+    applies: Callable[[str], bool]  # True when the method can change this (eligible) word
+    edit: Callable[[str, random.Random], str]  # the swapped word, drawing from the line's RNG
+
+
+def _always(word: str) -> bool:
+    return True
+
+
+# The character-level methods; "replace" is the token and needs no table entry.
+_CHAR_METHODS: dict[str, _Method] = {
+    "char-delete": _Method(_can_delete, _delete),
+    "char-insert": _Method(_always, _insert),
+    "char-substitute": _Method(_always, _substitute),
+    "char-swap": _Method(lambda w: bool(_swap_positions(w)), _swap),
+    "qwerty": _Method(lambda w: bool(_letter_positions(w)), _qwerty),
+}
+
+
+# --- lines -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SwapStats:
+    """Counts over the swapped lines."""
+
+    tokens: int  # every token of the lines except the `<eos>` marker (punctuation included)
+    words: int  # tokens with a letter or digit that are not `<...>` specials (`is_word`)
+    eligible: int  # words the method could have swapped (see `is_word`, the method, stopwords)
+    swapped: int  # words changed
+    lines: int
+    lines_with_swap: int  # lines with at least one swapped word
+
+    @property
+    def realised_rate(self) -> float:
+        """Swapped / words (`is_word`: TextAttack's notion of a word, punctuation and specials
+        left out): what the paper's "2.5% of words" means. With `skip_stopwords` it falls
+        below `rate`, which applies to eligible words."""
+        return self.swapped / self.words if self.words else 0.0
+
+    @property
+    def swapped_per_eligible(self) -> float:
+        """Swapped / eligible words: what `rate` (and `min_per_line`) aim at."""
+        return self.swapped / self.eligible if self.eligible else 0.0
+
+
+def _eligible(word: str, params: WordSwapParams) -> bool:
+    if not is_word(word) or (params.skip_stopwords and is_stopword(word)):
+        return False
+    if params.method == "replace":
+        return word != params.token  # already the token: swapping would change nothing
+    return _CHAR_METHODS[params.method].applies(word)
+
+
+def _swap_line(
+    words: Sequence[str], params: WordSwapParams, rng: random.Random
+) -> tuple[tuple[str, ...], int]:
+    """The line with its swaps, and how many eligible words it had."""
+    eligible = [i for i, word in enumerate(words) if _eligible(word, params)]
+    n = len(eligible)
+    k = math.floor(params.rate * n + rng.random())
+    k = min(max(k, params.min_per_line), n)
+    out = list(words)
+    for i in sorted(rng.sample(eligible, k)):
+        if params.method == "replace":
+            out[i] = params.token
+        else:
+            out[i] = _CHAR_METHODS[params.method].edit(words[i], rng)
+    return tuple(out), n
+
+
+def swap_lines(
+    lines: Sequence[Sequence[str]],
+    params: WordSwapParams,
+    seed: int,
+    *,
+    line_numbers: Sequence[int] | None = None,
+) -> tuple[list[tuple[str, ...]], SwapStats]:
+    """Swap words of every line; line `line_numbers[j]` (default `j`, its place in `lines`)
+    is seeded with `derive_seed(seed, "word-swap", line number)`.
+
+    Passing the corpus line numbers of a part of a corpus gives exactly those lines of the
+    whole corpus swapped.
+    """
+    numbers = range(len(lines)) if line_numbers is None else line_numbers
+    if len(numbers) != len(lines):
+        raise ValueError(f"got {len(numbers)} line numbers for {len(lines)} lines")
+    swapped_lines: list[tuple[str, ...]] = []
+    tokens = words = eligible = swapped = with_swap = 0
+    for number, line in zip(numbers, lines, strict=True):
+        rng = random.Random(derive_seed(seed, "word-swap", number))
+        new, n_eligible = _swap_line(line, params, rng)
+        changed = sum(a != b for a, b in zip(line, new, strict=True))
+        swapped_lines.append(new)
+        tokens += sum(word != EOS for word in line)
+        words += sum(map(is_word, line))
+        eligible += n_eligible
+        swapped += changed
+        with_swap += changed > 0
+    stats = SwapStats(tokens, words, eligible, swapped, len(lines), with_swap)
+    return swapped_lines, stats
