@@ -272,6 +272,7 @@ def test_the_battery_takes_the_suite_s_threat_model(
     from robench.evaluation import sanity
     from robench.evaluation.request import EvalRequest, _sanity
     from robench.evaluation.suites import load_suite
+    from robench.tasks import load_task
 
     path = tmp_path / "suite.toml"
     path.write_text(suite)
@@ -281,5 +282,6 @@ def test_the_battery_takes_the_suite_s_threat_model(
         suite=str(path), data="x", out=tmp_path / "r.json", sanity=True, sanity_eps=sanity_eps
     )
     cpu = torch.device("cpu")
-    assert _sanity(request, load_suite(str(path)), None, None, None, [0], cpu) == []  # type: ignore[arg-type]
+    task = load_task("image-classification")
+    assert _sanity(request, load_suite(str(path)), task, None, None, [0], cpu) == []  # type: ignore[arg-type]
     assert seen["norm"] == norm and seen["eps"] == pytest.approx(eps)

@@ -96,6 +96,13 @@ def train_command(
     vocab_size: Annotated[
         int | None, typer.Option(help="Language models: at most N vocabulary words.")
     ] = None,
+    extra_word: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Language models: add this word to the vocabulary though training never "
+            "shows it, e.g. Word Swap's AAA (repeatable)."
+        ),
+    ] = None,
 ) -> None:
     """Train a registered image classifier or language model; keep the best checkpoint.
 
@@ -131,6 +138,7 @@ def train_command(
             target_length=target_length,
             vocab_min_count=vocab_min_count,
             vocab_size=vocab_size,
+            extra_words=tuple(extra_word or ()),
             seed=seed,
             device=device,
             val_limit=val_limit,

@@ -180,8 +180,21 @@ LAYOUTS: dict[str, Layout] = {
 }
 
 
+def _not_text(path: str | Path) -> None:
+    """A text corpus given to an image model: say so instead of failing on its layout."""
+    from robench.data.text import BUILTIN_TEXT, looks_like_text_corpus
+
+    if str(path) in BUILTIN_TEXT or (Path(path).is_dir() and looks_like_text_corpus(path)):
+        raise DataError(
+            f"{path} is a text corpus (language-modeling data), but the model is an image "
+            "classifier; pass image data with --data, or evaluate a language model with a "
+            "language-modeling suite (`robench list suites`)."
+        )
+
+
 def _resolve(path: str | Path) -> Path:
     """An existing path wins; otherwise a built-in name; otherwise a DataError."""
+    _not_text(path)
     candidate = Path(path)
     if candidate.exists():
         return candidate

@@ -70,7 +70,7 @@ def cls_attention_maps(model: nn.Module, images: Tensor, *, batch_size: int = 32
     Raises:
         ConfigError: the model is not a ViT, or has no class token (global-pool ViTs).
     """
-    images = check_images(images)
+    images = check_images(images, "CLS attention maps (an image's patch grid)")
     parts = find_transformer(model, "CLS attention maps")
     if not parts.has_class_token:
         raise ConfigError(
@@ -267,7 +267,7 @@ def attention_comparison_figure(
     batch_size: int = 32,
 ) -> Figure:
     """See `plot_attention_comparison`."""
-    images = check_images(images)
+    images = check_images(images, "plot_attention_comparison (an image's patch grid)")
     if not models:
         raise ConfigError("plot_attention_comparison needs at least one model.")
     if labels is not None and len(labels) != images.shape[0]:
@@ -352,7 +352,12 @@ class AttentionMaps(Diagnostic):
         out_dir: Path | None = None,
         label: str | None = None,
     ) -> DiagnosticOutput:
-        """See `Diagnostic.run`; `label` names the model in the figure."""
+        """See `Diagnostic.run`; `label` names the model in the figure.
+
+        Raises:
+            ConfigError: also for a language model's token ids: there is no image to draw.
+        """
+        check_images(images, "the attention_maps diagnostic (CLS attention on an image)")
         maps = cls_attention_maps(model, images, batch_size=self.params.batch_size)
         drawn = min(self.params.n_images, maps.shape[0])
         entropy = float(cls_attention_entropy(maps).mean())

@@ -7,6 +7,14 @@ transformer block, the mean cosine similarity over all pairs of distinct tokens,
 
 averaged over samples b. s_l = 1 means all tokens point the same way (full collapse); the paper
 finds that Elliptical Attention keeps s_l lower in deeper layers than standard attention.
+
+For a ViT the tokens are the CLS (and register) tokens and the patch tokens (`include_cls`
+chooses). For a causal language model (Fig. 3's WikiText-103 curves) a sample is one window of
+T token ids and its tokens are the hidden states at all T positions (there is no class token);
+position t has seen tokens <= t only. Every position counts, so pass windows of equal length:
+the evaluation right-pads a batch's shorter windows with token 0 (`<eos>`), and those padding
+positions would enter the mean. Only the last window of a split is shorter, so the first
+`diagnostics_samples` windows of a split are all full unless they include its last window.
 """
 
 from __future__ import annotations
@@ -18,10 +26,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from robench._core.errors import DataError
 from robench.diagnostics.base import (
     Diagnostic,
     DiagnosticOutput,
-    check_images,
+    check_inputs,
+    is_token_batch,
+    sample_noun,
 )
 from robench.diagnostics.capture import collect_layers, find_transformer
 from robench.diagnostics.params import CollapseParams
@@ -53,12 +64,14 @@ def mean_pairwise_cosine(tokens: Tensor) -> Tensor:
 
 
 class Collapse(Diagnostic):
-    """Per-layer mean pairwise cosine similarity of tokens (paper Fig. 3 and 6).
+    """Per-layer mean pairwise cosine similarity of tokens (paper Fig. 3 and 6), for ViTs on
+    images and for causal language models on token windows (see the module docstring).
 
     values: `per_layer` (one number per block, first to last), `per_layer_std` (its standard
-    deviation over samples), `mean` (average of `per_layer`). With `out_dir`, also writes
-    `collapse.png`: the curve with a +- 1 std band, titled with `label` (default: the
-    architecture's name), y fixed to [0, 1] so that figures of different models compare.
+    deviation over samples: images or windows), `mean` (average of `per_layer`). With
+    `out_dir`, also writes `collapse.png`: the curve with a +- 1 std band, titled with `label`
+    (default: the architecture's name), y fixed to [0, 1] so that figures of different models
+    compare.
     """
 
     Params = CollapseParams
@@ -73,7 +86,12 @@ class Collapse(Diagnostic):
         label: str | None = None,
     ) -> DiagnosticOutput:
         """See `Diagnostic.run`; `label` names the model in the figure."""
-        images = check_images(images)
+        images = check_inputs(images)
+        if is_token_batch(images) and images.shape[1] < 2:
+            raise DataError(
+                f"the collapse diagnostic compares pairs of positions, but the windows have "
+                f"{images.shape[1]} token; use windows of at least 2 tokens (target_length)."
+            )
         parts = find_transformer(model, "the collapse diagnostic")
         start = 0 if self.params.include_cls else parts.num_prefix_tokens
 
@@ -97,15 +115,20 @@ class Collapse(Diagnostic):
             from robench.results.plots import architecture_label, plot_collapse_curves
 
             name = label if label is not None else architecture_label(parts.network)
-            tokens = "all tokens" if self.params.include_cls else "patch tokens only"
+            noun = sample_noun(images)
+            if is_token_batch(images):
+                tokens = f"{images.shape[1]} positions each, all compared"
+            else:
+                tokens = "all tokens" if self.params.include_cls else "patch tokens only"
             files.append(
                 plot_collapse_curves(
                     {name: per_layer},
                     out_dir / "collapse.png",
                     spread={name: per_layer_std},
+                    spread_label=f"± 1 std over {noun}",
                     title=f"Representation collapse: {name}",
-                    note=f"mean over {images.shape[0]} images ({tokens}); "
-                    "shaded: ± 1 std over images",
+                    note=f"mean over {images.shape[0]} {noun} ({tokens}); "
+                    f"shaded: ± 1 std over {noun}",
                 )
             )
         return DiagnosticOutput(values=values, files=files)

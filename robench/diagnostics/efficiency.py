@@ -2,7 +2,8 @@
 
 Reproduces Tables 11-12 of Elliptical Attention (NeurIPS 2024), where Elliptical Attention costs
 about 2% more time and memory than DeiT. Every number is measured in eval mode without gradients,
-on the model's device, with a batch tiled from the given images:
+on the model's device, with a batch tiled from the given images (or a language model's token
+windows, a sample then being one window):
 
 - `throughput_samples_per_s`: batch_size * iterations / wall time of `iterations` forward passes,
   after `warmup` untimed ones (CUDA is synchronised before reading the clock).
@@ -43,7 +44,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from robench.diagnostics.base import (
     Diagnostic,
     DiagnosticOutput,
-    check_images,
+    check_inputs,
     inference,
     model_device,
 )
@@ -186,9 +187,11 @@ def _time_forward(model: nn.Module, batch: Tensor, warmup: int, iterations: int)
 class Efficiency(Diagnostic):
     """Throughput, peak memory, FLOPs per sample and parameter count (Tables 11-12).
 
-    Works on any model, not only ViTs. values: `throughput_samples_per_s`,
-    `latency_ms_per_batch`, `peak_memory_mb` (+ `cuda_max_memory_allocated_mb` on CUDA),
-    `gflops_per_sample`, `parameters` (+ `cpu_threads` on CPU). Writes no files.
+    Works on any model, not only ViTs, and on language models, where a sample is one window
+    of T tokens (throughput in windows per second, FLOPs per window). values:
+    `throughput_samples_per_s`, `latency_ms_per_batch`, `peak_memory_mb` (+
+    `cuda_max_memory_allocated_mb` on CUDA), `gflops_per_sample`, `parameters` (+
+    `cpu_threads` on CPU). Writes no files.
     """
 
     Params = EfficiencyParams
@@ -202,11 +205,11 @@ class Efficiency(Diagnostic):
         out_dir: Path | None = None,
         label: str | None = None,
     ) -> DiagnosticOutput:
-        images = check_images(images)
+        images = check_inputs(images)
         p = self.params
         device = model_device(model, images.device)
         tile = torch.arange(p.batch_size, device=images.device) % images.shape[0]
-        batch = images[tile].to(device)  # (batch_size, C, H, W)
+        batch = images[tile].to(device)  # (batch_size, C, H, W) or token ids (batch_size, T)
         with inference(model):
             seconds = _time_forward(model, batch, p.warmup, p.iterations)
             memory = forward_peak_memory(model, batch)

@@ -5,6 +5,8 @@ class that implements it, imported when the diagnostic is built.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from robench._core.kinds import LazyKind, kind_registrar
@@ -15,6 +17,11 @@ class DiagnosticParams(BaseModel):
     """Parameters common to every diagnostic; subclasses add their own fields."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # The task whose inputs the diagnostic needs (as a perturbation's `task`); None: any task
+    # (image classification and language modelling). The diagnostic raises ConfigError at run
+    # time on another task's inputs.
+    task: ClassVar[str | None] = None
 
 
 class BatchedParams(DiagnosticParams):
@@ -51,5 +58,7 @@ class EfficiencyParams(DiagnosticParams):
 @register_diagnostic("attention_maps", "robench.diagnostics.attention_maps:AttentionMaps")
 class AttentionMapsParams(BatchedParams):
     """How many images to draw."""
+
+    task: ClassVar[str | None] = "image-classification"  # CLS attention over a patch grid
 
     n_images: int = Field(default=4, gt=0)  # the first n images are drawn (all are measured)

@@ -15,6 +15,13 @@ The figure's y-axis runs from 0 to the largest possible distance, sqrt(2N) for N
 of the N rows of a map is a probability vector, and two such vectors are at most sqrt(2)
 apart (all mass on different tokens). The range depends only on the token count, so the
 figures of two models of one architecture share it and can be compared by eye.
+
+Causal language models (the paper's WikiText-103 column of Table 18) work the same way: a sample
+is one window of T token ids and A_l[b, h] is the causal (T x T, lower-triangular) attention of
+head h, each row a distribution over the positions <= its own, so the bound sqrt(2T) holds.
+Pass windows of equal length: a batch's shorter windows are right-padded with token 0 and the
+padding positions' rows would enter the distances (the collapse module docstring says when that
+happens).
 """
 
 from __future__ import annotations
@@ -30,7 +37,8 @@ from robench._core.errors import ConfigError
 from robench.diagnostics.base import (
     Diagnostic,
     DiagnosticOutput,
-    check_images,
+    check_inputs,
+    sample_noun,
 )
 from robench.diagnostics.capture import collect_layers, find_transformer
 from robench.diagnostics.params import HeadRedundancyParams
@@ -64,7 +72,8 @@ def pairwise_head_distances(attn: Tensor) -> Tensor:
 
 
 class HeadRedundancy(Diagnostic):
-    """Mean L2 distance between the attention maps of pairs of heads, per layer (Table 18).
+    """Mean L2 distance between the attention maps of pairs of heads, per layer (Table 18),
+    for ViTs on images and for causal language models on token windows.
 
     values: `per_layer_mean`, `per_layer_std` (one number per block), `mean`, `std` (pooled
     over layers). With `out_dir`, also writes `head_redundancy.png`: mean +- 1 std per layer,
@@ -83,7 +92,7 @@ class HeadRedundancy(Diagnostic):
         label: str | None = None,
     ) -> DiagnosticOutput:
         """See `Diagnostic.run`; `label` names the model in the figure."""
-        images = check_images(images)
+        images = check_inputs(images)
         parts = find_transformer(model, "the head_redundancy diagnostic")
         heads = getattr(parts.attentions[0], "num_heads", None)
         if isinstance(heads, int) and heads < 2:
@@ -125,7 +134,8 @@ class HeadRedundancy(Diagnostic):
                     {name: per_layer_mean},
                     out_dir / "head_redundancy.png",
                     per_layer_std={name: per_layer_std},
-                    std_label=f"± 1 std over {images.shape[0]} images × {n_pairs} head pairs",
+                    std_label=f"± 1 std over {images.shape[0]} {sample_noun(images)} × "
+                    f"{n_pairs} head pairs",
                     ymax=ceiling,
                     title=f"Head redundancy: {name}",
                     note="higher = heads attend more differently (less redundancy)\n"

@@ -308,8 +308,8 @@ def _sanity(
 def _check_tasks(suite_task: str, model_task: str, model_name: str) -> None:
     if suite_task != model_task:
         raise ConfigError(
-            f"the suite is for {suite_task} models but {model_name} is a {model_task} model; "
-            f"pick a {model_task} suite (`robench list suites`)."
+            f"the suite is for {suite_task} models but {model_name} is a model for "
+            f"{model_task}; pick a suite for {model_task} (`robench list suites`)."
         )
 
 

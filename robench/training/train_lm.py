@@ -3,10 +3,11 @@
 The paper's WikiText-103 recipe (Adam, lr 2.5e-4, cosine schedule with warm-up, target
 length 256, dropout 0.1 in the model), scaled down for CPU by the same flags as image
 training. The vocabulary is built from the training split (words seen at least
-`vocab_min_count` times, at most `vocab_size` words) and stored in the checkpoint's metadata
-with the ModelSpec, so `robench eval -c best.safetensors` reads text exactly as training did.
-Validation is the perplexity of the validation split, computed by the language-modeling task
-(the same windows and scoring as `robench eval`); the checkpoint with the lowest is kept.
+`vocab_min_count` times, at most `vocab_size` words, plus any `extra_words`) and stored in
+the checkpoint's metadata with the ModelSpec, so `robench eval -c best.safetensors` reads
+text exactly as training did. Validation is the perplexity of the validation split, computed
+by the language-modeling task (the same windows and scoring as `robench eval`); the
+checkpoint with the lowest is kept.
 """
 
 from __future__ import annotations
@@ -54,6 +55,10 @@ class LanguageTrainConfig:
     target_length: int = 256
     vocab_min_count: int = 3
     vocab_size: int | None = None
+    # Words added to the vocabulary though training never shows them: Word Swap's 'AAA', so
+    # the swap token is a rare word of the vocabulary as it is in WikiText-103's (otherwise
+    # it reads as <unk>, which a model predicts at the corpus's unknown-word rate).
+    extra_words: tuple[str, ...] = ()
     seed: int = 0
     device: str = "cpu"
     train_split: str = "train"
@@ -111,11 +116,13 @@ def train_language_model(
     progress = progress or _Silent()
     device = torch.device(config.device)
     seed_everything(config.seed)
-    vocabulary = Vocabulary.build(
+    built = Vocabulary.build(
         training_lines(config.data),
         min_count=config.vocab_min_count,
         max_size=config.vocab_size,
     )
+    added = tuple(dict.fromkeys(w for w in config.extra_words if w not in built))
+    vocabulary = Vocabulary((*built.words, *added))
     logger.info("vocabulary: %d words from the train split of %s", len(vocabulary), config.data)
     network = create_language_model(
         config.model, vocab_size=len(vocabulary), **config.model_kwargs

@@ -291,6 +291,13 @@ def _resolve(path_or_name: str | Path, layout: str | None) -> tuple[Path, str, T
     root = Path(path_or_name)
     if not root.exists():
         builtin = BUILTIN_TEXT.get(str(path_or_name))
+        from robench.data import BUILTIN_DATASETS  # the image datasets robench knows by name
+
+        if str(path_or_name) in BUILTIN_DATASETS:
+            raise DataError(
+                f"{path_or_name} is image data, not a text corpus; pass a text corpus to a "
+                f"language model ({', '.join(BUILTIN_TEXT)}, a WikiText directory or text files)."
+            )
         if builtin is None:
             raise DataError(
                 f"text data path {str(path_or_name)!r} does not exist; pass a directory "
