@@ -6,6 +6,8 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.robench-installed
 FMNIST := /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
+# The built-in text corpus: the reStructuredText sources of the Python docs (docs/text-data.md).
+PYDOCS := /usr/share/doc/python3.11/html/_sources/glossary.rst.txt
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 PIP_INSTALL := $(BIN)/python -m pip install --quiet --constraint constraints.txt
@@ -47,7 +49,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP_INSTALL) --upgrade pip
-	$(PIP_INSTALL) -e '.[test]'
+	$(PIP_INSTALL) -e '.[test,hf]'
 	# OpenCV (behind imagecorruptions) needs libGL and GLib, absent from minimal Debian images.
 	$(BIN)/python -c "import cv2" 2>/dev/null || { $(SUDO) apt-get update -q && \
 		$(SUDO) apt-get install -y -q libgl1 libglib2.0-0; }
@@ -57,17 +59,21 @@ $(STAMP): pyproject.toml constraints.txt
 lock:
 	rm -rf .lock-venv
 	$(PYTHON) -m venv .lock-venv
-	.lock-venv/bin/python -m pip install --quiet -e '.[test]'
+	.lock-venv/bin/python -m pip install --quiet -e '.[test,hf]'
 	{ echo "# Pinned versions for a reproducible install: make installs robench with pip install -c constraints.txt."; \
 	  echo "# Regenerate with make lock after changing the dependencies in pyproject.toml."; \
 	  .lock-venv/bin/python -m pip freeze --exclude-editable; } > constraints.txt
 	rm -rf .lock-venv
 
-data: $(FMNIST)
+data: $(FMNIST) $(PYDOCS)
 
 $(FMNIST):
 	$(SUDO) apt-get update -q
 	$(SUDO) apt-get install -y -q dataset-fashion-mnist
+
+$(PYDOCS):
+	$(SUDO) apt-get update -q
+	$(SUDO) apt-get install -y -q python3.11-doc
 
 clean:
 	rm -rf $(VENV) .lock-venv .pytest_cache .mypy_cache .ruff_cache

@@ -6,11 +6,11 @@ import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 import torch
-from click.testing import Result
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 import robench.models.zoo  # noqa: F401  (registers the zoo before any registry is swapped)
 from robench._core.registry import Registry
@@ -122,7 +122,7 @@ def test_the_loaded_gpt2_is_the_saved_one_and_causal(
     loaded = loading.load_model(None, checkpoint=checkpoint, imports=(str(PLUGIN),))
     assert loaded.task == "language-modeling" and loaded.vocabulary == vocabulary
     model = loaded.model
-    hf = model.model
+    hf: Any = model.model  # the wrapped GPT2LMHeadModel
     assert hf.lm_head.weight is hf.transformer.wte.weight  # still tied after the strict load
     tokens = torch.randint(len(vocabulary), (2, 16), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():

@@ -5,8 +5,10 @@ PGD, SPSA and AutoAttack at Fashion-MNIST budgets, plus the paper's diagnostics)
 reports, compares them in a paper-style table and draws the paper's figures: CLS attention
 heatmaps (Fig. 1), per-layer collapse curves (Fig. 3) and accuracy against eps. Then the same
 two models under the 15 ImageNet-C corruptions computed on the fly (`demo-corruptions`), with
-a per-corruption table, a corruption x severity heatmap and accuracy against severity. Without the
-shipped checkpoints (a trimmed install) it trains both models briefly instead.
+a per-corruption table, a corruption x severity heatmap and accuracy against severity. Last,
+baseline vs Elliptical nano language models on the built-in Python-docs text, clean and under
+Word Swap (`demo-text`, the paper's Table 1 protocol). Without the shipped checkpoints (a
+trimmed install) it trains the models briefly instead.
 """
 
 from __future__ import annotations
@@ -32,6 +34,11 @@ logger = logging.getLogger(__name__)
 
 DEMO_MODELS = {"baseline": "vit_nano_patch4_28", "elliptical": "vit_nano_elliptical_patch4_28"}
 DEMO_CARDS = {"baseline": "vit_nano_fmnist", "elliptical": "vit_nano_elliptical_fmnist"}
+DEMO_LM_MODELS = {"baseline": "transformer_lm_nano", "elliptical": "transformer_lm_nano_elliptical"}
+DEMO_LM_CARDS = {
+    "baseline": "transformer_lm_nano_pydocs",
+    "elliptical": "transformer_lm_nano_elliptical_pydocs",
+}
 
 
 @dataclass(frozen=True)
@@ -40,13 +47,19 @@ class DemoPlan:
     limit: int
     corruption_suite: str
     corruption_limit: int
+    text_suite: str
+    text_limit: int  # evaluation windows of the Python-docs test split
     train_steps: int  # only when no shipped checkpoints exist
     train_limit: int
 
 
 PLANS = {
-    "full": DemoPlan("demo", 500, "demo-corruptions", 500, train_steps=300, train_limit=20000),
-    "quick": DemoPlan("smoke", 200, "corruptions-smoke", 100, train_steps=60, train_limit=4000),
+    "full": DemoPlan(
+        "demo", 500, "demo-corruptions", 500, "demo-text", 150, train_steps=300, train_limit=20000
+    ),
+    "quick": DemoPlan(
+        "smoke", 200, "corruptions-smoke", 100, "text-smoke", 60, train_steps=60, train_limit=4000
+    ),
 }
 
 
@@ -56,6 +69,8 @@ class DemoResult:
     comparison: Comparison
     corruption_reports: list[tuple[Path, Report]]
     corruption_comparison: Comparison
+    text_reports: list[tuple[Path, Report]]
+    text_comparison: Comparison
     figures: list[Path] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)  # everything the demo wrote, sorted
 
@@ -98,6 +113,36 @@ def _models(plan: DemoPlan, out_dir: Path) -> dict[str, tuple[str, Path | None]]
                 warmup_steps=plan.train_steps // 10,
                 lr=2e-3,
                 command=f"robench demo (built-in, {plan.train_steps} steps)",
+            )
+        )
+        chosen[role] = (model, result.best_path)
+    return chosen
+
+
+def _language_models(plan: DemoPlan, out_dir: Path) -> dict[str, tuple[str, Path | None]]:
+    """Role -> (MODEL, checkpoint) of the language models: shipped cards, else trained."""
+    from robench.training.train_lm import LanguageTrainConfig, train_language_model
+
+    cards = bundled_cards()
+    if all(card in cards for card in DEMO_LM_CARDS.values()):
+        return {role: (card, None) for role, card in DEMO_LM_CARDS.items()}
+    steps = plan.train_steps // 5
+    logger.warning("shipped language models not found: training both for %d steps", steps)
+    chosen: dict[str, tuple[str, Path | None]] = {}
+    for role, model in DEMO_LM_MODELS.items():
+        result = train_language_model(
+            LanguageTrainConfig(
+                model=model,
+                out_dir=out_dir / "train" / model,
+                max_steps=steps,
+                target_length=128,
+                lr=1e-3,
+                warmup_steps=steps // 10,
+                val_every=steps,
+                val_limit=50,
+                vocab_size=8000,
+                extra_words=("AAA",),
+                command=f"robench demo (built-in, {steps} steps)",
             )
         )
         chosen[role] = (model, result.best_path)
@@ -170,21 +215,28 @@ def run_demo(out_dir: Path, *, quick: bool = False, progress: Progress | None = 
     step = _Steps()
     plan = PLANS["quick" if quick else "full"]
     models = _models(plan, out_dir)
+    language_models = _language_models(plan, out_dir)
     command = ["robench", "demo", *(["--quick"] if quick else [])]
 
-    def evaluate_all(suite: str, limit: int, suffix: str) -> list[tuple[Path, Report]]:
+    def evaluate_all(
+        suite: str,
+        limit: int,
+        suffix: str,
+        chosen: dict[str, tuple[str, Path | None]] = models,
+        batch_size: int = 200,
+    ) -> list[tuple[Path, Report]]:
         reports = []
-        for role, (model, checkpoint) in models.items():
+        for role, (model, checkpoint) in chosen.items():
             path = out_dir / f"{role}{suffix}.json"
             step("evaluating %s (%s): suite %s on %d samples", role, model, suite, limit)
             request = EvalRequest(
                 suite=suite,
-                data="fashion-mnist",
+                data=None,  # the suite's task's built-in data
                 out=path,
                 model=model,
                 checkpoint=checkpoint,
                 limit=limit,
-                batch_size=200,
+                batch_size=batch_size,
                 overwrite=True,
                 command=command,
             )
@@ -193,8 +245,12 @@ def run_demo(out_dir: Path, *, quick: bool = False, progress: Progress | None = 
 
     reports = evaluate_all(plan.suite, plan.limit, "")
     corrupted = evaluate_all(plan.corruption_suite, plan.corruption_limit, "-corruptions")
+    text = evaluate_all(plan.text_suite, plan.text_limit, "-text", language_models, 16)
     comparison = build_comparison([(str(p), r) for p, r in reports], metrics=["top1"])
     corruption_comparison = build_comparison([(str(p), r) for p, r in corrupted], metrics=["top1"])
+    text_comparison = build_comparison(
+        [(str(p), r) for p, r in text], metrics=["perplexity", "bits_per_byte"]
+    )
     step("drawing the figures")
     roles = list(models)
     figures = _figures(models, [(roles[i], r) for i, (_, r) in enumerate(reports)], out_dir)
@@ -205,6 +261,8 @@ def run_demo(out_dir: Path, *, quick: bool = False, progress: Progress | None = 
         comparison,
         corrupted,
         corruption_comparison,
+        text,
+        text_comparison,
         figures,
         _written_since(out_dir, started),
     )

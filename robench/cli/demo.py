@@ -19,11 +19,12 @@ def demo_command(
         Path, typer.Option("--out-dir", "-o", help="Where reports and figures go.")
     ] = Path("runs/demo"),
 ) -> None:
-    """Baseline vs Elliptical nano ViT on Fashion-MNIST: attacks, corruptions, diagnostics,
-    figures.
+    """Baseline vs Elliptical nano models: attacks, corruptions and diagnostics on
+    Fashion-MNIST, Word Swap perplexity on the Python docs, figures.
 
     Evaluates the shipped checkpoints (models/) with the `demo` suite (`smoke` with --quick)
-    and the `demo-corruptions` suite (`corruptions-smoke` with --quick), prints the
+    and the `demo-corruptions` suite (`corruptions-smoke` with --quick), the nano language
+    models with `demo-text` (`text-smoke` with --quick), prints the
     paper-style comparison and a per-corruption table on stdout, writes reports and figures
     to --out-dir, then lists the files it wrote. Progress goes to stderr.
 
@@ -55,6 +56,11 @@ def demo_command(
                     f"{report.model.name}: mean corruption accuracy {100 * aggregate.value:.1f}% "
                     f"(95% CI {100 * low:.1f}-{100 * high:.1f}, paired bootstrap) [{path.name}]"
                 )
+    typer.echo(
+        "\nLanguage models on the Python-docs test split, clean and Word Swap 2.5% "
+        "(perplexity and bits per byte, lower is better):"
+    )
+    _print(COMPARE_FORMATS.get(fmt)(result.text_comparison, False))
     figures = set(result.figures)
     err.print(f"wrote {len(result.files)} files:", highlight=False)
     for path in result.files:

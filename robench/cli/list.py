@@ -19,6 +19,7 @@ def _models(pattern: str | None) -> list[tuple[str, str]]:
     from robench.models.plugins import load_entry_points
     from robench.models.spec import bundled_cards
     from robench.models.zoo import list_robench_models
+    from robench.models.zoo.lm_registry import list_language_models
 
     load_entry_points()
     ours = set(list_robench_models())
@@ -26,7 +27,12 @@ def _models(pattern: str | None) -> list[tuple[str, str]]:
     cards = [
         (n, "model card") for n in bundled_cards() if not pattern or Registry.matches(n, pattern)
     ]
-    return cards + [(n, "robench" if n in ours else "timm") for n in names]
+    language = [
+        (n, "robench language model")
+        for n in list_language_models()
+        if not pattern or Registry.matches(n, pattern)
+    ]
+    return cards + language + [(n, "robench" if n in ours else "timm") for n in names]
 
 
 def _perturbations(pattern: str | None) -> list[tuple[str, str]]:

@@ -240,7 +240,7 @@ def _diagnostics(
     figures = report_path.with_name(report_path.name.removesuffix(".json") + "_figures")
     results = []
     for planned in loaded_suite.diagnostics:
-        logger.info("diagnostic %s on %d images", planned.label, len(chosen))
+        logger.info("diagnostic %s on %d samples", planned.label, len(chosen))
         output = planned.diagnostic.run(
             model, images, out_dir=figures / planned.label, label=model_name
         )

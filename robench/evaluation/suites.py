@@ -138,15 +138,16 @@ class Suite(BaseModel):
     def _check_entries(self) -> Suite:
         if not self.perturbations and not self.diagnostics:
             raise ValueError("a suite needs at least one [[perturbations]] or [[diagnostics]]")
-        for entry in self.perturbations:
-            kind_task = (
-                PERTURBATIONS.get(entry.kind).Params.task if entry.kind in PERTURBATIONS else None
-            )
+        kinds: list[tuple[_Entry, Any, str]]
+        kinds = [(e, PERTURBATIONS, "perturbation") for e in self.perturbations]
+        kinds += [(e, DIAGNOSTICS, "diagnostic") for e in self.diagnostics]
+        for entry, registry, what in kinds:
+            kind_task = registry.get(entry.kind).Params.task if entry.kind in registry else None
             if kind_task is not None and kind_task != self.task:
                 raise ValueError(
-                    f"perturbation {entry.label!r} ({entry.kind}) perturbs {kind_task} data, but "
+                    f"{what} {entry.label!r} ({entry.kind}) applies to {kind_task} models, but "
                     f'the suite\'s task is {self.task}; set `task = "{kind_task}"` or use a '
-                    f"{self.task} perturbation (`robench list perturbations`)"
+                    f"{what} for {self.task} (`robench list {what}s`)"
                 )
         return self
 

@@ -18,7 +18,7 @@ from robench._core.errors import ConfigError
 from robench._core.registry import did_you_mean
 from robench.models.hashing import sha256_file
 from robench.models.spec import ModelCard, read_card
-from robench.models.zoo_names import ZOO_MODELS
+from robench.models.zoo_names import LANGUAGE_MODELS, ZOO_MODELS
 
 
 @dataclass(frozen=True)
@@ -49,12 +49,14 @@ def _check_architecture(architecture: str | None, where: str, deep: bool) -> tup
             f'{where} names no architecture; add `architecture = "MODEL"` with a registered '
             "model name (see `robench list models`)."
         )
-    if architecture in ZOO_MODELS:
+    if architecture in ZOO_MODELS or architecture in LANGUAGE_MODELS:
         return ()
     if deep:
         _check_registered_in_timm(architecture, where)
         return ()
-    close = difflib.get_close_matches(architecture, ZOO_MODELS, n=1, cutoff=0.9)
+    close = difflib.get_close_matches(
+        architecture, [*ZOO_MODELS, *LANGUAGE_MODELS], n=1, cutoff=0.9
+    )
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     return (
         f"architecture {architecture!r} is not one of robench's models{hint}; it was not "
@@ -66,8 +68,9 @@ def _check_registered_in_timm(architecture: str, where: str) -> None:
     import timm
 
     import robench.models.zoo  # noqa: F401  (registers robench's models with timm)
+    from robench.models.zoo.lm_registry import is_language_model
 
-    if not timm.is_model(architecture):
+    if not timm.is_model(architecture) and not is_language_model(architecture):
         raise ConfigError(
             f"{where}: "
             + did_you_mean(architecture, timm.list_models(), "model")[:-1]

@@ -73,8 +73,8 @@ class LanguageModeling(Task):
         if model.vocabulary is None:
             raise ConfigError(
                 f"{model.name} carries no vocabulary, so robench cannot turn text into its token "
-                "ids; pass a checkpoint written by `robench train` (it stores the vocabulary), "
-                "or a plugin model that attaches one (docs/language-models.md)."
+                "ids; pass a checkpoint written by `robench train`, or save your model's weights "
+                "with its vocabulary in the checkpoint metadata (docs/language-models.md)."
             )
         settings = {**self.data_options, **options}
         return open_text_dataset(
