@@ -107,13 +107,15 @@ class LanguageModeling(Task):
     def score(self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> Columns:
         batch, length = inputs.shape
         nll: list[float] = []
-        step = 1  # windows per forward: one until the vocabulary size is known
+        # Windows per forward, bounding the logits held at once (B x T x V floats) for large
+        # vocabularies; robench's models say V, another model is probed on one window first.
+        vocab = getattr(model, "vocab_size", None)
+        step = max(1, _SCORE_CHUNK_ELEMENTS // (length * vocab)) if vocab else 1
         with torch.no_grad():
             while len(nll) < batch:
                 chunk = slice(len(nll), min(len(nll) + step, batch))
                 logits = model(inputs[chunk])
                 nll += window_nll(logits, targets[chunk, 0]).tolist()
-                # Bound the logits held at once (B x T x V floats) for large vocabularies.
                 step = max(1, _SCORE_CHUNK_ELEMENTS // (length * logits.shape[-1]))
         scored = targets[:, 0] != IGNORE
         return {
