@@ -112,7 +112,7 @@ def test_a_hand_computed_two_window_example():
 
 
 def test_context_tokens_are_input_only():
-    lines = [["w%d" % i for i in range(20)]]
+    lines = [[f"w{i}" for i in range(20)]]
     task = load_task("language-modeling")
     plain = _windows(lines, target_length=5)
     with_context = _windows(lines, target_length=5, context=3, vocabulary=plain.vocabulary)
@@ -149,7 +149,7 @@ def test_paired_bootstrap_detects_a_worse_candidate_and_not_an_identical_one():
     base = np.stack([base_nll, tokens], axis=1)
     worse = np.stack([base_nll + tokens * 0.1, tokens], axis=1)  # +0.1 nats per token
     ppl = RatioOfSums(np.exp)
-    diff, (low, high), p_worse, _ = paired_statistic_bootstrap(ppl, base, worse, 2000, 0, "greater")
+    diff, (low, _), p_worse, _ = paired_statistic_bootstrap(ppl, base, worse, 2000, 0, "greater")
     assert diff == pytest.approx(ppl(worse) - ppl(base)) and diff > 0
     assert low > 0 and p_worse < 0.01
     diff, _, p_same, _ = paired_statistic_bootstrap(ppl, base, base, 2000, 0, "greater")
