@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from report_sections import write_section
+from report_sections import load_average, write_section
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "reports" / "demo"
@@ -104,18 +104,14 @@ def _busy_note(*loads: str) -> list[str]:
     ]
 
 
-def _load() -> str:
-    return ", ".join(f"{v:.2f}" for v in os.getloadavg())
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--output", type=Path, default=ROOT / "reports" / "benchmarks.md")
     args = parser.parse_args()
-    before = _load()
+    before = load_average()
     times = measure(args.rounds)
-    section = render(times, args.rounds, before, _load())
+    section = render(times, args.rounds, before, load_average())
     print(section)
     write_section(args.output, section, START, END)
 

@@ -34,7 +34,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
-from report_sections import write_section  # noqa: E402
+from report_sections import load_average, write_section  # noqa: E402
 
 from robench.perturbations.corruptions import ALL, SEVERITIES, STANDARD  # noqa: E402
 from robench.perturbations.corruptions.fast import FAST_NAMES, corrupt_fast  # noqa: E402
@@ -176,10 +176,6 @@ def dataloader(images: list[np.ndarray], length: int) -> dict[int, float]:
     return rates
 
 
-def _load() -> str:
-    return ", ".join(f"{v:.2f}" for v in os.getloadavg())
-
-
 def render(args: argparse.Namespace, results: dict[str, object], loads: tuple[str, str]) -> str:
     rows: dict[str, dict[str, float]] = results["rows"]  # type: ignore[assignment]
     whole: dict[str, float] = results["grid"]  # type: ignore[assignment]
@@ -225,7 +221,7 @@ def main() -> None:
     import cv2
 
     cv2.setNumThreads(1)
-    before = _load()
+    before = load_average()
     images = _images(args.images)
     for name in ALL:  # warm-up: imports, numba kernels, the library's own compilation
         for impl in IMPLEMENTATIONS.values():
@@ -237,7 +233,7 @@ def main() -> None:
         "first_call": first_call(1 if args.quick else 2),
         "loader": dataloader(images, 60 if args.quick else 150),
     }
-    section = render(args, results, (before, _load()))
+    section = render(args, results, (before, load_average()))
     print(section)
     write_section(args.output, section, START, END)
 

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import timm
 import torch
+from report_sections import cpu_name, load_average
 from timm.models.vision_transformer import VisionTransformer
 from torch import Tensor, nn
 from torch.profiler import ProfilerActivity, profile
@@ -267,22 +268,11 @@ def tables(device: torch.device, arms: list[Arm], batches: list[int], threads: l
 
 
 def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_name()
     return (
         f"{cpu}; nproc {os.cpu_count()}; torch {torch.__version__}; timm {timm.__version__}; "
         f"Python {platform.python_version()}"
     )
-
-
-def _load() -> str:
-    return ", ".join(f"{v:.2f}" for v in os.getloadavg())
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -296,7 +286,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
-    started, load_before = datetime.datetime.now(datetime.timezone.utc), _load()
+    started, load_before = datetime.datetime.now(datetime.timezone.utc), load_average()
     sections = []
     for device in devices:
         threads = args.threads if device.type == "cpu" else [torch.get_num_threads()]
@@ -312,7 +302,7 @@ def main(argv: list[str] | None = None) -> None:
             "",
             f"- date: {started:%Y-%m-%d %H:%M} UTC",
             f"- machine: {machine()}",
-            f"- load average (1, 5, 15 min) before: {load_before}; after: {_load()}",
+            f"- load average (1, 5, 15 min) before: {load_before}; after: {load_average()}",
             f"- command: `python benchmarks/bench_elliptical.py --rounds {args.rounds} "
             f"--warmup {args.warmup} --batch-sizes {' '.join(map(str, args.batch_sizes))} "
             f"--threads {' '.join(map(str, args.threads))}`",

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from report_sections import write_section
+from report_sections import cpu_name, load_average, write_section
 from safetensors import safe_open
 from torch import nn
 
@@ -288,22 +288,11 @@ def profile_robench(setup: EvalSetup, top: int = 25) -> str:
 
 
 def _machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_name()
     return (
         f"{cpu}; nproc {os.cpu_count()}; torch {torch.__version__}, torch threads "
         f"{torch.get_num_threads()}; Python {platform.python_version()}"
     )
-
-
-def _load() -> str:
-    return ", ".join(f"{v:.2f}" for v in os.getloadavg())
 
 
 def _verdict(met: bool) -> str:
@@ -428,7 +417,7 @@ def main() -> None:
 
     if args.threads is not None:
         torch.set_num_threads(args.threads)
-    before = _load()
+    before = load_average()
     corpus, vocabulary = corpus_and_vocabulary()
     vocab_size = len(vocabulary) if corpus == "python-docs" else VOCAB_SIZE
     generator = torch.Generator().manual_seed(0)
@@ -444,7 +433,7 @@ def main() -> None:
         runs = measure_eval(setup, args.eval_rounds)
         if args.profile:
             print(profile_robench(setup), file=sys.stderr)
-    section = render(args, forward, runs, setup, vocab_size, (before, _load()))
+    section = render(args, forward, runs, setup, vocab_size, (before, load_average()))
     print(section)
     write_section(args.output, section, START, END)
 

@@ -3,6 +3,8 @@ latest results between its own marker comments and leaves every other section al
 
 from __future__ import annotations
 
+import os
+import platform
 from pathlib import Path
 
 
@@ -16,3 +18,19 @@ def write_section(path: Path, section: str, start: str, end: str) -> None:
     else:
         text = text.rstrip("\n") + "\n\n" + section + "\n"
     path.write_text(text)
+
+
+def cpu_name() -> str:
+    """The CPU model from /proc/cpuinfo, else what `platform` says."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages, for the record of a noisy machine."""
+    return ", ".join(f"{v:.2f}" for v in os.getloadavg())

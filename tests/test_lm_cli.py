@@ -221,3 +221,30 @@ def test_a_checkpoint_whose_vocabulary_does_not_match_its_weights_is_refused(
         app, ["eval", "-c", str(no_vocab), "-s", "text-smoke", "-o", str(tmp_path / "r.json")]
     )
     assert result.exit_code == 2 and "carries no vocabulary" in result.output
+
+
+def test_torchrun_shards_windows_and_writes_the_same_report(
+    models: dict[str, Path], reports: dict[str, Path], tmp_path: Path
+) -> None:
+    """Two gloo processes share the batches of windows; rank 0's report equals one process's
+    (same per-window NLL, same swapped text)."""
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "sharded.json"
+    torchrun = Path(sys.executable).with_name("torchrun")
+    done = subprocess.run(
+        [str(torchrun), "--nproc_per_node=2", "-m", "robench", "eval", "-c", str(models["good"]),
+         "-s", "text-smoke", "--data", "pydoc-topics", "--limit", "60", "-b", "16",
+         "-o", str(out), "--format", "json"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    single, sharded = read_report(reports["good"]), read_report(out)
+    assert (tmp_path / "sharded.samples.rank1.jsonl").exists()
+    assert sharded.samples["default"].indices == single.samples["default"].indices
+    for a, b in zip(single.results, sharded.results, strict=True):
+        assert a.params == b.params
+        for name in a.metrics:
+            assert b.metrics[name].value == pytest.approx(a.metrics[name].value, rel=1e-6)

@@ -21,15 +21,20 @@ class ModelCheckResult:
     warnings: list[str] = field(default_factory=list)
 
 
+def train_mode_warnings(model: nn.Module) -> list[str]:
+    """A warning when modules of `model` are in train mode (dropout, batch statistics)."""
+    training = [name or "model" for name, m in model.named_modules() if m.training]
+    if not training:
+        return []
+    return [
+        f"{len(training)} module(s) were in train mode (e.g. {training[0]}); robench "
+        "evaluates in eval mode."
+    ]
+
+
 def check_model(model: nn.Module, images: torch.Tensor, labels: torch.Tensor) -> ModelCheckResult:
     """Inspect `model` (expected in eval mode) on one batch of pixel-space images."""
-    warnings: list[str] = []
-    training = [name or "model" for name, m in model.named_modules() if m.training]
-    if training:
-        warnings.append(
-            f"{len(training)} module(s) were in train mode (e.g. {training[0]}); robench "
-            "evaluates in eval mode."
-        )
+    warnings = train_mode_warnings(model)
     with torch.no_grad():
         first, second = model(images), model(images)
     randomized = not torch.equal(first, second)

@@ -173,13 +173,9 @@ class LanguageModeling(Task):
     def check_model(
         self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor
     ) -> ModelCheck:
-        warnings: list[str] = []
-        training = [name or "model" for name, m in model.named_modules() if m.training]
-        if training:
-            warnings.append(
-                f"{len(training)} module(s) were in train mode (e.g. {training[0]}); robench "
-                "evaluates in eval mode."
-            )
+        from robench.models.checks import train_mode_warnings
+
+        warnings = train_mode_warnings(model)
         with torch.no_grad():
             first, second = model(inputs[:2]), model(inputs[:2])
         if first.shape[:2] != inputs[:2].shape:
