@@ -16,10 +16,18 @@ from robench.results.report import report_json_schema
 pytestmark = pytest.mark.slow
 
 
+SHIPPED = (
+    "vit_nano_fmnist",
+    "vit_nano_elliptical_fmnist",
+    "transformer_lm_nano_pydocs",
+    "transformer_lm_nano_elliptical_pydocs",
+)
+
+
 def test_shipped_model_cards_exist_and_are_small() -> None:
     cards = bundled_cards()
-    assert {"vit_nano_fmnist", "vit_nano_elliptical_fmnist"} <= set(cards)
-    for name in ("vit_nano_fmnist", "vit_nano_elliptical_fmnist"):
+    assert set(SHIPPED) <= set(cards)
+    for name in SHIPPED:
         weights = cards[name].with_suffix(".safetensors")
         assert weights.stat().st_size < 5_000_000
 
@@ -49,3 +57,14 @@ def test_quick_demo_writes_reports_comparison_and_figures(
     heatmap = tmp_path / "attention_heatmaps.png"
     assert heatmap.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "figure:" in result.stderr
+    # The language-model half: both shipped nano language models, clean and Word Swap.
+    for role in ("baseline", "elliptical"):
+        report = json.loads((tmp_path / f"{role}-text.json").read_text())
+        jsonschema.validate(report, schema)
+        results = {r["name"]: r["metrics"]["perplexity"]["value"] for r in report["results"]}
+        # Trained well below the vocabulary's 8001-way uniform guess; swapping words hurts.
+        assert results["clean"] < 300 < 8001
+        assert results["word-swap-2.5"] > results["clean"]
+        estimator = report["model"]["extensions"]["language_model"]["m_estimator"]
+        assert estimator == ("prefix" if role == "elliptical" else None)
+    assert "transformer_lm_nano_elliptical_pydocs" in result.stdout
