@@ -278,8 +278,9 @@ def run_gate(baseline: Report, candidate: Report, policy: Policy | None = None) 
     checks += found
     notes += aggregate_notes
     used_rules |= aggregate_rules
+    built_in = Policy().rules  # the default's rules need not match (e.g. top1 on text)
     for i, unused in enumerate(policy.rules):
-        if i not in used_rules:
+        if i not in used_rules and unused not in built_in:
             notes.append(
                 f"policy rule {i + 1} (perturbation {unused.perturbation!r}, metric "
                 f"{unused.metric!r}) matched no check; check its patterns."
