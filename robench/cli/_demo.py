@@ -8,7 +8,8 @@ two models under the 15 ImageNet-C corruptions computed on the fly (`demo-corrup
 a per-corruption table, a corruption x severity heatmap and accuracy against severity. Last,
 baseline vs Elliptical nano language models on the built-in Python-docs text, clean and under
 Word Swap (`demo-text`, the paper's Table 1 protocol). Without the shipped checkpoints (a
-trimmed install) it trains the models briefly instead.
+trimmed install) it trains the models briefly instead. `index.html` beside the reports shows
+the three comparisons on one self-contained page.
 """
 
 from __future__ import annotations
@@ -255,6 +256,15 @@ def run_demo(out_dir: Path, *, quick: bool = False, progress: Progress | None = 
     roles = list(models)
     figures = _figures(models, [(roles[i], r) for i, (_, r) in enumerate(reports)], out_dir)
     figures += _corruption_figures([(roles[i], r) for i, (_, r) in enumerate(corrupted)], out_dir)
+    step("writing the page")
+    write_index(
+        out_dir,
+        [
+            (INDEX_TITLES[""], reports, comparison),
+            (INDEX_TITLES["-corruptions"], corrupted, corruption_comparison),
+            (INDEX_TITLES["-text"], text, text_comparison),
+        ],
+    )
     step("done")
     return DemoResult(
         reports,
@@ -273,3 +283,28 @@ def _corruption_figures(reports: list[tuple[str, Report]], out_dir: Path) -> lis
 
     named = {f"{report.model.name} ({role})": report for role, report in reports}
     return plot_corruption_figures(named, out_dir, "demo")
+
+
+# Report file suffix -> the title of its section on the index page.
+INDEX_TITLES = {
+    "": "Adversarial attacks",
+    "-corruptions": "Common corruptions",
+    "-text": "Language models under Word Swap",
+}
+
+
+def write_index(
+    out_dir: Path, groups: list[tuple[str, list[tuple[Path, Report]], Comparison]]
+) -> Path:
+    """`OUT_DIR/index.html`: one section per (title, reports, comparison), self-contained."""
+    from robench.results.html import build_section, render_page
+
+    sections = [
+        build_section([(path.name, report) for path, report in reports], comparison, title=title)
+        for title, reports, comparison in groups
+        if reports
+    ]
+    page = render_page(sections, title="robench demo: baseline vs Elliptical nano models")
+    path = out_dir / "index.html"
+    path.write_text(page, encoding="utf-8")
+    return path

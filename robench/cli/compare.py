@@ -1,10 +1,11 @@
-"""`robench compare`: one paper-style table of several reports."""
+"""`robench compare`: one paper-style table of several reports, or a self-contained HTML
+page with the table, figures, the gate's verdicts and provenance (`--format html`)."""
 
 from __future__ import annotations
 
 import enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -13,15 +14,31 @@ from robench._core.errors import ConfigError
 from robench.cli._output import err, handle_errors, out
 from robench.results.report import Report, read_report
 
+if TYPE_CHECKING:
+    from robench.results.compare import Comparison
+
 
 class CompareFormat(str, enum.Enum):
-    """The names registered in `robench.results.compare_formats.COMPARE_FORMATS`."""
+    """The names registered in `robench.results.compare_formats.COMPARE_FORMATS`, and `html`:
+    a page (`robench.results.html`), which needs the reports themselves, not only the table."""
 
     rich = "rich"
     markdown = "markdown"
     csv = "csv"
     latex = "latex"
     json = "json"
+    html = "html"
+
+
+# --output's suffix -> the format written when --format is not given.
+OUTPUT_FORMATS = {
+    ".html": "html",
+    ".htm": "html",
+    ".md": "markdown",
+    ".csv": "csv",
+    ".tex": "latex",
+    ".json": "json",
+}
 
 
 def parse_metrics(text: str | None) -> list[str] | None:
@@ -73,6 +90,22 @@ def compare_command(
         ),
     ] = None,
     ci: Annotated[bool, typer.Option("--ci", help="Show the 95% confidence intervals.")] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write the table or page here instead of stdout; its suffix (.html, .md, .csv, "
+            ".tex, .json) sets the format when --format is not given.",
+        ),
+    ] = None,
+    gate: Annotated[
+        Path | None,
+        typer.Option(
+            "--gate",
+            help="With --format html: show the checks of this `robench gate --json` file.",
+        ),
+    ] = None,
     per_corruption: Annotated[
         bool,
         typer.Option(
@@ -91,36 +124,78 @@ def compare_command(
 
     On a terminal the table fits its width: models as columns, or one table per model.
 
+    `--format html` writes one self-contained page (no network, figures inline): the table
+    (sortable, intervals on hover), accuracy against the budget, the corruption heatmap or
+    perplexity under Word Swap where they apply, the gate's checks (--gate) and provenance.
+
     Examples:
       robench compare runs/deit.json runs/deit_elliptical.json
       robench compare runs/*.json --format latex --metric top1 > table2.tex
       robench compare runs/*.json -r runs/deit.json --ci --format markdown
       robench compare runs/resnet50-c.json runs/vit-c.json --per-corruption
+      robench compare runs/*.json --format html -o page.html
+      robench compare base.json new.json -o page.html --gate gate.json
     """
-    name = fmt.value if fmt is not None else ("rich" if out.is_terminal else "markdown")
+    name = _format_name(fmt, output)
+    if gate is not None and name != "html":
+        raise ConfigError(f"--gate is shown on the html page only; add --format html ({name}).")
     if per_corruption:
-        _per_corruption(reports, name)
+        if name == "html":
+            raise ConfigError("--per-corruption has no html page; drop --per-corruption.")
+        _per_corruption(reports, name, output)
         return
     from robench.results.compare import build_comparison
-    from robench.results.compare_formats import COMPARE_FORMATS
 
     loaded, reference_index = _with_reference(reports, reference)
     comparison = build_comparison(loaded, metrics=parse_metrics(metric), reference=reference_index)
-    _show(COMPARE_FORMATS.get(name)(comparison, ci), comparison.notes)
+    if name == "html":
+        _show(_html_page(loaded, comparison, gate), comparison.notes, output)
+        return
+    from robench.results.compare_formats import COMPARE_FORMATS
+
+    _show(COMPARE_FORMATS.get(name)(comparison, ci), comparison.notes, output)
 
 
-def _per_corruption(paths: list[Path], name: str) -> None:
+def _format_name(fmt: CompareFormat | None, output: Path | None) -> str:
+    """--format, else the output file's suffix, else rich on a terminal and markdown when not."""
+    if fmt is not None:
+        return fmt.value
+    if output is not None:
+        return OUTPUT_FORMATS.get(output.suffix.lower(), "markdown")
+    return "rich" if out.is_terminal else "markdown"
+
+
+def _html_page(loaded: list[tuple[str, Report]], comparison: Comparison, gate: Path | None) -> str:
+    from robench.results.gate_formats import read_gate_summary
+    from robench.results.html import build_section, render_page
+
+    summary = read_gate_summary(gate) if gate is not None else None
+    section = build_section(loaded, comparison)
+    return render_page([section], title=f"robench compare: {comparison.title}", gate=summary)
+
+
+def _per_corruption(paths: list[Path], name: str, output: Path | None) -> None:
     from robench.results.per_corruption import PER_CORRUPTION_FORMATS, build_per_corruption
 
     table = build_per_corruption([(str(path), read_report(path)) for path in paths])
-    _show(PER_CORRUPTION_FORMATS.get(name)(table), table.notes)
+    _show(PER_CORRUPTION_FORMATS.get(name)(table), table.notes, output)
 
 
-def _show(rendered: object, notes: list[str]) -> None:
-    """Notes on stderr, the table on stdout (text as is, rich renderables printed)."""
+def _show(rendered: object, notes: list[str], output: Path | None = None) -> None:
+    """Notes on stderr, the table on stdout (text as is, rich renderables printed) or, with
+    `output`, in that file."""
     for note in notes:
         err.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
-    if isinstance(rendered, str):
-        typer.echo(rendered)
+    if output is not None:
+        if not isinstance(rendered, str):
+            raise ConfigError(
+                f"--output {output}: the rich table is for the terminal; pass --format "
+                "markdown, csv, latex, json or html."
+            )
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(rendered if rendered.endswith("\n") else rendered + "\n", "utf-8")
+        err.print(f"wrote {escape(str(output))}", highlight=False)
+    elif isinstance(rendered, str):
+        typer.echo(rendered, nl=not rendered.endswith("\n"))
     else:
         out.print(rendered)

@@ -25,8 +25,9 @@ def demo_command(
     Evaluates the shipped checkpoints (models/) with the `demo` suite (`smoke` with --quick)
     and the `demo-corruptions` suite (`corruptions-smoke` with --quick), the nano language
     models with `demo-text` (`text-smoke` with --quick), prints the
-    paper-style comparison and a per-corruption table on stdout, writes reports and figures
-    to --out-dir, then lists the files it wrote. Progress goes to stderr.
+    paper-style comparison and a per-corruption table on stdout, writes reports, figures and
+    one self-contained page of them all (index.html) to --out-dir, then lists the files it
+    wrote. Progress goes to stderr.
 
     The committed copy in reports/demo/ is refreshed only on request: `make demo-reports` (or
     `--out-dir reports/demo`).

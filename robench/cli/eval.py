@@ -49,7 +49,9 @@ def eval_command(
             "the default.",
         ),
     ] = None,
-    split: Annotated[str, typer.Option(help="Split of an IDX directory: test or train.")] = "test",
+    split: Annotated[
+        str, typer.Option(help="Split: test or train (IDX data); test, valid or train (text).")
+    ] = "test",
     class_map: Annotated[
         Path | None,
         typer.Option(help="File with one class folder name per line; line number = index."),

@@ -1,8 +1,9 @@
 """`robench gate`: fail CI when a candidate's robustness regressed against a baseline.
 
 Besides the exit code, the gate writes what CI systems show: a markdown summary (`--summary`,
-and appended to `$GITHUB_STEP_SUMMARY` when set) and JUnit XML with one testcase per check
-(rendered by `robench.results.gate_formats`).
+and appended to `$GITHUB_STEP_SUMMARY` when set), JUnit XML with one testcase per check and a
+JSON summary (`--json`, read back by `robench compare --format html --gate`), all rendered by
+`robench.results.gate_formats`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from robench.cli._output import err, handle_errors, out
 from robench.results.gate import GateResult, Status, exit_code, run_gate
 from robench.results.gate_formats import (
     STATUS_STYLE,
+    gate_json,
     junit_xml,
     markdown_table,
     rich_table,
@@ -28,7 +30,13 @@ from robench.results.gate_policy import read_policy
 from robench.results.report import read_report
 
 
-def _write_outputs(result: GateResult, summary: Path | None, junit: Path | None, strict: bool):
+def _write_outputs(
+    result: GateResult,
+    summary: Path | None,
+    junit: Path | None,
+    json_path: Path | None,
+    strict: bool,
+) -> None:
     text = summary_markdown(result)
     if summary is not None:
         summary.parent.mkdir(parents=True, exist_ok=True)
@@ -40,6 +48,9 @@ def _write_outputs(result: GateResult, summary: Path | None, junit: Path | None,
     if junit is not None:
         junit.parent.mkdir(parents=True, exist_ok=True)
         junit_xml(result, strict).write(junit, encoding="utf-8", xml_declaration=True)
+    if json_path is not None:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(gate_json(result, strict), encoding="utf-8")
 
 
 @handle_errors
@@ -59,6 +70,13 @@ def gate_command(
     ] = None,
     junit: Annotated[
         Path | None, typer.Option(help="Write JUnit XML here, one testcase per check.")
+    ] = None,
+    json_path: Annotated[
+        Path | None,
+        typer.Option(
+            "--json",
+            help="Write every check as JSON here (for `robench compare --format html --gate`).",
+        ),
     ] = None,
     strict: Annotated[
         bool, typer.Option("--strict", help="Exit 4 when a check is inconclusive.")
@@ -80,6 +98,7 @@ def gate_command(
       robench gate --baseline reports/baselines/deit.json --candidate runs/deit.json
       robench gate -b base.json -c new.json --policy gate.toml --summary gate.md
       robench gate -b base.json -c new.json --junit gate.xml
+      robench gate -b base.json -c new.json --json gate.json
       robench gate -b base.json -c new.json --strict
     """
     result = run_gate(read_report(baseline), read_report(candidate), read_policy(policy))
@@ -87,7 +106,7 @@ def gate_command(
         out.print(rich_table(result))
     else:
         typer.echo(markdown_table(result))
-    _write_outputs(result, summary, junit, strict)
+    _write_outputs(result, summary, junit, json_path, strict)
     for note in result.notes:
         err.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
     for check in result.checks:

@@ -1,15 +1,21 @@
 """How a gate's result is shown: a rich table for the terminal, a markdown table and summary
-for CI step summaries and pull requests, JUnit XML for CI test reports. No torch.
+for CI step summaries and pull requests, JUnit XML for CI test reports, and a JSON summary
+(`GateSummary`) that other tools read back (`robench compare --format html --gate`). No torch.
 """
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Literal
 
+from pydantic import BaseModel, ConfigDict, ValidationError
 from rich.markup import escape
 from rich.table import Table
 
-from robench.results.gate import Check, GateResult, Status
+from robench._core.errors import ConfigError
+from robench.results.gate import Check, GateResult, Status, exit_code
 from robench.results.gate_checks import display_amount
 from robench.results.report import Report
 
@@ -129,3 +135,123 @@ def rich_table(result: GateResult) -> Table:
         cells[-1] = f"[{STATUS_STYLE[check.status]}]{cells[-1]}[/]"
         table.add_row(*cells)
     return table
+
+
+# --- JSON summary ---------------------------------------------------------------------------
+
+GATE_JSON_VERSION = 1
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class GateModel(_Strict):
+    name: str  # the model's name in its report
+    checkpoint_sha256: str | None
+
+
+class GateCheckSummary(_Strict):
+    name: str  # `perturbation/metric`, or the aggregate's name
+    perturbation: str
+    metric: str
+    aggregate: bool
+    higher_is_better: bool
+    baseline: float  # stored units (fractions for accuracies)
+    candidate: float
+    n: int  # paired samples
+    drop: float  # positive when the candidate is worse, stored units
+    allowed: float | None  # allowed drop, stored units; None when the policy ignores it
+    test: str | None  # the paired test, None without per-sample values
+    p_value: float | None
+    samples_needed: int | None  # to decide an inconclusive check
+    status: Literal["pass", "inconclusive", "regressed"]
+    detail: str  # one sentence saying why
+    # The cells as the markdown table shows them: HEADER -> text (display units).
+    shown: dict[str, str]
+
+
+class GateSummary(_Strict):
+    robench_gate: int = GATE_JSON_VERSION  # version of this format
+    status: Literal["pass", "inconclusive", "regressed"]  # the worst check's
+    exit_code: int  # what `robench gate` exited with (0 pass, 1 regression, 4 strict)
+    strict: bool
+    suite: str
+    suite_version: int
+    n_samples: int  # paired samples of the default dataset
+    alpha: float
+    baseline: GateModel
+    candidate: GateModel
+    counts: dict[str, int]  # status -> number of checks
+    checks: list[GateCheckSummary]
+    notes: list[str]
+
+
+def _gate_model(report: Report) -> GateModel:
+    return GateModel(name=report.model.name, checkpoint_sha256=report.model.checkpoint_sha256)
+
+
+def gate_summary(result: GateResult, strict: bool) -> GateSummary:
+    """Every check with its numbers, display cells and verdict, as one validated object."""
+    checks = [
+        GateCheckSummary(
+            name=c.name,
+            perturbation=c.perturbation,
+            metric=c.metric,
+            aggregate=c.aggregate,
+            higher_is_better=c.higher_is_better,
+            baseline=c.baseline,
+            candidate=c.candidate,
+            n=c.n,
+            drop=c.drop,
+            allowed=c.allowed,
+            test=c.test.name if c.test else None,
+            p_value=c.test.p_value if c.test else None,
+            samples_needed=c.test.samples_needed if c.test else None,
+            status=c.status.value,
+            detail=c.detail,
+            shown=dict(zip(HEADER, check_row(c), strict=True)),
+        )
+        for c in result.checks
+    ]
+    base = result.baseline
+    return GateSummary(
+        status=result.status.value,
+        exit_code=exit_code(result.status, strict),
+        strict=strict,
+        suite=base.suite.name,
+        suite_version=base.suite.version,
+        n_samples=base.data.n_samples,
+        alpha=result.policy.alpha,
+        baseline=_gate_model(base),
+        candidate=_gate_model(result.candidate),
+        counts={status.value: result.count(status) for status in Status},
+        checks=checks,
+        notes=list(result.notes),
+    )
+
+
+def gate_json(result: GateResult, strict: bool) -> str:
+    """The `GateSummary` as indented JSON (`robench gate --json`)."""
+    return json.dumps(gate_summary(result, strict).model_dump(mode="json"), indent=2) + "\n"
+
+
+def read_gate_summary(path: Path) -> GateSummary:
+    """Load a file written by `robench gate --json`; a wrong file is one ConfigError."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"gate summary {path} does not exist; check the path.") from None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"gate summary {path} is not readable JSON ({exc}).") from None
+    if not isinstance(data, dict) or data.get("robench_gate") != GATE_JSON_VERSION:
+        raise ConfigError(
+            f"{path} is not a gate summary of format {GATE_JSON_VERSION}; write one with "
+            "`robench gate ... --json PATH`."
+        )
+    try:
+        return GateSummary.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"gate summary {path} is malformed at {where}: {first['msg']}.") from None

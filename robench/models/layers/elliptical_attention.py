@@ -118,29 +118,30 @@ def _scale(m: Tensor, scaling: str) -> Tensor:
     """
     denom = _SCALINGS[scaling](m)  # (B, H, 1|N, 1)
     one = (denom <= torch.finfo(m.dtype).tiny).to(m.dtype)  # 1 where uninformative, else 0
-    return (m + one) / (denom + one)
+    if m.requires_grad:
+        return (m + one) / (denom + one)
+    return m.add_(one).div_(denom.add_(one))  # m is this layer's own buffer: no copies
 
 
 # ---------------------------------------------------------------------------------------------
-# Estimators of the raw (unscaled) m.
+# Estimators of the raw (unscaled) m, up to a positive factor per (b, h, n) that the scaling
+# divides out: the mean over N positions of Eq. 10 is the sum / (N * delta), the prefix mean at
+# position t the running sum / (t * delta). Leaving the divisions out saves a pass over the
+# (B, H, N, D) tensor in every layer; the scaled m is the same.
 
 
-def _full_mean(per_position: Tensor, delta: float) -> Tensor:
-    n = per_position.shape[2]
-    return per_position.sum(dim=2, keepdim=True) / (n * delta)  # (B, H, 1, D)
+def _full_sum(per_position: Tensor) -> Tensor:
+    return per_position.sum(dim=2, keepdim=True)  # (B, H, 1, D)
 
 
-def _prefix_mean(per_position: Tensor, delta: float) -> Tensor:
-    n = per_position.shape[2]
-    counts = torch.arange(1, n + 1, device=per_position.device, dtype=per_position.dtype)
-    # (B, H, N, D); row t is the mean over positions n <= t
-    return per_position.cumsum(dim=2) / (counts[:, None] * delta)
+def _prefix_sum(per_position: Tensor) -> Tensor:
+    return per_position.cumsum(dim=2)  # (B, H, N, D); row t sums positions n <= t
 
 
-# Reduction over positions n of a per-position quantity (B, H, N, D), divided by delta.
-_CAUSAL_ESTIMATORS: dict[str, Callable[[Tensor, float], Tensor]] = {
-    "full": _full_mean,
-    "prefix": _prefix_mean,
+# Reduction over positions n of a per-position quantity (B, H, N, D).
+_CAUSAL_ESTIMATORS: dict[str, Callable[[Tensor], Tensor]] = {
+    "full": _full_sum,
+    "prefix": _prefix_sum,
 }
 
 
@@ -171,7 +172,7 @@ def elliptical_weights(
         m of shape (B, H, 1, D) for "full", (B, H, N, D) for "prefix".
     """
     _check_options(scaling, "values", delta, causal_estimator)
-    raw = _CAUSAL_ESTIMATORS[causal_estimator](_abs_diff(v, v_prev, owned=False), delta)
+    raw = _CAUSAL_ESTIMATORS[causal_estimator](_abs_diff(v, v_prev, owned=False))
     return _scale(raw, scaling)
 
 
@@ -223,7 +224,7 @@ def _values_estimate(
             f"layer's {tuple(v_prev.shape)}; all elliptical layers of a model need equal heads."
         )
     reduce = _CAUSAL_ESTIMATORS[layer.causal_estimator]
-    return reduce(_abs_diff(v, v_prev, owned), layer.delta)
+    return reduce(_abs_diff(v, v_prev, owned))
 
 
 def _random_estimate(
