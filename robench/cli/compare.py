@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -14,13 +14,9 @@ from robench._core.errors import ConfigError
 from robench.cli._output import err, handle_errors, out
 from robench.results.report import Report, read_report
 
-if TYPE_CHECKING:
-    from robench.results.compare import Comparison
-
 
 class CompareFormat(str, enum.Enum):
-    """The names registered in `robench.results.compare_formats.COMPARE_FORMATS`, and `html`:
-    a page (`robench.results.html`), which needs the reports themselves, not only the table."""
+    """The names registered in `robench.results.compare_formats.COMPARE_FORMATS`."""
 
     rich = "rich"
     markdown = "markdown"
@@ -125,8 +121,8 @@ def compare_command(
     On a terminal the table fits its width: models as columns, or one table per model.
 
     `--format html` writes one self-contained page (no network, figures inline): the table
-    (sortable, intervals on hover), accuracy against the budget, the corruption heatmap or
-    perplexity under Word Swap where they apply, the gate's checks (--gate) and provenance.
+    (sortable, intervals on hover), the figures that apply to the reports, the gate's checks
+    (--gate) and each model's provenance.
 
     Examples:
       robench compare runs/deit.json runs/deit_elliptical.json
@@ -145,15 +141,14 @@ def compare_command(
         _per_corruption(reports, name, output)
         return
     from robench.results.compare import build_comparison
+    from robench.results.compare_formats import COMPARE_FORMATS
+    from robench.results.gate_formats import read_gate_summary
 
     loaded, reference_index = _with_reference(reports, reference)
     comparison = build_comparison(loaded, metrics=parse_metrics(metric), reference=reference_index)
-    if name == "html":
-        _show(_html_page(loaded, comparison, gate), comparison.notes, output)
-        return
-    from robench.results.compare_formats import COMPARE_FORMATS
-
-    _show(COMPARE_FORMATS.get(name)(comparison, ci), comparison.notes, output)
+    # Only the html page takes more than the comparison: the gate's checks.
+    extra = {"gate": read_gate_summary(gate)} if gate is not None else {}
+    _show(COMPARE_FORMATS.get(name)(comparison, ci, **extra), comparison.notes, output)
 
 
 def _format_name(fmt: CompareFormat | None, output: Path | None) -> str:
@@ -163,15 +158,6 @@ def _format_name(fmt: CompareFormat | None, output: Path | None) -> str:
     if output is not None:
         return OUTPUT_FORMATS.get(output.suffix.lower(), "markdown")
     return "rich" if out.is_terminal else "markdown"
-
-
-def _html_page(loaded: list[tuple[str, Report]], comparison: Comparison, gate: Path | None) -> str:
-    from robench.results.gate_formats import read_gate_summary
-    from robench.results.html import build_section, render_page
-
-    summary = read_gate_summary(gate) if gate is not None else None
-    section = build_section(loaded, comparison)
-    return render_page([section], title=f"robench compare: {comparison.title}", gate=summary)
 
 
 def _per_corruption(paths: list[Path], name: str, output: Path | None) -> None:

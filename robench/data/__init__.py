@@ -194,10 +194,10 @@ def _not_text(path: str | Path) -> None:
 
 def _resolve(path: str | Path) -> Path:
     """An existing path wins; otherwise a built-in name; otherwise a DataError."""
-    _not_text(path)
     candidate = Path(path)
     if candidate.exists():
         return candidate
+    _not_text(path)
     builtin = BUILTIN_DATASETS.get(str(path))
     if builtin is not None:
         if not builtin.path.is_dir():
@@ -244,6 +244,7 @@ def open_dataset(
     for entry in LAYOUTS.values():
         if entry.detect is not None and entry.detect(root):
             return entry.opener(root, preprocessing, split, class_map)
+    _not_text(root)  # no image layout: say so if it is text
     shapes = "; ".join(f"{name}: {e.shape}" for name, e in LAYOUTS.items() if e.detect)
     raise DataError(
         f"{root} is neither an IDX directory (t10k-images-idx3-ubyte[.gz] and "

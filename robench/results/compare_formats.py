@@ -1,6 +1,7 @@
-"""Output formats of `robench compare`: rich, markdown, csv, latex and json renderings of a
-`Comparison`, registered in `COMPARE_FORMATS` (best bold, second underlined where the format
-can show it).
+"""Output formats of `robench compare`: rich, markdown, csv, latex, json and html renderings
+of a `Comparison`, registered in `COMPARE_FORMATS` (best bold, second underlined where the
+format can show it). The html page (`robench.results.html`) reads the compared reports back
+for its figures and provenance.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -20,7 +23,11 @@ from rich.text import Text
 
 from robench._core.registry import Registry
 from robench.results.compare import ARROWS, Cell, Column, Comparison
+from robench.results.report import read_report
 from robench.results.tables import Layout, first_that_fits, numeric_width, wrap_label
+
+if TYPE_CHECKING:
+    from robench.results.gate_formats import GateSummary
 
 
 @dataclass(frozen=True)
@@ -74,7 +81,8 @@ def _row_label(cmp: Comparison, row: str, markup: Markup) -> str:
     return markup.escape(row + (" (ref)" if row == cmp.reference else ""))
 
 
-COMPARE_FORMATS: Registry[Callable[[Comparison, bool], object]] = Registry("compare format")
+# Renderers take the comparison and whether to show intervals; html also takes `gate`.
+COMPARE_FORMATS: Registry[Callable[..., object]] = Registry("compare format")
 
 MARKDOWN = Markup(
     bold=lambda s: f"**{s}**",
@@ -356,3 +364,14 @@ def json_comparison(cmp: Comparison, ci: bool) -> str:
         "notes": cmp.notes,
     }
     return json.dumps(payload, indent=2, ensure_ascii=False)
+
+
+@COMPARE_FORMATS.register("html")
+def html_comparison(cmp: Comparison, ci: bool, gate: GateSummary | None = None) -> str:
+    """One self-contained HTML page: the table (intervals always shown), the figures that
+    apply, the gate's checks when `gate` is given, and each report's provenance."""
+    from robench.results.html import build_section, render_page
+
+    reports = [(source, read_report(Path(source))) for source in cmp.sources.values()]
+    section = build_section(reports, cmp)
+    return render_page([section], title=f"robench compare: {cmp.title}", gate=gate)

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from robench import __version__
 from robench.results.compare import Comparison
@@ -21,6 +22,9 @@ from robench.results.gate_formats import GateSummary
 from robench.results.html.figures import PageFigure, section_figures
 from robench.results.html.leaderboard import Leaderboard, leaderboard
 from robench.results.report import DataInfo, Report
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
 
 TEMPLATE = "page.html.j2"
 
@@ -145,7 +149,7 @@ def _dates(sections: Sequence[PageSection]) -> str:
     return days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}" if days else ""
 
 
-def _environment():  # type: ignore[no-untyped-def]
+def _environment() -> Environment:
     from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
     return Environment(
