@@ -66,6 +66,8 @@ lock:
 	rm -rf .lock-venv
 
 data: $(FMNIST) $(PYDOCS)
+	command -v chromium >/dev/null || { $(SUDO) apt-get update -q && \
+		$(SUDO) apt-get install -y -q chromium; }
 
 $(FMNIST):
 	$(SUDO) apt-get update -q

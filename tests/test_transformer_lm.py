@@ -255,5 +255,14 @@ def test_plugins_register_with_the_decorator(monkeypatch: pytest.MonkeyPatch) ->
     assert list_language_models() == ["plugin_lm"]
     model = create_language_model("plugin_lm", 7, embedding_dim=3)
     assert isinstance(model, nn.Embedding) and model.weight.shape == (7, 3)
+    # The same plugin imported again (same module and name) replaces its entry ...
+    assert register_language_model(plugin_lm) is plugin_lm
+    assert list_language_models() == ["plugin_lm"]
+
+    # ... but another builder may not take a registered name.
+    def other() -> None:
+        pass
+
+    other.__name__ = "plugin_lm"
     with pytest.raises(ValueError, match="already registered"):
-        register_language_model(plugin_lm)
+        register_language_model(other)

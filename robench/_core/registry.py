@@ -67,6 +67,10 @@ class Registry(Generic[T]):
         """A str enum of the registered names, for command-line choice lists (typer)."""
         return enum.Enum(class_name, {name: name for name in self.names()}, type=str)  # type: ignore[return-value]
 
+    def unregister(self, name: str) -> None:
+        """Forget `name` (a plugin module imported again re-registers its objects)."""
+        del self._items[name]
+
     def __contains__(self, name: object) -> bool:
         return name in self._items
 

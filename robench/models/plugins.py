@@ -28,8 +28,6 @@ def import_user_module(target: str) -> None:
         if not path.is_file():
             raise ConfigError(f"--import {target}: no such file; pass a .py file or a module name.")
         name = "robench_user_" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
-        if name in sys.modules:  # imported earlier in this process: its models are registered
-            return
         spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
             raise ConfigError(f"--import {target}: cannot load it as a Python module.")

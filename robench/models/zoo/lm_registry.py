@@ -47,9 +47,17 @@ _LANGUAGE_MODELS: Registry[LanguageModelBuilder] = Registry("language model")
 def register_language_model(builder: LanguageModelBuilder) -> LanguageModelBuilder:
     """Decorator: register `builder` under its function name; returns it unchanged.
 
+    Registering the same builder again (its module imported a second time in one process, as
+    `--import` of one file by two evaluations does) replaces the entry.
+
     Raises:
-        ValueError: a language model of that name is already registered.
+        ValueError: another language model of that name is already registered.
     """
+    name = builder.__name__
+    if name in _LANGUAGE_MODELS:
+        known = _LANGUAGE_MODELS.get(name)
+        if (known.__module__, known.__qualname__) == (builder.__module__, builder.__qualname__):
+            _LANGUAGE_MODELS.unregister(name)  # the same plugin imported again in this process
     return _LANGUAGE_MODELS.register()(builder)
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from robench import __version__
+from robench._core.version import __version__
 from robench.results.compare import Comparison
 from robench.results.gate_formats import HEADER as GATE_HEADER
 from robench.results.gate_formats import GateSummary
