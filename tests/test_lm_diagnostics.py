@@ -152,7 +152,7 @@ def test_efficiency_counts_windows() -> None:
 def test_attention_maps_refuse_token_ids_in_one_sentence() -> None:
     assert DIAGNOSTICS.get("attention_maps").Params.task == "image-classification"
     assert DIAGNOSTICS.get("collapse").Params.task is None
-    with pytest.raises(ConfigError, match="applies to image-classification models") as err:
+    with pytest.raises(ConfigError, match="applies to image classifiers only") as err:
         build_diagnostic("attention_maps").run(_model(NANO[0]), _tokens())
     assert "remove it from the language-modeling suite" in str(err.value)
 
