@@ -1,0 +1,77 @@
+"""The same command twice gives the same report: identical metrics and per-sample outcomes for
+every registered perturbation kind (issue 13, determinism), on the shipped nano models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from robench.evaluation.request import EvalRequest, evaluate
+from robench.perturbations import PERTURBATIONS
+
+# One small entry per kind: seconds on CPU, every source of randomness exercised (random
+# starts, SPSA's perturbation directions, Square's queries, corruption noise, word choice).
+IMAGE_ENTRIES = {
+    "clean": "",
+    "fgsm": 'eps = "8/255"',
+    "fgm": "eps = 1.0",
+    "pgd": 'eps = "8/255"\nsteps = 3\nrandom_start = true',
+    "spsa": 'eps = "8/255"\nsteps = 2\nnb_sample = 16\nmax_batch_size = 16',
+    "autoattack": (
+        'eps = "8/255"\nversion = "custom"\nattacks = ["apgd-ce", "square"]\nn_iter = 3\n'
+        "n_queries = 20"
+    ),
+    "corruption": 'corruption = "gaussian_noise"\nseverity = 3',
+}
+TEXT_ENTRIES = {"clean": "", "word-swap": "rate = 0.05"}
+
+
+def test_every_registered_kind_is_covered() -> None:
+    assert set(PERTURBATIONS.names()) == set(IMAGE_ENTRIES) | set(TEXT_ENTRIES)
+
+
+def _suite(tmp_path: Path, kind: str, body: str, task: str) -> Path:
+    path = tmp_path / f"{kind}.toml"
+    header = f'name = "det-{kind}"\nversion = 1\n'
+    if task == "language-modeling":
+        header += (
+            'task = "language-modeling"\nmetrics = ["perplexity"]\n'
+            "[data_options]\ntarget_length = 32\n"
+        )
+    path.write_text(f'{header}\n[[perturbations]]\nkind = "{kind}"\n{body}\n')
+    return path
+
+
+def _twice(tmp_path: Path, suite: Path, model: str, data: str, limit: int) -> None:
+    reports = [
+        evaluate(
+            EvalRequest(
+                suite=str(suite),
+                data=data,
+                out=tmp_path / f"{suite.stem}-{run}.json",
+                model=model,
+                limit=limit,
+                batch_size=8,
+                seed=5,
+            )
+        )
+        for run in ("a", "b")
+    ]
+    first, second = reports
+    assert first.samples == second.samples  # every per-sample outcome, bit for bit
+    assert [r.metrics for r in first.results] == [r.metrics for r in second.results]
+    assert [r.params for r in first.results] == [r.params for r in second.results]
+    assert first.seed == second.seed == 5
+
+
+@pytest.mark.parametrize("kind", sorted(IMAGE_ENTRIES))
+def test_image_kinds_are_deterministic(kind: str, tmp_path: Path, fashion_mnist_dir: Path) -> None:
+    suite = _suite(tmp_path, kind, IMAGE_ENTRIES[kind], "image-classification")
+    _twice(tmp_path, suite, "vit_nano_elliptical_fmnist", "fashion-mnist", limit=16)
+
+
+@pytest.mark.parametrize("kind", sorted(TEXT_ENTRIES))
+def test_text_kinds_are_deterministic(kind: str, tmp_path: Path) -> None:
+    suite = _suite(tmp_path, kind, TEXT_ENTRIES[kind], "language-modeling")
+    _twice(tmp_path, suite, "transformer_lm_nano_elliptical_pydocs", "pydoc-topics", limit=12)
