@@ -5,6 +5,7 @@ Every message is one sentence that names the bad value, what was expected and th
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 EXIT_OK = 0
@@ -18,6 +19,29 @@ class RobenchError(Exception):
     """Base class of errors caused by user input (exit code 2)."""
 
     exit_code = EXIT_USAGE
+
+    def __init__(self, message: str = "", *args: object) -> None:
+        super().__init__(_unwrap_worker_message(message), *args)
+
+
+def _unwrap_worker_message(message: str) -> str:
+    """The original sentence of an error re-raised from a DataLoader worker.
+
+    torch re-raises a worker's exception in the main process as `type(exc)(text)`, where text
+    is "Caught X in DataLoader worker process N. Original Traceback ...": keep the last line's
+    message so the user sees one sentence, not a worker traceback.
+    """
+    if not (message.startswith("Caught ") and "Original Traceback" in message):
+        return message
+    lines = message.rstrip().splitlines()
+    for n in range(len(lines) - 1, 0, -1):
+        found = _EXCEPTION_LINE.match(lines[n])
+        if found:
+            return "\n".join([found.group(1), *lines[n + 1 :]])
+    return lines[-1]
+
+
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*: (.*)$")  # "robench._core.errors.DataError: ..."
 
 
 class ConfigError(RobenchError):

@@ -22,4 +22,8 @@ def seed_everything(seed: int) -> None:
 
     random.seed(seed)
     np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
+    # The CPU generator directly: torch.manual_seed costs ~70 us a call (a dynamo guard and
+    # CUDA bookkeeping), paid twice per batch; CUDA generators only once CUDA is in use.
+    torch.default_generator.manual_seed(seed)
+    if torch.cuda.is_initialized():
+        torch.cuda.manual_seed_all(seed)

@@ -26,7 +26,7 @@ def describe_validation_error(exc: ValidationError) -> str:
     """The first problem of a pydantic error as `field.path: message`."""
     first = exc.errors()[0]
     where = ".".join(str(part) for part in first["loc"]) or "(top level)"
-    message = first["msg"]
+    message = first["msg"].removeprefix("Value error, ")
     more = len(exc.errors()) - 1
     extra = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
     return f"{where}: {message}{extra}"

@@ -6,6 +6,7 @@ while every computation uses 0.00392156862745098.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 from robench._core.errors import ConfigError
@@ -13,20 +14,24 @@ from robench._core.errors import ConfigError
 
 def parse_pixel_value(value: float | int | str, what: str = "value") -> float:
     """Parse `0.1`, `"0.25/255"` or `"1/255"` into a float; reject anything else."""
-    if isinstance(value, bool):
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise ConfigError(f"{what} must be a number or a fraction like '1/255', not {value!r}.")
-    if isinstance(value, int | float):
-        return float(value)
-    text = value.strip()
     try:
-        if "/" in text:
-            num, den = text.split("/", 1)
-            return float(num) / float(den)
-        return float(Fraction(text))
-    except (ValueError, ZeroDivisionError):
+        if isinstance(value, int | float):
+            parsed = float(value)
+        elif "/" in value:
+            num, den = value.strip().split("/", 1)
+            parsed = float(num) / float(den)
+        else:
+            parsed = float(Fraction(value.strip()))
+    except (ValueError, ZeroDivisionError, OverflowError):
+        parsed = math.nan
+    if not math.isfinite(parsed):
         raise ConfigError(
-            f"{what} {value!r} is not a number; write a float (0.0039) or a fraction ('1/255')."
-        ) from None
+            f"{what} {value!r} is not a finite number; write a float (0.0039) or a fraction "
+            "('1/255')."
+        )
+    return parsed
 
 
 def display_pixel_value(value: float) -> str:

@@ -21,7 +21,7 @@ from robench.cli import list as list_cmd
 from robench.cli import schema as schema_cmd
 from robench.cli import train as train_cmd
 from robench.cli import validate as validate_cmd
-from robench.cli._output import configure_logging
+from robench.cli._output import RobenchGroup, configure_logging
 
 app = typer.Typer(
     name="robench",
@@ -32,6 +32,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode="rich",
+    cls=RobenchGroup,
 )
 
 

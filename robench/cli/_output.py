@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import functools
 import logging
+import sys
 import time
+import traceback
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -26,8 +28,11 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
+from typer.core import TyperGroup
 
-from robench._core.errors import EXIT_RUNTIME, RobenchError
+from robench._core.errors import EXIT_RUNTIME, EXIT_USAGE, RobenchError
+from robench.evaluation.interrupts import Interrupted
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True)
@@ -51,6 +56,39 @@ def fail(message: str, code: int) -> typer.Exit:
     return typer.Exit(code)
 
 
+class RobenchGroup(TyperGroup):
+    """The `robench` command group; a bad option or argument is one `error:` line, exit 2.
+
+    Typer shows a usage error as a boxed panel under the usage line; robench answers it like
+    every other bad input: one sentence naming the value and pointing at `--help`.
+    """
+
+    def main(  # type: ignore[override]
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except NoArgsIsHelpError:
+            return super().main(args, prog_name, complete_var, standalone_mode=True, **extra)
+        except UsageError as exc:
+            where = f"`{exc.ctx.command_path} --help`" if exc.ctx else "`robench --help`"
+            message = exc.format_message().replace("Value error, ", "").rstrip(".")
+            raise SystemExit(fail(f"{message}; see {where}.", EXIT_USAGE).exit_code) from None
+        except ClickException as exc:
+            raise SystemExit(fail(exc.format_message(), exc.exit_code).exit_code) from None
+        except typer.Abort:
+            err.print("aborted.")
+            raise SystemExit(1) from None
+        sys.exit(code if isinstance(code, int) else 0)
+
+
 def handle_errors(func: F) -> F:
     """Turn robench errors into one line and an exit code; keep tracebacks for --debug."""
 
@@ -59,9 +97,17 @@ def handle_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except RobenchError as exc:
-            if _state["debug"]:
-                raise
+            if _state["debug"]:  # the traceback, and still the documented exit code
+                err.print(traceback.format_exc(), markup=False, highlight=False, end="")
             raise fail(str(exc), exc.exit_code) from None
+        except Interrupted as exc:  # a run stopped by a signal (robench.evaluation.interrupts)
+            if exc.message:
+                err.print(
+                    f"[yellow]interrupted[/]: {escape(exc.message)}",
+                    highlight=False,
+                    soft_wrap=True,
+                )
+            raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
             err.print("[yellow]interrupted[/]: finished batches are saved; rerun with --resume.")
             raise typer.Exit(130) from None
@@ -69,7 +115,7 @@ def handle_errors(func: F) -> F:
             raise
         except Exception as exc:
             if _state["debug"]:
-                raise
+                err.print(traceback.format_exc(), markup=False, highlight=False, end="")
             raise fail(
                 f"unexpected {type(exc).__name__}: {exc} (rerun with --debug for the traceback).",
                 EXIT_RUNTIME,

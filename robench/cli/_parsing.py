@@ -4,6 +4,7 @@ datasets (`--data imagenet-r=/data/imagenet-r`)."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -16,11 +17,15 @@ def float_list(text: str | None, option: str) -> tuple[float, ...] | None:
     if text is None:
         return None
     try:
-        return tuple(float(part) for part in text.split(","))
+        values = tuple(float(part) for part in text.split(","))
     except ValueError:
+        values = ()
+    if not values or not all(math.isfinite(v) for v in values):
         raise ConfigError(
-            f"{option} {text!r} is not a comma-separated list of numbers; e.g. 0.485,0.456,0.406."
-        ) from None
+            f"{option} {text!r} is not a comma-separated list of finite numbers; e.g. "
+            "0.485,0.456,0.406."
+        )
+    return values
 
 
 def input_size(text: str | None) -> tuple[int, int, int] | None:

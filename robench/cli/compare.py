@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from robench._core.errors import ConfigError
 from robench.cli._output import err, handle_errors, out
-from robench.results.report import Report, read_report
+from robench.results.report import Report, check_writable, read_report
 
 
 class CompareFormat(str, enum.Enum):
@@ -178,6 +178,7 @@ def _show(rendered: object, notes: list[str], output: Path | None = None) -> Non
                 f"--output {output}: the rich table is for the terminal; pass --format "
                 "markdown, csv, latex, json or html."
             )
+        check_writable(output, "--output", "table.md")
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(rendered if rendered.endswith("\n") else rendered + "\n", "utf-8")
         err.print(f"wrote {escape(str(output))}", highlight=False)

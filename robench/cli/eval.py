@@ -12,7 +12,7 @@ import typer
 from robench._core.units import parse_pixel_value
 from robench.cli._output import err, handle_errors, make_progress, out
 from robench.cli._parsing import dataset_map, float_list, input_size, json_object
-from robench.models.spec import ModelSpec
+from robench.models.spec import spec_from_options
 from robench.results.tables import REPORT_FORMATS
 
 OutputFormat = REPORT_FORMATS.choices("OutputFormat")
@@ -172,16 +172,19 @@ def eval_command(
       robench eval transformer_lm_nano_elliptical_pydocs -s text-smoke --limit 50
       robench eval -c lm.safetensors -s wikitext-wordswap --data /data/wikitext-103
     """
+    from robench.evaluation.interrupts import stop_cleanly
     from robench.evaluation.request import EvalRequest, evaluate
 
-    overrides = ModelSpec(
-        num_classes=num_classes,
-        mean=float_list(mean, "--mean"),
-        std=float_list(std, "--std"),
-        input_size=input_size(input_size_text),
-        interpolation=interpolation,
-        crop_pct=crop_pct,
-        model_kwargs=json_object(model_kwargs, "--model-kwargs"),
+    overrides = spec_from_options(
+        {
+            "num_classes": num_classes,
+            "mean": float_list(mean, "--mean"),
+            "std": float_list(std, "--std"),
+            "input_size": input_size(input_size_text),
+            "interpolation": interpolation,
+            "crop_pct": crop_pct,
+            "model_kwargs": json_object(model_kwargs, "--model-kwargs"),
+        }
     )
     data_options = {
         name: value
@@ -216,7 +219,8 @@ def eval_command(
         data_options=data_options,
         command=["robench", *sys.argv[1:]],
     )
-    report = evaluate(request, progress=make_progress())
+    with stop_cleanly(request.command, report_path):  # SIGINT/SIGTERM: exit 130/143
+        report = evaluate(request, progress=make_progress())
     if os.environ.get("RANK", "0") != "0":  # under torchrun only rank 0 reports
         return
     name = fmt.value if fmt is not None else ("rich" if out.is_terminal else "markdown")

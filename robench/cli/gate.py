@@ -27,7 +27,7 @@ from robench.results.gate_formats import (
     summary_markdown,
 )
 from robench.results.gate_policy import read_policy
-from robench.results.report import read_report
+from robench.results.report import check_writable, read_report
 
 
 def _write_outputs(
@@ -101,6 +101,10 @@ def gate_command(
       robench gate -b base.json -c new.json --json gate.json
       robench gate -b base.json -c new.json --strict
     """
+    outputs = (("--summary", summary, "gate.md"), ("--junit", junit, "gate.xml"))
+    for option, path, example in (*outputs, ("--json", json_path, "gate.json")):
+        if path is not None:
+            check_writable(path, option, example)
     result = run_gate(read_report(baseline), read_report(candidate), read_policy(policy))
     if out.is_terminal:
         out.print(rich_table(result))

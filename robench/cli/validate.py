@@ -29,7 +29,9 @@ def _card_checker(deep: bool) -> Callable[[Path], str]:
 
         checked = check_card(path, deep=deep)
         for note in checked.notes:
-            err.print(f"[yellow]note:[/] {escape(f'{path}: {note}')}", highlight=False)
+            err.print(
+                f"[yellow]note:[/] {escape(f'{path}: {note}')}", highlight=False, soft_wrap=True
+            )
         return f"model card {checked.card.name}: {checked.card.architecture}"
 
     return check
@@ -89,7 +91,7 @@ def validate_command(
             typer.echo(f"ok   {path}: {check(path)}")
         except RobenchError as exc:
             failures += 1
-            err.print(f"[bold red]fail[/] {exc}", highlight=False)
+            err.print(f"[bold red]fail[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
     if failures:
         raise typer.Exit(EXIT_USAGE)
     typer.echo(f"{len(targets)} file(s) valid")

@@ -9,20 +9,27 @@ resumes with `resume=True` and ends in the same report.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch import nn
 from torch.utils.data import Dataset
 
 from robench._core.distributed import DistributedContext
-from robench._core.errors import ConfigError, DataError
+from robench._core.errors import (
+    EXIT_USAGE,
+    ConfigError,
+    DataError,
+    RobenchError,
+)
 from robench._core.model_hooks import report_sections
 from robench._core.seeding import seed_everything
 from robench._core.version import __version__
@@ -56,12 +63,15 @@ from robench.results.report import (
     SampleResults,
     SanityResult,
     SuiteInfo,
+    check_writable,
     write_report,
 )
 from robench.tasks import load_task
 from robench.tasks.base import Task
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -438,6 +448,108 @@ def _with_label_spaces(
     return out
 
 
+def _input_paths(request: EvalRequest, loaded_suite: LoadedSuite) -> dict[str, Path]:
+    """Files and folders the run reads, by the flag that names them."""
+    given: list[tuple[str, str | Path | None]] = [
+        ("--checkpoint", request.checkpoint),
+        ("--suite", loaded_suite.path),
+        ("the model card", request.model),
+        ("--class-map", request.class_map),
+        ("--subset", request.subset),
+        ("--classes", request.classes),
+        *(("--import", target) for target in request.imports),
+        *((f"--data {name}", path) for name, path in request.datasets.items()),
+    ]
+    return {flag: Path(value) for flag, value in given if value and Path(value).exists()}
+
+
+def _check_output(request: EvalRequest, loaded_suite: LoadedSuite) -> None:
+    """Refuse, before anything is written, a report path that would overwrite or land in an
+    input, or that cannot be written."""
+    report = request.out.resolve()
+    written = {report, samples_path_for(report).resolve()}
+    for flag, path in _input_paths(request, loaded_suite).items():
+        target = path.resolve()
+        if target in written or (target.is_dir() and target in report.parents):
+            where = "is" if target in written else "is inside"
+            raise ConfigError(
+                f"--out {request.out} {where} {flag} {path}, which the run reads; writing the "
+                "report there would destroy it; pass another --out."
+            )
+    check_writable(request.out)
+
+
+def _file_list_sha256(root: Path, dataset: LabeledImages) -> str:
+    """A cheap fingerprint of a dataset's content: its file names (and sizes where there is
+    no file list), so another folder or a changed one is not taken for the same data."""
+    names = getattr(dataset, "relative_paths", None)
+    if callable(names):
+        listing = sorted(str(name) for name in names())
+    elif root.is_dir():
+        listing = sorted(
+            f"{entry.name}:{entry.stat().st_size}" for entry in root.iterdir() if entry.is_file()
+        )
+    elif root.is_file():
+        listing = [f"{root.name}:{root.stat().st_size}"]
+    else:
+        listing = []
+    return hashlib.sha256("\n".join(listing).encode()).hexdigest()
+
+
+def _input_fingerprint(
+    request: EvalRequest, loaded: LoadedModel, datasets: Mapping[str, LabeledImages]
+) -> dict[str, Any]:
+    """What else decides a sample's record: preprocessing, the data, the sample count.
+
+    A store is resumed only when all of it matches, so changing --std or pointing --data at
+    another folder of the same size starts a new run instead of merging two.
+    """
+    prep = loaded.preprocessing
+    data = {}
+    for name, dataset in datasets.items():
+        root = Path(dataset.root)
+        data[name] = {
+            "path": str(root.resolve()),
+            "kind": dataset.kind,
+            "split": dataset.split,
+            "n_total": len(dataset),
+            "files_sha256": _file_list_sha256(root, dataset),
+        }
+    return {
+        "normalization": {"mean": list(loaded.spec.mean or ()), "std": list(loaded.spec.std or ())},
+        "preprocessing": (
+            {
+                "input_size": list(prep.input_size),
+                "interpolation": prep.interpolation,
+                "crop_pct": prep.crop_pct,
+            }
+            if prep is not None
+            else None
+        ),
+        "model_kwargs": loaded.model_kwargs,
+        "data": data,
+        "split": request.split,
+        "limit": request.limit,
+        "subset": request.subset,
+    }
+
+
+def _first_forward(loaded: LoadedModel, check: Callable[[], T]) -> T:
+    """Run a check that calls the model on the first batch; a model that cannot run on the
+    input at all is a configuration error (input size, channels, classes), not a failure."""
+    try:
+        return check()
+    except (AssertionError, RuntimeError, ValueError, IndexError) as exc:
+        prep = loaded.preprocessing
+        size = f" of size {','.join(map(str, prep.input_size))}" if prep is not None else ""
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(
+            f"{loaded.name} cannot run on inputs{size} ({detail.rstrip('.')}); check "
+            "--input-size (or the model card's input_size), --num-classes and --model-kwargs "
+            "against the model."
+        ) from None
+
+
 def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
     """Run the request's suite on its model and data; write and return the report."""
     started = time.perf_counter()
@@ -445,9 +557,19 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         raise ConfigError(f"--batch-size must be at least 1, got {request.batch_size}.")
     if request.limit is not None and request.limit < 1:
         raise ConfigError(f"--limit must be at least 1, got {request.limit}.")
+    if request.workers < 0:
+        raise ConfigError(
+            f"--workers must be 0 (load data in the main process) or more, got {request.workers}."
+        )
+    if request.resume and request.overwrite:
+        raise ConfigError(
+            "--resume keeps an interrupted run's results and --overwrite discards them; pass "
+            "one of the two."
+        )
     loaded_suite = load_suite(request.suite)
     if request.data is None:
         request = replace(request, data=load_task(loaded_suite.suite.task).default_data)
+    _check_output(request, loaded_suite)
     _check_dataset_names(loaded_suite, list(request.datasets))
     dist = DistributedContext.from_env(request.device)  # torchrun: shard batches over ranks
     device = dist.device
@@ -469,9 +591,9 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         )
     _check_tasks(loaded_suite.suite.task, loaded.task, loaded.name)
     task = load_task(loaded_suite.suite.task)
-    datasets = _open_datasets(request, loaded, task, loaded_suite)
-    default_name = next(iter(datasets))
-    datasets = _with_label_spaces(datasets, loaded_suite, default_name, request.classes)
+    opened = _open_datasets(request, loaded, task, loaded_suite)
+    default_name = next(iter(opened))
+    datasets = _with_label_spaces(opened, loaded_suite, default_name, request.classes)
     # A listed subset restricts the default dataset only.
     subsets = {default_name: request.subset or loaded_suite.suite.subset}
     data = {
@@ -490,13 +612,20 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         for name, source in data.items()
     }
     scored_default = restrict_outputs(loaded.model, default.output_classes)
-    checks = task.check_model(scored_default, *first_batches[default_name])  # the default data
-    warnings = list(checks.warnings)
-    for name, source in data.items():
+    notes = []
+    for name, source in data.items():  # labels must mean the model's classes before scoring
         inputs, _ = first_batches[name]
         scored = restrict_outputs(loaded.model, source.output_classes)
-        task.check_data(source.dataset, scored, inputs, mapped=request.class_map is not None)
-        note = task.adaptation_note(source.dataset, loaded.preprocessing)
+        check_data = functools.partial(
+            task.check_data, source.dataset, scored, inputs, mapped=request.class_map is not None
+        )
+        _first_forward(loaded, check_data)
+        notes.append(task.adaptation_note(source.dataset, loaded.preprocessing))
+    checks = _first_forward(
+        loaded, lambda: task.check_model(scored_default, *first_batches[default_name])
+    )
+    warnings = list(checks.warnings)
+    for note in notes:
         if note and note not in warnings:
             warnings.append(note)
     jobs, missing = resolve_jobs(loaded_suite.plan, data, loaded_suite.suite.datasets, default_name)
@@ -518,6 +647,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         "device": device.type,
         "robench_version": __version__,
     }
+    fingerprint.update(_input_fingerprint(request, loaded, opened))
     if request.classes is not None:  # only when given, so older stores still resume
         fingerprint["classes"] = request.classes
     if task.data_options:  # windows of a text corpus change what a sample is
@@ -525,6 +655,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
     samples_path = samples_path_for(request.out, dist.rank if dist.enabled else None)
     check_fresh_start(samples_path, resume=request.resume, overwrite=request.overwrite)
     store = SampleStore(samples_path, fingerprint, resume=request.resume)
+    bad_input = False  # a fresh run stopped by bad input (a corrupt image) leaves no file
     try:
         times = run_plan(
             loaded.model,
@@ -539,8 +670,13 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
             shard=(dist.rank, dist.world_size),
         )
         store.mark_complete()
+    except RobenchError as exc:
+        bad_input = exc.exit_code == EXIT_USAGE and not request.resume
+        raise
     finally:
         store.close()
+        if bad_input:
+            samples_path.unlink(missing_ok=True)
     records = store.records
     if dist.enabled:  # every rank reads all shards; rank 0 alone writes the report
         dist.barrier()

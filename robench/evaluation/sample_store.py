@@ -5,17 +5,25 @@ Line 1 is a header with the run's fingerprint (checkpoint, suite, seed, sample s
 each further line is one finished batch of one perturbation: `{"p": name, "i": [indices],
 COLUMN: [one value per index], ...}` with the task's record columns (image classification:
 `"y": [labels], "topk": [[top-5 predictions], ...]`). The store never looks inside a column.
+
+Crash safety: each batch is flushed and fsynced as one line; a line torn by a kill is the last
+one and is dropped on resume, while a bad line anywhere else is refused (the file cannot be
+trusted). An open store holds `StoreLock`, so two runs never write one file.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any, TextIO
 
 from robench._core.errors import ConfigError, ResumeError
+from robench.evaluation.store_lock import StoreLock
 from robench.tasks.base import Columns, records_of
+
+logger = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
 
@@ -36,12 +44,14 @@ def samples_path_for(report_path: Path, rank: int | None = None) -> Path:
 
 
 def merge_records(paths: list[Path], fingerprint: dict[str, Any]) -> dict[str, SampleRecords]:
-    """The records of every per-rank file of a torchrun evaluation, by perturbation."""
+    """The records of every per-rank file of a torchrun evaluation, by perturbation.
+
+    Read only, without the lock: every rank reads every file once all ranks have closed theirs.
+    """
     merged: dict[str, SampleRecords] = {}
     for path in paths:
-        part = SampleStore(path, fingerprint, resume=True)
-        part.close()
-        for name, records in part.records.items():
+        raw = path.read_bytes()
+        for name, records in _parse(path, raw[: raw.rfind(b"\n") + 1], fingerprint).items():
             merged.setdefault(name, {}).update(records)
     return merged
 
@@ -53,6 +63,16 @@ class SampleStore:
         self.path = path
         self.fingerprint = fingerprint
         self.records: dict[str, SampleRecords] = {}
+        # Locked before anything is read or truncated: a running run's file is never touched.
+        self._lock = StoreLock(path).acquire()
+        try:
+            self._open(resume)
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def _open(self, resume: bool) -> None:
+        path, fingerprint = self.path, self.fingerprint
         if resume and path.exists():
             self._load_existing()
             self._fh: TextIO = path.open("a", encoding="utf-8")
@@ -71,31 +91,14 @@ class SampleStore:
         # A run killed mid-write leaves a partial last line: drop it, keep every whole batch.
         complete = raw[: raw.rfind(b"\n") + 1]
         if len(complete) != len(raw):
+            logger.warning(
+                "%s: dropped a partial last line (%d bytes) left by an interrupted write",
+                self.path,
+                len(raw) - len(complete),
+            )
             with self.path.open("r+b") as fh:
                 fh.truncate(len(complete))
-        lines = complete.decode("utf-8").splitlines()
-        try:
-            header = json.loads(lines[0]) if lines else {}
-        except json.JSONDecodeError:
-            header = {}
-        if header.get("robench_samples") != FORMAT_VERSION:
-            raise ResumeError(f"{self.path} is not a robench per-sample file; remove it.")
-        if header.get("fingerprint") != self.fingerprint:
-            changed = sorted(
-                key
-                for key in set(self.fingerprint) | set(header.get("fingerprint", {}))
-                if header.get("fingerprint", {}).get(key) != self.fingerprint.get(key)
-            )
-            raise ResumeError(
-                f"cannot resume from {self.path}: it was written by a different run "
-                f"(differs in {', '.join(changed)}); use the same command, or drop --resume."
-            )
-        for line in lines[1:]:
-            entry = json.loads(line)
-            if "p" not in entry:  # the completion marker of an earlier finished run
-                continue
-            name, indices = entry.pop("p"), entry.pop("i")
-            self.records_for(name).update(_rows(indices, entry))
+        self.records = _parse(self.path, complete, self.fingerprint)
 
     def _write(self, obj: dict[str, Any]) -> None:
         self._fh.write(json.dumps(obj, separators=(",", ":")) + "\n")
@@ -114,7 +117,45 @@ class SampleStore:
         self._write({"complete": True})
 
     def close(self) -> None:
-        self._fh.close()
+        try:
+            self._fh.close()
+        finally:
+            self._lock.release()
+
+
+def _parse(path: Path, complete: bytes, fingerprint: dict[str, Any]) -> dict[str, SampleRecords]:
+    """The records of a store's whole lines; a wrong header or a bad line is a ResumeError."""
+    lines = complete.splitlines()
+    try:
+        header = json.loads(lines[0]) if lines else {}
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        header = {}
+    if not isinstance(header, dict) or header.get("robench_samples") != FORMAT_VERSION:
+        raise ResumeError(f"{path} is not a robench per-sample file; remove it.")
+    if header.get("fingerprint") != fingerprint:
+        changed = sorted(
+            key
+            for key in set(fingerprint) | set(header.get("fingerprint", {}))
+            if header.get("fingerprint", {}).get(key) != fingerprint.get(key)
+        )
+        raise ResumeError(
+            f"cannot resume from {path}: it was written by a different run "
+            f"(differs in {', '.join(changed)}); use the same command, or drop --resume."
+        )
+    records: dict[str, SampleRecords] = {}
+    for number, line in enumerate(lines[1:], start=2):
+        try:
+            entry = json.loads(line)
+            if entry == {"complete": True}:  # the marker of an earlier finished run
+                continue
+            name, indices = entry.pop("p"), entry.pop("i")
+            records.setdefault(name, {}).update(_rows(indices, entry))
+        except (ValueError, TypeError, KeyError, AttributeError):  # JSON, UTF-8, shape
+            raise ResumeError(
+                f"{path} line {number} is corrupt (not one whole batch record), so its results "
+                "cannot be trusted; rerun with --overwrite instead of --resume to start again."
+            ) from None
+    return records
 
 
 def is_complete(samples: Path) -> bool:
@@ -126,7 +167,11 @@ def is_complete(samples: Path) -> bool:
 
 def check_fresh_start(samples: Path, *, resume: bool, overwrite: bool) -> None:
     """Refuse to discard an interrupted run's results unless asked to."""
-    if resume or overwrite or not samples.exists() or is_complete(samples):
+    if resume or overwrite or not samples.exists():
+        return
+    with StoreLock(samples):  # a running run's file is not an interrupted one
+        pass
+    if is_complete(samples):
         return
     raise ConfigError(
         f"an interrupted run left per-sample results in {samples}; pass --resume to continue "

@@ -7,6 +7,7 @@ See docs/formats.md for the format.
 
 from __future__ import annotations
 
+import difflib
 import functools
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,7 +101,10 @@ class Suite(BaseModel):
     @field_validator("sanity_eps", mode="before")
     @classmethod
     def _parse_sanity_eps(cls, value: Any) -> float | None:
-        return None if value is None else parse_pixel_value(value, "sanity_eps")
+        try:
+            return None if value is None else parse_pixel_value(value, "sanity_eps")
+        except ConfigError as exc:  # a ValueError, so the message names the suite file
+            raise ValueError(str(exc).rstrip(".")) from None
 
     @field_validator("task")
     @classmethod
@@ -233,24 +237,53 @@ def bundled_suites() -> dict[str, Path]:
 
 
 def resolve_suite_path(name_or_path: str) -> Path:
-    """A shipped suite's name, or a path to a TOML file."""
+    """A shipped suite's name, or a path to a TOML file.
+
+    A shipped name wins over a same-named file or folder in the working directory (a `smoke/`
+    output folder must not shadow the `smoke` suite); write `./smoke.toml` for a local file.
+    """
     candidate = Path(name_or_path)
-    if candidate.suffix == ".toml" or candidate.exists():
-        if not candidate.is_file():
-            raise ConfigError(f"suite file {candidate} does not exist; check the path.")
-        return candidate
     shipped = bundled_suites()
-    if name_or_path not in shipped:
-        raise ConfigError(
-            did_you_mean(name_or_path, list(shipped), "suite")[:-1]
-            + " (or pass a path to a .toml suite file)."
-        )
-    return shipped[name_or_path]
+    looks_like_path = candidate.suffix == ".toml" or len(candidate.parts) > 1
+    if name_or_path in shipped and not looks_like_path:
+        return shipped[name_or_path]
+    if looks_like_path or candidate.exists():
+        if not candidate.is_file():
+            state = "is a directory" if candidate.is_dir() else "does not exist"
+            raise ConfigError(
+                f"suite file {candidate} {state}; pass a .toml suite file or a shipped suite "
+                "name (`robench list suites`)."
+            )
+        return candidate
+    raise ConfigError(
+        did_you_mean(name_or_path, list(shipped), "suite")[:-1]
+        + " (or pass a path to a .toml suite file)."
+    )
 
 
-def _describe_entry_error(suite_path: Path, label: str, exc: Exception) -> ConfigError:
+def _unknown_keys(entry: _Entry, exc: Exception, registry: Any) -> str | None:
+    """'unknown key 'epsilon' (did you mean 'eps'?)' when validation failed on keys the kind
+    does not take: the real cause, rather than the required key it then misses."""
+    if not isinstance(exc, ValidationError) or entry.kind not in registry:
+        return None
+    unknown = [str(error["loc"][0]) for error in exc.errors() if error["type"] == "extra_forbidden"]
+    if not unknown:
+        return None
+    schema = registry.get(entry.kind).Params
+    known = [*schema.model_fields, *type(entry).model_fields]
+    parts = []
+    for key in unknown:
+        close = difflib.get_close_matches(key, known, n=1, cutoff=0.5)
+        parts.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    fields = ", ".join(name for name in schema.model_fields if not name.startswith("_"))
+    return f"unknown key {', '.join(parts)}; {entry.kind} takes {fields}"
+
+
+def _describe_entry_error(
+    suite_path: Path, label: str, exc: Exception, unknown: str | None = None
+) -> ConfigError:
     detail = describe_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
-    detail = detail.rstrip(".")
+    detail = unknown or detail.rstrip(".")
     return ConfigError(
         f"suite file {suite_path}, entry {label!r}: {detail}; see `robench list "
         "perturbations` and docs/formats.md for parameters."
@@ -262,7 +295,8 @@ def plan_diagnostic(entry: DiagnosticEntry, suite_path: Path) -> PlannedDiagnost
         params = DIAGNOSTICS.get(entry.kind).Params.model_validate(entry.params)
         return PlannedDiagnostic(entry.label, entry.kind, params)
     except (ValidationError, ConfigError) as exc:
-        raise _describe_entry_error(suite_path, entry.label, exc) from None
+        unknown = _unknown_keys(entry, exc, DIAGNOSTICS)
+        raise _describe_entry_error(suite_path, entry.label, exc, unknown) from None
 
 
 def plan_entry(entry: PerturbationEntry, suite_path: Path) -> list[PlannedPerturbation]:
@@ -272,7 +306,8 @@ def plan_entry(entry: PerturbationEntry, suite_path: Path) -> list[PlannedPertur
         grid = schema.expand_grid(entry.name, entry.params)
         validated = [(label, schema.model_validate(params)) for label, params in grid]
     except (ValidationError, ConfigError, ValueError) as exc:
-        raise _describe_entry_error(suite_path, entry.label, exc) from None
+        unknown = _unknown_keys(entry, exc, PERTURBATIONS)
+        raise _describe_entry_error(suite_path, entry.label, exc, unknown) from None
     return [
         PlannedPerturbation(
             label or entry.kind,

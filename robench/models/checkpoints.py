@@ -67,6 +67,34 @@ class Checkpoint:
     layout: str = "flat"
 
 
+# How torch files start: a zip archive (torch.save since 1.6, TorchScript) or a pickle of
+# protocol 2+ (the legacy format); anything else is not a torch checkpoint at all.
+_TORCH_MAGIC = (b"PK\x03\x04", b"\x80")
+
+
+def _check_not_junk(path: Path, torch_file: bool) -> None:
+    """Refuse an empty file, a web page or other text saved under a checkpoint's name, before
+    any reader (and any advice about --trust-checkpoint) sees it."""
+    with path.open("rb") as fh:
+        head = fh.read(256)
+    if not head:
+        raise CheckpointError(
+            f"checkpoint {path} is empty (0 bytes); the download or export did not finish, "
+            "fetch or save it again."
+        )
+    text = head.lstrip().lower()
+    if text.startswith((b"<!doctype", b"<html", b"<?xml", b"<head", b"<body")):
+        what = "an HTML or XML page (a failed download, an error or login page)"
+    elif torch_file and not head.startswith(_TORCH_MAGIC):
+        what = f"a file that starts with {head[:12]!r}, neither a zip archive nor a pickle"
+    else:
+        return
+    raise CheckpointError(
+        f"{path} is not a checkpoint: it is {what}; download the weights again from their "
+        "source (check the URL, and that it serves the file itself)."
+    )
+
+
 def _read_safetensors(path: Path, trust: bool) -> tuple[Any, dict[str, str]]:
     try:
         with safe_open(str(path), framework="pt", device="cpu") as fh:
@@ -219,6 +247,7 @@ def read_checkpoint(path: str | Path, *, ema: bool = False, trust: bool = False)
         state = "is a directory" if path.is_dir() else "does not exist"
         raise CheckpointError(f"checkpoint {path} {state}; pass the path of a checkpoint file.")
     reader = _reader_for(path)
+    _check_not_junk(path, torch_file=reader is _read_torch)
     sha256 = sha256_file(path)
     obj, metadata = reader(path, trust)
     if reader is _read_safetensors:

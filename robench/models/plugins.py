@@ -45,6 +45,12 @@ def _run(action, target: str) -> None:  # type: ignore[no-untyped-def]
         raise ConfigError(
             f"--import {target}: module {exc.name!r} not found; install it or pass a file path."
         ) from None
+    except SystemExit as exc:  # would end robench with the plugin's exit code and no report
+        raise ConfigError(
+            f"--import {target} called sys.exit({exc.code!r}) while importing; a plugin must "
+            "only register models, so remove the exit (or guard it with "
+            '`if __name__ == "__main__":`).'
+        ) from None
     except Exception as exc:
         raise ConfigError(f"--import {target} failed while importing: {exc!r}.") from exc
 
@@ -55,7 +61,7 @@ def load_entry_points() -> list[str]:
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         try:
             ep.load()
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             raise ConfigError(
                 f"entry point {ep.name!r} ({ep.value}) of group {ENTRY_POINT_GROUP} failed to "
                 f"import: {exc!r}; fix or uninstall that package."

@@ -7,13 +7,22 @@ The same fields come from a model card (TOML in `models/`), from the metadata th
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from robench._core.bundled import bundled_dir
-from robench._core.errors import CheckpointError
+from robench._core.errors import CheckpointError, ConfigError
 from robench._core.toml_files import describe_validation_error, read_toml_model
 
 METADATA_KEY = "robench"  # safetensors metadata key holding a JSON ModelSpec
@@ -33,6 +42,27 @@ class ModelSpec(BaseModel):
     interpolation: str | None = None  # resize interpolation, e.g. "bicubic"
     crop_pct: float | None = Field(default=None, gt=0, le=1)  # center-crop fraction
     classes: list[str] | None = None  # class names in index order
+
+    @field_validator("input_size")
+    @classmethod
+    def _positive_size(cls, size: tuple[int, int, int] | None) -> tuple[int, int, int] | None:
+        if size is not None and min(size) < 1:
+            raise ValueError(
+                f"input_size {list(size)} must be (channels, height, width) of positive "
+                "integers, e.g. [3, 224, 224]"
+            )
+        return size
+
+    @field_validator("mean", "std")
+    @classmethod
+    def _finite(cls, values: tuple[float, ...] | None, info: ValidationInfo) -> Any:
+        if values is None:
+            return None
+        if not values or not all(math.isfinite(v) for v in values):
+            raise ValueError(f"{info.field_name} {list(values)} must be finite numbers")
+        if info.field_name == "std" and any(v <= 0 for v in values):
+            raise ValueError(f"std {list(values)} must be positive")
+        return values
 
 
 class ModelCard(ModelSpec):
@@ -61,9 +91,21 @@ class ModelCard(ModelSpec):
             raise ValueError(
                 f"{' and '.join(channels)} disagree; give one mean and std value per channel"
             )
-        if self.std is not None and any(s <= 0 for s in self.std):
-            raise ValueError(f"std {list(self.std)} must be positive")
         return self
+
+
+def spec_from_options(values: dict[str, Any]) -> ModelSpec:
+    """A ModelSpec from command-line options; a bad value is one ConfigError naming its flag."""
+    try:
+        return ModelSpec(**values)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = str(first["loc"][0]) if first["loc"] else ""
+        flag = "--" + field.replace("_", "-") if field != "model_kwargs" else "--model-kwargs"
+        message = first["msg"].removeprefix("Value error, ")
+        raise ConfigError(
+            f"{flag} {first.get('input')!r} is invalid: {message}; see `robench eval --help`."
+        ) from None
 
 
 def bundled_cards() -> dict[str, Path]:

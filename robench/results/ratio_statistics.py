@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from robench.results.stats import bootstrap_p_value
+
 BOOTSTRAP_RESAMPLES = 2_000  # for a reported interval; gates use their policy's count
 BOOTSTRAP_SEED = 0
 _CHUNK = 2_000_000  # resampled indices per chunk (bounded memory)
@@ -97,12 +99,6 @@ def paired_statistic_bootstrap(
         lambda i: statistic.values(cand[i]) - statistic.values(base[i]),
     )
     low, high = np.percentile(diffs, [2.5, 97.5])
-    null = diffs - observed
-    exceed = {
-        "two-sided": np.abs(null) >= abs(observed),
-        "greater": null >= observed,
-        "less": null <= observed,
-    }[alternative]
-    p_value = (1 + int(exceed.sum())) / (1 + n_resamples)
+    p_value = bootstrap_p_value(diffs, observed, alternative)
     sd = float(np.std(diffs, ddof=1) * math.sqrt(len(base))) if n_resamples > 1 else 0.0
     return observed, (float(low), float(high)), p_value, sd

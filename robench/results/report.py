@@ -227,10 +227,38 @@ def report_json_schema() -> dict[str, Any]:
     return schema
 
 
+def check_writable(path: Path, option: str = "--out", example: str = "report.json") -> None:
+    """Refuse, before any work, an output path that is a directory or cannot be written."""
+    if path.is_dir():
+        raise ConfigError(
+            f"{option} {path} is a directory; pass a file path such as {path / example}."
+        )
+    existing = path.parent
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConfigError(
+            f"{option} {path}: {existing} is a file, not a directory; pass a path in a directory."
+        )
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(
+            f"{option} {path}: directory {existing} is not writable (permission denied); pass "
+            f"{option} in a directory you can write to."
+        )
+
+
+# OS errors that mean the output path is wrong, not that the machine failed.
+_PATH_ERRORS = (PermissionError, IsADirectoryError, NotADirectoryError, FileExistsError)
+
+
 def write_json_atomic(path: Path, payload: Any) -> None:
     """Write JSON next to `path` then rename, so readers never see a half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        check_writable(path, "output")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except _PATH_ERRORS as exc:
+        raise ConfigError(f"cannot write {path} ({exc.strerror}); pass another path.") from None
     try:
         give_default_mode(fd)  # mkstemp makes 0600
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -239,8 +267,10 @@ def write_json_atomic(path: Path, payload: Any) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, _PATH_ERRORS):
+            raise ConfigError(f"cannot write {path} ({exc.strerror}); pass another path.") from None
         raise
 
 
@@ -254,9 +284,18 @@ def read_report(path: Path) -> Report:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"report {path} does not exist; check the path.") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"report {path} is not readable JSON ({exc}).") from None
+    except IsADirectoryError:
+        raise ConfigError(f"report {path} is a directory; pass a report .json file.") from None
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(
+            f"report {path} is not readable JSON ({exc}); pass a report written by `robench eval`."
+        ) from None
     version = data.get("schema_version") if isinstance(data, dict) else None
+    if isinstance(version, int) and version > max(READABLE_SCHEMA_VERSIONS):
+        raise ConfigError(
+            f"report {path} has schema_version {version}, newer than this robench reads "
+            f"({max(READABLE_SCHEMA_VERSIONS)}); upgrade robench (pip install -U robench)."
+        )
     if version not in READABLE_SCHEMA_VERSIONS:
         readable = ", ".join(map(str, READABLE_SCHEMA_VERSIONS))
         raise ConfigError(

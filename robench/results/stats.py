@@ -142,14 +142,22 @@ def paired_bootstrap(
         idx = rng.integers(0, n, size=(count, n))
         means[start : start + count] = diffs[idx].mean(axis=1)
     low, high = np.percentile(means, [2.5, 97.5])
-    null = means - observed  # resampled means shifted to a zero mean difference
+    return BootstrapResult(
+        observed, (float(low), float(high)), bootstrap_p_value(means, observed, alternative)
+    )
+
+
+def bootstrap_p_value(replicates: np.ndarray, observed: float, alternative: str) -> float:
+    """p-value of "no difference" from bootstrap replicates of a difference: the replicates
+    shifted to a zero mean are compared with the observed value, with the +1 correction so it
+    is never exactly 0."""
+    null = replicates - observed
     exceed = {
         "two-sided": np.abs(null) >= abs(observed),
         "greater": null >= observed,
         "less": null <= observed,
     }[alternative]
-    p_value = (1 + int(exceed.sum())) / (1 + n_resamples)
-    return BootstrapResult(observed, (float(low), float(high)), p_value)
+    return (1 + int(exceed.sum())) / (1 + len(replicates))
 
 
 def _z(alpha: float, power: float) -> tuple[float, float]:

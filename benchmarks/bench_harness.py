@@ -1,0 +1,184 @@
+"""Harness overhead: `robench eval` against hand-written loops on the same work.
+
+Run from the repository root:
+
+    .venv/bin/python benchmarks/bench_harness.py            # updates reports/benchmarks.md
+    .venv/bin/python benchmarks/bench_harness.py --quick --output /tmp/h.md
+
+Two comparisons on the shipped `vit_nano_fmnist` (Fashion-MNIST, the same seeded test images,
+the same batch size), each measured side by side in one process, rounds in ABBA order (loop,
+robench, robench, loop, ...) after one untimed warm-up of each:
+
+1. Clean: `robench.evaluation.request.evaluate` with a clean-only suite against a plain
+   `torch.inference_mode()` loop over a DataLoader of the same images (goal: robench at least
+   0.97 of the loop's throughput).
+2. PGD-20 (L-inf 8/255, step 2/255, random start): `evaluate` with that one attack against a
+   loop that calls torchattacks' `PGD` on each batch and then scores the model on the result
+   (goal: at least 0.95).
+
+Both sides include everything (data loading, model already loaded; robench also writes its
+report and per-sample file). Reported: median seconds per side and the median over rounds of
+the per-round throughput ratio robench / loop. The section between the `bench_harness`
+markers of the output file is replaced, or appended when absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+import torchattacks
+from report_sections import cpu_name, load_average, write_section
+from torch.utils.data import DataLoader, Subset
+
+from robench.data import open_dataset
+from robench.data.subset import select_indices
+from robench.evaluation.request import EvalRequest, evaluate
+from robench.models.loading import load_model
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = "vit_nano_fmnist"
+START, END = "<!-- bench_harness -->", "<!-- /bench_harness -->"
+SUITES = {
+    "clean": '[[perturbations]]\nkind = "clean"\n',
+    "pgd-20": (
+        '[[perturbations]]\nkind = "pgd"\nname = "pgd-20"\neps = "8/255"\nsteps = 20\n'
+        'step_size = "2/255"\nrandom_start = true\n'
+    ),
+}
+GOALS = {"clean": 0.97, "pgd-20": 0.95}
+
+
+def _robench(kind: str, limit: int, batch: int, work: Path) -> Callable[[], int]:
+    suite = work / f"{kind}.toml"
+    suite.write_text(f'name = "bench-{kind}"\nversion = 1\nmetrics = ["top1"]\n{SUITES[kind]}')
+
+    def run() -> int:
+        report = evaluate(
+            EvalRequest(
+                suite=str(suite),
+                data="fashion-mnist",
+                out=work / f"{kind}.json",
+                model=MODEL,
+                limit=limit,
+                batch_size=batch,
+                overwrite=True,
+            )
+        )
+        return round(report.results[0].metrics["top1"].value * limit)
+
+    return run
+
+
+def _loop(kind: str, limit: int, batch: int) -> Callable[[], int]:
+    loaded = load_model(MODEL)
+    model = loaded.model
+    assert loaded.preprocessing is not None
+    data = open_dataset("fashion-mnist", preprocessing=loaded.preprocessing)
+    indices = select_indices(len(data), limit, 0)  # robench's seeded subset (seed 0)
+    loader = DataLoader(Subset(data, indices), batch_size=batch)
+    attack = torchattacks.PGD(model, eps=8 / 255, alpha=2 / 255, steps=20, random_start=True)
+
+    def run() -> int:
+        correct = 0
+        for images, labels in loader:
+            if kind == "pgd-20":
+                images = attack(images, labels)
+            with torch.inference_mode():
+                correct += int((model(images).argmax(-1) == labels).sum())
+        return correct
+
+    return run
+
+
+def _timed(run: Callable[[], int]) -> tuple[float, int]:
+    start = time.perf_counter()
+    correct = run()
+    return time.perf_counter() - start, correct
+
+
+def measure(kind: str, limit: int, batch: int, rounds: int, work: Path) -> dict[str, object]:
+    sides = {"loop": _loop(kind, limit, batch), "robench": _robench(kind, limit, batch, work)}
+    for run in sides.values():
+        run()  # warm-up: imports, caches, first-call costs
+    times: dict[str, list[float]] = {"loop": [], "robench": []}
+    correct: dict[str, int] = {}
+    ratios = []
+    for r in range(rounds):
+        order = ("loop", "robench") if r % 2 == 0 else ("robench", "loop")
+        seconds = {}
+        for side in order:
+            seconds[side], correct[side] = _timed(sides[side])
+            times[side].append(seconds[side])
+        ratios.append(seconds["loop"] / seconds["robench"])  # throughput robench / loop
+    return {
+        "loop": statistics.median(times["loop"]),
+        "robench": statistics.median(times["robench"]),
+        "ratio": statistics.median(ratios),
+        "correct": correct,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="few images, two rounds")
+    parser.add_argument("--limit-clean", type=int, default=5000)
+    parser.add_argument("--limit-pgd", type=int, default=500)
+    parser.add_argument("--batch-size", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
+    parser.add_argument("--output", type=Path, default=ROOT / "reports" / "benchmarks.md")
+    args = parser.parse_args()
+    if args.quick:
+        args.limit_clean, args.limit_pgd, args.rounds = 500, 50, 2
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    started, before = datetime.datetime.now(datetime.timezone.utc), load_average()
+    limits = {"clean": args.limit_clean, "pgd-20": args.limit_pgd}
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for kind, limit in limits.items():
+            results[kind] = measure(kind, limit, args.batch_size, args.rounds, Path(tmp))
+            print(kind, results[kind])
+    lines = [
+        START,
+        "## Harness overhead: robench eval vs hand-written loops (benchmarks/bench_harness.py)",
+        "",
+        f"- date: {started:%Y-%m-%d %H:%M} UTC",
+        f"- machine: {cpu_name()}; torch {torch.__version__}, threads {torch.get_num_threads()}",
+        f"- load average (1, 5, 15 min) before: {before}; after: {load_average()}",
+        f"- command: `python benchmarks/bench_harness.py{' --quick' if args.quick else ''}`; "
+        f"model `{MODEL}`, Fashion-MNIST test images (seeded subset), batch {args.batch_size}, "
+        f"{args.rounds} rounds in ABBA order after a warm-up",
+        "",
+        "| work | images | loop s (median) | robench s (median) | throughput robench / loop "
+        "| goal | correct (loop, robench) |",
+        "|---|---:|---:|---:|---:|---|---|",
+    ]
+    for kind, r in results.items():
+        verdict = "pass" if r["ratio"] >= GOALS[kind] else "FAIL"  # type: ignore[operator]
+        counts = r["correct"]
+        lines.append(
+            f"| {kind} | {limits[kind]} | {r['loop']:.2f} | {r['robench']:.2f} | "
+            f"{r['ratio']:.3f} | >= {GOALS[kind]} {verdict} | "
+            f"{counts['loop']}, {counts['robench']} |"  # type: ignore[index]
+        )
+    lines += [
+        "",
+        "The loop's PGD draws its random start from torch's global RNG; robench seeds each "
+        "batch, so the PGD counts may differ by a few images. Clean counts must be equal.",
+        END,
+    ]
+    section = "\n".join(lines)
+    print(section)
+    write_section(args.output, section, START, END)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,341 @@
+# ruff: noqa: E501  (the case table keeps one case per line, like the rows it mirrors)
+"""Every error in docs/errors.md, answered as documented: one case per row of its table.
+
+Each case runs the real CLI on a small hostile input and checks the row's exit code and
+phrase, exactly one `error:` line, no traceback, and that nothing was left behind: no report,
+no per-sample file, no temporary file, every input file byte-for-byte unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import struct
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+from typer.testing import CliRunner
+
+from robench.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = "vit_nano_fmnist"
+CHECKPOINT = ROOT / "models" / f"{MODEL}.safetensors"
+CLEAN_SUITE = 'name = "clean"\nversion = 1\n\n[[perturbations]]\nkind = "clean"\n'
+
+
+def _rows() -> dict[str, dict[str, str]]:
+    """docs/errors.md's table: id -> {situation, exit, phrase, fix}."""
+    rows = {}
+    for line in (ROOT / "docs" / "errors.md").read_text(encoding="utf-8").splitlines():
+        if not line.startswith("| ") or line.startswith(("| id ", "|---")):
+            continue
+        cells = [cell.strip() for cell in line.strip().strip("|").split(" | ")]
+        assert len(cells) == 5, f"docs/errors.md row has {len(cells)} cells: {line}"
+        assert cells[0] not in rows, f"docs/errors.md lists {cells[0]} twice"
+        rows[cells[0]] = dict(zip(("situation", "exit", "phrase", "fix"), cells[1:], strict=True))
+    return rows
+
+
+ROWS = _rows()
+
+
+@dataclass
+class Case:
+    args: list[str]
+    prefix: str = "error:"  # the start of the one line the error is reported on
+    traceback: bool = False  # --debug: a traceback is expected as well
+    read_only: Path | None = None  # a directory the case pretends is not writable
+    absent: list[str] = field(default_factory=list)  # phrases that must not appear
+
+
+def _png(path: Path, seed: int, size: int = 28) -> None:
+    pixels = np.random.default_rng(seed).integers(0, 255, (size, size), dtype=np.uint8)
+    Image.fromarray(pixels).save(path)
+
+
+def _image_folder(root: Path, classes: int = 10, per_class: int = 2, seed: int = 0) -> Path:
+    for c in range(classes):
+        (root / str(c)).mkdir(parents=True)
+        for i in range(per_class):
+            _png(root / str(c) / f"{i}.png", seed * 1000 + c * 10 + i)
+    return root
+
+
+def _bomb_png(path: Path) -> None:
+    """A PNG whose header claims 20000x20000 pixels: PIL refuses it on open."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
+
+    header = struct.pack(">IIBBBBB", 20000, 20000, 8, 0, 0, 0, 0)
+    idat = zlib.compress(b"\0" * 64)
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", idat))
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Shared read-only inputs; each case copies what it needs into its own tmp_path."""
+    root = tmp_path_factory.mktemp("catalogue")
+    _image_folder(root / "imgs")
+    _image_folder(root / "imgs2", seed=1)
+    shutil.copytree(root / "imgs", root / "bad")
+    (root / "bad" / "9" / "1.png").write_bytes(b"not a png")  # the last batch with -b 4
+    shutil.copytree(root / "imgs", root / "bomb")
+    _bomb_png(root / "bomb" / "9" / "1.png")
+    _image_folder(root / "one", classes=1)
+    _image_folder(root / "eleven", classes=11, per_class=1)
+    (root / "clean.toml").write_text(CLEAN_SUITE, encoding="utf-8")
+    # A finished run on `imgs`, for the --resume cases.
+    runs = root / "prior"
+    result = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            MODEL,
+            "-s",
+            str(root / "clean.toml"),
+            "-d",
+            str(root / "imgs"),
+            "--limit",
+            "8",
+            "-o",
+            str(runs / "r.json"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    return root
+
+
+def _suite(tmp: Path, body: str, name: str = "s.toml") -> str:
+    path = tmp / name
+    path.write_text('name = "s"\nversion = 1\n' + body, encoding="utf-8")
+    return str(path)
+
+
+def _fgsm(eps: str) -> str:
+    return f'\n[[perturbations]]\nkind = "fgsm"\neps = {eps}\n'
+
+
+def _prior(tmp: Path, data: Path) -> str:
+    """A copy of the finished run's per-sample file where this case's report goes."""
+    (tmp / "out").mkdir(exist_ok=True)
+    shutil.copy(data / "prior" / "r.samples.jsonl", tmp / "out" / "r.samples.jsonl")
+    return str(tmp / "out" / "r.json")
+
+
+def _eval(tmp: Path, data: Path, *extra: str, folder: str = "imgs") -> list[str]:
+    """`robench eval` of the shipped model on a copy of the clean suite and an image folder."""
+    suite = tmp / "clean.toml"
+    if not suite.exists():
+        suite.write_text(CLEAN_SUITE, encoding="utf-8")
+    out = ["-o", str(tmp / "out" / "r.json")] if "-o" not in extra else []
+    return ["eval", MODEL, "-s", str(suite), "-d", str(data / folder), *out, *extra]
+
+
+def _report(tmp: Path, data: Path, name: str, change: Callable[[dict], None] | None) -> str:
+    report = json.loads((data / "prior" / "r.json").read_text(encoding="utf-8"))
+    if change is not None:
+        change(report)
+    (tmp / name).write_text(json.dumps(report), encoding="utf-8")
+    return str(tmp / name)
+
+
+def _set(report: dict, path: str, value: object) -> None:
+    *parents, last = path.split(".")
+    for key in parents:
+        report = report[key]
+    report[last] = value
+
+
+def _truncated_torch(tmp: Path) -> str:
+    torch.save({"w": torch.zeros(64)}, tmp / "full.pt")
+    raw = (tmp / "full.pt").read_bytes()
+    (tmp / "cut.pt").write_bytes(raw[: len(raw) // 2])
+    (tmp / "full.pt").unlink()
+    return str(tmp / "cut.pt")
+
+
+def _pickled_objects(tmp: Path) -> str:
+    import datetime
+
+    torch.save({"saved": datetime.date(2020, 1, 1)}, tmp / "objects.pt")
+    return str(tmp / "objects.pt")
+
+
+def _checkpoint_copy(tmp: Path) -> str:
+    shutil.copy(CHECKPOINT, tmp / "model.safetensors")
+    return str(tmp / "model.safetensors")
+
+
+def _write(path: Path, content: str | bytes) -> str:
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    return str(path)
+
+
+def _corrupt_middle_line(tmp: Path, data: Path) -> str:
+    out = _prior(tmp, data)
+    store = tmp / "out" / "r.samples.jsonl"
+    lines = store.read_text(encoding="utf-8").splitlines()
+    lines.insert(2, '{"p": "clean", "i": [0, 1')  # a damaged line with whole batches after it
+    store.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return out
+
+
+def _interrupted(tmp: Path, data: Path) -> str:
+    out = _prior(tmp, data)
+    store = tmp / "out" / "r.samples.jsonl"
+    lines = store.read_text(encoding="utf-8").splitlines()
+    store.write_text("\n".join(lines[:-1]) + "\n", encoding="utf-8")  # no completion marker
+    return out
+
+
+def _folder(path: Path) -> str:
+    path.mkdir()
+    return str(path)
+
+
+def _plugin(tmp: Path) -> str:
+    return _write(tmp / "plugin.py", "import sys\n\nsys.exit(0)\n")
+
+
+# id -> (tmp_path, shared data) -> the case; one per row of docs/errors.md.
+CASES: dict[str, Callable[[Path, Path], Case]] = {
+    "usage-bad-int": lambda t, d: Case(_eval(t, d, "--limit", "abc")),
+    "usage-unknown-option": lambda t, d: Case(_eval(t, d, "--bogus")),
+    "list-unknown-catalogue": lambda t, d: Case(["list", "colours"]),
+    "debug-keeps-exit-code": lambda t, d: Case(["--debug", "eval", MODEL, "-s", "nope"], traceback=True),
+    "unknown-model": lambda t, d: Case(["eval", "vit_nano_fmnst", "-s", "smoke"]),
+    "unknown-suite": lambda t, d: Case(["eval", MODEL, "-s", "smok"]),
+    "suite-file-missing": lambda t, d: Case(["eval", MODEL, "-s", str(t / "missing.toml")]),
+    "suite-syntax-error": lambda t, d: Case(["validate", _suite(t, "[[perturbations\n")], prefix="fail"),
+    "suite-missing-key": lambda t, d: Case(["validate", _write(t / "s.toml", 'name = "s"\n[[perturbations]]\nkind = "clean"\n')], prefix="fail"),
+    "suite-unknown-key": lambda t, d: Case([*_eval(t, d), "-s", _suite(t, '\n[[perturbations]]\nkind = "fgsm"\nepsilon = "8/255"\n')]),
+    "unknown-perturbation": lambda t, d: Case([*_eval(t, d), "-s", _suite(t, '\n[[perturbations]]\nkind = "pgdd"\n')]),
+    "eps-negative": lambda t, d: Case([*_eval(t, d), "-s", _suite(t, _fgsm("-1"))]),
+    "eps-not-a-number": lambda t, d: Case([*_eval(t, d), "-s", _suite(t, _fgsm('"abc"'))]),
+    "eps-division-by-zero": lambda t, d: Case([*_eval(t, d), "-s", _suite(t, _fgsm('"1/0"'))]),
+    "steps-zero": lambda t, d: Case([*_eval(t, d), "-s", _suite(t, '\n[[perturbations]]\nkind = "pgd"\neps = "1/255"\nsteps = 0\n')]),
+    "suite-sanity-eps": lambda t, d: Case([*_eval(t, d), "-s", _suite(t, 'sanity_eps = "abc"\n\n[[perturbations]]\nkind = "clean"\n')]),
+    "sanity-eps-flag": lambda t, d: Case(_eval(t, d, "--sanity-eps", "abc")),
+    "suite-wrong-task": lambda t, d: Case([*_eval(t, d), "-s", "text-smoke"]),
+    "validate-fail": lambda t, d: Case(["validate", _suite(t, '\n[[perturbations]]\nkind = "fgsm"\nepsilon = "8/255"\n' + "#" * 200 + "\n")], prefix="fail"),
+    "card-input-size": lambda t, d: Case(["eval", _write(t / "card.toml", f'name = "c"\narchitecture = "vit_nano_patch4_28"\ninput_size = [1, 0, 28]\ncheckpoint = "{CHECKPOINT}"\n'), "-s", "smoke"]),
+    "std-nan": lambda t, d: Case(_eval(t, d, "--std", "nan")),
+    "crop-pct-out-of-range": lambda t, d: Case(_eval(t, d, "--crop-pct", "1.5")),
+    "num-classes-zero": lambda t, d: Case(_eval(t, d, "--num-classes", "0")),
+    "input-size-mismatch": lambda t, d: Case(_eval(t, d, "--input-size", "1,32,32")),
+    "workers-negative": lambda t, d: Case(_eval(t, d, "--workers", "-1")),
+    "batch-size-zero": lambda t, d: Case(_eval(t, d, "--batch-size", "0")),
+    "limit-zero": lambda t, d: Case(_eval(t, d, "--limit", "0")),
+    "device-without-gpu": lambda t, d: Case(_eval(t, d, "--device", "cuda")),
+    "plugin-exits": lambda t, d: Case(_eval(t, d, "--import", _plugin(t))),
+    "plugin-missing": lambda t, d: Case(_eval(t, d, "--import", str(t / "missing.py"))),
+    "no-checkpoint": lambda t, d: Case(["eval", "vit_nano_patch4_28", "-s", str(d / "clean.toml"), "-d", str(d / "imgs"), "-o", str(t / "out" / "r.json")]),
+    "checkpoint-missing": lambda t, d: Case(_eval(t, d, "-c", str(t / "missing.pt"))),
+    "checkpoint-empty": lambda t, d: Case(_eval(t, d, "-c", _write(t / "empty.pt", b""))),
+    "checkpoint-truncated": lambda t, d: Case(_eval(t, d, "-c", _truncated_torch(t))),
+    "checkpoint-html": lambda t, d: Case(_eval(t, d, "-c", _write(t / "model.pt", "<!DOCTYPE html>\n<html><body>404 Not Found</body></html>\n")), absent=["--trust-checkpoint"]),
+    "checkpoint-needs-trust": lambda t, d: Case(_eval(t, d, "-c", _pickled_objects(t))),
+    "checkpoint-other-architecture": lambda t, d: Case(["eval", "resnet18", "-c", _checkpoint_copy(t), "-s", str(d / "clean.toml"), "-d", str(d / "imgs"), "-o", str(t / "out" / "r.json")]),
+    "checkpoint-other-classes": lambda t, d: Case(_eval(t, d, "--num-classes", "5")),
+    "data-missing": lambda t, d: Case(_eval(t, d, folder="missing")),
+    "data-empty": lambda t, d: Case(_eval(t, d, folder=_folder(t / "empty"))),
+    "data-is-file": lambda t, d: Case(_eval(t, d, folder="clean.toml")),
+    "data-one-class": lambda t, d: Case(_eval(t, d, folder="one")),
+    "data-labels-outside-model": lambda t, d: Case(_eval(t, d, folder="eleven")),
+    "data-corrupt-image": lambda t, d: Case(_eval(t, d, "-b", "4", folder="bad")),
+    "data-corrupt-image-workers": lambda t, d: Case(_eval(t, d, "-b", "4", "--workers", "2", folder="bad")),
+    "data-decompression-bomb": lambda t, d: Case(_eval(t, d, "-b", "4", folder="bomb")),
+    "out-is-checkpoint": lambda t, d: Case(["eval", MODEL, "-s", str(d / "clean.toml"), "-d", str(d / "imgs"), "-c", (c := _checkpoint_copy(t)), "-o", c]),
+    "out-is-suite": lambda t, d: Case([*_eval(t, d), "-o", _write(t / "mine.toml", CLEAN_SUITE), "-s", str(t / "mine.toml")]),
+    "out-in-data": lambda t, d: Case(["eval", MODEL, "-s", str(d / "clean.toml"), "-d", str(d / "imgs"), "-o", str(d / "imgs" / "r.json")]),
+    "out-is-directory": lambda t, d: Case(_eval(t, d, "-o", str(t / "out"))),
+    "out-read-only": lambda t, d: Case(_eval(t, d), read_only=t / "out"),
+    "out-parent-is-file": lambda t, d: Case(_eval(t, d, "-o", str(Path(_write(t / "report.json", "{}")) / "r.json"))),
+    "interrupted-run-exists": lambda t, d: Case(_eval(t, d, "--limit", "8", "-o", _interrupted(t, d))),
+    "resume-and-overwrite": lambda t, d: Case(_eval(t, d, "--resume", "--overwrite")),
+    "resume-without-store": lambda t, d: Case(_eval(t, d, "--resume")),
+    "resume-other-std": lambda t, d: Case(_eval(t, d, "--limit", "8", "--resume", "--std", "0.5", "-o", _prior(t, d))),
+    "resume-other-data": lambda t, d: Case(_eval(t, d, "--limit", "8", "--resume", "-o", _prior(t, d), folder="imgs2")),
+    "resume-other-seed": lambda t, d: Case(_eval(t, d, "--limit", "8", "--resume", "--seed", "1", "-o", _prior(t, d))),
+    "resume-other-limit": lambda t, d: Case(_eval(t, d, "--limit", "6", "--resume", "-o", _prior(t, d))),
+    "resume-other-checkpoint": lambda t, d: Case(_eval(t, d, "--limit", "8", "--resume", "-c", str(ROOT / "models" / "vit_nano_elliptical_fmnist.safetensors"), "-o", _prior(t, d))),
+    "resume-corrupt-line": lambda t, d: Case(_eval(t, d, "--limit", "8", "--resume", "-o", _corrupt_middle_line(t, d))),
+    "report-missing": lambda t, d: Case(["compare", str(t / "missing.json")]),
+    "report-binary": lambda t, d: Case(["compare", _write(t / "binary.json", bytes(range(256)) * 4)]),
+    "report-truncated": lambda t, d: Case(["compare", _write(t / "cut.json", (d / "prior" / "r.json").read_text(encoding="utf-8")[:300])]),
+    "report-newer-schema": lambda t, d: Case(["compare", _report(t, d, "new.json", lambda r: _set(r, "schema_version", 99))]),
+    "report-not-a-report": lambda t, d: Case(["compare", _write(t / "other.json", '{"hello": 1}')]),
+    "gate-other-suite": lambda t, d: Case(["gate", "-b", _report(t, d, "a.json", None), "-c", _report(t, d, "b.json", lambda r: _set(r, "suite.name", "other"))]),
+    "gate-junit-directory": lambda t, d: Case(["gate", "-b", _report(t, d, "a.json", None), "-c", _report(t, d, "b.json", None), "--junit", str(t / "out")]),
+}  # fmt: skip
+
+
+def test_every_row_has_a_case_and_every_case_a_row() -> None:
+    assert sorted(set(ROWS) - set(CASES)) == [], "rows of docs/errors.md without a case"
+    assert sorted(set(CASES) - set(ROWS)) == [], "cases without a row in docs/errors.md"
+
+
+def _snapshot(*roots: Path) -> dict[str, str]:
+    """Every file under `roots` (hidden ones too) -> sha256 of its bytes."""
+    files = {}
+    for root in roots:
+        for path in sorted(root.rglob("*")):
+            if path.is_file():
+                files[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return files
+
+
+@pytest.mark.parametrize("case_id", list(ROWS))
+def test_error(case_id: str, data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    row = ROWS[case_id]
+    if case_id == "device-without-gpu" and torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    (tmp_path / "out").mkdir()
+    monkeypatch.chdir(tmp_path)
+    case = CASES[case_id](tmp_path, data)
+    if case.read_only is not None:  # root ignores permissions: pretend the directory is 0555
+        real_access, denied = os.access, str(case.read_only)
+        monkeypatch.setattr(
+            os, "access", lambda p, mode, **kw: str(p) != denied and real_access(p, mode, **kw)
+        )
+    before = _snapshot(tmp_path, data)
+
+    result = CliRunner().invoke(app, case.args)
+
+    output = result.output
+    assert result.exit_code == int(row["exit"]), output
+    assert row["phrase"] in output, output
+    lines = [line for line in output.splitlines() if line.startswith(case.prefix)]
+    assert len(lines) == 1, output
+    if not case.traceback:
+        assert "Traceback" not in output, output
+    for phrase in case.absent:
+        assert phrase not in output, output
+    assert _snapshot(tmp_path, data) == before, "files were written or changed"
+
+
+def test_shipped_suite_name_wins_over_a_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """An output folder named like a shipped suite neither shadows it nor breaks `list`."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "smoke").mkdir()
+    (tmp_path / "diagnostics").mkdir()
+    listed = CliRunner().invoke(app, ["list", "suites"])
+    assert listed.exit_code == 0, listed.output
+    assert "smoke" in listed.output
+    validated = CliRunner().invoke(app, ["validate", "smoke"])
+    assert validated.exit_code == 0, validated.output
