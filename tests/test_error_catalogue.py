@@ -241,6 +241,7 @@ CASES: dict[str, Callable[[Path, Path], Case]] = {
     "workers-negative": lambda t, d: Case(_eval(t, d, "--workers", "-1")),
     "batch-size-zero": lambda t, d: Case(_eval(t, d, "--batch-size", "0")),
     "limit-zero": lambda t, d: Case(_eval(t, d, "--limit", "0")),
+    "limit-beyond-data": lambda t, d: Case(_eval(t, d, "--limit", "100000")),
     "device-without-gpu": lambda t, d: Case(_eval(t, d, "--device", "cuda")),
     "plugin-exits": lambda t, d: Case(_eval(t, d, "--import", _plugin(t))),
     "plugin-missing": lambda t, d: Case(_eval(t, d, "--import", str(t / "missing.py"))),

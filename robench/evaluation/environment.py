@@ -37,6 +37,32 @@ def describe_device(device: torch.device) -> str:
     return device.type
 
 
+SEEDING = (
+    "one run seed; every batch of every result is seeded from (run seed, result name, batch "
+    "number), each corrupted image from (run seed, corruption, sample index), each Word Swap "
+    "line from (run seed, line number): the same command gives the same report"
+)
+GPU_NOTE = (
+    "on CUDA, cuDNN autotuning and atomic-add kernels (e.g. in backward passes of attention "
+    "and index operations) are not bit-reproducible unless deterministic algorithms are "
+    "enabled; torchattacks and AutoAttack do not enable them, so attacked predictions may "
+    "differ in rare borderline samples between GPU runs (CPU runs are reproducible)"
+)
+
+
+def determinism(device: torch.device) -> dict[str, object]:
+    """torch's determinism settings and how robench seeds, for the report."""
+    settings: dict[str, object] = {
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        "cudnn_deterministic": bool(torch.backends.cudnn.deterministic),
+        "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
+        "seeding": SEEDING,
+    }
+    if device.type == "cuda":
+        settings["gpu_note"] = GPU_NOTE
+    return settings
+
+
 def capture_environment(device: torch.device) -> Environment:
     return Environment(
         python=platform.python_version(),
@@ -48,4 +74,5 @@ def capture_environment(device: torch.device) -> Environment:
         device=describe_device(device),
         num_threads=torch.get_num_threads(),
         git_sha=git_sha(),
+        determinism=determinism(device),
     )

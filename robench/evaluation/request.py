@@ -380,6 +380,15 @@ def _check_dataset_names(loaded_suite: LoadedSuite, names: list[str]) -> None:
             )
 
 
+def _check_limit(limit: int | None, available: int, path: str) -> None:
+    """A --limit beyond the default dataset would silently evaluate fewer samples."""
+    if limit is not None and limit > available:
+        raise ConfigError(
+            f"--limit {limit} exceeds the {available} samples of {path}; pass --limit "
+            f"{available} or less, or leave --limit out to evaluate every sample."
+        )
+
+
 def _sample_indices(dataset: LabeledImages, subset: str | None, limit: int | None, seed: int):
     """The evaluated indices: the subset's (or all), then a seeded `limit` of them."""
     if subset is None:
@@ -596,6 +605,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
     datasets = _with_label_spaces(opened, loaded_suite, default_name, request.classes)
     # A listed subset restricts the default dataset only.
     subsets = {default_name: request.subset or loaded_suite.suite.subset}
+    _check_limit(request.limit, len(datasets[default_name]), request.datasets[default_name])
     data = {
         name: EvalData(
             dataset,

@@ -57,6 +57,9 @@ class Environment(_Strict):
     device: str  # e.g. "cpu", "cuda:0 (NVIDIA H100)"
     num_threads: int  # torch intra-op threads
     git_sha: str | None  # of the working directory's repository, when there is one
+    # How reproducible the numbers are: torch's determinism flags, how robench seeds, and
+    # where a library is not deterministic on GPU (absent in reports before 0.1.0's schema 4).
+    determinism: dict[str, Any] = Field(default_factory=dict)
 
 
 class ModelInfo(_Strict):
