@@ -6,8 +6,11 @@ each further line is one finished batch of one perturbation: `{"p": name, "i": [
 COLUMN: [one value per index], ...}` with the task's record columns (image classification:
 `"y": [labels], "topk": [[top-5 predictions], ...]`). The store never looks inside a column.
 
-Crash safety: each batch is flushed and fsynced as one line; a line torn by a kill is the last
-one and is dropped on resume, while a bad line anywhere else is refused (the file cannot be
+Crash safety: each batch is flushed as one line as soon as it is done, so a killed process
+(SIGKILL, out of memory) loses nothing it finished; the file is fsynced at most once a second
+and when the run ends, so a power loss or kernel crash can cost at most the last second's
+batches (a per-batch fsync cost about 3% of a fast clean evaluation). A line torn by a kill is
+the last one and is dropped on resume, while a bad line anywhere else is refused (the file cannot be
 trusted). An open store holds `StoreLock`, so two runs never write one file.
 """
 
@@ -16,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -26,6 +30,7 @@ from robench.tasks.base import Columns, records_of
 logger = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
+FSYNC_INTERVAL_S = 1.0  # finished batches reach the disk at least this often
 
 
 # A perturbation's records: dataset index -> the task's record of that sample.
@@ -63,6 +68,7 @@ class SampleStore:
         self.path = path
         self.fingerprint = fingerprint
         self.records: dict[str, SampleRecords] = {}
+        self._synced = 0.0  # monotonic time of the last fsync
         # Locked before anything is read or truncated: a running run's file is never touched.
         self._lock = StoreLock(path).acquire()
         try:
@@ -84,7 +90,8 @@ class SampleStore:
                 )
             path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = path.open("w", encoding="utf-8")
-            self._write({"robench_samples": FORMAT_VERSION, "fingerprint": fingerprint})
+            header = {"robench_samples": FORMAT_VERSION, "fingerprint": fingerprint}
+            self._write(header, sync=True)
 
     def _load_existing(self) -> None:
         raw = self.path.read_bytes()
@@ -100,10 +107,13 @@ class SampleStore:
                 fh.truncate(len(complete))
         self.records = _parse(self.path, complete, self.fingerprint)
 
-    def _write(self, obj: dict[str, Any]) -> None:
+    def _write(self, obj: dict[str, Any], *, sync: bool = False) -> None:
         self._fh.write(json.dumps(obj, separators=(",", ":")) + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        self._fh.flush()  # in the kernel's hands: survives the death of this process
+        now = time.monotonic()
+        if sync or now - self._synced >= FSYNC_INTERVAL_S:
+            os.fsync(self._fh.fileno())
+            self._synced = now
 
     def records_for(self, name: str) -> SampleRecords:
         return self.records.setdefault(name, {})
@@ -114,10 +124,13 @@ class SampleStore:
         self._write({"p": name, "i": indices, **columns})
 
     def mark_complete(self) -> None:
-        self._write({"complete": True})
+        self._write({"complete": True}, sync=True)
 
     def close(self) -> None:
         try:
+            if not self._fh.closed:
+                self._fh.flush()
+                os.fsync(self._fh.fileno())
             self._fh.close()
         finally:
             self._lock.release()
