@@ -33,7 +33,12 @@ def import_user_module(target: str) -> None:
             raise ConfigError(f"--import {target}: cannot load it as a Python module.")
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
-        _run(lambda: spec.loader.exec_module(module), target)  # type: ignore[union-attr]
+        # No __pycache__ beside the user's file: robench writes nothing next to its inputs.
+        writes_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True
+        try:
+            _run(lambda: spec.loader.exec_module(module), target)  # type: ignore[union-attr]
+        finally:
+            sys.dont_write_bytecode = writes_bytecode
     else:
         _run(lambda: importlib.import_module(target), target)
 
