@@ -279,11 +279,6 @@ def _sanity(
     suite = loaded_suite.suite
     if not (request.sanity or suite.sanity):
         return []
-    if not task.sanity_battery:
-        raise ConfigError(
-            f"the sanity battery checks gradient attacks on image classifiers; it does not "
-            f"apply to {task.name} models. Drop --sanity (or `sanity` from the suite)."
-        )
     from robench.evaluation.sanity import run_sanity
     from robench.perturbations.threat_models import NORMS
 
@@ -324,11 +319,14 @@ def _check_tasks(suite_task: str, model_task: str, model_name: str) -> None:
 
 
 def _open_datasets(
-    request: EvalRequest, loaded: LoadedModel, task: Task, loaded_suite: LoadedSuite
+    request: EvalRequest,
+    loaded: LoadedModel,
+    task: Task,
+    loaded_suite: LoadedSuite,
+    options: dict[str, Any],
 ) -> dict[str, LabeledImages]:
     opened = {}
     declared = loaded_suite.suite.datasets
-    options = _data_options(request, loaded_suite, task)
     for name, path in request.datasets.items():
         layout = declared[name].layout if name in declared else None
         dataset = task.open_data(
@@ -600,7 +598,13 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         )
     _check_tasks(loaded_suite.suite.task, loaded.task, loaded.name)
     task = load_task(loaded_suite.suite.task)
-    opened = _open_datasets(request, loaded, task, loaded_suite)
+    if (request.sanity or loaded_suite.suite.sanity) and not task.sanity_battery:
+        raise ConfigError(  # before the run, not after it
+            f"the sanity battery checks gradient attacks on image classifiers; it does not "
+            f"apply to {task.name} models. Drop --sanity (or `sanity` from the suite)."
+        )
+    data_options = _data_options(request, loaded_suite, task)
+    opened = _open_datasets(request, loaded, task, loaded_suite, data_options)
     default_name = next(iter(opened))
     datasets = _with_label_spaces(opened, loaded_suite, default_name, request.classes)
     # A listed subset restricts the default dataset only.
@@ -660,8 +664,8 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
     fingerprint.update(_input_fingerprint(request, loaded, opened))
     if request.classes is not None:  # only when given, so older stores still resume
         fingerprint["classes"] = request.classes
-    if task.data_options:  # windows of a text corpus change what a sample is
-        fingerprint["data_options"] = _data_options(request, loaded_suite, task)
+    if data_options:  # windows of a text corpus change what a sample is
+        fingerprint["data_options"] = data_options
     samples_path = samples_path_for(request.out, dist.rank if dist.enabled else None)
     check_fresh_start(samples_path, resume=request.resume, overwrite=request.overwrite)
     store = SampleStore(samples_path, fingerprint, resume=request.resume)

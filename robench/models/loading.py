@@ -191,16 +191,20 @@ def load_model(
     architecture = spec.architecture
     from robench.models.zoo.lm_registry import is_language_model
 
+    vocabulary = None
+    preprocessing: Preprocessing | None = None
     if is_language_model(architecture):
-        return _load_language_model(name, spec, sources, card_path, ckpt, device)
-    network = _create(architecture, spec.num_classes, spec.model_kwargs)
-    spec, sources = _fill_from_cfg(spec, sources, network)
-    preprocessing, mean, std = _preprocessing(spec, name or architecture)
+        network, vocabulary = _language_model(architecture, spec, ckpt)
+    else:
+        network = _create(architecture, spec.num_classes, spec.model_kwargs)
+        spec, sources = _fill_from_cfg(spec, sources, network)
+        preprocessing, mean, std = _preprocessing(spec, name or architecture)
     if ckpt is not None:
         load_state_dict_into(network, ckpt.state_dict, model_name=architecture)
-    wrapped = NormalizedModel(network, mean, std).to(device).eval()
+    if preprocessing is not None:  # an image classifier: normalisation inside the model
+        network = NormalizedModel(network, mean, std)
     return LoadedModel(
-        model=wrapped,
+        model=network.to(device).eval(),
         name=name or architecture,
         architecture=architecture,
         model_kwargs=spec.model_kwargs,
@@ -209,6 +213,8 @@ def load_model(
         card_path=card_path,
         checkpoint=ckpt,
         preprocessing=preprocessing,
+        task="image-classification" if vocabulary is None else "language-modeling",
+        vocabulary=vocabulary,
     )
 
 
@@ -224,48 +230,24 @@ def _fill_from_cfg(
     return ModelSpec(**values), sources
 
 
-def _load_language_model(
-    name: str | None,
-    spec: ModelSpec,
-    sources: dict[str, str],
-    card_path: Path | None,
-    ckpt: Checkpoint | None,
-    device: torch.device | str,
-) -> LoadedModel:
-    """A registered language model with its checkpoint's vocabulary (its output size)."""
+def _language_model(
+    architecture: str, spec: ModelSpec, ckpt: Checkpoint | None
+) -> tuple[nn.Module, Vocabulary]:
+    """A registered language model sized by its checkpoint's vocabulary (its output size)."""
     from robench.data.text import Vocabulary
     from robench.models.zoo.lm_registry import create_language_model
 
-    assert spec.architecture is not None
-    architecture = spec.architecture
     vocabulary = Vocabulary.from_metadata(ckpt.metadata) if ckpt is not None else None
-    kwargs = dict(spec.model_kwargs)
-    if vocabulary is not None:
-        kwargs["vocab_size"] = len(vocabulary)
-    elif ckpt is not None:
+    if ckpt is None:
+        raise ConfigError(
+            f"{architecture} needs a vocabulary: pass --checkpoint with one (written by "
+            "`robench train`)."
+        )
+    if vocabulary is None:
         raise CheckpointError(
             f"checkpoint {ckpt.path} carries no vocabulary, so robench cannot map text to "
             f"{architecture}'s token ids; use a checkpoint written by `robench train` (it "
             "stores the training vocabulary in its metadata)."
         )
-    if "vocab_size" not in kwargs:
-        raise ConfigError(
-            f"{architecture} needs a vocabulary: pass --checkpoint with one (written by "
-            "`robench train`)."
-        )
-    network = create_language_model(architecture, **kwargs)
-    if ckpt is not None:
-        load_state_dict_into(network, ckpt.state_dict, model_name=architecture)
-    return LoadedModel(
-        model=network.to(device).eval(),
-        name=name or architecture,
-        architecture=architecture,
-        model_kwargs=spec.model_kwargs,
-        spec=spec,
-        sources=sources,
-        card_path=card_path,
-        checkpoint=ckpt,
-        preprocessing=None,
-        task="language-modeling",
-        vocabulary=vocabulary,
-    )
+    kwargs = {**spec.model_kwargs, "vocab_size": len(vocabulary)}
+    return create_language_model(architecture, **kwargs), vocabulary

@@ -28,7 +28,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from robench._core.corruption_names import GROUP_OF
-from robench.results.plots import NOTE_SIZE, LineStyle, _colours, new_figure, save_figure
+from robench.results.plots import (
+    NOTE_SIZE,
+    LineStyle,
+    _colours,
+    legend_beside,
+    new_figure,
+    save_figure,
+)
 
 if TYPE_CHECKING:
     from matplotlib.artist import Artist
@@ -451,15 +458,7 @@ def _severity_legend(ax: Axes, colours: Mapping[str, str], styles: Mapping[str, 
     if len(styles) > 1:
         entries += [(Line2D([], [], color="0.3", linestyle=s), d) for d, s in styles.items()]
     entries.append((Patch(facecolor="0.5", alpha=0.3), "95% interval"))
-    ax.legend(
-        [h for h, _ in entries],
-        [t for _, t in entries],
-        loc="upper left",
-        bbox_to_anchor=(1.02, 1.0),
-        borderaxespad=0.0,
-        fontsize=8,
-        frameon=False,
-    )
+    legend_beside(ax, entries)
 
 
 def _small_multiples(

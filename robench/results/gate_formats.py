@@ -15,9 +15,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from robench._core.errors import ConfigError
+from robench._core.toml_files import describe_validation_error
 from robench.results.gate import Check, GateResult, Status, exit_code
 from robench.results.gate_checks import display_amount
-from robench.results.report import Report
+from robench.results.report import Report, load_json
 
 HEADER = ["Check", "Baseline", "Candidate", "Change", "Allowed drop", "Test", "p", "Status"]
 STATUS_STYLE = {Status.passed: "green", Status.inconclusive: "yellow", Status.regressed: "red"}
@@ -238,12 +239,7 @@ def gate_json(result: GateResult, strict: bool) -> str:
 
 def read_gate_summary(path: Path) -> GateSummary:
     """Load a file written by `robench gate --json`; a wrong file is one ConfigError."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"gate summary {path} does not exist; check the path.") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"gate summary {path} is not readable JSON ({exc}).") from None
+    data = load_json(path, "gate summary", "write one with `robench gate ... --json PATH`")
     if not isinstance(data, dict) or data.get("robench_gate") != GATE_JSON_VERSION:
         raise ConfigError(
             f"{path} is not a gate summary of format {GATE_JSON_VERSION}; write one with "
@@ -252,6 +248,5 @@ def read_gate_summary(path: Path) -> GateSummary:
     try:
         return GateSummary.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(f"gate summary {path} is malformed at {where}: {first['msg']}.") from None
+        detail = describe_validation_error(exc)
+        raise ConfigError(f"gate summary {path} is malformed at {detail}.") from None

@@ -32,8 +32,10 @@ from robench._core.errors import ConfigError
 from robench._core.units import display_pixel_value
 
 if TYPE_CHECKING:
+    from matplotlib.artist import Artist
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
+    from matplotlib.legend import Legend
 
     from robench.results.report import Report
 
@@ -426,6 +428,21 @@ def _dodged(series: Sequence[AccuracySeries], step: float) -> dict[tuple[str, st
     }
 
 
+def legend_beside(ax: Axes, entries: Sequence[tuple[Artist, str]], **style: Any) -> Legend:
+    """A legend of (handle, text) entries right of the axes, clear of the data (constrained
+    layout makes room for it)."""
+    return ax.legend(
+        [h for h, _ in entries],
+        [t for _, t in entries],
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1.0),
+        borderaxespad=0.0,
+        fontsize=8,
+        frameon=False,
+        **style,
+    )
+
+
 def _accuracy_legend(
     ax: Axes,
     colours: Mapping[str, str],
@@ -448,16 +465,7 @@ def _accuracy_legend(
     entries.append(header("uncertainty"))
     what = "95% CI: band (lines),\nbar (markers)" if sweeps else "95% CI: error bars"
     entries.append((Patch(facecolor="0.5", alpha=0.3), what))
-    legend = ax.legend(  # right of the axes, clear of the data; constrained layout makes room
-        [h for h, _ in entries],
-        [t for _, t in entries],
-        loc="upper left",
-        bbox_to_anchor=(1.02, 1.0),
-        borderaxespad=0.0,
-        fontsize=8,
-        frameon=False,
-        handlelength=2.6,
-    )
+    legend = legend_beside(ax, entries, handlelength=2.6)
     headers = {"model", "attack", "uncertainty"}
     for text in legend.get_texts():
         if text.get_text() in headers:

@@ -281,18 +281,22 @@ def write_report(report: Report, path: Path) -> None:
     write_json_atomic(path, report.model_dump(mode="json"))
 
 
+def load_json(path: Path, what: str, fix: str) -> Any:
+    """The JSON in `path` (a `what`: "report"); missing, a directory, not UTF-8 or not JSON
+    is one ConfigError sentence ending in `fix`."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{what} {path} does not exist; check the path.") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{what} {path} is a directory; pass a {what} .json file.") from None
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{what} {path} is not readable JSON ({exc}); {fix}.") from None
+
+
 def read_report(path: Path) -> Report:
     """Load and validate a report; a wrong or old file is one ConfigError sentence."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"report {path} does not exist; check the path.") from None
-    except IsADirectoryError:
-        raise ConfigError(f"report {path} is a directory; pass a report .json file.") from None
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(
-            f"report {path} is not readable JSON ({exc}); pass a report written by `robench eval`."
-        ) from None
+    data = load_json(path, "report", "pass a report written by `robench eval`")
     version = data.get("schema_version") if isinstance(data, dict) else None
     if isinstance(version, int) and version > max(READABLE_SCHEMA_VERSIONS):
         raise ConfigError(

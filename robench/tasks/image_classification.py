@@ -16,6 +16,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from robench._core.errors import DataError
 from robench.models.checks import check_model
+from robench.perturbations.checks import check_adversarial, check_pixel_values
 from robench.tasks.base import Columns, ModelCheck, Record, Task
 
 if TYPE_CHECKING:
@@ -51,14 +52,10 @@ class ImageClassification(Task):
     def check_perturbed(
         self, original: torch.Tensor, perturbed: torch.Tensor, perturbation: Any, *, name: str
     ) -> None:
-        from robench.perturbations.checks import check_adversarial
-
         threat = perturbation.threat_model
         check_adversarial(original, perturbed, perturbation.eps, name=name, threat=threat)
 
     def check_inputs(self, inputs: torch.Tensor, *, name: str) -> None:
-        from robench.perturbations.checks import check_pixel_values
-
         check_pixel_values(inputs, name=name)
 
     def batches(

@@ -19,12 +19,12 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
 from robench._core.errors import AttackCheckError, ConfigError, DataError
+from robench.data.text.windows import IGNORE_INDEX, collate_windows
 from robench.tasks.base import Columns, ModelCheck, Record, Task
 
 if TYPE_CHECKING:
     from robench.models.loading import LoadedModel
 
-IGNORE = -100  # target id of a position that is input only (the windows' context)
 # Logit elements scored at once: bounds the float32 log-softmax copy to ~256 MiB.
 _SCORE_CHUNK_ELEMENTS = 1 << 26
 # A corpus whose scored tokens are mostly <unk> was not written in the model's vocabulary.
@@ -34,9 +34,12 @@ _WARN_OOV_RATE = 0.1
 
 def window_nll(logits: torch.Tensor, target_ids: torch.Tensor) -> torch.Tensor:
     """Summed negative log-likelihood (float64, nats) of the scored targets of each window:
-    logits (B, T, V), target ids (B, T) with IGNORE where not scored -> (B,)."""
+    logits (B, T, V), target ids (B, T) with IGNORE_INDEX (-100) where not scored -> (B,)."""
     per_token = nn.functional.cross_entropy(
-        logits.float().flatten(0, 1), target_ids.flatten(), ignore_index=IGNORE, reduction="none"
+        logits.float().flatten(0, 1),
+        target_ids.flatten(),
+        ignore_index=IGNORE_INDEX,
+        reduction="none",
     )
     return per_token.view(target_ids.shape).double().sum(dim=1)
 
@@ -93,8 +96,6 @@ class LanguageModeling(Task):
         device: torch.device,
         workers: int = 0,
     ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        from robench.data.text.windows import collate_windows
-
         loader = DataLoader(
             dataset,
             batch_sampler=[list(b) for b in batches],
@@ -117,7 +118,7 @@ class LanguageModeling(Task):
                 logits = model(inputs[chunk])
                 nll += window_nll(logits, targets[chunk, 0]).tolist()
                 step = max(1, _SCORE_CHUNK_ELEMENTS // (length * logits.shape[-1]))
-        scored = targets[:, 0] != IGNORE
+        scored = targets[:, 0] != IGNORE_INDEX
         return {
             "nll": nll,
             "tokens": scored.sum(dim=1).tolist(),

@@ -16,6 +16,7 @@ import json
 import logging
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from robench._core.seeding import seed_everything
 from robench._core.version import __version__
 from robench.data.subset import select_indices
 from robench.data.text import Vocabulary, open_text_dataset
-from robench.data.text.corpora import read_corpus, training_lines
+from robench.data.text.corpora import read_corpus
 from robench.models.checkpoints import save_safetensors
 from robench.models.spec import ModelSpec, metadata_from_spec
 from robench.models.zoo.lm_registry import create_language_model
@@ -80,10 +81,10 @@ class LanguageTrainResult:
     is_main: bool = True
 
 
-def _training_stream(data: str, split: str, vocabulary: Vocabulary) -> torch.Tensor:
-    """The split's token ids, lines followed by <eos>, as one 1-d tensor."""
+def _training_stream(lines: Sequence[Sequence[str]], vocabulary: Vocabulary) -> torch.Tensor:
+    """The lines' token ids, each line followed by <eos>, as one 1-d tensor."""
     ids: list[int] = []
-    for line in read_corpus(data, split).lines:
+    for line in lines:
         ids += vocabulary.encode(line)
         ids.append(vocabulary.eos_id)
     return torch.tensor(ids, dtype=torch.long)
@@ -116,18 +117,24 @@ def train_language_model(
     progress = progress or _Silent()
     device = torch.device(config.device)
     seed_everything(config.seed)
+    lines = read_corpus(config.data, config.train_split).lines  # read once: vocabulary, stream
     built = Vocabulary.build(
-        training_lines(config.data),
+        lines,
         min_count=config.vocab_min_count,
         max_size=config.vocab_size,
     )
     added = tuple(dict.fromkeys(w for w in config.extra_words if w not in built))
     vocabulary = Vocabulary((*built.words, *added))
-    logger.info("vocabulary: %d words from the train split of %s", len(vocabulary), config.data)
+    logger.info(
+        "vocabulary: %d words from the %s split of %s",
+        len(vocabulary),
+        config.train_split,
+        config.data,
+    )
     network = create_language_model(
         config.model, vocab_size=len(vocabulary), **config.model_kwargs
     ).to(device)
-    stream = _training_stream(config.data, config.train_split, vocabulary)
+    stream = _training_stream(lines, vocabulary)
     length = config.target_length
     n_sequences = (len(stream) - 1) // length
     if n_sequences < config.batch_size:
