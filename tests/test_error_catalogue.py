@@ -203,6 +203,14 @@ def _interrupted(tmp: Path, data: Path) -> str:
     return out
 
 
+def _all_unreadable(tmp: Path) -> str:
+    """An image folder of 10 classes whose every image is unreadable."""
+    for c in range(10):
+        (tmp / "unreadable" / str(c)).mkdir(parents=True)
+        (tmp / "unreadable" / str(c) / "0.png").write_bytes(b"not a png")
+    return str(tmp / "unreadable")
+
+
 def _folder(path: Path) -> str:
     path.mkdir()
     return str(path)
@@ -231,6 +239,7 @@ CASES: dict[str, Callable[[Path, Path], Case]] = {
     "steps-zero": lambda t, d: Case([*_eval(t, d), "-s", _suite(t, '\n[[perturbations]]\nkind = "pgd"\neps = "1/255"\nsteps = 0\n')]),
     "suite-sanity-eps": lambda t, d: Case([*_eval(t, d), "-s", _suite(t, 'sanity_eps = "abc"\n\n[[perturbations]]\nkind = "clean"\n')]),
     "sanity-eps-flag": lambda t, d: Case(_eval(t, d, "--sanity-eps", "abc")),
+    "sanity-budget-flag": lambda t, d: Case(_eval(t, d, "--sanity-budget", "fast")),
     "suite-wrong-task": lambda t, d: Case([*_eval(t, d), "-s", "text-smoke"]),
     "validate-fail": lambda t, d: Case(["validate", _suite(t, '\n[[perturbations]]\nkind = "fgsm"\nepsilon = "8/255"\n' + "#" * 200 + "\n")], prefix="fail"),
     "card-input-size": lambda t, d: Case(["eval", _write(t / "card.toml", f'name = "c"\narchitecture = "vit_nano_patch4_28"\ninput_size = [1, 0, 28]\ncheckpoint = "{CHECKPOINT}"\n'), "-s", "smoke"]),
@@ -242,6 +251,7 @@ CASES: dict[str, Callable[[Path, Path], Case]] = {
     "batch-size-zero": lambda t, d: Case(_eval(t, d, "--batch-size", "0")),
     "limit-zero": lambda t, d: Case(_eval(t, d, "--limit", "0")),
     "limit-beyond-data": lambda t, d: Case(_eval(t, d, "--limit", "100000")),
+    "limit-beyond-subset": lambda t, d: Case(_eval(t, d, "--subset", _write(t / "subset.txt", "0\n1\n2\n"), "--limit", "5")),
     "device-without-gpu": lambda t, d: Case(_eval(t, d, "--device", "cuda")),
     "plugin-exits": lambda t, d: Case(_eval(t, d, "--import", _plugin(t))),
     "plugin-missing": lambda t, d: Case(_eval(t, d, "--import", str(t / "missing.py"))),
@@ -261,6 +271,8 @@ CASES: dict[str, Callable[[Path, Path], Case]] = {
     "data-corrupt-image": lambda t, d: Case(_eval(t, d, "-b", "4", folder="bad")),
     "data-corrupt-image-workers": lambda t, d: Case(_eval(t, d, "-b", "4", "--workers", "2", folder="bad")),
     "data-decompression-bomb": lambda t, d: Case(_eval(t, d, "-b", "4", folder="bomb")),
+    "bad-images-policy": lambda t, d: Case(_eval(t, d, "--bad-images", "ignore")),
+    "bad-images-all-unreadable": lambda t, d: Case(_eval(t, d, "--bad-images", "skip", "--limit", "1", folder=_all_unreadable(t))),
     "out-is-checkpoint": lambda t, d: Case(["eval", MODEL, "-s", str(d / "clean.toml"), "-d", str(d / "imgs"), "-c", (c := _checkpoint_copy(t)), "-o", c]),
     "out-is-suite": lambda t, d: Case([*_eval(t, d), "-o", _write(t / "mine.toml", CLEAN_SUITE), "-s", str(t / "mine.toml")]),
     "out-in-data": lambda t, d: Case(["eval", MODEL, "-s", str(d / "clean.toml"), "-d", str(d / "imgs"), "-o", str(d / "imgs" / "r.json")]),
@@ -276,6 +288,9 @@ CASES: dict[str, Callable[[Path, Path], Case]] = {
     "resume-other-limit": lambda t, d: Case(_eval(t, d, "--limit", "6", "--resume", "-o", _prior(t, d))),
     "resume-other-checkpoint": lambda t, d: Case(_eval(t, d, "--limit", "8", "--resume", "-c", str(ROOT / "models" / "vit_nano_elliptical_fmnist.safetensors"), "-o", _prior(t, d))),
     "resume-corrupt-line": lambda t, d: Case(_eval(t, d, "--limit", "8", "--resume", "-o", _corrupt_middle_line(t, d))),
+    "amp-bad-value": lambda t, d: Case(_eval(t, d, "--amp", "fp8")),
+    "resume-other-amp": lambda t, d: Case(_eval(t, d, "--limit", "8", "--resume", "--amp", "bf16", "-o", _prior(t, d))),
+    "channels-last-language-model": lambda t, d: Case(["eval", "transformer_lm_nano_pydocs", "-s", "text-smoke", "--data", "pydoc-topics", "--limit", "2", "--channels-last", "-o", str(t / "out" / "r.json")]),
     "report-missing": lambda t, d: Case(["compare", str(t / "missing.json")]),
     "report-binary": lambda t, d: Case(["compare", _write(t / "binary.json", bytes(range(256)) * 4)]),
     "report-truncated": lambda t, d: Case(["compare", _write(t / "cut.json", (d / "prior" / "r.json").read_text(encoding="utf-8")[:300])]),

@@ -283,5 +283,6 @@ def test_the_battery_takes_the_suite_s_threat_model(
     )
     cpu = torch.device("cpu")
     task = load_task("image-classification")
-    assert _sanity(request, load_suite(str(path)), task, None, None, [0], cpu) == []  # type: ignore[arg-type]
+    results, _ = _sanity(request, load_suite(str(path)), task, None, None, [0], cpu)  # type: ignore[arg-type]
+    assert results == []
     assert seen["norm"] == norm and seen["eps"] == pytest.approx(eps)

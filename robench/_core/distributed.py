@@ -1,13 +1,24 @@
 """torch.distributed set-up for runs under `torchrun` (gloo on CPU, nccl on GPU).
 
 Outside torchrun (no WORLD_SIZE in the environment) everything is a no-op on one process.
+
+CPU threads: the processes of one node share its cores. torchrun sets `OMP_NUM_THREADS=1` for
+every process when the user has not set it (and `--nproc_per_node` > 1), which leaves most
+cores of a large CPU node idle; a launcher that sets no thread count (srun starting each rank)
+lets every process take all the cores, and N processes then oversubscribe them N times (several
+times slower: reports/benchmarks.md, "Distributed"). So on CPU, unless the user chose a
+thread count, each process takes its share of the cores it may run on:
+max(1, cores // LOCAL_WORLD_SIZE) intra-op threads (`cpu_threads`). A user's
+OMP_NUM_THREADS / MKL_NUM_THREADS is kept, with a warning when it oversubscribes the node.
 """
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Sized
+from collections.abc import Mapping, Sized
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -15,6 +26,8 @@ from torch import nn
 from torch.utils.data import DistributedSampler
 
 from robench._core.errors import ConfigError
+
+logger = logging.getLogger(__name__)
 
 
 def resolve_device(name: str) -> torch.device:
@@ -54,6 +67,8 @@ class DistributedContext:
             if device.type == "cuda":
                 device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
                 torch.cuda.set_device(device)
+            else:
+                share_cpu()
         return cls(rank=rank, world_size=world, device=device)
 
     def sampler(self, items: Sized, seed: int) -> DistributedSampler | None:
@@ -77,3 +92,79 @@ class DistributedContext:
     def close(self) -> None:
         if self.enabled and torch.distributed.is_initialized():
             torch.distributed.destroy_process_group()
+
+
+def cpu_threads(
+    environ: Mapping[str, str],
+    launcher_environ: Mapping[str, str] | None,
+    cores: int,
+    current: int,
+) -> int | None:
+    """Intra-op threads for one of the node's LOCAL_WORLD_SIZE processes on `cores` CPUs, or
+    None to keep `current` (the user chose it).
+
+    `launcher_environ` is the environment the parent process started with (torchrun's, when
+    it launched this one), None when unreadable: it tells torchrun's `OMP_NUM_THREADS=1`
+    default from the user's own.
+    """
+    local = int(environ.get("LOCAL_WORLD_SIZE", environ.get("WORLD_SIZE", "1")))
+    share = max(1, cores // max(1, local))
+    if "MKL_NUM_THREADS" in environ:
+        return None
+    omp = environ.get("OMP_NUM_THREADS")
+    if omp is None:  # no launcher default either: take the share, never more than torch's
+        return min(current, share)
+    if _torchrun_default(environ, launcher_environ) and current == 1:
+        return share  # current == 1: not changed by the caller (torch.set_num_threads)
+    return None
+
+
+def _torchrun_default(environ: Mapping[str, str], launcher: Mapping[str, str] | None) -> bool:
+    """Whether OMP_NUM_THREADS=1 was set by torchrun (absent from its own environment)."""
+    return (
+        "TORCHELASTIC_RUN_ID" in environ
+        and environ.get("OMP_NUM_THREADS") == "1"
+        and launcher is not None
+        and "OMP_NUM_THREADS" not in launcher
+    )
+
+
+def _launcher_environ() -> dict[str, str] | None:
+    """The environment the parent process (torchrun's agent) started with, on Linux."""
+    try:
+        raw = Path(f"/proc/{os.getppid()}/environ").read_bytes()
+    except OSError:
+        return None
+    pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
+    return {k.decode(errors="replace"): v.decode(errors="replace") for k, v in pairs}
+
+
+def _cores() -> int:
+    """CPUs this process may run on (a SLURM allocation or taskset narrows them)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def share_cpu() -> int:
+    """Set torch's intra-op threads to this process's share of the node (`cpu_threads`),
+    warn (once per node) when the user's choice oversubscribes it; return the count."""
+    cores, current = _cores(), torch.get_num_threads()
+    chosen = cpu_threads(os.environ, _launcher_environ(), cores, current)
+    if chosen is not None and chosen != current:
+        torch.set_num_threads(chosen)
+        logger.debug("torch intra-op threads: %d -> %d (share of %d CPUs)", current, chosen, cores)
+    threads = torch.get_num_threads()
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", os.environ.get("WORLD_SIZE", "1")))
+    user_choice = chosen is None
+    if user_choice and threads * local > cores and os.environ.get("LOCAL_RANK", "0") == "0":
+        logger.warning(
+            "%d processes x %d threads oversubscribe the %d CPUs of this node (much slower); "
+            "set OMP_NUM_THREADS=%d, or unset it and robench shares the cores.",
+            local,
+            threads,
+            cores,
+            max(1, cores // local),
+        )
+    return threads

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import os
 import sys
 from pathlib import Path
@@ -12,10 +13,12 @@ import typer
 from robench._core.units import parse_pixel_value
 from robench.cli._output import err, handle_errors, make_progress, out
 from robench.cli._parsing import dataset_map, float_list, input_size, json_object
+from robench.evaluation.speed import AMP_DTYPES, SpeedOptions
 from robench.models.spec import spec_from_options
 from robench.results.tables import REPORT_FORMATS
 
 OutputFormat = REPORT_FORMATS.choices("OutputFormat")
+AmpMode = enum.Enum("AmpMode", {name: name for name in AMP_DTYPES}, type=str)  # type: ignore[misc]
 
 
 def default_report_path(model: str | None, checkpoint: Path | None, suite: str) -> Path:
@@ -85,6 +88,15 @@ def eval_command(
             "results do not depend on the number).",
         ),
     ] = 0,
+    bad_images: Annotated[
+        str,
+        typer.Option(
+            help="An unreadable image (truncated, not an image, a decompression bomb): stop "
+            "the run, or skip it (every sample is read once first; the skipped ones are left "
+            "out of every perturbation and listed in the report).",
+            metavar="stop|skip",
+        ),
+    ] = "stop",
     out_path: Annotated[
         Path | None,
         typer.Option("--out", "-o", help="Report path. Default: MODEL__SUITE.json in runs/."),
@@ -133,6 +145,14 @@ def eval_command(
     sanity_eps: Annotated[
         str | None, typer.Option(help="Budget of the sanity battery, e.g. 8/255.")
     ] = None,
+    sanity_budget: Annotated[
+        str | None,
+        typer.Option(
+            help="How hard the sanity battery tries: auto (at most 3x the suite's cost in "
+            "model passes; the default), full (the literature-strength battery) or quick; "
+            "docs/sanity.md lists the costs. Default: the suite's, else auto.",
+        ),
+    ] = None,
     model_kwargs: Annotated[
         str | None,
         typer.Option(
@@ -147,6 +167,21 @@ def eval_command(
         int | None,
         typer.Option(help="Language models: unscored context tokens before each window (0)."),
     ] = None,
+    amp: Annotated[
+        AmpMode | None,  # type: ignore[valid-type]
+        typer.Option(
+            help="Score clean and corrupted inputs under autocast in this precision (attacks "
+            "stay float32); recorded in the report.",
+        ),
+    ] = None,
+    channels_last: Annotated[
+        bool,
+        typer.Option("--channels-last", help="Channels-last (NHWC) weights and image batches."),
+    ] = False,
+    compile_model: Annotated[
+        bool,
+        typer.Option("--compile", help="torch.compile the model (every pass, attacks too)."),
+    ] = False,
     fmt: Annotated[
         OutputFormat | None,  # type: ignore[valid-type]
         typer.Option(
@@ -168,12 +203,15 @@ def eval_command(
           --num-classes 10
       robench eval deit_tiny_elliptical_patch16_224 -c deit.pth \\
           -s paper-adversarial --data /data/imagenet/val --device cuda
+      robench eval resnet50 -c resnet50.pth -s imagenet-c --data /data/imagenet-c \\
+          --device cuda --amp bf16 --channels-last -b 256
       torchrun --nproc_per_node=4 -m robench eval vit_nano_fmnist -s demo
       robench eval transformer_lm_nano_elliptical_pydocs -s text-smoke --limit 50
       robench eval -c lm.safetensors -s wikitext-wordswap --data /data/wikitext-103
     """
     from robench.evaluation.interrupts import stop_cleanly
     from robench.evaluation.request import EvalRequest, evaluate
+    from robench.evaluation.sanity_budget import check_mode
 
     overrides = spec_from_options(
         {
@@ -207,6 +245,7 @@ def eval_command(
         seed=seed,
         device=device,
         workers=workers,
+        bad_images=bad_images,
         imports=tuple(imports or ()),
         overrides=overrides,
         ema=ema,
@@ -216,7 +255,13 @@ def eval_command(
         overwrite=overwrite,
         sanity=sanity,
         sanity_eps=parse_pixel_value(sanity_eps, "--sanity-eps") if sanity_eps else None,
+        sanity_budget=check_mode(sanity_budget) if sanity_budget is not None else None,
         data_options=data_options,
+        speed=SpeedOptions(
+            amp=amp.value if amp is not None else None,
+            channels_last=channels_last,
+            compile=compile_model,
+        ),
         command=["robench", *sys.argv[1:]],
     )
     with stop_cleanly(request.command, report_path):  # SIGINT/SIGTERM: exit 130/143

@@ -86,14 +86,26 @@ def _indices_from_map(root: Path, folder_names: list[str], class_map: ClassMap) 
     return list(class_map.names)
 
 
+class UnreadableImageError(DataError):
+    """An image file that cannot be decoded; `reason` says which and why, without the fix.
+    (Built from one message, as torch re-raises a DataLoader worker's error.)"""
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason or message
+
+
 def load_image(path: Path, preprocessing: Preprocessing) -> torch.Tensor:
     """Decode the image file at `path` and preprocess it; DataError naming the file on failure."""
     try:
         with Image.open(path) as image:
             return preprocessing(image)
     except _IMAGE_ERRORS as exc:
-        raise DataError(
-            f"cannot decode image {path} ({exc}); replace the file or remove it from the dataset."
+        reason = f"cannot decode image {path} ({exc})"
+        raise UnreadableImageError(
+            f"{reason}; replace the file, remove it from the dataset, or pass --bad-images "
+            "skip to leave unreadable images out of the run.",
+            reason,
         ) from None
     except DataError as exc:
         raise DataError(f"image {path}: {exc}") from None

@@ -13,7 +13,7 @@ import functools
 import hashlib
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -35,6 +35,7 @@ from robench._core.seeding import seed_everything
 from robench._core.version import __version__
 from robench.data import LabeledImages
 from robench.data.subset import indices_sha256, resolve_subset, select_indices
+from robench.data.unreadable import Unreadable, check_bad_image_policy, find_unreadable
 from robench.evaluation.environment import capture_environment
 from robench.evaluation.jobs import data_key, resolve_jobs
 from robench.evaluation.runner import EvalData, Job, Progress, RunTimes, run_plan
@@ -45,6 +46,7 @@ from robench.evaluation.sample_store import (
     merge_records,
     samples_path_for,
 )
+from robench.evaluation.speed import SpeedOptions, check_speed, prepare_model
 from robench.evaluation.suites import LoadedSuite, load_suite
 from robench.models.loading import LoadedModel, load_model
 from robench.models.restricted import restrict_outputs
@@ -61,7 +63,9 @@ from robench.results.report import (
     PerturbationResult,
     Report,
     SampleResults,
+    SanityBudgetInfo,
     SanityResult,
+    SkippedSample,
     SuiteInfo,
     check_writable,
     write_report,
@@ -99,6 +103,9 @@ class EvalRequest:
     seed: int = 0
     device: str = "cpu"
     workers: int = 0
+    # An unreadable image: "stop" the run (exit 2), or "skip" it (read every sample once
+    # first, leave the unreadable ones out of every perturbation, list them in the report).
+    bad_images: str = "stop"
     imports: tuple[str, ...] = ()
     overrides: ModelSpec = field(default_factory=ModelSpec)
     ema: bool = False
@@ -108,8 +115,13 @@ class EvalRequest:
     allow_random_weights: bool = False  # evaluate a model that has no checkpoint
     sanity: bool = False  # run the sanity battery too (also on when the suite says so)
     sanity_eps: float | None = None  # battery budget; default: suite's, else its largest eps
+    # How hard the battery tries: "auto" (at most 3x the suite's cost), "full" or "quick"
+    # (docs/sanity.md); None: the suite's `sanity_budget`, else "auto".
+    sanity_budget: str | None = None
     # The task's data options over the suite's (language modelling: target_length, context).
     data_options: dict[str, Any] = field(default_factory=dict)
+    # Opt-in speed modes: --amp (clean and corruption scoring), --channels-last, --compile.
+    speed: SpeedOptions = field(default_factory=SpeedOptions)
     command: list[str] = field(default_factory=list)
 
     @property
@@ -275,12 +287,24 @@ def _sanity(
     dataset: Dataset,
     indices: list[int],
     device: torch.device,
-) -> list[SanityResult]:
+    progress: Progress | None = None,
+    suite_results: Sequence[PerturbationResult] = (),
+    randomized: bool = False,
+) -> tuple[list[SanityResult], SanityBudgetInfo | None]:
+    """The battery's results and its budget, chosen by `--sanity-budget` from the cost of
+    `suite_results` (`randomized`: the model check found the model randomized)."""
     suite = loaded_suite.suite
     if not (request.sanity or suite.sanity):
-        return []
+        return [], None
+    from robench._core.model_hooks import supports_adaptive_attack
     from robench.evaluation.sanity import run_sanity
+    from robench.evaluation.sanity_budget import budget_info, check_mode, choose_budget, suite_cost
     from robench.perturbations.threat_models import NORMS
+
+    mode = check_mode(request.sanity_budget or suite.sanity_budget or "auto")
+    available = indices[: suite.sanity_samples]
+    if not available:
+        return [], None
 
     # The battery's threat model: L2 when every bounded entry is L2, else L-inf; its budget is
     # the largest eps of that norm (an L2 eps never becomes an L-inf budget).
@@ -291,23 +315,54 @@ def _sanity(
     norm = "l2" if set(budgets) == {"l2"} else "linf"
     default_eps = {"linf": DEFAULT_SANITY_EPS, "l2": 0.5}[norm]  # 0.5: RobustBench's L2
     eps = request.sanity_eps or suite.sanity_eps or max(budgets.get(norm, [0.0])) or default_eps
-    logger.info("sanity battery: %s", NORMS[norm].budget_display(eps))
+    classes = len(getattr(dataset, "classes", ())) or 10
+    suite_passes = suite_cost(
+        loaded_suite.plan, {r.name: r.n_samples for r in suite_results}, classes
+    )
+    flags: dict[str, Any] = {  # what the battery's cost depends on
+        "norm": norm,
+        "adaptive": supports_adaptive_attack(model),
+        "randomized": randomized,
+        "eps": eps,
+    }
+    budget = choose_budget(
+        mode, suite_passes=suite_passes, available_samples=len(available), **flags
+    )
+    started = time.perf_counter()
     results = run_sanity(
         model,
         dataset,
-        indices[: suite.sanity_samples],
+        available,
         eps=eps,
         seed=request.seed,
         batch_size=request.batch_size,
         device=device,
+        budget=budget,
         on_step=lambda name: logger.info("sanity battery: %s", name),
         task=task,
         norm=norm,
+        progress=progress,
+        randomized=randomized if mode == "auto" else None,  # auto: only what it planned
+    )
+    info = budget_info(
+        budget,
+        mode,
+        suite_passes=suite_passes,
+        wall_time_s=time.perf_counter() - started,
+        **flags,
+    )
+    logger.info(
+        "sanity battery: %s, budget %s: %d samples, about %d model passes (the suite: %d)",
+        NORMS[norm].budget_display(eps),
+        mode,
+        info.samples,
+        info.battery_passes,
+        suite_passes,
     )
     for result in results:
         if result.status == "warn":
             logger.warning("sanity: %s: %s", result.name, result.detail)
-    return results
+    return results, info
 
 
 def _check_tasks(suite_task: str, model_task: str, model_name: str) -> None:
@@ -393,7 +448,38 @@ def _sample_indices(dataset: LabeledImages, subset: str | None, limit: int | Non
         return select_indices(len(dataset), limit, seed)
     names = getattr(dataset, "relative_paths", None)
     listed = resolve_subset(subset, len(dataset), names() if names else None)
+    if limit is not None and limit > len(listed):  # would silently evaluate fewer samples
+        raise ConfigError(
+            f"--limit {limit} exceeds the {len(listed)} samples of subset {subset}; pass "
+            f"--limit {len(listed)} or less, or leave --limit out to evaluate the whole subset."
+        )
     return [listed[i] for i in select_indices(len(listed), limit, seed)]
+
+
+def _leave_out_unreadable(
+    data: dict[str, EvalData], workers: int, progress: Progress | None
+) -> tuple[dict[str, EvalData], dict[str, list[Unreadable]]]:
+    """`--bad-images skip`: the data without its unreadable samples, and those samples."""
+    kept, skipped = {}, {}
+    for name, source in data.items():
+        found = find_unreadable(
+            source.dataset,
+            source.indices,
+            workers=workers,
+            progress=progress,
+            name=f"reading {name} images",
+        )
+        bad = {u.index for u in found}
+        for unreadable in found:
+            logger.warning("left out: %s", unreadable.reason)
+        if len(bad) == len(source.indices):
+            raise DataError(
+                f"none of the {len(bad)} chosen samples of dataset {name!r} can be read (the "
+                f"first: {found[0].reason}); check the path and the files."
+            )
+        kept[name] = replace(source, indices=[i for i in source.indices if i not in bad])
+        skipped[name] = found
+    return kept, skipped
 
 
 def _label_space_info(dataset: LabeledImages) -> LabelSpaceInfo | None:
@@ -413,7 +499,11 @@ def _label_space_info(dataset: LabeledImages) -> LabelSpaceInfo | None:
 
 
 def _data_info(
-    dataset: LabeledImages, indices: list[int], limit: int | None, subset: str | None
+    dataset: LabeledImages,
+    indices: list[int],
+    limit: int | None,
+    subset: str | None,
+    skipped: list[Unreadable],
 ) -> DataInfo:
     corpus = getattr(dataset, "info", None)
     return DataInfo(
@@ -430,6 +520,7 @@ def _data_info(
         classes=len(dataset.classes),
         class_index_note=dataset.class_index_note,
         subset=subset,
+        skipped=[SkippedSample(index=u.index, reason=u.reason) for u in skipped],
     )
 
 
@@ -564,6 +655,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         raise ConfigError(f"--batch-size must be at least 1, got {request.batch_size}.")
     if request.limit is not None and request.limit < 1:
         raise ConfigError(f"--limit must be at least 1, got {request.limit}.")
+    check_bad_image_policy(request.bad_images)
     if request.workers < 0:
         raise ConfigError(
             f"--workers must be 0 (load data in the main process) or more, got {request.workers}."
@@ -618,6 +710,10 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         )
         for name, dataset in datasets.items()
     }
+    skipped: dict[str, list[Unreadable]] = {}
+    if request.bad_images == "skip":
+        shown = progress if dist.is_main else None
+        data, skipped = _leave_out_unreadable(data, request.workers, shown)
     default = data[default_name]
     first_batches = {
         name: task.load_batch(
@@ -635,8 +731,13 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         )
         _first_forward(loaded, check_data)
         notes.append(task.adaptation_note(source.dataset, loaded.preprocessing))
+    # Input gradients matter to attacks (and the sanity battery) only: a clean or corruption
+    # suite does not pay for a backward pass.
+    attacked = request.sanity or loaded_suite.suite.sanity
+    attacked = attacked or any(p.eps is not None for p in loaded_suite.plan)
     checks = _first_forward(
-        loaded, lambda: task.check_model(scored_default, *first_batches[default_name])
+        loaded,
+        lambda: task.check_model(scored_default, *first_batches[default_name], gradients=attacked),
     )
     warnings = list(checks.warnings)
     for note in notes:
@@ -650,6 +751,8 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
     for warning in warnings:
         logger.warning(warning)
 
+    check_speed(request.speed, device, first_batches[default_name][0])
+    run_model = prepare_model(loaded.model, request.speed, first_batches[default_name][0])
     env = capture_environment(device)
     fingerprint = {
         "checkpoint_sha256": loaded.checkpoint.sha256 if loaded.checkpoint else None,
@@ -666,13 +769,15 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         fingerprint["classes"] = request.classes
     if data_options:  # windows of a text corpus change what a sample is
         fingerprint["data_options"] = data_options
+    if request.speed.amp is not None:  # changes numbers; channels-last and compile do not
+        fingerprint["amp"] = request.speed.amp
     samples_path = samples_path_for(request.out, dist.rank if dist.enabled else None)
     check_fresh_start(samples_path, resume=request.resume, overwrite=request.overwrite)
     store = SampleStore(samples_path, fingerprint, resume=request.resume)
     bad_input = False  # a fresh run stopped by bad input (a corrupt image) leaves no file
     try:
         times = run_plan(
-            loaded.model,
+            run_model,
             task,
             [job for _, job in jobs],
             store,
@@ -682,6 +787,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
             workers=request.workers,
             progress=progress if dist.is_main else None,
             shard=(dist.rank, dist.world_size),
+            speed=request.speed,
         )
         store.mark_complete()
     except RobenchError as exc:
@@ -704,11 +810,21 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
             logger.warning("check %s: %s", check.name, check.detail)
             warnings.append(check.detail)
     sanity: list[SanityResult] = []
+    sanity_budget: SanityBudgetInfo | None = None
     diagnostics: list[DiagnosticResult] = []
     if dist.is_main:
         default_indices = list(default.indices)
-        sanity = _sanity(
-            request, loaded_suite, task, scored_default, default.dataset, default_indices, device
+        sanity, sanity_budget = _sanity(
+            request,
+            loaded_suite,
+            task,
+            scored_default,
+            default.dataset,
+            default_indices,
+            device,
+            progress=progress,
+            suite_results=results,
+            randomized=checks.randomized,
         )
         diagnostics = _diagnostics(
             loaded_suite,
@@ -735,16 +851,24 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
             description=loaded_suite.suite.description,
         ),
         datasets={
-            name: _data_info(datasets[name], list(d.indices), request.limit, subsets.get(name))
+            name: _data_info(
+                datasets[name],
+                list(d.indices),
+                request.limit,
+                subsets.get(name),
+                skipped.get(name, []),
+            )
             for name, d in data.items()
         },
         seed=request.seed,
         batch_size=request.batch_size,
+        speed=request.speed.info(times.batch_size_used, times.batch_size_note),
         results=results,
         warnings=warnings,
         samples=samples,
         diagnostics=diagnostics,
         sanity=sanity,
+        sanity_budget=sanity_budget,
         checks=result_checks,
         missing=missing,
         wall_time_s=round(time.perf_counter() - started, 3),

@@ -10,14 +10,20 @@ Four ways an input gets perturbed: a batch perturbation (attacks) runs on each l
 a sample perturbation (corruptions) runs while loading, in DataLoader workers, seeded per
 sample; a dataset perturbation (Word Swap) rewrites the data once before batching; pre-rendered
 data (an ImageNet-C folder) is already perturbed. The last three are only checked (by the task).
+
+Speed modes (robench/evaluation/speed.py): under --amp the scoring of inputs made without the
+model (clean, and the last three) runs under autocast; attacks and the scoring of their
+outputs stay float32. Out of GPU memory, a batch runs in smaller parts
+(robench/evaluation/oom_fallback.py), each seeded as the batch of a run with that batch size.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
-from collections.abc import Sequence
-from contextlib import nullcontext
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -27,8 +33,10 @@ from torch.utils.data import Dataset
 from robench._core.batching import batch_indices
 from robench._core.model_hooks import adaptive_attack
 from robench._core.seeding import derive_seed, seed_everything
+from robench.evaluation.oom_fallback import SplitOnOutOfMemory
 from robench.evaluation.perturbed_samples import PerturbedSamples
 from robench.evaluation.sample_store import SampleStore
+from robench.evaluation.speed import SpeedOptions, scoring_precision, to_memory_format
 from robench.evaluation.suites import PlannedPerturbation
 from robench.models.restricted import restrict_outputs
 from robench.perturbations.base import DatasetPerturbation, SamplePerturbation
@@ -60,11 +68,14 @@ class _NoProgress:
 
 @dataclass
 class RunTimes:
-    """Wall time spent per perturbation in this process (resumed parts count 0), and what
-    each dataset perturbation reported doing (its data's `perturbation_summary`)."""
+    """Wall time spent per perturbation in this process (resumed parts count 0), what each
+    dataset perturbation reported doing (its data's `perturbation_summary`), and the batch
+    size the model ran on (smaller than asked when the GPU ran out of memory)."""
 
     seconds: dict[str, float] = field(default_factory=dict)
     summaries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    batch_size_used: int = 0
+    batch_size_note: str | None = None  # where batches were first split, when they were
 
 
 @dataclass(frozen=True)
@@ -100,15 +111,20 @@ def run_plan(
     workers: int = 0,
     progress: Progress | None = None,
     shard: tuple[int, int] = (0, 1),
+    speed: SpeedOptions | None = None,
 ) -> RunTimes:
     """Evaluate every job, skipping batches already stored.
 
     `shard = (rank, world_size)` keeps every world_size-th batch (under torchrun); batches
-    keep their global numbers, and so their seeds, whatever the number of processes.
+    keep their global numbers, and so their seeds, whatever the number of processes. `model`
+    is already prepared for `speed` (speed.prepare_model); the runner lays out the batches
+    and picks each scoring pass's precision.
     """
     rank, world = shard
     progress = progress or _NoProgress()
+    speed = speed or SpeedOptions()
     times = RunTimes()
+    splitter = SplitOnOutOfMemory(batch_size)
     for job in jobs:
         planned, source = job.planned, job.data
         chosen = source.indices[: planned.max_samples] if planned.max_samples else source.indices
@@ -124,19 +140,59 @@ def run_plan(
         if summary:
             times.summaries[planned.label] = dict(summary)
         scored = restrict_outputs(model, source.output_classes)
+        # Inputs made without the model may be scored in lower precision (--amp).
+        model_free = perturbed_on_load or not planned.perturbation.uses_model
+        precision = functools.partial(scoring_precision, speed, device, model_free)
         loaded = task.batches(dataset, [batch for _, batch in todo], device, workers)
         for (number, batch), (inputs, targets) in zip(todo, loaded, strict=True):
-            batch_seed = derive_seed(seed, planned.label, number)
+            inputs = to_memory_format(speed, inputs)
             if perturbed_on_load:
                 task.check_inputs(inputs, name=planned.label)
-                columns = _rerun(scored, task, inputs, targets, batch_seed)
-            else:
-                columns = perturb_and_score(scored, task, planned, inputs, targets, batch_seed)
+            work = _BatchWork(
+                model=scored,
+                task=task,
+                job=job,
+                inputs=inputs,
+                targets=targets,
+                perturbed_on_load=perturbed_on_load,
+                precision=precision,
+                seed=seed,
+                first_row=number * batch_size,
+            )
+            columns = splitter.run(len(batch), work, f"{planned.label} batch {number}")
             store.append(planned.label, batch, columns)
             progress.advance(len(batch))
         times.seconds[planned.label] = time.perf_counter() - start
         progress.finish()
+    times.batch_size_used, times.batch_size_note = splitter.size, splitter.note
     return times
+
+
+@dataclass(frozen=True)
+class _BatchWork:
+    """One loaded batch of a job, and how to perturb (unless already) and score any part."""
+
+    model: torch.nn.Module
+    task: Task
+    job: Job
+    inputs: torch.Tensor
+    targets: torch.Tensor
+    perturbed_on_load: bool
+    precision: Callable[[], AbstractContextManager[object]]
+    seed: int  # the run's
+    first_row: int  # the batch's position among the job's samples
+
+    def __call__(self, start: int, stop: int, size: int) -> Columns:
+        """Rows [start, stop) of the batch, run as a part of `size` rows. Seeded as the batch
+        these rows form with `--batch-size size` (the batch's own seed when unsplit), so a
+        batch split out of GPU memory computes what that run computes."""
+        planned = self.job.planned
+        seed = derive_seed(self.seed, planned.label, (self.first_row + start) // size)
+        model, task, precision = self.model, self.task, self.precision
+        rows, targets = self.inputs[start:stop], self.targets[start:stop]
+        if self.perturbed_on_load:
+            return _rerun(model, task, rows, targets, seed, precision)
+        return perturb_and_score(model, task, planned, rows, targets, seed, precision)
 
 
 def _loaded_data(job: Job, seed: int) -> tuple[Dataset, bool]:
@@ -158,10 +214,12 @@ def _rerun(
     perturbed: torch.Tensor,
     targets: torch.Tensor,
     batch_seed: int,
+    precision: Callable[[], AbstractContextManager[object]] = nullcontext,
 ) -> Columns:
     # The reported metrics come from this re-run, never from the attack's own bookkeeping.
     seed_everything(derive_seed(batch_seed, "rerun"))
-    return task.score(model, perturbed, targets)
+    with precision():
+        return task.score(model, perturbed, targets)
 
 
 def perturb_and_score(
@@ -171,11 +229,13 @@ def perturb_and_score(
     inputs: torch.Tensor,
     targets: torch.Tensor,
     batch_seed: int,
+    precision: Callable[[], AbstractContextManager[object]] = nullcontext,
 ) -> Columns:
-    """Perturb one batch, check the result, and score the model on it (the task's records)."""
+    """Perturb one batch, check the result, and score the model on it (the task's records)
+    in `precision` (float32 unless the runner's --amp applies: model-free perturbations)."""
     seed_everything(batch_seed)
     adaptive: Any = adaptive_attack(model) if planned.differentiable_m else nullcontext()
     with adaptive:
         perturbed = planned.perturbation.perturb(model, inputs, targets, batch_seed)
     task.check_perturbed(inputs, perturbed, planned.perturbation, name=planned.label)
-    return _rerun(model, task, perturbed, targets, batch_seed)
+    return _rerun(model, task, perturbed, targets, batch_seed, precision)

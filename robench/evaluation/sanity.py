@@ -16,6 +16,9 @@ warn with its numbers:
 
 The battery runs in one threat model (`norm`, a row of `NORMS`): "linf" or "l2". Every attack
 then uses that norm and budgets are shown in its form ("8/255" for L-inf, "0.5" for L2).
+
+How hard it tries, what each check runs and what that costs is its budget
+(`robench.evaluation.sanity_budget`); each check shows one progress bar.
 """
 
 from __future__ import annotations
@@ -24,16 +27,31 @@ import itertools
 import logging
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
 import torch
 from torch.utils.data import Dataset
 
 from robench._core.batching import batch_indices
-from robench._core.model_hooks import adaptive_attack, supports_adaptive_attack
+from robench._core.model_hooks import supports_adaptive_attack
 from robench._core.seeding import derive_seed
-from robench.evaluation.runner import perturb_and_score
+from robench.evaluation.runner import Progress, _NoProgress, perturb_and_score
+from robench.evaluation.sanity_budget import (
+    ADAPTIVE,
+    BLACK_BOX,
+    EOT,
+    EPS0,
+    EPS_SWEEP,
+    FULL_BUDGET,
+    GRADIENTS,
+    ONE_STEP,
+    QUICK_BUDGET,
+    SWEEP,
+    UNBOUNDED,
+    AttackRun,
+    SanityBudget,
+    battery_runs,
+)
 from robench.evaluation.suites import PlannedPerturbation
 from robench.perturbations import PERTURBATIONS
 from robench.perturbations.threat_models import NORMS, ThreatModel
@@ -45,27 +63,9 @@ from robench.tasks.base import Task, records_of
 
 logger = logging.getLogger(__name__)
 
+__all__ = ["QUICK_BUDGET", "SanityBudget", "run_sanity"]
+
 UNBOUNDED_MAX_ACCURACY = 0.05
-EPS_SWEEP = (0.25, 0.5, 1.0, 2.0)
-# Step size of the unbounded attack as a share of the ball's radius (0.05 of the [0, 1] range
-# for L-inf; for L2 the radius is the cube's diagonal, sqrt(C * H * W)).
-UNBOUNDED_STEP = 0.05
-
-
-@dataclass(frozen=True)
-class SanityBudget:
-    """How hard the battery's attacks try; the defaults suit a few hundred samples."""
-
-    pgd_steps: int = 20
-    unbounded_steps: int = 50
-    spsa_steps: int = 20
-    spsa_directions: int = 64
-    eot_iterations: int = 20
-
-
-QUICK_BUDGET = SanityBudget(
-    pgd_steps=10, unbounded_steps=30, spsa_steps=5, spsa_directions=16, eot_iterations=5
-)
 
 
 @dataclass
@@ -77,9 +77,11 @@ class _Battery:
     seed: int
     batch_size: int
     device: torch.device
-    budget: SanityBudget
     task: Task
-    norm: str = "linf"  # threat model of every attack: a key of NORMS
+    norm: str  # threat model of every attack: a key of NORMS
+    pgd_steps: int
+    progress: Progress
+    runs: dict[str, tuple[AttackRun, ...]] = field(default_factory=dict)
 
     @property
     def threat(self) -> ThreatModel:
@@ -89,18 +91,28 @@ class _Battery:
         """A budget as the threat model writes it: "8/255" (L-inf), "0.5" (L2)."""
         return self.threat.display(eps)
 
-    def accuracy(self, kind: str, label: str, **params: Any) -> float:
-        """Top-1 accuracy of `kind` on the battery's samples (checked and re-run as usual)."""
-        validated = PERTURBATIONS.get(kind).Params.model_validate(params)
-        planned = PlannedPerturbation(label, kind, validated, None)
+    def measure(self, check: str) -> list[float]:
+        """Top-1 accuracies of the check's attack runs, in order, under one progress bar."""
+        runs = self.runs[check]
+        self.progress.start(f"sanity {check}", len(self.indices) * len(runs), 0)
+        try:
+            return [self._accuracy(run) for run in runs]
+        finally:
+            self.progress.finish()
+
+    def _accuracy(self, run: AttackRun) -> float:
+        """Top-1 accuracy of one run on the battery's samples (checked and re-run as usual)."""
+        validated = PERTURBATIONS.get(run.kind).Params.model_validate(run.params)
+        planned = PlannedPerturbation(run.label, run.kind, validated, None, run.adaptive)
         batches = batch_indices(list(self.indices), self.batch_size)
         top1 = METRICS.get("top1").per_sample
         correct = 0
         loaded = self.task.batches(self.dataset, batches, self.device)
         for number, (inputs, targets) in enumerate(loaded):
-            seed = derive_seed(self.seed, "sanity", label, number)
+            seed = derive_seed(self.seed, "sanity", run.label, number)
             columns = perturb_and_score(self.model, self.task, planned, inputs, targets, seed)
             correct += sum(bool(top1(record)) for record in records_of(columns))
+            self.progress.advance(len(inputs))
         return correct / len(self.indices)
 
     def attack_name(self, steps: int) -> str:
@@ -110,15 +122,7 @@ class _Battery:
 
     @property
     def pgd_name(self) -> str:
-        return self.attack_name(self.budget.pgd_steps)
-
-    def pgd(self, eps: float, label: str) -> float:
-        # eps / 4 for both norms: a signed step of eps / 4 per pixel (L-inf), or a step of L2
-        # length eps / 4 along the normalised gradient (torchattacks PGDL2's `alpha`).
-        step = max(eps / 4, 1e-6)
-        return self.accuracy(
-            "pgd", label, eps=eps, norm=self.norm, steps=self.budget.pgd_steps, step_size=step
-        )
+        return self.attack_name(self.pgd_steps)
 
     def cube_radius(self) -> float:
         """The smallest eps whose ball holds the whole [0, 1] image cube around any image:
@@ -141,10 +145,9 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
-def _eps_zero(b: _Battery, clean: float) -> SanityResult:
-    zero = b.accuracy("pgd", "pgd-eps0", eps=0.0, norm=b.norm, steps=5, step_size=1 / 255)
+def _eps_zero(clean: float, zero: float) -> SanityResult:
     return _result(
-        "eps0_equals_clean",
+        EPS0,
         abs(zero - clean) < 1e-9,
         f"PGD at eps 0 gives {_pct(zero)}, clean {_pct(clean)}",
         clean=clean,
@@ -152,31 +155,24 @@ def _eps_zero(b: _Battery, clean: float) -> SanityResult:
     )
 
 
-def _monotone(b: _Battery, clean: float) -> SanityResult:
-    accs = [clean] + [b.pgd(f * b.eps, f"pgd-sweep-{f}") for f in EPS_SWEEP]
+def _monotone(b: _Battery, clean: float, sweep: list[float]) -> SanityResult:
+    accs = [clean, *sweep]
     rises = [later - earlier for earlier, later in itertools.pairwise(accs)]
     shown = ", ".join(
-        f"{b.show(f * b.eps)}: {_pct(a)}" for f, a in zip(EPS_SWEEP, accs[1:], strict=True)
+        f"{b.show(f * b.eps)}: {_pct(a)}" for f, a in zip(EPS_SWEEP, sweep, strict=True)
     )
-    values = {f"eps_x{f}": a for f, a in zip(EPS_SWEEP, accs[1:], strict=True)}
+    values = {f"eps_x{f}": a for f, a in zip(EPS_SWEEP, sweep, strict=True)}
     return _result(
-        "monotone_in_eps",
+        SWEEP,
         max(rises) <= TOLERANCE,
         f"{b.pgd_name} accuracy by eps: {shown}",
         **values,
     )
 
 
-# The one-step attack of each threat model: (its kind, the check's name).
-_ONE_STEP: dict[str, tuple[str, str]] = {
-    "linf": ("fgsm", "pgd_at_least_fgsm"),
-    "l2": ("fgm", "pgd_at_least_fgm"),
-}
-
-
 def _pgd_vs_one_step(b: _Battery, pgd: float) -> SanityResult:
-    kind, name = _ONE_STEP[b.norm]
-    one_step = b.accuracy(kind, kind, eps=b.eps)
+    kind, name = ONE_STEP[b.norm]
+    (one_step,) = b.measure(name)
     return _result(
         name,
         pgd <= one_step + TOLERANCE,
@@ -186,17 +182,11 @@ def _pgd_vs_one_step(b: _Battery, pgd: float) -> SanityResult:
 
 
 def _unbounded(b: _Battery) -> SanityResult:
-    steps, eps = b.budget.unbounded_steps, b.cube_radius()
-    acc = b.accuracy(
-        "pgd",
-        "pgd-unbounded",
-        eps=eps,
-        norm=b.norm,
-        steps=steps,
-        step_size=UNBOUNDED_STEP * eps,
-    )
+    (run,) = b.runs[UNBOUNDED]
+    (acc,) = b.measure(UNBOUNDED)
+    steps, eps = run.params["steps"], run.params["eps"]
     return _result(
-        "unbounded_attack_breaks_model",
+        UNBOUNDED,
         acc <= UNBOUNDED_MAX_ACCURACY,
         f"{b.attack_name(steps)} with eps {b.show(eps)} (the whole image range) leaves {_pct(acc)} "
         "accuracy",
@@ -206,11 +196,9 @@ def _unbounded(b: _Battery) -> SanityResult:
 
 
 def _black_box(b: _Battery, pgd: float) -> SanityResult:
-    spsa = b.accuracy(
-        "spsa", "spsa", eps=b.eps, steps=b.budget.spsa_steps, nb_sample=b.budget.spsa_directions
-    )
+    (spsa,) = b.measure(BLACK_BOX)
     return _result(
-        "black_box_not_stronger",
+        BLACK_BOX,
         spsa >= pgd - TOLERANCE,
         f"SPSA {_pct(spsa)} vs {b.pgd_name} {_pct(pgd)}",
         "a black-box attack beats the white-box one, a sign of gradient masking",
@@ -219,17 +207,50 @@ def _black_box(b: _Battery, pgd: float) -> SanityResult:
     )
 
 
-def _adaptive(b: _Battery, pgd: float) -> SanityResult:
-    with adaptive_attack(b.model):
-        adaptive = b.pgd(b.eps, "pgd-through-m")
+def _eot(b: _Battery, pgd: float) -> SanityResult:
+    (rand,) = b.measure(EOT)
     return _result(
-        "elliptical_gradients_through_m",
+        EOT,
+        False,
+        f"randomized model: AutoAttack rand (EOT) gives {_pct(rand)} vs {b.pgd_name} "
+        f"{_pct(pgd)} at eps {b.show(b.eps)}; quote the EOT number",
+        eot=rand,
+        pgd=pgd,
+    )
+
+
+def _adaptive(b: _Battery, pgd: float) -> SanityResult:
+    (adaptive,) = b.measure(ADAPTIVE)
+    return _result(
+        ADAPTIVE,
         adaptive >= pgd - TOLERANCE,
         f"{b.pgd_name} with gradients through M {_pct(adaptive)} vs without {_pct(pgd)}",
         "stopping gradients through M overstates robustness; report the adaptive number",
         without_m_gradients=pgd,
         with_m_gradients=adaptive,
     )
+
+
+def _attack_checks(b: _Battery, step: Callable[[str], None], results: list[SanityResult]) -> float:
+    """The checks that compare attacks, appended to `results`; returns the accuracy under
+    PGD at eps (the sweep's 1 x eps run), which later checks compare with."""
+    step(EPS0)
+    clean, zero = b.measure(EPS0)
+    results.append(_eps_zero(clean, zero))
+    step(SWEEP)
+    sweep = b.measure(SWEEP)
+    results.append(_monotone(b, clean, sweep))
+    pgd = sweep[EPS_SWEEP.index(1.0)]
+    if ONE_STEP[b.norm][1] in b.runs:
+        step(ONE_STEP[b.norm][1])
+        results.append(_pgd_vs_one_step(b, pgd))
+    if UNBOUNDED in b.runs:
+        step(UNBOUNDED)
+        results.append(_unbounded(b))
+    if BLACK_BOX in b.runs:
+        step(BLACK_BOX)
+        results.append(_black_box(b, pgd))
+    return pgd
 
 
 def run_sanity(
@@ -245,77 +266,89 @@ def run_sanity(
     on_step: Callable[[str], None] | None = None,
     task: Task | None = None,
     norm: str = "linf",
+    progress: Progress | None = None,
+    randomized: bool | None = None,
 ) -> list[SanityResult]:
-    """Run the battery on `indices` (a few hundred samples is plenty) at budget `eps` of the
-    threat model `norm` ("linf" or "l2", pixel units on the [0, 1] scale).
+    """Run the battery on the first `budget.samples` of `indices` (all of them when None) at
+    budget `eps` of the threat model `norm` ("linf" or "l2", pixel units on the [0, 1] scale),
+    with one `progress` bar per check.
 
-    The battery is about image classifiers under adversarial attacks (top-1 accuracy).
+    `randomized` says whether the budget planned the EOT run of a randomized model: None runs
+    it whenever the gradients check finds the model randomized; False never runs it (the
+    budget had no room for it; a model found randomized then says so in the log). The battery
+    is about image classifiers under adversarial attacks (top-1 accuracy).
     """
     if norm not in NORMS:
         raise ValueError(f"unknown norm {norm!r}; choose one of {', '.join(NORMS)}")
     task = task or load_task("image-classification")
+    budget = budget or FULL_BUDGET
+    chosen = list(indices) if budget.samples is None else list(indices)[: budget.samples]
     b = _Battery(
-        model, dataset, indices, eps, seed, batch_size, device, budget or SanityBudget(), task, norm
+        model,
+        dataset,
+        chosen,
+        eps,
+        seed,
+        batch_size,
+        device,
+        task,
+        norm,
+        budget.pgd_steps,
+        progress or _NoProgress(),
     )
-    step = on_step or (lambda name: None)
-    results: list[SanityResult] = []
-    step("clean")
-    clean = b.accuracy("clean", "clean")
-    step("eps = 0")
-    results.append(_eps_zero(b, clean))
-    step("eps sweep")
-    results.append(_monotone(b, clean))
-    pgd = b.pgd(b.eps, "pgd")
-    results.append(_pgd_vs_one_step(b, pgd))
-    step("unbounded attack")
-    results.append(_unbounded(b))
-    if b.norm == "linf":
-        step("black-box attack")
-        results.append(_black_box(b, pgd))
-    else:  # left out, not passed: there is no L2 SPSA to compare with
+    if chosen:
+        b.runs = battery_runs(
+            budget,
+            eps=eps,
+            norm=norm,
+            radius=b.cube_radius(),
+            adaptive=supports_adaptive_attack(model),
+            randomized=randomized is not False,
+        )
+    if norm != "linf":  # left out, not passed: there is no L2 SPSA to compare with
         logger.info(
             "sanity battery: black-box check (SPSA) left out: SPSA is L-inf only and the "
             "battery runs in %s",
             b.threat.name,
         )
-    step("gradients")
-    results.append(_gradients_and_randomness(b))
-    if results[-1].values.get("randomized"):
-        step("expectation over transformation")
-        rand = b.accuracy(
-            "autoattack",
-            "autoattack-rand",
-            eps=b.eps,
-            norm=b.norm,
-            version="rand",
-            eot_iter=b.budget.eot_iterations,
-            n_iter=b.budget.pgd_steps,
-        )
-        results.append(
-            _result(
-                "randomized_eot",
-                False,
-                f"randomized model: AutoAttack rand (EOT) gives {_pct(rand)} vs {b.pgd_name} "
-                f"{_pct(pgd)} at eps {b.show(b.eps)}; quote the EOT number",
-                eot=rand,
-                pgd=pgd,
-            )
-        )
-    if supports_adaptive_attack(model):  # e.g. Elliptical Attention: gradients through M
-        step("adaptive attack through M")
+    for name in budget.left_out:
+        logger.warning("sanity battery: %s left out: it does not fit the budget", name)
+    step = on_step or (lambda name: None)
+    results: list[SanityResult] = []
+    pgd = _attack_checks(b, step, results) if SWEEP in b.runs else None
+    if GRADIENTS in b.runs:
+        step(GRADIENTS)
+        results.append(_gradients_and_randomness(b))
+        if pgd is not None and results[-1].values.get("randomized"):
+            if EOT in b.runs:
+                step(EOT)
+                results.append(_eot(b, pgd))
+            else:
+                logger.warning(
+                    "sanity battery: the model is randomized, but the budget was set for a "
+                    "deterministic one; rerun with --sanity-budget full for the EOT check"
+                )
+    if pgd is not None and ADAPTIVE in b.runs:  # e.g. Elliptical Attention: gradients through M
+        step(ADAPTIVE)
         results.append(_adaptive(b, pgd))
     return results
 
 
 def _gradients_and_randomness(b: _Battery) -> SanityResult:
-    inputs, targets = b.task.load_batch(b.dataset, list(b.indices)[: b.batch_size], b.device)
-    found = b.task.check_model(b.model, inputs, targets)
+    chosen = list(b.indices)[: b.batch_size]
+    b.progress.start(f"sanity {GRADIENTS}", len(chosen), 0)
+    try:
+        inputs, targets = b.task.load_batch(b.dataset, chosen, b.device)
+        found = b.task.check_model(b.model, inputs, targets, gradients=True)
+        b.progress.advance(len(chosen))
+    finally:
+        b.progress.finish()
     share = found.bad_gradient_share
     detail = f"{_pct(share)} of samples have zero or non-finite input gradients" + (
         "; the model is randomized (two forward passes differ)" if found.randomized else ""
     )
     return _result(
-        "gradients_and_determinism",
+        GRADIENTS,
         share == 0 and not found.randomized,
         detail,
         bad_gradient_share=share,

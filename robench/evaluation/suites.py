@@ -11,7 +11,7 @@ import difflib
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -94,6 +94,9 @@ class Suite(BaseModel):
     sanity: bool = False  # also run the sanity battery (as `robench eval --sanity`)
     sanity_eps: float | None = None  # its budget; default: the largest eps of its threat model
     sanity_samples: int = Field(default=200, gt=0)  # samples the battery runs on
+    # How hard it tries (docs/sanity.md): "auto" (at most 3x the suite's cost), "full" or
+    # "quick"; `robench eval --sanity-budget` wins; None: "auto".
+    sanity_budget: Literal["auto", "full", "quick"] | None = None
     # Options of the task's data (`robench list tasks`): for language modelling
     # `target_length` (scored tokens per window) and `context` (unscored tokens before them).
     data_options: dict[str, int] = Field(default_factory=dict)

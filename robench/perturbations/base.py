@@ -27,6 +27,11 @@ if TYPE_CHECKING:
 
     from robench.perturbations.threat_models import ThreatModel
 
+# The cost unit of `passes_per_sample`: one model pass over one sample. A forward pass is 1, a
+# forward pass with a backward pass to the input 3 (the backward costs about two forwards).
+FORWARD_PASS = 1
+GRADIENT_PASS = 3
+
 
 class PerturbationParams(BaseModel):
     """Parameters common to every perturbation; subclasses add their own fields."""
@@ -48,6 +53,15 @@ class PerturbationParams(BaseModel):
         suites ask for grids (corruptions x severities) overrides this; the default is the
         entry itself."""
         return [(label, params)]
+
+    def passes_per_sample(self, classes: int = 10) -> int:
+        """Model passes one sample costs (`FORWARD_PASS` = 1, `GRADIENT_PASS` = 3), the
+        runner's re-run of the model on the perturbed input included: an upper bound that
+        never looks at a clock, so budgets built on it are reproducible. The default is that
+        re-run alone (the perturbation never calls the model: clean, corruptions, Word Swap);
+        attacks override it. `classes`, the model's outputs, matters only to attacks whose cost
+        grows with it (AutoAttack's FAB)."""
+        return FORWARD_PASS
 
 
 class BoundedParams(PerturbationParams):
@@ -104,6 +118,9 @@ class Perturbation(abc.ABC):
     """Base class; subclasses set `Params` and implement `perturb`."""
 
     Params: ClassVar[type[PerturbationParams]] = PerturbationParams
+    # Whether the perturbed inputs depend on the model (attacks). Inputs made without it
+    # (clean, corruptions, Word Swap) may be scored in mixed precision (`robench eval --amp`).
+    uses_model: ClassVar[bool] = True
 
     def __init__(self, params: PerturbationParams) -> None:
         self.params = params
@@ -138,6 +155,8 @@ class SamplePerturbation(Perturbation):
     and in every model's run.
     """
 
+    uses_model: ClassVar[bool] = False
+
     @property
     @abc.abstractmethod
     def seed_key(self) -> str:
@@ -171,6 +190,8 @@ class DatasetPerturbation(Perturbation):
     corpus seeded by its line number), so every batch size, window layout, number of
     processes and model sees the same perturbed data, and a resumed run the same as before.
     """
+
+    uses_model: ClassVar[bool] = False
 
     @abc.abstractmethod
     def perturb_dataset(self, dataset: Any, seed: int) -> Any:

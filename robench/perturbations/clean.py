@@ -21,6 +21,7 @@ class Clean(Perturbation):
     """Returns the images unchanged (a copy); takes no parameters."""
 
     Params = CleanParams
+    uses_model: ClassVar[bool] = False
 
     def perturb(
         self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int

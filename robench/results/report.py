@@ -97,6 +97,13 @@ class LabelSpaceInfo(_Strict):
     protocol: str  # one sentence: how predictions are restricted to the listed classes
 
 
+class SkippedSample(_Strict):
+    """A sample of the data that could not be read (`--bad-images skip`)."""
+
+    index: int  # the sample's index in the dataset
+    reason: str  # the reader's sentence, naming the file
+
+
 class DataInfo(_Strict):
     path: str
     kind: str  # "idx" or "image-folder"
@@ -117,6 +124,9 @@ class DataInfo(_Strict):
     # A text corpus's summary (language modelling): layout, lines, tokens, scored tokens,
     # words, bytes, target_length, context, windows, vocabulary size and sha256, unk rate.
     corpus: dict[str, Any] | None = None
+    # Samples left out because they cannot be read (`--bad-images skip`), and why; they are
+    # not in `n_samples` and no perturbation saw them.
+    skipped: list[SkippedSample] = Field(default_factory=list)
 
 
 class MissingResult(_Strict):
@@ -177,6 +187,43 @@ class SanityResult(_Strict):
     values: dict[str, float]  # the accuracies (fractions) or shares behind the verdict
 
 
+class SpeedInfo(_Strict):
+    """The speed modes of a run (`robench eval --amp/--channels-last/--compile`) and the
+    batch size the model actually ran on (robench/evaluation/speed.py)."""
+
+    # --amp ("bf16", "fp16"): autocast dtype of clean and corruption scoring; None: float32.
+    # Attacks and the scoring of their outputs are always float32.
+    amp: str | None
+    channels_last: bool  # NHWC weights and image batches
+    compile: bool  # torch.compile for every pass of the run
+    # The largest batch the model ran on at the end: the batch size, unless the GPU ran out
+    # of memory and batches were split (this process's; rank 0's under torchrun).
+    batch_size_used: int
+    batch_size_note: str | None = None  # where batches were first split, when they were
+
+
+class SanityBudgetInfo(_Strict):
+    """What the sanity battery was allowed to spend (`--sanity-budget`) and what it cost.
+
+    Costs are model passes over one sample each (a forward 1, a forward and backward 3),
+    estimated from the budget, never measured: docs/sanity.md.
+    """
+
+    mode: Literal["auto", "full", "quick"]  # auto: fitted under cap_passes
+    samples: int  # samples every check ran on (the first of the default dataset's)
+    pgd_steps: int  # PGD steps of the eps sweep (and of the EOT and adaptive runs)
+    unbounded_steps: int  # PGD steps of the unbounded attack
+    spsa_steps: int  # SPSA iterations
+    spsa_directions: int  # SPSA directions per gradient estimate (2 queries each)
+    eot_iterations: int  # EOT samples per gradient of AutoAttack rand (randomized models)
+    # Checks that did not run, each with the reason (the cap, or a threat model without it).
+    left_out: dict[str, str] = Field(default_factory=dict)
+    battery_passes: int  # estimated passes of the battery (an upper bound)
+    suite_passes: int  # estimated passes of the suite's results
+    cap_passes: int | None = None  # auto: 3 x suite_passes; None for full and quick
+    wall_time_s: float  # the battery's wall time
+
+
 class Report(_Strict):
     schema_version: int = Field(default=SCHEMA_VERSION)
     robench_version: str
@@ -189,11 +236,15 @@ class Report(_Strict):
     datasets: dict[str, DataInfo]  # name -> dataset; the first is the default one
     seed: int
     batch_size: int
+    # Speed modes and the batch size used (absent in reports written before they existed).
+    speed: SpeedInfo | None = None
     results: list[PerturbationResult]
     warnings: list[str]  # things that make a number less trustworthy
     samples: dict[str, SampleResults]  # dataset name -> per-sample outcomes
     diagnostics: list[DiagnosticResult] = Field(default_factory=list)  # from [[diagnostics]]
     sanity: list[SanityResult] = Field(default_factory=list)  # empty unless --sanity
+    # The budget the battery ran with and its cost; None without the battery.
+    sanity_budget: SanityBudgetInfo | None = None
     # Always-on consistency checks of the results (e.g. PGD at least as strong as FGSM at the
     # same eps); older reports have none.
     checks: list[SanityResult] = Field(default_factory=list)

@@ -105,9 +105,10 @@ class Task(abc.ABC):
 
     @abc.abstractmethod
     def check_model(
-        self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor
+        self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, *, gradients: bool
     ) -> ModelCheck:
-        """Inspect the model on one batch: randomness, output form, gradient masking."""
+        """Inspect the model on one batch: randomness, output form, and (when `gradients`:
+        the suite has gradient attacks) gradient masking."""
 
     @abc.abstractmethod
     def check_perturbed(

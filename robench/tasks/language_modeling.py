@@ -172,7 +172,7 @@ class LanguageModeling(Task):
             )
 
     def check_model(
-        self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor
+        self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, *, gradients: bool
     ) -> ModelCheck:
         from robench.models.checks import train_mode_warnings
 

@@ -23,9 +23,21 @@ from pydantic import (
 )
 
 from robench._core.units import parse_pixel_value
-from robench.perturbations.base import BoundedParams, register_kind
+from robench.perturbations.base import (
+    FORWARD_PASS,
+    GRADIENT_PASS,
+    BoundedParams,
+    register_kind,
+)
 
 _TA = "robench.perturbations.adversarial.torchattacks_attacks"
+
+
+class _OneStepParams(BoundedParams):
+    """A one-step attack: one gradient at the clean image, then the runner's re-run."""
+
+    def passes_per_sample(self, classes: int = 10) -> int:
+        return GRADIENT_PASS + FORWARD_PASS
 
 
 def _positive_pixel_value(value: Any, what: str) -> float:
@@ -36,7 +48,7 @@ def _positive_pixel_value(value: Any, what: str) -> float:
 
 
 @register_kind("fgsm", f"{_TA}:FGSM")
-class FGSMParams(BoundedParams):
+class FGSMParams(_OneStepParams):
     """FGSM, the L-inf one-step attack, takes only the budget `eps`."""
 
     _other_norm_hint: ClassVar[str] = '; for the L2 one-step attack use kind = "fgm"'
@@ -45,7 +57,7 @@ class FGSMParams(BoundedParams):
 
 
 @register_kind("fgm", "robench.perturbations.adversarial.fgm:FGM")
-class FGMParams(BoundedParams):
+class FGMParams(_OneStepParams):
     """FGM, the L2 one-step attack (the gradient scaled to L2 norm eps), takes only `eps`."""
 
     _other_norm_hint: ClassVar[str] = '; for the L-inf one-step attack use kind = "fgsm"'
@@ -74,6 +86,10 @@ class PGDParams(BoundedParams):
         """The step size used: `step_size`, or eps / 4 when not given."""
         return self.eps / 4 if self.step_size is None else self.step_size
 
+    def passes_per_sample(self, classes: int = 10) -> int:
+        # A gradient per step; at eps 0 the ball is the image and nothing runs.
+        return FORWARD_PASS + (0 if self.eps == 0 else GRADIENT_PASS * self.steps)
+
 
 @register_kind("spsa", f"{_TA}:SPSA")
 class SPSAParams(BoundedParams):
@@ -93,6 +109,12 @@ class SPSAParams(BoundedParams):
     @classmethod
     def _parse_pixel(cls, value: Any, info: ValidationInfo) -> float:
         return _positive_pixel_value(value, info.field_name or "value")
+
+    def passes_per_sample(self, classes: int = 10) -> int:
+        # Every step estimates the gradient from two forwards (x + delta v, x - delta v) per
+        # direction; no backward pass. At eps 0 nothing runs.
+        queries = 2 * FORWARD_PASS * self.nb_sample * self.steps
+        return FORWARD_PASS + (0 if self.eps == 0 else queries)
 
 
 AttackName = Literal["apgd-ce", "apgd-dlr", "apgd-t", "fab", "fab-t", "square"]
@@ -146,3 +168,8 @@ class AutoAttackParams(BoundedParams):
         if self.attacks is not None and len(set(self.attacks)) != len(self.attacks):
             raise ValueError(f"`attacks` lists an attack twice: {list(self.attacks)}")
         return self
+
+    def passes_per_sample(self, classes: int = 10) -> int:
+        from robench.perturbations.adversarial.autoattack_cost import autoattack_passes
+
+        return FORWARD_PASS + autoattack_passes(self, classes)

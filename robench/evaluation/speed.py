@@ -1,0 +1,157 @@
+"""Opt-in speed modes of `robench eval`: mixed precision, channels-last memory, torch.compile.
+
+The three modes timm's validate.py offers (`--amp --amp-dtype`, `--channels-last`,
+`--torchcompile`), with what each may touch:
+
+- `amp` ("bf16", "fp16"): `torch.autocast` around the scoring of inputs the model had no part
+  in making: clean data, corruptions (computed or pre-rendered) and Word Swap. Attacks, and the
+  scoring of what they return, stay float32: an adversarial example sits on the float32
+  model's decision boundary, so scoring it in bf16 (logits move by about 1e-2) measures
+  another model, and fp16 gradients underflow. amp changes numbers, so it enters the resume
+  fingerprint.
+- `channels_last`: the model's 4-D weights and every image batch in NHWC memory layout
+  (faster convolutions on GPUs with tensor cores); image batches (B, C, H, W) only.
+- `compile`: `torch.compile` of the model for every pass of the run, attacks included; tried
+  once on the first batch, so a machine where it cannot compile refuses before the run.
+
+channels_last and compile change floating-point rounding only, not what is computed, so they
+stay out of the resume fingerprint. This module imports torch inside its functions: the
+command line reads `AMP_DTYPES` for its choices without loading torch.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from robench._core.errors import ConfigError
+from robench.results.report import SpeedInfo
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+logger = logging.getLogger(__name__)
+
+# --amp NAME -> the torch dtype autocast computes in.
+AMP_DTYPES: dict[str, str] = {"bf16": "bfloat16", "fp16": "float16"}
+
+
+@dataclass(frozen=True)
+class SpeedOptions:
+    """The speed modes of a run; the defaults are float32, contiguous memory, eager mode."""
+
+    amp: str | None = None  # a key of AMP_DTYPES: autocast dtype of clean/corruption scoring
+    channels_last: bool = False  # NHWC weights and image batches
+    compile: bool = False  # torch.compile the model for every pass of the run
+
+    def __post_init__(self) -> None:
+        if self.amp is not None and self.amp not in AMP_DTYPES:
+            raise ConfigError(
+                f"--amp {self.amp!r} is not a mixed-precision mode; pass one of "
+                f"{', '.join(AMP_DTYPES)}, or leave --amp out for float32."
+            )
+
+    def info(self, batch_size_used: int, note: str | None = None) -> SpeedInfo:
+        """What the report records: the modes, and the batch size the model ran on."""
+        return SpeedInfo(
+            amp=self.amp,
+            channels_last=self.channels_last,
+            compile=self.compile,
+            batch_size_used=batch_size_used,
+            batch_size_note=note,
+        )
+
+
+def check_speed(options: SpeedOptions, device: torch.device, inputs: torch.Tensor) -> None:
+    """Refuse, before the run, a mode this device, torch or the model's inputs cannot honour
+    (`inputs`: a batch as the task loads it)."""
+    if options.amp is not None:
+        _check_autocast(options.amp, device)
+    if options.channels_last and inputs.dim() != 4:
+        raise ConfigError(
+            f"--channels-last lays out image batches (B, C, H, W), but this model's batches "
+            f"have {inputs.dim()} dimensions (a language model's token ids are (B, T)); drop "
+            "--channels-last."
+        )
+    if options.compile:
+        import torch._dynamo
+
+        if not torch._dynamo.is_dynamo_supported():
+            raise ConfigError(
+                f"--compile needs torch.compile, which torch {torch.__version__} does not "
+                "support on this Python; drop --compile or use a Python torch.compile supports."
+            )
+
+
+def _check_autocast(amp: str, device: torch.device) -> None:
+    """Run one matrix product under autocast: the result's dtype says whether torch honours
+    the mode on this device (torch falls back to float32 with a warning where it does not)."""
+    import torch
+
+    dtype = getattr(torch, AMP_DTYPES[amp])
+    ones = torch.ones(2, 2, device=device)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with torch.autocast(device.type, dtype=dtype):
+                computed = (ones @ ones).dtype
+    except (RuntimeError, ValueError) as exc:  # e.g. a GPU without bfloat16
+        computed, reason = None, f" ({str(exc).strip().splitlines()[0].rstrip('.')})"
+    else:
+        reason = ""
+    if computed != dtype:
+        other = [name for name in AMP_DTYPES if name != amp]
+        raise ConfigError(
+            f"--amp {amp}: torch {torch.__version__} cannot autocast to {AMP_DTYPES[amp]} on "
+            f"{device.type}{reason}; pass --amp {other[0]}, or leave --amp out for float32."
+        )
+
+
+def prepare_model(model: nn.Module, options: SpeedOptions, example: torch.Tensor) -> nn.Module:
+    """The model the run uses: channels-last weights (in place) and/or compiled. A compiled
+    model is tried on `example` (one loaded batch), so a failure is a ConfigError now rather
+    than a crash in the middle of the run."""
+    import torch
+
+    if options.channels_last:
+        model.to(memory_format=torch.channels_last)
+    if not options.compile:
+        return model
+    compiled = torch.compile(model)
+    logger.info("compiling the model (torch.compile; the first batch takes longer)")
+    try:
+        with torch.inference_mode():
+            compiled(to_memory_format(options, example))
+    except Exception as exc:  # dynamo and inductor raise many kinds, a missing compiler too
+        text = str(exc).strip()
+        detail = text.splitlines()[0].rstrip(".") if text else type(exc).__name__
+        raise ConfigError(
+            f"--compile: torch.compile could not compile the model ({detail}); drop --compile "
+            "(on CPU, torch.compile needs a C++ compiler such as g++)."
+        ) from None
+    return compiled  # type: ignore[return-value]
+
+
+def to_memory_format(options: SpeedOptions, inputs: torch.Tensor) -> torch.Tensor:
+    """An image batch in the memory layout of the run (channels last under the option)."""
+    import torch
+
+    if options.channels_last and inputs.dim() == 4:
+        return inputs.contiguous(memory_format=torch.channels_last)
+    return inputs
+
+
+def scoring_precision(
+    options: SpeedOptions, device: torch.device, model_free: bool
+) -> AbstractContextManager[object]:
+    """The precision of one scoring pass: autocast under --amp when the inputs were made
+    without the model (`model_free`: clean, corruptions, Word Swap), float32 otherwise."""
+    if options.amp is None or not model_free:
+        return nullcontext()
+    import torch
+
+    return torch.autocast(device.type, dtype=getattr(torch, AMP_DTYPES[options.amp]))
