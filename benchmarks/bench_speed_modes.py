@@ -121,6 +121,8 @@ def main() -> None:
             )
             print(device, results[device])
     flags = " ".join(f for f, on in (("--quick", args.quick), ("--compile", args.compile)) if on)
+    if args.threads is not None:
+        flags = f"{flags} --threads {args.threads}".strip()
     lines = [
         START,
         "## Speed modes: float32 vs --amp vs --channels-last (benchmarks/bench_speed_modes.py)",
@@ -153,7 +155,8 @@ def main() -> None:
         "on a CPU without bf16 instructions autocast adds casts and may be slower, and "
         "`vit_nano_fmnist` has one convolution (its patch embedding), so channels-last "
         "changes little. Attacks always run in float32, so only clean and corruption passes "
-        "can gain from --amp.",
+        "can gain from --amp. On a shared machine (load average above the thread count) the "
+        "ratios move by up to 0.15 between runs; the top-1 column is exact.",
         END,
     ]
     section = "\n".join(lines)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 
+from robench._core.errors import ConfigError
+from robench.evaluation.request import _first_forward
 from robench.models.checks import check_model
+from robench.models.loading import load_model
 
 
 class _Quantised(nn.Module):
@@ -65,3 +69,20 @@ def test_randomness_is_found_on_the_few_samples_checked() -> None:
     found = check_model(Noisy(), *_batch(), gradients=False)
     assert found.randomized
     assert any("randomized" in warning for warning in found.warnings)
+
+
+def test_out_of_memory_in_the_first_checks_is_not_called_a_shape_error() -> None:
+    loaded = load_model("vit_nano_fmnist")
+
+    def out_of_memory() -> None:
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    with pytest.raises(ConfigError, match="ran out of GPU memory") as caught:
+        _first_forward(loaded, out_of_memory)
+    assert "--input-size" not in str(caught.value)
+
+    def wrong_shape() -> None:
+        raise RuntimeError("mat1 and mat2 shapes cannot be multiplied (4x10 and 16x3)")
+
+    with pytest.raises(ConfigError, match="cannot run on inputs"):
+        _first_forward(loaded, wrong_shape)

@@ -194,7 +194,8 @@ def test_every_check_shows_one_progress_bar(trained_classifier: nn.Module, fmnis
         progress=progress,
     )
     runs = battery_runs(budget, eps=8 / 255, norm="linf")
-    assert [bar[0] for bar in progress.bars] == [f"sanity {r.name}" for r in results]
+    assert [bar[0].split(" (")[0] for bar in progress.bars] == [f"sanity {r.name}" for r in results]
+    assert progress.bars[1][0] == "sanity monotone_in_eps (4 runs)"
     assert [r.name for r in results] == list(runs)
     for (name, total, advanced), check in zip(progress.bars, runs.values(), strict=True):
         # The gradients check runs on one batch (5 samples); the others on all, once per run.
@@ -259,3 +260,47 @@ def test_the_default_battery_costs_at_most_3x_its_suite(
     assert "black_box_not_stronger" in budget.left_out
     assert budget.wall_time_s > 0
     assert read_report(out).sanity_budget == budget
+
+
+@pytest.mark.parametrize(
+    ("flag", "in_suite", "expected"),
+    [(None, None, "auto"), (None, "quick", "quick"), ("full", "quick", "full")],
+)
+def test_the_flag_beats_the_suite_s_budget_which_beats_auto(
+    flag: str | None,
+    in_suite: str | None,
+    expected: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from robench.evaluation import sanity
+    from robench.evaluation.request import EvalRequest, _sanity
+    from robench.evaluation.suites import load_suite
+
+    key = f'sanity_budget = "{in_suite}"\n' if in_suite else ""
+    (tmp_path / "s.toml").write_text(_CLEAN_FGSM.replace("version = 1\n", "version = 1\n" + key))
+    seen: dict = {}
+    monkeypatch.setattr(sanity, "run_sanity", lambda *args, **kwargs: seen.update(kwargs) or [])
+    request = EvalRequest(
+        suite=str(tmp_path / "s.toml"),
+        data="x",
+        out=tmp_path / "r.json",
+        sanity=True,
+        sanity_budget=flag,
+    )
+    task = load_task("image-classification")
+    suite = load_suite(str(tmp_path / "s.toml"))
+    _, info = _sanity(request, suite, task, None, None, [0, 1, 2], torch.device("cpu"))  # type: ignore[arg-type]
+    assert info is not None and info.mode == expected
+    fixed = {"full": FULL_BUDGET, "quick": QUICK_BUDGET}
+    if expected in fixed:
+        assert seen["budget"] == dataclasses.replace(fixed[expected], samples=3)
+    else:  # no suite results to pay for: nothing fits under a cap of 0 passes
+        assert info.cap_passes == 0 and seen["budget"].samples == 0
+
+
+def test_an_unknown_budget_mode_is_one_config_error() -> None:
+    from robench._core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="'fast' is not a sanity budget; choose one of auto"):
+        choose_budget("fast", suite_passes=100, available_samples=20, norm="linf")

@@ -38,6 +38,7 @@ from robench.data.subset import indices_sha256, resolve_subset, select_indices
 from robench.data.unreadable import Unreadable, check_bad_image_policy, find_unreadable
 from robench.evaluation.environment import capture_environment
 from robench.evaluation.jobs import data_key, resolve_jobs
+from robench.evaluation.oom_fallback import is_out_of_memory
 from robench.evaluation.runner import EvalData, Job, Progress, RunTimes, run_plan
 from robench.evaluation.sample_store import (
     SampleRecords,
@@ -298,7 +299,13 @@ def _sanity(
         return [], None
     from robench._core.model_hooks import supports_adaptive_attack
     from robench.evaluation.sanity import run_sanity
-    from robench.evaluation.sanity_budget import budget_info, check_mode, choose_budget, suite_cost
+    from robench.evaluation.sanity_budget import (
+        EOT,
+        budget_info,
+        check_mode,
+        choose_budget,
+        suite_cost,
+    )
     from robench.perturbations.threat_models import NORMS
 
     mode = check_mode(request.sanity_budget or suite.sanity_budget or "auto")
@@ -344,6 +351,8 @@ def _sanity(
         progress=progress,
         randomized=randomized if mode == "auto" else None,  # auto: only what it planned
     )
+    # full and quick run EOT whenever the battery finds the model randomized: count it then.
+    flags["randomized"] = randomized or any(r.name == EOT for r in results)
     info = budget_info(
         budget,
         mode,
@@ -638,6 +647,12 @@ def _first_forward(loaded: LoadedModel, check: Callable[[], T]) -> T:
     try:
         return check()
     except (AssertionError, RuntimeError, ValueError, IndexError) as exc:
+        if is_out_of_memory(exc):  # the input fits the model; the GPU is too small for it
+            raise ConfigError(
+                f"{loaded.name} ran out of GPU memory on the first batch's checks (up to 64 "
+                "samples); pass a smaller --batch-size, free the GPU, or use one with more "
+                "memory."
+            ) from None
         prep = loaded.preprocessing
         size = f" of size {','.join(map(str, prep.input_size))}" if prep is not None else ""
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

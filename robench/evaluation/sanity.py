@@ -94,7 +94,8 @@ class _Battery:
     def measure(self, check: str) -> list[float]:
         """Top-1 accuracies of the check's attack runs, in order, under one progress bar."""
         runs = self.runs[check]
-        self.progress.start(f"sanity {check}", len(self.indices) * len(runs), 0)
+        name = f"sanity {check}" + (f" ({len(runs)} runs)" if len(runs) > 1 else "")
+        self.progress.start(name, len(self.indices) * len(runs), 0)
         try:
             return [self._accuracy(run) for run in runs]
         finally:

@@ -22,7 +22,6 @@ attacks are unchanged by these rules.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -31,8 +30,6 @@ from robench._core.errors import ConfigError
 from robench.evaluation.suites import PlannedPerturbation
 from robench.perturbations import PERTURBATIONS
 from robench.results.report import SanityBudgetInfo
-
-logger = logging.getLogger(__name__)
 
 CAP_FACTOR = 3  # auto: the battery costs at most this many times the suite
 EPS_SWEEP = (0.25, 0.5, 1.0, 2.0)  # the sweep's budgets, as multiples of eps

@@ -6,8 +6,8 @@ The three modes timm's validate.py offers (`--amp --amp-dtype`, `--channels-last
 - `amp` ("bf16", "fp16"): `torch.autocast` around the scoring of inputs the model had no part
   in making: clean data, corruptions (computed or pre-rendered) and Word Swap. Attacks, and the
   scoring of what they return, stay float32: an adversarial example sits on the float32
-  model's decision boundary, so scoring it in bf16 (logits move by about 1e-2) measures
-  another model, and fp16 gradients underflow. amp changes numbers, so it enters the resume
+  model's decision boundary, so scoring it in bf16 (8 significant bits) measures another
+  model, and fp16 gradients underflow. amp changes numbers, so it enters the resume
   fingerprint.
 - `channels_last`: the model's 4-D weights and every image batch in NHWC memory layout
   (faster convolutions on GPUs with tensor cores); image batches (B, C, H, W) only.
