@@ -140,10 +140,10 @@ def measure(kind: str, limit: int, batch: int, rounds: int, work: Path) -> dict[
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="few images, two rounds")
-    parser.add_argument("--limit-clean", type=int, default=5000)
+    parser.add_argument("--limit-clean", type=int, default=10000)  # the whole test split
     parser.add_argument("--limit-pgd", type=int, default=500)
     parser.add_argument("--batch-size", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
     parser.add_argument("--output", type=Path, default=ROOT / "reports" / "benchmarks.md")
     args = parser.parse_args()

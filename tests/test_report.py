@@ -9,7 +9,7 @@ import pytest
 
 from robench._core.errors import ConfigError
 from robench.results.metrics import wilson_interval
-from robench.results.report import read_report, report_json_schema, write_json_atomic
+from robench.results.report import read_report, report_json_schema, write_text_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -21,16 +21,16 @@ def test_committed_json_schema_matches_the_code() -> None:
 
 def test_atomic_write_leaves_no_temporary_files(tmp_path: Path) -> None:
     target = tmp_path / "sub" / "r.json"
-    write_json_atomic(target, {"a": 1})
+    write_text_atomic(target, '{"a": 1}\n')
     assert json.loads(target.read_text()) == {"a": 1}
     assert [p.name for p in target.parent.iterdir()] == ["r.json"]
 
 
-def test_atomic_write_keeps_the_old_file_when_serialisation_fails(tmp_path: Path) -> None:
+def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path: Path) -> None:
     target = tmp_path / "r.json"
-    write_json_atomic(target, {"ok": True})
-    with pytest.raises(TypeError):
-        write_json_atomic(target, {"bad": object()})
+    write_text_atomic(target, '{"ok": true}\n')
+    with pytest.raises(UnicodeEncodeError):  # fails part-way, after the temporary file opened
+        write_text_atomic(target, '{"bad": "\ud800"}\n')
     assert json.loads(target.read_text()) == {"ok": True}
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
 
@@ -62,7 +62,7 @@ def test_reports_and_checkpoints_get_the_users_usual_permissions(tmp_path: Path)
 
     old = os.umask(0o022)
     try:
-        write_json_atomic(tmp_path / "r.json", {"a": 1})
+        write_text_atomic(tmp_path / "r.json", '{"a": 1}\n')
         save_safetensors({"w": torch.zeros(2)}, tmp_path / "m.safetensors", {})
     finally:
         os.umask(old)

@@ -1,4 +1,5 @@
-"""What long work tells whoever displays progress (the CLI draws rich progress bars)."""
+"""What long work (the runner, the sanity battery, reading images) tells whoever displays
+progress; the CLI draws rich progress bars (robench/cli/_output.py)."""
 
 from __future__ import annotations
 
@@ -11,3 +12,16 @@ class Progress(Protocol):
     def advance(self, n: int) -> None: ...
 
     def finish(self) -> None: ...
+
+
+class NoProgress:
+    """Shows nothing: the default when no one displays progress."""
+
+    def start(self, name: str, total: int, done: int) -> None:
+        pass
+
+    def advance(self, n: int) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass

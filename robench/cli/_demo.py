@@ -21,9 +21,9 @@ from pathlib import Path
 
 import torch
 
+from robench._core.progress import Progress
 from robench.data import open_dataset
 from robench.evaluation.request import EvalRequest, evaluate
-from robench.evaluation.runner import Progress
 from robench.models.loading import load_model
 from robench.models.spec import bundled_cards
 from robench.results.compare import Comparison, build_comparison

@@ -31,6 +31,7 @@ from robench._core.errors import (
     RobenchError,
 )
 from robench._core.model_hooks import report_sections
+from robench._core.progress import Progress
 from robench._core.seeding import seed_everything
 from robench._core.version import __version__
 from robench.data import LabeledImages
@@ -39,7 +40,7 @@ from robench.data.unreadable import Unreadable, check_bad_image_policy, find_unr
 from robench.evaluation.environment import capture_environment
 from robench.evaluation.jobs import data_key, resolve_jobs
 from robench.evaluation.oom_fallback import is_out_of_memory
-from robench.evaluation.runner import EvalData, Job, Progress, RunTimes, run_plan
+from robench.evaluation.runner import EvalData, Job, RunTimes, run_plan
 from robench.evaluation.sample_store import (
     SampleRecords,
     SampleStore,

@@ -34,8 +34,9 @@ from torch.utils.data import Dataset
 
 from robench._core.batching import batch_indices
 from robench._core.model_hooks import supports_adaptive_attack
+from robench._core.progress import NoProgress, Progress
 from robench._core.seeding import derive_seed
-from robench.evaluation.runner import Progress, _NoProgress, perturb_and_score
+from robench.evaluation.runner import perturb_and_score
 from robench.evaluation.sanity_budget import (
     ADAPTIVE,
     BLACK_BOX,
@@ -295,7 +296,7 @@ def run_sanity(
         task,
         norm,
         budget.pgd_steps,
-        progress or _NoProgress(),
+        progress or NoProgress(),
     )
     if chosen:
         b.runs = battery_runs(

@@ -305,8 +305,8 @@ def check_writable(path: Path, option: str = "--out", example: str = "report.jso
 _PATH_ERRORS = (PermissionError, IsADirectoryError, NotADirectoryError, FileExistsError)
 
 
-def write_json_atomic(path: Path, payload: Any) -> None:
-    """Write JSON next to `path` then rename, so readers never see a half-written file."""
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write `text` next to `path` then rename, so readers never see a half-written file."""
     try:
         check_writable(path, "output")
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -316,8 +316,7 @@ def write_json_atomic(path: Path, payload: Any) -> None:
     try:
         give_default_mode(fd)  # mkstemp makes 0600
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(payload, fh, indent=2)
-            fh.write("\n")
+            fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -329,7 +328,9 @@ def write_json_atomic(path: Path, payload: Any) -> None:
 
 
 def write_report(report: Report, path: Path) -> None:
-    write_json_atomic(path, report.model_dump(mode="json"))
+    # pydantic's serializer: several times faster than the json module with indent, which
+    # matters for reports with 50,000 per-sample rows.
+    write_text_atomic(path, report.model_dump_json(indent=2) + "\n")
 
 
 def load_json(path: Path, what: str, fix: str) -> Any:
