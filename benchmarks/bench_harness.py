@@ -185,7 +185,8 @@ def main() -> None:
         "",
         "The goal is judged on everything included: each side loads the model and its "
         "checkpoint, opens the data and runs its batches; robench also checks the model (two "
-        "forwards and a gradient) and every batch, and writes its per-sample store and report. "
+        "forwards, and a gradient when the suite attacks) and every batch, and writes its "
+        "per-sample store and report. "
         '"Batch loops only" compares the two batch loops alone (robench\'s per-result '
         "`wall_time_s` against the loop's own timer), leaving out both sides' fixed costs. "
         "The loop's PGD draws its random start from torch's global RNG; robench seeds each "

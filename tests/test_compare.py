@@ -309,3 +309,20 @@ def test_help_is_reflowed_by_the_terminal_and_promises_nothing_missing() -> None
             room = 78 - len(line.rstrip())  # rich pads the help by one column each side
             assert len(following.split()[0]) + 1 > room, f"hard break after {line.strip()!r}"
     assert "perplexity" not in result.stdout.lower() and "mCE" not in result.stdout
+
+
+def test_reports_scored_in_different_precisions_get_a_note() -> None:
+    from robench.results.gate import check_pairable
+    from robench.results.report import SpeedInfo
+
+    base = _paper_report("deit_tiny")
+    amp = _paper_report("deit_tiny").model_copy(
+        update={
+            "speed": SpeedInfo(amp="bf16", channels_last=False, compile=False, batch_size_used=64)
+        }
+    )
+    same = build_comparison([("a.json", base), ("b.json", _paper_report("deit_tiny"))])
+    assert not any("precisions" in note for note in same.notes)
+    mixed = build_comparison([("a.json", base), ("b.json", amp)])
+    assert any("#1 float32, deit_tiny @" in note and "#2 bf16" in note for note in mixed.notes)
+    assert any("different precisions" in note for note in check_pairable(base, amp))

@@ -27,7 +27,7 @@ from robench.results.aggregates import find_aggregate
 from robench.results.metrics import MetricDisplay as MetricDisplay
 from robench.results.metrics import higher_is_better
 from robench.results.metrics import metric_display as metric_display
-from robench.results.report import AggregateResult, Report
+from robench.results.report import AggregateResult, Report, precision_note
 
 ColumnKey = tuple[str, str]  # (perturbation, metric)
 
@@ -123,6 +123,9 @@ def _dataset_notes(labels: list[str], reports: list[Report]) -> list[str]:
     datasets = {(r.data.kind, r.data.split, r.data.n_total, r.data.classes) for r in reports}
     if len(datasets) > 1:
         notes.append("the reports were evaluated on different datasets (kind, split or size).")
+    precision = precision_note(reports, labels)
+    if precision:
+        notes.append(precision)
     groups: dict[str, list[str]] = {}
     for label, report in zip(labels, reports, strict=True):
         groups.setdefault(report.data.indices_sha256, []).append(label)

@@ -36,7 +36,7 @@ from robench.results.gate_checks import format_amount as format_amount
 from robench.results.gate_policy import Policy, Tolerance
 from robench.results.metrics import find_metric, higher_is_better, metric_display
 from robench.results.ratio_statistics import RatioOfSums, paired_statistic_bootstrap
-from robench.results.report import PerturbationResult, Report
+from robench.results.report import PerturbationResult, Report, precision_note
 from robench.results.stats import (
     discordant_pairs,
     mcnemar_exact,
@@ -194,6 +194,9 @@ def check_pairable(baseline: Report, candidate: Report) -> list[str]:
         other = candidate.datasets[name].path
         if data.path != other:
             notes.append(f"data paths of {name!r} differ ({data.path} vs {other}).")
+    precision = precision_note([baseline, candidate], ["baseline", "candidate"])
+    if precision:
+        notes.append(precision)
     baseline_names = {r.name for r in baseline.results}
     extra = [r.name for r in candidate.results if r.name not in baseline_names]
     if extra:

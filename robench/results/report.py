@@ -202,6 +202,23 @@ class SpeedInfo(_Strict):
     batch_size_note: str | None = None  # where batches were first split, when they were
 
 
+def scoring_precision_of(report: Report) -> str:
+    """The precision a report scored clean and corruption inputs in: "float32", "bf16"..."""
+    return (report.speed.amp if report.speed else None) or "float32"
+
+
+def precision_note(reports: list[Report], labels: list[str]) -> str | None:
+    """A sentence when reports scored clean and corruption inputs in different precisions."""
+    precisions = [scoring_precision_of(r) for r in reports]
+    if len(set(precisions)) < 2:
+        return None
+    shown = ", ".join(f"{label} {p}" for label, p in zip(labels, precisions, strict=True))
+    return (
+        f"the reports scored clean and corruption inputs in different precisions ({shown}; "
+        "--amp), so their differences there include the precision's."
+    )
+
+
 class SanityBudgetInfo(_Strict):
     """What the sanity battery was allowed to spend (`--sanity-budget`) and what it cost.
 
