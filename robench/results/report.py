@@ -207,12 +207,12 @@ def scoring_precision_of(report: Report) -> str:
     return (report.speed.amp if report.speed else None) or "float32"
 
 
-def precision_note(reports: list[Report], labels: list[str]) -> str | None:
+def precision_note(reports: list[Report], names: list[str]) -> str | None:
     """A sentence when reports scored clean and corruption inputs in different precisions."""
     precisions = [scoring_precision_of(r) for r in reports]
     if len(set(precisions)) < 2:
         return None
-    shown = ", ".join(f"{label} {p}" for label, p in zip(labels, precisions, strict=True))
+    shown = ", ".join(f"{name} {p}" for name, p in zip(names, precisions, strict=True))
     return (
         f"the reports scored clean and corruption inputs in different precisions ({shown}; "
         "--amp), so their differences there include the precision's."
