@@ -107,8 +107,7 @@ def cpu_threads(
     it launched this one), None when unreadable: it tells torchrun's `OMP_NUM_THREADS=1`
     default from the user's own.
     """
-    local = int(environ.get("LOCAL_WORLD_SIZE", environ.get("WORLD_SIZE", "1")))
-    share = max(1, cores // max(1, local))
+    share = max(1, cores // _local_processes(environ))
     if "MKL_NUM_THREADS" in environ:
         return None
     omp = environ.get("OMP_NUM_THREADS")
@@ -117,6 +116,11 @@ def cpu_threads(
     if _torchrun_default(environ, launcher_environ) and current == 1:
         return share  # current == 1: not changed by the caller (torch.set_num_threads)
     return None
+
+
+def _local_processes(environ: Mapping[str, str]) -> int:
+    """How many processes of this run share this node (torchrun's LOCAL_WORLD_SIZE)."""
+    return max(1, int(environ.get("LOCAL_WORLD_SIZE", environ.get("WORLD_SIZE", "1"))))
 
 
 def _torchrun_default(environ: Mapping[str, str], launcher: Mapping[str, str] | None) -> bool:
@@ -156,7 +160,7 @@ def share_cpu() -> int:
         torch.set_num_threads(chosen)
         logger.debug("torch intra-op threads: %d -> %d (share of %d CPUs)", current, chosen, cores)
     threads = torch.get_num_threads()
-    local = int(os.environ.get("LOCAL_WORLD_SIZE", os.environ.get("WORLD_SIZE", "1")))
+    local = _local_processes(os.environ)
     user_choice = chosen is None
     if user_choice and threads * local > cores and os.environ.get("LOCAL_RANK", "0") == "0":
         logger.warning(

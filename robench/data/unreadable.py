@@ -15,8 +15,9 @@ from typing import Any
 
 from torch.utils.data import DataLoader, Dataset
 
+from robench._core.batching import batch_indices
 from robench._core.errors import ConfigError, DataError
-from robench._core.progress import Progress
+from robench._core.progress import NoProgress, Progress
 
 BAD_IMAGE_POLICIES = ("stop", "skip")
 
@@ -65,15 +66,13 @@ def find_unreadable(
     name: str = "reading images",
 ) -> list[Unreadable]:
     """The samples of `indices` that `dataset` cannot read, in index order."""
-    chunks = [list(indices[i : i + _CHUNK]) for i in range(0, len(indices), _CHUNK)]
+    chunks = batch_indices(indices, _CHUNK)
     loader = DataLoader(_Probe(dataset), batch_sampler=chunks, num_workers=workers, collate_fn=list)
-    if progress is not None:
-        progress.start(name, len(indices), 0)
+    progress = progress or NoProgress()
+    progress.start(name, len(indices), 0)
     found: list[Unreadable] = []
     for chunk, results in zip(chunks, loader, strict=True):
         found += [result for result in results if result is not None]
-        if progress is not None:
-            progress.advance(len(chunk))
-    if progress is not None:
-        progress.finish()
+        progress.advance(len(chunk))
+    progress.finish()
     return found

@@ -30,7 +30,7 @@ from robench._core.errors import (
     DataError,
     RobenchError,
 )
-from robench._core.model_hooks import report_sections
+from robench._core.model_hooks import report_sections, supports_adaptive_attack
 from robench._core.progress import Progress
 from robench._core.seeding import seed_everything
 from robench._core.version import __version__
@@ -298,7 +298,6 @@ def _sanity(
     suite = loaded_suite.suite
     if not (request.sanity or suite.sanity):
         return [], None
-    from robench._core.model_hooks import supports_adaptive_attack
     from robench.evaluation.sanity import run_sanity
     from robench.evaluation.sanity_budget import (
         EOT,
