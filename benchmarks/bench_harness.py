@@ -143,7 +143,7 @@ def main() -> None:
     parser.add_argument("--limit-clean", type=int, default=10000)  # the whole test split
     parser.add_argument("--limit-pgd", type=int, default=500)
     parser.add_argument("--batch-size", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=12)
     parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
     parser.add_argument("--output", type=Path, default=ROOT / "reports" / "benchmarks.md")
     args = parser.parse_args()
@@ -185,8 +185,8 @@ def main() -> None:
         "",
         "The goal is judged on everything included: each side loads the model and its "
         "checkpoint, opens the data and runs its batches; robench also checks the model (two "
-        "forwards, and a gradient when the suite attacks) and every batch, and writes its "
-        "per-sample store and report. "
+        "forwards, and a gradient when the suite attacks), every attacked batch (clean: the "
+        "first batch's pixel values), and writes its per-sample store and report. "
         '"Batch loops only" compares the two batch loops alone (robench\'s per-result '
         "`wall_time_s` against the loop's own timer), leaving out both sides' fixed costs. "
         "The loop's PGD draws its random start from torch's global RNG; robench seeds each "

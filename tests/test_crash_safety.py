@@ -296,11 +296,22 @@ def test_store_drops_a_torn_last_line_and_refuses_a_corrupt_middle_one(tmp_path:
     path.write_bytes(whole + b'{"p":"clean","i":[4,5],"y":[4')  # killed mid-write
     store = SampleStore(path, FINGERPRINT, resume=True)
     assert store.records == {"clean": {i: {"y": i} for i in range(4)}}
+    assert store.done("clean") == {0, 1, 2, 3}  # what a resumed run skips
+    store.append("clean", [4, 5], _columns([4, 5]))
+    assert store.records["clean"][5] == {"y": 5}
     store.close()
-    assert path.read_bytes() == whole  # the torn bytes are gone, the whole batches kept
+    assert path.read_bytes().startswith(whole)  # the torn bytes are gone, whole batches kept
 
     lines = whole.splitlines(keepends=True)
-    for bad in (b"{not json\n", b'{"p":"clean","i":[0,1],"y":[0]}\n', b"[1, 2]\n", b"\xff\xfe\n"):
+    bad_lines = (
+        b"{not json\n",
+        b'{"p":"clean","i":[0,1],"y":[0]}\n',  # a column shorter than the indices
+        b'{"p":"clean","i":[[0],1],"y":[0,1]}\n',  # indices that are not integers
+        b'{"p":"clean","i":3,"y":[0]}\n',
+        b"[1, 2]\n",
+        b"\xff\xfe\n",
+    )
+    for bad in bad_lines:
         path.write_bytes(lines[0] + bad + lines[2])
         with pytest.raises(ResumeError, match=r"r\.samples\.jsonl line 2 is corrupt.*--overwrite"):
             SampleStore(path, FINGERPRINT, resume=True)

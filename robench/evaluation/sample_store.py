@@ -35,11 +35,20 @@ FSYNC_INTERVAL_S = 1.0  # finished batches reach the disk at least this often
 
 # A perturbation's records: dataset index -> the task's record of that sample.
 SampleRecords = dict[int, dict[str, Any]]
+# A perturbation's stored batches, in order: (indices, the task's record columns).
+Batches = list[tuple[list[int], Columns]]
+
+# One encoder for every line: json.dumps would build one per call; the store writes only
+# fresh dicts and lists, so the check for circular references is skipped.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), check_circular=False)
 
 
-def _rows(indices: list[int], columns: Columns) -> SampleRecords:
-    """Column lists aligned with `indices` -> one record per index."""
-    return dict(zip(indices, records_of(columns), strict=True))
+def _records(batches: Batches) -> SampleRecords:
+    """Batches -> one record per index (a later batch wins, as when appended)."""
+    records: SampleRecords = {}
+    for indices, columns in batches:
+        records.update(zip(indices, records_of(columns), strict=True))
+    return records
 
 
 def samples_path_for(report_path: Path, rank: int | None = None) -> Path:
@@ -53,12 +62,12 @@ def merge_records(paths: list[Path], fingerprint: dict[str, Any]) -> dict[str, S
 
     Read only, without the lock: every rank reads every file once all ranks have closed theirs.
     """
-    merged: dict[str, SampleRecords] = {}
+    merged: dict[str, Batches] = {}
     for path in paths:
         raw = path.read_bytes()
-        for name, records in _parse(path, raw[: raw.rfind(b"\n") + 1], fingerprint).items():
-            merged.setdefault(name, {}).update(records)
-    return merged
+        for name, batches in _parse(path, raw[: raw.rfind(b"\n") + 1], fingerprint).items():
+            merged.setdefault(name, []).extend(batches)
+    return {name: _records(batches) for name, batches in merged.items()}
 
 
 class SampleStore:
@@ -67,7 +76,10 @@ class SampleStore:
     def __init__(self, path: Path, fingerprint: dict[str, Any], *, resume: bool) -> None:
         self.path = path
         self.fingerprint = fingerprint
-        self.records: dict[str, SampleRecords] = {}
+        # Records are built when asked for (`records`): per batch, only its columns are kept,
+        # and which indices are done.
+        self._batches: dict[str, Batches] = {}
+        self._done: dict[str, set[int]] = {}
         self._synced = 0.0  # monotonic time of the last fsync
         # Locked before anything is read or truncated: a running run's file is never touched.
         self._lock = StoreLock(path).acquire()
@@ -105,23 +117,34 @@ class SampleStore:
             )
             with self.path.open("r+b") as fh:
                 fh.truncate(len(complete))
-        self.records = _parse(self.path, complete, self.fingerprint)
+        self._batches = _parse(self.path, complete, self.fingerprint)
+        for name, batches in self._batches.items():
+            self.done(name).update(i for indices, _ in batches for i in indices)
 
     def _write(self, obj: dict[str, Any], *, sync: bool = False) -> None:
-        self._fh.write(json.dumps(obj, separators=(",", ":")) + "\n")
+        self._fh.write(_ENCODER.encode(obj) + "\n")
         self._fh.flush()  # in the kernel's hands: survives the death of this process
         now = time.monotonic()
         if sync or now - self._synced >= FSYNC_INTERVAL_S:
             os.fsync(self._fh.fileno())
             self._synced = now
 
-    def records_for(self, name: str) -> SampleRecords:
-        return self.records.setdefault(name, {})
+    @property
+    def records(self) -> dict[str, SampleRecords]:
+        """Every perturbation's records so far: dataset index -> the task's record."""
+        return {name: _records(batches) for name, batches in self._batches.items()}
+
+    def done(self, name: str) -> set[int]:
+        """The dataset indices of `name` already stored."""
+        return self._done.setdefault(name, set())
 
     def append(self, name: str, indices: list[int], columns: Columns) -> None:
         """Store one finished batch: the task's record columns, aligned with `indices`."""
-        self.records_for(name).update(_rows(indices, columns))
+        if any(len(values) != len(indices) for values in columns.values()):
+            raise ValueError(f"{name}: every column must hold one value per index")
         self._write({"p": name, "i": indices, **columns})
+        self._batches.setdefault(name, []).append((indices, columns))
+        self.done(name).update(indices)
 
     def mark_complete(self) -> None:
         self._write({"complete": True}, sync=True)
@@ -136,8 +159,8 @@ class SampleStore:
             self._lock.release()
 
 
-def _parse(path: Path, complete: bytes, fingerprint: dict[str, Any]) -> dict[str, SampleRecords]:
-    """The records of a store's whole lines; a wrong header or a bad line is a ResumeError."""
+def _parse(path: Path, complete: bytes, fingerprint: dict[str, Any]) -> dict[str, Batches]:
+    """The batches of a store's whole lines; a wrong header or a bad line is a ResumeError."""
     lines = complete.splitlines()
     try:
         header = json.loads(lines[0]) if lines else {}
@@ -155,20 +178,24 @@ def _parse(path: Path, complete: bytes, fingerprint: dict[str, Any]) -> dict[str
             f"cannot resume from {path}: it was written by a different run "
             f"(differs in {', '.join(changed)}); use the same command, or drop --resume."
         )
-    records: dict[str, SampleRecords] = {}
+    batches: dict[str, Batches] = {}
     for number, line in enumerate(lines[1:], start=2):
         try:
             entry = json.loads(line)
             if entry == {"complete": True}:  # the marker of an earlier finished run
                 continue
             name, indices = entry.pop("p"), entry.pop("i")
-            records.setdefault(name, {}).update(_rows(indices, entry))
+            if not isinstance(indices, list) or not all(isinstance(i, int) for i in indices):
+                raise ValueError("the indices are not a list of integers")
+            if any(len(values) != len(indices) for values in entry.values()):
+                raise ValueError("a column does not align with the indices")
+            batches.setdefault(name, []).append((indices, entry))
         except (ValueError, TypeError, KeyError, AttributeError):  # JSON, UTF-8, shape
             raise ResumeError(
                 f"{path} line {number} is corrupt (not one whole batch record), so its results "
                 "cannot be trusted; rerun with --overwrite instead of --resume to start again."
             ) from None
-    return records
+    return batches
 
 
 def is_complete(samples: Path) -> bool:

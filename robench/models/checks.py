@@ -34,7 +34,7 @@ def train_mode_warnings(model: nn.Module) -> list[str]:
 
 # Images the randomness and output-form checks run on: any sample shows randomness, and the
 # checks run before every evaluation, so they stay cheap.
-_FORWARD_CHECK_SAMPLES = 16
+_FORWARD_CHECK_SAMPLES = 8
 
 
 def check_model(

@@ -121,6 +121,8 @@ class Perturbation(abc.ABC):
     # Whether the perturbed inputs depend on the model (attacks). Inputs made without it
     # (clean, corruptions, Word Swap) may be scored in mixed precision (`robench eval --amp`).
     uses_model: ClassVar[bool] = True
+    # Returns its inputs unchanged (clean): the runner scores loaded batches directly.
+    identity: ClassVar[bool] = False
 
     def __init__(self, params: PerturbationParams) -> None:
         self.params = params

@@ -22,6 +22,7 @@ class Clean(Perturbation):
 
     Params = CleanParams
     uses_model: ClassVar[bool] = False
+    identity: ClassVar[bool] = True
 
     def perturb(
         self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
