@@ -154,13 +154,15 @@ def test_same_command_gives_the_same_report(checkpoint: Path, tmp_path: Path) ->
     assert [r.metrics for r in a.results] == [r.metrics for r in b.results]
 
 
-def _torchrun_eval(checkpoint: Path, suite: str, out: Path) -> subprocess.CompletedProcess:
+def _torchrun_eval(
+    checkpoint: Path, suite: str, out: Path, *extra: str
+) -> subprocess.CompletedProcess:
     """`robench eval` in two gloo processes, with `_request`'s limit, batch size and seed."""
     torchrun = Path(sys.executable).with_name("torchrun")
     done = subprocess.run(
         [str(torchrun), "--nproc_per_node=2", "-m", "robench", "eval", "-c", str(checkpoint),
          "--suite", suite, "--limit", "48", "--batch-size", "16", "--seed", "3",
-         "-o", str(out), "--format", "json"],
+         "-o", str(out), "--format", "json", *extra],
         capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -178,6 +180,47 @@ def test_torchrun_shards_batches_and_writes_the_same_report(
     printed = json.loads(done.stdout)  # one report on stdout, rank 0's
     assert printed["datasets"]["default"]["n_samples"] == 48
     assert (tmp_path / "sharded.samples.rank1.jsonl").exists()
+
+
+# Imported by both ranks (--import): rank 1's run model fails above 4 samples with CUDA's
+# out-of-memory error, simulated on CPU.
+RANK1_OUT_OF_MEMORY = """
+import os
+
+import torch
+
+import robench.evaluation.request as request
+
+if os.environ.get("RANK") == "1":
+    class _OutOfMemoryAbove4(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, x):
+            if x.shape[0] > 4:
+                raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 1 GiB")
+            return self.model(x)
+
+    prepare = request.prepare_model
+    request.prepare_model = lambda *args: _OutOfMemoryAbove4(prepare(*args))
+"""
+
+
+def test_torchrun_reports_the_smallest_batch_any_rank_ran_on(
+    checkpoint: Path, tmp_path: Path
+) -> None:
+    suite = tmp_path / "clean.toml"
+    suite.write_text('name = "c"\nversion = 1\n[[perturbations]]\nkind = "clean"\n')
+    plugin = tmp_path / "rank1_oom.py"
+    plugin.write_text(RANK1_OUT_OF_MEMORY)
+    out = tmp_path / "sharded.json"
+    _torchrun_eval(checkpoint, str(suite), out, "--import", str(plugin))
+    report = json.loads(out.read_text())
+    assert report["speed"]["batch_size_used"] == 4  # rank 1's, where rank 0 kept 16
+    assert "clean batch 1 on 16 samples" in report["speed"]["batch_size_note"]
+    single = evaluate(_request(checkpoint, tmp_path / "one.json", suite=str(suite)))
+    assert report["samples"] == single.model_dump(mode="json")["samples"]
 
 
 AUTOATTACK_SUITE = """

@@ -19,13 +19,15 @@ import os
 from collections.abc import Mapping, Sized
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch import nn
 from torch.utils.data import DistributedSampler
 
 from robench._core.errors import ConfigError
+
+T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +90,14 @@ class DistributedContext:
     def barrier(self) -> None:
         if self.enabled:
             torch.distributed.barrier()
+
+    def gather(self, value: T) -> list[T]:
+        """`value` of every rank, in rank order (a list of one when not distributed)."""
+        if not self.enabled:
+            return [value]
+        values: list[Any] = [None] * self.world_size
+        torch.distributed.all_gather_object(values, value)
+        return values
 
     def close(self) -> None:
         if self.enabled and torch.distributed.is_initialized():

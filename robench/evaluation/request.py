@@ -817,6 +817,10 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         dist.barrier()
         ranks = range(dist.world_size)
         records = merge_records([samples_path_for(request.out, r) for r in ranks], fingerprint)
+        # A rank that ran out of GPU memory split its batches: the report gives the smallest
+        # size any rank ran on, and where that rank first split.
+        sizes = dist.gather((times.batch_size_used, times.batch_size_note))
+        times.batch_size_used, times.batch_size_note = min(sizes, key=lambda size: size[0])
 
     results, samples = _results(loaded_suite, task, jobs, records, times)
     result_checks = check_attack_order(results)
