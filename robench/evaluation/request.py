@@ -510,6 +510,7 @@ def _label_space_info(dataset: LabeledImages) -> LabelSpaceInfo | None:
 def _data_info(
     dataset: LabeledImages,
     indices: list[int],
+    indices_hash: str,  # indices_sha256(indices), as the run's fingerprint has it
     limit: int | None,
     subset: str | None,
     skipped: list[Unreadable],
@@ -525,7 +526,7 @@ def _data_info(
         n_total=len(dataset),
         n_samples=len(indices),
         limit=limit,
-        indices_sha256=indices_sha256(indices),
+        indices_sha256=indices_hash,
         classes=len(dataset.classes),
         class_index_note=dataset.class_index_note,
         subset=subset,
@@ -769,11 +770,12 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
     check_speed(request.speed, device, first_batches[default_name][0])
     run_model = prepare_model(loaded.model, request.speed, first_batches[default_name][0])
     env = capture_environment(device)
+    indices_hashes = {name: indices_sha256(d.indices) for name, d in data.items()}
     fingerprint = {
         "checkpoint_sha256": loaded.checkpoint.sha256 if loaded.checkpoint else None,
         "architecture": loaded.architecture,
         "suite_sha256": loaded_suite.sha256,
-        "indices_sha256": {name: indices_sha256(d.indices) for name, d in data.items()},
+        "indices_sha256": indices_hashes,
         "seed": request.seed,
         "batch_size": request.batch_size,
         "device": device.type,
@@ -873,6 +875,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
             name: _data_info(
                 datasets[name],
                 list(d.indices),
+                indices_hashes[name],
                 request.limit,
                 subsets.get(name),
                 skipped.get(name, []),
