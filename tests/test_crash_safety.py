@@ -308,6 +308,7 @@ def test_store_drops_a_torn_last_line_and_refuses_a_corrupt_middle_one(tmp_path:
         b'{"p":"clean","i":[0,1],"y":[0]}\n',  # a column shorter than the indices
         b'{"p":"clean","i":[[0],1],"y":[0,1]}\n',  # indices that are not integers
         b'{"p":"clean","i":3,"y":[0]}\n',
+        b'{"p":"clean","i":[0,1]}\n',  # no columns
         b"[1, 2]\n",
         b"\xff\xfe\n",
     )

@@ -140,8 +140,8 @@ class SampleStore:
 
     def append(self, name: str, indices: list[int], columns: Columns) -> None:
         """Store one finished batch: the task's record columns, aligned with `indices`."""
-        if any(len(values) != len(indices) for values in columns.values()):
-            raise ValueError(f"{name}: every column must hold one value per index")
+        if not columns or any(len(values) != len(indices) for values in columns.values()):
+            raise ValueError(f"{name}: a batch needs columns of one value per index")
         self._write({"p": name, "i": indices, **columns})
         self._batches.setdefault(name, []).append((indices, columns))
         self.done(name).update(indices)
@@ -187,8 +187,8 @@ def _parse(path: Path, complete: bytes, fingerprint: dict[str, Any]) -> dict[str
             name, indices = entry.pop("p"), entry.pop("i")
             if not isinstance(indices, list) or not all(isinstance(i, int) for i in indices):
                 raise ValueError("the indices are not a list of integers")
-            if any(len(values) != len(indices) for values in entry.values()):
-                raise ValueError("a column does not align with the indices")
+            if not entry or any(len(values) != len(indices) for values in entry.values()):
+                raise ValueError("no columns, or a column not aligned with the indices")
             batches.setdefault(name, []).append((indices, entry))
         except (ValueError, TypeError, KeyError, AttributeError):  # JSON, UTF-8, shape
             raise ResumeError(
