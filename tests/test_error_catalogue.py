@@ -55,6 +55,8 @@ class Case:
     traceback: bool = False  # --debug: a traceback is expected as well
     read_only: Path | None = None  # a directory the case pretends is not writable
     absent: list[str] = field(default_factory=list)  # phrases that must not appear
+    # robench attributes the case replaces for its run (a simulated fault), restored after
+    patches: dict[str, object] = field(default_factory=dict)
 
 
 def _png(path: Path, seed: int, size: int = 28) -> None:
@@ -220,6 +222,19 @@ def _plugin(tmp: Path) -> str:
     return _write(tmp / "plugin.py", "import sys\n\nsys.exit(0)\n")
 
 
+def _out_of_memory(*args: object, **kwargs: object) -> None:
+    """CUDA running out of memory, simulated on this CPU."""
+    raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 1 GiB")
+
+
+# Out of GPU memory in the checks before the run, or on every batch of the run (the model
+# prepare_model returns), down to a single sample.
+OOM_IN_CHECKS = {
+    "robench.tasks.image_classification.ImageClassification.check_data": _out_of_memory
+}
+OOM_IN_RUN = {"robench.evaluation.request.prepare_model": lambda *args: _out_of_memory}
+
+
 # id -> (tmp_path, shared data) -> the case; one per row of docs/errors.md.
 CASES: dict[str, Callable[[Path, Path], Case]] = {
     "usage-bad-int": lambda t, d: Case(_eval(t, d, "--limit", "abc")),
@@ -253,6 +268,8 @@ CASES: dict[str, Callable[[Path, Path], Case]] = {
     "limit-beyond-data": lambda t, d: Case(_eval(t, d, "--limit", "100000")),
     "limit-beyond-subset": lambda t, d: Case(_eval(t, d, "--subset", _write(t / "subset.txt", "0\n1\n2\n"), "--limit", "5")),
     "device-without-gpu": lambda t, d: Case(_eval(t, d, "--device", "cuda")),
+    "gpu-memory-checks": lambda t, d: Case(_eval(t, d), patches=OOM_IN_CHECKS),
+    "gpu-memory-single-sample": lambda t, d: Case(_eval(t, d, "-b", "4"), patches=OOM_IN_RUN),
     "plugin-exits": lambda t, d: Case(_eval(t, d, "--import", _plugin(t))),
     "plugin-missing": lambda t, d: Case(_eval(t, d, "--import", str(t / "missing.py"))),
     "no-checkpoint": lambda t, d: Case(["eval", "vit_nano_patch4_28", "-s", str(d / "clean.toml"), "-d", str(d / "imgs"), "-o", str(t / "out" / "r.json")]),
@@ -329,6 +346,8 @@ def test_error(case_id: str, data: Path, tmp_path: Path, monkeypatch: pytest.Mon
         monkeypatch.setattr(
             os, "access", lambda p, mode, **kw: str(p) != denied and real_access(p, mode, **kw)
         )
+    for target, replacement in case.patches.items():
+        monkeypatch.setattr(target, replacement)
     before = _snapshot(tmp_path, data)
 
     result = CliRunner().invoke(app, case.args)

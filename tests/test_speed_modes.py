@@ -148,6 +148,53 @@ def test_out_of_memory_on_a_single_sample_is_one_error_line(
     assert not out.exists() and not samples_path_for(out).exists()
 
 
+class _OutOfMemoryAfter(nn.Module):
+    """The model, but every call after the first `calls` runs out of GPU memory (simulated):
+    the GPU filled up part-way through the run."""
+
+    def __init__(self, model: nn.Module, calls: int) -> None:
+        super().__init__()
+        self.model, self.calls = model, calls
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls -= 1
+        if self.calls < 0:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 1 GiB")
+        return self.model(x)
+
+
+def test_out_of_memory_part_way_keeps_the_finished_batches_for_resume(
+    tmp_path: Path, clean_suite: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "r.json"
+    args = ["eval", MODEL, "-s", clean_suite, "--limit", "16", "-b", "4", "-o", str(out)]
+    with monkeypatch.context() as patch:
+        patch.setattr(
+            "robench.evaluation.request.prepare_model",
+            lambda model, options, example: _OutOfMemoryAfter(model, 2),
+        )
+        result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, result.output
+    assert "out of GPU memory on a single sample at clean batch 2" in errors[0]
+    assert "rerun the same command with --resume" in errors[0]
+    assert not out.exists()
+    kept = samples_path_for(out).read_text().splitlines()
+    assert len(kept) == 3  # the header and batches 0 and 1
+
+    resumed = CliRunner().invoke(app, [*args, "--resume"])
+    assert resumed.exit_code == 0, resumed.output
+    whole = CliRunner().invoke(app, [*args[:-1], str(tmp_path / "whole.json")])
+    assert whole.exit_code == 0, whole.output
+    report, baseline = (
+        json.loads(out.read_text()),
+        json.loads((tmp_path / "whole.json").read_text()),
+    )
+    assert report["samples"] == baseline["samples"]
+    assert report["results"][0]["metrics"] == baseline["results"][0]["metrics"]
+
+
 def test_the_part_size_always_divides_the_batch_size() -> None:
     def sizes(size: int) -> list[int]:
         found = [size]

@@ -48,6 +48,11 @@ class ConfigError(RobenchError):
     """A suite, model card, policy or command-line option is invalid."""
 
 
+class DeviceMemoryError(ConfigError):
+    """The GPU cannot hold even one sample. Unlike bad input, it leaves the finished batches
+    valid: on a larger GPU, `--resume` continues the run."""
+
+
 class CheckpointError(RobenchError):
     """A checkpoint cannot be read safely or does not fit the model."""
 

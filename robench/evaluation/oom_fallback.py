@@ -4,8 +4,8 @@ When a batch's work (attack and scoring) runs out of CUDA memory, the runner's
 `SplitOnOutOfMemory` frees the cache, halves the part size (divides it by its smallest prime
 factor, so every part size divides --batch-size: 64 -> 32 -> 16, 100 -> 50 -> 25 -> 5) and
 retries the part; the smaller size is kept for every later batch, down to one sample, where
-the run stops with a ConfigError. The store still receives whole batches, so --resume and the
-report are unchanged.
+the run stops with a DeviceMemoryError (exit 2; the finished batches are kept for --resume).
+The store still receives whole batches, so --resume and the report are unchanged.
 
 Results do not depend on the split: the runner seeds a part of n samples starting at row k of
 the evaluated samples with the seed of batch k / n of a run with `--batch-size n` (n divides
@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import torch
 
-from robench._core.errors import ConfigError
+from robench._core.errors import DeviceMemoryError
 from robench.tasks.base import Columns
 
 logger = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ class SplitOnOutOfMemory:
 
     def _shrink(self, failed: int, where: str, message: str) -> None:
         if self.size == 1:
-            raise ConfigError(
+            raise DeviceMemoryError(
                 f"out of GPU memory on a single sample at {where} ({message}); free the GPU of "
                 "other processes or use a GPU with more memory (--batch-size cannot go lower)."
             )

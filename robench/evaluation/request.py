@@ -28,6 +28,7 @@ from robench._core.errors import (
     EXIT_USAGE,
     ConfigError,
     DataError,
+    DeviceMemoryError,
     RobenchError,
 )
 from robench._core.model_hooks import report_sections, supports_adaptive_attack
@@ -807,6 +808,15 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
             speed=request.speed,
         )
         store.mark_complete()
+    except DeviceMemoryError as exc:
+        # Not the input's fault: what finished stays valid on a GPU with more memory.
+        if store.empty:
+            bad_input = not request.resume
+            raise
+        raise DeviceMemoryError(
+            f"{str(exc).rstrip('.')}; the finished batches are kept in {samples_path}: rerun "
+            "the same command with --resume to continue from them."
+        ) from None
     except RobenchError as exc:
         bad_input = exc.exit_code == EXIT_USAGE and not request.resume
         raise

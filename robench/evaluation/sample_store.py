@@ -134,6 +134,11 @@ class SampleStore:
         """Every perturbation's records so far: dataset index -> the task's record."""
         return {name: _records(batches) for name, batches in self._batches.items()}
 
+    @property
+    def empty(self) -> bool:
+        """No batch stored yet (by this run or the one it resumes)."""
+        return not any(self._batches.values())
+
     def done(self, name: str) -> set[int]:
         """The dataset indices of `name` already stored."""
         return self._done.setdefault(name, set())
