@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import torch
+from report_factory import make_report
 from torch import nn
 from typer.testing import CliRunner
 
@@ -18,7 +19,8 @@ from robench.evaluation.oom_fallback import SplitOnOutOfMemory, _smaller, is_out
 from robench.evaluation.request import EvalRequest, evaluate
 from robench.evaluation.sample_store import samples_path_for
 from robench.evaluation.speed import SpeedOptions, check_speed
-from robench.results.report import Report
+from robench.perturbations.base import PERTURBATIONS
+from robench.results.report import Report, SpeedInfo, precision_note, scoring_precision_of
 from robench.tasks.image_classification import ImageClassification
 
 MODEL = "vit_nano_fmnist"
@@ -82,6 +84,58 @@ def test_attacks_and_their_scoring_stay_float32(
     )
     assert [r.name for r in report.results] == ["clean", "fgsm", "pgd-5"]
     assert seen == [(torch.bfloat16, True), (torch.float32, False), (torch.float32, False)]
+
+
+AMP_ATTACKS_SUITE = (
+    'name = "amp-attacks"\nversion = 1\namp_attacks = true\n\n[[perturbations]]\nkind = "clean"\n'
+    '\n[[perturbations]]\nkind = "fgsm"\neps = "2/255"\n'
+)
+
+
+@pytest.mark.parametrize("amp", ["bf16", None])
+def test_a_suite_may_run_its_attacks_under_amp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, amp: str | None
+) -> None:
+    """`amp_attacks = true`: under --amp, FGSM's gradient pass and the scoring of its output
+    run in bf16 as well, and the report says so; without --amp the key changes nothing."""
+    scored: list[bool] = []
+    attacked: list[bool] = []
+    score = ImageClassification.score
+    fgsm = PERTURBATIONS.get("fgsm").load()
+    perturb = fgsm.perturb
+
+    def spy_score(self, model, inputs, targets):  # type: ignore[no-untyped-def]
+        scored.append(torch.is_autocast_enabled("cpu"))
+        return score(self, model, inputs, targets)
+
+    def spy_perturb(self, model, images, labels, seed):  # type: ignore[no-untyped-def]
+        attacked.append(torch.is_autocast_enabled("cpu"))
+        return perturb(self, model, images, labels, seed)
+
+    monkeypatch.setattr(ImageClassification, "score", spy_score)
+    monkeypatch.setattr(fgsm, "perturb", spy_perturb)
+    suite = tmp_path / "amp.toml"
+    suite.write_text(AMP_ATTACKS_SUITE, encoding="utf-8")
+    report = _evaluate(
+        tmp_path / "r.json", str(suite), limit=8, batch_size=8, speed=SpeedOptions(amp=amp)
+    )
+    assert report.speed is not None
+    on = amp is not None
+    assert scored == [on, on] and attacked == [on]
+    assert report.speed.amp_attacks is on
+    assert any("attacks ran in bf16" in w for w in report.warnings) is on
+    assert scoring_precision_of(report) == ("bf16, attacks too" if on else "float32")
+
+
+def test_precision_note_tells_attacks_in_amp_apart() -> None:
+    bf16 = SpeedInfo(amp="bf16", channels_last=False, compile=False, batch_size_used=8)
+    clean_only = make_report().model_copy(update={"speed": bf16})
+    attacks_too = make_report().model_copy(
+        update={"speed": bf16.model_copy(update={"amp_attacks": True})}
+    )
+    assert precision_note([clean_only, clean_only], ["a", "b"]) is None
+    note = precision_note([clean_only, attacks_too], ["a", "b"])
+    assert note is not None and "a bf16, b bf16, attacks too" in note
 
 
 class _OutOfMemoryAbove(nn.Module):

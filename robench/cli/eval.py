@@ -171,7 +171,7 @@ def eval_command(
         AmpMode | None,  # type: ignore[valid-type]
         typer.Option(
             help="Score clean and corrupted inputs under autocast in this precision (attacks "
-            "stay float32); recorded in the report.",
+            "stay float32 unless the suite sets amp_attacks); recorded in the report.",
         ),
     ] = None,
     channels_last: Annotated[

@@ -768,8 +768,20 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
     for warning in warnings:
         logger.warning(warning)
 
-    check_speed(request.speed, device, first_batches[default_name][0])
-    run_model = prepare_model(loaded.model, request.speed, first_batches[default_name][0])
+    speed = replace(request.speed, amp_attacks=loaded_suite.suite.amp_attacks)
+    if (
+        speed.amp is not None
+        and speed.amp_attacks
+        and any(p.eps is not None for p in loaded_suite.plan)
+    ):
+        warnings.append(
+            f"attacks ran in {speed.amp} (--amp with the suite's amp_attacks): reduced-precision "
+            "gradients can weaken an attack and scoring moves borderline samples, so robust "
+            "accuracy may read higher than in float32."
+        )
+        logger.warning(warnings[-1])
+    check_speed(speed, device, first_batches[default_name][0])
+    run_model = prepare_model(loaded.model, speed, first_batches[default_name][0])
     env = capture_environment(device)
     indices_hashes = {name: indices_sha256(d.indices) for name, d in data.items()}
     fingerprint = {
@@ -787,8 +799,8 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         fingerprint["classes"] = request.classes
     if data_options:  # windows of a text corpus change what a sample is
         fingerprint["data_options"] = data_options
-    if request.speed.amp is not None:  # changes numbers; channels-last and compile do not
-        fingerprint["amp"] = request.speed.amp
+    if speed.amp is not None:  # changes numbers; channels-last and compile do not
+        fingerprint["amp"] = speed.amp
     samples_path = samples_path_for(request.out, dist.rank if dist.enabled else None)
     check_fresh_start(samples_path, resume=request.resume, overwrite=request.overwrite)
     store = SampleStore(samples_path, fingerprint, resume=request.resume)
@@ -805,7 +817,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
             workers=request.workers,
             progress=progress if dist.is_main else None,
             shard=(dist.rank, dist.world_size),
-            speed=request.speed,
+            speed=speed,
         )
         store.mark_complete()
     except DeviceMemoryError as exc:
@@ -894,7 +906,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         },
         seed=request.seed,
         batch_size=request.batch_size,
-        speed=request.speed.info(times.batch_size_used, times.batch_size_note),
+        speed=speed.info(times.batch_size_used, times.batch_size_note),
         results=results,
         warnings=warnings,
         samples=samples,

@@ -14,8 +14,9 @@ The identity (clean) scores batches as loaded; its data is checked on the job's 
 
 Speed modes (robench/evaluation/speed.py): under --amp the scoring of inputs made without the
 model (clean, and the last three) runs under autocast; attacks and the scoring of their
-outputs stay float32. Out of GPU memory, a batch runs in smaller parts
-(robench/evaluation/oom_fallback.py), each seeded as the batch of a run with that batch size.
+outputs stay float32 unless the suite sets `amp_attacks`. Out of GPU memory, a batch runs
+in smaller parts (robench/evaluation/oom_fallback.py), each seeded as the batch of a run with
+that batch size.
 """
 
 from __future__ import annotations
@@ -234,11 +235,12 @@ def perturb_and_score(
     batch_seed: int,
     precision: Callable[[], AbstractContextManager[object]] = nullcontext,
 ) -> Columns:
-    """Perturb one batch, check the result, and score the model on it (the task's records)
-    in `precision` (float32 unless the runner's --amp applies: model-free perturbations)."""
+    """Perturb one batch, check the result, and score the model on it (the task's records),
+    both in `precision` (float32 unless the runner's --amp applies: model-free perturbations,
+    or attacks when the suite sets amp_attacks)."""
     seed_everything(batch_seed)
     adaptive: Any = adaptive_attack(model) if planned.differentiable_m else nullcontext()
-    with adaptive:
+    with adaptive, precision():  # float32 unless the suite runs attacks under --amp
         perturbed = planned.perturbation.perturb(model, inputs, targets, batch_seed)
     task.check_perturbed(inputs, perturbed, planned.perturbation, name=planned.label)
     return _rerun(model, task, perturbed, targets, batch_seed, precision)

@@ -47,6 +47,8 @@ class SpeedOptions:
     amp: str | None = None  # a key of AMP_DTYPES: autocast dtype of clean/corruption scoring
     channels_last: bool = False  # NHWC weights and image batches
     compile: bool = False  # torch.compile the model for every pass of the run
+    # The suite's `amp_attacks`: attacks, and the scoring of their outputs, under --amp too.
+    amp_attacks: bool = False
 
     def __post_init__(self) -> None:
         if self.amp is not None and self.amp not in AMP_DTYPES:
@@ -61,6 +63,7 @@ class SpeedOptions:
             amp=self.amp,
             channels_last=self.channels_last,
             compile=self.compile,
+            amp_attacks=self.amp is not None and self.amp_attacks,
             batch_size_used=batch_size_used,
             batch_size_note=note,
         )
@@ -148,9 +151,10 @@ def to_memory_format(options: SpeedOptions, inputs: torch.Tensor) -> torch.Tenso
 def scoring_precision(
     options: SpeedOptions, device: torch.device, model_free: bool
 ) -> AbstractContextManager[object]:
-    """The precision of one scoring pass: autocast under --amp when the inputs were made
-    without the model (`model_free`: clean, corruptions, Word Swap), float32 otherwise."""
-    if options.amp is None or not model_free:
+    """The precision of one pass: autocast under --amp when the inputs were made without the
+    model (`model_free`: clean, corruptions, Word Swap) or the suite asks for attacks in it
+    too (`amp_attacks`: the attack and the scoring of its output), float32 otherwise."""
+    if options.amp is None or not (model_free or options.amp_attacks):
         return nullcontext()
     import torch
 

@@ -97,6 +97,9 @@ class Suite(BaseModel):
     # How hard it tries (docs/sanity.md): "auto" (at most 3x the suite's cost), "full" or
     # "quick"; `robench eval --sanity-budget` wins; None: "auto".
     sanity_budget: Literal["auto", "full", "quick"] | None = None
+    # Under `robench eval --amp`, run attacks (and the scoring of their outputs) in that
+    # precision too; by default they stay float32 (docs/formats.md, "Speed modes").
+    amp_attacks: bool = False
     # Options of the task's data (`robench list tasks`): for language modelling
     # `target_length` (scored tokens per window) and `context` (unscored tokens before them).
     data_options: dict[str, int] = Field(default_factory=dict)

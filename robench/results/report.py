@@ -192,30 +192,37 @@ class SpeedInfo(_Strict):
     batch size the model actually ran on (robench/evaluation/speed.py)."""
 
     # --amp ("bf16", "fp16"): autocast dtype of clean and corruption scoring; None: float32.
-    # Attacks and the scoring of their outputs are always float32.
     amp: str | None
     channels_last: bool  # NHWC weights and image batches
     compile: bool  # torch.compile for every pass of the run
+    # Attacks and the scoring of their outputs ran in `amp` too (the suite's amp_attacks);
+    # False: they ran in float32.
+    amp_attacks: bool = False
     # The largest batch the model ran on at the end: the batch size, unless the GPU ran out
-    # of memory and batches were split (this process's; rank 0's under torchrun).
+    # of memory and batches were split (under torchrun, the smallest any process ran on).
     batch_size_used: int
     batch_size_note: str | None = None  # where batches were first split, when they were
 
 
 def scoring_precision_of(report: Report) -> str:
-    """The precision a report scored clean and corruption inputs in: "float32", "bf16"..."""
-    return (report.speed.amp if report.speed else None) or "float32"
+    """The precisions a report scored in: "float32", "bf16" (clean and corruption inputs;
+    attacks float32), or "bf16, attacks too" (the suite's amp_attacks)."""
+    speed = report.speed
+    amp = speed.amp if speed else None
+    if amp is None:
+        return "float32"
+    return f"{amp}, attacks too" if speed is not None and speed.amp_attacks else amp
 
 
 def precision_note(reports: list[Report], names: list[str]) -> str | None:
-    """A sentence when reports scored clean and corruption inputs in different precisions."""
+    """A sentence when reports scored in different precisions."""
     precisions = [scoring_precision_of(r) for r in reports]
     if len(set(precisions)) < 2:
         return None
     shown = ", ".join(f"{name} {p}" for name, p in zip(names, precisions, strict=True))
     return (
-        f"the reports scored clean and corruption inputs in different precisions ({shown}; "
-        "--amp), so their differences there include the precision's."
+        f"the reports scored in different precisions ({shown}; --amp and the suite's "
+        "amp_attacks), so their differences include the precision's."
     )
 
 
