@@ -192,14 +192,19 @@ def test_out_of_memory_on_a_single_sample_is_one_error_line(
     _run_out_of_memory_above(monkeypatch, 0)
     out = tmp_path / "r.json"
     args = ["eval", MODEL, "-s", clean_suite, "--limit", "8", "-b", "4", "-o", str(out)]
+    error = _one_error_line(args)
+    assert "out of GPU memory on a single sample at clean batch 0" in error
+    assert "use a GPU with more memory" in error
+    assert not out.exists() and not samples_path_for(out).exists()
+
+
+def _one_error_line(args: list[str]) -> str:
+    """The one `error:` line of a `robench` command that fails with exit 2."""
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2, result.output
     errors = [line for line in result.output.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1, result.output
-    assert "out of GPU memory on a single sample at clean batch 0" in errors[0]
-    assert "use a GPU with more memory" in errors[0]
-    assert "Traceback" not in result.output
-    assert not out.exists() and not samples_path_for(out).exists()
+    assert len(errors) == 1 and "Traceback" not in result.output, result.output
+    return errors[0]
 
 
 class _OutOfMemoryAfter(nn.Module):
@@ -227,12 +232,9 @@ def test_out_of_memory_part_way_keeps_the_finished_batches_for_resume(
             "robench.evaluation.request.prepare_model",
             lambda model, options, example: _OutOfMemoryAfter(model, 2),
         )
-        result = CliRunner().invoke(app, args)
-    assert result.exit_code == 2, result.output
-    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1, result.output
-    assert "out of GPU memory on a single sample at clean batch 2" in errors[0]
-    assert "rerun the same command with --resume" in errors[0]
+        error = _one_error_line(args)
+    assert "out of GPU memory on a single sample at clean batch 2" in error
+    assert "rerun the same command with --resume" in error
     assert not out.exists()
     kept = samples_path_for(out).read_text().splitlines()
     assert len(kept) == 3  # the header and batches 0 and 1
