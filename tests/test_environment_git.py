@@ -85,3 +85,13 @@ def test_no_repository_or_no_commit(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     outside.mkdir()
     if not any((folder / ".git").exists() for folder in (outside, *outside.parents)):
         assert git_sha(outside) is None
+
+
+def test_a_deleted_working_directory_has_no_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    assert git_sha() is None

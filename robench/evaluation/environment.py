@@ -23,10 +23,10 @@ def git_sha(start: Path | None = None) -> str | None:
     """HEAD of the repository `start` (default: the working directory) is in, if any: the
     user's project, usually. Read from the repository's files, where `git rev-parse HEAD`
     cost 5 to 9 ms of every evaluation (benchmarks/bench_harness.py)."""
-    git_dir = _git_dir(Path.cwd() if start is None else start)
-    if git_dir is None:
-        return None
-    try:
+    try:  # a deleted working directory or an unreadable parent: no commit, not an error
+        git_dir = _git_dir(Path.cwd() if start is None else start)
+        if git_dir is None:
+            return None
         head = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
         if not head.startswith("ref:"):  # a detached HEAD holds the commit itself
             return _sha_or_none(head)
@@ -55,10 +55,7 @@ def _git_dir(start: Path) -> Path | None:
         if dot_git.is_dir():
             return dot_git
         if dot_git.is_file():  # a worktree or submodule: "gitdir: PATH"
-            try:
-                text = dot_git.read_text(encoding="utf-8").strip()
-            except (OSError, UnicodeDecodeError):
-                return None
+            text = dot_git.read_text(encoding="utf-8").strip()
             if text.startswith("gitdir:"):
                 return (folder / text.removeprefix("gitdir:").strip()).resolve()
             return None
