@@ -154,9 +154,10 @@ def main() -> None:
         "The speed modes are meant for GPUs (tensor cores for bf16/fp16, NHWC convolutions); "
         "on a CPU without bf16 instructions autocast adds casts and may be slower, and "
         "`vit_nano_fmnist` has one convolution (its patch embedding), so channels-last "
-        "changes little. Attacks always run in float32, so only clean and corruption passes "
-        "can gain from --amp. On a shared machine (load average above the thread count) the "
-        "ratios move by up to 0.15 between runs; the top-1 column is exact.",
+        "changes little. Attacks run in float32 (unless a suite sets amp_attacks), so only "
+        "clean and corruption passes gain from --amp here. On a shared machine (load average "
+        "above the thread count) the ratios move by up to 0.15 between runs; the top-1 column "
+        "is exact.",
         END,
     ]
     section = "\n".join(lines)

@@ -15,6 +15,15 @@ EXIT_RUNTIME = 3
 EXIT_INCONCLUSIVE = 4
 
 
+def first_line(exc: BaseException, default: str | None = None) -> str:
+    """The first line of `exc`'s message without its final period, to quote inside one of
+    robench's sentences; `default` (else the exception's type name) when it has none."""
+    text = str(exc).strip()
+    if not text:
+        return default or type(exc).__name__
+    return text.splitlines()[0].rstrip(".")
+
+
 class RobenchError(Exception):
     """Base class of errors caused by user input (exit code 2)."""
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import torch
 
-from robench._core.errors import DeviceMemoryError
+from robench._core.errors import DeviceMemoryError, first_line
 from robench.tasks.base import Columns
 
 logger = logging.getLogger(__name__)
@@ -75,8 +75,7 @@ class SplitOnOutOfMemory:
             except RuntimeError as exc:  # torch.cuda.OutOfMemoryError is a RuntimeError
                 if not is_out_of_memory(exc):
                     raise
-                text = str(exc).strip()
-                message = text.splitlines()[0].rstrip(".") if text else "out of memory"
+                message = first_line(exc, "out of memory")
             else:
                 start = stop
                 continue

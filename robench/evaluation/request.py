@@ -30,6 +30,7 @@ from robench._core.errors import (
     DataError,
     DeviceMemoryError,
     RobenchError,
+    first_line,
 )
 from robench._core.model_hooks import report_sections, supports_adaptive_attack
 from robench._core.progress import Progress
@@ -657,9 +658,8 @@ def _first_forward(loaded: LoadedModel, check: Callable[[], T]) -> T:
             ) from None
         prep = loaded.preprocessing
         size = f" of size {','.join(map(str, prep.input_size))}" if prep is not None else ""
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConfigError(
-            f"{loaded.name} cannot run on inputs{size} ({detail.rstrip('.')}); check "
+            f"{loaded.name} cannot run on inputs{size} ({first_line(exc)}); check "
             "--input-size (or the model card's input_size), --num-classes and --model-kwargs "
             "against the model."
         ) from None
@@ -750,11 +750,11 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         notes.append(task.adaptation_note(source.dataset, loaded.preprocessing))
     # Input gradients matter to attacks (and the sanity battery) only: a clean or corruption
     # suite does not pay for a backward pass.
-    attacked = request.sanity or loaded_suite.suite.sanity
-    attacked = attacked or any(p.eps is not None for p in loaded_suite.plan)
+    suite_attacks = any(p.eps is not None for p in loaded_suite.plan)
+    gradients = request.sanity or loaded_suite.suite.sanity or suite_attacks
     checks = _first_forward(
         loaded,
-        lambda: task.check_model(scored_default, *first_batches[default_name], gradients=attacked),
+        lambda: task.check_model(scored_default, *first_batches[default_name], gradients=gradients),
     )
     warnings = list(checks.warnings)
     for note in notes:
@@ -769,11 +769,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         logger.warning(warning)
 
     speed = replace(request.speed, amp_attacks=loaded_suite.suite.amp_attacks)
-    if (
-        speed.amp is not None
-        and speed.amp_attacks
-        and any(p.eps is not None for p in loaded_suite.plan)
-    ):
+    if speed.attacks_in_amp and suite_attacks:
         warnings.append(
             f"attacks ran in {speed.amp} (--amp with the suite's amp_attacks): reduced-precision "
             "gradients can weaken an attack and scoring moves borderline samples, so robust "

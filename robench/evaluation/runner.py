@@ -163,8 +163,8 @@ def run_plan(
 @contextmanager
 def _long_lived_objects_frozen() -> Iterator[None]:
     """Keep the garbage collector off what exists before the batches (model, modules, data):
-    while per-sample records pile up, each full collection would walk all of it again, about
-    8% of a clean evaluation of 10,000 images (benchmarks/bench_harness.py)."""
+    while the stored batches' results pile up, each full collection would walk all of it
+    again, about 8% of a clean evaluation of 10,000 images (benchmarks/bench_harness.py)."""
     gc.freeze()
     try:
         yield

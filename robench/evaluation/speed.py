@@ -5,10 +5,10 @@ The three modes timm's validate.py offers (`--amp --amp-dtype`, `--channels-last
 
 - `amp` ("bf16", "fp16"): `torch.autocast` around the scoring of inputs the model had no part
   in making: clean data, corruptions (computed or pre-rendered) and Word Swap. Attacks, and the
-  scoring of what they return, stay float32: an adversarial example sits on the float32
-  model's decision boundary, so scoring it in bf16 (8 significant bits) measures another
-  model, and fp16 gradients underflow. amp changes numbers, so it enters the resume
-  fingerprint.
+  scoring of what they return, stay float32 unless the suite sets `amp_attacks`: an adversarial
+  example sits on the float32 model's decision boundary, so scoring it in bf16 (8 significant
+  bits) measures another model, and fp16 gradients underflow. amp changes numbers, so it
+  enters the resume fingerprint.
 - `channels_last`: the model's 4-D weights and every image batch in NHWC memory layout
   (faster convolutions on GPUs with tensor cores); image batches (B, C, H, W) only.
 - `compile`: `torch.compile` of the model for every pass of the run, attacks included; tried
@@ -27,7 +27,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from robench._core.errors import ConfigError
+from robench._core.errors import ConfigError, first_line
 from robench.results.report import SpeedInfo
 
 if TYPE_CHECKING:
@@ -50,6 +50,12 @@ class SpeedOptions:
     # The suite's `amp_attacks`: attacks, and the scoring of their outputs, under --amp too.
     amp_attacks: bool = False
 
+    @property
+    def attacks_in_amp(self) -> bool:
+        """Attacks, and the scoring of their outputs, run under autocast (--amp and the
+        suite's amp_attacks); otherwise they run in float32."""
+        return self.amp is not None and self.amp_attacks
+
     def __post_init__(self) -> None:
         if self.amp is not None and self.amp not in AMP_DTYPES:
             raise ConfigError(
@@ -63,7 +69,7 @@ class SpeedOptions:
             amp=self.amp,
             channels_last=self.channels_last,
             compile=self.compile,
-            amp_attacks=self.amp is not None and self.amp_attacks,
+            amp_attacks=self.attacks_in_amp,
             batch_size_used=batch_size_used,
             batch_size_note=note,
         )
@@ -103,7 +109,7 @@ def _check_autocast(amp: str, device: torch.device) -> None:
             with torch.autocast(device.type, dtype=dtype):
                 computed = (ones @ ones).dtype
     except (RuntimeError, ValueError) as exc:  # e.g. a GPU without bfloat16
-        computed, reason = None, f" ({str(exc).strip().splitlines()[0].rstrip('.')})"
+        computed, reason = None, f" ({first_line(exc)})"
     else:
         reason = ""
     if computed != dtype:
@@ -130,11 +136,9 @@ def prepare_model(model: nn.Module, options: SpeedOptions, example: torch.Tensor
         with torch.inference_mode():
             compiled(to_memory_format(options, example))
     except Exception as exc:  # dynamo and inductor raise many kinds, a missing compiler too
-        text = str(exc).strip()
-        detail = text.splitlines()[0].rstrip(".") if text else type(exc).__name__
         raise ConfigError(
-            f"--compile: torch.compile could not compile the model ({detail}); drop --compile "
-            "(on CPU, torch.compile needs a C++ compiler such as g++)."
+            f"--compile: torch.compile could not compile the model ({first_line(exc)}); drop "
+            "--compile (on CPU, torch.compile needs a C++ compiler such as g++)."
         ) from None
     return compiled  # type: ignore[return-value]
 
@@ -154,7 +158,7 @@ def scoring_precision(
     """The precision of one pass: autocast under --amp when the inputs were made without the
     model (`model_free`: clean, corruptions, Word Swap) or the suite asks for attacks in it
     too (`amp_attacks`: the attack and the scoring of its output), float32 otherwise."""
-    if options.amp is None or not (model_free or options.amp_attacks):
+    if options.amp is None or not (model_free or options.attacks_in_amp):
         return nullcontext()
     import torch
 
