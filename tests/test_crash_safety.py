@@ -5,6 +5,7 @@ torn last line is dropped, a corrupt one refused, and two runs never write one s
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
 import signal
@@ -317,6 +318,31 @@ def test_store_drops_a_torn_last_line_and_refuses_a_corrupt_middle_one(tmp_path:
         with pytest.raises(ResumeError, match=r"r\.samples\.jsonl line 2 is corrupt.*--overwrite"):
             SampleStore(path, FINGERPRINT, resume=True)
         assert not lock_path_for(path).exists()  # a refused open releases the lock
+
+
+def test_every_column_value_reads_back_as_written(tmp_path: Path) -> None:
+    """Lines are written by orjson, which would turn NaN and infinity into null and refuses
+    integers over 64 bits; those lines fall back to `json`, so resume sees the same values."""
+    path = tmp_path / "r.samples.jsonl"
+    batches = [
+        ([0, 1], {"nll": [1.25, 0.1], "topk": [[3, 1], [2, 0]]}),  # the fast path
+        ([2, 3], {"nll": [float("nan"), float("inf")], "topk": [[1, 2], [0, 1]]}),
+        ([4, 5], {"nll": [None, -float("inf")], "topk": [[2**70, 1], [0, 1]]}),
+        ([6, 7], {"nll": [1e-5, 3.0], "topk": [["null", "é"], ["", "x"]]}),
+    ]
+    store = SampleStore(path, {"seed": 0, "name": "null-space"}, resume=False)
+    for indices, columns in batches:
+        store.append("clean", indices, columns)
+    store.close()
+    lines = path.read_bytes().splitlines()
+    assert json.loads(lines[1]) == {"p": "clean", "i": [0, 1], **batches[0][1]}
+    assert b"NaN" in lines[2] and b"Infinity" in lines[2] and b"null" not in lines[2]
+    records = SampleStore(path, {"seed": 0, "name": "null-space"}, resume=True).records["clean"]
+    assert records[0] == {"nll": 1.25, "topk": [3, 1]}
+    assert math.isnan(records[2]["nll"]) and records[3]["nll"] == float("inf")
+    assert records[4] == {"nll": None, "topk": [2**70, 1]}
+    assert records[5]["nll"] == -float("inf")
+    assert records[6] == {"nll": 1e-5, "topk": ["null", "é"]}
 
 
 def test_an_open_store_locks_out_every_other_writer(tmp_path: Path) -> None:
