@@ -210,13 +210,12 @@ def _results(
         planned = job.planned
         records = records_by_name.get(planned.label, {})
         indices = sorted(records)
-        columns: dict[str, list[Any]] = {}
-        for i in indices:
-            for name, value in task.outputs(records[i]).items():
-                columns.setdefault(name, []).append(value)
+        ordered = [records[i] for i in indices]
+        outputs = list(map(task.outputs, ordered))
+        columns = {name: [row[name] for row in outputs] for name in outputs[0]} if outputs else {}
         values: dict[str, MetricValue] = {}
         for metric in metrics:
-            per_sample = [metric.per_sample(records[i]) for i in indices]
+            per_sample = list(map(metric.per_sample, ordered))
             value, ci95 = metric.summarize(per_sample)
             values[metric.name] = MetricValue(
                 value=value, ci95=ci95, higher_is_better=metric.higher_is_better
@@ -237,7 +236,7 @@ def _results(
         # keeps the first n of the sorted indices, so every other result is a prefix).
         known = samples.get(dataset)
         if known is None or len(indices) > len(known.indices):
-            targets = [task.target(records[i]) for i in indices]
+            targets = list(map(task.target, ordered))
             known = SampleResults(
                 indices=indices, targets=targets, values=known.values if known else {}
             )
