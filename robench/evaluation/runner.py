@@ -195,7 +195,7 @@ class _BatchWork:
         model, task, precision = self.model, self.task, self.precision
         rows, targets = self.inputs[start:stop], self.targets[start:stop]
         if self.as_loaded:
-            return _rerun(model, task, rows, targets, seed, precision)
+            return score_seeded(model, task, rows, targets, seed, precision)
         return perturb_and_score(model, task, planned, rows, targets, seed, precision)
 
 
@@ -212,7 +212,7 @@ def _loaded_data(job: Job, seed: int) -> tuple[Dataset, bool]:
     return job.data.dataset, False
 
 
-def _rerun(
+def score_seeded(
     model: torch.nn.Module,
     task: Task,
     perturbed: torch.Tensor,
@@ -220,7 +220,8 @@ def _rerun(
     batch_seed: int,
     precision: Callable[[], AbstractContextManager[object]] = nullcontext,
 ) -> Columns:
-    # The reported metrics come from this re-run, never from the attack's own bookkeeping.
+    """The task's records of the model on a batch as given, seeded from the batch's seed.
+    The reported metrics come from this re-run, never from an attack's own bookkeeping."""
     seed_everything(derive_seed(batch_seed, "rerun"))
     with precision():
         return task.score(model, perturbed, targets)
@@ -243,4 +244,4 @@ def perturb_and_score(
     with adaptive, precision():  # float32 unless the suite runs attacks under --amp
         perturbed = planned.perturbation.perturb(model, inputs, targets, batch_seed)
     task.check_perturbed(inputs, perturbed, planned.perturbation, name=planned.label)
-    return _rerun(model, task, perturbed, targets, batch_seed, precision)
+    return score_seeded(model, task, perturbed, targets, batch_seed, precision)
