@@ -40,8 +40,9 @@ from pathlib import Path
 import torch
 import torchattacks
 from report_sections import cpu_name, load_average, write_section
-from torch.utils.data import DataLoader, Subset
+from torch.utils.data import DataLoader, Dataset, Subset
 
+from robench._core.batching import batch_indices
 from robench._core.seeding import derive_seed
 from robench.data import open_dataset
 from robench.data.subset import select_indices
@@ -96,23 +97,32 @@ def _loop(kind: str, limit: int, batch: int) -> Callable[[], int]:
     """The script a user would write: load the model and data, then loop."""
 
     def run() -> int:
-        loaded = load_model(MODEL)
-        model = loaded.model
-        assert loaded.preprocessing is not None
-        data = open_dataset("fashion-mnist", preprocessing=loaded.preprocessing)
-        indices = select_indices(len(data), limit, 0)  # robench's seeded subset (seed 0)
+        model, data, indices = _model_and_data(limit)
         loader = DataLoader(Subset(data, indices), batch_size=batch)
         attack = torchattacks.PGD(model, eps=8 / 255, alpha=2 / 255, steps=20, random_start=True)
         correct, start = 0, time.perf_counter()
         for images, labels in loader:
             if kind == "pgd-20":
                 images = attack(images, labels)
-            with torch.inference_mode():
-                correct += int((model(images).argmax(-1) == labels).sum())
+            correct += _count_correct(model, images, labels)
         LOOP_SECONDS.append(time.perf_counter() - start)
         return correct
 
     return run
+
+
+def _model_and_data(limit: int) -> tuple[torch.nn.Module, Dataset, list[int]]:
+    """The loop's model, its data and robench's seeded subset of `limit` images (seed 0)."""
+    loaded = load_model(MODEL)
+    assert loaded.preprocessing is not None
+    data = open_dataset("fashion-mnist", preprocessing=loaded.preprocessing)
+    return loaded.model, data, select_indices(len(data), limit, 0)
+
+
+def _count_correct(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor) -> int:
+    """The loop's scoring: one forward and a count of correct top-1 predictions."""
+    with torch.inference_mode():
+        return int((model(images).argmax(-1) == labels).sum())
 
 
 def _timed(run: Callable[[], int]) -> tuple[float, int]:
@@ -155,13 +165,10 @@ def interleaved_clean(limit: int, batch: int, passes: int, work: Path) -> float:
     the loop's (a forward and a count), alternating batch by batch on the same images loaded
     once: the machine's slow spells fall on both sides alike, so this measures the per-batch
     overhead far more precisely than whole runs can. Median over passes of loop / robench."""
-    loaded = load_model(MODEL)
-    model, task = loaded.model, load_task("image-classification")
-    assert loaded.preprocessing is not None
-    data = open_dataset("fashion-mnist", preprocessing=loaded.preprocessing)
-    indices = select_indices(len(data), limit, 0)
-    chunks = [list(indices[i : i + batch]) for i in range(0, len(indices), batch)]
-    batches = list(zip(chunks, DataLoader(Subset(data, indices), batch_size=batch), strict=True))
+    model, data, indices = _model_and_data(limit)
+    task = load_task("image-classification")
+    loader = DataLoader(Subset(data, indices), batch_size=batch)
+    batches = list(zip(batch_indices(indices, batch), loader, strict=True))
     ratios = []
     for p in range(passes):
         seconds = {"loop": 0.0, "robench": 0.0}
@@ -171,8 +178,7 @@ def interleaved_clean(limit: int, batch: int, passes: int, work: Path) -> float:
                 for side in ("loop", "robench") if n % 2 == 0 else ("robench", "loop"):
                     start = time.perf_counter()
                     if side == "loop":
-                        with torch.inference_mode():
-                            int((model(images).argmax(-1) == labels).sum())
+                        _count_correct(model, images, labels)
                     else:
                         columns = score_seeded(model, task, images, labels, derive_seed(0, "", n))
                         store.append("clean", chunk, columns)
