@@ -1,9 +1,17 @@
 """The perturbation contract and the registry every perturbation kind lives in.
 
-A perturbation takes images in pixel space (float in [0, 1], shape (B, C, H, W)), their true
-labels and a model whose normalisation is a layer inside it, and returns perturbed images of
-the same shape. The runner checks what comes back (its threat model's ball, [0, 1], finite)
-and re-runs the model on it; a perturbation never reports accuracy itself.
+A perturbation belongs to a task (`PerturbationParams.task`; None, as for `clean`, is every
+task) and perturbs that task's inputs, in one of three ways:
+- `Perturbation.perturb(model, inputs, targets, seed)`: a batch (attacks). For image
+  classification the inputs are pixels (float in [0, 1], shape (B, C, H, W)), the targets the
+  true labels, and the model normalises inside.
+- `SamplePerturbation.perturb_sample(item, seed)`: one input at a time, without the model,
+  while the data loads (corruptions).
+- `DatasetPerturbation.perturb_dataset(dataset, seed)`: the evaluated data as a whole, once,
+  before batching (Word Swap on a text corpus).
+The runner checks what comes back with the task's `check_perturbed` (for images: the threat
+model's ball, [0, 1], finite; for text: the shape and token ids) and re-runs the model on it;
+a perturbation never reports accuracy itself.
 
 A kind is registered by its parameter schema (`@register_kind` on a pydantic model) together
 with the dotted path of its implementation, so suites validate, and `robench list` shows

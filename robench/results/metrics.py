@@ -84,9 +84,9 @@ class Metric:
     """One metric: computation, aggregation, interval, direction, display and paired test.
 
     `aggregate` turns the per-sample values of one perturbation into the reported value
-    (the mean by default). A metric aggregated over several results, such as mCE over the
-    corruptions of a suite, would register its own `aggregate` (over per-result values) and
-    `interval`; none is registered yet, so reports carrying one show it raw.
+    (the mean by default). A number over several results, such as mCE over the corruptions
+    of a suite, is not a metric: it is an `Aggregate` (`results/aggregates.py`, where mCE,
+    relative mCE and the mean corruption accuracy are registered).
     """
 
     name: str

@@ -1,0 +1,62 @@
+"""Statements in the docs and docstrings that the code can contradict are checked against it."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from robench.results.report import SCHEMA_VERSION
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "robench"
+
+
+def _section(text: str, heading: str) -> str:
+    """The body of the markdown section titled `heading`, up to the next heading."""
+    match = re.search(rf"^#+ {re.escape(heading)}\n(.*?)(?=^#)", text, re.S | re.M)
+    assert match, f"section {heading!r} is gone"
+    return match.group(1)
+
+
+def test_architecture_states_the_report_schema_version_the_code_writes() -> None:
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    body = _section(text, "Report schema (`robench/results/report.py`)")
+    stated = re.search(r"^Version (\d+)", body.strip())
+    assert stated, "docs/architecture.md no longer opens its report section with 'Version N'"
+    assert int(stated.group(1)) == SCHEMA_VERSION
+
+
+def test_formats_states_the_report_schema_version_the_code_writes() -> None:
+    text = (ROOT / "docs" / "formats.md").read_text()
+    stated = re.search(r"Schema version (\d+)", text)
+    assert stated and int(stated.group(1)) == SCHEMA_VERSION
+
+
+def _robench_imports(path: Path) -> set[str]:
+    """The robench parts `path` imports, at module level or inside functions."""
+    parts = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        parts |= {n.split(".")[1] for n in names if n.startswith("robench.")}
+    return parts
+
+
+def test_every_part_imports_only_what_its_docstring_says_it_may() -> None:
+    """A part's `May import:` list names every other part its modules import."""
+    checked = 0
+    for init in sorted(PACKAGE.glob("*/__init__.py")):
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        listed = re.search(r"May import:(.*)", doc, re.S)
+        if listed is None:
+            continue
+        part = init.parent.name
+        allowed = set(re.findall(r"`robench\.(\w+)`", listed.group(1))) | {part}
+        imported = set().union(*(_robench_imports(p) for p in init.parent.rglob("*.py")))
+        assert imported <= allowed, f"robench.{part} imports {imported - allowed} unlisted"
+        checked += 1
+    assert checked >= 8
