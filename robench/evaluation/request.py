@@ -427,7 +427,12 @@ def _data_options(request: EvalRequest, loaded_suite: LoadedSuite, task: Task) -
 def _check_dataset_names(loaded_suite: LoadedSuite, names: list[str]) -> None:
     declared = loaded_suite.suite.datasets
     optional = {name for name, d in declared.items() if d.optional}
-    if declared and not set(names) & set(declared) and DEFAULT_DATASET not in declared:
+    # An unnamed --data is the suite's main dataset, which every entry that names no dataset
+    # runs on; only a suite whose entries all name theirs has no use for it.
+    has_main = any(planned.dataset is None for planned in loaded_suite.plan)
+    main_given = DEFAULT_DATASET in names and has_main
+    named = set(names) & set(declared)
+    if declared and not named and not main_given and DEFAULT_DATASET not in declared:
         listed = ", ".join(f"{n}=PATH" for n in declared)
         raise ConfigError(
             f"suite {loaded_suite.suite.name!r} runs on named datasets; pass them as --data "
@@ -592,8 +597,9 @@ def _file_list_sha256(root: Path, dataset: LabeledImages) -> str:
     """A cheap fingerprint of a dataset's content: its file names (and sizes where there is
     no file list), so another folder or a changed one is not taken for the same data."""
     names = getattr(dataset, "relative_paths", None)
-    if callable(names):
-        listing = sorted(str(name) for name in names())
+    listed = names() if callable(names) else None  # None too for array data (CIFAR-10-C)
+    if listed is not None:
+        listing = sorted(str(name) for name in listed)
     elif root.is_dir():
         listing = sorted(
             f"{entry.name}:{entry.stat().st_size}" for entry in root.iterdir() if entry.is_file()
