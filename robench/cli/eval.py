@@ -13,6 +13,7 @@ import typer
 from robench._core.units import parse_pixel_value
 from robench.cli._output import err, handle_errors, make_progress, out
 from robench.cli._parsing import dataset_map, float_list, input_size, json_object
+from robench.cli._ranges import check_range, checked_ranges
 from robench.evaluation.speed import AMP_DTYPES, SpeedOptions
 from robench.models.spec import spec_from_options
 from robench.results.tables import REPORT_FORMATS
@@ -27,6 +28,7 @@ def default_report_path(model: str | None, checkpoint: Path | None, suite: str) 
 
 
 @handle_errors
+@checked_ranges
 def eval_command(
     model: Annotated[
         str | None,
@@ -213,12 +215,20 @@ def eval_command(
     from robench.evaluation.request import EvalRequest, evaluate
     from robench.evaluation.sanity_budget import check_mode
 
+    # Options written as text, range-checked once read.
+    mean_values, std_values = float_list(mean, "--mean"), float_list(std, "--std")
+    size = input_size(input_size_text)
+    eps = parse_pixel_value(sanity_eps, "--sanity-eps") if sanity_eps else None
+    check_range("--mean", mean_values, mean)
+    check_range("--std", std_values, std)
+    check_range("--input-size", size, input_size_text)
+    check_range("--sanity-eps", eps, sanity_eps)
     overrides = spec_from_options(
         {
             "num_classes": num_classes,
-            "mean": float_list(mean, "--mean"),
-            "std": float_list(std, "--std"),
-            "input_size": input_size(input_size_text),
+            "mean": mean_values,
+            "std": std_values,
+            "input_size": size,
             "interpolation": interpolation,
             "crop_pct": crop_pct,
             "model_kwargs": json_object(model_kwargs, "--model-kwargs"),
@@ -254,7 +264,7 @@ def eval_command(
         resume=resume,
         overwrite=overwrite,
         sanity=sanity,
-        sanity_eps=parse_pixel_value(sanity_eps, "--sanity-eps") if sanity_eps else None,
+        sanity_eps=eps,
         sanity_budget=check_mode(sanity_budget) if sanity_budget is not None else None,
         data_options=data_options,
         speed=SpeedOptions(

@@ -12,6 +12,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 
 from robench.cli._output import err, handle_errors
 from robench.cli._parsing import json_object
+from robench.cli._ranges import checked_ranges
 
 
 class _TrainBar:
@@ -41,6 +42,7 @@ class _TrainBar:
 
 
 @handle_errors
+@checked_ranges
 def train_command(
     model: Annotated[str, typer.Argument(help="Registered model name, e.g. vit_nano_patch4_28.")],
     data: Annotated[
@@ -73,7 +75,7 @@ def train_command(
         int, typer.Option(help="Linear warm-up steps before cosine decay.")
     ] = 100,
     label_smoothing: Annotated[float, typer.Option(help="Cross-entropy label smoothing.")] = 0.1,
-    clip_grad: Annotated[float | None, typer.Option(help="Max gradient norm (none: off).")] = 1.0,
+    clip_grad: Annotated[float, typer.Option(help="Max gradient norm (0: off).")] = 1.0,
     seed: Annotated[int, typer.Option(help="Seed of initialisation, shuffling and subsets.")] = 0,
     device: Annotated[str, typer.Option(help="cpu, cuda or cuda:N.")] = "cpu",
     train_limit: Annotated[
@@ -131,8 +133,8 @@ def train_command(
             out_dir=out_dir,
             epochs=epochs,
             max_steps=max_steps,
-            batch_size=batch_size or 16,
-            lr=lr or 2.5e-4,
+            batch_size=16 if batch_size is None else batch_size,
+            lr=2.5e-4 if lr is None else lr,
             warmup_steps=warmup_steps,
             clip_grad=clip_grad,
             target_length=target_length,
@@ -155,8 +157,8 @@ def train_command(
         out_dir=out_dir,
         epochs=epochs,
         max_steps=max_steps,
-        batch_size=batch_size or 128,
-        lr=lr or 1e-3,
+        batch_size=128 if batch_size is None else batch_size,
+        lr=1e-3 if lr is None else lr,
         weight_decay=weight_decay,
         warmup_steps=warmup_steps,
         label_smoothing=label_smoothing,

@@ -149,8 +149,14 @@ def train(config: TrainConfig, progress: TrainProgress | None = None) -> TrainRe
         num_workers=config.workers,
         drop_last=True,
     )
+    if len(train_loader) == 0:  # drop_last leaves no batch: the step loop would never end
+        raise ConfigError(
+            f"the {len(train_idx)} training images make no full batch of {config.batch_size}"
+            f"{' per process' if dist.world_size > 1 else ''}; lower --batch-size or raise "
+            "--train-limit."
+        )
     val_loader = DataLoader(Subset(val_set, val_idx), batch_size=256, num_workers=config.workers)
-    steps_per_epoch = max(1, len(train_loader))
+    steps_per_epoch = len(train_loader)
     total = config.max_steps or max(1, round(config.epochs * steps_per_epoch))
 
     model = dist.wrap(wrapped.train())
