@@ -183,7 +183,7 @@ def test_batch_size_does_not_change_word_swap_or_perplexity(
     [
         (["-s", "smoke", "--data", "pydoc-topics"], "pick a suite for language-modeling"),
         (["-s", "text-smoke", "--data", "fashion-mnist"], "not a text corpus"),
-        (["-s", "text-smoke", "--target-length", "0"], "target length 0 is below 1"),
+        (["-s", "text-smoke", "--target-length", "0"], "--target-length 0 is out of range"),
     ],
 )
 def test_mismatches_are_one_line_errors(

@@ -10,7 +10,8 @@ from safetensors import safe_open
 
 from robench._core.errors import ConfigError
 from robench.models.loading import load_model
-from robench.training.train import TrainConfig, lr_at, train
+from robench.training.loop import lr_at
+from robench.training.train import TrainConfig, train
 
 
 def test_learning_rate_warms_up_linearly_then_decays_to_zero() -> None:

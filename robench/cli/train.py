@@ -44,7 +44,13 @@ class _TrainBar:
 @handle_errors
 @checked_ranges
 def train_command(
-    model: Annotated[str, typer.Argument(help="Registered model name, e.g. vit_nano_patch4_28.")],
+    model: Annotated[
+        str,
+        typer.Argument(
+            help="Registered model name (trained from scratch), e.g. vit_nano_patch4_28, or a "
+            "model card (fine-tuned from its checkpoint), e.g. transformer_lm_nano_pydocs."
+        ),
+    ],
     data: Annotated[
         str | None,
         typer.Option(
@@ -119,14 +125,15 @@ def train_command(
       robench train vit_nano_patch4_28 --max-steps 50 --train-limit 2000 -o /tmp/q
       torchrun --nproc_per_node=2 -m robench train vit_nano_patch4_28 --epochs 1
       robench train transformer_lm_nano_elliptical --data python-docs --max-steps 300 -o runs/lm
+      robench train transformer_lm_nano_pydocs --data pydoc-topics --max-steps 50 -o runs/lm-ft
     """
     from robench.models.plugins import load_plugins
-    from robench.models.zoo.lm_registry import is_language_model
+    from robench.training.train_lm import trains_a_language_model
 
     kwargs = json_object(model_kwargs, "--model-kwargs")
     command = shlex.join(["robench", *sys.argv[1:]])
     load_plugins(())
-    if is_language_model(model):
+    if trains_a_language_model(model):  # a registered language model or a card of one
         _train_language_model(
             model,
             data=data or "python-docs",

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
 
 import torch
 from torch import nn
@@ -24,42 +22,29 @@ from torch.utils.data import DataLoader, Subset
 from robench._core.distributed import DistributedContext
 from robench._core.errors import ConfigError
 from robench._core.seeding import seed_everything
-from robench._core.version import __version__
 from robench.data import open_dataset
 from robench.data.subset import select_indices
 from robench.models.checkpoints import save_safetensors
 from robench.models.loading import load_model
 from robench.models.normalization import NormalizedModel
 from robench.models.spec import ModelSpec, metadata_from_spec
+from robench.training.loop import (
+    SilentProgress,
+    TrainProgress,
+    TrainSettings,
+    optimizer_step,
+)
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class TrainConfig:
-    """Everything `robench train` takes."""
+class TrainConfig(TrainSettings):
+    """Everything `robench train` takes for an image classifier."""
 
-    model: str
-    data: str = "fashion-mnist"
-    out_dir: Path = Path("runs/train")
-    epochs: float = 1.0
-    max_steps: int | None = None  # stop after this many optimiser steps (overrides epochs)
-    batch_size: int = 128
-    lr: float = 1e-3
-    weight_decay: float = 0.05
-    warmup_steps: int = 100
     label_smoothing: float = 0.1
-    clip_grad: float | None = 1.0
-    seed: int = 0
-    device: str = "cpu"
-    train_split: str = "train"
-    val_split: str = "test"
     train_limit: int | None = None
-    val_limit: int | None = 2000
-    val_every: int = 200  # steps between validations (and at the end)
     workers: int = 0
-    model_kwargs: dict[str, Any] = field(default_factory=dict)
-    command: str = ""
 
 
 @dataclass
@@ -70,33 +55,6 @@ class TrainResult:
     steps: int
     history: list[dict[str, float]]
     is_main: bool = True  # False on the other ranks of a torchrun job
-
-
-class TrainProgress(Protocol):
-    def start(self, total: int) -> None: ...
-
-    def update(self, step: int, loss: float, samples_per_s: float) -> None: ...
-
-    def finish(self) -> None: ...
-
-
-class _Silent:
-    def start(self, total: int) -> None:
-        pass
-
-    def update(self, step: int, loss: float, samples_per_s: float) -> None:
-        pass
-
-    def finish(self) -> None:
-        pass
-
-
-def lr_at(step: int, total: int, warmup: int, base: float) -> float:
-    """Linear warm-up to `base`, then cosine decay to 0 at `total`."""
-    if step < warmup:
-        return base * (step + 1) / warmup
-    progress = (step - warmup) / max(1, total - warmup)
-    return base * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
 
 
 def _validate(model: nn.Module, loader: DataLoader, device: torch.device) -> float:
@@ -112,20 +70,22 @@ def _validate(model: nn.Module, loader: DataLoader, device: torch.device) -> flo
 
 
 def train(config: TrainConfig, progress: TrainProgress | None = None) -> TrainResult:
-    """Train `config.model` and write best/last `.safetensors` checkpoints in `out_dir`."""
-    for name in ("epochs", "batch_size", "lr"):
-        if getattr(config, name) <= 0:
-            raise ConfigError(
-                f"--{name.replace('_', '-')} must be positive, got {getattr(config, name)}."
-            )
-    progress = progress or _Silent()
+    """Train `config.model` and write best/last `.safetensors` checkpoints in `out_dir`.
+
+    `config.model` is a registered architecture (trained from scratch) or a model card of an
+    image classifier, whose checkpoint it fine-tunes."""
+    config.check()
+    progress = progress or SilentProgress()
     dist = DistributedContext.from_env(config.device)
     seed_everything(config.seed)
     overrides = ModelSpec(model_kwargs=config.model_kwargs)
     loaded = load_model(config.model, overrides=overrides, device=dist.device)
     wrapped = loaded.model
-    # Language models train in train_lm.py; `robench train` dispatches on the model.
-    assert isinstance(wrapped, NormalizedModel) and loaded.preprocessing is not None
+    if not isinstance(wrapped, NormalizedModel) or loaded.preprocessing is None:
+        raise ConfigError(  # `robench train` sends language models to train_lm.py
+            f"{config.model} is not an image classifier; train a language model with "
+            "robench.training.train_lm.train_language_model."
+        )
     train_set = open_dataset(
         config.data, preprocessing=loaded.preprocessing, split=config.train_split
     )
@@ -183,14 +143,8 @@ def train(config: TrainConfig, progress: TrainProgress | None = None) -> TrainRe
             sampler.set_epoch(step // steps_per_epoch)
         for images, labels in train_loader:
             images, labels = images.to(dist.device), labels.to(dist.device)
-            for group in optimizer.param_groups:
-                group["lr"] = lr_at(step, total, config.warmup_steps, config.lr)
             loss = criterion(model(images), labels)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if config.clip_grad:
-                nn.utils.clip_grad_norm_(model.parameters(), config.clip_grad)
-            optimizer.step()
+            optimizer_step(model, optimizer, loss, step, total, config)
             step += 1
             seen += len(labels)
             rate = seen * dist.world_size / max(1e-9, time.perf_counter() - tick)
@@ -222,12 +176,6 @@ def _save(
     top1: float,
 ) -> None:
     network = wrapped.model  # the inner network: normalisation comes from the spec
-    training = {
-        "command": config.command,
-        "robench_version": __version__,
-        "step": step,
-        "val_top1": top1,
-        "config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()},
-    }
+    training = config.metadata(step, val_top1=top1)
     metadata = metadata_from_spec(spec) | {"robench.training.train": json.dumps(training)}
     save_safetensors(network.state_dict(), path, metadata)

@@ -17,7 +17,7 @@ import logging
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,33 +26,31 @@ from torch import nn
 
 from robench._core.errors import ConfigError
 from robench._core.seeding import seed_everything
-from robench._core.version import __version__
 from robench.data.subset import select_indices
 from robench.data.text import Vocabulary, open_text_dataset
 from robench.data.text.corpora import read_corpus
 from robench.models.checkpoints import save_safetensors
-from robench.models.spec import ModelSpec, metadata_from_spec
-from robench.models.zoo.lm_registry import create_language_model
+from robench.models.loading import load_model
+from robench.models.spec import ModelSpec, bundled_cards, metadata_from_spec, read_card
+from robench.models.zoo.lm_registry import create_language_model, is_language_model
 from robench.tasks.language_modeling import LanguageModeling
-from robench.training.train import TrainProgress, _Silent, lr_at
+from robench.training.loop import SilentProgress, TrainProgress, TrainSettings, optimizer_step
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class LanguageTrainConfig:
+class LanguageTrainConfig(TrainSettings):
     """Everything `robench train` takes for a language model."""
 
-    model: str
     data: str = "python-docs"
     out_dir: Path = Path("runs/train-lm")
-    epochs: float = 1.0
-    max_steps: int | None = None
     batch_size: int = 16  # sequences of `target_length` tokens per step
     lr: float = 2.5e-4  # the paper's
     weight_decay: float = 0.0  # Adam, as the paper
-    warmup_steps: int = 100
     clip_grad: float | None = 0.25
+    val_split: str = "valid"
+    val_limit: int | None = 200  # validation windows
     target_length: int = 256
     vocab_min_count: int = 3
     vocab_size: int | None = None
@@ -60,14 +58,6 @@ class LanguageTrainConfig:
     # the swap token is a rare word of the vocabulary as it is in WikiText-103's (otherwise
     # it reads as <unk>, which a model predicts at the corpus's unknown-word rate).
     extra_words: tuple[str, ...] = ()
-    seed: int = 0
-    device: str = "cpu"
-    train_split: str = "train"
-    val_split: str = "valid"
-    val_limit: int | None = 200  # validation windows
-    val_every: int = 200
-    model_kwargs: dict[str, Any] = field(default_factory=dict)
-    command: str = ""
 
 
 @dataclass
@@ -79,6 +69,63 @@ class LanguageTrainResult:
     vocabulary_size: int
     history: list[dict[str, float]]
     is_main: bool = True
+
+
+def trains_a_language_model(name: str) -> bool:
+    """Whether `robench train NAME` trains a language model: a registered one, or a model
+    card (shipped name or .toml path) of one, which is then fine-tuned."""
+    if is_language_model(name):
+        return True
+    cards = bundled_cards()
+    path = Path(name) if name.endswith(".toml") else cards.get(name)
+    if path is None or not path.is_file():
+        return False
+    architecture = read_card(path).architecture
+    return architecture is not None and is_language_model(architecture)
+
+
+def _from_scratch(
+    config: LanguageTrainConfig, lines: Sequence[Sequence[str]]
+) -> tuple[nn.Module, Vocabulary, ModelSpec]:
+    """A new network of the registered architecture, on a vocabulary built from `lines`."""
+    built = Vocabulary.build(lines, min_count=config.vocab_min_count, max_size=config.vocab_size)
+    added = tuple(dict.fromkeys(w for w in config.extra_words if w not in built))
+    vocabulary = Vocabulary((*built.words, *added))
+    logger.info(
+        "vocabulary: %d words from the %s split of %s",
+        len(vocabulary),
+        config.train_split,
+        config.data,
+    )
+    network = create_language_model(config.model, vocab_size=len(vocabulary), **config.model_kwargs)
+    return (
+        network,
+        vocabulary,
+        ModelSpec(architecture=config.model, model_kwargs=config.model_kwargs),
+    )
+
+
+def _from_card(config: LanguageTrainConfig) -> tuple[nn.Module, Vocabulary, ModelSpec]:
+    """The card's network and weights, to fine-tune on the card's own vocabulary: its output
+    layer is sized by that vocabulary, so the vocabulary options cannot change it."""
+    overrides = ModelSpec(model_kwargs=config.model_kwargs) if config.model_kwargs else None
+    loaded = load_model(config.model, overrides=overrides)
+    if loaded.vocabulary is None:
+        raise ConfigError(f"{config.model} is not a language model; pass a language model.")
+    missing = [w for w in config.extra_words if w not in loaded.vocabulary]
+    if missing:
+        raise ConfigError(
+            f"{config.model}'s vocabulary lacks {', '.join(missing)}, and fine-tuning keeps "
+            f"the card's vocabulary; drop --extra-word, or train {loaded.architecture} from "
+            "scratch to build a vocabulary with it."
+        )
+    logger.info(
+        "fine-tuning %s from its checkpoint, on its vocabulary of %d words",
+        config.model,
+        len(loaded.vocabulary),
+    )
+    spec = ModelSpec(architecture=loaded.architecture, model_kwargs=loaded.model_kwargs)
+    return loaded.model, loaded.vocabulary, spec
 
 
 def _training_stream(lines: Sequence[Sequence[str]], vocabulary: Vocabulary) -> torch.Tensor:
@@ -109,31 +156,16 @@ def train_language_model(
     config: LanguageTrainConfig, progress: TrainProgress | None = None
 ) -> LanguageTrainResult:
     """Train `config.model` on `config.data`; write best/last `.safetensors` in `out_dir`."""
-    for name in ("epochs", "batch_size", "lr", "target_length"):
-        if getattr(config, name) <= 0:
-            raise ConfigError(
-                f"--{name.replace('_', '-')} must be positive, got {getattr(config, name)}."
-            )
-    progress = progress or _Silent()
+    config.check(positive=("target_length",))
+    progress = progress or SilentProgress()
     device = torch.device(config.device)
     seed_everything(config.seed)
     lines = read_corpus(config.data, config.train_split).lines  # read once: vocabulary, stream
-    built = Vocabulary.build(
-        lines,
-        min_count=config.vocab_min_count,
-        max_size=config.vocab_size,
-    )
-    added = tuple(dict.fromkeys(w for w in config.extra_words if w not in built))
-    vocabulary = Vocabulary((*built.words, *added))
-    logger.info(
-        "vocabulary: %d words from the %s split of %s",
-        len(vocabulary),
-        config.train_split,
-        config.data,
-    )
-    network = create_language_model(
-        config.model, vocab_size=len(vocabulary), **config.model_kwargs
-    ).to(device)
+    if is_language_model(config.model):
+        network, vocabulary, spec = _from_scratch(config, lines)
+    else:
+        network, vocabulary, spec = _from_card(config)
+    network = network.to(device)
     stream = _training_stream(lines, vocabulary)
     length = config.target_length
     n_sequences = (len(stream) - 1) // length
@@ -152,7 +184,6 @@ def train_language_model(
         network.parameters(), lr=config.lr, weight_decay=config.weight_decay
     )
     generator = torch.Generator().manual_seed(config.seed)
-    spec = ModelSpec(architecture=config.model, model_kwargs=config.model_kwargs)
     config.out_dir.mkdir(parents=True, exist_ok=True)
     best_path = config.out_dir / "best.safetensors"
     last_path = config.out_dir / "last.safetensors"
@@ -169,15 +200,9 @@ def train_language_model(
         for first in range(0, steps_per_epoch * config.batch_size, config.batch_size):
             starts = order[first : first + config.batch_size] * length
             rows = torch.stack([stream[s : s + length + 1] for s in starts.tolist()]).to(device)
-            for group in optimizer.param_groups:
-                group["lr"] = lr_at(step, total, config.warmup_steps, config.lr)
             logits = network(rows[:, :-1])
             loss = nn.functional.cross_entropy(logits.flatten(0, 1), rows[:, 1:].flatten())
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if config.clip_grad:
-                nn.utils.clip_grad_norm_(network.parameters(), config.clip_grad)
-            optimizer.step()
+            optimizer_step(network, optimizer, loss, step, total, config)
             step += 1
             seen += rows[:, 1:].numel()
             progress.update(step, loss.item(), seen / max(1e-9, time.perf_counter() - tick))
@@ -204,13 +229,7 @@ def _save(
     step: int,
     perplexity: float,
 ) -> None:
-    training = {
-        "command": config.command,
-        "robench_version": __version__,
-        "step": step,
-        "val_perplexity": perplexity,
-        "config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()},
-    }
+    training = config.metadata(step, val_perplexity=perplexity)
     metadata = (
         metadata_from_spec(spec)
         | vocabulary.to_metadata()
