@@ -21,7 +21,9 @@ parameters, without importing torch or any attack library.
 from __future__ import annotations
 
 import abc
-from typing import TYPE_CHECKING, Any, ClassVar, get_args
+import functools
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
@@ -29,6 +31,7 @@ from robench._core.kinds import LazyKind, kind_registrar
 from robench._core.registry import Registry
 from robench._core.units import parse_pixel_value
 from robench.perturbations.threat_models import NORMS
+from robench.results.attack_names import ATTACK_NAMES
 
 if TYPE_CHECKING:
     import torch
@@ -52,6 +55,14 @@ class PerturbationParams(BaseModel):
     # The task whose data it perturbs (robench/tasks); None for any task (`clean`). Suites
     # refuse a kind of another task than theirs.
     task: ClassVar[str | None] = "image-classification"
+    # Its name in figures; None: the kind's name in capitals ("fgsm" -> "FGSM"). A kind whose
+    # parameters change the name (PGD-20) overrides `display_name` instead.
+    display: ClassVar[str | None] = None
+
+    @classmethod
+    def display_name(cls, kind: str, params: Mapping[str, Any]) -> str:
+        """The name of a result of this kind in figures, from its report parameters."""
+        return cls.display or kind.upper()
 
     @classmethod
     def expand_grid(
@@ -218,7 +229,19 @@ class DatasetPerturbation(Perturbation):
 
 
 PERTURBATIONS: Registry[LazyKind[PerturbationParams]] = Registry("perturbation")
-register_kind = kind_registrar(PERTURBATIONS)
+_register_lazy_kind = kind_registrar(PERTURBATIONS)
+P = TypeVar("P", bound=type[PerturbationParams])
+
+
+def register_kind(name: str, implementation: str) -> Callable[[P], P]:
+    """`@register_kind("pgd", "module:Class")` on a parameter class: registers the kind, and
+    its display name in the figures' one table (`results.attack_names`)."""
+
+    def decorate(params: P) -> P:
+        ATTACK_NAMES[name] = functools.partial(params.display_name, name)
+        return _register_lazy_kind(name, implementation)(params)
+
+    return decorate
 
 
 def build_perturbation(kind: str, params: dict[str, Any]) -> Perturbation:

@@ -15,6 +15,7 @@ class CleanParams(PerturbationParams):
     """The identity takes no parameters."""
 
     task: ClassVar[str | None] = None  # every task has a clean result
+    display: ClassVar[str | None] = "clean (ε = 0)"  # the accuracy figure's zero-budget point
 
 
 class Clean(Perturbation):

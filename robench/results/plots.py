@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import textwrap
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from robench._core.errors import ConfigError
 from robench._core.units import display_pixel_value
+from robench.results.attack_names import attack_name
 
 if TYPE_CHECKING:
     from matplotlib.artist import Artist
@@ -288,20 +289,6 @@ class AccuracySeries:
         return len(self.points) > 1
 
 
-def _autoattack_name(params: Mapping[str, Any]) -> str:
-    standard = {"n_iter": 100, "n_queries": 5000, "n_target_classes": 9}
-    reduced = any((params.get(k) or v) < v for k, v in standard.items())
-    return "AutoAttack (lite)" if reduced else "AutoAttack"
-
-
-# Perturbation kind -> its name in figures, from the result's params.
-ATTACK_NAMES: dict[str, Callable[[Mapping[str, Any]], str]] = {
-    "clean": lambda p: "clean (ε = 0)",
-    "fgsm": lambda p: "FGSM",
-    "pgd": lambda p: f"PGD-{p['steps']}" if "steps" in p else "PGD",
-    "spsa": lambda p: "SPSA",
-    "autoattack": _autoattack_name,
-}
 LineStyle = Literal["-", "--", "-.", ":", "none"]
 # Perturbation kind -> (line style, marker); other kinds take the spare ones in turn.
 ATTACK_STYLES: dict[str, tuple[LineStyle, str]] = {
@@ -361,7 +348,7 @@ def accuracy_series(reports: Mapping[str, Report], *, metric: str = "top1") -> l
             params.setdefault(key, result.params)
         taken: set[str] = set()
         for key, members in groups.items():
-            attack = _attack_name(key[0], params[key])
+            attack = attack_name(key[0], params[key])
             if attack in taken:  # another parameter set of the same attack
                 attack = f"{attack} ({', '.join(name for _, name in members)})"
             taken.add(attack)
@@ -372,10 +359,6 @@ def accuracy_series(reports: Mapping[str, Report], *, metric: str = "top1") -> l
 
 def _without_budget(params: Mapping[str, Any]) -> str:
     return repr(sorted((k, repr(v)) for k, v in params.items() if k not in _BUDGET_PARAMS))
-
-
-def _attack_name(kind: str, params: Mapping[str, Any]) -> str:
-    return ATTACK_NAMES.get(kind, lambda p: kind)(params)
 
 
 def _colours(n: int) -> list[str]:

@@ -11,6 +11,7 @@ other norm with a pointer to its sibling. SPSA is L-inf only.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 from pydantic import (
@@ -86,6 +87,10 @@ class PGDParams(BoundedParams):
         """The step size used: `step_size`, or eps / 4 when not given."""
         return self.eps / 4 if self.step_size is None else self.step_size
 
+    @classmethod
+    def display_name(cls, kind: str, params: Mapping[str, Any]) -> str:
+        return f"PGD-{params['steps']}" if "steps" in params else "PGD"
+
     def passes_per_sample(self, classes: int = 10) -> int:
         # A gradient per step; at eps 0 the ball is the image and nothing runs.
         return FORWARD_PASS + (0 if self.eps == 0 else GRADIENT_PASS * self.steps)
@@ -147,6 +152,13 @@ class AutoAttackParams(BoundedParams):
     n_iter: PositiveInt | None = None  # iterations of APGD, APGD-T and FAB (default 100)
     n_target_classes: PositiveInt = 9  # APGD-T / FAB-T targets, capped to classes - 1
     eot_iter: PositiveInt | None = None  # EOT gradient samples of APGD (1; 20 in "rand")
+
+    @classmethod
+    def display_name(cls, kind: str, params: Mapping[str, Any]) -> str:
+        """ "AutoAttack", or "AutoAttack (lite)" when a budget is below the standard one."""
+        standard = {"n_iter": 100, "n_queries": 5000, "n_target_classes": 9}
+        reduced = any((params.get(k) or v) < v for k, v in standard.items())
+        return "AutoAttack (lite)" if reduced else "AutoAttack"
 
     @model_validator(mode="before")
     @classmethod

@@ -39,6 +39,7 @@ class CorruptionParams(PerturbationParams):
     # Unbounded: no eps-ball. The runner still checks shape, [0, 1] and finiteness, and the
     # report says `threat_model = "unbounded"`.
     unbounded: ClassVar[bool] = True
+    display: ClassVar[str | None] = "corruption"
 
     corruption: str  # one of the 15 standard or 4 extra ImageNet-C corruptions
     severity: int = Field(ge=1, le=5)  # 1 (mild) .. 5 (strong), as in ImageNet-C

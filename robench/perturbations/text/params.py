@@ -30,6 +30,7 @@ class WordSwapParams(PerturbationParams):
     # Unbounded: words are replaced outright, there is no budget to check against.
     unbounded: ClassVar[bool] = True
     task: ClassVar[str | None] = "language-modeling"
+    display: ClassVar[str | None] = "Word Swap"
 
     # Share of each line's eligible words to swap, in (0, 1]; 0.025 is the paper's stated
     # 2.5% (its code used 0.015). Per line the count is rounded stochastically (unbiased).
