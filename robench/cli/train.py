@@ -133,51 +133,40 @@ def train_command(
     kwargs = json_object(model_kwargs, "--model-kwargs")
     command = shlex.join(["robench", *sys.argv[1:]])
     load_plugins(())
+    shared: dict[str, Any] = {  # what both trainers take (training/loop.py TrainSettings)
+        "model": model,
+        "out_dir": out_dir,
+        "epochs": epochs,
+        "max_steps": max_steps,
+        "warmup_steps": warmup_steps,
+        "clip_grad": clip_grad,
+        "seed": seed,
+        "device": device,
+        "val_limit": val_limit,
+        "val_every": val_every,
+        "model_kwargs": kwargs,
+        "command": command,
+    }
+    # Options left out take the trainer's own default (an image's or a language model's).
+    optional = {"data": data, "batch_size": batch_size, "lr": lr}
+    shared |= {name: value for name, value in optional.items() if value is not None}
     if trains_a_language_model(model):  # a registered language model or a card of one
         _train_language_model(
-            model,
-            data=data or "python-docs",
-            out_dir=out_dir,
-            epochs=epochs,
-            max_steps=max_steps,
-            batch_size=16 if batch_size is None else batch_size,
-            lr=2.5e-4 if lr is None else lr,
-            warmup_steps=warmup_steps,
-            clip_grad=clip_grad,
+            **shared,
             target_length=target_length,
             vocab_min_count=vocab_min_count,
             vocab_size=vocab_size,
             extra_words=tuple(extra_word or ()),
-            seed=seed,
-            device=device,
-            val_limit=val_limit,
-            val_every=val_every,
-            model_kwargs=kwargs,
-            command=command,
         )
         return
     from robench.training.train import TrainConfig, train
 
     config = TrainConfig(
-        model=model,
-        data=data or "fashion-mnist",
-        out_dir=out_dir,
-        epochs=epochs,
-        max_steps=max_steps,
-        batch_size=128 if batch_size is None else batch_size,
-        lr=1e-3 if lr is None else lr,
+        **shared,
         weight_decay=weight_decay,
-        warmup_steps=warmup_steps,
         label_smoothing=label_smoothing,
-        clip_grad=clip_grad,
-        seed=seed,
-        device=device,
         train_limit=train_limit,
-        val_limit=val_limit,
-        val_every=val_every,
         workers=workers,
-        model_kwargs=kwargs,
-        command=command,
     )
     result = train(config, progress=_TrainBar())
     if not result.is_main:
@@ -188,14 +177,12 @@ def train_command(
     )
 
 
-def _train_language_model(model: str, **settings: Any) -> None:
+def _train_language_model(**settings: Any) -> None:
     from robench.training.train_lm import LanguageTrainConfig, train_language_model
 
     if settings["val_limit"] == 2000:  # the image default: windows of a language model
         settings["val_limit"] = 200
-    result = train_language_model(
-        LanguageTrainConfig(model=model, **settings), progress=_TrainBar("tokens/s")
-    )
+    result = train_language_model(LanguageTrainConfig(**settings), progress=_TrainBar("tokens/s"))
     typer.echo(
         f"best validation perplexity {result.best_val_perplexity:.2f} after {result.steps} "
         f"steps ({result.vocabulary_size} words in the vocabulary): {result.best_path}"

@@ -14,6 +14,7 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -96,26 +97,7 @@ def train(config: TrainConfig, progress: TrainProgress | None = None) -> TrainRe
             f"the data has {len(train_set.classes)} classes but {config.model} predicts {n_out}; "
             f"pass --model-kwargs '{{\"num_classes\": {len(train_set.classes)}}}'."
         )
-    train_idx = select_indices(len(train_set), config.train_limit, config.seed)
-    val_idx = select_indices(len(val_set), config.val_limit, config.seed)
-    generator = torch.Generator().manual_seed(config.seed)
-    sampler = dist.sampler(train_idx, config.seed)
-    train_loader = DataLoader(
-        Subset(train_set, train_idx),
-        batch_size=config.batch_size,
-        shuffle=sampler is None,
-        sampler=sampler,
-        generator=generator,
-        num_workers=config.workers,
-        drop_last=True,
-    )
-    if len(train_loader) == 0:  # drop_last leaves no batch: the step loop would never end
-        raise ConfigError(
-            f"the {len(train_idx)} training images make no full batch of {config.batch_size}"
-            f"{' per process' if dist.world_size > 1 else ''}; lower --batch-size or raise "
-            "--train-limit."
-        )
-    val_loader = DataLoader(Subset(val_set, val_idx), batch_size=256, num_workers=config.workers)
+    train_loader, val_loader, sampler = _loaders(train_set, val_set, config, dist)
     steps_per_epoch = len(train_loader)
     total = config.max_steps or max(1, round(config.epochs * steps_per_epoch))
 
@@ -165,6 +147,34 @@ def train(config: TrainConfig, progress: TrainProgress | None = None) -> TrainRe
         _save(wrapped, spec, config, last_path, step, history[-1]["val_top1"])
     dist.close()
     return TrainResult(best_path, last_path, best, step, history, dist.is_main)
+
+
+def _loaders(
+    train_set: Any, val_set: Any, config: TrainConfig, dist: DistributedContext
+) -> tuple[DataLoader, DataLoader, Any]:
+    """The seeded training loader (sharded under torchrun), the validation loader, and the
+    training sampler (None outside torchrun)."""
+    train_idx = select_indices(len(train_set), config.train_limit, config.seed)
+    val_idx = select_indices(len(val_set), config.val_limit, config.seed)
+    generator = torch.Generator().manual_seed(config.seed)
+    sampler = dist.sampler(train_idx, config.seed)
+    train_loader = DataLoader(
+        Subset(train_set, train_idx),
+        batch_size=config.batch_size,
+        shuffle=sampler is None,
+        sampler=sampler,
+        generator=generator,
+        num_workers=config.workers,
+        drop_last=True,
+    )
+    if len(train_loader) == 0:  # drop_last leaves no batch: the step loop would never end
+        raise ConfigError(
+            f"the {len(train_idx)} training images make no full batch of {config.batch_size}"
+            f"{' per process' if dist.world_size > 1 else ''}; lower --batch-size or raise "
+            "--train-limit."
+        )
+    val_loader = DataLoader(Subset(val_set, val_idx), batch_size=256, num_workers=config.workers)
+    return train_loader, val_loader, sampler
 
 
 def _save(
