@@ -40,11 +40,14 @@ _WORD_PATTERNS: dict[str, re.Pattern[str]] = {"wikitext": _WHITESPACE_WORD}
 def _wikitext_articles(sources: list[_Source]) -> list[tuple[str, str]]:
     """(title, text) of each article of a WikiText file; lines before the first heading join
     the first article."""
-    articles: list[tuple[str, list[str]]] = []
+    articles: list[tuple[str, list[str]]] = [("", [])]
     for source in sources:
         for line in source.lines():
-            if _WIKITEXT_HEADING.match(line) or not articles:
-                articles.append((line.strip(" ="), []))
+            if _WIKITEXT_HEADING.match(line):
+                if any(text.strip() for text in articles[-1][1]):
+                    articles.append((line.strip(" ="), []))
+                else:  # only blank lines so far: they open this article
+                    articles[-1] = (line.strip(" ="), articles[-1][1])
             articles[-1][1].append(line)
     return [(title, "\n".join(lines) + "\n") for title, lines in articles]
 
