@@ -19,7 +19,7 @@ from robench.tasks.language_modeling import score_documents
 
 pytest.importorskip("transformers", reason="the optional extra robench[hf] (transformers)")
 
-from tests.tiny_causal_lm import N_POSITIONS, build_tiny_causal_lm, write_documents  # noqa: E402
+from tests.tiny_causal_lm import N_POSITIONS, build_tiny_causal_lm, write_documents
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +98,7 @@ def test_jsonl_records_and_txt_folders_are_documents(tmp_path: Path) -> None:
     path = tmp_path / "docs.jsonl"
     texts = write_documents(path, n=3, field="body")
     assert read_documents(path, "test", text_field="body").texts == tuple(texts)
-    with pytest.raises(DataError, match="no string under 'text'.*--text-field"):
+    with pytest.raises(DataError, match=r"no string under 'text'.*--text-field"):
         read_documents(path, "test")
     folder = tmp_path / "txt"
     folder.mkdir()

@@ -24,7 +24,7 @@ pytest.importorskip(
     reason="lm-evaluation-harness is not installed: pip install -e '.[lmeval]' (the oracle)",
 )
 
-from tests.tiny_causal_lm import build_tiny_causal_lm, write_documents  # noqa: E402
+from tests.tiny_causal_lm import build_tiny_causal_lm, write_documents
 
 METRICS = ("word_perplexity", "byte_perplexity", "bits_per_byte")
 SUITE = """\
