@@ -148,3 +148,22 @@ def test_eval_cli_scores_documents_clean_and_swapped(folder: Path, docs: Path, t
     assert by_name["word-swap-2.5"]["params"]["realised"]["realised_rate"] > 0
     clean_bpb = by_name["clean"]["metrics"]["bits_per_byte"]["value"]
     assert math.isfinite(clean_bpb) and clean_bpb > 0
+
+
+@pytest.mark.slow
+def test_shipped_bpe_model_is_small_and_word_swap_raises_its_perplexity(tmp_path: Path) -> None:
+    import jsonschema
+
+    from robench.cli._demo_bpe import bpe_model_folder, evaluate_bpe_demo
+    from robench.results.report import report_json_schema
+
+    folder = bpe_model_folder()
+    assert folder is not None, "models/gpt2_bpe_pydocs is missing"
+    assert sum(p.stat().st_size for p in folder.iterdir()) < 5_000_000
+    assert (folder / "model.safetensors").is_file() and (folder / "README.md").is_file()
+    [(path, _)] = evaluate_bpe_demo(tmp_path, "text-smoke", quick=True, command=["test"])
+    report = json.loads(path.read_text())
+    jsonschema.validate(report, report_json_schema())
+    bpb = {r["name"]: r["metrics"]["bits_per_byte"]["value"] for r in report["results"]}
+    # Trained: well below the 8 bits of a uniform guess over bytes; swapping words hurts.
+    assert bpb["clean"] < 4 and bpb["word-swap-2.5"] > bpb["clean"]
