@@ -3,9 +3,12 @@
 Directory layouts (detected in this order, or chosen with `layout=`):
 - `wikitext`: `wiki.{train,valid,test}.tokens`, the word-level WikiText-2/-103 releases; a
   line's words are `line.split()` (the files are already tokenised).
+- `jsonl`: a JSON-lines file read whole, or `{train,valid,test}.jsonl`; the text of each record
+  is under `text_field` ("text"), a line's words come from `tokenize.words_of`.
 - `text-files`: plain UTF-8 files named by split (`train`, `valid`/`validation`/`val`, `test`,
   any extension), or else every `*.txt` file under the directory, split by a hash of its path
-  (`_hash_split`, 20 buckets); words come from `tokenize.words_of`.
+  (`_hash_split`, 20 buckets; split "all" reads every file); words come from
+  `tokenize.words_of`.
 Built-in names (`BUILTIN_TEXT`): `python-docs` and `pydoc-topics`. docs/text-data.md has the
 split rules and sizes. Every line of a file is one line of the corpus, blank lines included.
 """
@@ -71,7 +74,7 @@ class TextCorpus:
 
 
 @dataclass(frozen=True)
-class _Source:
+class TextSource:
     """One file (or topic, or JSON-lines record) of a split; `lines()` reads its text lines on
     demand, `text()` its exact text (a document, robench/data/text/documents.py)."""
 
@@ -111,8 +114,8 @@ def _file_text(path: Path) -> str:
         ) from None
 
 
-def _file_source(name: str, path: Path) -> _Source:
-    return _Source(name, partial(_file_lines, path), partial(_file_text, path))
+def _file_source(name: str, path: Path) -> TextSource:
+    return TextSource(name, partial(_file_lines, path), partial(_file_text, path))
 
 
 def _text_lines(text: str) -> Iterator[str]:
@@ -158,7 +161,7 @@ def _no_all(root: Path, layout: str, split: str) -> None:
         )
 
 
-def _wikitext_sources(root: Path, split: str, text_field: str) -> list[_Source]:
+def _wikitext_sources(root: Path, split: str, text_field: str) -> list[TextSource]:
     _no_all(root, "wikitext", split)
     path = _wikitext_file(root, split)
     if not path.is_file():
@@ -206,7 +209,7 @@ def _looks_like_text_files(root: Path) -> bool:
     return bool(_txt_files(root)) and _image_evidence(root) is None
 
 
-def _text_files_sources(root: Path, split: str, text_field: str) -> list[_Source]:
+def _text_files_sources(root: Path, split: str, text_field: str) -> list[TextSource]:
     named = _named_split_files(root)
     if named:
         _no_all(root, "text-files (named splits)", split)
@@ -260,7 +263,7 @@ def _record_text(path: Path, number: int, raw: str, text_field: str) -> str:
     return text
 
 
-def _jsonl_sources(root: Path, split: str, text_field: str) -> list[_Source]:
+def _jsonl_sources(root: Path, split: str, text_field: str) -> list[TextSource]:
     """One source per record: a JSON-lines file is read whole; a directory's SPLIT.jsonl."""
     if root.is_file():
         path = root
@@ -279,7 +282,7 @@ def _jsonl_sources(root: Path, split: str, text_field: str) -> list[_Source]:
         if raw.strip():
             text = _record_text(path, number, raw, text_field)
             sources.append(
-                _Source(f"{path.name}:{number}", partial(_text_lines, text), partial(str, text))
+                TextSource(f"{path.name}:{number}", partial(_text_lines, text), partial(str, text))
             )
     return sources
 
@@ -299,7 +302,7 @@ def _python_docs_root() -> Path:
     return root
 
 
-def _python_docs_sources(root: Path, split: str, text_field: str) -> list[_Source]:
+def _python_docs_sources(root: Path, split: str, text_field: str) -> list[TextSource]:
     """Every *.txt / *.txt.gz file, keyed by its relative path without .gz, 20 hash buckets."""
     files = {
         p.relative_to(root).as_posix().removesuffix(".gz"): p
@@ -315,12 +318,12 @@ def _pydoc_topics_root() -> Path:
     return Path(pydoc_data.topics.__file__)
 
 
-def _pydoc_topics_sources(root: Path, split: str, text_field: str) -> list[_Source]:
+def _pydoc_topics_sources(root: Path, split: str, text_field: str) -> list[TextSource]:
     """pydoc's help topics sorted by name, 10 hash buckets over the names."""
     from pydoc_data.topics import topics
 
     return [
-        _Source(key, partial(_text_lines, topics[key]), partial(str, topics[key]))
+        TextSource(key, partial(_text_lines, topics[key]), partial(str, topics[key]))
         for key in sorted(topics)
         if _in_split(key, 10, split)
     ]
@@ -332,7 +335,7 @@ class TextReader:
 
     # The sources (files, topics, records) of a canonical split, in corpus order; the third
     # argument is the JSON-lines key holding the text (other layouts ignore it).
-    sources: Callable[[Path, str, str], list[_Source]]
+    sources: Callable[[Path, str, str], list[TextSource]]
     # A text line -> its words.
     tokenize: Callable[[str], list[str]]
     # One line for `robench list` and error messages.
@@ -389,7 +392,7 @@ def looks_like_text_corpus(path: str | Path) -> bool:
     )
 
 
-def _resolve(path_or_name: str | Path, layout: str | None) -> tuple[Path, str, TextReader]:
+def resolve_corpus(path_or_name: str | Path, layout: str | None) -> tuple[Path, str, TextReader]:
     """(root, layout name, reader) for a directory or a built-in name."""
     if layout is not None and layout not in TEXT_LAYOUTS:
         raise DataError(did_you_mean(layout, list(TEXT_LAYOUTS), "text layout"))
@@ -465,7 +468,7 @@ def read_corpus(
     """One split of the corpus at `path_or_name` (a directory, a JSON-lines file or a key of
     BUILTIN_TEXT); `text_field` is the key of a JSON-lines record that holds its text."""
     split = canonical_split(split)
-    root, name, reader = _resolve(path_or_name, layout)
+    root, name, reader = resolve_corpus(path_or_name, layout)
     lines = tuple(_lines(reader, root, split, text_field))
     if not any(lines):
         raise _empty_split(root, name, split)
@@ -482,7 +485,7 @@ def training_lines(
     path_or_name: str | Path, layout: str | None = None, text_field: str = "text"
 ) -> Iterator[tuple[str, ...]]:
     """The train split's lines of words, read lazily (for `Vocabulary.build` on large corpora)."""
-    root, name, reader = _resolve(path_or_name, layout)
+    root, name, reader = resolve_corpus(path_or_name, layout)
     sources = reader.sources(
         root, "train", text_field
     )  # a missing train file fails here, before iterating

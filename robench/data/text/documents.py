@@ -26,7 +26,7 @@ from functools import cached_property
 from pathlib import Path
 
 from robench._core.errors import DataError
-from robench.data.text.corpora import _resolve, _Source, canonical_split
+from robench.data.text.corpora import TextSource, canonical_split, resolve_corpus
 from robench.data.text.tokenize import WORD_PATTERN
 
 # A WikiText article starts at a top-level heading line (" = Title = "; sections are " = = ").
@@ -37,7 +37,7 @@ _WHITESPACE_WORD = re.compile(r"\S+")
 _WORD_PATTERNS: dict[str, re.Pattern[str]] = {"wikitext": _WHITESPACE_WORD}
 
 
-def _wikitext_articles(sources: list[_Source]) -> list[tuple[str, str]]:
+def _wikitext_articles(sources: list[TextSource]) -> list[tuple[str, str]]:
     """(title, text) of each article of a WikiText file; lines before the first heading join
     the first article."""
     articles: list[tuple[str, list[str]]] = [("", [])]
@@ -52,7 +52,7 @@ def _wikitext_articles(sources: list[_Source]) -> list[tuple[str, str]]:
     return [(title, "\n".join(lines) + "\n") for title, lines in articles]
 
 
-def _one_per_source(sources: list[_Source]) -> list[tuple[str, str]]:
+def _one_per_source(sources: list[TextSource]) -> list[tuple[str, str]]:
     return [(source.name, source.document_text()) for source in sources]
 
 
@@ -124,7 +124,7 @@ def read_documents(
     """The documents of `split` of the corpus at `path_or_name` (a directory, a JSON-lines
     file or a built-in name); empty documents are left out (they have nothing to score)."""
     split = canonical_split(split)
-    root, name, reader = _resolve(path_or_name, layout)
+    root, name, reader = resolve_corpus(path_or_name, layout)
     sources = reader.sources(root, split, text_field)
     documents = [
         (title, text)
