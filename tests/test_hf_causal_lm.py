@@ -167,3 +167,13 @@ def test_shipped_bpe_model_is_small_and_word_swap_raises_its_perplexity(tmp_path
     bpb = {r["name"]: r["metrics"]["bits_per_byte"]["value"] for r in report["results"]}
     # Trained: well below the 8 bits of a uniform guess over bytes; swapping words hurts.
     assert bpb["clean"] < 4 and bpb["word-swap-2.5"] > bpb["clean"]
+
+
+def test_word_level_models_read_jsonl_as_lines(tmp_path: Path) -> None:
+    from robench.data.text import read_corpus, words_of
+
+    path = tmp_path / "docs.jsonl"
+    path.write_text('{"text": "One line.\\nTwo: lines"}\n\n{"text": "Three"}\n')
+    corpus = read_corpus(path, "test")
+    assert corpus.layout == "jsonl"
+    assert corpus.lines == (tuple(words_of("One line.")), ("Two", ":", "lines"), ("Three",))
