@@ -16,9 +16,10 @@ The contract (docs/language-models.md): the model takes token ids (B, T) and ret
 Vocabulary: the token ids are robench's, not GPT-2's. robench's text pipeline is word-level:
 text is split into whitespace words, `<eos>` (id 0) ends each line, `<unk>` (id 1) stands for
 rare words, and the word list travels in the checkpoint's `robench_vocabulary` metadata.
-Subword tokenizers (GPT-2's byte-level BPE, SentencePiece) are not supported yet: a pretrained
-GPT-2 reads BPE ids, so feeding it robench's word ids gives meaningless perplexities, and its
-50,257-token output does not match the vocabulary size robench checks.
+A GPT-2 with its own tokenizer (BPE, SentencePiece; a pretrained one included) is not a job for
+this plugin: evaluate its `save_pretrained` folder with `robench eval hf:FOLDER`, which scores
+documents with the model's own tokenizer exactly as lm-evaluation-harness does
+(docs/language-models.md, "Subword models").
 
 Your own pretrained weights therefore work when the model was trained over a robench
 vocabulary (e.g. a GPT-2 trained with `transformers` on text encoded by

@@ -68,3 +68,4 @@ def test_quick_demo_writes_reports_comparison_and_figures(
         estimator = report["model"]["extensions"]["language_model"]["m_estimator"]
         assert estimator == ("prefix" if role == "elliptical" else None)
     assert "transformer_lm_nano_elliptical_pydocs" in result.stdout
+    assert "gpt2_bpe_pydocs" in result.stdout  # the subword model beside them

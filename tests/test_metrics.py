@@ -27,7 +27,14 @@ from robench.results.tables import markdown_table, report_rows
 
 
 def test_builtin_metrics_carry_everything() -> None:
-    assert METRICS.names() == ["bits_per_byte", "perplexity", "top1", "top5", "word_perplexity"]
+    assert METRICS.names() == [
+        "bits_per_byte",
+        "byte_perplexity",
+        "perplexity",
+        "top1",
+        "top5",
+        "word_perplexity",
+    ]
     for name, label in (("top1", "top-1"), ("top5", "top-5")):
         metric = METRICS.get(name)
         assert metric.higher_is_better and metric.paired_test == "binary"

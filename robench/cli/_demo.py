@@ -247,6 +247,11 @@ def run_demo(out_dir: Path, *, quick: bool = False, progress: Progress | None = 
     reports = evaluate_all(plan.suite, plan.limit, "")
     corrupted = evaluate_all(plan.corruption_suite, plan.corruption_limit, "-corruptions")
     text = evaluate_all(plan.text_suite, plan.text_limit, "-text", language_models, 16)
+    from robench.cli._demo_bpe import evaluate_bpe_demo  # beside them: a subword (BPE) model
+
+    text += evaluate_bpe_demo(
+        out_dir, plan.text_suite, quick=quick, command=command, progress=progress
+    )
     comparison = build_comparison([(str(p), r) for p, r in reports], metrics=["top1"])
     corruption_comparison = build_comparison([(str(p), r) for p, r in corrupted], metrics=["top1"])
     text_comparison = build_comparison(

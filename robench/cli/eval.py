@@ -169,6 +169,10 @@ def eval_command(
         int | None,
         typer.Option(help="Language models: unscored context tokens before each window (0)."),
     ] = None,
+    text_field: Annotated[
+        str | None,
+        typer.Option(help='Language models: the key of a JSON-lines record\'s text ("text").'),
+    ] = None,
     amp: Annotated[
         AmpMode | None,  # type: ignore[valid-type]
         typer.Option(
@@ -236,7 +240,11 @@ def eval_command(
     )
     data_options = {
         name: value
-        for name, value in (("target_length", target_length), ("context", context))
+        for name, value in (
+            ("target_length", target_length),
+            ("context", context),
+            ("text_field", text_field),
+        )
         if value is not None
     }
     report_path = out_path or default_report_path(model, checkpoint, suite)

@@ -155,6 +155,8 @@ def _model_info(loaded: LoadedModel, randomized: bool) -> ModelInfo:
             "sha256": loaded.vocabulary.sha256,
             "source": "checkpoint metadata",
         }
+    if loaded.provenance is not None:  # a model read from a folder: where, and its tokenizer
+        extensions["model_source"] = dict(loaded.provenance)
     return ModelInfo(
         name=loaded.name,
         architecture=loaded.architecture,
@@ -704,7 +706,8 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         trust_checkpoint=request.trust_checkpoint,
         device=device,
     )
-    if loaded.checkpoint is None and not request.allow_random_weights:
+    weightless = loaded.checkpoint is None and loaded.provenance is None
+    if weightless and not request.allow_random_weights:
         raise ConfigError(
             f"{loaded.name} has no checkpoint, so its weights are random and its numbers "
             "would mean nothing; pass --checkpoint FILE (or a model card with weights), or "
@@ -768,7 +771,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
     jobs, missing = resolve_jobs(loaded_suite.plan, data, loaded_suite.suite.datasets, default_name)
     for gone in missing:
         logger.warning("not evaluated: %s: %s", gone.name, gone.reason)
-    if loaded.checkpoint is None:
+    if loaded.checkpoint is None and loaded.provenance is None:
         warnings.insert(0, f"no checkpoint: {loaded.architecture} has random weights.")
     for warning in warnings:
         logger.warning(warning)

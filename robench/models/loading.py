@@ -54,6 +54,12 @@ class LoadedModel:
     # (and plugins registered beside them) model language.
     task: str = "image-classification"
     vocabulary: Vocabulary | None = None  # a language model's, from its checkpoint
+    # A subword language model's own tokenizer (transformers) and maximum context in tokens;
+    # None for robench's word-level models, which read text through `vocabulary`.
+    tokenizer: Any = None
+    max_length: int | None = None
+    # Where the model came from beyond the checkpoint (e.g. the tokenizer's sha256).
+    provenance: dict[str, Any] | None = None
 
 
 def _find_card(name: str | None) -> tuple[ModelCard, Path] | tuple[None, None]:
@@ -159,6 +165,8 @@ def load_model(
     device: torch.device | str = "cpu",
 ) -> LoadedModel:
     """Resolve MODEL (card, registered name, or checkpoint metadata) into a ready model."""
+    if name is not None and name.startswith(_HF_PREFIX):  # TEMPORARY, see _hf_causal_lm
+        return _hf_causal_lm(name, device)
     load_plugins(imports)
     card, card_path = _find_card(name)
     from_card = checkpoint is None and card is not None and card_path is not None
@@ -251,3 +259,32 @@ def _language_model(
         )
     kwargs = {**spec.model_kwargs, "vocab_size": len(vocabulary)}
     return create_language_model(architecture, **kwargs), vocabulary
+
+
+# TEMPORARY (branch h4-lm): `hf:FOLDER` for a local transformers causal LM, until the model
+# source registry (branch h3-sources) replaces it; it calls the same `build_causal_lm`.
+_HF_PREFIX = "hf:"
+
+
+def _hf_causal_lm(name: str, device: torch.device | str) -> LoadedModel:
+    from robench.models.hf_causal_lm import build_causal_lm
+
+    folder = Path(name.removeprefix(_HF_PREFIX))
+    if not folder.is_dir():
+        raise ConfigError(f"{name}: {folder} is not a folder; pass hf:FOLDER of save_pretrained.")
+    parts = build_causal_lm(folder, trust_remote_code=False)
+    return LoadedModel(
+        model=parts.model.to(device).eval(),
+        name=name,
+        architecture=parts.info["architecture"],
+        model_kwargs={},
+        spec=ModelSpec(architecture=parts.info["architecture"]),
+        sources={"architecture": "transformers config"},
+        card_path=None,
+        checkpoint=None,
+        preprocessing=None,
+        task="language-modeling",
+        tokenizer=parts.tokenizer,
+        max_length=parts.max_length,
+        provenance={"source": "hf", "path": str(folder.resolve()), **parts.info},
+    )

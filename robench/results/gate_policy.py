@@ -76,6 +76,7 @@ class Policy(BaseModel):
             "perplexity": Tolerance(max_rel_drop=0.02),
             "word_perplexity": Tolerance(max_rel_drop=0.02),
             "bits_per_byte": Tolerance(max_rel_drop=0.005),
+            "byte_perplexity": Tolerance(max_rel_drop=0.005),
         }
     )
 

@@ -245,3 +245,14 @@ register(
         _LM,
     )
 )
+register(
+    ratio_metric(
+        "byte_perplexity",
+        "byte perplexity exp(total NLL / bytes) = 2 ** bits_per_byte, as lm-evaluation-harness "
+        "(lower is better)",
+        lambda r: (r["nll"], r["bytes"]),
+        np.exp,
+        MetricDisplay("byte PPL"),
+        _LM,
+    )
+)

@@ -1,11 +1,18 @@
-"""Language modelling: token ids -> next-token logits, scored by the log-likelihood of windows.
+"""Language modelling: token ids -> next-token logits, scored by the log-likelihood of text.
 
-A sample is one evaluation window of a text corpus (robench/data/text/windows.py): inputs are
-its token ids (T,), targets three rows (3, T): the target token id (-100 where the position is
-context only), whether the target is a word (not `<eos>`), and the UTF-8 bytes it stands for.
-The per-sample record is `{"nll": summed negative log-likelihood in nats, "tokens": scored
-tokens, "words": scored words, "bytes": scored bytes}`; `perplexity`, `word_perplexity` and
-`bits_per_byte` (results/metrics.py) are ratios of their sums over windows.
+Two kinds of sample, by the model's tokenizer:
+
+- robench's word-level models (a `Vocabulary` in the checkpoint): a sample is one evaluation
+  window of the token stream (robench/data/text/windows.py), inputs its token ids (T,),
+  targets three rows (3, T): the target token id (-100 where the position is context only),
+  whether the target is a word (not `<eos>`), and the UTF-8 bytes it stands for;
+- a model with its own tokenizer (a transformers causal LM): a sample is one document
+  (robench/data/text/rolling_windows.py), inputs its rolling windows (W, T), targets (W, 3, T)
+  with the document's words and bytes in rows 1 and 2.
+
+Either way the per-sample record is `{"nll": summed negative log-likelihood in nats, "tokens":
+scored tokens, "words": scored words, "bytes": scored bytes}`; `perplexity`,
+`word_perplexity` and `bits_per_byte` (results/metrics.py) are ratios of their sums.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
 from robench._core.errors import AttackCheckError, ConfigError, DataError
+from robench.data.text.rolling_windows import DocumentWindows, collate_documents
 from robench.data.text.windows import IGNORE_INDEX, collate_windows
 from robench.tasks.base import Columns, ModelCheck, Record, Task
 
@@ -54,7 +62,12 @@ class LanguageModeling(Task):
     name = "language-modeling"
     sanity_battery: ClassVar[bool] = False
     default_data: ClassVar[str] = "python-docs"
-    data_options: ClassVar[dict[str, Any]] = {"target_length": 256, "context": 0}
+    # Word-level windows (target_length, context) and the JSON-lines key of the text.
+    data_options: ClassVar[dict[str, Any]] = {
+        "target_length": 256,
+        "context": 0,
+        "text_field": "text",
+    }
 
     def open_data(
         self,
@@ -73,13 +86,15 @@ class LanguageModeling(Task):
                 "--class-map maps image classes; a language model's vocabulary comes with its "
                 "checkpoint. Leave --class-map out."
             )
+        settings = {**self.data_options, **options}
+        if model.tokenizer is not None:
+            return _open_documents(path, model, split, layout, settings["text_field"])
         if model.vocabulary is None:
             raise ConfigError(
                 f"{model.name} carries no vocabulary, so robench cannot turn text into its token "
                 "ids; pass a checkpoint written by `robench train`, or save your model's weights "
                 "with its vocabulary in the checkpoint metadata (docs/language-models.md)."
             )
-        settings = {**self.data_options, **options}
         return open_text_dataset(
             path,
             model.vocabulary,
@@ -87,6 +102,7 @@ class LanguageModeling(Task):
             target_length=settings["target_length"],
             context=settings["context"],
             layout=layout,
+            text_field=settings["text_field"],
         )
 
     def batches(
@@ -100,12 +116,16 @@ class LanguageModeling(Task):
             dataset,
             batch_sampler=[list(b) for b in batches],
             num_workers=workers,
-            collate_fn=collate_windows,
+            collate_fn=collate_documents
+            if isinstance(dataset, DocumentWindows)
+            else collate_windows,
         )
         for inputs, targets in loader:
             yield inputs.to(device), targets.to(device)
 
     def score(self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> Columns:
+        if inputs.dim() == 3:  # documents (B, W, T): their rolling windows
+            return score_documents(model, inputs, targets)
         batch, length = inputs.shape
         nll: list[float] = []
         # Windows per forward, bounding the logits held at once (B x T x V floats) for large
@@ -155,7 +175,7 @@ class LanguageModeling(Task):
         """The model's output size is the checkpoint vocabulary's; the text is mostly in it."""
         vocabulary = getattr(dataset, "vocabulary", None)
         with torch.no_grad():
-            n_outputs = model(inputs[:1, :8]).shape[-1]
+            n_outputs = model(_windows(inputs)[:1, :8]).shape[-1]
         if vocabulary is not None and len(vocabulary) != n_outputs:
             raise DataError(
                 f"the checkpoint's vocabulary has {len(vocabulary)} words but the model predicts "
@@ -177,6 +197,7 @@ class LanguageModeling(Task):
         from robench.models.checks import train_mode_warnings
 
         warnings = train_mode_warnings(model)
+        inputs = _windows(inputs)
         with torch.no_grad():
             first, second = model(inputs[:2]), model(inputs[:2])
         if first.shape[:2] != inputs[:2].shape:
@@ -210,3 +231,48 @@ class LanguageModeling(Task):
                 "the training corpus."
             )
         return None
+
+
+def _windows(inputs: torch.Tensor) -> torch.Tensor:
+    """A batch's windows as (n, T): documents' (B, W, T) flattened, word-level (B, T) as is."""
+    return inputs.flatten(0, 1) if inputs.dim() == 3 else inputs
+
+
+def _open_documents(
+    path: str, model: LoadedModel, split: str, layout: str | None, text_field: str
+) -> DocumentWindows:
+    """The documents of `path`, tokenized by the model's tokenizer, windows of its length."""
+    from robench.data.text.documents import read_documents
+
+    assert model.max_length is not None  # set with the tokenizer (models/hf_causal_lm.py)
+    corpus = read_documents(path, split, layout, text_field)
+    return DocumentWindows(corpus, model.tokenizer, model.max_length)
+
+
+def score_documents(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> Columns:
+    """Records of documents (B, W, T) with targets (B, W, 3, T): every non-empty window run
+    once, longest first and cut to its chunk's longest (as lm-eval batches its windows), each
+    document's NLL the sum of its windows'."""
+    batch, n_windows, length = inputs.shape
+    flat_inputs, flat_targets = inputs.flatten(0, 1), targets.flatten(0, 1)  # (BW, T), (BW, 3, T)
+    scored = flat_targets[:, 0] != IGNORE_INDEX  # (BW, T)
+    # A window's real length: up to its last scored position (padding comes after).
+    lengths = torch.where(scored.any(1), length - scored.flip(1).int().argmax(1), 0)
+    order = [i for i in torch.argsort(lengths, descending=True, stable=True).tolist() if lengths[i]]
+    nll = torch.zeros(batch * n_windows, dtype=torch.float64, device=inputs.device)
+    vocab = getattr(model, "vocab_size", None)
+    done = 0
+    with torch.no_grad():
+        while done < len(order):
+            longest = int(lengths[order[done]])
+            step = max(1, _SCORE_CHUNK_ELEMENTS // (longest * vocab)) if vocab else 1
+            rows = torch.tensor(order[done : done + step], device=inputs.device)
+            logits = model(flat_inputs[rows, :longest])
+            nll[rows] = window_nll(logits, flat_targets[rows, 0, :longest])
+            vocab, done = logits.shape[-1], done + len(rows)
+    return {
+        "nll": nll.view(batch, n_windows).sum(dim=1).tolist(),
+        "tokens": scored.view(batch, -1).sum(dim=1).tolist(),
+        "words": targets[:, :, 1].sum(dim=(1, 2)).tolist(),
+        "bytes": targets[:, :, 2].sum(dim=(1, 2)).tolist(),
+    }

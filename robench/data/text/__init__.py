@@ -56,9 +56,10 @@ def open_text_dataset(
     target_length: int = 256,
     context: int = 0,
     layout: str | None = None,
+    text_field: str = "text",
 ) -> LanguageModelingWindows:
     """The evaluation windows of `split` of the corpus at `path_or_name` (a directory, read as
     its detected layout or as `layout`, or a key of BUILTIN_TEXT), encoded with `vocabulary`."""
     check_window_sizes(target_length, context)
-    corpus = read_corpus(path_or_name, split, layout)
+    corpus = read_corpus(path_or_name, split, layout, text_field)
     return LanguageModelingWindows(corpus, vocabulary, target_length=target_length, context=context)

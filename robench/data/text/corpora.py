@@ -3,9 +3,12 @@
 Directory layouts (detected in this order, or chosen with `layout=`):
 - `wikitext`: `wiki.{train,valid,test}.tokens`, the word-level WikiText-2/-103 releases; a
   line's words are `line.split()` (the files are already tokenised).
+- `jsonl`: a JSON-lines file read whole, or `{train,valid,test}.jsonl`; the text of each record
+  is under `text_field` ("text"), a line's words come from `tokenize.words_of`.
 - `text-files`: plain UTF-8 files named by split (`train`, `valid`/`validation`/`val`, `test`,
   any extension), or else every `*.txt` file under the directory, split by a hash of its path
-  (`_hash_split`, 20 buckets); words come from `tokenize.words_of`.
+  (`_hash_split`, 20 buckets; split "all" reads every file); words come from
+  `tokenize.words_of`.
 Built-in names (`BUILTIN_TEXT`): `python-docs` and `pydoc-topics`. docs/text-data.md has the
 split rules and sizes. Every line of a file is one line of the corpus, blank lines included.
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import json
 import os
 import re
 import sys
@@ -34,6 +38,9 @@ _SPLIT_NAMES = {
     "validation": "valid",
     "val": "valid",
     "test": "test",
+    # Every document of a corpus whose split is a hash of file or topic names (text files,
+    # the built-ins, a JSON-lines file): evaluate a folder of .txt files whole.
+    "all": "all",
 }
 
 _IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".npy"}
@@ -67,11 +74,16 @@ class TextCorpus:
 
 
 @dataclass(frozen=True)
-class _Source:
-    """One file (or topic) of a split; `lines()` reads its text lines on demand."""
+class TextSource:
+    """One file (or topic, or JSON-lines record) of a split; `lines()` reads its text lines on
+    demand, `text()` its exact text (a document, robench/data/text/documents.py)."""
 
     name: str
     lines: Callable[[], Iterator[str]]
+    text: Callable[[], str] | None = None
+
+    def document_text(self) -> str:
+        return self.text() if self.text is not None else "\n".join(self.lines())
 
 
 def _file_lines(path: Path) -> Iterator[str]:
@@ -88,8 +100,31 @@ def _file_lines(path: Path) -> Iterator[str]:
                 ) from None
 
 
+def _file_text(path: Path) -> str:
+    """The whole text of a UTF-8 file (gzip-compressed when named *.gz), exactly as stored."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as handle:
+        raw = handle.read()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise DataError(
+            f"{path} is not UTF-8 text (byte {error.start}); robench reads UTF-8 text files: "
+            "convert the file (e.g. `iconv -t UTF-8`) or remove it."
+        ) from None
+
+
+def _file_source(name: str, path: Path) -> TextSource:
+    return TextSource(name, partial(_file_lines, path), partial(_file_text, path))
+
+
 def _text_lines(text: str) -> Iterator[str]:
     yield from text.removesuffix("\n").split("\n") if text else []
+
+
+def _in_split(key: str, buckets: int, split: str) -> bool:
+    """Does `key` belong to `split` ("all": every key)?"""
+    return split == "all" or _hash_split(key, buckets) == split
 
 
 def _hash_split(key: str, buckets: int) -> str:
@@ -118,7 +153,16 @@ def _looks_like_wikitext(root: Path) -> bool:
     return any(_wikitext_file(root, split).is_file() for split in SPLITS)
 
 
-def _wikitext_sources(root: Path, split: str) -> list[_Source]:
+def _no_all(root: Path, layout: str, split: str) -> None:
+    if split == "all":
+        raise DataError(
+            f"split 'all' needs a corpus of many files or records, but {root} is a {layout} "
+            "corpus with one file per split; pick train, valid or test with --split."
+        )
+
+
+def _wikitext_sources(root: Path, split: str, text_field: str) -> list[TextSource]:
+    _no_all(root, "wikitext", split)
     path = _wikitext_file(root, split)
     if not path.is_file():
         found = [p.name for p in (_wikitext_file(root, s) for s in SPLITS) if p.is_file()]
@@ -126,7 +170,7 @@ def _wikitext_sources(root: Path, split: str) -> list[_Source]:
             f"WikiText directory {root} has no {path.name} for split {split!r} (it has "
             f"{', '.join(found)}); add the file or pick a split it has with --split."
         )
-    return [_Source(path.name, partial(_file_lines, path))]
+    return [_file_source(path.name, path)]
 
 
 # --- text-files ------------------------------------------------------------------------------
@@ -165,9 +209,10 @@ def _looks_like_text_files(root: Path) -> bool:
     return bool(_txt_files(root)) and _image_evidence(root) is None
 
 
-def _text_files_sources(root: Path, split: str) -> list[_Source]:
+def _text_files_sources(root: Path, split: str, text_field: str) -> list[TextSource]:
     named = _named_split_files(root)
     if named:
+        _no_all(root, "text-files (named splits)", split)
         files = named.get(split, [])
         if len(files) != 1:
             problem = "no file" if not files else f"{len(files)} files ({files[0].name}, ...)"
@@ -177,9 +222,69 @@ def _text_files_sources(root: Path, split: str) -> list[_Source]:
                 f"expected exactly one file named {split}[.ext]: add or rename it, or pick "
                 "another split with --split."
             )
-        return [_Source(files[0].name, partial(_file_lines, files[0]))]
-    chosen = [rel for rel in _txt_files(root) if _hash_split(rel, 20) == split]
-    return [_Source(rel, partial(_file_lines, root / rel)) for rel in chosen]
+        return [_file_source(files[0].name, files[0])]
+    chosen = [rel for rel in _txt_files(root) if _in_split(rel, 20, split)]
+    return [_file_source(rel, root / rel) for rel in chosen]
+
+
+# --- jsonl -----------------------------------------------------------------------------------
+
+
+def _jsonl_files(root: Path) -> dict[str, Path]:
+    """Top-level `SPLIT.jsonl` files of a directory, by canonical split."""
+    return {
+        split: path
+        for split, paths in _named_split_files(root).items()
+        for path in paths
+        if path.suffix == ".jsonl"
+    }
+
+
+def _looks_like_jsonl(root: Path) -> bool:
+    return root.suffix == ".jsonl" if root.is_file() else bool(_jsonl_files(root))
+
+
+def _record_text(path: Path, number: int, raw: str, text_field: str) -> str:
+    """The text under `text_field` of line `number` of a JSON-lines file."""
+    try:
+        record = json.loads(raw)
+    except json.JSONDecodeError as error:
+        raise DataError(
+            f"line {number} of {path} is not JSON ({error.msg}); a JSON-lines corpus has one "
+            'object per line, e.g. {"text": "..."}.'
+        ) from None
+    text = record.get(text_field) if isinstance(record, dict) else None
+    if not isinstance(text, str):
+        keys = ", ".join(record) if isinstance(record, dict) else type(record).__name__
+        raise DataError(
+            f"line {number} of {path} has no string under {text_field!r} (it has {keys}); "
+            "name the key holding the text with --text-field."
+        )
+    return text
+
+
+def _jsonl_sources(root: Path, split: str, text_field: str) -> list[TextSource]:
+    """One source per record: a JSON-lines file is read whole; a directory's SPLIT.jsonl."""
+    if root.is_file():
+        path = root
+    else:
+        files = _jsonl_files(root)
+        _no_all(root, "jsonl (named splits)", split)
+        if split not in files:
+            present = ", ".join(p.name for p in files.values())
+            raise DataError(
+                f"JSON-lines directory {root} has no {split}.jsonl (it has {present}); add it "
+                "or pick a split it has with --split."
+            )
+        path = files[split]
+    sources = []
+    for number, raw in enumerate(_file_lines(path), 1):
+        if raw.strip():
+            text = _record_text(path, number, raw, text_field)
+            sources.append(
+                TextSource(f"{path.name}:{number}", partial(_text_lines, text), partial(str, text))
+            )
+    return sources
 
 
 # --- built-in corpora -----------------------------------------------------------------------
@@ -197,18 +302,14 @@ def _python_docs_root() -> Path:
     return root
 
 
-def _python_docs_sources(root: Path, split: str) -> list[_Source]:
+def _python_docs_sources(root: Path, split: str, text_field: str) -> list[TextSource]:
     """Every *.txt / *.txt.gz file, keyed by its relative path without .gz, 20 hash buckets."""
     files = {
         p.relative_to(root).as_posix().removesuffix(".gz"): p
         for p in root.rglob("*")
         if p.is_file() and p.name.endswith((".txt", ".txt.gz"))
     }
-    return [
-        _Source(rel, partial(_file_lines, files[rel]))
-        for rel in sorted(files)
-        if _hash_split(rel, 20) == split
-    ]
+    return [_file_source(rel, files[rel]) for rel in sorted(files) if _in_split(rel, 20, split)]
 
 
 def _pydoc_topics_root() -> Path:
@@ -217,14 +318,14 @@ def _pydoc_topics_root() -> Path:
     return Path(pydoc_data.topics.__file__)
 
 
-def _pydoc_topics_sources(root: Path, split: str) -> list[_Source]:
+def _pydoc_topics_sources(root: Path, split: str, text_field: str) -> list[TextSource]:
     """pydoc's help topics sorted by name, 10 hash buckets over the names."""
     from pydoc_data.topics import topics
 
     return [
-        _Source(key, partial(_text_lines, topics[key]))
+        TextSource(key, partial(_text_lines, topics[key]), partial(str, topics[key]))
         for key in sorted(topics)
-        if _hash_split(key, 10) == split
+        if _in_split(key, 10, split)
     ]
 
 
@@ -232,8 +333,9 @@ def _pydoc_topics_sources(root: Path, split: str) -> list[_Source]:
 class TextReader:
     """How one layout or built-in corpus is read."""
 
-    # The sources (files, topics) of a canonical split, in corpus order.
-    sources: Callable[[Path, str], list[_Source]]
+    # The sources (files, topics, records) of a canonical split, in corpus order; the third
+    # argument is the JSON-lines key holding the text (other layouts ignore it).
+    sources: Callable[[Path, str, str], list[TextSource]]
     # A text line -> its words.
     tokenize: Callable[[str], list[str]]
     # One line for `robench list` and error messages.
@@ -250,6 +352,12 @@ TEXT_LAYOUTS: dict[str, TextReader] = {
         pretokenized_words,
         "ROOT/wiki.{train,valid,test}.tokens (word-level WikiText-2/-103)",
         detect=_looks_like_wikitext,
+    ),
+    "jsonl": TextReader(
+        _jsonl_sources,
+        words_of,
+        'FILE.jsonl read whole, or ROOT/{train,valid,test}.jsonl; {"text": ...} per line',
+        detect=_looks_like_jsonl,
     ),
     "text-files": TextReader(
         _text_files_sources,
@@ -284,7 +392,7 @@ def looks_like_text_corpus(path: str | Path) -> bool:
     )
 
 
-def _resolve(path_or_name: str | Path, layout: str | None) -> tuple[Path, str, TextReader]:
+def resolve_corpus(path_or_name: str | Path, layout: str | None) -> tuple[Path, str, TextReader]:
     """(root, layout name, reader) for a directory or a built-in name."""
     if layout is not None and layout not in TEXT_LAYOUTS:
         raise DataError(did_you_mean(layout, list(TEXT_LAYOUTS), "text layout"))
@@ -311,6 +419,8 @@ def _resolve(path_or_name: str | Path, layout: str | None) -> tuple[Path, str, T
             )
         assert builtin.locate is not None
         return builtin.locate(), str(path_or_name), builtin
+    if root.is_file() and (layout == "jsonl" or (layout is None and _looks_like_jsonl(root))):
+        return root, "jsonl", TEXT_LAYOUTS["jsonl"]
     if not root.is_dir():
         kind = "IDX image data" if _IDX_NAME.fullmatch(root.name) else "a file"
         raise DataError(
@@ -337,8 +447,10 @@ def _resolve(path_or_name: str | Path, layout: str | None) -> tuple[Path, str, T
     )
 
 
-def _lines(reader: TextReader, root: Path, split: str) -> Iterator[tuple[str, ...]]:
-    for source in reader.sources(root, split):
+def _lines(
+    reader: TextReader, root: Path, split: str, text_field: str
+) -> Iterator[tuple[str, ...]]:
+    for source in reader.sources(root, split, text_field):
         for text in source.lines():
             yield tuple(map(sys.intern, reader.tokenize(text)))
 
@@ -350,11 +462,14 @@ def _empty_split(root: Path, layout: str, split: str) -> DataError:
     )
 
 
-def read_corpus(path_or_name: str | Path, split: str, layout: str | None = None) -> TextCorpus:
-    """One split of the corpus at `path_or_name` (a directory or a key of BUILTIN_TEXT)."""
+def read_corpus(
+    path_or_name: str | Path, split: str, layout: str | None = None, text_field: str = "text"
+) -> TextCorpus:
+    """One split of the corpus at `path_or_name` (a directory, a JSON-lines file or a key of
+    BUILTIN_TEXT); `text_field` is the key of a JSON-lines record that holds its text."""
     split = canonical_split(split)
-    root, name, reader = _resolve(path_or_name, layout)
-    lines = tuple(_lines(reader, root, split))
+    root, name, reader = resolve_corpus(path_or_name, layout)
+    lines = tuple(_lines(reader, root, split, text_field))
     if not any(lines):
         raise _empty_split(root, name, split)
     return TextCorpus(
@@ -367,11 +482,13 @@ def read_corpus(path_or_name: str | Path, split: str, layout: str | None = None)
 
 
 def training_lines(
-    path_or_name: str | Path, layout: str | None = None
+    path_or_name: str | Path, layout: str | None = None, text_field: str = "text"
 ) -> Iterator[tuple[str, ...]]:
     """The train split's lines of words, read lazily (for `Vocabulary.build` on large corpora)."""
-    root, name, reader = _resolve(path_or_name, layout)
-    sources = reader.sources(root, "train")  # a missing train file fails here, before iterating
+    root, name, reader = resolve_corpus(path_or_name, layout)
+    sources = reader.sources(
+        root, "train", text_field
+    )  # a missing train file fails here, before iterating
 
     def lines() -> Iterator[tuple[str, ...]]:
         seen_words = False

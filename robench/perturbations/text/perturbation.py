@@ -1,8 +1,10 @@
 """The `word-swap` kind: words of the evaluated text swapped once, before batching.
 
-The runner hands over the test dataset (`LanguageModelingWindows`: `.corpus.lines`,
-`.vocabulary`, `.with_lines`); every line is swapped by `swaps.swap_lines`, seeded by its
-line number, and the dataset over the swapped lines is evaluated like clean text. Its
+The runner hands over the test dataset (`LanguageModelingWindows`, or `DocumentWindows` for a
+model with its own tokenizer: `.corpus.lines`, `.vocabulary`, `.with_lines`); every line is
+swapped by `swaps.swap_lines`, seeded by its line number, and the dataset over the swapped
+lines is evaluated like clean text (a document's words are swapped in place in its text,
+before tokenization). Its
 `perturbation_summary` goes into the report: the realised rate, and whether the swap token is
 a word of the model's vocabulary (if not, the model reads it as `<unk>`).
 """
@@ -38,7 +40,8 @@ class WordSwap(DatasetPerturbation):
             "method": p.method,
             "lines_with_swap": stats.lines_with_swap,
         }
-        if p.method == "replace":
+        # A subword model (its own tokenizer, no word vocabulary) reads any token as subwords.
+        if p.method == "replace" and dataset.vocabulary is not None:
             in_vocabulary = p.token in dataset.vocabulary
             summary["token_in_vocabulary"] = in_vocabulary
             if not in_vocabulary:

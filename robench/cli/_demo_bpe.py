@@ -1,0 +1,62 @@
+"""The demo's subword language model: a GPT-2 with its own byte-level BPE tokenizer.
+
+`models/gpt2_bpe_pydocs/` is a transformers folder (config, safetensors weights, tokenizer)
+trained by robench's tooling on the Python docs (examples/train_bpe_lm.py; the card is its
+README.md). The demo evaluates it as `hf:FOLDER` on documents of the Python-docs test split,
+clean and under Word Swap (the same text suite as the word-level pair), and its report joins
+theirs in the text comparison: a model robench did not tokenize beside robench's own
+word-level models (bits per byte compare across tokenizers). A few seconds on CPU.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from robench._core.bundled import bundled_dir
+from robench._core.progress import Progress
+from robench.evaluation.request import EvalRequest, evaluate
+from robench.results.report import Report
+
+logger = logging.getLogger(__name__)
+
+BPE_MODEL_FOLDER = "gpt2_bpe_pydocs"
+# Documents of the Python-docs test split (whole .rst files; it has 19), by plan: a few
+# seconds on a CPU.
+BPE_DOCUMENTS = {"full": 8, "quick": 4}
+
+
+def bpe_model_folder() -> Path | None:
+    """The shipped folder, or None in a trimmed install without it."""
+    folder = bundled_dir("models") / BPE_MODEL_FOLDER
+    return folder if (folder / "config.json").is_file() else None
+
+
+def evaluate_bpe_demo(
+    out_dir: Path,
+    suite: str,
+    *,
+    quick: bool,
+    command: list[str],
+    progress: Progress | None = None,
+) -> list[tuple[Path, Report]]:
+    """The BPE model's report under `suite`; none when the folder is not shipped. Its bits
+    per byte compare with the word-level models' (both divide by the text's UTF-8 bytes)."""
+    folder = bpe_model_folder()
+    if folder is None:
+        logger.warning("models/%s is not installed: the BPE section is skipped", BPE_MODEL_FOLDER)
+        return []
+    path = out_dir / "gpt2-bpe-text.json"
+    limit = BPE_DOCUMENTS["quick" if quick else "full"]
+    logger.info("demo: evaluating hf:%s: suite %s on %d documents", folder.name, suite, limit)
+    request = EvalRequest(
+        suite=suite,
+        data=None,  # the task's built-in corpus, python-docs: its test split's files
+        out=path,
+        model=f"hf:{folder}",
+        limit=limit,
+        batch_size=8,
+        overwrite=True,
+        command=command,
+    )
+    return [(path, evaluate(request, progress=progress))]
