@@ -10,8 +10,9 @@ line flags, a model card, the metadata `robench train` stores in a checkpoint, t
 
 from __future__ import annotations
 
+import difflib
 import logging
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,11 +22,14 @@ from torch import nn
 
 import robench.models.zoo  # noqa: F401  (registers robench's models with timm)
 from robench._core.errors import CheckpointError, ConfigError
-from robench._core.registry import did_you_mean
 from robench.data.preprocessing import Preprocessing
 from robench.models.checkpoints import Checkpoint, load_state_dict_into, read_checkpoint
+from robench.models.loaded import LoadedModel as LoadedModel
 from robench.models.normalization import NormalizedModel
 from robench.models.plugins import load_plugins
+from robench.models.names import unknown_model_message
+from robench.models.provenance import ModelOrigin
+from robench.models.sources import SourceRequest, split_source
 from robench.models.spec import ModelCard, ModelSpec, bundled_cards, read_card, spec_from_metadata
 
 if TYPE_CHECKING:
@@ -35,25 +39,6 @@ logger = logging.getLogger(__name__)
 
 _PREPROCESSING_FIELDS = ("input_size", "mean", "std", "interpolation", "crop_pct")
 _SPEC_FIELDS = set(ModelSpec.model_fields) - {"model_kwargs"}
-
-
-@dataclass
-class LoadedModel:
-    # Eval mode, on the requested device: an image classifier takes [0, 1] images (its
-    # normalisation inside), a language model token ids.
-    model: nn.Module
-    name: str
-    architecture: str
-    model_kwargs: dict[str, Any]
-    spec: ModelSpec  # the resolved values
-    sources: dict[str, str]  # field -> where its value came from
-    card_path: Path | None
-    checkpoint: Checkpoint | None
-    preprocessing: Preprocessing | None  # None for a language model
-    # The task the model solves: timm models classify images, robench's language models
-    # (and plugins registered beside them) model language.
-    task: str = "image-classification"
-    vocabulary: Vocabulary | None = None  # a language model's, from its checkpoint
 
 
 def _find_card(name: str | None) -> tuple[ModelCard, Path] | tuple[None, None]:
@@ -96,10 +81,7 @@ def _layer(sources: list[tuple[str, ModelSpec | None]]) -> tuple[ModelSpec, dict
 
 def _create(architecture: str, num_classes: int | None, kwargs: dict[str, Any]) -> nn.Module:
     if not timm.is_model(architecture):
-        raise ConfigError(
-            did_you_mean(architecture, timm.list_models(), "model")[:-1]
-            + " (register your own with --import MODULE_OR_FILE.py)."
-        )
+        raise ConfigError(unknown_model_message(architecture))
     extra = dict(kwargs)
     if num_classes is not None:
         extra["num_classes"] = num_classes
@@ -120,7 +102,7 @@ def _from_pretrained_cfg(model: nn.Module) -> ModelSpec:
 
 
 def _preprocessing(
-    spec: ModelSpec, name: str
+    spec: ModelSpec, name: str, resize: dict[str, str] | None = None
 ) -> tuple[Preprocessing, tuple[float, ...], tuple[float, ...]]:
     if spec.input_size is None:
         raise ConfigError(
@@ -144,8 +126,43 @@ def _preprocessing(
         input_size=spec.input_size,
         interpolation=spec.interpolation or "bicubic",
         crop_pct=spec.crop_pct if spec.crop_pct is not None else 1.0,
+        **(resize or {}),
     )
     return preprocessing, spec.mean, spec.std
+
+
+def image_model(
+    name: str,
+    architecture: str,
+    network: nn.Module,
+    *,
+    overrides: ModelSpec | None,
+    kwargs: dict[str, Any],
+    origin: ModelOrigin,
+    classes: list[str] | None = None,
+    own: ModelSpec | None = None,
+    own_label: str = "timm pretrained_cfg",
+    resize: dict[str, str] | None = None,
+    device: torch.device | str = "cpu",
+) -> LoadedModel:
+    """A source's image classifier, normalisation inside: the command line's preprocessing
+    over the model's own (`own`, else timm's `pretrained_cfg`)."""
+    own = own if own is not None else _from_pretrained_cfg(network)
+    spec, sources = _layer([("command line", overrides), (own_label, own)])
+    spec = spec.model_copy(update={"architecture": architecture, "classes": classes})
+    preprocessing, mean, std = _preprocessing(spec, name, resize)
+    return LoadedModel(
+        model=NormalizedModel(network, mean, std).to(device).eval(),
+        name=name,
+        architecture=architecture,
+        model_kwargs=kwargs,
+        spec=spec,
+        sources=sources,
+        card_path=None,
+        checkpoint=None,
+        preprocessing=preprocessing,
+        origin=origin,
+    )
 
 
 def load_model(
@@ -156,10 +173,24 @@ def load_model(
     imports: tuple[str, ...] = (),
     ema: bool = False,
     trust_checkpoint: bool = False,
+    trust_remote_code: bool = False,
     device: torch.device | str = "cpu",
 ) -> LoadedModel:
-    """Resolve MODEL (card, registered name, or checkpoint metadata) into a ready model."""
+    """Resolve MODEL (source, card, registered name, or checkpoint metadata) into a ready
+    model; a name with a source prefix (`hf:`, `hf-hub:`, `local-dir:`, a plugin's) or a timm
+    pretrained tag without --checkpoint loads through its source (`models/sources.py`)."""
     load_plugins(imports)
+    request = SourceRequest(
+        name=name or "",
+        target="",
+        overrides=overrides,
+        trust_remote_code=trust_remote_code,
+        trust_checkpoint=trust_checkpoint,
+        device=device,
+    )
+    sourced = _load_from_source(request, checkpoint)
+    if sourced is not None:
+        return sourced
     card, card_path = _find_card(name)
     from_card = checkpoint is None and card is not None and card_path is not None
     if from_card and card is not None and card_path is not None:
@@ -251,3 +282,42 @@ def _language_model(
         )
     kwargs = {**spec.model_kwargs, "vocab_size": len(vocabulary)}
     return create_language_model(architecture, **kwargs), vocabulary
+
+
+def _load_from_source(request: SourceRequest, checkpoint: Path | None) -> LoadedModel | None:
+    """The model from its source, or None when MODEL is a plain name (zoo, timm, card)."""
+    from robench.models.sources import load_source_entry_points
+
+    load_source_entry_points()
+    found = split_source(request.name)
+    if found is not None:
+        source, target = found
+        if checkpoint is not None:
+            raise ConfigError(
+                f"{request.name} loads its weights from its {source.prefix} source, so "
+                f"--checkpoint {checkpoint} would be ignored; drop one of the two."
+            )
+        return source.load(replace(request, target=target))
+    if checkpoint is None and _is_pretrained_tag(request.name):
+        from robench.models.timm_sources import from_pretrained_tag
+
+        return from_pretrained_tag(replace(request, target=request.name))
+    return None
+
+
+def _is_pretrained_tag(name: str) -> bool:
+    """`ARCH.TAG` naming one of timm's pretrained configs (`resnet50.a1_in1k`)."""
+    from timm.models import get_arch_pretrained_cfgs, is_model_pretrained, split_model_name_tag
+
+    architecture, tag = split_model_name_tag(name)
+    if not tag or not timm.is_model(architecture):
+        return False
+    if is_model_pretrained(name):
+        return True
+    tags = [t if "." in t else f"{architecture}.{t}" for t in get_arch_pretrained_cfgs(architecture)]
+    close = difflib.get_close_matches(name, tags, n=3, cutoff=0.5)
+    hint = f" (closest: {', '.join(close)})" if close else ""
+    raise ConfigError(
+        f"timm has no pretrained tag {tag!r} for {architecture}{hint}; `robench list models "
+        f"'{architecture}.*'` lists its tags."
+    )

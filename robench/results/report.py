@@ -75,6 +75,11 @@ class ModelInfo(_Strict):
     preprocessing: dict[str, Any]  # input_size, interpolation, crop_pct
     config_sources: dict[str, str]  # which source gave each preprocessing field
     task: str = "image-classification"  # the task the model solves
+    # Where a model source read the weights (hf:, hf-hub:, local-dir:, a timm pretrained
+    # tag): source, location (repo id or folder), revision and commit (the Hub cache's
+    # snapshot), weights_sha256 and files_sha256 (file name -> sha256), and what the model's
+    # builder adds (e.g. tokenizer_sha256). None for a --checkpoint or a model card.
+    source: dict[str, Any] | None = None
     # What the model's modules report about themselves through robench's report hook, by
     # section: e.g. "elliptical" -> Elliptical Attention options (robench/_core/model_hooks.py).
     extensions: dict[str, dict[str, Any]] = Field(default_factory=dict)
