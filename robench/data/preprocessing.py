@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -234,7 +234,10 @@ def _torchvision_resize_crop(
     return tensor[:, top : top + height, left : left + width]
 
 
-BACKENDS = {"pil": _pil_resize_crop, "torchvision": _torchvision_resize_crop}
+BACKENDS: dict[str, Callable[..., Image.Image | torch.Tensor]] = {
+    "pil": _pil_resize_crop,
+    "torchvision": _torchvision_resize_crop,
+}
 
 
 def _array_to_pil(array: np.ndarray) -> Image.Image:

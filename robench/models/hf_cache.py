@@ -74,7 +74,8 @@ def find_cached_repo(spec: str) -> CachedRepo:
         raise ConfigError(
             f"{repo_id}{at} is not in the local Hugging Face cache ({cache}; set HF_HOME to "
             f"use another) and robench never downloads; on a connected machine run `hf "
-            f"download {repo_id}" + ("" if revision == "main" else f" --revision {revision}")
+            f"download {repo_id}"
+            + ("" if revision == "main" else f" --revision {revision}")
             + "` (or `huggingface-cli download`) with the same HF_HOME, then copy the cache."
         )
     return CachedRepo(repo_id=repo_id, revision=revision, commit=commit or "", folder=folder)

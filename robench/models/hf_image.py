@@ -81,7 +81,11 @@ def _geometry(processor: Any, where: str) -> tuple[tuple[int, int], float, str]:
         )
     height, width = _size(size, "height"), _size(size, "width")
     shortest = _size(size, "shortest_edge")
-    crop = getattr(processor, "crop_size", None) if getattr(processor, "do_center_crop", False) else None
+    crop = (
+        getattr(processor, "crop_size", None)
+        if getattr(processor, "do_center_crop", False)
+        else None
+    )
     if height and width:
         resized, mode = (height, width), "squash"
     elif shortest and getattr(processor, "crop_pct", None) is not None:

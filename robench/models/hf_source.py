@@ -65,13 +65,18 @@ def _read_config(folder: Path) -> dict[str, Any]:
     try:
         config = json.loads(config_file.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{config_file} is not valid JSON ({exc}); save the model again.")
+        raise ConfigError(
+            f"{config_file} is not valid JSON ({exc}); save the model again."
+        ) from None
     if not isinstance(config, dict) or "model_type" not in config:
         timm_saved = isinstance(config, dict) and "architecture" in config
         raise ConfigError(
             f"{config_file} has no model_type, so it is not a transformers config; "
-            + (f"it is a timm model, load it with local-dir:{folder}." if timm_saved
-               else "pass a folder written by save_pretrained.")
+            + (
+                f"it is a timm model, load it with local-dir:{folder}."
+                if timm_saved
+                else "pass a folder written by save_pretrained."
+            )
         )
     return config
 

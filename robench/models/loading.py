@@ -25,9 +25,9 @@ from robench._core.errors import CheckpointError, ConfigError
 from robench.data.preprocessing import Preprocessing
 from robench.models.checkpoints import Checkpoint, load_state_dict_into, read_checkpoint
 from robench.models.loaded import LoadedModel as LoadedModel
+from robench.models.names import unknown_model_message
 from robench.models.normalization import NormalizedModel
 from robench.models.plugins import load_plugins
-from robench.models.names import unknown_model_message
 from robench.models.provenance import ModelOrigin
 from robench.models.sources import SourceRequest, split_source
 from robench.models.spec import ModelCard, ModelSpec, bundled_cards, read_card, spec_from_metadata
@@ -126,7 +126,8 @@ def _preprocessing(
         input_size=spec.input_size,
         interpolation=spec.interpolation or "bicubic",
         crop_pct=spec.crop_pct if spec.crop_pct is not None else 1.0,
-        **(resize or {}),
+        resize_mode=(resize or {}).get("resize_mode", "shorter"),
+        backend=(resize or {}).get("backend", "pil"),
     )
     return preprocessing, spec.mean, spec.std
 
@@ -314,7 +315,9 @@ def _is_pretrained_tag(name: str) -> bool:
         return False
     if is_model_pretrained(name):
         return True
-    tags = [t if "." in t else f"{architecture}.{t}" for t in get_arch_pretrained_cfgs(architecture)]
+    tags = [
+        t if "." in t else f"{architecture}.{t}" for t in get_arch_pretrained_cfgs(architecture)
+    ]
     close = difflib.get_close_matches(name, tags, n=3, cutoff=0.5)
     hint = f" (closest: {', '.join(close)})" if close else ""
     raise ConfigError(

@@ -91,13 +91,18 @@ def _config_file(folder: Path, name: str) -> Path:
     try:
         config = json.loads(config_file.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{config_file} is not valid JSON ({exc}); save the model again.")
+        raise ConfigError(
+            f"{config_file} is not valid JSON ({exc}); save the model again."
+        ) from None
     if not isinstance(config, dict) or "architecture" not in config:
         hint = "hf:" if isinstance(config, dict) and "model_type" in config else None
         raise ConfigError(
             f"{config_file} is not a timm config (it names no `architecture`); "
-            + (f"it is a transformers model, load it with {hint}{folder}." if hint else
-               "pass a folder saved by timm (`save_for_hf`).")
+            + (
+                f"it is a transformers model, load it with {hint}{folder}."
+                if hint
+                else "pass a folder saved by timm (`save_for_hf`)."
+            )
         )
     return config_file
 
@@ -145,7 +150,7 @@ def _build(
             f"timm could not build {architecture} from {request.name} ({exc}); check that the "
             "weights belong to the config."
         ) from None
-    network.pretrained_cfg.pop("state_dict", None)  # do not keep a second copy of the weights
+    network.pretrained_cfg.pop("state_dict", None)  # type: ignore[union-attr,operator]  # do not keep a second copy of the weights
     labels = pretrained_cfg.get("label_names")
     return image_model(
         request.name,
@@ -157,4 +162,3 @@ def _build(
         classes=list(labels) if labels else None,
         device=request.device,
     )
-
