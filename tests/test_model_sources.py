@@ -236,6 +236,30 @@ def test_hf_hub_timm_model_loads_offline_from_the_cache_at_a_revision(
             torch.testing.assert_close(loaded.model(x), model((x - mean) / std))
 
 
+def test_a_timm_pretrained_tag_loads_its_hub_weights_from_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import timm
+    from safetensors.torch import save_file
+
+    torch.manual_seed(1)
+    model = timm.create_model("test_resnet", pretrained=False).eval()  # 1000 ImageNet classes
+    weights = tmp_path / "weights"
+    weights.mkdir()
+    save_file(model.state_dict(), weights / "model.safetensors")
+    _fake_cache(tmp_path / "hf_home", "timm/test_resnet.r160_in1k", weights, monkeypatch)
+    loaded = load_model("test_resnet.r160_in1k")
+    assert loaded.origin is not None
+    assert (loaded.origin.source, loaded.origin.commit) == ("timm", COMMIT)
+    assert loaded.preprocessing is not None and loaded.preprocessing.input_size == (3, 160, 160)
+    assert loaded.sources["mean"] == "timm pretrained_cfg"
+    x = torch.rand(2, 3, 160, 160)
+    mean = torch.tensor(loaded.spec.mean).view(1, 3, 1, 1)
+    std = torch.tensor(loaded.spec.std).view(1, 3, 1, 1)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded.model(x), model((x - mean) / std))
+
+
 # --- bad input: one sentence, exit 2, nothing written ---------------------------------------
 
 
@@ -250,6 +274,14 @@ def _write_config(folder: Path, config: dict) -> Path:
     [
         (lambda tmp: f"hf:{_write_config(tmp / 'm', {'hello': 1})}", "no model_type"),
         (lambda tmp: f"hf:{(tmp / 'empty').mkdir() or tmp / 'empty'}", "not a model folder"),
+        (
+            lambda tmp: f"hf:{_write_config(tmp / 'm', {'architecture': 'resnet18'})}",
+            "load it with local-dir:",
+        ),
+        (
+            lambda tmp: f"local-dir:{_write_config(tmp / 'm', {'model_type': 'vit'})}",
+            "load it with hf:",
+        ),
         (
             lambda tmp: f"hf:{_write_config(tmp / 'm', {'model_type': 'no-such-arch'})}",
             "does not know",
@@ -279,6 +311,24 @@ def test_bad_models_are_one_sentence_exit_2_and_nothing_written(
     assert result.exit_code == 2, result.output
     assert expected in result.output and "Traceback" not in result.output
     assert list(out.parent.iterdir()) == [out.parent / "clean.toml"]
+
+
+def test_models_and_suites_of_different_tasks_are_refused(
+    vit_folder: tuple[Path, torch.nn.Module],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    image_folder: Path,
+) -> None:
+    """An image classifier with a text suite, and a causal LM with an image suite."""
+    folder, _ = vit_folder
+    out = tmp_path / "r.json"
+    args = ["eval", f"hf:{folder}", "-s", "text-smoke", "--out", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2 and "language-modeling" in result.output, result.output
+    lm_folder = _fake_causal_lm(tmp_path / "lm", monkeypatch, calls=[])
+    result = _eval(f"hf:{lm_folder}", image_folder, out)
+    assert result.exit_code == 2 and "image-classification" in result.output, result.output
+    assert not out.exists()
 
 
 def test_an_absent_repo_names_the_cache_and_the_download_command(
@@ -329,15 +379,25 @@ def test_a_causal_lm_goes_to_the_language_model_builder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The hf: source hands a causal LM to `hf_causal_lm.build_causal_lm` (another module)."""
+    calls: list = []
+    _fake_causal_lm(tmp_path, monkeypatch, calls)
+    loaded = load_model(f"hf:{tmp_path}")
+    assert calls == [(tmp_path, False)]
+    assert (loaded.task, loaded.tokenizer, loaded.max_length) == ("language-modeling", "tok", 7)
+    assert loaded.origin is not None and loaded.origin.report_section()["tokenizer_sha256"] == "ab"
+
+
+def _fake_causal_lm(folder: Path, monkeypatch: pytest.MonkeyPatch, calls: list) -> Path:
+    """A GPT-2 folder saved by transformers, and a stand-in for `hf_causal_lm` (built on
+    another branch) that records its calls."""
     import sys
     import types
 
     from transformers import GPT2Config, GPT2LMHeadModel
 
     GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=8, n_head=2, vocab_size=16)).save_pretrained(
-        tmp_path
+        folder
     )
-    calls = []
 
     def build_causal_lm(folder: Path, *, trust_remote_code: bool):
         calls.append((folder, trust_remote_code))
@@ -351,7 +411,4 @@ def test_a_causal_lm_goes_to_the_language_model_builder(
     module = types.ModuleType("robench.models.hf_causal_lm")
     module.build_causal_lm = build_causal_lm  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "robench.models.hf_causal_lm", module)
-    loaded = load_model(f"hf:{tmp_path}")
-    assert calls == [(tmp_path, False)]
-    assert (loaded.task, loaded.tokenizer, loaded.max_length) == ("language-modeling", "tok", 7)
-    assert loaded.origin is not None and loaded.origin.report_section()["tokenizer_sha256"] == "ab"
+    return folder

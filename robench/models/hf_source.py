@@ -11,7 +11,6 @@ the same folder). Loading is offline (`local_files_only=True`), remote code runs
 from __future__ import annotations
 
 import importlib
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from robench._core.errors import CheckpointError, ConfigError
 from robench.models.hf_cache import find_cached_repo
 from robench.models.hf_tasks import IMAGE_CLASSIFICATION, LANGUAGE_MODELING, transformers_task
 from robench.models.loaded import LoadedModel
+from robench.models.model_folder import read_model_config
 from robench.models.provenance import ModelOrigin, hash_files, weight_files
 from robench.models.sources import SourceRequest
 from robench.models.spec import ModelSpec
@@ -30,7 +30,7 @@ _CONFIG_FILES = ("config.json", "preprocessor_config.json", "generation_config.j
 
 def from_transformers(request: SourceRequest) -> LoadedModel:
     folder, origin = _locate(request.target)
-    config = _read_config(folder)
+    _, config = read_model_config(folder, "transformers")
     where = f"{request.name} ({folder / 'config.json'})"
     task = transformers_task(config, where, trust_remote_code=request.trust_remote_code)
     origin.weights = hash_files(_used_weights(folder), folder)
@@ -53,32 +53,6 @@ def _locate(target: str) -> tuple[Path, ModelOrigin]:
         source="hf", location=cached.repo_id, commit=cached.commit, revision=cached.revision
     )
     return cached.folder, origin
-
-
-def _read_config(folder: Path) -> dict[str, Any]:
-    config_file = folder / "config.json"
-    if not config_file.is_file():
-        raise ConfigError(
-            f"{folder} is not a model folder (it has no config.json); pass a folder written "
-            "by transformers' save_pretrained (or timm's save_for_hf, with local-dir:)."
-        )
-    try:
-        config = json.loads(config_file.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(
-            f"{config_file} is not valid JSON ({exc}); save the model again."
-        ) from None
-    if not isinstance(config, dict) or "model_type" not in config:
-        timm_saved = isinstance(config, dict) and "architecture" in config
-        raise ConfigError(
-            f"{config_file} has no model_type, so it is not a transformers config; "
-            + (
-                f"it is a timm model, load it with local-dir:{folder}."
-                if timm_saved
-                else "pass a folder written by save_pretrained."
-            )
-        )
-    return config
 
 
 def _used_weights(folder: Path) -> list[Path]:

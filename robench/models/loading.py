@@ -182,12 +182,7 @@ def load_model(
     pretrained tag without --checkpoint loads through its source (`models/sources.py`)."""
     load_plugins(imports)
     request = SourceRequest(
-        name=name or "",
-        target="",
-        overrides=overrides,
-        trust_remote_code=trust_remote_code,
-        trust_checkpoint=trust_checkpoint,
-        device=device,
+        name or "", "", overrides, trust_remote_code, trust_checkpoint, device=device
     )
     sourced = _load_from_source(request, checkpoint)
     if sourced is not None:

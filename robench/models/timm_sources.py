@@ -11,7 +11,6 @@ registry for a tag), under the command line's flags.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from robench._core.errors import ConfigError
 from robench.models.checkpoints import read_checkpoint
 from robench.models.hf_cache import find_cached_repo
 from robench.models.loaded import LoadedModel
+from robench.models.model_folder import read_model_config
 from robench.models.provenance import ModelOrigin, hash_files, weight_files
 from robench.models.sources import SourceRequest
 
@@ -65,7 +65,7 @@ def from_pretrained_tag(request: SourceRequest) -> LoadedModel:
 def _from_folder(request: SourceRequest, folder: Path, origin: ModelOrigin) -> LoadedModel:
     from timm.models._hub import load_model_config_from_path
 
-    config_file = _config_file(folder, request.name)
+    config_file, _ = read_model_config(folder, "timm")
     pretrained_cfg, architecture, model_args = load_model_config_from_path(folder)
     if not timm.is_model(architecture):
         raise ConfigError(
@@ -75,36 +75,6 @@ def _from_folder(request: SourceRequest, folder: Path, origin: ModelOrigin) -> L
     origin.files = hash_files([config_file], folder)
     weights = _weight_file(folder)
     return _build(request, architecture, pretrained_cfg, model_args, weights, folder, origin)
-
-
-def _config_file(folder: Path, name: str) -> Path:
-    """The folder's config.json, after checking it is a timm model folder at all."""
-    if not folder.is_dir():
-        state = "is a file" if folder.exists() else "does not exist"
-        raise ConfigError(f"model folder {folder} {state}; {name} needs a folder timm saved.")
-    config_file = folder / "config.json"
-    if not config_file.is_file():
-        raise ConfigError(
-            f"{folder} is not a model folder (it has no config.json); pass a folder saved by "
-            "timm (`timm.models.push_to_hub.save_for_hf`) or by transformers (use hf:PATH)."
-        )
-    try:
-        config = json.loads(config_file.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(
-            f"{config_file} is not valid JSON ({exc}); save the model again."
-        ) from None
-    if not isinstance(config, dict) or "architecture" not in config:
-        hint = "hf:" if isinstance(config, dict) and "model_type" in config else None
-        raise ConfigError(
-            f"{config_file} is not a timm config (it names no `architecture`); "
-            + (
-                f"it is a transformers model, load it with {hint}{folder}."
-                if hint
-                else "pass a folder saved by timm (`save_for_hf`)."
-            )
-        )
-    return config_file
 
 
 def _weight_file(folder: Path) -> Path:
