@@ -135,6 +135,12 @@ def test_hf_model_from_the_cache_records_commit_and_weight_hashes(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    import socket
+
+    def no_network(*args: object, **kwargs: object) -> None:
+        raise AssertionError("robench tried to open a network connection")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)  # weights from the cache only
     folder, _ = vit_folder
     snapshot = _fake_cache(tmp_path / "hf_home", "acme/tiny-vit", folder, monkeypatch)
     result = _eval("hf:acme/tiny-vit", image_folder, tmp_path / "cached.json", "--limit", "8")
@@ -148,6 +154,8 @@ def test_hf_model_from_the_cache_records_commit_and_weight_hashes(
 
     weights = (snapshot / "model.safetensors").read_bytes()
     assert source["weights_sha256"] == {"model.safetensors": hashlib.sha256(weights).hexdigest()}
+    report = read_report(tmp_path / "cached.json")
+    assert report.model.checkpoint_sha256 == hashlib.sha256(weights).hexdigest()
     assert set(source["files_sha256"]) == {"config.json", "preprocessor_config.json"}
 
 
@@ -163,6 +171,35 @@ def _fake_cache(home: Path, repo: str, source: Path, monkeypatch: pytest.MonkeyP
     return snapshot
 
 
+def test_an_imagenet_1k_model_scores_imagenet_r_among_its_200_classes(
+    tmp_path: Path,
+) -> None:
+    """`--classes imagenet-r` works unchanged: logits cut to the listed classes, argmax."""
+    from transformers import AutoImageProcessor
+
+    from robench.data.label_space import read_label_space
+
+    model_dir = tmp_path / "vit1k"
+    labels = [f"class {i}" for i in range(1000)]
+    model = _save_vit(model_dir, labels, {"size": {"height": 32, "width": 32}})
+    space = read_label_space("imagenet-r")
+    data = tmp_path / "imagenet-r"
+    rng = np.random.default_rng(0)
+    for wnid in space.wnids:
+        (data / wnid).mkdir(parents=True)
+        pixels = rng.integers(0, 256, (40, 48, 3), dtype=np.uint8)
+        Image.fromarray(pixels).save(data / wnid / "0.png")
+    result = _eval(f"hf:{model_dir}", data, tmp_path / "r.json", "--classes", "imagenet-r")
+    assert result.exit_code == 0, result.output
+    files = _images(data, f"hf:{model_dir}")  # the 200 wnid folders in order, one image each
+    processor = AutoImageProcessor.from_pretrained(model_dir)
+    with torch.no_grad():
+        logits = model(**processor([Image.open(p) for p, _ in files], return_tensors="pt")).logits
+    plain = logits[:, list(space.output_classes)].argmax(-1).tolist()
+    assert _predictions(tmp_path / "r.json") == plain
+    assert read_report(tmp_path / "r.json").samples["default"].targets == list(range(200))
+
+
 def test_processor_without_rescaling_is_folded_into_mean_and_std(tmp_path: Path) -> None:
     from transformers import AutoImageProcessor
 
@@ -172,6 +209,36 @@ def test_processor_without_rescaling_is_folded_into_mean_and_std(tmp_path: Path)
     loaded = load_model(f"hf:{tmp_path}")
     assert loaded.spec.mean == pytest.approx((120 / 255, 110 / 255, 100 / 255))
     images = [Image.fromarray(np.full((40, 30, 3), 17 * i, np.uint8)) for i in range(1, 6)]
+    processor = AutoImageProcessor.from_pretrained(tmp_path)
+    with torch.no_grad():
+        plain = model(**processor(images, return_tensors="pt")).logits
+        ours = loaded.model(torch.stack([loaded.preprocessing(im) for im in images]))
+    torch.testing.assert_close(ours, plain, atol=1e-5, rtol=1e-5)
+
+
+def test_a_convnext_processor_resizes_the_shorter_side_then_crops(tmp_path: Path) -> None:
+    """ConvNeXt's processor: shorter side to shortest_edge / crop_pct, then a center crop."""
+    from transformers import (
+        AutoImageProcessor,
+        ConvNextConfig,
+        ConvNextForImageClassification,
+        ConvNextImageProcessor,
+    )
+
+    torch.manual_seed(0)
+    config = ConvNextConfig(hidden_sizes=[8, 16, 16, 16], depths=[1, 1, 1, 1], num_labels=4)
+    model = ConvNextForImageClassification(config).eval()
+    model.save_pretrained(tmp_path)
+    ConvNextImageProcessor(size={"shortest_edge": 32}, crop_pct=0.875).save_pretrained(tmp_path)
+    loaded = load_model(f"hf:{tmp_path}")
+    assert loaded.preprocessing is not None
+    assert (loaded.preprocessing.resize_mode, loaded.preprocessing.input_size) == (
+        "shorter",
+        (3, 32, 32),
+    )
+    rng = np.random.default_rng(0)
+    shapes = [(40, 60), (75, 41), (36, 36), (90, 50)]
+    images = [Image.fromarray(rng.integers(0, 256, (*hw, 3), dtype=np.uint8)) for hw in shapes]
     processor = AutoImageProcessor.from_pretrained(tmp_path)
     with torch.no_grad():
         plain = model(**processor(images, return_tensors="pt")).logits

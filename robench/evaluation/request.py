@@ -161,6 +161,13 @@ def _preprocessing_info(prep: Preprocessing) -> dict[str, Any]:
     return info
 
 
+def _single_weight_sha256(loaded: LoadedModel) -> str | None:
+    """A source's one weight file's hash, which is what checkpoint_sha256 means (gate and
+    the HTML page show it); None for sharded weights (model.source lists every file)."""
+    weights = loaded.origin.weights if loaded.origin is not None else {}
+    return next(iter(weights.values())) if len(weights) == 1 else None
+
+
 def _model_info(loaded: LoadedModel, randomized: bool) -> ModelInfo:
     spec = loaded.spec
     ckpt = loaded.checkpoint
@@ -178,7 +185,7 @@ def _model_info(loaded: LoadedModel, randomized: bool) -> ModelInfo:
         model_kwargs=loaded.model_kwargs,
         card=str(loaded.card_path) if loaded.card_path else None,
         checkpoint=str(ckpt.path) if ckpt else None,
-        checkpoint_sha256=ckpt.sha256 if ckpt else None,
+        checkpoint_sha256=ckpt.sha256 if ckpt else _single_weight_sha256(loaded),
         checkpoint_layout=ckpt.layout if ckpt else None,
         n_parameters=sum(p.numel() for p in loaded.model.parameters()),
         normalization={"mean": list(spec.mean or ()), "std": list(spec.std or ())},

@@ -18,7 +18,7 @@ from typing import Any
 from robench._core.errors import CheckpointError, ConfigError
 from robench.models.hf_cache import find_cached_repo
 from robench.models.hf_tasks import IMAGE_CLASSIFICATION, LANGUAGE_MODELING, transformers_task
-from robench.models.loaded import LoadedModel
+from robench.models.loading import LoadedModel
 from robench.models.model_folder import read_model_config
 from robench.models.provenance import ModelOrigin, hash_files, weight_files
 from robench.models.sources import SourceRequest

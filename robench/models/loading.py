@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 import logging
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +24,6 @@ import robench.models.zoo  # noqa: F401  (registers robench's models with timm)
 from robench._core.errors import CheckpointError, ConfigError
 from robench.data.preprocessing import Preprocessing
 from robench.models.checkpoints import Checkpoint, load_state_dict_into, read_checkpoint
-from robench.models.loaded import LoadedModel as LoadedModel
 from robench.models.names import unknown_model_message
 from robench.models.normalization import NormalizedModel
 from robench.models.plugins import load_plugins
@@ -39,6 +38,42 @@ logger = logging.getLogger(__name__)
 
 _PREPROCESSING_FIELDS = ("input_size", "mean", "std", "interpolation", "crop_pct")
 _SPEC_FIELDS = set(ModelSpec.model_fields) - {"model_kwargs"}
+
+
+@dataclass
+class LoadedModel:
+    # Eval mode, on the requested device: an image classifier takes [0, 1] images (its
+    # normalisation inside), a language model token ids.
+    model: nn.Module
+    name: str
+    architecture: str
+    model_kwargs: dict[str, Any]
+    spec: ModelSpec  # the resolved values
+    sources: dict[str, str]  # field -> where its value came from
+    card_path: Path | None
+    checkpoint: Checkpoint | None
+    preprocessing: Preprocessing | None  # None for a language model
+    # The task the model solves: timm models classify images, robench's language models
+    # (and plugins registered beside them) model language.
+    task: str = "image-classification"
+    vocabulary: Vocabulary | None = None  # a language model's, from its checkpoint
+    # What a model source (hf-hub:, local-dir:, hf:, a timm pretrained tag) read instead of
+    # a checkpoint: repo or path, commit, weight hashes. None for a checkpoint or no weights.
+    origin: ModelOrigin | None = None
+    tokenizer: Any = None  # a transformers causal LM's own tokenizer
+    max_length: int | None = None  # a transformers causal LM's maximum context
+
+    @property
+    def has_weights(self) -> bool:
+        """Trained weights were loaded (a checkpoint or a source), not a random init."""
+        return self.checkpoint is not None or self.origin is not None
+
+    @property
+    def weights_sha256(self) -> str | None:
+        """The checkpoint's hash, or one hash over a source's weight files."""
+        if self.checkpoint is not None:
+            return self.checkpoint.sha256
+        return self.origin.sha256 if self.origin is not None else None
 
 
 def _find_card(name: str | None) -> tuple[ModelCard, Path] | tuple[None, None]:

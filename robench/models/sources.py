@@ -29,7 +29,7 @@ from robench._core.errors import ConfigError
 from robench._core.registry import Registry
 
 if TYPE_CHECKING:
-    from robench.models.loaded import LoadedModel
+    from robench.models.loading import LoadedModel
     from robench.models.spec import ModelSpec
 
 SOURCE_ENTRY_POINT_GROUP = "robench.sources"

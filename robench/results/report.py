@@ -68,7 +68,7 @@ class ModelInfo(_Strict):
     model_kwargs: dict[str, Any]
     card: str | None  # model card file, when one was used
     checkpoint: str | None  # path as given
-    checkpoint_sha256: str | None
+    checkpoint_sha256: str | None  # or a model source's single weight file's (see `source`)
     checkpoint_layout: str | None  # where the weights were found in the file
     n_parameters: int
     normalization: dict[str, list[float]]  # {"mean": [...], "std": [...]}, inside the model
