@@ -200,6 +200,32 @@ def test_an_imagenet_1k_model_scores_imagenet_r_among_its_200_classes(
     assert read_report(tmp_path / "r.json").samples["default"].targets == list(range(200))
 
 
+class PickledObject:
+    """Not a tensor: unpickling it would import and build a class (code runs)."""
+
+
+def test_pickled_weights_load_weights_only_and_other_objects_are_refused(
+    vit_folder: tuple[Path, torch.nn.Module], tmp_path: Path
+) -> None:
+    from safetensors.torch import load_file
+
+    from robench._core.errors import CheckpointError
+
+    folder, model = vit_folder
+    for name in ("config.json", "preprocessor_config.json"):
+        shutil.copy(folder / name, tmp_path / name)
+    weights = load_file(folder / "model.safetensors")
+    torch.save(weights, tmp_path / "pytorch_model.bin")
+    loaded = load_model(f"hf:{tmp_path}")
+    assert loaded.origin is not None and list(loaded.origin.weights) == ["pytorch_model.bin"]
+    x = torch.rand(2, 3, 32, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded.model(x), model(pixel_values=(x - 0.5) / 0.5).logits)
+    torch.save({**weights, "extra": PickledObject()}, tmp_path / "pytorch_model.bin")
+    with pytest.raises(CheckpointError, match=r"refuses them; convert them to model\.safetensors"):
+        load_model(f"hf:{tmp_path}")
+
+
 def test_processor_without_rescaling_is_folded_into_mean_and_std(tmp_path: Path) -> None:
     from transformers import AutoImageProcessor
 

@@ -4,8 +4,10 @@ The folder's config.json decides the task (`hf_tasks.transformers_task`); an ima
 is built here with `AutoModelForImageClassification` and its own image processor, a causal LM
 by `robench.models.hf_causal_lm.build_causal_lm` (model, tokenizer and context length from
 the same folder). Loading is offline (`local_files_only=True`), remote code runs only with
-`--trust-remote-code`, and pickled `.bin` weights load with `weights_only=True` unless
-`--trust-checkpoint` (transformers prefers safetensors when both exist).
+`--trust-remote-code`, and transformers prefers safetensors when both exist. A pickled `.bin`
+loads with `weights_only=True` (transformers' rule, as robench's for checkpoints); one that
+needs other pickled objects is refused in one sentence, with or without `--trust-checkpoint`:
+convert it to safetensors.
 """
 
 from __future__ import annotations
@@ -78,10 +80,11 @@ def _from_pretrained(loader: Any, folder: Path, request: SourceRequest, what: st
         return loader.from_pretrained(
             str(folder), local_files_only=True, trust_remote_code=request.trust_remote_code
         )
-    except pickle.UnpicklingError as exc:
+    except pickle.UnpicklingError:
         raise CheckpointError(
-            f"the weights in {folder} need unpickling Python objects ({str(exc).splitlines()[0]}), "
-            "which can run code; convert them to model.safetensors (or save_pretrained again)."
+            f"the pickled weights in {folder} hold Python objects besides tensors, which can "
+            "run code when loaded, so robench refuses them; convert them to model.safetensors "
+            "(from_pretrained and save_pretrained on a machine that trusts them)."
         ) from None
     except (OSError, ValueError, KeyError, RuntimeError, TypeError) as exc:
         raise ConfigError(
