@@ -1,7 +1,11 @@
 """Build the model a user asked for: registered architecture, safe checkpoint, preprocessing.
 
 Image classifiers are timm models; language models are robench's own registry
-(`robench.models.zoo.lm_registry`) and take their vocabulary from the checkpoint.
+(`robench.models.zoo.lm_registry`) and take their vocabulary from the checkpoint. A MODEL
+with a source prefix (`hf:`, `hf-hub:`, `local-dir:`) or a timm pretrained tag without
+`--checkpoint` is built by its source (`robench.models.sources`), whose image classifiers
+come back through `image_model`: the command line's preprocessing over the model's own
+(timm's `pretrained_cfg`, or the transformers image processor).
 
 Each preprocessing field comes from the first source that gives it, in this order: command
 line flags, a model card, the metadata `robench train` stores in a checkpoint, timm's
