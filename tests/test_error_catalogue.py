@@ -218,6 +218,13 @@ def _folder(path: Path) -> str:
     return str(path)
 
 
+def _config(tmp: Path, config: dict) -> str:
+    """A folder holding only a config.json (what `hf:` and `local-dir:` read first)."""
+    (tmp / "model").mkdir()
+    _write(tmp / "model" / "config.json", json.dumps(config))
+    return str(tmp / "model")
+
+
 def _plugin(tmp: Path) -> str:
     return _write(tmp / "plugin.py", "import sys\n\nsys.exit(0)\n")
 
@@ -242,6 +249,11 @@ CASES: dict[str, Callable[[Path, Path], Case]] = {
     "list-unknown-catalogue": lambda t, d: Case(["list", "colours"]),
     "debug-keeps-exit-code": lambda t, d: Case(["--debug", "eval", MODEL, "-s", "nope"], traceback=True),
     "unknown-model": lambda t, d: Case(["eval", "vit_nano_fmnst", "-s", "smoke"]),
+    "model-folder-not-a-model": lambda t, d: Case(["eval", "hf:" + _folder(t / "empty"), "-s", "smoke"]),
+    "model-folder-other-library": lambda t, d: Case(["eval", "local-dir:" + _config(t, {"model_type": "vit"}), "-s", "smoke"]),
+    "hf-repo-not-cached": lambda t, d: Case(["eval", "hf:robench-tests/absent-model", "-s", "smoke"]),
+    "hf-unknown-architecture": lambda t, d: Case(["eval", "hf:" + _config(t, {"model_type": "no-such-architecture"}), "-s", "smoke"]),
+    "hf-remote-code": lambda t, d: Case(["eval", "hf:" + _config(t, {"model_type": "mine", "auto_map": {"AutoModelForImageClassification": "m.M"}}), "-s", "smoke"]),
     "unknown-suite": lambda t, d: Case(["eval", MODEL, "-s", "smok"]),
     "suite-file-missing": lambda t, d: Case(["eval", MODEL, "-s", str(t / "missing.toml")]),
     "suite-syntax-error": lambda t, d: Case(["validate", _suite(t, "[[perturbations\n")], prefix="fail"),

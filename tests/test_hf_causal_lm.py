@@ -142,7 +142,7 @@ def test_eval_cli_scores_documents_clean_and_swapped(folder: Path, docs: Path, t
     )
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text())
-    assert report["model"]["extensions"]["model_source"]["tokenizer_sha256"]
+    assert report["model"]["source"]["tokenizer_sha256"]
     by_name = {r["name"]: r for r in report["results"]}
     assert by_name["clean"]["n_samples"] == 5  # one sample per document
     assert by_name["word-swap-2.5"]["params"]["realised"]["realised_rate"] > 0

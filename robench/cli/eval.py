@@ -23,7 +23,9 @@ AmpMode = enum.Enum("AmpMode", {name: name for name in AMP_DTYPES}, type=str)  #
 
 
 def default_report_path(model: str | None, checkpoint: Path | None, suite: str) -> Path:
-    stem = Path(model).stem if model else (checkpoint.stem if checkpoint else "model")
+    # A source's name (hf:org/vit, local-dir:/models/x) keeps its last part, not the prefix.
+    stem = Path(model.rsplit(":", 1)[-1]).stem if model else None
+    stem = stem or (checkpoint.stem if checkpoint else "model")
     return Path("runs") / f"{stem}__{Path(suite).stem}.json"
 
 
@@ -33,8 +35,9 @@ def eval_command(
     model: Annotated[
         str | None,
         typer.Argument(
-            help="Registered model name (`robench list models`), a model card name or .toml "
-            "path; optional when the checkpoint was written by `robench train`."
+            help="Registered model name (`robench list models`), a timm pretrained tag, "
+            "hf:PATH_OR_REPO, hf-hub:ORG/NAME, local-dir:PATH (docs/models.md), a model card "
+            "name or .toml path; optional when the checkpoint was written by `robench train`."
         ),
     ] = None,
     checkpoint: Annotated[
@@ -127,6 +130,14 @@ def eval_command(
             help="Allow arbitrary pickles in the checkpoint (runs code: trusted files only).",
         ),
     ] = False,
+    trust_remote_code: Annotated[
+        bool,
+        typer.Option(
+            "--trust-remote-code",
+            help="Run the Python code a transformers model ships with it (auto_map; trusted "
+            "models only).",
+        ),
+    ] = False,
     allow_random_weights: Annotated[
         bool,
         typer.Option(
@@ -212,6 +223,9 @@ def eval_command(
       robench eval resnet50 -c resnet50.pth -s imagenet-c --data /data/imagenet-c \\
           --device cuda --amp bf16 --channels-last -b 256
       torchrun --nproc_per_node=4 -m robench eval vit_nano_fmnist -s demo
+      robench eval hf-hub:timm/resnet50.a1_in1k -s imagenet-c --data /data/imagenet-c
+      robench eval local-dir:/models/resnet18 --data /data/val --limit 500
+      robench eval hf:/models/vit-base --data /data/images --limit 500
       robench eval transformer_lm_nano_elliptical_pydocs -s text-smoke --limit 50
       robench eval -c lm.safetensors -s wikitext-wordswap --data /data/wikitext-103
     """
@@ -268,6 +282,7 @@ def eval_command(
         overrides=overrides,
         ema=ema,
         trust_checkpoint=trust_checkpoint,
+        trust_remote_code=trust_remote_code,
         allow_random_weights=allow_random_weights,
         resume=resume,
         overwrite=overwrite,

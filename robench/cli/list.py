@@ -17,11 +17,13 @@ def _models(pattern: str | None) -> list[tuple[str, str]]:
     import timm
 
     from robench.models.plugins import load_entry_points
+    from robench.models.sources import SOURCES, load_source_entry_points
     from robench.models.spec import bundled_cards
     from robench.models.zoo import list_robench_models
     from robench.models.zoo.lm_registry import list_language_models
 
     load_entry_points()
+    load_source_entry_points()
     ours = set(list_robench_models())
     names = [n for n in timm.list_models() if not pattern or Registry.matches(n, pattern)]
     cards = [
@@ -32,7 +34,13 @@ def _models(pattern: str | None) -> list[tuple[str, str]]:
         for n in list_language_models()
         if not pattern or Registry.matches(n, pattern)
     ]
-    return cards + language + [(n, "robench" if n in ours else "timm") for n in names]
+    sources = [
+        (f"{s.prefix}:", f"model source: {s.description} (e.g. {s.example})")
+        for s in (SOURCES.get(p) for p in SOURCES.names())
+        if not pattern or Registry.matches(f"{s.prefix}:", pattern)
+    ]
+    timm_rows = [(n, "robench" if n in ours else "timm") for n in names]
+    return sources + cards + language + timm_rows
 
 
 def _perturbations(pattern: str | None) -> list[tuple[str, str]]:

@@ -62,3 +62,39 @@ def read_class_map(path: str | Path) -> ClassMap:
             "(line n is class index n - 1)."
         )
     return ClassMap(path=path, names=tuple(names))
+
+
+def _label_keys(label: str) -> set[str]:
+    """Spellings a class name is matched by: letters and digits only, lower case, whole or
+    its first comma-separated alias ("tench, Tinca tinca" -> "tench")."""
+    whole = "".join(c for c in label.lower() if c.isalnum())
+    first = "".join(c for c in label.split(",")[0].lower() if c.isalnum())
+    return {key for key in (whole, first) if key}
+
+
+def class_map_from_labels(
+    folder_names: list[str], labels: list[str], source: str
+) -> ClassMap | None:
+    """A class map placing each class folder at the model's output of the same name
+    (`id2label`), or None unless every folder matches exactly one label.
+
+    Names match ignoring case, spaces and punctuation ("T-shirt_top" is "T-shirt/top"), so a
+    folder written from a dataset's class names finds the model's labels. `source` names the
+    labels in reports ("hf:/models/vit id2label").
+    """
+    by_key: dict[str, list[int]] = {}
+    for index, label in enumerate(labels):
+        for key in _label_keys(label):
+            by_key.setdefault(key, []).append(index)
+    names = list(labels)
+    taken: set[int] = set()
+    for folder in folder_names:
+        matches = {i for key in _label_keys(folder) for i in by_key.get(key, [])}
+        if len(matches) != 1 or matches & taken:
+            return None
+        index = matches.pop()
+        taken.add(index)
+        names[index] = folder
+    if not folder_names or len(set(names)) != len(names):
+        return None
+    return ClassMap(path=Path(source), names=tuple(names))

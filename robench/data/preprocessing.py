@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +56,13 @@ class Preprocessing:
     crop_pct: float = 1.0
     # Resize before the center crop; False: center-crop the image as it is (`crop_only()`).
     resize: bool = True
+    # How the resize treats the aspect ratio, one of RESIZE_MODES: "shorter" keeps it (timm,
+    # transformers' `shortest_edge`), "squash" stretches to (H, W) / crop_pct (transformers'
+    # `{height, width}` sizes, as ViT and DeiT processors do).
+    resize_mode: str = "shorter"
+    # Which library resizes and crops, one of BACKENDS: "pil" (timm's eval transform) or
+    # "torchvision" (transformers' default image processors: uint8 tensors, antialiased).
+    backend: str = "pil"
 
     def __post_init__(self) -> None:
         size = tuple(self.input_size)
@@ -75,6 +82,12 @@ class Preprocessing:
             raise ConfigError(
                 did_you_mean(self.interpolation, list(INTERPOLATIONS), "interpolation")
             )
+        for value, table, what in (
+            (self.resize_mode, RESIZE_MODES, "resize mode"),
+            (self.backend, BACKENDS, "resize backend"),
+        ):
+            if value not in table:
+                raise ConfigError(did_you_mean(value, list(table), what))
         if not 0.0 < self.crop_pct <= 1.0:
             raise ConfigError(
                 f"crop_pct {self.crop_pct!r} is outside (0, 1]; use a fraction like 0.875 "
@@ -120,8 +133,10 @@ class Preprocessing:
         mode = _MODES[self.channels]
         if image.mode != mode:
             image = image.convert(mode)
-        image = self._resize_and_crop(image)
-        array = np.array(image, dtype=np.uint8)
+        resized = self._resize_and_crop(image)
+        if isinstance(resized, torch.Tensor):  # the torchvision backend: uint8 (C, H, W)
+            return resized.to(torch.float32).div_(255.0).contiguous()
+        array = np.array(resized, dtype=np.uint8)
         return _uint8_to_tensor(array.reshape(array.shape[0], array.shape[1], -1))
 
     def _array_fast_path(self, array: np.ndarray) -> torch.Tensor | None:
@@ -133,16 +148,14 @@ class Preprocessing:
             return None
         return _uint8_to_tensor(array.reshape(array.shape[0], array.shape[1], channels))
 
-    def _resize_and_crop(self, image: Image.Image) -> Image.Image:
+    def _resize_and_crop(self, image: Image.Image) -> Image.Image | torch.Tensor:
         height, width = self.height_width
         if image.size == (width, height) and (self.crop_pct == 1.0 or not self.resize):
             return image
         if not self.resize:
             return _center_crop(image, (width, height))
-        new_w, new_h = _covering_size(image.size, (width, height), self.crop_pct)
-        if (new_w, new_h) != image.size:
-            image = image.resize((new_w, new_h), INTERPOLATIONS[self.interpolation])
-        return _center_crop(image, (width, height))
+        new_w, new_h = RESIZE_MODES[self.resize_mode](image.size, (width, height), self.crop_pct)
+        return BACKENDS[self.backend](image, (new_w, new_h), (width, height), self.interpolation)
 
 
 def _center_crop(image: Image.Image, target_wh: tuple[int, int]) -> Image.Image:
@@ -177,6 +190,54 @@ def _covering_size(
         new_w, new_h = round(img_w / ratio), round(img_h / ratio)
     # Guard against rounding one pixel short of the crop.
     return max(new_w, target_wh[0]), max(new_h, target_wh[1])
+
+
+def _squashed_size(
+    image_wh: tuple[int, int], target_wh: tuple[int, int], crop_pct: float
+) -> tuple[int, int]:
+    """Size (w, h) of target / crop_pct, whatever the image's aspect ratio."""
+    del image_wh  # the aspect ratio is not kept
+    return math.floor(target_wh[0] / crop_pct), math.floor(target_wh[1] / crop_pct)
+
+
+RESIZE_MODES = {"shorter": _covering_size, "squash": _squashed_size}
+
+
+def _pil_resize_crop(
+    image: Image.Image, size_wh: tuple[int, int], crop_wh: tuple[int, int], interpolation: str
+) -> Image.Image:
+    if size_wh != image.size:
+        image = image.resize(size_wh, INTERPOLATIONS[interpolation])
+    return _center_crop(image, crop_wh)
+
+
+def _torchvision_resize_crop(
+    image: Image.Image, size_wh: tuple[int, int], crop_wh: tuple[int, int], interpolation: str
+) -> torch.Tensor:
+    """transformers' TorchvisionBackend: an antialiased resize of the uint8 tensor, then a
+    center crop whose offsets are floored (PIL's path rounds them)."""
+    from torchvision.transforms import InterpolationMode
+    from torchvision.transforms.v2 import functional as tvf
+
+    array = np.array(image, dtype=np.uint8)
+    tensor = torch.from_numpy(array.reshape(array.shape[0], array.shape[1], -1)).permute(2, 0, 1)
+    if size_wh != image.size:
+        mode = InterpolationMode(interpolation)
+        tensor = tvf.resize(tensor, [size_wh[1], size_wh[0]], interpolation=mode, antialias=True)
+    (width, height), (img_h, img_w) = crop_wh, tensor.shape[-2:]
+    if img_w < width or img_h < height:
+        raise DataError(
+            f"image of {img_w}x{img_h} pixels is smaller than the model input {width}x{height}"
+            " after resizing; check the model's preprocessing (size and crop)."
+        )
+    top, left = int((img_h - height) / 2.0), int((img_w - width) / 2.0)
+    return tensor[:, top : top + height, left : left + width]
+
+
+BACKENDS: dict[str, Callable[..., Image.Image | torch.Tensor]] = {
+    "pil": _pil_resize_crop,
+    "torchvision": _torchvision_resize_crop,
+}
 
 
 def _array_to_pil(array: np.ndarray) -> Image.Image:

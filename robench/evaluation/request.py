@@ -37,6 +37,7 @@ from robench._core.progress import Progress
 from robench._core.seeding import seed_everything
 from robench._core.version import __version__
 from robench.data import LabeledImages
+from robench.data.preprocessing import Preprocessing
 from robench.data.subset import indices_sha256, resolve_subset, select_indices
 from robench.data.unreadable import Unreadable, check_bad_image_policy, find_unreadable
 from robench.evaluation.environment import capture_environment
@@ -114,6 +115,7 @@ class EvalRequest:
     overrides: ModelSpec = field(default_factory=ModelSpec)
     ema: bool = False
     trust_checkpoint: bool = False
+    trust_remote_code: bool = False  # run code a transformers model ships (auto_map)
     resume: bool = False
     overwrite: bool = False
     allow_random_weights: bool = False  # evaluate a model that has no checkpoint
@@ -144,6 +146,28 @@ class EvalRequest:
         return named
 
 
+def _preprocessing_info(prep: Preprocessing) -> dict[str, Any]:
+    """The report's (and the resume fingerprint's) preprocessing; the resize mode and backend
+    appear only when they differ from timm's convention, so older runs still resume."""
+    info: dict[str, Any] = {
+        "input_size": list(prep.input_size),
+        "interpolation": prep.interpolation,
+        "crop_pct": prep.crop_pct,
+    }
+    if prep.resize_mode != "shorter":
+        info["resize_mode"] = prep.resize_mode
+    if prep.backend != "pil":
+        info["backend"] = prep.backend
+    return info
+
+
+def _single_weight_sha256(loaded: LoadedModel) -> str | None:
+    """A source's one weight file's hash, which is what checkpoint_sha256 means (gate and
+    the HTML page show it); None for sharded weights (model.source lists every file)."""
+    weights = loaded.origin.weights if loaded.origin is not None else {}
+    return next(iter(weights.values())) if len(weights) == 1 else None
+
+
 def _model_info(loaded: LoadedModel, randomized: bool) -> ModelInfo:
     spec = loaded.spec
     ckpt = loaded.checkpoint
@@ -155,29 +179,20 @@ def _model_info(loaded: LoadedModel, randomized: bool) -> ModelInfo:
             "sha256": loaded.vocabulary.sha256,
             "source": "checkpoint metadata",
         }
-    if loaded.provenance is not None:  # a model read from a folder: where, and its tokenizer
-        extensions["model_source"] = dict(loaded.provenance)
     return ModelInfo(
         name=loaded.name,
         architecture=loaded.architecture,
         model_kwargs=loaded.model_kwargs,
         card=str(loaded.card_path) if loaded.card_path else None,
         checkpoint=str(ckpt.path) if ckpt else None,
-        checkpoint_sha256=ckpt.sha256 if ckpt else None,
+        checkpoint_sha256=ckpt.sha256 if ckpt else _single_weight_sha256(loaded),
         checkpoint_layout=ckpt.layout if ckpt else None,
         n_parameters=sum(p.numel() for p in loaded.model.parameters()),
         normalization={"mean": list(spec.mean or ()), "std": list(spec.std or ())},
-        preprocessing=(
-            {
-                "input_size": list(prep.input_size),
-                "interpolation": prep.interpolation,
-                "crop_pct": prep.crop_pct,
-            }
-            if prep is not None
-            else {}
-        ),
+        preprocessing=_preprocessing_info(prep) if prep is not None else {},
         config_sources={k: v for k, v in loaded.sources.items() if k != "architecture"},
         task=loaded.task,
+        source=loaded.origin.report_section() if loaded.origin is not None else None,
         extensions=extensions,
         randomized=randomized,
     )
@@ -634,15 +649,7 @@ def _input_fingerprint(
         }
     return {
         "normalization": {"mean": list(loaded.spec.mean or ()), "std": list(loaded.spec.std or ())},
-        "preprocessing": (
-            {
-                "input_size": list(prep.input_size),
-                "interpolation": prep.interpolation,
-                "crop_pct": prep.crop_pct,
-            }
-            if prep is not None
-            else None
-        ),
+        "preprocessing": _preprocessing_info(prep) if prep is not None else None,
         "model_kwargs": loaded.model_kwargs,
         "data": data,
         "split": request.split,
@@ -704,10 +711,10 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         imports=request.imports,
         ema=request.ema,
         trust_checkpoint=request.trust_checkpoint,
+        trust_remote_code=request.trust_remote_code,
         device=device,
     )
-    weightless = loaded.checkpoint is None and loaded.provenance is None
-    if weightless and not request.allow_random_weights:
+    if not loaded.has_weights and not request.allow_random_weights:
         raise ConfigError(
             f"{loaded.name} has no checkpoint, so its weights are random and its numbers "
             "would mean nothing; pass --checkpoint FILE (or a model card with weights), or "
@@ -771,7 +778,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
     jobs, missing = resolve_jobs(loaded_suite.plan, data, loaded_suite.suite.datasets, default_name)
     for gone in missing:
         logger.warning("not evaluated: %s: %s", gone.name, gone.reason)
-    if loaded.checkpoint is None and loaded.provenance is None:
+    if not loaded.has_weights:
         warnings.insert(0, f"no checkpoint: {loaded.architecture} has random weights.")
     for warning in warnings:
         logger.warning(warning)
@@ -789,7 +796,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
     env = capture_environment(device)
     indices_hashes = {name: indices_sha256(d.indices) for name, d in data.items()}
     fingerprint = {
-        "checkpoint_sha256": loaded.checkpoint.sha256 if loaded.checkpoint else None,
+        "checkpoint_sha256": loaded.weights_sha256,
         "architecture": loaded.architecture,
         "suite_sha256": loaded_suite.sha256,
         "indices_sha256": indices_hashes,

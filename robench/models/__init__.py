@@ -1,6 +1,7 @@
-"""Models: loading (registry name, model card or checkpoint), model cards, safe checkpoints,
-normalisation inside the model, plugins, trust checks; `zoo/` (robench's timm models) and
-`layers/` (Elliptical Attention).
+"""Models: loading (registry name, model card or checkpoint), model sources (`hf:`,
+`hf-hub:`, `local-dir:`, timm pretrained tags; docs/models.md), model cards, safe
+checkpoints, normalisation inside the model, plugins, trust checks; `zoo/` (robench's timm
+models) and `layers/` (Elliptical Attention).
 
 Importing `robench.models.zoo` registers the zoo in timm's registry. This `__init__` imports
 nothing, so reading a model card needs no torch.

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from robench._core.errors import ConfigError
-from robench._core.registry import did_you_mean
 from robench.models.hashing import sha256_file
 from robench.models.spec import ModelCard, read_card
 from robench.models.zoo_names import LANGUAGE_MODELS, ZOO_MODELS
@@ -71,11 +70,9 @@ def _check_registered_in_timm(architecture: str, where: str) -> None:
     from robench.models.zoo.lm_registry import is_language_model
 
     if not timm.is_model(architecture) and not is_language_model(architecture):
-        raise ConfigError(
-            f"{where}: "
-            + did_you_mean(architecture, timm.list_models(), "model")[:-1]
-            + " (register your own with --import MODULE_OR_FILE.py)."
-        )
+        from robench.models.names import unknown_model_message
+
+        raise ConfigError(f"{where}: {unknown_model_message(architecture)}")
 
 
 def _check_checkpoint(card: ModelCard, path: Path, where: str) -> None:

@@ -1,7 +1,11 @@
 """Build the model a user asked for: registered architecture, safe checkpoint, preprocessing.
 
 Image classifiers are timm models; language models are robench's own registry
-(`robench.models.zoo.lm_registry`) and take their vocabulary from the checkpoint.
+(`robench.models.zoo.lm_registry`) and take their vocabulary from the checkpoint. A MODEL
+with a source prefix (`hf:`, `hf-hub:`, `local-dir:`) or a timm pretrained tag without
+`--checkpoint` is built by its source (`robench.models.sources`), whose image classifiers
+come back through `image_model`: the command line's preprocessing over the model's own
+(timm's `pretrained_cfg`, or the transformers image processor).
 
 Each preprocessing field comes from the first source that gives it, in this order: command
 line flags, a model card, the metadata `robench train` stores in a checkpoint, timm's
@@ -10,8 +14,9 @@ line flags, a model card, the metadata `robench train` stores in a checkpoint, t
 
 from __future__ import annotations
 
+import difflib
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,11 +26,13 @@ from torch import nn
 
 import robench.models.zoo  # noqa: F401  (registers robench's models with timm)
 from robench._core.errors import CheckpointError, ConfigError
-from robench._core.registry import did_you_mean
 from robench.data.preprocessing import Preprocessing
 from robench.models.checkpoints import Checkpoint, load_state_dict_into, read_checkpoint
+from robench.models.names import unknown_model_message
 from robench.models.normalization import NormalizedModel
 from robench.models.plugins import load_plugins
+from robench.models.provenance import ModelOrigin
+from robench.models.sources import SourceRequest, split_source
 from robench.models.spec import ModelCard, ModelSpec, bundled_cards, read_card, spec_from_metadata
 
 if TYPE_CHECKING:
@@ -54,12 +61,23 @@ class LoadedModel:
     # (and plugins registered beside them) model language.
     task: str = "image-classification"
     vocabulary: Vocabulary | None = None  # a language model's, from its checkpoint
-    # A subword language model's own tokenizer (transformers) and maximum context in tokens;
-    # None for robench's word-level models, which read text through `vocabulary`.
-    tokenizer: Any = None
-    max_length: int | None = None
-    # Where the model came from beyond the checkpoint (e.g. the tokenizer's sha256).
-    provenance: dict[str, Any] | None = None
+    # What a model source (hf-hub:, local-dir:, hf:, a timm pretrained tag) read instead of
+    # a checkpoint: repo or path, commit, weight hashes. None for a checkpoint or no weights.
+    origin: ModelOrigin | None = None
+    tokenizer: Any = None  # a transformers causal LM's own tokenizer
+    max_length: int | None = None  # a transformers causal LM's maximum context
+
+    @property
+    def has_weights(self) -> bool:
+        """Trained weights were loaded (a checkpoint or a source), not a random init."""
+        return self.checkpoint is not None or self.origin is not None
+
+    @property
+    def weights_sha256(self) -> str | None:
+        """The checkpoint's hash, or one hash over a source's weight files."""
+        if self.checkpoint is not None:
+            return self.checkpoint.sha256
+        return self.origin.sha256 if self.origin is not None else None
 
 
 def _find_card(name: str | None) -> tuple[ModelCard, Path] | tuple[None, None]:
@@ -102,10 +120,7 @@ def _layer(sources: list[tuple[str, ModelSpec | None]]) -> tuple[ModelSpec, dict
 
 def _create(architecture: str, num_classes: int | None, kwargs: dict[str, Any]) -> nn.Module:
     if not timm.is_model(architecture):
-        raise ConfigError(
-            did_you_mean(architecture, timm.list_models(), "model")[:-1]
-            + " (register your own with --import MODULE_OR_FILE.py)."
-        )
+        raise ConfigError(unknown_model_message(architecture))
     extra = dict(kwargs)
     if num_classes is not None:
         extra["num_classes"] = num_classes
@@ -126,7 +141,7 @@ def _from_pretrained_cfg(model: nn.Module) -> ModelSpec:
 
 
 def _preprocessing(
-    spec: ModelSpec, name: str
+    spec: ModelSpec, name: str, resize: dict[str, str] | None = None
 ) -> tuple[Preprocessing, tuple[float, ...], tuple[float, ...]]:
     if spec.input_size is None:
         raise ConfigError(
@@ -150,8 +165,44 @@ def _preprocessing(
         input_size=spec.input_size,
         interpolation=spec.interpolation or "bicubic",
         crop_pct=spec.crop_pct if spec.crop_pct is not None else 1.0,
+        resize_mode=(resize or {}).get("resize_mode", "shorter"),
+        backend=(resize or {}).get("backend", "pil"),
     )
     return preprocessing, spec.mean, spec.std
+
+
+def image_model(
+    name: str,
+    architecture: str,
+    network: nn.Module,
+    *,
+    overrides: ModelSpec | None,
+    kwargs: dict[str, Any],
+    origin: ModelOrigin,
+    classes: list[str] | None = None,
+    own: ModelSpec | None = None,
+    own_label: str = "timm pretrained_cfg",
+    resize: dict[str, str] | None = None,
+    device: torch.device | str = "cpu",
+) -> LoadedModel:
+    """A source's image classifier, normalisation inside: the command line's preprocessing
+    over the model's own (`own`, else timm's `pretrained_cfg`)."""
+    own = own if own is not None else _from_pretrained_cfg(network)
+    spec, sources = _layer([("command line", overrides), (own_label, own)])
+    spec = spec.model_copy(update={"architecture": architecture, "classes": classes})
+    preprocessing, mean, std = _preprocessing(spec, name, resize)
+    return LoadedModel(
+        model=NormalizedModel(network, mean, std).to(device).eval(),
+        name=name,
+        architecture=architecture,
+        model_kwargs=kwargs,
+        spec=spec,
+        sources=sources,
+        card_path=None,
+        checkpoint=None,
+        preprocessing=preprocessing,
+        origin=origin,
+    )
 
 
 def load_model(
@@ -162,12 +213,19 @@ def load_model(
     imports: tuple[str, ...] = (),
     ema: bool = False,
     trust_checkpoint: bool = False,
+    trust_remote_code: bool = False,
     device: torch.device | str = "cpu",
 ) -> LoadedModel:
-    """Resolve MODEL (card, registered name, or checkpoint metadata) into a ready model."""
-    if name is not None and name.startswith(_HF_PREFIX):  # TEMPORARY, see _hf_causal_lm
-        return _hf_causal_lm(name, device)
+    """Resolve MODEL (source, card, registered name, or checkpoint metadata) into a ready
+    model; a name with a source prefix (`hf:`, `hf-hub:`, `local-dir:`, a plugin's) or a timm
+    pretrained tag without --checkpoint loads through its source (`models/sources.py`)."""
     load_plugins(imports)
+    request = SourceRequest(
+        name or "", "", overrides, trust_remote_code, trust_checkpoint, device=device
+    )
+    sourced = _load_from_source(request, checkpoint)
+    if sourced is not None:
+        return sourced
     card, card_path = _find_card(name)
     from_card = checkpoint is None and card is not None and card_path is not None
     if from_card and card is not None and card_path is not None:
@@ -261,30 +319,42 @@ def _language_model(
     return create_language_model(architecture, **kwargs), vocabulary
 
 
-# TEMPORARY (branch h4-lm): `hf:FOLDER` for a local transformers causal LM, until the model
-# source registry (branch h3-sources) replaces it; it calls the same `build_causal_lm`.
-_HF_PREFIX = "hf:"
+def _load_from_source(request: SourceRequest, checkpoint: Path | None) -> LoadedModel | None:
+    """The model from its source, or None when MODEL is a plain name (zoo, timm, card)."""
+    from robench.models.sources import load_source_entry_points
+
+    load_source_entry_points()
+    found = split_source(request.name)
+    if found is not None:
+        source, target = found
+        if checkpoint is not None:
+            raise ConfigError(
+                f"{request.name} loads its weights from its {source.prefix} source, so "
+                f"--checkpoint {checkpoint} would be ignored; drop one of the two."
+            )
+        return source.load(replace(request, target=target))
+    if checkpoint is None and _is_pretrained_tag(request.name):
+        from robench.models.timm_sources import from_pretrained_tag
+
+        return from_pretrained_tag(replace(request, target=request.name))
+    return None
 
 
-def _hf_causal_lm(name: str, device: torch.device | str) -> LoadedModel:
-    from robench.models.hf_causal_lm import build_causal_lm
+def _is_pretrained_tag(name: str) -> bool:
+    """`ARCH.TAG` naming one of timm's pretrained configs (`resnet50.a1_in1k`)."""
+    from timm.models import get_arch_pretrained_cfgs, is_model_pretrained, split_model_name_tag
 
-    folder = Path(name.removeprefix(_HF_PREFIX))
-    if not folder.is_dir():
-        raise ConfigError(f"{name}: {folder} is not a folder; pass hf:FOLDER of save_pretrained.")
-    parts = build_causal_lm(folder, trust_remote_code=False)
-    return LoadedModel(
-        model=parts.model.to(device).eval(),
-        name=name,
-        architecture=parts.info["architecture"],
-        model_kwargs={},
-        spec=ModelSpec(architecture=parts.info["architecture"]),
-        sources={"architecture": "transformers config"},
-        card_path=None,
-        checkpoint=None,
-        preprocessing=None,
-        task="language-modeling",
-        tokenizer=parts.tokenizer,
-        max_length=parts.max_length,
-        provenance={"source": "hf", "path": str(folder.resolve()), **parts.info},
+    architecture, tag = split_model_name_tag(name)
+    if not tag or not timm.is_model(architecture):
+        return False
+    if is_model_pretrained(name):
+        return True
+    tags = [
+        t if "." in t else f"{architecture}.{t}" for t in get_arch_pretrained_cfgs(architecture)
+    ]
+    close = difflib.get_close_matches(name, tags, n=3, cutoff=0.5)
+    hint = f" (closest: {', '.join(close)})" if close else ""
+    raise ConfigError(
+        f"timm has no pretrained tag {tag!r} for {architecture}{hint}; `robench list models "
+        f"'{architecture}.*'` lists its tags."
     )

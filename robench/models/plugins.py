@@ -1,6 +1,8 @@
 """User-registered architectures: `--import MODULE_OR_FILE.py` and the `robench.models`
 entry-point group. Both just import code that calls timm's `register_model` (image
-classifiers) or robench's `register_language_model` (language models).
+classifiers) or robench's `register_language_model` (language models). A package that adds
+a whole model source (a `PREFIX:` of MODEL) uses the `robench.sources` group instead
+(robench/models/sources.py), or calls `robench.models.sources.register_source` on import.
 """
 
 from __future__ import annotations

@@ -68,13 +68,18 @@ class ModelInfo(_Strict):
     model_kwargs: dict[str, Any]
     card: str | None  # model card file, when one was used
     checkpoint: str | None  # path as given
-    checkpoint_sha256: str | None
+    checkpoint_sha256: str | None  # or a model source's single weight file's (see `source`)
     checkpoint_layout: str | None  # where the weights were found in the file
     n_parameters: int
     normalization: dict[str, list[float]]  # {"mean": [...], "std": [...]}, inside the model
     preprocessing: dict[str, Any]  # input_size, interpolation, crop_pct
     config_sources: dict[str, str]  # which source gave each preprocessing field
     task: str = "image-classification"  # the task the model solves
+    # Where a model source read the weights (hf:, hf-hub:, local-dir:, a timm pretrained
+    # tag): source, location (repo id or folder), revision and commit (the Hub cache's
+    # snapshot), weights_sha256 and files_sha256 (file name -> sha256), and what the model's
+    # builder adds (e.g. tokenizer_sha256). None for a --checkpoint or a model card.
+    source: dict[str, Any] | None = None
     # What the model's modules report about themselves through robench's report hook, by
     # section: e.g. "elliptical" -> Elliptical Attention options (robench/_core/model_hooks.py).
     extensions: dict[str, dict[str, Any]] = Field(default_factory=dict)

@@ -41,13 +41,28 @@ class ImageClassification(Task):
         from robench.data import open_dataset
 
         assert model.preprocessing is not None  # every image model resolves one
-        return open_dataset(
-            path,
-            preprocessing=model.preprocessing,
-            split=split,
-            class_map=class_map,
-            layout=layout,
+        dataset = open_dataset(
+            path, preprocessing=model.preprocessing, split=split, class_map=class_map, layout=layout
         )
+        by_name = self._class_map_by_name(dataset, model) if class_map is None else None
+        if by_name is None:
+            return dataset
+        return open_dataset(
+            path, preprocessing=model.preprocessing, split=split, class_map=by_name, layout=layout
+        )
+
+    @staticmethod
+    def _class_map_by_name(dataset: Any, model: LoadedModel) -> Any:
+        """A class map from a sourced model's own labels (id2label, timm's label_names) when
+        the image folder's class names match them and their order differs; else None."""
+        from robench.data.class_map import class_map_from_labels
+
+        labels = model.spec.classes
+        if model.origin is None or not labels or dataset.kind != "image-folder":
+            return None
+        if list(dataset.classes) == list(labels):
+            return None
+        return class_map_from_labels(list(dataset.classes), labels, f"{model.name} labels")
 
     def check_perturbed(
         self, original: torch.Tensor, perturbed: torch.Tensor, perturbation: Any, *, name: str

@@ -1,0 +1,46 @@
+"""Every model name robench accepts, for did-you-mean answers to an unknown MODEL.
+
+The answer names at most a few close matches and the command that lists the rest
+(`robench list models`), never a dump of unrelated names.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+from robench.models.sources import source_names
+from robench.models.spec import bundled_cards
+
+LIST_COMMAND = "robench list models"
+
+
+def known_model_names() -> list[str]:
+    """timm's architectures and pretrained tags (robench's zoo is registered there), robench's
+    language models, shipped model cards and the source prefixes."""
+    import timm
+
+    import robench.models.zoo  # noqa: F401  (registers robench's models with timm)
+    from robench.models.zoo.lm_registry import list_language_models
+
+    names = set(timm.list_models()) | set(timm.list_models(pretrained=True))
+    names |= set(list_language_models()) | set(bundled_cards())
+    return sorted(names | set(source_names()))
+
+
+def close_model_names(name: str, limit: int = 5) -> list[str]:
+    """Up to `limit` known names closest to `name` (case-insensitive)."""
+    known = known_model_names()
+    lowered = {n.lower(): n for n in known}
+    close = difflib.get_close_matches(name.lower(), list(lowered), n=limit, cutoff=0.6)
+    return [lowered[c] for c in close]
+
+
+def unknown_model_message(name: str) -> str:
+    """One sentence: the unknown name, close matches if any, and how to see every name."""
+    close = close_model_names(name)
+    hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    return (
+        f"Unknown model {name!r}.{hint} `{LIST_COMMAND} PATTERN` lists robench's, timm's and "
+        "the model cards' names; hf:PATH_OR_REPO, hf-hub:ORG/NAME and local-dir:PATH load "
+        "saved models (docs/models.md), and --import MODULE_OR_FILE.py registers your own."
+    )
