@@ -3,7 +3,7 @@
 `train_bpe_causal_lm(config)` trains a byte-level BPE tokenizer (huggingface `tokenizers`,
 GPT-2's pre-tokenizer, `<|endoftext|>` as BOS/EOS/UNK) on the train split's documents, builds a
 `GPT2LMHeadModel` of `config`'s size around it and trains it on random crops of the documents
-joined by `<|endoftext|>` (Adam, warm-up then cosine decay: `train.lr_at`), then writes both
+joined by `<|endoftext|>` (Adam, warm-up then cosine decay: `loop.lr_at`), then writes both
 with `save_pretrained` (safetensors) into `config.out_dir`: a folder `hf:FOLDER` evaluates.
 Seeded end to end, so the same config gives the same folder on the same machine.
 `examples/train_bpe_lm.py` is the command line; models/gpt2_bpe_pydocs/README.md the card.
@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from robench._core.seeding import seed_everything
-from robench.training.train import lr_at
+from robench.training.loop import lr_at
 
 logger = logging.getLogger(__name__)
 
