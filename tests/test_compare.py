@@ -251,7 +251,7 @@ def test_missing_report_is_one_line(tmp_path: Path) -> None:
 
 
 def test_rich_table_and_registry(three_reports: list[Path]) -> None:
-    assert {f.value for f in CompareFormat} == set(COMPARE_FORMATS.names())
+    assert {f.value for f in CompareFormat} == set(COMPARE_FORMATS.names())  # built from it
     result = runner.invoke(app, ["compare", *map(str, three_reports), "--format", "rich"])
     assert result.exit_code == 0
     assert "deit_tiny_elliptical" in result.stdout and "mCE ↓" in result.stdout
