@@ -159,9 +159,10 @@ def _show(rendered: object, notes: list[str], output: Path | None = None) -> Non
         err.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
     if output is not None:
         if not isinstance(rendered, str):
+            names = file_formats(COMPARE_FORMATS)
             raise ConfigError(
                 f"--output {output}: the rich table is for the terminal; pass --format "
-                f"{' or '.join(file_formats(COMPARE_FORMATS))}."
+                f"{', '.join(names[:-1])} or {names[-1]}."
             )
         check_writable(output, "--output", "table.md")
         output.parent.mkdir(parents=True, exist_ok=True)
