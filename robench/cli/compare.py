@@ -127,13 +127,19 @@ def compare_command(
         _per_corruption(reports, name, output)
         return
     from robench.results.compare import build_comparison
-    from robench.results.gate_formats import read_gate_summary
 
     loaded, reference_index = _with_reference(reports, reference)
     comparison = build_comparison(loaded, metrics=parse_metrics(metric), reference=reference_index)
     # Only the html page takes more than the comparison: the gate's checks.
-    extra = {"gate": read_gate_summary(gate)} if gate is not None else {}
+    extra = {"gate": _gate_summary(gate)} if gate is not None else {}
     _show(COMPARE_FORMATS.get(name)(comparison, ci, **extra), comparison.notes, output)
+
+
+def _gate_summary(path: Path) -> object:
+    # Imported here: the gate's modules cost a tenth of `robench compare`'s start-up.
+    from robench.results.gate_formats import read_gate_summary
+
+    return read_gate_summary(path)
 
 
 def _format_name(fmt: enum.Enum | None, output: Path | None) -> str:
