@@ -24,6 +24,7 @@ import torch
 from robench._core.progress import Progress
 from robench.data import open_dataset
 from robench.evaluation.request import EvalRequest, evaluate
+from robench.evaluation.shared_samples import sharing_perturbed_samples
 from robench.models.loading import load_model
 from robench.models.spec import bundled_cards
 from robench.results.compare import Comparison, build_comparison
@@ -245,7 +246,8 @@ def run_demo(out_dir: Path, *, quick: bool = False, progress: Progress | None = 
         return reports
 
     reports = evaluate_all(plan.suite, plan.limit, "")
-    corrupted = evaluate_all(plan.corruption_suite, plan.corruption_limit, "-corruptions")
+    with sharing_perturbed_samples():  # both models see the same corrupted images: make them once
+        corrupted = evaluate_all(plan.corruption_suite, plan.corruption_limit, "-corruptions")
     text = evaluate_all(plan.text_suite, plan.text_limit, "-text", language_models, 16)
     comparison = build_comparison([(str(p), r) for p, r in reports], metrics=["top1"])
     corruption_comparison = build_comparison([(str(p), r) for p, r in corrupted], metrics=["top1"])
