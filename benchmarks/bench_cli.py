@@ -62,10 +62,18 @@ GOAL_S = 0.5
 START, END = "<!-- bench_cli -->", "<!-- /bench_cli -->"
 
 
-def _time(argv: list[str], cwd: Path) -> float:
+def _time(argv: list[str], cwd: Path) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system) of one run of `argv`. The CPU time is
+    what a quiet machine's wall time would be for a single-threaded start-up, give or take
+    file reads: waiting for a core on a busy machine adds to the wall time only."""
     started = time.perf_counter()
-    subprocess.run(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-    return time.perf_counter() - started
+    process = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise subprocess.CalledProcessError(process.returncode, argv)
+    return wall, usage.ru_utime + usage.ru_stime
 
 
 def export_tree(rev: str, into: Path) -> Path:
@@ -80,12 +88,16 @@ def export_tree(rev: str, into: Path) -> Path:
     return into
 
 
-def measure(rounds: int, trees: dict[str, Path]) -> dict[tuple[str, str], list[float]]:
-    """(command, tree label) -> wall times; `python -c pass` is timed once per round."""
+Times = dict[tuple[str, str], list[tuple[float, float]]]
+
+
+def measure(rounds: int, trees: dict[str, Path]) -> Times:
+    """(command, tree label) -> (wall, CPU) seconds per round; `python -c pass` is timed once
+    per round."""
     runs = [
         (name, label) for name in COMMANDS for label in trees if name != PASS or label == "after"
     ]
-    times: dict[tuple[str, str], list[float]] = {run: [] for run in runs}
+    times: Times = {run: [] for run in runs}
     for name, label in runs:  # warm-up: file-system and bytecode caches
         _time(COMMANDS[name], trees[label])
     for r in range(rounds):
@@ -94,38 +106,48 @@ def measure(rounds: int, trees: dict[str, Path]) -> dict[tuple[str, str], list[f
     return times
 
 
-def _row(name: str, times: dict[tuple[str, str], list[float]], before: bool) -> str:
+def _medians(values: list[tuple[float, float]]) -> str:
+    wall, cpu = (statistics.median(v[i] for v in values) for i in (0, 1))
+    return f"{wall:.3f} ({cpu:.3f})"
+
+
+def _row(name: str, times: Times, before: bool) -> str:
     after = times[(name, "after")]
     base = times[(PASS, "after")]
-    extra = statistics.median(v - b for v, b in zip(after, base, strict=True))
-    median = statistics.median(after)
+    extra = statistics.median(v[0] - b[0] for v, b in zip(after, base, strict=True))
+    median = statistics.median(w for w, _ in after)
     goal = GOALS.get(name, GOAL_S)
     met = "" if name == PASS else ("yes" if median <= goal else "no")
-    cells = [f"`{name}`", f"{median:.3f}", f"{extra:+.3f}", "" if name == PASS else f"{goal}", met]
+    cells = [f"`{name}`", _medians(after), f"{extra:+.3f}", "" if name == PASS else f"{goal}", met]
     if before:
         if name == PASS:
-            cells[1:1] = [f"{median:.3f}"]
+            cells[1:1] = [_medians(after)]
             cells.append("")
         else:
             old = times[(name, "before")]
-            ratio = statistics.median(a / b for a, b in zip(after, old, strict=True))
-            cells[1:1] = [f"{statistics.median(old):.3f}"]
-            cells.append(f"{ratio:.2f}")
+            ratio = statistics.median(a[0] / b[0] for a, b in zip(after, old, strict=True))
+            cpu = statistics.median(a[1] / b[1] for a, b in zip(after, old, strict=True))
+            cells[1:1] = [_medians(old)]
+            cells.append(f"{ratio:.2f} ({cpu:.2f})")
     return "| " + " | ".join(cells) + " |"
 
 
 def render(
-    times: dict[tuple[str, str], list[float]],
+    times: Times,
     rounds: int,
     loads: tuple[str, str],
     before_rev: str | None,
 ) -> str:
-    head = "| command | median s | median of (command - python -c pass) s | goal s | goal met |"
+    head = (
+        "| command | median s wall (CPU) | median of (command - python -c pass) s wall | goal s "
+        "| goal met (wall) |"
+    )
     rule = "|---|---:|---:|---:|---|"
     if before_rev:
         head = (
-            f"| command | before ({before_rev}) median s | after median s | after - python -c "
-            "pass s | goal s | goal met | after/before (median of per-round ratios) |"
+            f"| command | before ({before_rev}) median s wall (CPU) | after median s wall (CPU) "
+            "| after - python -c pass s wall | goal s | goal met (wall) | after/before, median of "
+            "per-round ratios, wall (CPU) |"
         )
         rule = "|---|---:|---:|---:|---:|---|---:|"
     lines = [
