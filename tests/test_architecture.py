@@ -164,6 +164,12 @@ def test_help_and_version_import_no_command(argv: list[str]) -> None:
     assert commands == [], f"robench {' '.join(argv)} imported {commands}"
 
 
+def test_compare_reads_reports_without_numpy() -> None:
+    # numpy is a fifth of `robench compare`'s start-up; compare only reads numbers.
+    modules = _modules_imported_by(["compare", str(REPORTS / "baseline.json")])
+    assert "numpy" not in modules
+
+
 def test_a_command_imports_its_own_module_only() -> None:
     from robench.cli._commands import COMMANDS
 

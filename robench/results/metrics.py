@@ -20,13 +20,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Literal
 
 from robench._core.registry import Registry
 from robench.results.ratio_statistics import RatioOfSums, bootstrap_interval
 from robench.results.report import Report
+
+# numpy is imported where it is used: `robench compare` reads reports without it.
+if TYPE_CHECKING:
+    import numpy as np
 
 Z_95 = 1.959963984540054  # two-sided 95% normal quantile
 
@@ -38,7 +40,7 @@ Record = Mapping[str, Any]
 PerSampleFn = Callable[[Record], PerSampleValue]
 AggregateFn = Callable[[Sequence[PerSampleValue]], float]
 IntervalFn = Callable[[Sequence[PerSampleValue]], tuple[float, float]]
-ReportValuesFn = Callable[[Report, str], np.ndarray | None]  # (report, perturbation)
+ReportValuesFn = Callable[[Report, str], "np.ndarray | None"]  # (report, perturbation)
 # "binary": exact McNemar; "real": paired bootstrap of the mean; "statistic": paired bootstrap
 # of the metric's own `statistic` (a ratio of sums) over samples.
 PairedKind = Literal["binary", "real", "statistic"]
@@ -112,6 +114,8 @@ class Metric:
     def values_in(self, report: Report, result: str) -> np.ndarray | None:
         """Its per-sample values of `result` in `report`, for paired tests; None if absent.
         Pairs of a ratio-of-sums metric come as an (n, 2) array."""
+        import numpy as np
+
         if self.report_values is not None:
             return self.report_values(report, result)
         values = report.sample_values(result, self.name)
@@ -156,6 +160,12 @@ def higher_is_better(name: str, stored: bool) -> bool:
     """The direction of `name`: the registry's; `stored` (the report's) if not registered."""
     metric = find_metric(name)
     return metric.higher_is_better if metric is not None else stored
+
+
+def _exp(values: np.ndarray) -> np.ndarray:
+    import numpy as np
+
+    return np.exp(values)
 
 
 def ratio_metric(
@@ -219,7 +229,7 @@ register(
         "perplexity",
         "token perplexity exp(total NLL / scored tokens) (lower is better)",
         lambda r: (r["nll"], r["tokens"]),
-        np.exp,
+        _exp,
         MetricDisplay("PPL"),
         _LM,
     )
@@ -229,7 +239,7 @@ register(
         "word_perplexity",
         "word perplexity exp(total NLL / words), as lm-evaluation-harness (lower is better)",
         lambda r: (r["nll"], r["words"]),
-        np.exp,
+        _exp,
         MetricDisplay("word PPL"),
         _LM,
     )
