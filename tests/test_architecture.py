@@ -164,10 +164,17 @@ def test_help_and_version_import_no_command(argv: list[str]) -> None:
     assert commands == [], f"robench {' '.join(argv)} imported {commands}"
 
 
-def test_compare_reads_reports_without_numpy() -> None:
-    # numpy is a fifth of `robench compare`'s start-up; compare only reads numbers.
-    modules = _modules_imported_by(["compare", str(REPORTS / "baseline.json")])
-    assert "numpy" not in modules
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["compare", str(REPORTS / "baseline.json"), str(REPORTS / "elliptical.json")],
+        ["gate", "-b", str(REPORTS / "baseline.json"), "-c", str(REPORTS / "elliptical.json")],
+    ],
+    ids=lambda a: a[0],
+)
+def test_compare_and_a_binary_gate_read_reports_without_numpy(argv: list[str]) -> None:
+    # numpy is a fifth of their start-up; they read numbers and count pairs.
+    assert "numpy" not in _modules_imported_by(argv)
 
 
 def test_a_command_imports_its_own_module_only() -> None:

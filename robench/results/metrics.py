@@ -111,15 +111,13 @@ class Metric:
         """The reported value and 95% interval of these per-sample values."""
         return self.aggregate(values), self.interval(values)
 
-    def values_in(self, report: Report, result: str) -> np.ndarray | None:
+    def values_in(self, report: Report, result: str) -> Sequence[Any] | np.ndarray | None:
         """Its per-sample values of `result` in `report`, for paired tests; None if absent.
-        Pairs of a ratio-of-sums metric come as an (n, 2) array."""
-        import numpy as np
-
+        Pairs of a ratio-of-sums metric come as (numerator, denominator) rows. As stored (a
+        list), so that a gate of binary metrics needs no numpy."""
         if self.report_values is not None:
             return self.report_values(report, result)
-        values = report.sample_values(result, self.name)
-        return None if values is None else np.asarray(values, dtype=float)
+        return report.sample_values(result, self.name)
 
 
 METRICS: Registry[Metric] = Registry("metric")
