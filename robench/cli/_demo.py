@@ -4,8 +4,9 @@ Evaluates the checkpoints shipped in `models/` (their cards) under the `demo` su
 PGD, SPSA and AutoAttack at Fashion-MNIST budgets, plus the paper's diagnostics), writes the
 reports, compares them in a paper-style table and draws the paper's figures: CLS attention
 heatmaps (Fig. 1), per-layer collapse curves (Fig. 3) and accuracy against eps. Then the same
-two models under the 15 ImageNet-C corruptions computed on the fly (`demo-corruptions`), with
-a per-corruption table, a corruption x severity heatmap and accuracy against severity. Last,
+two models under the 15 ImageNet-C corruptions computed on the fly, once for both models
+(`demo-corruptions`, `sharing_perturbed_samples`), with a per-corruption table, a corruption x
+severity heatmap and accuracy against severity. Last,
 baseline vs Elliptical nano language models on the built-in Python-docs text, clean and under
 Word Swap (`demo-text`, the paper's Table 1 protocol). Without the shipped checkpoints (a
 trimmed install) it trains the models briefly instead. `index.html` beside the reports shows
