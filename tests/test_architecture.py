@@ -124,12 +124,61 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stder
 """
 
 
-@pytest.mark.parametrize("argv", LIGHT_COMMANDS, ids=lambda a: " ".join(a[:2]))
-def test_light_commands_import_no_torch(argv: list[str]) -> None:
+def _modules_imported_by(argv: list[str]) -> list[str]:
     done = subprocess.run(
         [sys.executable, "-c", _PROBE, json.dumps(argv)], capture_output=True, text=True
     )
     result = json.loads(done.stderr.strip().splitlines()[-1])
     assert result["code"] in (0, None), done.stderr
-    loaded = [name for name in HEAVY if name in result["modules"]]
+    return list(result["modules"])
+
+
+@pytest.mark.parametrize("argv", LIGHT_COMMANDS, ids=lambda a: " ".join(a[:2]))
+def test_light_commands_import_no_torch(argv: list[str]) -> None:
+    modules = _modules_imported_by(argv)
+    loaded = [name for name in HEAVY if name in modules]
     assert loaded == [], f"robench {' '.join(argv)} imported {loaded}"
+
+
+# What `robench --help` and `--version` must not import: the numerics and the report models
+# (the commands' business), typer's help renderer with rich.markdown, and any command module.
+NOT_FOR_HELP = (
+    "numpy",
+    "pydantic",
+    "rich.markdown",
+    "rich.traceback",
+    "typer.rich_utils",
+    "robench.results.report",
+    "robench.results.metrics",
+)
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"]], ids=str)
+def test_help_and_version_import_no_command(argv: list[str]) -> None:
+    from robench.cli._commands import COMMANDS
+
+    modules = _modules_imported_by(argv)
+    loaded = [name for name in (*HEAVY, *NOT_FOR_HELP) if name in modules]
+    assert loaded == [], f"robench {' '.join(argv)} imported {loaded}"
+    commands = [spec.module for spec in COMMANDS.values() if spec.module in modules]
+    assert commands == [], f"robench {' '.join(argv)} imported {commands}"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["compare", str(REPORTS / "baseline.json"), str(REPORTS / "elliptical.json")],
+        ["gate", "-b", str(REPORTS / "baseline.json"), "-c", str(REPORTS / "elliptical.json")],
+    ],
+    ids=lambda a: a[0],
+)
+def test_compare_and_a_binary_gate_read_reports_without_numpy(argv: list[str]) -> None:
+    # numpy is a fifth of their start-up; they read numbers and count pairs.
+    assert "numpy" not in _modules_imported_by(argv)
+
+
+def test_a_command_imports_its_own_module_only() -> None:
+    from robench.cli._commands import COMMANDS
+
+    modules = _modules_imported_by(["schema"])
+    assert [s.module for s in COMMANDS.values() if s.module in modules] == ["robench.cli.schema"]

@@ -31,6 +31,35 @@ def test_help_lists_commands_and_exit_codes(runner: CliRunner) -> None:
         assert command in result.stdout
 
 
+def test_help_shows_each_summary_which_is_its_commands_first_paragraph(
+    runner: CliRunner,
+) -> None:
+    # The root help reads the summaries from the table, not from the command modules; this
+    # keeps the two in step.
+    import importlib
+
+    from robench.cli._commands import COMMANDS
+    from robench.cli._lazy import reflowed_help
+
+    result = runner.invoke(app, ["--help"], env={"COLUMNS": "300"})
+    for name, spec in COMMANDS.items():
+        function = getattr(importlib.import_module(spec.module), spec.function)
+        assert reflowed_help(function.__doc__).split("\n\n")[0] == spec.summary, name
+        assert spec.summary in result.stdout
+
+
+def test_no_arguments_print_the_help_once_and_exit_2(runner: CliRunner) -> None:
+    result = runner.invoke(app, [])
+    assert result.exit_code == 2
+    assert result.stdout.count("Usage:") == 1
+
+
+def test_a_mistyped_command_gets_a_suggestion(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["compre"])
+    assert result.exit_code == 2
+    assert "Did you mean 'compare'?" in _one_error_line(result.stderr)
+
+
 def test_eval_help_ends_with_examples(runner: CliRunner) -> None:
     result = runner.invoke(app, ["eval", "--help"])
     assert result.exit_code == 0

@@ -251,7 +251,7 @@ def test_missing_report_is_one_line(tmp_path: Path) -> None:
 
 
 def test_rich_table_and_registry(three_reports: list[Path]) -> None:
-    assert {f.value for f in CompareFormat} == set(COMPARE_FORMATS.names())
+    assert {f.value for f in CompareFormat} == set(COMPARE_FORMATS.names())  # built from it
     result = runner.invoke(app, ["compare", *map(str, three_reports), "--format", "rich"])
     assert result.exit_code == 0
     assert "deit_tiny_elliptical" in result.stdout and "mCE ↓" in result.stdout
@@ -326,3 +326,33 @@ def test_reports_scored_in_different_precisions_get_a_note() -> None:
     mixed = build_comparison([("a.json", base), ("b.json", amp)])
     assert any("#1 float32, deit_tiny @" in note and "#2 bf16" in note for note in mixed.notes)
     assert any("different precisions" in note for note in check_pairable(base, amp))
+
+
+@pytest.mark.parametrize(
+    ("name", "suffix"),
+    [
+        (n, s)
+        for n in COMPARE_FORMATS.names()
+        if n != "html"
+        for s in COMPARE_FORMATS.get(n).suffixes
+    ],
+)
+def test_output_suffix_picks_the_format_registered_with_it(
+    three_reports: list[Path], tmp_path: Path, name: str, suffix: str
+) -> None:
+    paths = list(map(str, three_reports))
+    shown = runner.invoke(app, ["compare", *paths, "--format", name])
+    written = tmp_path / f"table{suffix.upper()}"  # any case
+    result = runner.invoke(app, ["compare", *paths, "-o", str(written)])
+    assert result.exit_code == 0, result.stderr
+    assert written.read_text() == shown.stdout
+
+
+def test_rich_output_to_a_file_names_the_file_formats(
+    three_reports: list[Path], tmp_path: Path
+) -> None:
+    result = runner.invoke(
+        app, ["compare", *map(str, three_reports), "-f", "rich", "-o", str(tmp_path / "t.txt")]
+    )
+    assert result.exit_code == 2
+    assert "pass --format csv, html, json, latex or markdown" in _flat(result.stderr)

@@ -95,8 +95,8 @@ def test_unknown_metrics_show_raw() -> None:
 def test_report_values_read_per_sample_results() -> None:
     report = make_report("m", {"clean": 0.5}, n=8)
     top1, top5 = METRICS.get("top1"), METRICS.get("top5")
-    assert top1.values_in(report, "clean").tolist() == [True] * 4 + [False] * 4
-    assert top5.values_in(report, "clean").tolist() == [True] * 4 + [True, False, False, False]
+    assert list(top1.values_in(report, "clean")) == [True] * 4 + [False] * 4
+    assert list(top5.values_in(report, "clean")) == [True] * 4 + [True, False, False, False]
     assert top1.values_in(report, "absent") is None
 
 

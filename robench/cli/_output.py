@@ -1,4 +1,4 @@
-"""The CLI's two streams and its error policy.
+"""The CLI's two streams, its error policy and its root group.
 
 stdout carries results only (tables, JSON); logs, warnings and progress go to stderr through
 one rich console. A `RobenchError` becomes one red line and its exit code; a traceback only
@@ -10,28 +10,18 @@ from __future__ import annotations
 import functools
 import logging
 import sys
-import time
 import traceback
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
-from rich.logging import RichHandler
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
-from typer.core import TyperGroup
 
 from robench._core.errors import EXIT_RUNTIME, EXIT_USAGE, RobenchError
+from robench.cli._commands import COMMANDS
+from robench.cli._lazy import LazyGroup
 from robench.evaluation.interrupts import Interrupted
 
 out = Console(soft_wrap=True)
@@ -42,6 +32,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def configure_logging(*, debug: bool, quiet: bool) -> None:
+    # Imported here: rich.logging brings rich.traceback, which `--help` and `--version` skip.
+    from rich.logging import RichHandler
+
     _state["debug"] = debug
     level = logging.DEBUG if debug else logging.ERROR if quiet else logging.INFO
     root = logging.getLogger("robench")
@@ -56,12 +49,15 @@ def fail(message: str, code: int) -> typer.Exit:
     return typer.Exit(code)
 
 
-class RobenchGroup(TyperGroup):
+class RobenchGroup(LazyGroup):
     """The `robench` command group; a bad option or argument is one `error:` line, exit 2.
 
     Typer shows a usage error as a boxed panel under the usage line; robench answers it like
-    every other bad input: one sentence naming the value and pointing at `--help`.
+    every other bad input: one sentence naming the value and pointing at `--help`. Its
+    subcommands are `COMMANDS`, each imported when first used.
     """
+
+    commands_table = COMMANDS
 
     def main(  # type: ignore[override]
         self,
@@ -76,7 +72,9 @@ class RobenchGroup(TyperGroup):
         try:
             code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except NoArgsIsHelpError:
-            return super().main(args, prog_name, complete_var, standalone_mode=True, **extra)
+            # The help is already on stdout: typer's renderer and the root group's print it
+            # while the error is built. Running again in standalone mode would print it twice.
+            raise SystemExit(EXIT_USAGE) from None
         except UsageError as exc:
             where = f"`{exc.ctx.command_path} --help`" if exc.ctx else "`robench --help`"
             message = exc.format_message().replace("Value error, ", "").rstrip(".")
@@ -122,67 +120,3 @@ def handle_errors(func: F) -> F:
             ) from None
 
     return wrapper  # type: ignore[return-value]
-
-
-class RichProgress:
-    """The runner's progress protocol on a rich bar (stderr, for a terminal)."""
-
-    def __init__(self) -> None:
-        self._progress = Progress(
-            TextColumn("{task.description:<14}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=err,
-            disable=not err.is_terminal,
-            transient=False,
-        )
-        self._task: TaskID | None = None
-
-    def start(self, name: str, total: int, done: int) -> None:
-        self._progress.start()
-        self._task = self._progress.add_task(name, total=total, completed=done)
-
-    def advance(self, n: int) -> None:
-        if self._task is not None:
-            self._progress.advance(self._task, n)
-
-    def finish(self) -> None:
-        self._progress.stop()
-
-
-class LineProgress:
-    """The runner's progress protocol as plain lines on stderr, for CI logs and pipes.
-
-    Each step (one perturbation) prints a line when it starts and one when it ends, with the
-    time elapsed since the command started: never silence, never a wall of bar redraws.
-    """
-
-    def __init__(self) -> None:
-        self._started = time.perf_counter()
-        self._step_started = self._started
-        self._name = ""
-        self._total = self._done = 0
-
-    def _line(self, text: str) -> None:
-        elapsed = time.perf_counter() - self._started
-        err.print(f"[{elapsed:7.1f}s] {text}", highlight=False, markup=False, soft_wrap=True)
-
-    def start(self, name: str, total: int, done: int) -> None:
-        self._name, self._total, self._done = name, total, done
-        self._step_started = time.perf_counter()
-        resumed = f" ({done} already done)" if done else ""
-        self._line(f"{name}: {total} samples{resumed} ...")
-
-    def advance(self, n: int) -> None:
-        self._done += n
-
-    def finish(self) -> None:
-        took = time.perf_counter() - self._step_started
-        self._line(f"{self._name}: {self._done}/{self._total} done in {took:.1f}s")
-
-
-def make_progress() -> RichProgress | LineProgress:
-    """A live bar on a terminal; plain lines with elapsed time anywhere else."""
-    return RichProgress() if err.is_terminal else LineProgress()

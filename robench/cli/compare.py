@@ -12,29 +12,12 @@ from rich.markup import escape
 
 from robench._core.errors import ConfigError
 from robench.cli._output import err, handle_errors, out
+from robench.results.compare_formats import COMPARE_FORMATS
+from robench.results.output_formats import file_formats, format_for_suffix
 from robench.results.report import Report, check_writable, read_report
 
-
-class CompareFormat(str, enum.Enum):
-    """The names registered in `robench.results.compare_formats.COMPARE_FORMATS`."""
-
-    rich = "rich"
-    markdown = "markdown"
-    csv = "csv"
-    latex = "latex"
-    json = "json"
-    html = "html"
-
-
-# --output's suffix -> the format written when --format is not given.
-OUTPUT_FORMATS = {
-    ".html": "html",
-    ".htm": "html",
-    ".md": "markdown",
-    ".csv": "csv",
-    ".tex": "latex",
-    ".json": "json",
-}
+# The --format choices: every registered format (robench.results.compare_formats).
+CompareFormat = COMPARE_FORMATS.choices("CompareFormat")
 
 
 def parse_metrics(text: str | None) -> list[str] | None:
@@ -66,7 +49,7 @@ def compare_command(
         list[Path], typer.Argument(help="Report JSON files written by `robench eval`.")
     ],
     fmt: Annotated[
-        CompareFormat | None,
+        CompareFormat | None,  # type: ignore[valid-type]
         typer.Option(
             "--format", "-f", help="Table format (default: rich on a terminal, else markdown)."
         ),
@@ -91,8 +74,11 @@ def compare_command(
         typer.Option(
             "--output",
             "-o",
-            help="Write the table or page here instead of stdout; its suffix (.html, .md, .csv, "
-            ".tex, .json) sets the format when --format is not given.",
+            help="Write the table or page here instead of stdout; its suffix ("
+            + ", ".join(
+                s for n in file_formats(COMPARE_FORMATS) for s in COMPARE_FORMATS.get(n).suffixes
+            )
+            + ") sets the format when --format is not given.",
         ),
     ] = None,
     gate: Annotated[
@@ -141,22 +127,27 @@ def compare_command(
         _per_corruption(reports, name, output)
         return
     from robench.results.compare import build_comparison
-    from robench.results.compare_formats import COMPARE_FORMATS
-    from robench.results.gate_formats import read_gate_summary
 
     loaded, reference_index = _with_reference(reports, reference)
     comparison = build_comparison(loaded, metrics=parse_metrics(metric), reference=reference_index)
     # Only the html page takes more than the comparison: the gate's checks.
-    extra = {"gate": read_gate_summary(gate)} if gate is not None else {}
+    extra = {"gate": _gate_summary(gate)} if gate is not None else {}
     _show(COMPARE_FORMATS.get(name)(comparison, ci, **extra), comparison.notes, output)
 
 
-def _format_name(fmt: CompareFormat | None, output: Path | None) -> str:
+def _gate_summary(path: Path) -> object:
+    # Imported here: the gate's modules cost a tenth of `robench compare`'s start-up.
+    from robench.results.gate_formats import read_gate_summary
+
+    return read_gate_summary(path)
+
+
+def _format_name(fmt: enum.Enum | None, output: Path | None) -> str:
     """--format, else the output file's suffix, else rich on a terminal and markdown when not."""
     if fmt is not None:
-        return fmt.value
+        return str(fmt.value)
     if output is not None:
-        return OUTPUT_FORMATS.get(output.suffix.lower(), "markdown")
+        return format_for_suffix(COMPARE_FORMATS, output.suffix) or "markdown"
     return "rich" if out.is_terminal else "markdown"
 
 
@@ -174,9 +165,10 @@ def _show(rendered: object, notes: list[str], output: Path | None = None) -> Non
         err.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
     if output is not None:
         if not isinstance(rendered, str):
+            names = file_formats(COMPARE_FORMATS)
             raise ConfigError(
                 f"--output {output}: the rich table is for the terminal; pass --format "
-                "markdown, csv, latex, json or html."
+                f"{', '.join(names[:-1])} or {names[-1]}."
             )
         check_writable(output, "--output", "table.md")
         output.parent.mkdir(parents=True, exist_ok=True)

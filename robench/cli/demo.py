@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from robench.cli._output import err, handle_errors, make_progress, out
+from robench.cli._output import err, handle_errors, out
+from robench.cli._progress import make_progress
 
 
 @handle_errors

@@ -11,8 +11,9 @@ from typing import Annotated
 import typer
 
 from robench._core.units import parse_pixel_value
-from robench.cli._output import err, handle_errors, make_progress, out
+from robench.cli._output import err, handle_errors, out
 from robench.cli._parsing import dataset_map, float_list, input_size, json_object
+from robench.cli._progress import make_progress
 from robench.cli._ranges import check_range, checked_ranges
 from robench.evaluation.speed import AMP_DTYPES, SpeedOptions
 from robench.models.spec import spec_from_options

@@ -19,9 +19,8 @@ from robench._core.errors import EXIT_OK
 from robench.cli._output import err, handle_errors, out
 from robench.results.gate import GateResult, Status, exit_code, run_gate
 from robench.results.gate_formats import (
+    GATE_FORMATS,
     STATUS_STYLE,
-    gate_json,
-    junit_xml,
     markdown_table,
     rich_table,
     summary_markdown,
@@ -30,27 +29,17 @@ from robench.results.gate_policy import read_policy
 from robench.results.report import check_writable, read_report
 
 
-def _write_outputs(
-    result: GateResult,
-    summary: Path | None,
-    junit: Path | None,
-    json_path: Path | None,
-    strict: bool,
-) -> None:
-    text = summary_markdown(result)
-    if summary is not None:
-        summary.parent.mkdir(parents=True, exist_ok=True)
-        summary.write_text(text, encoding="utf-8")
+def _write_outputs(result: GateResult, paths: dict[str, Path | None], strict: bool) -> None:
+    """Write each format of `GATE_FORMATS` given a path; the summary also goes to
+    `$GITHUB_STEP_SUMMARY` when set (GitHub Actions shows it on the run's page)."""
+    for name, path in paths.items():
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(str(GATE_FORMATS.get(name)(result, strict)), encoding="utf-8")
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
         with open(step_summary, "a", encoding="utf-8") as fh:
-            fh.write(text + "\n")
-    if junit is not None:
-        junit.parent.mkdir(parents=True, exist_ok=True)
-        junit_xml(result, strict).write(junit, encoding="utf-8", xml_declaration=True)
-    if json_path is not None:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(gate_json(result, strict), encoding="utf-8")
+            fh.write(summary_markdown(result) + "\n")
 
 
 @handle_errors
@@ -101,16 +90,17 @@ def gate_command(
       robench gate -b base.json -c new.json --json gate.json
       robench gate -b base.json -c new.json --strict
     """
-    outputs = (("--summary", summary, "gate.md"), ("--junit", junit, "gate.xml"))
-    for option, path, example in (*outputs, ("--json", json_path, "gate.json")):
+    # Each file option names a format of GATE_FORMATS (its option is `--NAME`).
+    paths = {"summary": summary, "junit": junit, "json": json_path}
+    for name, path in paths.items():
         if path is not None:
-            check_writable(path, option, example)
+            check_writable(path, f"--{name}", "gate" + GATE_FORMATS.get(name).suffixes[0])
     result = run_gate(read_report(baseline), read_report(candidate), read_policy(policy))
     if out.is_terminal:
         out.print(rich_table(result))
     else:
         typer.echo(markdown_table(result))
-    _write_outputs(result, summary, junit, json_path, strict)
+    _write_outputs(result, paths, strict)
     for note in result.notes:
         err.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
     for check in result.checks:

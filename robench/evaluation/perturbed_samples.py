@@ -14,6 +14,7 @@ from torch.utils.data import Dataset
 
 from robench._core.errors import AttackCheckError
 from robench._core.seeding import derive_seed
+from robench.evaluation.shared_samples import perturbed_sample
 from robench.perturbations.base import SamplePerturbation
 
 
@@ -34,7 +35,13 @@ class PerturbedSamples(Dataset[tuple[torch.Tensor, Any]]):
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, Any]:
         item, target = self.dataset[index]
-        perturbed = self.perturbation.perturb_sample(item, self.sample_seed(index))
+        seed = self.sample_seed(index)
+        perturbed = perturbed_sample(
+            self.perturbation.seed_key,
+            seed,
+            item,
+            lambda: self.perturbation.perturb_sample(item, seed),
+        )
         if perturbed.shape != item.shape or perturbed.dtype != item.dtype:
             raise AttackCheckError(
                 f"Perturbation {self.name!r} turned sample {index} of shape {tuple(item.shape)} "

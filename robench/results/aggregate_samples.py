@@ -15,13 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from robench.results.report import PerturbationResult, Report
 
+# numpy is imported where it is used: `robench compare` reads reports without it.
+if TYPE_CHECKING:
+    import numpy as np
+
 # result name -> top-1 accuracy: a float64 scalar, or one value per bootstrap replicate.
-Accuracies = Mapping[str, np.ndarray]
+Accuracies = Mapping[str, "np.ndarray"]
 
 _CHUNK = 8_000_000  # sample draws per chunk of replicates (bounded memory: ~100 MB)
 
@@ -53,6 +56,8 @@ def shared_block(
 ) -> tuple[Block, str | None] | None:
     """The results' correctness on the sample positions they all cover (the shortest prefix),
     and a caveat when some cover more; None without stored per-sample values."""
+    import numpy as np
+
     rows = top1_rows(report, results)
     if rows is None:
         return None
@@ -71,6 +76,8 @@ def shared_block(
 
 def point_accuracies(blocks: Sequence[Block]) -> dict[str, np.ndarray]:
     """Every row's accuracy over its block's positions."""
+    import numpy as np
+
     found = {}
     for block in blocks:
         means = block.values.mean(axis=1, dtype=np.float64)
@@ -81,6 +88,8 @@ def point_accuracies(blocks: Sequence[Block]) -> dict[str, np.ndarray]:
 def bootstrap_accuracies(blocks: Sequence[Block], n_boot: int, seed: int) -> dict[str, np.ndarray]:
     """Every row's accuracy in `n_boot` replicates, shape (n_boot,): one draw of positions per
     replicate and block, shared by the rows of the block. Deterministic for a seed."""
+    import numpy as np
+
     if n_boot < 1:
         raise ValueError(f"n_boot must be >= 1, got {n_boot}")
     rng = np.random.default_rng(seed)
@@ -106,6 +115,8 @@ def bootstrap_accuracies(blocks: Sequence[Block], n_boot: int, seed: int) -> dic
 def paired_block(base: Block, cand: Block, prefix: tuple[str, str]) -> Block:
     """One block of two reports' rows over the dataset indices both cover, so one draw
     resamples both; row names get `prefix` ("base:", "cand:") to tell them apart."""
+    import numpy as np
+
     common, at_base, at_cand = np.intersect1d(
         base.indices, cand.indices, assume_unique=True, return_indices=True
     )

@@ -22,8 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from robench._core.registry import Registry
 from robench.results.aggregate_samples import (
@@ -36,6 +35,10 @@ from robench.results.aggregate_samples import (
 from robench.results.alexnet_reference import alexnet_reference
 from robench.results.metrics import MetricDisplay
 from robench.results.report import AggregateResult, PerturbationResult, Report
+
+# numpy is imported where it is used: `robench compare` reads reports without it.
+if TYPE_CHECKING:
+    import numpy as np
 
 IMAGENET_CLASSES = 1000
 _SHOWN_MISSING = 5  # missing results named in a reason; the rest are counted
@@ -147,6 +150,8 @@ def _normalised(which: str, relative: bool, name: str) -> PlanFn:
     """The plan of mCE (`which` = "standard" or "extra"), relative or not."""
 
     def plan(report: Report, dataset: str, results: list[PerturbationResult]) -> Plan:
+        import numpy as np
+
         reason = _imagenet_reason(report, dataset, name)
         if reason is not None:
             return Plan([], reason=reason)
@@ -188,6 +193,8 @@ def _mean_over_results(error: bool) -> PlanFn:
     """The plan of the mean corruption accuracy (or error) over every result of the group."""
 
     def plan(report: Report, dataset: str, results: list[PerturbationResult]) -> Plan:
+        import numpy as np
+
         if not results:
             return Plan([], reason=f"dataset {dataset!r} has no corruption results.")
         flip: Callable[[np.ndarray], np.ndarray] = _error if error else np.asarray
@@ -288,6 +295,8 @@ def compute_one(
     report: Report, aggregate: Aggregate, name: str, dataset: str, n_boot: int, seed: int
 ) -> AggregateResult:
     """`aggregate` on `dataset`'s corruption results, with its bootstrap interval."""
+    import numpy as np
+
     results = corruption_groups(report).get(dataset, [])
     plan = aggregate.plan(report, dataset, results)
     if plan.reason is not None or plan.value is None or plan.details is None:

@@ -18,8 +18,7 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from robench._core.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, ConfigError
 from robench.results.gate_aggregates import aggregate_checks
@@ -45,20 +44,34 @@ from robench.results.stats import (
     paired_bootstrap,
 )
 
+# numpy is imported where it is used: `robench compare` (and a gate of binary metrics) reads
+# reports without it.
+if TYPE_CHECKING:
+    pass
+
 logger = logging.getLogger(__name__)
 
+# A result's per-sample values of one metric (`Metric.values_in`): as stored, or an array.
+Values = Any
 
-def _mcnemar(base: np.ndarray, cand: np.ndarray, higher: bool, policy: Policy) -> PairedTest:
+
+def _mcnemar(base: Values, cand: Values, higher: bool, policy: Policy) -> PairedTest:
     # b: pairs where only the baseline is good (right, for a higher-is-better indicator).
     b, c = discordant_pairs(base, cand) if higher else discordant_pairs(cand, base)
     return PairedTest(
         f"exact McNemar (b={b}, c={c})",
         mcnemar_exact(b, c, "greater"),
-        mcnemar_samples_needed(b, c, base.size, policy.alpha, policy.power),
+        mcnemar_samples_needed(b, c, len(base), policy.alpha, policy.power),
     )
 
 
-def _bootstrap(base: np.ndarray, cand: np.ndarray, higher: bool, policy: Policy) -> PairedTest:
+def _bootstrap(
+    base_values: Values, cand_values: Values, higher: bool, policy: Policy
+) -> PairedTest:
+    import numpy as np
+
+    base = np.asarray(base_values, dtype=float)
+    cand = np.asarray(cand_values, dtype=float)
     result = paired_bootstrap(
         base, cand, policy.n_resamples, policy.seed, alternative="less" if higher else "greater"
     )
@@ -71,12 +84,14 @@ def _bootstrap(base: np.ndarray, cand: np.ndarray, higher: bool, policy: Policy)
 
 
 def _statistic_bootstrap(
-    statistic: RatioOfSums, base: np.ndarray, cand: np.ndarray, higher: bool, policy: Policy
+    statistic: RatioOfSums, base: Values, cand: Values, higher: bool, policy: Policy
 ) -> PairedTest:
+    import numpy as np
+
     diff, _, p_value, sd = paired_statistic_bootstrap(
         statistic,
-        base,
-        cand,
+        np.asarray(base, dtype=float),
+        np.asarray(cand, dtype=float),
         policy.n_resamples,
         policy.seed,
         alternative="less" if higher else "greater",
@@ -88,7 +103,7 @@ def _statistic_bootstrap(
     )
 
 
-_TESTS: dict[str, Callable[[np.ndarray, np.ndarray, bool, Policy], PairedTest]] = {
+_TESTS: dict[str, Callable[[Values, Values, bool, Policy], PairedTest]] = {
     "binary": _mcnemar,
     "real": _bootstrap,
 }
@@ -308,10 +323,10 @@ def _paired_test(
     cand = registered.values_in(candidate, perturbation)
     if base is None or cand is None:
         return None
-    if base.shape != cand.shape:
+    if len(base) != len(cand):
         raise ConfigError(
-            f"cannot gate: {perturbation}/{metric} has {base.size} per-sample values in the "
-            f"baseline but {cand.size} in the candidate; evaluate both on the same samples."
+            f"cannot gate: {perturbation}/{metric} has {len(base)} per-sample values in the "
+            f"baseline but {len(cand)} in the candidate; evaluate both on the same samples."
         )
     if registered.statistic is not None:
         return _statistic_bootstrap(registered.statistic, base, cand, higher, policy)

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from robench.results.aggregate_samples import (
     Block,
@@ -35,6 +34,11 @@ from robench.results.gate_checks import (
 from robench.results.gate_policy import Policy
 from robench.results.report import AggregateResult, PerturbationResult, Report
 from robench.results.stats import mean_samples_needed
+
+# numpy is imported where it is used: `robench compare` (and a gate of binary metrics) reads
+# reports without it.
+if TYPE_CHECKING:
+    import numpy as np
 
 _PREFIX = ("base:", "cand:")
 
@@ -85,6 +89,8 @@ def paired_aggregate(
 ) -> PairedAggregate | str:
     """Aggregate `stored` (of the baseline) in both reports, paired over their shared samples;
     or the sentence saying why it cannot be paired."""
+    import numpy as np
+
     aggregate = find_aggregate(stored.kind)
     if aggregate is None:
         return f"aggregate kind {stored.kind!r} is unknown to this robench."

@@ -5,6 +5,7 @@ for CI step summaries and pull requests, JUnit XML for CI test reports, and a JS
 
 from __future__ import annotations
 
+import io
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -15,9 +16,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from robench._core.errors import ConfigError
+from robench._core.registry import Registry
 from robench._core.toml_files import describe_validation_error
 from robench.results.gate import Check, GateResult, Status, exit_code
 from robench.results.gate_checks import display_amount
+from robench.results.output_formats import OutputFormat, register_format
 from robench.results.report import Report, load_json
 
 HEADER = ["Check", "Baseline", "Candidate", "Change", "Allowed drop", "Test", "p", "Status"]
@@ -58,8 +61,15 @@ def markdown_table(result: GateResult) -> str:
     return "\n".join(lines)
 
 
-def summary_markdown(result: GateResult) -> str:
-    """The markdown summary: verdict, what was compared, every check, details and notes."""
+# The files `robench gate` writes (--summary, --junit, --json): name -> rendering and suffix.
+GATE_FORMATS: Registry[OutputFormat] = Registry("gate output format")
+
+
+@register_format(GATE_FORMATS, "summary", ".md")
+def summary_markdown(result: GateResult, strict: bool = False) -> str:
+    """The markdown summary: verdict, what was compared, every check, details and notes.
+
+    `strict` is taken as every gate format takes it; the verdicts shown do not depend on it."""
     base, cand = result.baseline, result.candidate
     lines = [
         f"## robench gate: {result.status.value}",
@@ -125,6 +135,14 @@ def junit_xml(result: GateResult, strict: bool) -> ET.ElementTree:
         ET.SubElement(case, "system-out").text = check.detail
     ET.indent(root)
     return ET.ElementTree(root)
+
+
+@register_format(GATE_FORMATS, "junit", ".xml")
+def junit_text(result: GateResult, strict: bool) -> str:
+    """`junit_xml` as the text of an XML file, with its declaration."""
+    buffer = io.BytesIO()
+    junit_xml(result, strict).write(buffer, encoding="utf-8", xml_declaration=True)
+    return buffer.getvalue().decode("utf-8")
 
 
 def rich_table(result: GateResult) -> Table:
@@ -232,6 +250,7 @@ def gate_summary(result: GateResult, strict: bool) -> GateSummary:
     )
 
 
+@register_format(GATE_FORMATS, "json", ".json")
 def gate_json(result: GateResult, strict: bool) -> str:
     """The `GateSummary` as indented JSON (`robench gate --json`)."""
     return json.dumps(gate_summary(result, strict).model_dump(mode="json"), indent=2) + "\n"

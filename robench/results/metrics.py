@@ -20,13 +20,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Literal
 
 from robench._core.registry import Registry
 from robench.results.ratio_statistics import RatioOfSums, bootstrap_interval
 from robench.results.report import Report
+
+# numpy is imported where it is used: `robench compare` reads reports without it.
+if TYPE_CHECKING:
+    import numpy as np
 
 Z_95 = 1.959963984540054  # two-sided 95% normal quantile
 
@@ -38,7 +40,7 @@ Record = Mapping[str, Any]
 PerSampleFn = Callable[[Record], PerSampleValue]
 AggregateFn = Callable[[Sequence[PerSampleValue]], float]
 IntervalFn = Callable[[Sequence[PerSampleValue]], tuple[float, float]]
-ReportValuesFn = Callable[[Report, str], np.ndarray | None]  # (report, perturbation)
+ReportValuesFn = Callable[[Report, str], "np.ndarray | None"]  # (report, perturbation)
 # "binary": exact McNemar; "real": paired bootstrap of the mean; "statistic": paired bootstrap
 # of the metric's own `statistic` (a ratio of sums) over samples.
 PairedKind = Literal["binary", "real", "statistic"]
@@ -109,13 +111,13 @@ class Metric:
         """The reported value and 95% interval of these per-sample values."""
         return self.aggregate(values), self.interval(values)
 
-    def values_in(self, report: Report, result: str) -> np.ndarray | None:
+    def values_in(self, report: Report, result: str) -> Sequence[Any] | np.ndarray | None:
         """Its per-sample values of `result` in `report`, for paired tests; None if absent.
-        Pairs of a ratio-of-sums metric come as an (n, 2) array."""
+        Pairs of a ratio-of-sums metric come as (numerator, denominator) rows. As stored (a
+        list), so that a gate of binary metrics needs no numpy."""
         if self.report_values is not None:
             return self.report_values(report, result)
-        values = report.sample_values(result, self.name)
-        return None if values is None else np.asarray(values, dtype=float)
+        return report.sample_values(result, self.name)
 
 
 METRICS: Registry[Metric] = Registry("metric")
@@ -156,6 +158,12 @@ def higher_is_better(name: str, stored: bool) -> bool:
     """The direction of `name`: the registry's; `stored` (the report's) if not registered."""
     metric = find_metric(name)
     return metric.higher_is_better if metric is not None else stored
+
+
+def _exp(values: np.ndarray) -> np.ndarray:
+    import numpy as np
+
+    return np.exp(values)
 
 
 def ratio_metric(
@@ -219,7 +227,7 @@ register(
         "perplexity",
         "token perplexity exp(total NLL / scored tokens) (lower is better)",
         lambda r: (r["nll"], r["tokens"]),
-        np.exp,
+        _exp,
         MetricDisplay("PPL"),
         _LM,
     )
@@ -229,7 +237,7 @@ register(
         "word_perplexity",
         "word perplexity exp(total NLL / words), as lm-evaluation-harness (lower is better)",
         lambda r: (r["nll"], r["words"]),
-        np.exp,
+        _exp,
         MetricDisplay("word PPL"),
         _LM,
     )

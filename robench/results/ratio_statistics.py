@@ -14,11 +14,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from robench.results.stats import bootstrap_p_value
+
+# numpy is imported where it is used: `robench compare` reads reports without it.
+if TYPE_CHECKING:
+    import numpy as np
 
 BOOTSTRAP_RESAMPLES = 2_000  # for a reported interval; gates use their policy's count
 BOOTSTRAP_SEED = 0
@@ -33,6 +35,8 @@ class RatioOfSums:
     transform: Callable[[np.ndarray], np.ndarray]
 
     def values(self, pairs: np.ndarray) -> np.ndarray:
+        import numpy as np
+
         num, den = pairs[..., 0].sum(axis=-1), pairs[..., 1].sum(axis=-1)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             return np.asarray(self.transform(num / den))
@@ -44,6 +48,8 @@ class RatioOfSums:
 
 def as_pairs(values: Sequence[Any] | np.ndarray) -> np.ndarray:
     """Per-sample (numerator, denominator) pairs as a float (n, 2) array."""
+    import numpy as np
+
     array = np.asarray(values, dtype=float)
     return array.reshape(-1, 2) if array.size else np.zeros((0, 2))
 
@@ -52,6 +58,8 @@ def _resampled(
     n: int, n_resamples: int, seed: int, each: Callable[[np.ndarray], np.ndarray]
 ) -> np.ndarray:
     """`each(indices)` for `n_resamples` draws of n indices with replacement, chunked."""
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     out = np.empty(n_resamples)
     per_chunk = max(1, _CHUNK // max(n, 1))
@@ -68,6 +76,8 @@ def bootstrap_interval(
     seed: int = BOOTSTRAP_SEED,
 ) -> tuple[float, float]:
     """95% percentile bootstrap interval of `statistic` over samples; (nan, nan) if none."""
+    import numpy as np
+
     pairs = as_pairs(values)
     if len(pairs) == 0:
         return (math.nan, math.nan)
@@ -90,6 +100,8 @@ def paired_statistic_bootstrap(
     difference" with the +1 correction, bootstrap sd of the difference x sqrt(n): the
     per-sample sd that sample-size estimates use). `alternative` as in `stats`.
     """
+    import numpy as np
+
     base, cand = as_pairs(baseline), as_pairs(candidate)
     observed = float(statistic.values(cand) - statistic.values(base))
     diffs = _resampled(

@@ -17,9 +17,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from statistics import NormalDist
-from typing import Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
-import numpy as np
+# numpy is imported where it is used: `robench compare` reads reports without it.
+if TYPE_CHECKING:
+    import numpy as np
 
 Alternative = Literal["two-sided", "greater", "less"]
 """`greater`: b > c for McNemar (candidate worse), mean(candidate - baseline) > 0 for the
@@ -88,12 +90,14 @@ def mcnemar_exact(b: int, c: int, alternative: Alternative = "two-sided") -> flo
 def discordant_pairs(
     baseline: Sequence[bool] | np.ndarray, candidate: Sequence[bool] | np.ndarray
 ) -> tuple[int, int]:
-    """(b, c): samples only the baseline got right, and samples only the candidate got right."""
-    base = np.asarray(baseline, dtype=bool)
-    cand = np.asarray(candidate, dtype=bool)
-    if base.shape != cand.shape:
-        raise ValueError(f"paired sequences differ in length: {base.shape} vs {cand.shape}")
-    return int(np.sum(base & ~cand)), int(np.sum(~base & cand))
+    """(b, c): samples only the baseline got right, and samples only the candidate got right.
+
+    Plain Python: a gate of two reports counts a few thousand pairs, less than importing
+    numpy costs."""
+    if len(baseline) != len(candidate):
+        raise ValueError(f"paired sequences differ in length: {len(baseline)} vs {len(candidate)}")
+    pairs = [(bool(x), bool(y)) for x, y in zip(baseline, candidate, strict=True)]
+    return sum(x and not y for x, y in pairs), sum(y and not x for x, y in pairs)
 
 
 class BootstrapResult(NamedTuple):
@@ -119,6 +123,8 @@ def paired_bootstrap(
     observed mean with the resampled means re-centred on zero (the null of no difference),
     with the +1 correction so it is never exactly 0. Deterministic for a given seed.
     """
+    import numpy as np
+
     base = np.asarray(baseline_values, dtype=float)
     cand = np.asarray(candidate_values, dtype=float)
     if base.ndim != 1 or base.shape != cand.shape:
@@ -151,6 +157,8 @@ def bootstrap_p_value(replicates: np.ndarray, observed: float, alternative: str)
     """p-value of "no difference" from bootstrap replicates of a difference: the replicates
     shifted to a zero mean are compared with the observed value, with the +1 correction so it
     is never exactly 0."""
+    import numpy as np
+
     null = replicates - observed
     exceed = {
         "two-sided": np.abs(null) >= abs(observed),
