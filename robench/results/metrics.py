@@ -259,7 +259,7 @@ register(
         "byte perplexity exp(total NLL / bytes) = 2 ** bits_per_byte, as lm-evaluation-harness "
         "(lower is better)",
         lambda r: (r["nll"], r["bytes"]),
-        np.exp,
+        _exp,
         MetricDisplay("byte PPL"),
         _LM,
     )
