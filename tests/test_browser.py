@@ -90,10 +90,19 @@ def test_screenshot_of_the_demo_page(tmp_path: Path) -> None:
 
     update = bool(os.environ.get("ROBENCH_UPDATE_GOLDEN"))
     out = DEMO if update else tmp_path
-    metrics = {"": ["top1"], "-corruptions": ["top1"], "-text": ["perplexity", "bits_per_byte"]}
+    metrics = {
+        "": ["top1"],
+        "-corruptions": ["top1"],
+        "-text": ["perplexity", "bits_per_byte"],
+        "-subword": ["bits_per_byte", "perplexity"],
+    }
     groups = []
     for suffix, title in INDEX_TITLES.items():
-        paths = [DEMO / f"{role}{suffix}.json" for role in ("baseline", "elliptical")]
+        paths = (
+            [DEMO / "gpt2-bpe-text.json"]  # the subword model, a section of its own
+            if suffix == "-subword"
+            else [DEMO / f"{role}{suffix}.json" for role in ("baseline", "elliptical")]
+        )
         if not all(path.exists() for path in paths):
             continue  # the demo's language-model reports may be absent
         reports = [(path, read_report(path)) for path in paths]
