@@ -220,7 +220,7 @@ def test_demo_series_cover_every_attack_of_the_committed_reports() -> None:
             "AutoAttack (lite)",
         }
     note = accuracy_vs_eps_figure(series).axes[0].get_title(loc="left")
-    assert "n = 500 images per point; SPSA, AutoAttack (lite): n = 50" in note
+    assert "n = 500 images per point; PGD-20: n = 250; SPSA, AutoAttack (lite): n = 50" in note
 
 
 # --- per-layer diagnostics --------------------------------------------------------------------
@@ -370,4 +370,4 @@ def test_one_attack_at_several_budgets_is_one_series_in_a_current_report() -> No
     report = read_report(Path(__file__).parents[1] / "reports" / "demo" / "baseline.json")
     series = {s.attack: s for s in accuracy_series({"m": report})}
     assert [round(p.eps * 255) for p in series["FGSM"].points] == [1, 4, 8]
-    assert [round(p.eps * 255) for p in series["PGD-20"].points] == [1, 4, 8]
+    assert [round(p.eps * 255) for p in series["PGD-20"].points] == [4, 8]  # demo suite v2

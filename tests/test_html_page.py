@@ -184,7 +184,7 @@ def test_page_of_the_demo_reports_shows_the_json_numbers_and_marks(tmp_path: Pat
     (board,) = boards(root)
     _check_board_matches_json(board, payload)
     assert set(board.rows) == {"vit_nano_fmnist", "vit_nano_elliptical_fmnist"}
-    assert len(board.ids) == 18  # 9 results x top1, top5
+    assert len(board.ids) == 16  # 8 results (demo suite v2) x top1, top5
     assert set(board.marks.values()) == {"best", ""}  # two models: no second best
     # Each column's best is the larger value (every column is an accuracy, higher is better).
     for column in board.ids:
@@ -256,9 +256,9 @@ def test_image_page_has_the_budget_curve_and_no_heatmap() -> None:
     root = parse_html(_compare(*IMAGE_REPORTS, "--format", "html"))
     captions = [f.iter("figcaption")[0].text() for f in root.iter("figure")]
     assert captions == ["Accuracy against the L∞ budget"]
-    assert root.iter("h1")[0].text() == "robench compare: demo v1"
+    assert root.iter("h1")[0].text() == "robench compare: demo v2"
     header = root.iter("header")[0].text()
-    assert "demo v1" in header and "500 of 10,000 samples" in header
+    assert "demo v2" in header and "500 of 10,000 samples" in header
     assert "robench 0.1.0" in header and "2026-" in header
 
 
@@ -270,7 +270,7 @@ def test_gate_section_shows_every_check_status(gate_file: Path) -> None:
     rows = table.iter("tbody")[0].iter("tr")
     shown = {tr.iter("th")[0].text(): tr.iter("td")[-1].text().strip() for tr in rows}
     assert shown == {check["name"]: check["status"] for check in summary["checks"]}
-    assert len(shown) == 18
+    assert len(shown) == 16  # 8 results x top1, top5
     assert summary["status"] in section.iter("h2")[0].text()
 
 
@@ -285,7 +285,7 @@ def test_gate_json_has_every_check_and_the_exit_code(tmp_path: Path) -> None:
     summary = json.loads(path.read_text())
     assert result.exit_code == summary["exit_code"]
     assert summary["robench_gate"] == 1
-    assert sum(summary["counts"].values()) == len(summary["checks"]) == 18
+    assert sum(summary["counts"].values()) == len(summary["checks"]) == 16
     assert {c["status"] for c in summary["checks"]} <= {"pass", "inconclusive", "regressed"}
     assert summary["checks"][0]["shown"]["Check"] == "clean/top1"
 
