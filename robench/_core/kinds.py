@@ -8,13 +8,13 @@ run first needs it.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from robench._core.lazy import import_object
 from robench._core.registry import Registry
 
 M = TypeVar("M", bound=BaseModel)
@@ -33,8 +33,7 @@ class LazyKind(Generic[M]):
         return (self.Params.__doc__ or "").strip().splitlines()[0]
 
     def load(self) -> Any:
-        module, _, attribute = self.implementation.partition(":")
-        return getattr(importlib.import_module(module), attribute)
+        return import_object(self.implementation)
 
 
 P = TypeVar("P", bound=type[BaseModel])

@@ -11,6 +11,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 
+def import_object(path: str) -> Any:
+    """The object a "package.module:attribute" path names, its module imported now."""
+    module, _, attribute = path.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
 def lazy_exports(package: str, sources: Mapping[str, str]) -> Callable[[str], Any]:
     """A module `__getattr__` that imports `name` from `sources[name]` when first asked for."""
 

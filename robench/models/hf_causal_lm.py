@@ -21,7 +21,7 @@ from typing import Any
 
 from torch import Tensor, nn
 
-from robench._core.errors import CheckpointError, ConfigError
+from robench._core.errors import CheckpointError, ConfigError, first_line
 
 # Config attributes that give a model's context length, in lm-eval's order.
 _CONTEXT_ATTRIBUTES = ("n_positions", "max_position_embeddings", "n_ctx")
@@ -108,7 +108,7 @@ def _load_tokenizer(folder: Path, trust_remote_code: bool) -> Any:
         )
     except (OSError, ValueError) as error:
         raise ConfigError(
-            f"the tokenizer in {folder} cannot be read ({_first_line(error)}); save it again "
+            f"the tokenizer in {folder} cannot be read ({first_line(error)}); save it again "
             "with `tokenizer.save_pretrained(folder)`."
         ) from None
     if tokenizer.bos_token_id is None and tokenizer.eos_token_id is None:
@@ -118,10 +118,6 @@ def _load_tokenizer(folder: Path, trust_remote_code: bool) -> Any:
             "`tokenizer.eos_token = ...`) and save it again."
         )
     return tokenizer
-
-
-def _first_line(error: BaseException) -> str:
-    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
 
 
 def _load_config(folder: Path, trust_remote_code: bool) -> Any:
@@ -139,7 +135,7 @@ def _load_config(folder: Path, trust_remote_code: bool) -> Any:
                 "trust the folder's code."
             ) from None
         raise ConfigError(
-            f"{folder} has a config transformers cannot read ({_first_line(error)}); pass a "
+            f"{folder} has a config transformers cannot read ({first_line(error)}); pass a "
             "folder written by `save_pretrained` of a known architecture."
         ) from None
     except OSError:
@@ -163,12 +159,12 @@ def _load_model(folder: Path, config: Any, trust_remote_code: bool) -> nn.Module
         )
     except ValueError as error:
         raise ConfigError(
-            f"{folder} is not a causal language model transformers knows ({_first_line(error)}); "
+            f"{folder} is not a causal language model transformers knows ({first_line(error)}); "
             "pass a folder of an AutoModelForCausalLM architecture."
         ) from None
     except OSError as error:
         raise CheckpointError(
-            f"the weights in {folder} cannot be read ({_first_line(error)}); save the model "
+            f"the weights in {folder} cannot be read ({first_line(error)}); save the model "
             "again with `model.save_pretrained(folder)`."
         ) from None
 

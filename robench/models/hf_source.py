@@ -16,10 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from robench._core.errors import CheckpointError, ConfigError
+from robench._core.errors import CheckpointError, ConfigError, first_line
 from robench.models.hf_cache import find_cached_repo
 from robench.models.hf_tasks import IMAGE_CLASSIFICATION, LANGUAGE_MODELING, transformers_task
-from robench.models.loading import LoadedModel
+from robench.models.loading import LoadedModel, image_model
 from robench.models.model_folder import read_model_config
 from robench.models.provenance import ModelOrigin, hash_files, weight_files
 from robench.models.sources import SourceRequest
@@ -88,7 +88,7 @@ def _from_pretrained(loader: Any, folder: Path, request: SourceRequest, what: st
     except (OSError, ValueError, KeyError, RuntimeError, TypeError) as exc:
         raise ConfigError(
             f"transformers could not load the {what} in {folder} "
-            f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); check the folder."
+            f"({first_line(exc)}); check the folder."
         ) from None
 
 
@@ -98,7 +98,6 @@ def _image_classifier(
     from transformers import AutoImageProcessor, AutoModelForImageClassification
 
     from robench.models.hf_image import PixelValuesClassifier, processor_preprocessing
-    from robench.models.loading import image_model
 
     network = _from_pretrained(AutoModelForImageClassification, folder, request, "model")
     channels = int(config.get("num_channels", 3))

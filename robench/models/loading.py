@@ -32,7 +32,7 @@ from robench.models.names import unknown_model_message
 from robench.models.normalization import NormalizedModel
 from robench.models.plugins import load_plugins
 from robench.models.provenance import ModelOrigin
-from robench.models.sources import SourceRequest, split_source
+from robench.models.sources import SourceRequest, load_source_entry_points, split_source
 from robench.models.spec import ModelCard, ModelSpec, bundled_cards, read_card, spec_from_metadata
 
 if TYPE_CHECKING:
@@ -321,8 +321,6 @@ def _language_model(
 
 def _load_from_source(request: SourceRequest, checkpoint: Path | None) -> LoadedModel | None:
     """The model from its source, or None when MODEL is a plain name (zoo, timm, card)."""
-    from robench.models.sources import load_source_entry_points
-
     load_source_entry_points()
     found = split_source(request.name)
     if found is not None:

@@ -20,12 +20,12 @@ path keeps this module free of torch, so listing them stays instant.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
 from robench._core.errors import ConfigError
+from robench._core.lazy import import_object
 from robench._core.registry import Registry
 
 if TYPE_CHECKING:
@@ -59,8 +59,7 @@ class LazySource:
     example: str = ""
 
     def load(self, request: SourceRequest) -> LoadedModel:
-        module, _, attribute = self.builder.partition(":")
-        return getattr(importlib.import_module(module), attribute)(request)  # type: ignore[no-any-return]
+        return import_object(self.builder)(request)  # type: ignore[no-any-return]
 
 
 SOURCES: Registry[LazySource] = Registry("model source")

@@ -20,7 +20,7 @@ from timm.models import get_pretrained_cfg, split_model_name_tag
 from robench._core.errors import ConfigError
 from robench.models.checkpoints import read_checkpoint
 from robench.models.hf_cache import find_cached_repo
-from robench.models.loading import LoadedModel
+from robench.models.loading import LoadedModel, image_model
 from robench.models.model_folder import read_model_config
 from robench.models.provenance import ModelOrigin, hash_files, weight_files
 from robench.models.sources import SourceRequest
@@ -99,8 +99,6 @@ def _build(
     folder: Path,
     origin: ModelOrigin,
 ) -> LoadedModel:
-    from robench.models.loading import image_model
-
     if not weights.is_file():
         raise ConfigError(f"{weights} is missing; the model's weights were not copied.")
     ckpt = read_checkpoint(weights, trust=request.trust_checkpoint)

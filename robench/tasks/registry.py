@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import functools
-import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from robench._core.lazy import import_object
 from robench._core.registry import Registry
 
 if TYPE_CHECKING:
@@ -33,8 +33,7 @@ def register_task(name: str, description: str, implementation: str) -> None:
 def load_task(name: str) -> Task:
     """The task `name`, built once (imports torch)."""
     entry = TASKS.get(name)
-    module, _, attribute = entry.implementation.partition(":")
-    task: Task = getattr(importlib.import_module(module), attribute)()
+    task: Task = import_object(entry.implementation)()
     return task
 
 

@@ -486,9 +486,8 @@ def training_lines(
 ) -> Iterator[tuple[str, ...]]:
     """The train split's lines of words, read lazily (for `Vocabulary.build` on large corpora)."""
     root, name, reader = resolve_corpus(path_or_name, layout)
-    sources = reader.sources(
-        root, "train", text_field
-    )  # a missing train file fails here, before iterating
+    # A missing train file fails here, before iterating.
+    sources = reader.sources(root, "train", text_field)
 
     def lines() -> Iterator[tuple[str, ...]]:
         seen_words = False
