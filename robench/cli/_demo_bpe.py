@@ -3,9 +3,9 @@
 `models/gpt2_bpe_pydocs/` is a transformers folder (config, safetensors weights, tokenizer)
 trained by robench's tooling on the Python docs (examples/train_bpe_lm.py; the card is its
 README.md). The demo evaluates it as `hf:FOLDER` on documents of the Python-docs test split,
-clean and under Word Swap (the same text suite as the word-level pair), and its report joins
-theirs in the text comparison: a model robench did not tokenize beside robench's own
-word-level models (bits per byte compare across tokenizers). A few seconds on CPU.
+clean and under Word Swap (the same text suite as the word-level pair), in a table of its own
+beside theirs: its token perplexity counts BPE tokens, so only bits per byte compare across
+the tokenizers. A few seconds on CPU.
 """
 
 from __future__ import annotations

@@ -10,7 +10,6 @@ not with typer's help renderer, which imports rich.markdown and rich.traceback.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass
@@ -18,6 +17,8 @@ from typing import Any, ClassVar
 
 from typer._click import Command, Context, HelpFormatter
 from typer.core import TyperGroup
+
+from robench._core.lazy import import_object
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ def load_command(name: str, spec: LazyCommand, group: TyperGroup) -> Command:
     from typer.main import get_command_from_info
     from typer.models import CommandInfo
 
-    function = getattr(importlib.import_module(spec.module), spec.function)
+    function = import_object(f"{spec.module}:{spec.function}")
     info = CommandInfo(name=name, help=reflowed_help(function.__doc__), callback=function)
     return get_command_from_info(
         info, pretty_exceptions_short=True, rich_markup_mode=group.rich_markup_mode
