@@ -1,0 +1,82 @@
+"""Per-pixel cross-entropy of a segmentation model, the loss dense attacks ascend.
+
+Logits (B, K, h, w) are compared with int64 label maps (B, Hl, Wl) at the label resolution
+(`logits_at_labels`: each sample's logits resized bilinearly to its own map). Pixels labelled
+`IGNORE_INDEX` and padding (`PAD_INDEX`, outside a map) are left out of every sum and count, so
+they have no influence on the loss or its gradient.
+
+- Plain cross-entropy: the mean over scored pixels, mmsegmentation's `CrossEntropyLoss` with
+  `avg_non_ignore=True`.
+- SegPGD weighting (Gu et al., "SegPGD: An Effective and Efficient Adversarial Attack for
+  Evaluating and Boosting Segmentation Robustness", ECCV 2022, arXiv:2207.12391, Eq. 4 and
+  Algorithm 1): at attack step t of T (t = 1 .. T)
+
+      L_t = (1 - lambda_t) / N * sum_{j correct} CE_j + lambda_t / N * sum_{k wrong} CE_k,
+      lambda_t = (t - 1) / (2 T),
+
+  where "correct" means the model's current arg-max equals the label and N is the number of
+  scored pixels (the paper's H x W: both sums are divided by all pixels, not by the size of
+  their own set). At t = 1 all the weight is on correctly classified pixels; it moves towards
+  the wrong ones, reaching (T - 1) / (2T), just under one half, at t = T.
+
+`pixel_cross_entropy` averages over the whole batch (a metric); `per_sample_pixel_cross_entropy`
+returns each sample's own mean, which attacks sum so that a sample's gradient does not depend
+on the other samples of its batch.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from robench.data.segmentation.label_maps import IGNORE_INDEX, logits_at_labels, scored_pixels
+
+
+def segpgd_weight(step: int, steps: int) -> float:
+    """SegPGD's lambda_t = (t - 1) / (2 T) for step t of T (t counts from 1)."""
+    if not 1 <= step <= steps:
+        raise ValueError(f"step must be in 1 .. {steps}, got {step}")
+    return (step - 1) / (2 * steps)
+
+
+def _sums_and_counts(
+    logits: torch.Tensor, labels: torch.Tensor, weighting: float | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B,) summed (weighted) cross-entropy over each sample's scored pixels, and (B,) their
+    counts."""
+    sums, counts = [], []
+    for sample_logits, label_map in zip(logits_at_labels(logits, labels), labels, strict=True):
+        target = scored_pixels(label_map)  # (Hl, Wl), IGNORE_INDEX included
+        scored = target != IGNORE_INDEX  # (Hl, Wl)
+        ce = F.cross_entropy(
+            sample_logits[None], target[None], ignore_index=IGNORE_INDEX, reduction="none"
+        )[0]  # (Hl, Wl), 0 where ignored
+        if weighting is not None:
+            correct = sample_logits.detach().argmax(dim=0) == target  # (Hl, Wl)
+            weights = torch.where(correct, 1.0 - weighting, weighting).to(ce.dtype)
+            ce = ce * weights
+        sums.append(ce.where(scored, torch.zeros_like(ce)).sum())
+        counts.append(scored.sum())
+    if not sums:
+        empty = logits.new_zeros(0)
+        return empty, empty
+    return torch.stack(sums), torch.stack(counts).to(logits.dtype)
+
+
+def pixel_cross_entropy(
+    logits: torch.Tensor, labels: torch.Tensor, *, weighting: float | None = None
+) -> torch.Tensor:
+    """Scalar cross-entropy averaged over the scored pixels of the whole batch (mmseg's
+    `avg_non_ignore`); with `weighting` = lambda, SegPGD's loss (module docstring) with N the
+    batch's scored pixels. No scored pixel at all gives 0 (with a zero gradient)."""
+    sums, counts = _sums_and_counts(logits, labels, weighting)
+    return sums.sum() / counts.sum().clamp_min(1.0)
+
+
+def per_sample_pixel_cross_entropy(
+    logits: torch.Tensor, labels: torch.Tensor, *, weighting: float | None = None
+) -> torch.Tensor:
+    """(B,) each sample's `pixel_cross_entropy` over its own scored pixels (0 for a sample
+    with none)."""
+    sums, counts = _sums_and_counts(logits, labels, weighting)
+    return sums / counts.clamp_min(1.0)
