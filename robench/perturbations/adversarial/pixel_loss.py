@@ -17,7 +17,9 @@ they have no influence on the loss or its gradient.
   where "correct" means the model's current arg-max equals the label and N is the number of
   scored pixels (the paper's H x W: both sums are divided by all pixels, not by the size of
   their own set). At t = 1 all the weight is on correctly classified pixels; it moves towards
-  the wrong ones, reaching (T - 1) / (2T), just under one half, at t = T.
+  the wrong ones, reaching (T - 1) / (2T), just under one half, at t = T. CosPGD's reference
+  code (Agnihotri and Keuper, `segpgd_scale`) has the same schedule, as iteration / (2T) with
+  a 0-based iteration. Ignored and padded pixels are not counted in N (the paper has none).
 
 `pixel_cross_entropy` averages over the whole batch (a metric); `per_sample_pixel_cross_entropy`
 returns each sample's own mean, which attacks sum so that a sample's gradient does not depend
