@@ -187,9 +187,9 @@ def test_without_random_start_a_sample_ignores_its_batch_companions(
     padded = pad_label_maps(maps)
     assert bool((padded == PAD_INDEX).any())
     kwargs = {"eps": eps, "steps": 3, "norm": norm, "loss": loss, "random_start": False}
-    together = dense_pgd(model, images, padded, **kwargs)  # type: ignore[arg-type]
+    together = dense_pgd(model, images, padded, **kwargs)
     for i, label_map in enumerate(maps):
-        alone = dense_pgd(model, images[i : i + 1], label_map[None], **kwargs)  # type: ignore[arg-type]
+        alone = dense_pgd(model, images[i : i + 1], label_map[None], **kwargs)
         torch.testing.assert_close(together[i : i + 1], alone, rtol=0, atol=1e-6)
 
 
