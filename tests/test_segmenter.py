@@ -8,7 +8,7 @@ import torch
 
 import robench.models.zoo  # noqa: F401  (registers the models with timm)
 from robench._core.errors import ConfigError
-from robench.models.layers import EllipticalAttention, is_elliptical
+from robench.models.layers import EllipticalAttention, is_elliptical, set_differentiable
 from robench.models.sliding_window import InferenceConfig, SlidingWindow, with_inference
 from robench.models.zoo.segmenter import Segmenter
 
@@ -124,3 +124,27 @@ def test_inference_config_picks_the_wrapper_and_rejects_bad_settings() -> None:
         InferenceConfig("slide")
     with pytest.raises(ConfigError):
         InferenceConfig("tiles")  # type: ignore[arg-type]
+
+
+def test_set_differentiable_lets_input_gradients_through_m() -> None:
+    """Adaptive attacks: with M differentiable the input gradient changes (M depends on x)."""
+    model = _nano(NANO[1])
+    x = torch.rand(1, 3, 64, 64)
+
+    def grad() -> torch.Tensor:
+        x_ = x.clone().requires_grad_(True)
+        model(x_).logsumexp(dim=1).sum().backward()
+        assert x_.grad is not None
+        return x_.grad
+
+    detached = grad()
+    with set_differentiable(model, True):
+        through_m = grad()
+    assert not torch.allclose(detached, through_m)
+
+
+def test_slide_inference_passes_input_gradients() -> None:
+    model = _nano(NANO[1])
+    x = torch.rand(1, 3, 80, 96, requires_grad=True)
+    SlidingWindow(model, (64, 64), (48, 48))(x).sum().backward()
+    assert x.grad is not None and (x.grad != 0).float().mean() > 0.5
