@@ -10,7 +10,12 @@ from robench._core.errors import ConfigError
 from robench.models.zoo import is_elliptical, list_robench_models
 
 NAMES = list_robench_models()
-SLOW = {"deit_base_elliptical_patch16_224", "deit_small_elliptical_patch16_224"}
+SLOW = {
+    "deit_base_elliptical_patch16_224",
+    "deit_small_elliptical_patch16_224",
+    "segmenter_tiny_baseline",
+    "segmenter_tiny_elliptical",
+}
 
 
 def test_registry_lists_robench_models() -> None:
@@ -18,6 +23,10 @@ def test_registry_lists_robench_models() -> None:
         "deit_base_elliptical_patch16_224",
         "deit_small_elliptical_patch16_224",
         "deit_tiny_elliptical_patch16_224",
+        "segmenter_nano_baseline",
+        "segmenter_nano_elliptical",
+        "segmenter_tiny_baseline",
+        "segmenter_tiny_elliptical",
         "vit_nano_elliptical_patch4_28",
         "vit_nano_patch4_28",
     ]
@@ -37,7 +46,10 @@ def test_model_forward(name: str) -> None:
     cfg = model.pretrained_cfg
     with torch.inference_mode():
         out = model(torch.rand(2, *cfg["input_size"]))
-    assert out.shape == (2, cfg["num_classes"])
+    if getattr(model, "robench_task", None) == "semantic-segmentation":
+        assert out.shape == (2, cfg["num_classes"], *cfg["input_size"][1:])  # logits per pixel
+    else:
+        assert out.shape == (2, cfg["num_classes"])
     assert torch.isfinite(out).all()
     assert is_elliptical(model) == ("elliptical" in name)
 

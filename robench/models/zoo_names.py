@@ -12,6 +12,10 @@ ZOO_MODELS: tuple[str, ...] = (
     "deit_base_elliptical_patch16_224",
     "deit_small_elliptical_patch16_224",
     "deit_tiny_elliptical_patch16_224",
+    "segmenter_nano_baseline",
+    "segmenter_nano_elliptical",
+    "segmenter_tiny_baseline",
+    "segmenter_tiny_elliptical",
     "vit_nano_elliptical_patch4_28",
     "vit_nano_patch4_28",
 )

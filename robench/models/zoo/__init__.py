@@ -16,6 +16,7 @@ from timm.models import model_entrypoint
 
 from robench.models.layers.elliptical_attention import is_elliptical as is_elliptical
 from robench.models.layers.elliptical_attention import set_differentiable as set_differentiable
+from robench.models.zoo import segmenter as segmenter  # registers its models with timm
 from robench.models.zoo import transformer_lm as transformer_lm  # registers language models
 from robench.models.zoo import vit_elliptical as vit_elliptical  # registers its models with timm
 

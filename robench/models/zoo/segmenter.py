@@ -1,0 +1,252 @@
+"""Segmenter: a ViT encoder and a mask-transformer decoder for semantic segmentation.
+
+Paper: Strudel, Garcia, Laptev, Schmid, "Segmenter: Transformer for Semantic Segmentation",
+ICCV 2021, https://arxiv.org/abs/2105.05633 (the Elliptical Attention paper's ADE20K setup).
+
+    tokens  = ViT(x)[:, prefix:]                                    # (B, N, E) patch tokens
+    z       = Blocks([proj(tokens), cls_emb])                       # (B, N + K, C)
+    p, c    = L2norm(z[:, :N] @ W_p), L2norm(z[:, N:] @ W_c)        # (B, N, C), (B, K, C)
+    masks   = LayerNorm_K(p @ c^T)                                  # (B, N, K)
+    logits  = upsample(masks as (B, K, H/p, W/p), (H, W))           # bilinear
+
+After `import robench.models.zoo`, `timm.create_model(name)` builds:
+
+- `segmenter_nano_{baseline,elliptical}`: 64x64 input, patch 8, dim 64, depth 4, 4 heads,
+  one decoder layer, 11 classes: CPU-sized, for tests and demos.
+- `segmenter_tiny_{baseline,elliptical}`: Segmenter-Ti (ViT-Tiny encoder: dim 192, depth 12,
+  3 heads; two decoder layers) at 512x512 with ADE20K's 150 classes; slide inference with
+  512x512 windows every 480 pixels (mmsegmentation's Segmenter config).
+
+Elliptical models use `EllipticalAttention` in the encoder only; the decoder's attention stays
+standard (its tokens mix patches and class embeddings). The elliptical builders accept the
+options of `robench.models.layers.configure_elliptical` as model kwargs.
+
+Like robench's classifiers, the network takes normalised images: `robench.models.loading`
+puts the pretrained_cfg's mean/std in front of it (`NormalizedModel`), so the loaded model takes
+[0, 1] images. Any input size works: the image is padded to a multiple of the patch size, the
+position embeddings are interpolated to the grid, and the padding is cut off the logits.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from timm.data import IMAGENET_DEFAULT_MEAN, IMAGENET_DEFAULT_STD
+from timm.layers import trunc_normal_
+from timm.models import build_model_with_cfg, generate_default_cfgs, register_model
+from timm.models.vision_transformer import Block, VisionTransformer
+from torch import nn
+
+from robench._core.errors import ConfigError
+from robench.models.layers.elliptical_attention import EllipticalAttention, configure_elliptical
+from robench.models.sliding_window import InferenceConfig
+
+__all__ = ["MaskTransformer", "Segmenter"]
+
+# Model kwargs that go to configure_elliptical instead of Segmenter.
+_ELLIPTICAL_OPTIONS = ("scaling", "estimator", "differentiable", "delta", "causal_estimator")
+
+TASK = "semantic-segmentation"
+
+
+class MaskTransformer(nn.Module):
+    """Segmenter's decoder: K class embeddings attend with the patch tokens; masks are the
+    cosine similarities of patches and classes, layer-normalised over the classes."""
+
+    def __init__(
+        self,
+        num_classes: int,
+        encoder_dim: int,
+        dim: int,
+        depth: int,
+        num_heads: int,
+        mlp_ratio: float = 4.0,
+        drop_path_rate: float = 0.0,
+    ) -> None:
+        super().__init__()
+        self.num_classes = num_classes
+        self.proj_dec = nn.Linear(encoder_dim, dim)
+        self.cls_emb = nn.Parameter(torch.zeros(1, num_classes, dim))
+        rates = [r.item() for r in torch.linspace(0, drop_path_rate, depth)]
+        self.blocks = nn.Sequential(
+            *[Block(dim, num_heads, mlp_ratio, qkv_bias=True, drop_path=r) for r in rates]
+        )
+        self.proj_patch = nn.Parameter(dim**-0.5 * torch.randn(dim, dim))
+        self.proj_classes = nn.Parameter(dim**-0.5 * torch.randn(dim, dim))
+        self.decoder_norm = nn.LayerNorm(dim)
+        self.mask_norm = nn.LayerNorm(num_classes)
+        trunc_normal_(self.cls_emb, std=0.02)
+
+    def forward(self, tokens: torch.Tensor, grid: tuple[int, int]) -> torch.Tensor:
+        """Patch tokens (B, N, E) on a grid of (h, w) = N -> masks (B, K, h, w)."""
+        B, N, _ = tokens.shape
+        x = self.proj_dec(tokens)  # (B, N, C)
+        x = torch.cat((x, self.cls_emb.expand(B, -1, -1)), dim=1)  # (B, N + K, C)
+        x = self.decoder_norm(self.blocks(x))
+        patches = F.normalize(x[:, :N] @ self.proj_patch, dim=-1)  # (B, N, C)
+        classes = F.normalize(x[:, N:] @ self.proj_classes, dim=-1)  # (B, K, C)
+        masks = self.mask_norm(patches @ classes.transpose(1, 2))  # (B, N, K)
+        return masks.transpose(1, 2).reshape(B, self.num_classes, *grid)  # (B, K, h, w)
+
+
+class Segmenter(nn.Module):
+    """ViT encoder + mask transformer: normalised images (B, C, H, W) -> logits (B, K, H, W)."""
+
+    robench_task = TASK
+
+    def __init__(
+        self,
+        img_size: int = 512,
+        patch_size: int = 16,
+        in_chans: int = 3,
+        num_classes: int = 150,
+        embed_dim: int = 192,
+        depth: int = 12,
+        num_heads: int = 3,
+        mlp_ratio: float = 4.0,
+        decoder_dim: int | None = None,
+        decoder_depth: int = 2,
+        decoder_heads: int | None = None,
+        drop_path_rate: float = 0.0,
+        elliptical: bool = False,
+        inference: InferenceConfig | None = None,
+    ) -> None:
+        super().__init__()
+        self.patch_size = patch_size
+        self.num_classes = num_classes
+        self.robench_inference = inference if inference is not None else InferenceConfig()
+        self.encoder = VisionTransformer(
+            img_size=img_size,
+            patch_size=patch_size,
+            in_chans=in_chans,
+            num_classes=0,
+            global_pool="",
+            embed_dim=embed_dim,
+            depth=depth,
+            num_heads=num_heads,
+            mlp_ratio=mlp_ratio,
+            drop_path_rate=drop_path_rate,
+            dynamic_img_size=True,
+            attn_layer=EllipticalAttention if elliptical else "attn",
+        )
+        self.decoder = MaskTransformer(
+            num_classes,
+            embed_dim,
+            decoder_dim or embed_dim,
+            decoder_depth,
+            decoder_heads or num_heads,
+            mlp_ratio,
+            drop_path_rate,
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        H, W = x.shape[-2:]
+        p = self.patch_size
+        x = F.pad(x, (0, -W % p, 0, -H % p))  # zeros (the mean) right and bottom
+        grid = (x.shape[-2] // p, x.shape[-1] // p)
+        tokens = self.encoder.forward_features(x)  # (B, prefix + N, E), final norm applied
+        tokens = tokens[:, self.encoder.num_prefix_tokens :]  # (B, N, E)
+        masks = self.decoder(tokens, grid)  # (B, K, H'/p, W'/p)
+        logits = F.interpolate(masks, size=x.shape[-2:], mode="bilinear", align_corners=False)
+        return logits[:, :, :H, :W]  # (B, K, H, W)
+
+
+def _create_segmenter(
+    variant: str, pretrained: bool, elliptical: bool, model_args: dict[str, Any], **kwargs: Any
+) -> Segmenter:
+    """Build `variant` with timm's builder; `kwargs` override `model_args`."""
+    kwargs = dict(model_args, **kwargs)
+    if pretrained:
+        raise ConfigError(
+            f"{variant} has no pretrained weights; create it with pretrained=False and load a "
+            "checkpoint into it."
+        )
+    options = {name: kwargs.pop(name) for name in _ELLIPTICAL_OPTIONS if name in kwargs}
+    if options and not elliptical:
+        raise ConfigError(
+            f"{variant} uses standard attention, so the elliptical options {sorted(options)} do "
+            "not apply; use its *_elliptical twin."
+        )
+    model = build_model_with_cfg(
+        Segmenter, variant, pretrained=False, elliptical=elliptical, **kwargs
+    )
+    if elliptical:
+        configure_elliptical(model.encoder, **options)
+    return model
+
+
+def _cfg(size: int, num_classes: int, **kwargs: Any) -> dict[str, Any]:
+    return {
+        "url": "",
+        "num_classes": num_classes,
+        "input_size": (3, size, size),
+        "pool_size": None,
+        "crop_pct": 1.0,
+        "interpolation": "bilinear",
+        "fixed_input_size": False,
+        "mean": IMAGENET_DEFAULT_MEAN,
+        "std": IMAGENET_DEFAULT_STD,
+        "first_conv": "encoder.patch_embed.proj",
+        "classifier": "decoder",
+        "license": "apache-2.0",
+        **kwargs,
+    }
+
+
+default_cfgs = generate_default_cfgs(
+    {
+        "segmenter_nano_baseline": _cfg(64, 11),
+        "segmenter_nano_elliptical": _cfg(64, 11),
+        "segmenter_tiny_baseline": _cfg(512, 150),
+        "segmenter_tiny_elliptical": _cfg(512, 150),
+    }
+)
+
+_NANO_ARGS: dict[str, Any] = dict(
+    img_size=64,
+    patch_size=8,
+    num_classes=11,
+    embed_dim=64,
+    depth=4,
+    num_heads=4,
+    mlp_ratio=2.0,
+    decoder_depth=1,
+)
+
+_TINY_ARGS: dict[str, Any] = dict(
+    img_size=512,
+    patch_size=16,
+    num_classes=150,
+    embed_dim=192,
+    depth=12,
+    num_heads=3,
+    decoder_depth=2,
+    drop_path_rate=0.1,
+    inference=InferenceConfig("slide", crop_size=(512, 512), stride=(480, 480)),
+)
+
+
+@register_model
+def segmenter_nano_baseline(pretrained: bool = False, **kwargs: Any) -> Segmenter:
+    """CPU-sized Segmenter (64x64, patch 8, dim 64, depth 4) with standard attention."""
+    return _create_segmenter("segmenter_nano_baseline", pretrained, False, _NANO_ARGS, **kwargs)
+
+
+@register_model
+def segmenter_nano_elliptical(pretrained: bool = False, **kwargs: Any) -> Segmenter:
+    """`segmenter_nano_baseline` with Elliptical Attention in the encoder: same parameters."""
+    return _create_segmenter("segmenter_nano_elliptical", pretrained, True, _NANO_ARGS, **kwargs)
+
+
+@register_model
+def segmenter_tiny_baseline(pretrained: bool = False, **kwargs: Any) -> Segmenter:
+    """Segmenter-Ti (ViT-Tiny encoder, 2-layer mask transformer), 512x512, 150 classes."""
+    return _create_segmenter("segmenter_tiny_baseline", pretrained, False, _TINY_ARGS, **kwargs)
+
+
+@register_model
+def segmenter_tiny_elliptical(pretrained: bool = False, **kwargs: Any) -> Segmenter:
+    """`segmenter_tiny_baseline` with Elliptical Attention in the encoder: same parameters."""
+    return _create_segmenter("segmenter_tiny_elliptical", pretrained, True, _TINY_ARGS, **kwargs)
