@@ -137,3 +137,33 @@ def test_unknown_folder_layout_and_split(tmp_path: Path) -> None:
     (tmp_path / "gtFine").mkdir()
     with pytest.raises(DataError, match="cityscapes has no split 'dev'"):
         open_segmentation_dataset(tmp_path, split="dev")
+
+
+FASHION = Path("/usr/share/datasets/fashion-mnist")
+
+
+@pytest.mark.skipif(not FASHION.is_dir(), reason="Fashion-MNIST is not installed")
+def test_fashion_scenes_are_seeded_by_index_with_exact_labels() -> None:
+    from robench.data.segmentation.scenes import FashionScenes
+
+    data = FashionScenes("test", image_size=(32, 48), length=20)
+    assert (data.kind, data.split, data.num_classes, len(data)) == (
+        "fashion-scenes",
+        "test",
+        11,
+        20,
+    )
+    assert data.classes[0] == "background" and data.classes[1] == "T-shirt/top"
+    image, labels = data[3]
+    assert image.shape == (3, 32, 48) and 0.0 <= float(image.min()) <= float(image.max()) <= 1.0
+    assert labels.shape == (64, 64) and labels.dtype == torch.int64
+    assert int(labels.min()) == 0 and 0 < int(labels.max()) <= 10
+    # the same scene whatever was read before, and in a fresh dataset
+    again_image, again_labels = FashionScenes("test", length=20)[3]
+    assert torch.equal(labels, again_labels)
+    first, _ = FashionScenes("test").scene(3)
+    assert torch.equal(again_image, torch.from_numpy(first).permute(2, 0, 1))
+    # train scenes come from the train garments and differ
+    assert not torch.equal(FashionScenes("train", length=4)[3][1], labels)
+    with pytest.raises(DataError, match="no split 'val'"):
+        FashionScenes("val")
