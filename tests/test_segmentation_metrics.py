@@ -111,3 +111,12 @@ def test_paired_bootstrap_of_identical_runs_is_zero_and_of_a_worse_run_is_negati
     worse[:, 0] = worse[:, 0] // 2  # half the hits
     diff, (low, high), p_value, _ = paired_bootstrap(stat, counts, worse)
     assert diff < 0 and high < 0 and p_value < 0.01
+
+
+def test_bootstrap_sums_the_drawn_images() -> None:
+    # the interval is the percentiles of the statistic of each resample's drawn images
+    counts = _images(3, n=25)
+    miou = CountsStatistic("miou")
+    drawn = np.random.default_rng(5).integers(0, 25, size=(300, 25))
+    naive = np.percentile(miou.values(counts[drawn]), [2.5, 97.5])
+    assert bootstrap_interval(miou, counts, n_resamples=300, seed=5) == pytest.approx(naive)

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 INTERSECT, UNION, PRED_AREA, LABEL_AREA = range(4)  # rows of an image's (4, K) counts
-_CHUNK = 2_000_000  # resampled image indices x classes per chunk (bounded memory)
+_CHUNK = 2_000_000  # resampled image indices per chunk (bounded memory)
 
 
 def pixel_counts(pred: Any, labels: Any, num_classes: int) -> np.ndarray:
@@ -149,30 +149,43 @@ class CountsStatistic:
     name: str
 
     def values(self, counts: np.ndarray) -> np.ndarray:
+        return self.of_totals(counts.sum(axis=-3))
+
+    def of_totals(self, totals: np.ndarray) -> np.ndarray:
+        """The statistic of summed counts (..., 4, K)."""
         import numpy as np
 
-        return np.asarray(SEGMENTATION_STATISTICS[self.name](counts.sum(axis=-3)))
+        return np.asarray(SEGMENTATION_STATISTICS[self.name](totals))
 
     def __call__(self, values: Sequence[Any] | np.ndarray) -> float:
-
         counts = as_counts(values)
         return float(self.values(counts)) if len(counts) else math.nan
 
 
 def _resampled(
-    n: int, width: int, n_resamples: int, seed: int, each: Callable[[np.ndarray], np.ndarray]
+    n: int, n_resamples: int, seed: int, each: Callable[[np.ndarray], np.ndarray]
 ) -> np.ndarray:
-    """`each(indices)` for `n_resamples` draws of n image indices with replacement, chunked.
-    The draws are those of `ratio_statistics` for the same n, seed and chunk."""
+    """`each(weights)` for `n_resamples` draws of n image indices with replacement, chunked;
+    `weights` (count, n) says how many times each image was drawn in each resample, so a
+    resample's summed counts are `weights @ counts` (no (count, n, 4, K) copy)."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
     out = np.empty(n_resamples)
-    per_chunk = max(1, _CHUNK // max(n * width, 1))
+    per_chunk = max(1, _CHUNK // max(n, 1))
     for start in range(0, n_resamples, per_chunk):
         count = min(per_chunk, n_resamples - start)
-        out[start : start + count] = each(rng.integers(0, n, size=(count, n)))
+        drawn = rng.integers(0, n, size=(count, n)) + n * np.arange(count)[:, None]
+        weights = np.bincount(drawn.ravel(), minlength=count * n).reshape(count, n)
+        out[start : start + count] = each(weights.astype(float))
     return out
+
+
+def _totals(weights: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Summed counts (count, 4, K) of resamples given by `weights` (count, N) of (N, 4, K)."""
+    import numpy as np
+
+    return np.tensordot(weights, counts, axes=1)
 
 
 def bootstrap_interval(
@@ -189,9 +202,12 @@ def bootstrap_interval(
     if len(counts) == 0:
         return (math.nan, math.nan)
     replicates = _resampled(
-        len(counts), counts[0].size, n_resamples, seed, lambda i: statistic.values(counts[i])
+        len(counts), n_resamples, seed, lambda w: statistic.of_totals(_totals(w, counts))
     )
-    low, high = np.nanpercentile(replicates, [2.5, 97.5])
+    replicates = replicates[~np.isnan(replicates)]
+    if len(replicates) == 0:
+        return (math.nan, math.nan)
+    low, high = np.percentile(replicates, [2.5, 97.5])
     return (float(low), float(high))
 
 
@@ -208,7 +224,8 @@ def paired_bootstrap(
 
     Returns (observed difference, 95% percentile interval, p-value of "no difference" with
     the +1 correction, bootstrap sd of the difference x sqrt(n)), as
-    `ratio_statistics.paired_statistic_bootstrap` does.
+    `ratio_statistics.paired_statistic_bootstrap` does. Resamples where the statistic is
+    undefined for either run (NaN) are left out.
     """
     import numpy as np
 
@@ -220,12 +237,13 @@ def paired_bootstrap(
     observed = float(statistic.values(cand) - statistic.values(base))
     diffs = _resampled(
         len(base),
-        2 * base[0].size,
         n_resamples,
         seed,
-        lambda i: statistic.values(cand[i]) - statistic.values(base[i]),
+        lambda w: statistic.of_totals(_totals(w, cand)) - statistic.of_totals(_totals(w, base)),
     )
     diffs = diffs[~np.isnan(diffs)]
+    if len(diffs) == 0:
+        return observed, (math.nan, math.nan), math.nan, math.nan
     low, high = np.percentile(diffs, [2.5, 97.5])
     p_value = bootstrap_p_value(diffs, observed, alternative)
     sd = float(np.std(diffs, ddof=1) * math.sqrt(len(base))) if len(diffs) > 1 else 0.0
