@@ -120,3 +120,12 @@ def test_bootstrap_sums_the_drawn_images() -> None:
     drawn = np.random.default_rng(5).integers(0, 25, size=(300, 25))
     naive = np.percentile(miou.values(counts[drawn]), [2.5, 97.5])
     assert bootstrap_interval(miou, counts, n_resamples=300, seed=5) == pytest.approx(naive)
+
+
+def test_statistic_methods_are_the_module_functions() -> None:
+    counts, other = _images(4), _images(5)
+    miou = CountsStatistic("miou")
+    assert miou.interval(counts) == bootstrap_interval(miou, counts)
+    assert miou.paired(counts, other, 500, 1, "two-sided") == paired_bootstrap(
+        miou, counts, other, 500, 1, "two-sided"
+    )

@@ -161,6 +161,22 @@ class CountsStatistic:
         counts = as_counts(values)
         return float(self.values(counts)) if len(counts) else math.nan
 
+    def interval(self, values: Sequence[Any] | np.ndarray) -> tuple[float, float]:
+        """95% bootstrap interval over images (a `Metric.interval`)."""
+        return bootstrap_interval(self, values)
+
+    def paired(
+        self,
+        baseline: Sequence[Any] | np.ndarray,
+        candidate: Sequence[Any] | np.ndarray,
+        n_resamples: int,
+        seed: int,
+        alternative: str,
+    ) -> tuple[float, tuple[float, float], float, float]:
+        """`paired_bootstrap` of this statistic, with the arguments and result of
+        `ratio_statistics.paired_statistic_bootstrap` (what a gate calls)."""
+        return paired_bootstrap(self, baseline, candidate, n_resamples, seed, alternative)
+
 
 def _resampled(
     n: int, n_resamples: int, seed: int, each: Callable[[np.ndarray], np.ndarray]
