@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 from robench.results.ratio_statistics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from robench.results.stats import bootstrap_p_value
 
-# numpy (and torch, through label_maps) are imported where used: the metric registry, `robench
-# compare` and binary gates import this module without them.
+# numpy is imported where used: the metric registry, `robench compare` and binary gates
+# import this module without it.
 if TYPE_CHECKING:
     import numpy as np
 
@@ -35,22 +35,21 @@ INTERSECT, UNION, PRED_AREA, LABEL_AREA = range(4)  # rows of an image's (4, K) 
 _CHUNK = 2_000_000  # resampled image indices per chunk (bounded memory)
 
 
-def pixel_counts(pred: Any, labels: Any, num_classes: int) -> np.ndarray:
+def pixel_counts(pred: Any, labels: Any, num_classes: int, ignore_index: int = 255) -> np.ndarray:
     """One image's (4, K) int64 counts: intersect, union, pred area, label area per class.
 
-    `pred` and `labels` are (H, W) integer maps (numpy or torch) of the same size. Pixels
-    labelled `IGNORE_INDEX` or `PAD_INDEX` (or any value outside 0..K-1) are left out; as in
-    mmseg's `torch.histc(min=0, max=K-1)`, predictions outside 0..K-1 count in no class.
+    `pred` and `labels` are (H, W) integer maps (numpy or torch) of the same size. Only
+    pixels labelled with a class 0..K-1 other than `ignore_index` are scored, so
+    `label_maps.IGNORE_INDEX` (255) and `PAD_INDEX` (-1) are left out (this part may not
+    import robench.data, hence the literal); as in mmseg's `torch.histc(min=0, max=K-1)`,
+    predictions outside 0..K-1 count in no class.
     """
     import numpy as np
-
-    from robench.data.segmentation.label_maps import IGNORE_INDEX, PAD_INDEX
 
     pred_arr, label_arr = _as_numpy(pred), _as_numpy(labels)
     if pred_arr.shape != label_arr.shape:
         raise ValueError(f"pred {pred_arr.shape} and labels {label_arr.shape} differ in size")
-    scored = (label_arr != IGNORE_INDEX) & (label_arr != PAD_INDEX)
-    scored &= (label_arr >= 0) & (label_arr < num_classes)
+    scored = (label_arr >= 0) & (label_arr < num_classes) & (label_arr != ignore_index)
     pred_arr, label_arr = pred_arr[scored], label_arr[scored]
     in_range = (pred_arr >= 0) & (pred_arr < num_classes)
     hits = pred_arr[in_range & (pred_arr == label_arr)]
