@@ -18,9 +18,9 @@ predictions are compared too (they must be equal).
 
 Whole runs on a shared machine move by 10% or more from round to round, so a second
 measurement alternates the two sides batch by batch on the same files (`interleaved`):
-robench's per-batch work (its dataset reads and preprocesses each image, then seeded scoring
-and a stored line) against the loop's (PIL reads, the processor, the forward pass), so slow
-spells fall on both sides alike. Median over passes of loop / robench seconds.
+robench's per-batch work (its dataset reads and preprocesses the batch's images as its
+DataLoader does, then seeded scoring and a stored line) against the loop's (PIL reads, the
+processor, the forward pass), so slow spells fall on both sides alike. Median over passes of loop / robench seconds.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from pathlib import Path
 import torch
 from PIL import Image
 from report_sections import cpu_name, load_average, write_section
+from torch.utils.data import default_collate
 from transformers import AutoImageProcessor, AutoModelForImageClassification
 
 from robench.data.idx import read_idx
@@ -166,9 +167,8 @@ def interleaved(
                                 -1
                             ).tolist()
                     else:
-                        items = [dataset[i] for i in chunk]
-                        images = torch.stack([image for image, _ in items])
-                        labels = torch.tensor([label for _, label in items])
+                        # What the runner's DataLoader does for a batch (no workers).
+                        images, labels = default_collate(dataset.__getitems__(chunk))
                         columns = score_seeded(
                             loaded.model, task, images, labels, derive_seed(0, "", n)
                         )
