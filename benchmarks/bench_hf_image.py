@@ -20,7 +20,8 @@ Whole runs on a shared machine move by 10% or more from round to round, so a sec
 measurement alternates the two sides batch by batch on the same files (`interleaved`):
 robench's per-batch work (its dataset reads and preprocesses the batch's images as its
 DataLoader does, then seeded scoring and a stored line) against the loop's (PIL reads, the
-processor, the forward pass), so slow spells fall on both sides alike. Median over passes of loop / robench seconds.
+processor, the forward pass), so slow spells fall on both sides alike. Median over passes of
+loop / robench seconds.
 """
 
 from __future__ import annotations
