@@ -33,6 +33,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 from PIL import Image
@@ -131,13 +132,15 @@ def measure(rounds: int, n_images: int, batch: int, work: Path) -> dict[str, obj
         "robench_s": statistics.median(times["robench"]),
         "ratio": statistics.median(ratios),
         "fastest_ratio": min(times["loop"]) / min(times["robench"]),
+        "round_ratios": ratios,
         "equal": outputs["loop"] == outputs["robench"],
     }
 
 
 def interleaved(
     model_dir: Path, data: Path, files: list[Path], batch: int, passes: int, work: Path
-) -> float:
+) -> list[float]:
+    """loop / robench seconds of each counted pass."""
     from robench._core.batching import batch_indices
     from robench._core.seeding import derive_seed
     from robench.evaluation.runner import score_seeded
@@ -178,7 +181,11 @@ def interleaved(
         finally:
             store.close()
         ratios.append(seconds["loop"] / seconds["robench"])
-    return statistics.median(ratios[1:])
+    return ratios[1:]
+
+
+def _listed(values: Any) -> str:
+    return ", ".join(f"{v:.3f}" for v in values)
 
 
 def main() -> None:
@@ -191,7 +198,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         result = measure(rounds, n_images, batch, Path(tmp))
         model_dir, data, files = _build(Path(tmp) / "again", n_images)
-        result["interleaved"] = interleaved(model_dir, data, files, batch, rounds, Path(tmp))
+        passes = interleaved(model_dir, data, files, batch, rounds, Path(tmp))
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     section = "\n".join(
         [
@@ -213,7 +220,10 @@ def main() -> None:
             f"{result['ratio']:.3f} | {result['fastest_ratio']:.3f} | {result['equal']} |",
             "",
             f"Per-batch work alternating batch by batch (`interleaved`, median of {rounds} "
-            f"passes): robench / loop = {result['interleaved']:.3f}.",
+            f"passes): robench / loop = {statistics.median(passes):.3f}.",
+            "",
+            f"Spread: whole-run ratio per round {_listed(result['round_ratios'])}; "
+            f"interleaved per pass {_listed(passes)}.",
             "",
             "Goal: ratio at least 0.95.",
             END,
