@@ -18,9 +18,10 @@ predictions are compared too (they must be equal).
 
 Whole runs on a shared machine move by 10% or more from round to round, so a second
 measurement alternates the two sides batch by batch on the same files (`interleaved`):
-robench's per-batch work (its dataset reads and preprocesses each image, then seeded scoring
-and a stored line) against the loop's (PIL reads, the processor, the forward pass), so slow
-spells fall on both sides alike. Median over passes of loop / robench seconds.
+robench's per-batch work (its dataset reads and preprocesses the batch's images as its
+DataLoader does, then seeded scoring and a stored line) against the loop's (PIL reads, the
+processor, the forward pass), so slow spells fall on both sides alike. Median over passes of
+loop / robench seconds.
 """
 
 from __future__ import annotations
@@ -32,10 +33,12 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 from PIL import Image
 from report_sections import cpu_name, load_average, write_section
+from torch.utils.data import default_collate
 from transformers import AutoImageProcessor, AutoModelForImageClassification
 
 from robench.data.idx import read_idx
@@ -129,13 +132,15 @@ def measure(rounds: int, n_images: int, batch: int, work: Path) -> dict[str, obj
         "robench_s": statistics.median(times["robench"]),
         "ratio": statistics.median(ratios),
         "fastest_ratio": min(times["loop"]) / min(times["robench"]),
+        "round_ratios": ratios,
         "equal": outputs["loop"] == outputs["robench"],
     }
 
 
 def interleaved(
     model_dir: Path, data: Path, files: list[Path], batch: int, passes: int, work: Path
-) -> float:
+) -> list[float]:
+    """loop / robench seconds of each counted pass."""
     from robench._core.batching import batch_indices
     from robench._core.seeding import derive_seed
     from robench.evaluation.runner import score_seeded
@@ -166,9 +171,8 @@ def interleaved(
                                 -1
                             ).tolist()
                     else:
-                        items = [dataset[i] for i in chunk]
-                        images = torch.stack([image for image, _ in items])
-                        labels = torch.tensor([label for _, label in items])
+                        # What the runner's DataLoader does for a batch (no workers).
+                        images, labels = default_collate(dataset.__getitems__(chunk))
                         columns = score_seeded(
                             loaded.model, task, images, labels, derive_seed(0, "", n)
                         )
@@ -177,7 +181,11 @@ def interleaved(
         finally:
             store.close()
         ratios.append(seconds["loop"] / seconds["robench"])
-    return statistics.median(ratios[1:])
+    return ratios[1:]
+
+
+def _listed(values: Any) -> str:
+    return ", ".join(f"{v:.3f}" for v in values)
 
 
 def main() -> None:
@@ -190,7 +198,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         result = measure(rounds, n_images, batch, Path(tmp))
         model_dir, data, files = _build(Path(tmp) / "again", n_images)
-        result["interleaved"] = interleaved(model_dir, data, files, batch, rounds, Path(tmp))
+        passes = interleaved(model_dir, data, files, batch, rounds, Path(tmp))
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     section = "\n".join(
         [
@@ -212,7 +220,10 @@ def main() -> None:
             f"{result['ratio']:.3f} | {result['fastest_ratio']:.3f} | {result['equal']} |",
             "",
             f"Per-batch work alternating batch by batch (`interleaved`, median of {rounds} "
-            f"passes): robench / loop = {result['interleaved']:.3f}.",
+            f"passes): robench / loop = {statistics.median(passes):.3f}.",
+            "",
+            f"Spread: whole-run ratio per round {_listed(result['round_ratios'])}; "
+            f"interleaved per pass {_listed(passes)}.",
             "",
             "Goal: ratio at least 0.95.",
             END,

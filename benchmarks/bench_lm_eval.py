@@ -36,12 +36,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from lm_eval_task import METRICS, write_task
 from report_sections import cpu_name, load_average, write_section
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 START, END = "<!-- bench_lm_eval -->", "<!-- /bench_lm_eval -->"
-METRICS = ("word_perplexity", "byte_perplexity", "bits_per_byte")
 SUITE = """name = "bench-lm-eval"
 version = 1
 task = "language-modeling"
@@ -50,20 +50,6 @@ metrics = ["word_perplexity", "byte_perplexity", "bits_per_byte"]
 
 [[perturbations]]
 kind = "clean"
-"""
-TASK = """task: robench_bench
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: {data}
-test_split: test
-output_type: loglikelihood_rolling
-doc_to_text: ""
-doc_to_target: text
-metric_list:
-  - metric: word_perplexity
-  - metric: byte_perplexity
-  - metric: bits_per_byte
 """
 
 
@@ -77,8 +63,7 @@ def prepare(work: Path, documents: int) -> tuple[Path, Path, Path]:
     suite = work / "suite.toml"
     suite.write_text(SUITE)
     tasks = work / "tasks"
-    tasks.mkdir()
-    (tasks / "robench_bench.yaml").write_text(TASK.format(data=data))
+    write_task(tasks, "robench_bench", data)
     return data, suite, tasks
 
 

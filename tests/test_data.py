@@ -261,6 +261,83 @@ def test_dataloader_over_subset(tmp_path: Path) -> None:
     assert torch.all(images == 1.0)
 
 
+def _fashion_folder(root: Path, fashion_mnist_dir: Path) -> Path:
+    """Real Fashion-MNIST images as PNG class folders: equal sizes, different sizes (wide,
+    tall, already at 64x64, smaller than it) and modes (RGB, grayscale)."""
+    from robench.data.idx import read_idx
+
+    images = read_idx(fashion_mnist_dir / "t10k-images-idx3-ubyte.gz")[:14]
+    sizes = [(80, 80)] * 5 + [(90, 60), (60, 90), (64, 64), (64, 64), (40, 40), (80, 80)]
+    sizes += [(90, 60), (33, 47), (80, 80)]
+    for i, (pixels, size) in enumerate(zip(images, sizes, strict=True)):
+        image = Image.fromarray(pixels).resize(size)
+        folder = root / f"{i % 3}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (image if i % 4 == 3 else image.convert("RGB")).save(folder / f"{i:02d}.png")
+    return root
+
+
+@pytest.mark.parametrize(
+    "preprocessing",
+    [
+        Preprocessing((3, 64, 64), interpolation="bilinear", resize_mode="squash",
+                      backend="torchvision"),
+        Preprocessing((3, 32, 32), interpolation="bicubic", crop_pct=32 / 36,
+                      resize_mode="squash", backend="torchvision"),
+        Preprocessing((3, 56, 56), interpolation="bicubic", crop_pct=0.875,
+                      resize_mode="shorter", backend="torchvision"),
+        Preprocessing((1, 28, 28), interpolation="bilinear", backend="torchvision"),
+        Preprocessing((3, 64, 64), interpolation="bilinear"),
+    ],
+)  # fmt: skip
+def test_batched_preprocessing_equals_the_per_image_path(
+    preprocessing: Preprocessing, tmp_path: Path, fashion_mnist_dir: Path
+) -> None:
+    """A DataLoader reads a batch through `__getitems__`, which resizes the images of one size
+    together (torchvision backend): the pixels equal each image's own, to the last bit."""
+    ds = open_dataset(_fashion_folder(tmp_path, fashion_mnist_dir), preprocessing=preprocessing)
+    indices = list(range(len(ds)))
+    random.Random(0).shuffle(indices)
+    batched = ds.__getitems__(indices)
+    for index, (image, label) in zip(indices, batched, strict=True):
+        alone, alone_label = ds[index]
+        assert torch.equal(image, alone) and label == alone_label
+        assert image.is_contiguous()
+    loaded, labels = next(iter(DataLoader(ds, batch_sampler=[indices])))
+    assert torch.equal(loaded, torch.stack([ds[i][0] for i in indices]))
+    assert labels.tolist() == [ds.targets[i] for i in indices]
+
+
+def test_batched_squash_resize_equals_the_transformers_processor(
+    tmp_path: Path, fashion_mnist_dir: Path
+) -> None:
+    from transformers import ViTImageProcessor
+
+    processor = ViTImageProcessor(
+        size={"height": 64, "width": 64}, do_rescale=False, do_normalize=False
+    )
+    if getattr(processor, "backend", None) != "torchvision":
+        pytest.skip("this transformers resizes with PIL")
+    root = _fashion_folder(tmp_path, fashion_mnist_dir)
+    preprocessing = Preprocessing(
+        (3, 64, 64), interpolation="bilinear", resize_mode="squash", backend="torchvision"
+    )
+    ds = open_dataset(root, preprocessing=preprocessing)
+    files = [path for path, _ in ds.samples]
+    expected = processor([Image.open(p).convert("RGB") for p in files], return_tensors="pt")
+    ours = torch.stack([image for image, _ in ds.__getitems__(list(range(len(ds))))])
+    assert torch.equal((ours * 255).round(), expected["pixel_values"].round())
+
+
+def test_batched_loading_names_an_unreadable_file(tmp_path: Path) -> None:
+    preprocessing = Preprocessing((3, 16, 16), interpolation="bilinear", backend="torchvision")
+    _save(tmp_path / "cat" / "a.png", (1, 2, 3), size=(30, 20))
+    (tmp_path / "cat" / "broken.jpg").write_bytes(b"not a jpeg")
+    ds = open_dataset(tmp_path, preprocessing=preprocessing)
+    with pytest.raises(DataError, match=r"broken\.jpg"):
+        ds.__getitems__([0, 1])
+
+
 # ------------------------------------------------------------------------------------- IDX
 
 

@@ -177,3 +177,16 @@ def test_word_level_models_read_jsonl_as_lines(tmp_path: Path) -> None:
     corpus = read_corpus(path, "test")
     assert corpus.layout == "jsonl"
     assert corpus.lines == (tuple(words_of("One line.")), ("Two", ":", "lines"), ("Three",))
+
+
+def test_demo_names_the_bpe_model_by_its_path_inside_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from robench.cli._demo_bpe import shown_folder
+
+    folder = tmp_path / "models" / "gpt2_bpe_pydocs"
+    folder.mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    assert shown_folder(folder.resolve()) == Path("models/gpt2_bpe_pydocs")
+    monkeypatch.chdir(folder)
+    assert shown_folder(tmp_path / "models") == tmp_path / "models"  # outside: as it is

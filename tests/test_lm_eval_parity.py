@@ -27,6 +27,7 @@ pytest.importorskip(
 from tests.tiny_causal_lm import build_tiny_causal_lm, write_documents
 
 METRICS = ("word_perplexity", "byte_perplexity", "bits_per_byte")
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 SUITE = """\
 name = "lm-eval-parity"
 version = 1
@@ -36,21 +37,6 @@ metrics = ["perplexity", "word_perplexity", "byte_perplexity", "bits_per_byte"]
 
 [[perturbations]]
 kind = "clean"
-"""
-TASK_YAML = """\
-task: robench_parity
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: {data}
-test_split: test
-output_type: loglikelihood_rolling
-doc_to_text: ""
-doc_to_target: text
-metric_list:
-  - metric: word_perplexity
-  - metric: byte_perplexity
-  - metric: bits_per_byte
 """
 
 
@@ -66,9 +52,11 @@ def _lm_eval(folder: Path, data: Path, work: Path, monkeypatch: pytest.MonkeyPat
     from lm_eval import simple_evaluate
     from lm_eval.tasks import TaskManager
 
+    monkeypatch.syspath_prepend(str(BENCHMARKS))  # the task is benchmarks/lm_eval_task.py's
+    from lm_eval_task import write_task
+
     tasks = work / "tasks"
-    tasks.mkdir()
-    (tasks / "robench_parity.yaml").write_text(TASK_YAML.format(data=data))
+    write_task(tasks, "robench_parity", data)
     results = simple_evaluate(
         model="hf",
         model_args=f"pretrained={folder}",

@@ -505,3 +505,22 @@ def _fake_causal_lm(folder: Path, monkeypatch: pytest.MonkeyPatch, calls: list) 
     module.build_causal_lm = build_causal_lm  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "robench.models.hf_causal_lm", module)
     return folder
+
+
+@pytest.mark.parametrize(
+    ("model", "extra", "expected"),
+    [
+        ("hf:no/such-vit", ["--ema"], "its hf source, not from a training checkpoint"),
+        ("hf-hub:timm/no-such-model", ["--ema"], "its hf-hub source"),
+        ("local-dir:no-such-dir", ["--ema"], "its local-dir source"),
+        ("resnet18.a1_in1k", ["--ema"], "from timm's pretrained weights"),
+        ("hf:no/such-vit", ["--num-classes", "5"], "takes its classes from its config.json"),
+    ],
+)
+def test_options_a_sourced_model_would_ignore_are_refused(
+    model: str, extra: list[str], expected: str, image_folder: Path, tmp_path: Path
+) -> None:
+    result = _eval(model, image_folder, tmp_path / "r.json", *extra)
+    assert result.exit_code == 2, result.output
+    assert expected in " ".join(result.output.split())
+    assert "would be ignored; drop" in " ".join(result.output.split())

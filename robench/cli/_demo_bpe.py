@@ -32,6 +32,16 @@ def bpe_model_folder() -> Path | None:
     return folder if (folder / "config.json").is_file() else None
 
 
+def shown_folder(folder: Path) -> Path:
+    """`folder` relative to the working directory when it lies inside it (`make demo` runs
+    from the repository root: `models/gpt2_bpe_pydocs`), so the report does not carry this
+    machine's absolute path; else `folder` as it is."""
+    try:
+        return folder.relative_to(Path.cwd())
+    except ValueError:
+        return folder
+
+
 def evaluate_bpe_demo(
     out_dir: Path,
     suite: str,
@@ -55,7 +65,7 @@ def evaluate_bpe_demo(
         suite=suite,
         data=None,  # the task's built-in corpus, python-docs: its test split's files
         out=path,
-        model=f"hf:{folder}",
+        model=f"hf:{shown_folder(folder)}",
         limit=limit,
         batch_size=8,
         overwrite=True,

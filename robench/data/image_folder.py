@@ -9,9 +9,11 @@ IMAGE_EXTENSIONS (case-insensitive), sorted by name; hidden files are skipped.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -97,9 +99,31 @@ class UnreadableImageError(DataError):
 
 def load_image(path: Path, preprocessing: Preprocessing) -> torch.Tensor:
     """Decode the image file at `path` and preprocess it; DataError naming the file on failure."""
+    with _reading(path), Image.open(path) as image:
+        return preprocessing(image)
+    raise AssertionError("unreachable")  # _reading re-raises every error
+
+
+def load_images(paths: Sequence[Path], preprocessing: Preprocessing) -> list[torch.Tensor]:
+    """`load_image` of each path, equal to the last bit; images of one size are resized
+    together where the preprocessing can (`Preprocessing.many`)."""
+    if len(paths) < 2 or not preprocessing.batches_resize:
+        return [load_image(path, preprocessing) for path in paths]
+    arrays = []
+    for path in paths:
+        with _reading(path), Image.open(path) as image:
+            arrays.append(preprocessing.pixels(image))
     try:
-        with Image.open(path) as image:
-            return preprocessing(image)
+        return preprocessing.many(arrays)
+    except DataError:  # one image cannot be preprocessed: the per-image path names its file
+        return [load_image(path, preprocessing) for path in paths]
+
+
+@contextlib.contextmanager
+def _reading(path: Path) -> Iterator[None]:
+    """Re-raise a decoding or preprocessing error as a DataError naming `path`."""
+    try:
+        yield
     except _IMAGE_ERRORS as exc:
         reason = f"cannot decode image {path} ({exc})"
         raise UnreadableImageError(
@@ -189,6 +213,9 @@ class FolderImages(LabeledImages):
 
     def _load_image(self, index: int) -> torch.Tensor:
         return load_image(self.samples[index][0], self.preprocessing)
+
+    def _load_images(self, indices: Sequence[int]) -> list[torch.Tensor]:
+        return load_images([self.samples[i][0] for i in indices], self.preprocessing)
 
 
 class ImageFolderDataset(FolderImages):

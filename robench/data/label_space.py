@@ -13,6 +13,7 @@ module provides the data side (labels and `output_classes`).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,6 +117,9 @@ class LabelSpaceView(LabeledImages):
 
     def _load_image(self, index: int) -> torch.Tensor:
         return self.base[self.indices[index]][0]
+
+    def _load_images(self, indices: Sequence[int]) -> list[torch.Tensor]:
+        return [image for image, _ in self.base.__getitems__([self.indices[i] for i in indices])]
 
 
 def restrict_to_label_space(dataset: LabeledImages, space: LabelSpace) -> LabeledImages:

@@ -1,12 +1,13 @@
 """`LabeledImages`: the dataset contract every image reader fulfils.
 
 Items are `(image, label)`: image a float tensor (C, H, W) in [0, 1] in pixel space (never
-normalised), label an int class index. The runner batches over
-`torch.utils.data.Subset(dataset, indices)` with the default collate.
+normalised), label an int class index. The runner batches with a DataLoader (batch sampler,
+default collate), which reads each batch through `__getitems__`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -73,8 +74,23 @@ class LabeledImages(Dataset[tuple[torch.Tensor, int]]):
         index %= len(self)
         return self._load_image(index), self.targets[index]
 
+    def __getitems__(self, indices: Sequence[int]) -> list[tuple[torch.Tensor, int]]:
+        """The items of `indices`, equal to `[self[i] for i in indices]`; a DataLoader reads
+        a batch through it, so a layout may preprocess the batch's images together."""
+        for index in indices:
+            if not -len(self) <= index < len(self):
+                raise IndexError(f"index {index} out of range for a dataset of {len(self)} items")
+        chosen = [index % len(self) for index in indices]
+        images = self._load_images(chosen)
+        return list(zip(images, [self.targets[i] for i in chosen], strict=True))
+
     def _load_image(self, index: int) -> torch.Tensor:
         raise NotImplementedError
+
+    def _load_images(self, indices: Sequence[int]) -> list[torch.Tensor]:
+        """The images of `indices` (in range); layouts that batch their preprocessing
+        override it."""
+        return [self._load_image(index) for index in indices]
 
     def __repr__(self) -> str:
         split = f", split={self.split!r}" if self.split else ""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,14 +130,47 @@ class Preprocessing:
                 f"cannot preprocess a {type(image).__name__}; expected a PIL image or a uint8 "
                 "numpy array of shape (H, W) or (H, W, C)."
             )
-        mode = _MODES[self.channels]
-        if image.mode != mode:
-            image = image.convert(mode)
+        image = self._converted(image)
         resized = self._resize_and_crop(image)
         if isinstance(resized, torch.Tensor):  # the torchvision backend: uint8 (C, H, W)
             return resized.to(torch.float32).div_(255.0).contiguous()
         array = np.array(resized, dtype=np.uint8)
         return _uint8_to_tensor(array.reshape(array.shape[0], array.shape[1], -1))
+
+    @property
+    def batches_resize(self) -> bool:
+        """Whether `many` resizes images of one size together (the torchvision backend)."""
+        return self.backend == "torchvision" and self.resize
+
+    def pixels(self, image: Image.Image) -> np.ndarray:
+        """The decoded image in the model's channel count: uint8 (H, W, C), read by `many`."""
+        array = np.array(self._converted(image), dtype=np.uint8)
+        return array.reshape(array.shape[0], array.shape[1], -1)
+
+    def many(self, arrays: Sequence[np.ndarray]) -> list[torch.Tensor]:
+        """`pixels` of several images -> the tensors `__call__` gives for each, equal to the
+        last bit: with the torchvision backend the images of one size are resized by one
+        call on their stacked uint8 batch, as transformers' image processors do."""
+        if not self.batches_resize:
+            return [self(array[:, :, 0] if array.shape[2] == 1 else array) for array in arrays]
+        (height, width), out = self.height_width, [torch.empty(0)] * len(arrays)
+        groups: dict[tuple[int, int], list[int]] = {}
+        for position, array in enumerate(arrays):
+            groups.setdefault((array.shape[1], array.shape[0]), []).append(position)
+        for image_wh, positions in groups.items():
+            stacked = torch.from_numpy(np.stack([arrays[p] for p in positions]))
+            new_wh = RESIZE_MODES[self.resize_mode](image_wh, (width, height), self.crop_pct)
+            resized = _torchvision_resize_crop_tensor(
+                stacked.permute(0, 3, 1, 2), new_wh, (width, height), self.interpolation
+            )
+            batch = resized.to(torch.float32).div_(255.0).contiguous()
+            for p, tensor in zip(positions, batch, strict=True):
+                out[p] = tensor
+        return out
+
+    def _converted(self, image: Image.Image) -> Image.Image:
+        mode = _MODES[self.channels]
+        return image if image.mode == mode else image.convert(mode)
 
     def _array_fast_path(self, array: np.ndarray) -> torch.Tensor | None:
         """Skip PIL when a uint8 array already has the target size and channel count."""
@@ -216,12 +249,19 @@ def _torchvision_resize_crop(
 ) -> torch.Tensor:
     """transformers' TorchvisionBackend: an antialiased resize of the uint8 tensor, then a
     center crop whose offsets are floored (PIL's path rounds them)."""
+    array = np.array(image, dtype=np.uint8)
+    tensor = torch.from_numpy(array.reshape(array.shape[0], array.shape[1], -1)).permute(2, 0, 1)
+    return _torchvision_resize_crop_tensor(tensor, size_wh, crop_wh, interpolation)
+
+
+def _torchvision_resize_crop_tensor(
+    tensor: torch.Tensor, size_wh: tuple[int, int], crop_wh: tuple[int, int], interpolation: str
+) -> torch.Tensor:
+    """`_torchvision_resize_crop` of a uint8 (..., C, H, W) tensor: one image or a batch."""
     from torchvision.transforms import InterpolationMode
     from torchvision.transforms.v2 import functional as tvf
 
-    array = np.array(image, dtype=np.uint8)
-    tensor = torch.from_numpy(array.reshape(array.shape[0], array.shape[1], -1)).permute(2, 0, 1)
-    if size_wh != image.size:
+    if size_wh != (tensor.shape[-1], tensor.shape[-2]):
         mode = InterpolationMode(interpolation)
         tensor = tvf.resize(tensor, [size_wh[1], size_wh[0]], interpolation=mode, antialias=True)
     (width, height), (img_h, img_w) = crop_wh, tensor.shape[-2:]
@@ -231,7 +271,7 @@ def _torchvision_resize_crop(
             " after resizing; check the model's preprocessing (size and crop)."
         )
     top, left = int((img_h - height) / 2.0), int((img_w - width) / 2.0)
-    return tensor[:, top : top + height, left : left + width]
+    return tensor[..., top : top + height, left : left + width]
 
 
 BACKENDS: dict[str, Callable[..., Image.Image | torch.Tensor]] = {

@@ -30,6 +30,12 @@ _CONFIG_FILES = ("config.json", "preprocessor_config.json", "generation_config.j
 
 
 def from_transformers(request: SourceRequest) -> LoadedModel:
+    classes = request.overrides.num_classes if request.overrides else None
+    if classes is not None:  # transformers builds the head from config.json
+        raise ConfigError(
+            f"{request.name} takes its classes from its config.json (num_labels), so "
+            f"--num-classes {classes} would be ignored; drop --num-classes."
+        )
     folder, origin = _locate(request.target)
     _, config = read_model_config(folder, "transformers")
     where = f"{request.name} ({folder / 'config.json'})"

@@ -223,7 +223,7 @@ def load_model(
     request = SourceRequest(
         name or "", "", overrides, trust_remote_code, trust_checkpoint, device=device
     )
-    sourced = _load_from_source(request, checkpoint)
+    sourced = _load_from_source(request, checkpoint, ema)
     if sourced is not None:
         return sourced
     card, card_path = _find_card(name)
@@ -319,7 +319,9 @@ def _language_model(
     return create_language_model(architecture, **kwargs), vocabulary
 
 
-def _load_from_source(request: SourceRequest, checkpoint: Path | None) -> LoadedModel | None:
+def _load_from_source(
+    request: SourceRequest, checkpoint: Path | None, ema: bool
+) -> LoadedModel | None:
     """The model from its source, or None when MODEL is a plain name (zoo, timm, card)."""
     load_source_entry_points()
     found = split_source(request.name)
@@ -330,12 +332,22 @@ def _load_from_source(request: SourceRequest, checkpoint: Path | None) -> Loaded
                 f"{request.name} loads its weights from its {source.prefix} source, so "
                 f"--checkpoint {checkpoint} would be ignored; drop one of the two."
             )
+        _refuse_ema(request.name, f"its {source.prefix} source", ema)
         return source.load(replace(request, target=target))
     if checkpoint is None and _is_pretrained_tag(request.name):
         from robench.models.timm_sources import from_pretrained_tag
 
+        _refuse_ema(request.name, "timm's pretrained weights", ema)
         return from_pretrained_tag(replace(request, target=request.name))
     return None
+
+
+def _refuse_ema(name: str, where: str, ema: bool) -> None:
+    if ema:
+        raise ConfigError(
+            f"{name} loads its weights from {where}, not from a training checkpoint with EMA "
+            "weights, so --ema would be ignored; drop --ema."
+        )
 
 
 def _is_pretrained_tag(name: str) -> bool:
