@@ -83,7 +83,8 @@ class Suite(BaseModel):
     task: str = "image-classification"  # the task its models solve (`robench list tasks`)
     # Listed samples of the default dataset (a shipped subset name or a file); --subset wins.
     subset: str | None = None
-    metrics: tuple[str, ...] = ("top1", "top5")  # metrics reported per perturbation
+    # Metrics reported per perturbation; not given: the task's defaults (`robench list tasks`).
+    metrics: tuple[str, ...] = ()
     # Numbers over groups of results, e.g. "mce" (results/aggregates.py).
     aggregates: tuple[str, ...] = ()
     # Datasets the entries name, with their layouts; "default" is the unnamed `--data PATH`.
@@ -121,6 +122,18 @@ class Suite(BaseModel):
             raise ValueError(did_you_mean(task, TASKS.names(), "task"))
         return task
 
+    @model_validator(mode="before")
+    @classmethod
+    def _task_metrics(cls, values: Any) -> Any:
+        """A suite that names no metrics reports its task's default ones."""
+        from robench.tasks import TASKS
+
+        if isinstance(values, dict) and not values.get("metrics"):
+            task = values.get("task", "image-classification")
+            if task in TASKS:
+                values = {**values, "metrics": TASKS.get(task).default_metrics}
+        return values
+
     @model_validator(mode="after")
     def _known_metrics(self) -> Suite:
         from robench.results.metrics import METRICS, metrics_for_task  # fail now, not post-run
@@ -153,10 +166,12 @@ class Suite(BaseModel):
         kinds += [(e, DIAGNOSTICS, "diagnostic") for e in self.diagnostics]
         for entry, registry, what in kinds:
             kind_task = registry.get(entry.kind).Params.task if entry.kind in registry else None
-            if kind_task is not None and kind_task != self.task:
+            tasks = (kind_task,) if isinstance(kind_task, str) else kind_task
+            if tasks is not None and self.task not in tasks:
+                shown = " and ".join(tasks)
                 raise ValueError(
-                    f"{what} {entry.label!r} ({entry.kind}) applies to {kind_task} models, but "
-                    f'the suite\'s task is {self.task}; set `task = "{kind_task}"` or use a '
+                    f"{what} {entry.label!r} ({entry.kind}) applies to {shown} models, but "
+                    f'the suite\'s task is {self.task}; set `task = "{tasks[0]}"` or use a '
                     f"{what} for {self.task} (`robench list {what}s`)"
                 )
         return self

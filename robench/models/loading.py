@@ -267,7 +267,8 @@ def load_model(
         preprocessing, mean, std = _preprocessing(spec, name or architecture)
     if ckpt is not None:
         load_state_dict_into(network, ckpt.state_dict, model_name=architecture)
-    if preprocessing is not None:  # an image classifier: normalisation inside the model
+    task = _task_of(network, vocabulary)  # read before the wrapper hides the attribute
+    if preprocessing is not None:  # an image model: normalisation inside the model
         network = NormalizedModel(network, mean, std)
     return LoadedModel(
         model=network.to(device).eval(),
@@ -279,9 +280,17 @@ def load_model(
         card_path=card_path,
         checkpoint=ckpt,
         preprocessing=preprocessing,
-        task="image-classification" if vocabulary is None else "language-modeling",
+        task=task,
         vocabulary=vocabulary,
     )
+
+
+def _task_of(network: nn.Module, vocabulary: Any) -> str:
+    """The model's task: a language model's, or the one the network declares
+    (`robench_task`, as robench's Segmenters and smp models do), else image classification."""
+    if vocabulary is not None:
+        return "language-modeling"
+    return str(getattr(network, "robench_task", "image-classification"))
 
 
 def _fill_from_cfg(

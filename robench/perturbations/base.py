@@ -54,7 +54,8 @@ class PerturbationParams(BaseModel):
     unbounded: ClassVar[bool] = False
     # The task whose data it perturbs (robench/tasks); None for any task (`clean`). Suites
     # refuse a kind of another task than theirs.
-    task: ClassVar[str | None] = "image-classification"
+    # A tuple names every task it applies to (pgd and fgsm: classification and segmentation).
+    task: ClassVar[str | tuple[str, ...] | None] = "image-classification"
     # Its name in figures; None: the kind's name in capitals ("fgsm" -> "FGSM"). A kind whose
     # parameters change the name (PGD-20) overrides `display_name` instead.
     display: ClassVar[str | None] = None

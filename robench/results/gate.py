@@ -36,6 +36,7 @@ from robench.results.gate_policy import Policy, Tolerance
 from robench.results.metrics import find_metric, higher_is_better, metric_display
 from robench.results.ratio_statistics import RatioOfSums, paired_statistic_bootstrap
 from robench.results.report import PerturbationResult, Report, precision_note
+from robench.results.segmentation_metrics import CountsStatistic
 from robench.results.stats import (
     discordant_pairs,
     mcnemar_exact,
@@ -80,6 +81,20 @@ def _bootstrap(
         f"paired bootstrap ({policy.n_resamples} resamples)",
         result.p_value,
         mean_samples_needed(result.mean_diff, sd, policy.alpha, policy.power),
+    )
+
+
+def _counts_bootstrap(
+    statistic: CountsStatistic, base: Values, cand: Values, higher: bool, policy: Policy
+) -> PairedTest:
+    """A segmentation metric: a paired bootstrap over images of the ratio of summed counts."""
+    diff, _, p_value, sd = statistic.paired(
+        base, cand, policy.n_resamples, policy.seed, "less" if higher else "greater"
+    )
+    return PairedTest(
+        f"paired bootstrap over images ({policy.n_resamples} resamples)",
+        p_value,
+        mean_samples_needed(diff, sd, policy.alpha, policy.power),
     )
 
 
@@ -328,6 +343,8 @@ def _paired_test(
             f"cannot gate: {perturbation}/{metric} has {len(base)} per-sample values in the "
             f"baseline but {len(cand)} in the candidate; evaluate both on the same samples."
         )
+    if isinstance(registered.statistic, CountsStatistic):
+        return _counts_bootstrap(registered.statistic, base, cand, higher, policy)
     if registered.statistic is not None:
         return _statistic_bootstrap(registered.statistic, base, cand, higher, policy)
     return _TESTS[registered.paired_test](base, cand, higher, policy)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from robench._core.registry import Registry
 from robench.results.ratio_statistics import RatioOfSums, bootstrap_interval
 from robench.results.report import Report
+from robench.results.segmentation_metrics import CountsStatistic
 
 # numpy is imported where it is used: `robench compare` reads reports without it.
 if TYPE_CHECKING:
@@ -105,7 +106,7 @@ class Metric:
     aggregate: AggregateFn = mean
     interval: IntervalFn = wilson  # 95% interval of the aggregate
     # For paired_test "statistic": the value of a set of samples' values (a ratio of sums).
-    statistic: RatioOfSums | None = None
+    statistic: RatioOfSums | CountsStatistic | None = None
 
     def summarize(self, values: Sequence[PerSampleValue]) -> tuple[float, tuple[float, float]]:
         """The reported value and 95% interval of these per-sample values."""
@@ -262,5 +263,47 @@ register(
         _exp,
         MetricDisplay("byte PPL"),
         _LM,
+    )
+)
+
+
+# Semantic segmentation: an image's record is {"counts": its (4, K) intersect / union /
+# predicted / labelled pixel counts, flattened}; the metrics are mmsegmentation's ratios of
+# the counts summed over the dataset (results/segmentation_metrics.py), with a bootstrap over
+# images and a paired bootstrap of the statistic in gates.
+def _counts_metric(name: str, description: str, label: str) -> Metric:
+    statistic = CountsStatistic(name)
+    return Metric(
+        name=name,
+        description=description,
+        higher_is_better=True,
+        per_sample=lambda record: record["counts"],
+        display=MetricDisplay(label, scale=100.0, unit="%", diff_unit="pp"),
+        task="semantic-segmentation",
+        paired_test="statistic",
+        aggregate=statistic,
+        interval=statistic.interval,
+        statistic=statistic,
+    )
+
+
+register(
+    _counts_metric(
+        "miou",
+        "mean IoU over classes of summed intersections / unions, as mmsegmentation (classes "
+        "with an empty union left out)",
+        "mIoU",
+    )
+)
+register(
+    _counts_metric(
+        "pixel_accuracy", "correct / scored pixels over the dataset (mmsegmentation aAcc)", "aAcc"
+    )
+)
+register(
+    _counts_metric(
+        "mean_accuracy",
+        "mean over classes of correct / labelled pixels (mmsegmentation mAcc)",
+        "mAcc",
     )
 )

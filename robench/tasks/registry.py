@@ -20,13 +20,17 @@ class TaskEntry:
     name: str
     description: str
     implementation: str  # "package.module:Class"
+    # What a suite of this task reports when it names no metrics (results/metrics.py).
+    default_metrics: tuple[str, ...] = ()
 
 
 TASKS: Registry[TaskEntry] = Registry("task")
 
 
-def register_task(name: str, description: str, implementation: str) -> None:
-    TASKS.register(name)(TaskEntry(name, description, implementation))
+def register_task(
+    name: str, description: str, implementation: str, default_metrics: tuple[str, ...]
+) -> None:
+    TASKS.register(name)(TaskEntry(name, description, implementation, default_metrics))
 
 
 @functools.cache
@@ -41,10 +45,19 @@ register_task(
     "image-classification",
     "images in [0, 1] -> class logits; top-k accuracy under attacks and corruptions",
     "robench.tasks.image_classification:ImageClassification",
+    ("top1", "top5"),
 )
 register_task(
     "language-modeling",
     "token ids -> next-token logits; perplexity, word perplexity and bits per byte of a text "
     "corpus, clean and under Word Swap",
     "robench.tasks.language_modeling:LanguageModeling",
+    ("perplexity", "word_perplexity", "bits_per_byte"),
+)
+register_task(
+    "semantic-segmentation",
+    "images in [0, 1] -> per-pixel class logits; mIoU, pixel and mean accuracy (as "
+    "mmsegmentation) under attacks and corruptions",
+    "robench.tasks.semantic_segmentation:SemanticSegmentation",
+    ("miou", "pixel_accuracy", "mean_accuracy"),
 )

@@ -48,9 +48,14 @@ def _positive_pixel_value(value: Any, what: str) -> float:
     return parsed
 
 
+_DENSE_TASKS = ("image-classification", "semantic-segmentation")
+
+
 @register_kind("fgsm", f"{_TA}:FGSM")
 class FGSMParams(_OneStepParams):
     """FGSM, the L-inf one-step attack, takes only the budget `eps`."""
+
+    task: ClassVar[tuple[str, ...]] = _DENSE_TASKS
 
     _other_norm_hint: ClassVar[str] = '; for the L2 one-step attack use kind = "fgm"'
 
@@ -69,13 +74,18 @@ class FGMParams(_OneStepParams):
 @register_kind("pgd", f"{_TA}:PGD")
 class PGDParams(BoundedParams):
     """Projected gradient descent on the cross-entropy, L-inf (torchattacks `PGD`, signed
-    steps) or L2 (torchattacks `PGDL2`, steps along the L2-normalised gradient)."""
+    steps) or L2 (torchattacks `PGDL2`, steps along the L2-normalised gradient). On label
+    maps (segmentation) the loss is the per-pixel cross-entropy, or SegPGD's weighting."""
+
+    task: ClassVar[tuple[str, ...]] = _DENSE_TASKS
 
     norm: Literal["linf", "l2"] = "linf"  # threat model; "Linf" / "L2" accepted too
     steps: PositiveInt = 20  # gradient steps
     step_size: float | None = None  # pixel units ("0.25/255" allowed); None means eps / 4
     random_start: bool = True  # start from a random point of the ball
-    loss: Literal["ce"] = "ce"  # the loss ascended (torchattacks' PGD supports cross-entropy)
+    # The loss ascended: cross-entropy; "segpgd" (segmentation only) weights correct and wrong
+    # pixels by SegPGD's schedule (perturbations/adversarial/pixel_loss.py).
+    loss: Literal["ce", "segpgd"] = "ce"
 
     @field_validator("step_size", mode="before")
     @classmethod

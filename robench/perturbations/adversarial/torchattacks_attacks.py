@@ -24,6 +24,8 @@ from typing import Any, ClassVar
 
 import torch
 
+from robench._core.errors import ConfigError
+from robench.perturbations.adversarial.dense_pgd import dense_fgsm, dense_pgd
 from robench.perturbations.adversarial.params import FGSMParams, PGDParams, SPSAParams
 from robench.perturbations.base import BoundedParams, Perturbation
 from robench.perturbations.checks import isolated_attack, project_onto_ball
@@ -34,6 +36,15 @@ class _TorchattacksPerturbation(Perturbation):
     ball (samples the library kept inside it come back unchanged)."""
 
     params: BoundedParams
+
+    def _dense(
+        self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
+    ) -> torch.Tensor:
+        """The attack on label maps (B, H, W); only FGSM and PGD define one."""
+        raise ConfigError(
+            f"{type(self).__name__} is defined for classification, not label maps; use fgsm or "
+            "pgd in a segmentation suite."
+        )
 
     @abc.abstractmethod
     def _build(self, model: torch.nn.Module) -> Any:
@@ -46,6 +57,8 @@ class _TorchattacksPerturbation(Perturbation):
         # A radius-0 ball is the image itself; PGD-L2 would divide 0 by 0 there (NaN).
         if images.shape[0] == 0 or self.params.eps == 0:
             return images.detach().clone()
+        if labels.dim() > 1:  # label maps: a dense-prediction model, robench's own loop
+            return self._dense(model, images.detach(), labels.detach(), seed)
         with isolated_attack(model, seed, images.device):
             attack = self._build(model)
             # The model normalises inside: torchattacks must not (it would for a MAIR RobModel),
@@ -71,6 +84,11 @@ class FGSM(_TorchattacksPerturbation):
 
         return torchattacks.FGSM(model, eps=self.params.eps)
 
+    def _dense(
+        self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
+    ) -> torch.Tensor:
+        return dense_fgsm(model, images, labels, eps=self.params.eps, seed=seed)
+
 
 class PGD(_TorchattacksPerturbation):
     """PGD (Madry et al.): `steps` steps of `step_size`, projected onto the ball; signed steps
@@ -82,10 +100,32 @@ class PGD(_TorchattacksPerturbation):
     # The torchattacks class of each norm; both take (model, eps, alpha, steps, random_start).
     _LIBRARY_CLASS: ClassVar[dict[str, str]] = {"linf": "PGD", "l2": "PGDL2"}
 
+    def _dense(
+        self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
+    ) -> torch.Tensor:
+        p = self.params
+        return dense_pgd(
+            model,
+            images,
+            labels,
+            eps=p.eps,
+            steps=p.steps,
+            step_size=p.resolved_step_size,
+            random_start=p.random_start,
+            norm=p.norm,
+            loss=p.loss,
+            seed=seed,
+        )
+
     def _build(self, model: torch.nn.Module) -> Any:
         import torchattacks
 
         p = self.params
+        if p.loss != "ce":
+            raise ConfigError(
+                f'pgd loss = "{p.loss}" weights pixels of label maps; for classification use '
+                'loss = "ce".'
+            )
         attack_class = getattr(torchattacks, self._LIBRARY_CLASS[p.norm])
         return attack_class(
             model,

@@ -36,6 +36,9 @@ def _known(name: Any) -> str:
 class CorruptionParams(PerturbationParams):
     """An ImageNet-C corruption (imagecorruptions) at a severity, applied per sample."""
 
+    # On the image only: a segmentation sample's label map is never corrupted.
+    task: ClassVar[tuple[str, ...]] = ("image-classification", "semantic-segmentation")
+
     # Unbounded: no eps-ball. The runner still checks shape, [0, 1] and finiteness, and the
     # report says `threat_model = "unbounded"`.
     unbounded: ClassVar[bool] = True

@@ -1,0 +1,168 @@
+"""Semantic segmentation: images in [0, 1] -> per-pixel class logits, scored by pixel counts.
+
+A batch is (images (B, C, H, W) in [0, 1], label maps (B, Hl, Wl)): classes 0..K-1,
+`IGNORE_INDEX` for pixels no class is scored on and `PAD_INDEX` outside a smaller map
+(robench/data/segmentation/label_maps.py). The model returns logits (B, K, h, w) at any
+resolution; each sample's are resized to its map's size, as mmsegmentation compares them.
+
+The per-sample record is `{"counts": the image's (4, K) intersect / union / predicted /
+labelled pixel counts, flattened}`; `miou`, `pixel_accuracy` and `mean_accuracy`
+(results/metrics.py) are ratios of their sums over the dataset
+(results/segmentation_metrics.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+from robench._core.errors import DataError
+from robench.data.segmentation.label_maps import (
+    IGNORE_INDEX,
+    PAD_INDEX,
+    logits_at_labels,
+    pad_label_maps,
+    scored_pixels,
+)
+from robench.perturbations.checks import check_adversarial, check_pixel_values
+from robench.results.segmentation_metrics import pixel_counts
+from robench.tasks.base import Columns, ModelCheck, Record, Task
+
+if TYPE_CHECKING:
+    from robench.models.loading import LoadedModel
+
+BUILTIN_SCENES = "fashion-scenes"  # robench/data/segmentation/scenes.py
+
+
+def _collate(items: list[tuple[torch.Tensor, torch.Tensor]]) -> tuple[torch.Tensor, torch.Tensor]:
+    images, maps = zip(*items, strict=True)
+    return torch.stack(images), pad_label_maps(maps)
+
+
+class SemanticSegmentation(Task):
+    name = "semantic-segmentation"
+    default_data: ClassVar[str] = BUILTIN_SCENES
+
+    def open_data(
+        self,
+        path: str,
+        model: LoadedModel,
+        *,
+        split: str,
+        layout: str | None,
+        class_map: Path | None,
+        options: dict[str, Any],
+    ) -> Any:
+        from robench.data.segmentation.layouts import open_segmentation_dataset
+        from robench.data.segmentation.scenes import FashionScenes
+
+        if class_map is not None:
+            raise DataError(
+                "--class-map maps image classes, not segmentation labels; leave it out and "
+                "pass data labelled with the model's classes."
+            )
+        assert model.preprocessing is not None  # every image model resolves one
+        size = tuple(model.preprocessing.input_size[1:])
+        if path == BUILTIN_SCENES:
+            dataset: Any = FashionScenes(split=split, image_size=size)  # type: ignore[arg-type]
+        else:
+            # "test" is robench's default split; the layouts' own defaults are their labelled
+            # evaluation splits (ADE20K and Cityscapes "validation"/"val": test has no labels).
+            chosen = None if split == "test" else split
+            dataset = open_segmentation_dataset(path, layout, chosen, size)  # type: ignore[arg-type]
+        # What the report and the engine read of every dataset (robench/data/labeled.py).
+        dataset.task = self.name
+        dataset.label_space = None
+        dataset.preprocessing_note = (
+            f"images resized to {size[0]}x{size[1]} (bilinear); label maps kept at their own "
+            "resolution, logits resized to them (bilinear)"
+        )
+        dataset.class_index_note = "label values are positions in the dataset's class list"
+        dataset.output_classes = None  # every class the model predicts is scored
+        return dataset
+
+    def batches(
+        self,
+        dataset: Dataset,
+        batches: Sequence[Sequence[int]],
+        device: torch.device,
+        workers: int = 0,
+    ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        loader = DataLoader(
+            dataset,
+            batch_sampler=[list(b) for b in batches],
+            num_workers=workers,
+            collate_fn=_collate,
+        )
+        for images, maps in loader:
+            yield images.to(device), maps.to(device)
+
+    def score(self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> Columns:
+        with torch.inference_mode():
+            logits = model(inputs)
+        n_classes = logits.shape[1]
+        counts = []
+        resized = logits_at_labels(logits, targets)
+        for sample_logits, label_map in zip(resized, targets, strict=True):
+            labels = scored_pixels(label_map).cpu()
+            found = pixel_counts(sample_logits.argmax(0).cpu(), labels, n_classes)
+            counts.append(found.reshape(-1).tolist())
+        return {"counts": counts}
+
+    def target(self, record: Record) -> Any:
+        return None  # label maps are too large for the report; the counts hold the outcome
+
+    def outputs(self, record: Record) -> dict[str, Any]:
+        return {}
+
+    def check_data(
+        self, dataset: Dataset, model: nn.Module, inputs: torch.Tensor, *, mapped: bool
+    ) -> None:
+        """The model must predict per pixel, one channel per class of the data."""
+        with torch.no_grad():
+            logits = model(inputs[:1])
+        n_classes = len(getattr(dataset, "classes", ()))
+        if logits.dim() != 4:
+            raise DataError(
+                f"the model returns outputs of shape {tuple(logits.shape)}, not per-pixel "
+                "logits (B, K, H, W); a segmentation suite needs a segmentation model (see "
+                "`robench list models 'segmenter*'`)."
+            )
+        if logits.shape[1] != n_classes:
+            raise DataError(
+                f"the data has {n_classes} classes but the model predicts {logits.shape[1]}; "
+                f"pass a model built with num_classes={n_classes} (--num-classes {n_classes})."
+            )
+
+    def check_model(
+        self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, *, gradients: bool
+    ) -> ModelCheck:
+        warnings = []
+        with torch.inference_mode():
+            first, second = model(inputs[:2]), model(inputs[:2])
+        randomized = not torch.equal(first, second)
+        if randomized:
+            warnings.append(
+                "the model is randomized (two forward passes on the same input differ): "
+                "single-sample attacks overestimate its robustness."
+            )
+        if not torch.isfinite(first).all():
+            warnings.append("the model's logits are not all finite on clean inputs.")
+        scored = (targets != IGNORE_INDEX) & (targets != PAD_INDEX)
+        if not scored.any():
+            warnings.append("the first batch has no scored pixel (all ignored).")
+        return ModelCheck(randomized=randomized, warnings=warnings)
+
+    def check_perturbed(
+        self, original: torch.Tensor, perturbed: torch.Tensor, perturbation: Any, *, name: str
+    ) -> None:
+        threat = perturbation.threat_model
+        check_adversarial(original, perturbed, perturbation.eps, name=name, threat=threat)
+
+    def check_inputs(self, inputs: torch.Tensor, *, name: str) -> None:
+        check_pixel_values(inputs, name=name)
