@@ -29,7 +29,12 @@ from robench.data.imagenet_classes import (
 SUITES = bundled_dir("attacks")
 # Runs the command's model with random weights: the placeholders' data have 1000 (ImageNet)
 # or 10 (CIFAR-10) classes, and the commands are checked to run, not for their numbers.
-MODELS = {"cifar10-c": "vit_nano_patch4_28 --allow-random-weights"}
+SEGMENTER = "segmenter_nano_elliptical --num-classes 150 --allow-random-weights"
+MODELS = {
+    "cifar10-c": "vit_nano_patch4_28 --allow-random-weights",
+    "ade20k-c": SEGMENTER,
+    "segmentation-adversarial": SEGMENTER,
+}
 IMAGENET_MODEL = "vit_nano_patch4_28 --num-classes 1000 --allow-random-weights"
 # Values that change how fast a command runs, not what it computes (2 cores run the tests).
 FASTER = {"--workers 8": "--workers 0"}
@@ -94,7 +99,20 @@ def _sketch(root: Path) -> Path:
     return _wnid_folder(root, list(imagenet_1k_wnids()[:3]))
 
 
+def _ade20k(root: Path) -> Path:
+    """ADEChallengeData2016 with two validation images and their masks (0 = ignore)."""
+    rng = np.random.default_rng(0)
+    for k in range(2):
+        _image(root / "images" / "validation" / f"ADE_val_{k:08d}.jpg", k, size=24)
+        mask = rng.integers(0, 151, (24, 24), dtype=np.uint8)
+        path = root / "annotations" / "validation" / f"ADE_val_{k:08d}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(mask).save(path)
+    return root
+
+
 PLACEHOLDERS: dict[str, Callable[[Path], Path]] = {
+    "ADE20K_ROOT": _ade20k,
     "IMAGENET_VAL": _imagenet_val,
     "VAL": _imagenet_val,
     "IMAGENET_C_ROOT": _imagenet_c,
