@@ -104,11 +104,47 @@ def test_model_declares_its_task() -> None:
 
 def test_classifier_under_a_segmentation_suite_is_refused(tmp_path: Path) -> None:
     request = EvalRequest(
-        suite="segmentation-smoke", data=None, out=tmp_path / "r.json", model="vit_nano_fmnist"
+        suite="segmentation-smoke",
+        data=None,
+        out=tmp_path / "r.json",
+        model="test_convnext",  # timm's tiny RGB classifier
+        allow_random_weights=True,
     )
-    with pytest.raises(ConfigError, match="semantic-segmentation"):
+    # A network that names no task is asked the suite's; its (B, 10) outputs are refused.
+    with pytest.raises(DataError, match=r"not per-pixel logits \(B, K, H, W\)"):
         evaluate(request)
     assert not (tmp_path / "r.json").exists()
+
+
+def test_a_plugin_network_that_names_no_task_takes_the_suites(tmp_path: Path) -> None:
+    """A timm @register_model returning (B, K, H, W) logits, without `robench_task`."""
+    plugin = tmp_path / "seg_plugin.py"
+    plugin.write_text(
+        "import torch\nfrom timm.models import register_model\n\n"
+        "class Pixelwise(torch.nn.Module):\n"
+        "    def __init__(self, num_classes=11, **kwargs):\n"
+        "        super().__init__()\n"
+        "        self.head = torch.nn.Conv2d(3, num_classes, 3, padding=1)\n"
+        "        self.pretrained_cfg = {'input_size': (3, 64, 64), 'mean': (0.5,) * 3,\n"
+        "                               'std': (0.5,) * 3}\n"
+        "    def forward(self, x):\n"
+        "        return self.head(x)\n\n"
+        "@register_model\n"
+        "def pixelwise_plugin_net(pretrained=False, **kwargs):\n"
+        "    return Pixelwise(**kwargs)\n"
+    )
+    request = EvalRequest(
+        suite="segmentation-smoke",
+        data=None,
+        out=tmp_path / "r.json",
+        model="pixelwise_plugin_net",
+        imports=(str(plugin),),
+        limit=4,
+        allow_random_weights=True,
+    )
+    report = evaluate(request)
+    assert report.task == "semantic-segmentation"
+    assert 0 <= report.results[0].metrics["miou"].value <= 1
 
 
 def test_autoattack_in_a_segmentation_suite_is_refused(tmp_path: Path) -> None:

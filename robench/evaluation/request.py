@@ -75,7 +75,7 @@ from robench.results.report import (
     check_writable,
     write_report,
 )
-from robench.tasks import load_task
+from robench.tasks import TASKS, load_task
 from robench.tasks.base import Task
 
 logger = logging.getLogger(__name__)
@@ -390,6 +390,14 @@ def _sanity(
         if result.status == "warn":
             logger.warning("sanity: %s: %s", result.name, result.detail)
     return results, info
+
+
+def _model_task(suite_task: str, loaded: LoadedModel) -> str:
+    """The task `loaded` is evaluated on: its own, or the suite's image task for an image
+    network that names none (the task's `check_data` then checks its outputs)."""
+    if not loaded.task_declared and TASKS.get(suite_task).inputs == "images":
+        return suite_task
+    return loaded.task
 
 
 def _check_tasks(suite_task: str, model_task: str, model_name: str) -> None:
@@ -720,6 +728,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
             "would mean nothing; pass --checkpoint FILE (or a model card with weights), or "
             "--allow-random-weights to evaluate random weights on purpose."
         )
+    loaded = replace(loaded, task=_model_task(loaded_suite.suite.task, loaded))
     _check_tasks(loaded_suite.suite.task, loaded.task, loaded.name)
     task = load_task(loaded_suite.suite.task)
     if (request.sanity or loaded_suite.suite.sanity) and not task.sanity_battery:

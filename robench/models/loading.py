@@ -60,6 +60,9 @@ class LoadedModel:
     # The task the model solves: timm models classify images, robench's language models
     # (and plugins registered beside them) model language.
     task: str = "image-classification"
+    # False for an image network that names no task (no `robench_task`): evaluate asks it the
+    # suite's task when that task takes images (a plugin's segmentation net works unchanged).
+    task_declared: bool = True
     vocabulary: Vocabulary | None = None  # a language model's, from its checkpoint
     # What a model source (hf-hub:, local-dir:, hf:, a timm pretrained tag) read instead of
     # a checkpoint: repo or path, commit, weight hashes. None for a checkpoint or no weights.
@@ -267,7 +270,7 @@ def load_model(
         preprocessing, mean, std = _preprocessing(spec, name or architecture)
     if ckpt is not None:
         load_state_dict_into(network, ckpt.state_dict, model_name=architecture)
-    task = _task_of(network, vocabulary)  # read before the wrapper hides the attribute
+    task, declared = _task_of(network, vocabulary)  # before the wrapper hides the attribute
     if preprocessing is not None:  # an image model: normalisation inside the model
         network = NormalizedModel(network, mean, std)
     return LoadedModel(
@@ -281,16 +284,19 @@ def load_model(
         checkpoint=ckpt,
         preprocessing=preprocessing,
         task=task,
+        task_declared=declared,
         vocabulary=vocabulary,
     )
 
 
-def _task_of(network: nn.Module, vocabulary: Any) -> str:
-    """The model's task: a language model's, or the one the network declares
-    (`robench_task`, as robench's Segmenters and smp models do), else image classification."""
+def _task_of(network: nn.Module, vocabulary: Any) -> tuple[str, bool]:
+    """The model's task and whether it declared it: a language model's; the one the network
+    names (`robench_task`, as robench's Segmenters and smp models do); else image
+    classification, undeclared."""
     if vocabulary is not None:
-        return "language-modeling"
-    return str(getattr(network, "robench_task", "image-classification"))
+        return "language-modeling", True
+    declared = getattr(network, "robench_task", None)
+    return (str(declared), True) if declared else ("image-classification", False)
 
 
 def _fill_from_cfg(

@@ -22,15 +22,22 @@ class TaskEntry:
     implementation: str  # "package.module:Class"
     # What a suite of this task reports when it names no metrics (results/metrics.py).
     default_metrics: tuple[str, ...] = ()
+    # What its models take: "images" (a network that names no task is asked this task) or
+    # "tokens".
+    inputs: str = "images"
 
 
 TASKS: Registry[TaskEntry] = Registry("task")
 
 
 def register_task(
-    name: str, description: str, implementation: str, default_metrics: tuple[str, ...]
+    name: str,
+    description: str,
+    implementation: str,
+    default_metrics: tuple[str, ...],
+    inputs: str = "images",
 ) -> None:
-    TASKS.register(name)(TaskEntry(name, description, implementation, default_metrics))
+    TASKS.register(name)(TaskEntry(name, description, implementation, default_metrics, inputs))
 
 
 @functools.cache
@@ -53,6 +60,7 @@ register_task(
     "corpus, clean and under Word Swap",
     "robench.tasks.language_modeling:LanguageModeling",
     ("perplexity", "word_perplexity", "bits_per_byte"),
+    inputs="tokens",
 )
 register_task(
     "semantic-segmentation",
