@@ -109,7 +109,11 @@ def eval_command(
     ] = None,
     imports: Annotated[
         list[str] | None,
-        typer.Option("--import", help="Module or .py file that registers models (repeatable)."),
+        typer.Option(
+            "--import",
+            help="Module or .py file that registers models, perturbation kinds, metrics, "
+            "tasks or datasets; loaded before the suite is read (repeatable).",
+        ),
     ] = None,
     num_classes: Annotated[int | None, typer.Option(help="Override the model's classes.")] = None,
     mean: Annotated[

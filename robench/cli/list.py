@@ -43,8 +43,17 @@ def _models(pattern: str | None) -> list[tuple[str, str]]:
     return sources + cards + language + timm_rows
 
 
+def _suite_plugins() -> None:
+    """Load the plugins a suite may use (perturbation kinds, metrics, tasks, datasets)."""
+    from robench.models.plugins import SUITE_GROUPS, load_entry_points
+
+    load_entry_points(SUITE_GROUPS)
+
+
 def _perturbations(pattern: str | None) -> list[tuple[str, str]]:
     from robench.perturbations import PERTURBATIONS
+
+    _suite_plugins()
 
     rows = []
     for kind in PERTURBATIONS.names(pattern):
@@ -59,6 +68,7 @@ def _perturbations(pattern: str | None) -> list[tuple[str, str]]:
 def _suites(pattern: str | None) -> list[tuple[str, str]]:
     from robench.evaluation.suites import bundled_suites, load_suite
 
+    _suite_plugins()
     rows = []
     for name in bundled_suites():
         if pattern and not Registry.matches(name, pattern):
@@ -81,6 +91,7 @@ def _cards(pattern: str | None) -> list[tuple[str, str]]:
 def _metrics(pattern: str | None) -> list[tuple[str, str]]:
     from robench.results.metrics import METRICS
 
+    _suite_plugins()
     return [
         (
             name,
@@ -94,6 +105,7 @@ def _tasks(pattern: str | None) -> list[tuple[str, str]]:
     from robench.results.metrics import metrics_for_task
     from robench.tasks import TASKS
 
+    _suite_plugins()
     return [
         (name, f"{TASKS.get(name).description} (metrics: {', '.join(metrics_for_task(name))})")
         for name in TASKS.names(pattern)

@@ -69,13 +69,13 @@ def validate_command(
       robench validate --deep my-card.toml --import my_models.py
     """
     from robench.evaluation.suites import bundled_suites
+    from robench.models.plugins import PLUGIN_GROUPS, SUITE_GROUPS, load_plugins
     from robench.models.spec import bundled_cards
 
     deep = deep or bool(imports)
-    if deep:
-        from robench.models.plugins import load_plugins
-
-        load_plugins(imports or ())
+    # Plugins first, so a suite may use what they register; the models' group only with
+    # --deep (model plugins import torch).
+    load_plugins(imports or (), PLUGIN_GROUPS if deep else SUITE_GROUPS)
     check_card = _card_checker(deep)
     if files:
         targets = [

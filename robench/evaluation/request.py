@@ -54,6 +54,7 @@ from robench.evaluation.sample_store import (
 from robench.evaluation.speed import SpeedOptions, check_speed, prepare_model
 from robench.evaluation.suites import LoadedSuite, load_suite
 from robench.models.loading import LoadedModel, load_model
+from robench.models.plugins import load_plugins
 from robench.models.restricted import restrict_outputs
 from robench.models.spec import ModelSpec
 from robench.results.checks import check_attack_order
@@ -704,6 +705,9 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
             "--resume keeps an interrupted run's results and --overwrite discards them; pass "
             "one of the two."
         )
+    # Plugins first: a suite may use a perturbation kind, metric, task or dataset layout
+    # that one registers (and each --import runs once, so load_model gets none).
+    load_plugins(request.imports)
     loaded_suite = load_suite(request.suite)
     if request.data is None:
         request = replace(request, data=load_task(loaded_suite.suite.task).default_data)
@@ -716,7 +720,6 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         request.model,
         checkpoint=request.checkpoint,
         overrides=request.overrides,
-        imports=request.imports,
         ema=request.ema,
         trust_checkpoint=request.trust_checkpoint,
         trust_remote_code=request.trust_remote_code,

@@ -1,7 +1,9 @@
-"""User-registered architectures: `--import MODULE_OR_FILE.py` and the `robench.models`
-entry-point group. Both just import code that calls timm's `register_model` (image
-classifiers) or robench's `register_language_model` (language models). A package that adds
-a whole model source (a `PREFIX:` of MODEL) uses the `robench.sources` group instead
+"""Plugins: `--import MODULE_OR_FILE.py` and the entry-point groups `robench.perturbations`,
+`robench.metrics`, `robench.tasks`, `robench.datasets` and `robench.models`. All just import
+code that registers something: an architecture (timm's `register_model`, robench's
+`register_language_model`), a perturbation kind, a metric, a task or a dataset layout. They
+load before a suite is read, so a suite may use what they register. A package that adds a
+whole model source (a `PREFIX:` of MODEL) uses the `robench.sources` group instead
 (robench/models/sources.py), or calls `robench.models.sources.register_source` on import.
 """
 
@@ -21,6 +23,9 @@ from robench._core.errors import ConfigError
 logger = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "robench.models"
+# The groups a suite may depend on, then the models' group (the order they load in).
+SUITE_GROUPS = ("robench.perturbations", "robench.metrics", "robench.tasks", "robench.datasets")
+PLUGIN_GROUPS = (*SUITE_GROUPS, ENTRY_POINT_GROUP)
 
 
 def import_user_module(target: str) -> None:
@@ -62,22 +67,24 @@ def _run(action, target: str) -> None:  # type: ignore[no-untyped-def]
         raise ConfigError(f"--import {target} failed while importing: {exc!r}.") from exc
 
 
-def load_entry_points() -> list[str]:
-    """Import every installed package that registers models under `robench.models`."""
+def load_entry_points(groups: Iterable[str] = PLUGIN_GROUPS) -> list[str]:
+    """Import every installed package registered under `groups` (all plugin groups)."""
     loaded = []
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            ep.load()
-        except (Exception, SystemExit) as exc:
-            raise ConfigError(
-                f"entry point {ep.name!r} ({ep.value}) of group {ENTRY_POINT_GROUP} failed to "
-                f"import: {exc!r}; fix or uninstall that package."
-            ) from exc
-        loaded.append(ep.name)
+    for group in groups:
+        for ep in entry_points(group=group):
+            try:
+                ep.load()
+            except (Exception, SystemExit) as exc:
+                raise ConfigError(
+                    f"entry point {ep.name!r} ({ep.value}) of group {group} failed to "
+                    f"import: {exc!r}; fix or uninstall that package."
+                ) from exc
+            loaded.append(ep.name)
     return loaded
 
 
-def load_plugins(imports: Iterable[str]) -> None:
-    load_entry_points()
+def load_plugins(imports: Iterable[str], groups: Iterable[str] = PLUGIN_GROUPS) -> None:
+    """Load the entry points of `groups`, then each `--import` target, in order."""
+    load_entry_points(groups)
     for target in imports:
         import_user_module(target)
