@@ -170,7 +170,7 @@ def test_model_task_mismatch_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_pat
 
     def as_language_model(*args: object, **kwargs: object) -> loading.LoadedModel:
         loaded = original(*args, **kwargs)  # type: ignore[arg-type]
-        loaded.task = "language-modeling"
+        loaded.task, loaded.task_declared = "language-modeling", True
         return loaded
 
     monkeypatch.setattr("robench.evaluation.request.load_model", as_language_model)
