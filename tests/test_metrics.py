@@ -30,7 +30,10 @@ def test_builtin_metrics_carry_everything() -> None:
     assert METRICS.names() == [
         "bits_per_byte",
         "byte_perplexity",
+        "mean_accuracy",
+        "miou",
         "perplexity",
+        "pixel_accuracy",
         "top1",
         "top5",
         "word_perplexity",

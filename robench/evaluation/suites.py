@@ -130,7 +130,7 @@ class Suite(BaseModel):
 
         if isinstance(values, dict) and not values.get("metrics"):
             task = values.get("task", "image-classification")
-            if task in TASKS:
+            if isinstance(task, str) and task in TASKS:  # else the field's check says why
                 values = {**values, "metrics": TASKS.get(task).default_metrics}
         return values
 
