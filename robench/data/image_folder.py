@@ -38,7 +38,7 @@ _SPLIT_FOLDER_NAMES = frozenset({"train", "val", "valid", "validation", "test"})
 _NUMERIC = re.compile(r"[0-9]+")
 
 # Errors PIL raises on a file it cannot decode.
-_IMAGE_ERRORS = (OSError, ValueError, SyntaxError, Image.DecompressionBombError)
+IMAGE_ERRORS = (OSError, ValueError, SyntaxError, Image.DecompressionBombError)
 
 
 def _images_in(folder: Path) -> list[Path]:
@@ -124,7 +124,7 @@ def _reading(path: Path) -> Iterator[None]:
     """Re-raise a decoding or preprocessing error as a DataError naming `path`."""
     try:
         yield
-    except _IMAGE_ERRORS as exc:
+    except IMAGE_ERRORS as exc:
         reason = f"cannot decode image {path} ({exc})"
         raise UnreadableImageError(
             f"{reason}; replace the file, remove it from the dataset, or pass --bad-images "

@@ -32,6 +32,7 @@ from robench.models.names import unknown_model_message
 from robench.models.normalization import NormalizedModel
 from robench.models.plugins import load_plugins
 from robench.models.provenance import ModelOrigin
+from robench.models.sliding_window import with_inference
 from robench.models.sources import SourceRequest, load_source_entry_points, split_source
 from robench.models.spec import ModelCard, ModelSpec, bundled_cards, read_card, spec_from_metadata
 
@@ -271,6 +272,9 @@ def load_model(
     if ckpt is not None:
         load_state_dict_into(network, ckpt.state_dict, model_name=architecture)
     task, declared = _task_of(network, vocabulary)  # before the wrapper hides the attribute
+    inference = getattr(network, "robench_inference", None)
+    if inference is not None:  # the test mode it is evaluated with (mmseg's whole or slide)
+        network = with_inference(network, inference)
     if preprocessing is not None:  # an image model: normalisation inside the model
         network = NormalizedModel(network, mean, std)
     return LoadedModel(

@@ -34,7 +34,7 @@ from robench.results.gate_checks import (
 from robench.results.gate_checks import format_amount as format_amount
 from robench.results.gate_policy import Policy, Tolerance
 from robench.results.metrics import find_metric, higher_is_better, metric_display
-from robench.results.ratio_statistics import RatioOfSums, paired_statistic_bootstrap
+from robench.results.ratio_statistics import RatioOfSums
 from robench.results.report import PerturbationResult, Report, precision_note
 from robench.results.segmentation_metrics import CountsStatistic
 from robench.results.stats import (
@@ -84,35 +84,20 @@ def _bootstrap(
     )
 
 
-def _counts_bootstrap(
-    statistic: CountsStatistic, base: Values, cand: Values, higher: bool, policy: Policy
+def _statistic_bootstrap(
+    statistic: RatioOfSums | CountsStatistic,
+    base: Values,
+    cand: Values,
+    higher: bool,
+    policy: Policy,
 ) -> PairedTest:
-    """A segmentation metric: a paired bootstrap over images of the ratio of summed counts."""
+    """A paired bootstrap of the metric's own statistic (a ratio of sums over samples, or of
+    summed pixel counts over images)."""
     diff, _, p_value, sd = statistic.paired(
         base, cand, policy.n_resamples, policy.seed, "less" if higher else "greater"
     )
     return PairedTest(
-        f"paired bootstrap over images ({policy.n_resamples} resamples)",
-        p_value,
-        mean_samples_needed(diff, sd, policy.alpha, policy.power),
-    )
-
-
-def _statistic_bootstrap(
-    statistic: RatioOfSums, base: Values, cand: Values, higher: bool, policy: Policy
-) -> PairedTest:
-    import numpy as np
-
-    diff, _, p_value, sd = paired_statistic_bootstrap(
-        statistic,
-        np.asarray(base, dtype=float),
-        np.asarray(cand, dtype=float),
-        policy.n_resamples,
-        policy.seed,
-        alternative="less" if higher else "greater",
-    )
-    return PairedTest(
-        f"paired bootstrap over samples ({policy.n_resamples} resamples)",
+        f"paired bootstrap over {statistic.unit} ({policy.n_resamples} resamples)",
         p_value,
         mean_samples_needed(diff, sd, policy.alpha, policy.power),
     )
@@ -343,8 +328,6 @@ def _paired_test(
             f"cannot gate: {perturbation}/{metric} has {len(base)} per-sample values in the "
             f"baseline but {len(cand)} in the candidate; evaluate both on the same samples."
         )
-    if isinstance(registered.statistic, CountsStatistic):
-        return _counts_bootstrap(registered.statistic, base, cand, higher, policy)
     if registered.statistic is not None:
         return _statistic_bootstrap(registered.statistic, base, cand, higher, policy)
     return _TESTS[registered.paired_test](base, cand, higher, policy)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from robench.results.stats import bootstrap_p_value
 
@@ -33,6 +33,7 @@ class RatioOfSums:
     stack of resamples (..., n, 2); called on pairs, returns a float."""
 
     transform: Callable[[np.ndarray], np.ndarray]
+    unit: ClassVar[str] = "samples"  # what a resample draws (the gate's description)
 
     def values(self, pairs: np.ndarray) -> np.ndarray:
         import numpy as np
@@ -44,6 +45,19 @@ class RatioOfSums:
     def __call__(self, pairs: Sequence[Any]) -> float:
         array = as_pairs(pairs)
         return float(self.values(array)) if array.size else math.nan
+
+    def paired(
+        self,
+        baseline: Sequence[Any] | np.ndarray,
+        candidate: Sequence[Any] | np.ndarray,
+        n_resamples: int,
+        seed: int,
+        alternative: str,
+    ) -> tuple[float, tuple[float, float], float, float]:
+        """`paired_statistic_bootstrap` of this statistic over samples (what a gate calls)."""
+        return paired_statistic_bootstrap(
+            self, as_pairs(baseline), as_pairs(candidate), n_resamples, seed, alternative
+        )
 
 
 def as_pairs(values: Sequence[Any] | np.ndarray) -> np.ndarray:

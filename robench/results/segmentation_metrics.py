@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from robench.results.ratio_statistics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from robench.results.stats import bootstrap_p_value
@@ -163,6 +163,8 @@ class CountsStatistic:
     def interval(self, values: Sequence[Any] | np.ndarray) -> tuple[float, float]:
         """95% bootstrap interval over images (a `Metric.interval`)."""
         return bootstrap_interval(self, values)
+
+    unit: ClassVar[str] = "images"  # what a resample draws (the gate's description)
 
     def paired(
         self,

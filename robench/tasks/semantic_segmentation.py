@@ -29,6 +29,7 @@ from robench.data.segmentation.label_maps import (
     pad_label_maps,
     scored_pixels,
 )
+from robench.models.checks import train_mode_warnings
 from robench.perturbations.checks import check_adversarial, check_pixel_values
 from robench.results.segmentation_metrics import pixel_counts
 from robench.tasks.base import Columns, ModelCheck, Record, Task
@@ -142,7 +143,7 @@ class SemanticSegmentation(Task):
     def check_model(
         self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, *, gradients: bool
     ) -> ModelCheck:
-        warnings = []
+        warnings = train_mode_warnings(model)
         with torch.inference_mode():
             first, second = model(inputs[:2]), model(inputs[:2])
         randomized = not torch.equal(first, second)

@@ -15,14 +15,13 @@ from pathlib import Path
 import numpy as np
 
 from robench._core.errors import DataError, shown_names
+from robench.data.image_folder import IMAGE_EXTENSIONS
 from robench.data.segmentation.label_maps import IGNORE_INDEX
 from robench.data.segmentation.paired_files import (
     PairedSegmentation,
     identity_lookup,
     reduce_zero_label_lookup,
 )
-
-_IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff"})
 
 CITYSCAPES_CLASSES = (
     "road", "sidewalk", "building", "wall", "fence", "pole", "traffic light", "traffic sign",
@@ -68,7 +67,7 @@ def _files(folder: Path, suffix: str = "") -> list[Path]:
         for p in folder.rglob("*")
         if p.is_file()
         and not p.name.startswith(".")
-        and p.suffix.lower() in _IMAGE_SUFFIXES
+        and p.suffix.lower() in IMAGE_EXTENSIONS
         and p.name.endswith(suffix)
     )
 

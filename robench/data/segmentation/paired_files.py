@@ -17,10 +17,10 @@ from PIL import Image
 from torch.utils.data import Dataset
 
 from robench._core.errors import DataError
+from robench.data.image_folder import IMAGE_ERRORS
 from robench.data.segmentation.label_maps import IGNORE_INDEX
 
 _INDEX_MODES = frozenset({"1", "L", "P", "I", "I;16"})  # single-channel masks
-_IMAGE_ERRORS = (OSError, ValueError, SyntaxError, Image.DecompressionBombError)
 
 
 def identity_lookup() -> np.ndarray:
@@ -114,7 +114,7 @@ def _open(path: Path, what: str) -> Image.Image:
     try:
         image = Image.open(path)
         image.load()
-    except _IMAGE_ERRORS as exc:
+    except IMAGE_ERRORS as exc:
         raise DataError(
             f"cannot read {what} {path} ({exc}); replace the file or remove it and its pair."
         ) from None
