@@ -75,7 +75,8 @@ class FashionScenes(Dataset[tuple[torch.Tensor, torch.Tensor]]):
         return tensor, torch.from_numpy(labels)
 
     def scene(self, index: int) -> tuple[np.ndarray, np.ndarray]:
-        """Scene `index` as numpy: image float32 (64, 64, 3) in [0, 1], labels int64 (64, 64)."""
+        """Scene `index` as numpy: image float32 (64, 64, 3), multiples of 1/255 in [0, 1];
+        labels int64 (64, 64)."""
         rng = np.random.default_rng([_SEED, _SPLIT_SEED[self.split], index])
         image = _background(rng)
         labels = np.zeros((SCENE_SIZE, SCENE_SIZE), dtype=np.int64)
@@ -95,7 +96,9 @@ class FashionScenes(Dataset[tuple[torch.Tensor, torch.Tensor]]):
             labels[top : top + side, left : left + side][covered] = (
                 int(self._garment_labels[which]) + 1
             )
-        return image, labels
+        # 8-bit grey levels, as an image file holds: corruptions work on uint8 pixels, so a
+        # corrupted scene then differs from the clean one by the corruption alone.
+        return (np.round(image * 255) / 255).astype(np.float32), labels
 
     def __repr__(self) -> str:
         return f"FashionScenes(split={self.split!r}, n={len(self)}, root={str(self.root)!r})"
