@@ -1,4 +1,5 @@
-"""`robench train`: small-scale training of a registered image classifier or language model."""
+"""`robench train`: small-scale training of a registered image classifier, segmenter or language
+model."""
 
 from __future__ import annotations
 
@@ -56,8 +57,10 @@ def train_command(
         typer.Option(
             "--data",
             "-d",
-            help="Image folder, IDX dir or fashion-mnist (default); for a language model a "
-            "text corpus (WikiText dir, text files) or python-docs (default) / pydoc-topics.",
+            help="Image folder, IDX dir or fashion-mnist (default); for a segmentation model "
+            "fashion-scenes (default) or an ADE20K / Cityscapes / VOC / images+masks folder; "
+            "for a language model a text corpus (WikiText dir, text files) or python-docs "
+            "(default) / pydoc-topics.",
         ),
     ] = None,
     out_dir: Annotated[Path, typer.Option("--out-dir", "-o", help="Where checkpoints go.")] = Path(
@@ -112,7 +115,7 @@ def train_command(
         ),
     ] = None,
 ) -> None:
-    """Train a registered image classifier or language model; keep the best checkpoint.
+    """Train a registered image classifier, segmenter or language model; keep the best checkpoint.
 
     The checkpoint stores the model name, kwargs, normalisation, input size and class names
     (a language model: its training vocabulary), so `robench eval -c OUT_DIR/best.safetensors`
@@ -123,6 +126,7 @@ def train_command(
     Examples:
       robench train vit_nano_elliptical_patch4_28 --epochs 10 -o runs/nano-ell
       robench train vit_nano_patch4_28 --max-steps 50 --train-limit 2000 -o /tmp/q
+      robench train segmenter_nano_elliptical --max-steps 200 -o runs/seg
       torchrun --nproc_per_node=2 -m robench train vit_nano_patch4_28 --epochs 1
       robench train transformer_lm_nano_elliptical --data python-docs --max-steps 300 -o runs/lm
       robench train transformer_lm_nano_pydocs --data pydoc-topics --max-steps 50 -o runs/lm-ft
@@ -172,7 +176,7 @@ def train_command(
     if not result.is_main:
         return
     typer.echo(
-        f"best val top-1 {100 * result.best_val_top1:.2f}% after {result.steps} steps: "
+        f"best {result.metric_label} {100 * result.best_val:.2f}% after {result.steps} steps: "
         f"{result.best_path}"
     )
 

@@ -40,7 +40,10 @@ if TYPE_CHECKING:
 BUILTIN_SCENES = "fashion-scenes"  # robench/data/segmentation/scenes.py
 
 
-def _collate(items: list[tuple[torch.Tensor, torch.Tensor]]) -> tuple[torch.Tensor, torch.Tensor]:
+def collate_label_maps(
+    items: list[tuple[torch.Tensor, torch.Tensor]],
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A batch of (image, label map) pairs: stacked images, maps padded to the largest."""
     images, maps = zip(*items, strict=True)
     return torch.stack(images), pad_label_maps(maps)
 
@@ -98,7 +101,7 @@ class SemanticSegmentation(Task):
             dataset,
             batch_sampler=[list(b) for b in batches],
             num_workers=workers,
-            collate_fn=_collate,
+            collate_fn=collate_label_maps,
         )
         for images, maps in loader:
             yield images.to(device), maps.to(device)

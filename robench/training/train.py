@@ -1,4 +1,4 @@
-"""`train`: a small-scale, seeded trainer for registered image classifiers.
+"""`train`: a small-scale, seeded trainer for registered image classifiers and segmenters.
 
 AdamW, linear warm-up then cosine decay, label smoothing, gradient clipping, periodic
 validation, the best checkpoint kept. Checkpoints are `.safetensors` with the ModelSpec in
@@ -23,26 +23,28 @@ from torch.utils.data import DataLoader, Subset
 from robench._core.distributed import DistributedContext
 from robench._core.errors import ConfigError
 from robench._core.seeding import seed_everything
-from robench.data import open_dataset
 from robench.data.subset import select_indices
 from robench.models.checkpoints import save_safetensors
 from robench.models.loading import load_model
 from robench.models.normalization import NormalizedModel
 from robench.models.spec import ModelSpec, metadata_from_spec
+from robench.tasks.registry import load_task
 from robench.training.loop import (
     SilentProgress,
     TrainProgress,
     TrainSettings,
     optimizer_step,
 )
+from robench.training.objectives import ImageObjective, objective_for
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
 class TrainConfig(TrainSettings):
-    """Everything `robench train` takes for an image classifier."""
+    """Everything `robench train` takes for an image model (a classifier or a segmenter)."""
 
+    data: str | None = None  # type: ignore[assignment]  # None: the task's built-in data
     label_smoothing: float = 0.1
     train_limit: int | None = None
     workers: int = 0
@@ -52,66 +54,81 @@ class TrainConfig(TrainSettings):
 class TrainResult:
     best_path: Path
     last_path: Path
-    best_val_top1: float
+    best_val: float  # the best value of the objective's validation metric
     steps: int
     history: list[dict[str, float]]
     is_main: bool = True  # False on the other ranks of a torchrun job
+    metric: str = "val_top1"  # which metric best_val is (training/objectives.py)
+    metric_label: str = "val top-1"
+
+    @property
+    def best_val_top1(self) -> float:  # the name image classifiers' callers know
+        return self.best_val
 
 
-def _validate(model: nn.Module, loader: DataLoader, device: torch.device) -> float:
+def _validate(
+    objective: ImageObjective, model: nn.Module, loader: DataLoader, device: torch.device
+) -> float:
     model.eval()
-    correct = total = 0
-    with torch.no_grad():
-        for images, labels in loader:
-            logits = model(images.to(device))
-            correct += int((logits.argmax(-1).cpu() == labels).sum())
-            total += len(labels)
+    value = objective.validate(model, loader, device)
     model.train()
-    return correct / max(1, total)
+    return value
 
 
-def train(config: TrainConfig, progress: TrainProgress | None = None) -> TrainResult:
-    """Train `config.model` and write best/last `.safetensors` checkpoints in `out_dir`.
-
-    `config.model` is a registered architecture (trained from scratch) or a model card of an
-    image classifier, whose checkpoint it fine-tunes."""
-    config.check()
-    progress = progress or SilentProgress()
-    dist = DistributedContext.from_env(config.device)
-    seed_everything(config.seed)
-    overrides = ModelSpec(model_kwargs=config.model_kwargs)
-    loaded = load_model(config.model, overrides=overrides, device=dist.device)
-    wrapped = loaded.model
-    if not isinstance(wrapped, NormalizedModel) or loaded.preprocessing is None:
-        raise ConfigError(  # `robench train` sends language models to train_lm.py
-            f"{config.model} is not an image classifier; train a language model with "
-            "robench.training.train_lm.train_language_model."
-        )
-    train_set = open_dataset(
-        config.data, preprocessing=loaded.preprocessing, split=config.train_split
-    )
-    val_set = open_dataset(config.data, preprocessing=loaded.preprocessing, split=config.val_split)
-    n_out = wrapped(train_set[0][0].unsqueeze(0).to(dist.device)).shape[-1]
-    if len(train_set.classes) > n_out:
-        raise ConfigError(
-            f"the data has {len(train_set.classes)} classes but {config.model} predicts {n_out}; "
-            f"pass --model-kwargs '{{\"num_classes\": {len(train_set.classes)}}}'."
-        )
-    train_loader, val_loader, sampler = _loaders(train_set, val_set, config, dist)
-    steps_per_epoch = len(train_loader)
-    total = config.max_steps or max(1, round(config.epochs * steps_per_epoch))
-
-    model = dist.wrap(wrapped.train())
-    decay = [p for n, p in model.named_parameters() if p.ndim > 1 and "pos_embed" not in n]
-    no_decay = [p for n, p in model.named_parameters() if not (p.ndim > 1 and "pos_embed" not in n)]
-    optimizer = torch.optim.AdamW(
+def _optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
+    """AdamW with no weight decay on biases, norms and position embeddings (as timm's)."""
+    named = list(model.named_parameters())
+    decay = [p for n, p in named if p.ndim > 1 and "pos_embed" not in n]
+    no_decay = [p for n, p in named if not (p.ndim > 1 and "pos_embed" not in n)]
+    return torch.optim.AdamW(
         [
             {"params": decay, "weight_decay": config.weight_decay},
             {"params": no_decay, "weight_decay": 0.0},
         ],
         lr=config.lr,
     )
-    criterion = nn.CrossEntropyLoss(label_smoothing=config.label_smoothing)
+
+
+def _setup(config: TrainConfig, dist: DistributedContext) -> tuple[Any, ...]:
+    """The loaded model, its task's objective, the datasets and the output class count."""
+    overrides = ModelSpec(model_kwargs=config.model_kwargs)
+    loaded = load_model(config.model, overrides=overrides, device=dist.device)
+    if not isinstance(loaded.model, NormalizedModel) or loaded.preprocessing is None:
+        raise ConfigError(  # `robench train` sends language models to train_lm.py
+            f"{config.model} is not an image model; train a language model with "
+            "robench.training.train_lm.train_language_model."
+        )
+    objective = objective_for(loaded, config.model)
+    data = config.data or load_task(objective.task).default_data
+    train_set = objective.open_split(data, loaded, config.train_split)
+    val_set = objective.open_split(data, loaded, config.val_split)
+    first = train_set[0][0].unsqueeze(0).to(dist.device)
+    n_out = objective.output_classes(loaded.model(first))
+    if len(train_set.classes) > n_out:
+        raise ConfigError(
+            f"the data has {len(train_set.classes)} classes but {config.model} predicts {n_out}; "
+            f"pass --model-kwargs '{{\"num_classes\": {len(train_set.classes)}}}'."
+        )
+    return loaded, objective, train_set, val_set, n_out
+
+
+def train(config: TrainConfig, progress: TrainProgress | None = None) -> TrainResult:
+    """Train `config.model` and write best/last `.safetensors` checkpoints in `out_dir`.
+
+    `config.model` is a registered architecture (trained from scratch) or a model card of an
+    image model, whose checkpoint it fine-tunes; its task (classification or segmentation)
+    picks the loss and the validation metric (training/objectives.py)."""
+    config.check()
+    progress = progress or SilentProgress()
+    dist = DistributedContext.from_env(config.device)
+    seed_everything(config.seed)
+    loaded, objective, train_set, val_set, n_out = _setup(config, dist)
+    wrapped = loaded.model
+    train_loader, val_loader, sampler = _loaders(train_set, val_set, config, dist, objective)
+    steps_per_epoch = len(train_loader)
+    total = config.max_steps or max(1, round(config.epochs * steps_per_epoch))
+    model = dist.wrap(wrapped.train())
+    optimizer = _optimizer(model, config)
     spec = loaded.spec.model_copy(update={"classes": train_set.classes, "num_classes": n_out})
     config.out_dir.mkdir(parents=True, exist_ok=True)
     best_path, last_path = config.out_dir / "best.safetensors", config.out_dir / "last.safetensors"
@@ -125,32 +142,52 @@ def train(config: TrainConfig, progress: TrainProgress | None = None) -> TrainRe
             sampler.set_epoch(step // steps_per_epoch)
         for images, labels in train_loader:
             images, labels = images.to(dist.device), labels.to(dist.device)
-            loss = criterion(model(images), labels)
+            loss = objective.loss(model(images), labels, config.label_smoothing)
             optimizer_step(model, optimizer, loss, step, total, config)
             step += 1
             seen += len(labels)
             rate = seen * dist.world_size / max(1e-9, time.perf_counter() - tick)
             progress.update(step, loss.item(), rate)
             if step % config.val_every == 0 or step == total:
-                top1 = _validate(wrapped, val_loader, dist.device)
-                history.append({"step": step, "loss": loss.item(), "val_top1": top1})
+                value = _validate(objective, wrapped, val_loader, dist.device)
+                history.append({"step": step, "loss": loss.item(), objective.metric: value})
                 if dist.is_main:  # every rank validates the same images; one reports and saves
-                    logger.info("step %d: loss %.4f, val top-1 %.4f", step, loss.item(), top1)
-                if top1 > best:
-                    best = top1
+                    logger.info(
+                        "step %d: loss %.4f, %s %.4f",
+                        step,
+                        loss.item(),
+                        objective.metric_label,
+                        value,
+                    )
+                if value > best:
+                    best = value
                     if dist.is_main:
-                        _save(wrapped, spec, config, best_path, step, top1)
+                        _save(wrapped, spec, config, best_path, step, {objective.metric: value})
             if step >= total:
                 break
     progress.finish()
     if dist.is_main:
-        _save(wrapped, spec, config, last_path, step, history[-1]["val_top1"])
+        last = {objective.metric: history[-1][objective.metric]}
+        _save(wrapped, spec, config, last_path, step, last)
     dist.close()
-    return TrainResult(best_path, last_path, best, step, history, dist.is_main)
+    return TrainResult(
+        best_path,
+        last_path,
+        best,
+        step,
+        history,
+        dist.is_main,
+        objective.metric,
+        objective.metric_label,
+    )
 
 
 def _loaders(
-    train_set: Any, val_set: Any, config: TrainConfig, dist: DistributedContext
+    train_set: Any,
+    val_set: Any,
+    config: TrainConfig,
+    dist: DistributedContext,
+    objective: ImageObjective,
 ) -> tuple[DataLoader, DataLoader, Any]:
     """The seeded training loader (sharded under torchrun), the validation loader, and the
     training sampler (None outside torchrun)."""
@@ -166,6 +203,7 @@ def _loaders(
         generator=generator,
         num_workers=config.workers,
         drop_last=True,
+        collate_fn=objective.collate,
     )
     if len(train_loader) == 0:  # drop_last leaves no batch: the step loop would never end
         raise ConfigError(
@@ -173,7 +211,12 @@ def _loaders(
             f"{' per process' if dist.world_size > 1 else ''}; lower --batch-size or raise "
             "--train-limit."
         )
-    val_loader = DataLoader(Subset(val_set, val_idx), batch_size=256, num_workers=config.workers)
+    val_loader = DataLoader(
+        Subset(val_set, val_idx),
+        batch_size=256,
+        num_workers=config.workers,
+        collate_fn=objective.collate,
+    )
     return train_loader, val_loader, sampler
 
 
@@ -183,9 +226,9 @@ def _save(
     config: TrainConfig,
     path: Path,
     step: int,
-    top1: float,
+    validation: dict[str, float],
 ) -> None:
     network = wrapped.model  # the inner network: normalisation comes from the spec
-    training = config.metadata(step, val_top1=top1)
+    training = config.metadata(step, **validation)
     metadata = metadata_from_spec(spec) | {"robench.training.train": json.dumps(training)}
     save_safetensors(network.state_dict(), path, metadata)

@@ -1,0 +1,136 @@
+"""What `robench train` optimises and validates for each image task.
+
+The training loop (train.py) is the same for every image model: AdamW, the shared schedule, the
+best checkpoint kept. What differs by task is written here, once per task: the training and
+validation data, the loss, the validation metric (higher is better) and how many classes the
+network's output holds. `objective_for` picks one by the model's task (models/loading.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.data import DataLoader
+
+from robench._core.errors import ConfigError, DataError
+from robench.data.segmentation.label_maps import IGNORE_INDEX, PAD_INDEX
+from robench.results.segmentation_metrics import dataset_metrics
+
+if TYPE_CHECKING:
+    from robench.models.loading import LoadedModel
+
+
+@dataclass(frozen=True)
+class ImageObjective:
+    task: str
+    metric: str  # the validation metric's name, e.g. "val_top1"; higher is better
+    metric_label: str  # how `robench train` prints it, e.g. "val top-1"
+    open_split: Callable[[str, LoadedModel, str], Any]  # (data, model, split) -> dataset
+    loss: Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor]  # (out, y, smoothing)
+    validate: Callable[[nn.Module, DataLoader, torch.device], float]
+    output_classes: Callable[[torch.Tensor], int]  # the class axis' length of an output
+    collate: Callable[[list[Any]], Any] | None = None  # None: the default collate
+
+
+def _open_classification(data: str, loaded: LoadedModel, split: str) -> Any:
+    from robench.data import open_dataset
+
+    assert loaded.preprocessing is not None  # train.py refuses models without one
+    return open_dataset(data, preprocessing=loaded.preprocessing, split=split)
+
+
+def _classification_loss(logits: torch.Tensor, labels: torch.Tensor, smoothing: float):
+    return F.cross_entropy(logits, labels, label_smoothing=smoothing)
+
+
+def _top1(model: nn.Module, loader: DataLoader, device: torch.device) -> float:
+    correct = total = 0
+    with torch.no_grad():
+        for images, labels in loader:
+            logits = model(images.to(device))
+            correct += int((logits.argmax(-1).cpu() == labels).sum())
+            total += len(labels)
+    return correct / max(1, total)
+
+
+CLASSIFICATION = ImageObjective(
+    task="image-classification",
+    metric="val_top1",
+    metric_label="val top-1",
+    open_split=_open_classification,
+    loss=_classification_loss,
+    validate=_top1,
+    output_classes=lambda out: out.shape[-1],
+)
+
+
+def _open_segmentation(data: str, loaded: LoadedModel, split: str) -> Any:
+    from robench.tasks.registry import load_task
+
+    dataset = load_task("semantic-segmentation").open_data(
+        data, loaded, split=split, layout=None, class_map=None, options={}
+    )
+    if not hasattr(dataset, "ignore_index"):  # an image folder of classes, not of label maps
+        raise DataError(
+            f"{data} is not segmentation data; train a segmentation model on label maps "
+            "(fashion-scenes, or an ADE20K, Cityscapes, VOC or images/+masks/ folder)."
+        )
+    return dataset
+
+
+def _pixel_loss(logits: torch.Tensor, maps: torch.Tensor, smoothing: float) -> torch.Tensor:
+    """Per-pixel cross-entropy at label resolution over the scored pixels (padding and the
+    ignore index left out), as mmsegmentation's decode-head loss."""
+    targets = maps.masked_fill(maps == PAD_INDEX, IGNORE_INDEX)
+    if logits.shape[-2:] != targets.shape[-2:]:
+        logits = F.interpolate(
+            logits, size=targets.shape[-2:], mode="bilinear", align_corners=False
+        )
+    return F.cross_entropy(logits, targets, ignore_index=IGNORE_INDEX, label_smoothing=smoothing)
+
+
+def _miou(model: nn.Module, loader: DataLoader, device: torch.device) -> float:
+    """mIoU over the validation images, by the task's own per-image counts."""
+    from robench.tasks.registry import load_task
+
+    task = load_task("semantic-segmentation")
+    counts: list[list[int]] = []
+    for images, maps in loader:
+        counts += task.score(model, images.to(device), maps.to(device))["counts"]
+    return dataset_metrics(torch.tensor(counts).numpy())["miou"]
+
+
+def _collate_maps(items: list[Any]) -> Any:
+    from robench.tasks.semantic_segmentation import collate_label_maps
+
+    return collate_label_maps(items)
+
+
+SEGMENTATION = ImageObjective(
+    task="semantic-segmentation",
+    metric="val_miou",
+    metric_label="val mIoU",
+    open_split=_open_segmentation,
+    loss=_pixel_loss,
+    validate=_miou,
+    output_classes=lambda out: out.shape[1],
+    collate=_collate_maps,
+)
+
+OBJECTIVES = {objective.task: objective for objective in (CLASSIFICATION, SEGMENTATION)}
+
+
+def objective_for(loaded: LoadedModel, name: str) -> ImageObjective:
+    """The objective of `loaded`'s task; one sentence for a task `robench train` cannot train."""
+    objective = OBJECTIVES.get(loaded.task)
+    if objective is None:
+        raise ConfigError(
+            f"{name} is a {loaded.task} model, which `robench train` cannot train; it trains "
+            f"{', '.join(OBJECTIVES)} models and language models."
+        )
+    return objective

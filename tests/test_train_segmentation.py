@@ -1,0 +1,80 @@
+"""`robench train` on a segmentation model: per-pixel loss, mIoU validation, a checkpoint that
+`robench eval` reads alone, and one sentence for data that holds no label maps."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors import safe_open
+from typer.testing import CliRunner
+
+from robench._core.errors import DataError
+from robench.cli import app
+from robench.data.segmentation.label_maps import IGNORE_INDEX, PAD_INDEX
+from robench.data.segmentation.scenes import SCENE_CLASSES
+from robench.models.loading import load_model
+from robench.training.objectives import SEGMENTATION
+from robench.training.train import TrainConfig, train
+
+
+def test_pixel_loss_leaves_out_padding_and_ignored_pixels() -> None:
+    logits = torch.randn(2, 3, 4, 4)
+    maps = torch.randint(0, 3, (2, 4, 4))
+    loss = SEGMENTATION.loss(logits, maps, 0.0)
+    assert loss == pytest.approx(float(torch.nn.functional.cross_entropy(logits, maps)))
+    hidden = maps.clone()
+    hidden[:, 2:] = PAD_INDEX  # padding and ignored pixels change nothing
+    hidden[:, 0, 0] = IGNORE_INDEX
+    kept = (hidden != PAD_INDEX) & (hidden != IGNORE_INDEX)
+    expected = torch.nn.functional.cross_entropy(logits.permute(0, 2, 3, 1)[kept], maps[kept])
+    assert SEGMENTATION.loss(logits, hidden, 0.0) == pytest.approx(float(expected))
+    # logits at a lower resolution are resized to the labels first
+    assert SEGMENTATION.loss(logits[..., :2, :2], maps, 0.0).isfinite()
+
+
+@pytest.mark.slow
+def test_segmenter_trains_on_the_built_in_scenes_and_its_checkpoint_evaluates(
+    tmp_path: Path, fashion_mnist_dir: Path
+) -> None:
+    result = train(
+        TrainConfig(
+            model="segmenter_nano_elliptical",
+            out_dir=tmp_path,
+            max_steps=30,
+            train_limit=32,  # one batch, seen every step: its loss must fall
+            val_limit=32,
+            val_every=10,
+            warmup_steps=3,
+            lr=3e-3,
+            batch_size=32,
+            command="pytest",
+        )
+    )
+    assert result.metric == "val_miou" and 0 < result.best_val <= 1
+    losses = [h["loss"] for h in result.history]
+    assert losses[-1] < losses[0]
+    with safe_open(str(result.best_path), framework="pt") as fh:
+        meta = fh.metadata()
+    assert json.loads(meta["robench"])["classes"] == list(SCENE_CLASSES)
+    assert "val_miou" in json.loads(meta["robench.training.train"])
+    loaded = load_model(None, checkpoint=result.best_path)
+    assert loaded.task == "semantic-segmentation"
+    out = CliRunner().invoke(
+        app,
+        ["eval", "-c", str(result.best_path), "--suite", "segmentation-smoke", "--limit", "4",
+         "-o", str(tmp_path / "r.json")],
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["model"]["architecture"] == "segmenter_nano_elliptical"
+
+
+def test_a_folder_of_classes_is_refused_for_a_segmentation_model(
+    tmp_path: Path, fashion_mnist_dir: Path
+) -> None:
+    with pytest.raises(DataError):
+        train(TrainConfig(model="segmenter_nano_baseline", data="fashion-mnist", out_dir=tmp_path))
+    assert not list(tmp_path.iterdir())  # nothing written
