@@ -49,7 +49,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP_INSTALL) --upgrade pip
-	$(PIP_INSTALL) -e '.[test,hf,lmeval,smp]'
+	$(PIP_INSTALL) -e '.[test,hf,lmeval,smp,text]'
 	# OpenCV (behind imagecorruptions) needs libGL and GLib, absent from minimal Debian images.
 	$(BIN)/python -c "import cv2" 2>/dev/null || { $(SUDO) apt-get update -q && \
 		$(SUDO) apt-get install -y -q libgl1 libglib2.0-0; }
@@ -59,7 +59,7 @@ $(STAMP): pyproject.toml constraints.txt
 lock:
 	rm -rf .lock-venv
 	$(PYTHON) -m venv .lock-venv
-	.lock-venv/bin/python -m pip install --quiet -e '.[test,hf,lmeval,smp]'
+	.lock-venv/bin/python -m pip install --quiet -e '.[test,hf,lmeval,smp,text]'
 	{ echo "# Pinned versions for a reproducible install: make installs robench with pip install -c constraints.txt."; \
 	  echo "# Regenerate with make lock after changing the dependencies in pyproject.toml."; \
 	  .lock-venv/bin/python -m pip freeze --exclude-editable; } > constraints.txt

@@ -290,7 +290,7 @@ def _jsonl_sources(root: Path, split: str, text_field: str) -> list[TextSource]:
 # --- built-in corpora -----------------------------------------------------------------------
 
 
-def _python_docs_root() -> Path:
+def python_docs_root() -> Path:
     default = Path("/usr/share/doc/python3.11/html/_sources")
     root = Path(os.environ.get("ROBENCH_PYTHON_DOCS_DIR") or default)
     if not root.is_dir():
@@ -373,7 +373,7 @@ BUILTIN_TEXT: dict[str, TextReader] = {
         _python_docs_sources,
         words_of,
         "reStructuredText sources of the Python 3.11 docs (Debian python3.11-doc)",
-        locate=_python_docs_root,
+        locate=python_docs_root,
     ),
     "pydoc-topics": TextReader(
         _pydoc_topics_sources,
