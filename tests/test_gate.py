@@ -70,6 +70,7 @@ def test_thirty_of_a_thousand_flipped_regresses(tmp_path: Path, baseline: Report
         "1.00 pp",
         "exact McNemar (b=30, c=0)",
         f"{0.5**30:.3g}",
+        f"{4 * 0.5**30:.3g}",  # Holm across the 4 tested checks: the smallest p times 4
         "**regressed**",
     ]
     assert "regressed: clean/top1: drop of 3.00 pp exceeds 1.00 pp and is significant" in _flat(
@@ -86,7 +87,10 @@ def test_two_of_fifty_flipped_is_inconclusive(tmp_path: Path) -> None:
     assert "inconclusive: fgsm/top1: drop of 4.00 pp exceeds 2.00 pp but is not significant" in (
         message
     )
-    assert "(p = 0.25 > alpha 0.05); about 153 samples would be needed" in message
+    # Holm over 4 checks: the only changed one's p = 0.25 becomes min(1, 4 x 0.25) = 1
+    assert "(p = 0.25, Holm-adjusted 1 > alpha 0.05); about 153 samples would be needed" in (
+        message
+    )
     assert "inconclusive checks do not fail the gate without --strict" in message
     strict = _invoke(tmp_path, baseline, candidate, "--strict")
     assert strict.exit_code == 4, strict.output
@@ -147,11 +151,12 @@ def test_summary_and_junit(
     table = [line for line in text.splitlines() if line.startswith("|")]
     assert len(table) == 2 + 4  # header, alignment, one row per check
     widths = {len(re.findall(r"(?<!\\)\|", line)) for line in table}
-    assert widths == {9}  # 8 columns on every line: a well-formed table
+    assert widths == {10}  # 9 columns on every line: a well-formed table
     for name in ("clean/top1", "clean/top5", "fgsm/top1", "fgsm/top5"):
         assert sum(line.startswith(f"| {name} |") for line in table) == 1
     assert "- **regressed** `clean/top1`: drop of 3.00 pp exceeds 1.00 pp" in text
     assert "1 regressed, 0 inconclusive, 3 passed." in text
+    assert "p-values adjusted by Holm-Bonferroni (family-wise error) across 4 tested" in text
 
     root = ET.parse(junit).getroot()
     cases = root.findall("./testsuite/testcase")
@@ -368,7 +373,8 @@ def test_bootstrap_flags_a_clearly_worse_real_metric(
     assert check.test.p_value == pytest.approx(1 / 10_001)
     assert check.status is Status.regressed
     assert check.detail == (
-        "drop of 0.05 exceeds 0.02 and is significant (p = 0.0001 <= alpha 0.05)."
+        "drop of 0.05 exceeds 0.02 and is significant (p = 0.0001, Holm-adjusted 0.0005 <= "
+        "alpha 0.05)."  # Holm: the smallest of the gate's 5 p-values times 5
     )
     # Samples needed, from the normal approximation on the differences computed here.
     diffs = np.r_[np.full(100, 0.5), np.zeros(900)]
@@ -383,7 +389,12 @@ def test_bootstrap_flags_a_clearly_worse_real_metric(
         line for line in cli.stdout.splitlines() if line.startswith(f"| fgsm/{real_metric.name} |")
     )
     cells = [cell.strip() for cell in row.strip("|").split("|")]
-    assert cells[5:] == ["paired bootstrap (10000 resamples)", "0.0001", "**regressed**"]
+    assert cells[5:] == [
+        "paired bootstrap (10000 resamples)",
+        "0.0001",
+        "0.0005",
+        "**regressed**",
+    ]
 
 
 def test_bootstrap_passes_an_equal_real_metric(

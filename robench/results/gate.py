@@ -29,6 +29,7 @@ from robench.results.gate_checks import (
     Status,
     check_policy_units,
     classify,
+    decide_family,
     tolerance_text,
 )
 from robench.results.gate_checks import format_amount as format_amount
@@ -276,6 +277,7 @@ def _check(
         test=test,
         status=status,
         detail=detail,
+        tolerance_text=text,
     )
 
 
@@ -293,7 +295,7 @@ def run_gate(baseline: Report, candidate: Report, policy: Policy | None = None) 
                 used_rules.add(rule)
             checks.append(_check(baseline, candidate, pair, metric, tolerance, policy))
     found, aggregate_notes, aggregate_rules = aggregate_checks(baseline, candidate, policy)
-    checks += found
+    checks = decide_family(checks + found, policy)
     notes += aggregate_notes
     used_rules |= aggregate_rules
     built_in = Policy().rules  # the default's rules need not match (e.g. top1 on text)

@@ -172,6 +172,7 @@ def _check(
         detail=detail,
         aggregate=True,
         display=aggregate.display,
+        tolerance_text=text,
     )
 
 

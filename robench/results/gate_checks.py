@@ -6,11 +6,12 @@ are shown. Shared by the checks of single results (`gate`) and of aggregates suc
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from robench._core.errors import ConfigError
 from robench.results.gate_policy import Policy, Tolerance
 from robench.results.metrics import MetricDisplay, metric_display
+from robench.results.multiple_testing import adjust
 
 _EPS = 1e-12  # float slack when comparing a drop with its allowance
 
@@ -33,6 +34,24 @@ class PairedTest:
     name: str
     p_value: float
     samples_needed: int | None
+    # The p-value adjusted across the gate's checks (policy.multiple_testing), which alpha
+    # decides on; None until the gate has every check (`decide_family`).
+    adjusted_p: float | None = None
+    adjustment: str | None = None  # "holm", "benjamini-hochberg" or "none"
+
+    @property
+    def deciding_p(self) -> float:
+        return self.p_value if self.adjusted_p is None else self.adjusted_p
+
+    def p_text(self) -> str:
+        """`p = 0.012` or `p = 0.012, Holm-adjusted 0.048`."""
+        text = f"p = {self.p_value:.3g}"
+        if self.adjusted_p is None or self.adjustment in (None, "none"):
+            return text
+        return f"{text}, {ADJUSTMENT_NAMES[self.adjustment]}-adjusted {self.adjusted_p:.3g}"
+
+
+ADJUSTMENT_NAMES = {"holm": "Holm", "benjamini-hochberg": "BH", "none": "unadjusted"}
 
 
 @dataclass(frozen=True)
@@ -56,6 +75,7 @@ class Check:
     detail: str  # one sentence saying why
     aggregate: bool = False  # an aggregate over results, not a single result
     display: MetricDisplay | None = None  # how values are shown; default: the metric's
+    tolerance_text: str = ""  # the allowed drop in words, for `detail`
 
     @property
     def name(self) -> str:
@@ -102,17 +122,43 @@ def classify(
         return Status.inconclusive, (
             f"{beyond}, but the reports carry no per-sample {what} values to test it."
         )
-    if test.p_value <= policy.alpha:
+    if test.deciding_p <= policy.alpha:
         return Status.regressed, (
-            f"{beyond} and is significant (p = {test.p_value:.3g} <= alpha {policy.alpha:g})."
+            f"{beyond} and is significant ({test.p_text()} <= alpha {policy.alpha:g})."
         )
     # The estimate is a normal approximation; never claim fewer samples than already failed.
     needed = max(test.samples_needed or 0, n + 1)
     return Status.inconclusive, (
-        f"{beyond} but is not significant on {n} samples (p = {test.p_value:.3g} > alpha "
+        f"{beyond} but is not significant on {n} samples ({test.p_text()} > alpha "
         f"{policy.alpha:g}); about {needed} samples would be needed to detect it with "
         f"{policy.power:.0%} power."
     )
+
+
+def decide_family(checks: list[Check], policy: Policy) -> list[Check]:
+    """Adjust the p-values of all tested checks together (every check the policy does not
+    ignore, whatever its drop: choosing the family by the observed drops would void the
+    guarantee) and classify each check again on its adjusted p-value."""
+    family = [i for i, c in enumerate(checks) if c.test is not None and c.allowed is not None]
+    tests = [checks[i].test for i in family]
+    adjusted = adjust([t.p_value for t in tests if t is not None], policy.multiple_testing)
+    decided = list(checks)
+    for i, p in zip(family, adjusted, strict=True):
+        check = checks[i]
+        assert check.test is not None
+        test = replace(check.test, adjusted_p=p, adjustment=policy.multiple_testing)
+        status, detail = classify(
+            check.metric,
+            check.shown,
+            check.drop,
+            check.allowed,
+            check.n,
+            check.tolerance_text,
+            test,
+            policy,
+        )
+        decided[i] = replace(check, test=test, status=status, detail=detail)
+    return decided
 
 
 def check_policy_units(what: str, display: MetricDisplay, tolerance: Tolerance) -> None:

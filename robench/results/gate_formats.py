@@ -23,7 +23,17 @@ from robench.results.gate_checks import display_amount
 from robench.results.output_formats import OutputFormat, register_format
 from robench.results.report import Report, load_json
 
-HEADER = ["Check", "Baseline", "Candidate", "Change", "Allowed drop", "Test", "p", "Status"]
+HEADER = [
+    "Check",
+    "Baseline",
+    "Candidate",
+    "Change",
+    "Allowed drop",
+    "Test",
+    "p",
+    "Adjusted p",
+    "Status",
+]
 STATUS_STYLE = {Status.passed: "green", Status.inconclusive: "yellow", Status.regressed: "red"}
 
 
@@ -41,8 +51,26 @@ def check_row(check: Check) -> list[str]:
         display_amount(display, check.allowed) if check.allowed is not None else "ignored",
         check.test.name if check.test else "none (no per-sample values)",
         f"{check.test.p_value:.3g}" if check.test else "",
+        _adjusted(check),
         check.status.value,
     ]
+
+
+def _adjusted(check: Check) -> str:
+    """The adjusted p-value alpha decided on; empty when the check was not tested."""
+    test = check.test
+    return "" if test is None or test.adjusted_p is None else f"{test.adjusted_p:.3g}"
+
+
+def _family_text(result: GateResult) -> str:
+    """How the checks' p-values were adjusted, for the summary's first paragraph."""
+    tested = sum(c.test is not None and c.test.adjusted_p is not None for c in result.checks)
+    method = result.policy.multiple_testing
+    if method == "none":
+        return f"p-values unadjusted across {tested} tested checks"
+    name = {"holm": "Holm-Bonferroni (family-wise error)", "benjamini-hochberg":
+            "Benjamini-Hochberg (false discovery rate)"}[method]  # fmt: skip
+    return f"p-values adjusted by {name} across {tested} tested checks"
 
 
 def _model(report: Report) -> str:
@@ -52,7 +80,7 @@ def _model(report: Report) -> str:
 
 def markdown_table(result: GateResult) -> str:
     """Every check as a markdown table; checks that did not pass have their status in bold."""
-    lines = ["| " + " | ".join(HEADER) + " |", "|---|---:|---:|---:|---:|---|---:|---|"]
+    lines = ["| " + " | ".join(HEADER) + " |", "|---|---:|---:|---:|---:|---|---:|---:|---|"]
     for check in result.checks:
         cells = [cell.replace("|", r"\|") for cell in check_row(check)]
         if check.status is not Status.passed:
@@ -76,7 +104,7 @@ def summary_markdown(result: GateResult, strict: bool = False) -> str:
         "",
         f"Candidate {_model(cand)} against baseline {_model(base)}: suite "
         f"`{base.suite.name}` v{base.suite.version}, {base.data.n_samples} paired samples, "
-        f"alpha {result.policy.alpha:g}. "
+        f"alpha {result.policy.alpha:g}, {_family_text(result)}. "
         f"{result.count(Status.regressed)} regressed, {result.count(Status.inconclusive)} "
         f"inconclusive, {result.count(Status.passed)} passed.",
         "",
@@ -148,7 +176,7 @@ def junit_text(result: GateResult, strict: bool) -> str:
 def rich_table(result: GateResult) -> Table:
     table = Table(title=f"robench gate: {result.status.value}", title_justify="left")
     for i, name in enumerate(HEADER):
-        table.add_column(name, justify="right" if 0 < i < 5 or i == 6 else "left")
+        table.add_column(name, justify="right" if 0 < i < 5 or i in (6, 7) else "left")
     for check in result.checks:
         cells = [escape(cell) for cell in check_row(check)]
         cells[-1] = f"[{STATUS_STYLE[check.status]}]{cells[-1]}[/]"
@@ -183,6 +211,9 @@ class GateCheckSummary(_Strict):
     allowed: float | None  # allowed drop, stored units; None when the policy ignores it
     test: str | None  # the paired test, None without per-sample values
     p_value: float | None
+    # The p-value adjusted across the gate's checks, which alpha decided on (None: untested;
+    # absent from summaries written before adjustment existed).
+    adjusted_p: float | None = None
     samples_needed: int | None  # to decide an inconclusive check
     status: Literal["pass", "inconclusive", "regressed"]
     detail: str  # one sentence saying why
@@ -199,6 +230,7 @@ class GateSummary(_Strict):
     suite_version: int
     n_samples: int  # paired samples of the default dataset
     alpha: float
+    multiple_testing: str = "none"  # how p-values were adjusted; "none" before it existed
     baseline: GateModel
     candidate: GateModel
     counts: dict[str, int]  # status -> number of checks
@@ -226,6 +258,7 @@ def gate_summary(result: GateResult, strict: bool) -> GateSummary:
             allowed=c.allowed,
             test=c.test.name if c.test else None,
             p_value=c.test.p_value if c.test else None,
+            adjusted_p=c.test.adjusted_p if c.test else None,
             samples_needed=c.test.samples_needed if c.test else None,
             status=c.status.value,
             detail=c.detail,
@@ -242,6 +275,7 @@ def gate_summary(result: GateResult, strict: bool) -> GateSummary:
         suite_version=base.suite.version,
         n_samples=base.data.n_samples,
         alpha=result.policy.alpha,
+        multiple_testing=result.policy.multiple_testing,
         baseline=_gate_model(base),
         candidate=_gate_model(result.candidate),
         counts={status.value: result.count(status) for status in Status},

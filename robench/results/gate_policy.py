@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fnmatch
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -59,6 +60,9 @@ class Policy(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     alpha: float = Field(default=0.05, gt=0, lt=1)  # significance level of the one-sided tests
+    # How the p-values of all checks are adjusted before they meet alpha (multiple_testing.py):
+    # Holm controls the chance of any false regression in the gate, BH the false share.
+    multiple_testing: Literal["holm", "benjamini-hochberg", "none"] = "holm"
     power: float = Field(default=0.8, gt=0, lt=1)  # power assumed by samples-needed estimates
     n_resamples: int = Field(default=10_000, ge=100)  # paired bootstrap resamples
     # Replicates of an aggregate's paired bootstrap (mCE...): each resamples every member

@@ -1,0 +1,65 @@
+"""Adjusted p-values for a family of tests: a gate decides every check at once.
+
+A gate of 20 checks, each tested at alpha = 0.05, raises a false alarm in about
+1 - 0.95^20 = 64% of runs on identical models. The gate therefore compares adjusted p-values
+with alpha:
+- `holm` (the default): Holm-Bonferroni step-down, which controls the family-wise error rate
+  (the chance of any false regression) at alpha under any dependence between the checks.
+  Sorted ascending, p_(i) becomes max_{j <= i} min(1, (m - j + 1) p_(j)).
+- `benjamini-hochberg`: controls the false discovery rate (the expected share of false
+  regressions among those reported) at alpha, under independence or positive dependence.
+  Sorted ascending, p_(i) becomes min_{j >= i} min(1, m p_(j) / j).
+- `none`: the raw p-values (each check at alpha on its own).
+Both adjustments equal statsmodels' `multipletests(method="holm" / "fdr_bh")`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+ADJUSTMENTS: dict[str, Callable[[Sequence[float]], list[float]]] = {}
+
+
+def _register(name: str):
+    def add(function: Callable[[Sequence[float]], list[float]]):
+        ADJUSTMENTS[name] = function
+        return function
+
+    return add
+
+
+@_register("holm")
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values, in the input's order."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):  # rank 0 is the smallest p
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+@_register("benjamini-hochberg")
+def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
+    """Benjamini-Hochberg adjusted p-values (q-values), in the input's order."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i], reverse=True)
+    adjusted = [0.0] * m
+    running = 1.0
+    for position, i in enumerate(order):  # position 0 is the largest p, rank m
+        rank = m - position
+        running = min(running, min(1.0, m * p_values[i] / rank))
+        adjusted[i] = running
+    return adjusted
+
+
+@_register("none")
+def unadjusted(p_values: Sequence[float]) -> list[float]:
+    return list(p_values)
+
+
+def adjust(p_values: Sequence[float], method: str) -> list[float]:
+    """`p_values` adjusted by `method` (a key of ADJUSTMENTS)."""
+    return ADJUSTMENTS[method](p_values)
