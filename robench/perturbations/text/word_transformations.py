@@ -1,0 +1,167 @@
+"""The word transformations of TextAttack's character-level recipes, as pure functions.
+
+`edit_candidates(word, edit, rng)` returns the candidate words one edit offers for one word,
+following TextAttack's definitions (textattack/transformations/word_swaps/, read at commit
+f800c2c0; docs/text-attacks.md states the rules):
+- `swap`: swap characters i and i+1 (`WordSwapNeighboringCharacterSwap`);
+- `delete`: delete character i (`WordSwapRandomCharacterDeletion`);
+- `insert`: insert a random letter before character i (`WordSwapRandomCharacterInsertion`);
+- `substitute`: replace character i by a random letter (`WordSwapRandomCharacterSubstitution`,
+  which has no skip options);
+- `qwerty`: replace character i by each key next to it on a QWERTY keyboard (`WordSwapQWERTY`).
+`TRANSFORMATIONS` composes them as the `deepwordbug` and `pruthi` recipes do.
+Words of one character get no candidates. With `skip_first`, position 0 is never edited; with
+`skip_last`, the last character is never edited (for a swap: no pair that contains it). In
+TextAttack's "all candidates" mode (`random_one=False`) insertions and substitutions still
+draw one random letter per position; here that letter comes from the seeded `rng`. Candidates
+equal to the word are dropped (TextAttack's `WordSwap._get_transformations`).
+"""
+
+from __future__ import annotations
+
+import random
+import string
+from collections.abc import Callable
+
+LETTERS = string.ascii_letters  # TextAttack's default `letters_to_insert`
+
+# TextAttack's `WordSwapQWERTY._keyboard_adjacency`: lower-case keys and their neighbours.
+QWERTY_NEIGHBOURS: dict[str, str] = {
+    "q": "was",
+    "w": "qeasd",
+    "e": "wsdfr",
+    "r": "edfgt",
+    "t": "rfghy",
+    "y": "tghju",
+    "u": "yhjki",
+    "i": "ujklo",
+    "o": "iklp",
+    "p": "ol",
+    "a": "qwszx",
+    "s": "qweadzx",
+    "d": "werfcxs",
+    "f": "ertgvcd",
+    "g": "rtyhbvd",
+    "h": "tyugjbn",
+    "j": "yuikmnh",
+    "k": "uiolmj",
+    "l": "iopk",
+    "z": "asx",
+    "x": "sdzc",
+    "c": "xdfv",
+    "v": "cfgb",
+    "b": "vghn",
+    "n": "bhjm",
+    "m": "njk",
+}
+
+
+def _positions(word: str, skip_first: bool, skip_last: bool, pairs: bool = False) -> range:
+    """The positions an edit may start at; for a swap (`pairs`) the pair (i, i+1) must avoid
+    the skipped characters."""
+    start = 1 if skip_first else 0
+    end = len(word) - (1 if pairs else 0) - (1 if skip_last else 0)
+    return range(start, end) if start < end else range(0)
+
+
+def _kept(word: str, candidates: list[str]) -> list[str]:
+    return [c for c in candidates if c != word]
+
+
+def _swap_at(word: str, i: int, rng: random.Random) -> list[str]:
+    return [word[:i] + word[i + 1] + word[i] + word[i + 2 :]]
+
+
+def _delete_at(word: str, i: int, rng: random.Random) -> list[str]:
+    return [word[:i] + word[i + 1 :]]
+
+
+def _insert_at(word: str, i: int, rng: random.Random) -> list[str]:
+    return [word[:i] + rng.choice(LETTERS) + word[i:]]  # before character i: never appends
+
+
+def _substitute_at(word: str, i: int, rng: random.Random) -> list[str]:
+    return [word[:i] + rng.choice(LETTERS) + word[i + 1 :]]
+
+
+def _neighbours(char: str) -> str:
+    keys = QWERTY_NEIGHBOURS.get(char.lower(), "")
+    return keys.upper() if char.isupper() else keys  # TextAttack: only upper keeps its case
+
+
+def _qwerty_at(word: str, i: int, rng: random.Random) -> list[str]:
+    return [word[:i] + key + word[i + 1 :] for key in _neighbours(word[i])]
+
+
+EditAt = Callable[[str, int, random.Random], list[str]]
+# edit -> (candidates at one position, edits a pair (i, i+1), takes TextAttack's skip options)
+_EDITS: dict[str, tuple[EditAt, bool, bool]] = {
+    "swap": (_swap_at, True, True),
+    "delete": (_delete_at, False, True),
+    "insert": (_insert_at, False, True),
+    "substitute": (_substitute_at, False, False),
+    "qwerty": (_qwerty_at, False, True),
+}
+EDITS = tuple(_EDITS)
+
+
+def edit_candidates(
+    word: str,
+    edit: str,
+    rng: random.Random,
+    *,
+    random_one: bool = False,
+    skip_first: bool = False,
+    skip_last: bool = False,
+) -> list[str]:
+    """The candidates one edit offers for `word`: at every allowed position, or (TextAttack's
+    default `random_one`) at one position drawn uniformly by `rng` (then one random QWERTY
+    neighbour). Letters to insert or substitute are drawn from `rng` in either mode."""
+    at, pairs, skips = _EDITS[edit]
+    if len(word) <= 1:
+        return []
+    if not skips:
+        skip_first = skip_last = False
+    positions = _positions(word, skip_first, skip_last, pairs)
+    if not random_one:
+        return _kept(word, [c for i in positions for c in at(word, i, rng)])
+    if not positions:
+        return []
+    found = at(word, rng.choice(positions), rng)
+    return _kept(word, [rng.choice(found)] if found else [])
+
+
+Transformation = Callable[[str, random.Random], list[str]]
+
+
+def _deepwordbug(word: str, rng: random.Random) -> list[str]:
+    """DeepWordBug (Gao et al. 2018) as TextAttack's recipe builds it: the four character
+    edits, each in TextAttack's default `random_one` mode (one random position each)."""
+    edits = ("swap", "substitute", "delete", "insert")
+    return _unique(word, [edit_candidates(word, e, rng, random_one=True) for e in edits])
+
+
+def _pruthi(word: str, rng: random.Random) -> list[str]:
+    """Pruthi et al. 2019's typos: every swap, deletion, insertion and QWERTY typo that keeps
+    the first and last character."""
+    edits = ("swap", "delete", "insert", "qwerty")
+    return _unique(
+        word, [edit_candidates(word, e, rng, skip_first=True, skip_last=True) for e in edits]
+    )
+
+
+def _unique(word: str, groups: list[list[str]]) -> list[str]:
+    """The candidates of every group, first occurrence first (TextAttack's composite keeps a
+    set of texts; the order here is only for reproducibility)."""
+    seen: dict[str, None] = {}
+    for group in groups:
+        for candidate in group:
+            if candidate != word:
+                seen.setdefault(candidate)
+    return list(seen)
+
+
+TRANSFORMATIONS: dict[str, Transformation] = {
+    "deepwordbug": _deepwordbug,
+    "pruthi": _pruthi,
+}
