@@ -18,7 +18,6 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 from PIL import Image
 from typer.testing import CliRunner
 
@@ -70,7 +69,8 @@ def scenes(fashion_mnist_dir: Path) -> FashionScenes:
 def _plain_predictions(
     folder: Path, model: torch.nn.Module, scenes: FashionScenes, indices: list[int]
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(predictions, labels), both (B, 64, 64): processor, model, upsample, argmax."""
+    """(predictions, labels), both (B, 64, 64): the processor, the model and transformers'
+    post-processing (logits upsampled bilinearly to the label size, argmax)."""
     from transformers import AutoImageProcessor
 
     pictures, labels = [], []
@@ -78,12 +78,13 @@ def _plain_predictions(
         image, label_map = scenes.scene(index)
         pictures.append(Image.fromarray((image * 255).round().astype(np.uint8)))
         labels.append(torch.from_numpy(label_map))
-    inputs = AutoImageProcessor.from_pretrained(folder)(pictures, return_tensors="pt")
+    processor = AutoImageProcessor.from_pretrained(folder)
     with torch.no_grad():
-        logits = model(**inputs).logits  # (B, K, 16, 16)
-    assert logits.shape[-2:] == (16, 16)  # the native output is a quarter of the input
-    upsampled = F.interpolate(logits, size=(64, 64), mode="bilinear", align_corners=False)
-    return upsampled.argmax(1), torch.stack(labels)
+        outputs = model(**processor(pictures, return_tensors="pt"))
+    assert outputs.logits.shape[-2:] == (16, 16)  # the native output is a quarter of the input
+    sizes = [tuple(label_map.shape) for label_map in labels]
+    maps = processor.post_process_semantic_segmentation(outputs, target_sizes=sizes)
+    return torch.stack(maps), torch.stack(labels)
 
 
 def test_predictions_equal_the_processor_model_and_upsampling(
@@ -105,6 +106,29 @@ def test_predictions_equal_the_processor_model_and_upsampling(
     predicted = torch.stack([x.argmax(0) for x in logits_at_labels(logits, labels)])
     assert torch.equal(predicted, expected)
     assert len(expected.unique()) > 1  # a model predicting one class would prove little
+
+
+def test_logits_are_resized_once_to_labels_of_another_size(
+    segformer: tuple[Path, torch.nn.Module], scenes: FashionScenes
+) -> None:
+    """Labels at 40x52 (ADE20K's maps keep their size while images are resized): one bilinear
+    resize from the model's 16x16, as transformers' post-processing does, not two."""
+    from transformers import AutoImageProcessor
+
+    from robench.data.segmentation.label_maps import logits_at_labels
+
+    folder, model = segformer
+    images = torch.stack([scenes[i][0] for i in range(4)])
+    processor = AutoImageProcessor.from_pretrained(folder)
+    with torch.no_grad():
+        logits = load_model(f"hf:{folder}").model(images)
+        outputs = model(
+            pixel_values=processor(images, do_rescale=False, return_tensors="pt").pixel_values
+        )
+    labels = torch.zeros(4, 40, 52, dtype=torch.int64)
+    ours = torch.stack([x.argmax(0) for x in logits_at_labels(logits, labels)])
+    theirs = processor.post_process_semantic_segmentation(outputs, target_sizes=[(40, 52)] * 4)
+    assert torch.equal(ours, torch.stack(theirs))
 
 
 def test_eval_with_the_segmentation_smoke_suite_scores_the_plain_predictions(
