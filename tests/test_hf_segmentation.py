@@ -2,9 +2,10 @@
 
 The judge: robench's per-image predictions on the built-in scenes equal a plain
 `model(**processor(images))`, its logits upsampled bilinearly to the label map and argmaxed,
-as transformers' `post_process_semantic_segmentation` does. The model is a tiny SegFormer with
-random weights whose native output is a quarter of its input (16x16 for 64x64 images), so the
-resizing to the labels is exercised. Nothing is downloaded.
+as transformers' `post_process_semantic_segmentation` does. The models are a tiny SegFormer with
+random weights, whose native output is a quarter of its input (16x16 for 64x64 images), so the
+resizing to the labels is exercised, and a tiny UperNet (ConvNeXt backbone), whose logits are
+at the input size. Nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -35,21 +36,41 @@ COMMIT = "89abcdef0123456789abcdef0123456789abcdef"
 N_CLASSES = len(SCENE_CLASSES)  # 11: background and Fashion-MNIST's 10 garments
 
 
-def _save_segformer(folder: Path, labels: list[str]) -> torch.nn.Module:
-    from transformers import (
-        SegformerConfig,
-        SegformerForSemanticSegmentation,
-        SegformerImageProcessor,
-    )
+def _segformer(labels: dict) -> torch.nn.Module:
+    """Logits at a quarter of the input (SegFormer's all-MLP decoder)."""
+    from transformers import SegformerConfig, SegformerForSemanticSegmentation
 
-    torch.manual_seed(0)
     config = SegformerConfig(
         num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1], hidden_sizes=[8, 16],
         patch_sizes=[7, 3], strides=[4, 2], num_attention_heads=[1, 2], mlp_ratios=[2, 2],
-        decoder_hidden_size=16, num_labels=len(labels),
-        id2label=dict(enumerate(labels)), label2id={n: i for i, n in enumerate(labels)},
+        decoder_hidden_size=16, **labels,
     )  # fmt: skip
-    model = SegformerForSemanticSegmentation(config).eval()
+    return SegformerForSemanticSegmentation(config)
+
+
+def _upernet(labels: dict) -> torch.nn.Module:
+    """Logits at the input size (UperNet upsamples inside), a ConvNeXt backbone."""
+    from transformers import ConvNextConfig, UperNetConfig, UperNetForSemanticSegmentation
+
+    stages = ["stage1", "stage2", "stage3", "stage4"]
+    backbone = ConvNextConfig(hidden_sizes=[8, 16, 24, 32], depths=[1] * 4, out_features=stages)
+    config = UperNetConfig(
+        backbone_config=backbone, hidden_size=16, use_auxiliary_head=False, **labels
+    )
+    return UperNetForSemanticSegmentation(config)
+
+
+# family -> (builder, side of its logits for a 64x64 input)
+FAMILIES = {"segformer": (_segformer, 16), "upernet": (_upernet, 64)}
+
+
+def _save_model(folder: Path, labels: list[str], family: str = "segformer") -> torch.nn.Module:
+    from transformers import SegformerImageProcessor
+
+    torch.manual_seed(0)
+    named = {"num_labels": len(labels), "id2label": dict(enumerate(labels)),
+             "label2id": {n: i for i, n in enumerate(labels)}}  # fmt: skip
+    model = FAMILIES[family][0](named).eval()
     model.save_pretrained(folder)
     SegformerImageProcessor(size={"height": 64, "width": 64}).save_pretrained(folder)
     return model
@@ -58,7 +79,7 @@ def _save_segformer(folder: Path, labels: list[str]) -> torch.nn.Module:
 @pytest.fixture(scope="module")
 def segformer(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, torch.nn.Module]:
     folder = tmp_path_factory.mktemp("segformer")
-    return folder, _save_segformer(folder, list(SCENE_CLASSES))
+    return folder, _save_model(folder, list(SCENE_CLASSES))
 
 
 @pytest.fixture(scope="module")
@@ -81,18 +102,19 @@ def _plain_predictions(
     processor = AutoImageProcessor.from_pretrained(folder)
     with torch.no_grad():
         outputs = model(**processor(pictures, return_tensors="pt"))
-    assert outputs.logits.shape[-2:] == (16, 16)  # the native output is a quarter of the input
     sizes = [tuple(label_map.shape) for label_map in labels]
     maps = processor.post_process_semantic_segmentation(outputs, target_sizes=sizes)
     return torch.stack(maps), torch.stack(labels)
 
 
-def test_predictions_equal_the_processor_model_and_upsampling(
-    segformer: tuple[Path, torch.nn.Module], scenes: FashionScenes
+@pytest.mark.parametrize("family", FAMILIES)
+def test_predictions_equal_the_processor_model_and_post_processing(
+    family: str, scenes: FashionScenes, tmp_path: Path
 ) -> None:
     from robench.data.segmentation.label_maps import logits_at_labels
 
-    folder, model = segformer
+    folder = tmp_path / family
+    model = _save_model(folder, list(SCENE_CLASSES), family)
     loaded = load_model(f"hf:{folder}")
     assert loaded.task == SEMANTIC_SEGMENTATION and loaded.spec.classes == list(SCENE_CLASSES)
     assert loaded.preprocessing is not None
@@ -102,7 +124,8 @@ def test_predictions_equal_the_processor_model_and_upsampling(
     expected, labels = _plain_predictions(folder, model, scenes, indices)
     with torch.no_grad():
         logits = loaded.model(images)
-    assert logits.shape == (8, N_CLASSES, 16, 16)  # no upsampling before the task's
+    side = FAMILIES[family][1]
+    assert logits.shape == (8, N_CLASSES, side, side)  # no upsampling before the task's
     predicted = torch.stack([x.argmax(0) for x in logits_at_labels(logits, labels)])
     assert torch.equal(predicted, expected)
     assert len(expected.unique()) > 1  # a model predicting one class would prove little
@@ -197,7 +220,7 @@ def test_a_segmentation_model_under_a_classification_suite_is_refused(
 
 def test_a_model_with_other_classes_than_the_data_is_refused(tmp_path: Path) -> None:
     folder = tmp_path / "five"
-    _save_segformer(folder, ["a", "b", "c", "d", "e"])
+    _save_model(folder, ["a", "b", "c", "d", "e"])
     args = ["eval", f"hf:{folder}", "-s", "segmentation-smoke", "--limit", "2"]
     result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "r.json")])
     assert result.exit_code == 2, result.output
