@@ -94,3 +94,14 @@ def test_the_segmentation_diagnostics_suite_runs_on_scenes(name: str, tmp_path: 
     assert collapse["n_samples"] == 6 and len(collapse["values"]["per_layer"]) == DEPTH
     assert all(-1.0 <= v <= 1.0 for v in collapse["values"]["per_layer"])
     assert len(diagnostics["head_redundancy"]["values"]["per_layer_mean"]) == DEPTH
+
+
+def test_the_hook_is_found_through_robench_s_wrappers() -> None:
+    """segmenter_tiny as evaluated: normalisation around a sliding window around the net."""
+    from robench.models.loading import load_model
+    from robench.models.sliding_window import SlidingWindow
+
+    loaded = load_model("segmenter_tiny_elliptical")
+    assert isinstance(loaded.model.model, SlidingWindow)  # NormalizedModel(SlidingWindow(...))
+    parts = find_transformer(loaded.model)
+    assert parts.depth == 12 and parts.num_prefix_tokens == 1
