@@ -9,6 +9,10 @@ The engine walks `model.modules()` and uses what a module offers, duck-typed by 
 - `robench_report_section(cls, modules) -> (name, dict)`, a classmethod: what the report's
   `model.extensions[name]` says about every module of that class in the model (options,
   how many layers use them).
+- `robench_token_encoder(self) -> module`: the module whose transformer blocks the diagnostics
+  read (representation collapse, head redundancy, attention maps), for a model holding more
+  than one block list. Segmenter names its ViT encoder: its mask-transformer decoder has
+  blocks too, but their tokens mix patches with class embeddings.
 
 A model without such modules is evaluated as is; no hook is required.
 """
@@ -21,6 +25,7 @@ from typing import Any
 
 ADAPTIVE_HOOK = "robench_adaptive_attack"
 REPORT_HOOK = "robench_report_section"
+TOKEN_ENCODER_HOOK = "robench_token_encoder"
 
 
 def _modules(model: Any) -> Iterable[Any]:
@@ -54,3 +59,15 @@ def report_sections(model: Any) -> dict[str, dict[str, Any]]:
         name, section = getattr(cls, REPORT_HOOK)(modules)
         sections[name] = section
     return sections
+
+
+def token_encoders(model: Any) -> list[Any]:
+    """The modules that modules of `model` name as their token encoder, in module order."""
+    found: list[Any] = []
+    for module in _modules(model):
+        hook = getattr(module, TOKEN_ENCODER_HOOK, None)
+        if callable(hook):
+            encoder = hook()
+            if all(encoder is not known for known in found):
+                found.append(encoder)
+    return found

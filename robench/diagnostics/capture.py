@@ -29,6 +29,7 @@ from typing import Any, cast
 from torch import Tensor, nn
 
 from robench._core.errors import ConfigError
+from robench._core.model_hooks import token_encoders
 from robench.diagnostics.base import inference, iter_batches, model_device
 
 __all__ = [
@@ -92,13 +93,21 @@ def _blocks_of(module: nn.Module) -> tuple[nn.Module, ...] | None:
 
 def find_transformer(model: nn.Module, purpose: str = "this diagnostic") -> TransformerParts:
     """The module in `model` (itself, a `NormalizedModel`'s `.model`, any wrapper's child)
-    with timm-style transformer blocks: a `blocks` list whose blocks have `.attn`.
+    with timm-style transformer blocks: a `blocks` list whose blocks have `.attn`. A model
+    that names its token encoder (`robench_token_encoder`, robench/_core/model_hooks.py) is
+    searched inside that module only, so an encoder-decoder such as Segmenter has one list.
 
     Raises:
         ConfigError: `model` has no such blocks (e.g. a CNN), or several block lists (a
             hierarchical model); `purpose` names what needed them.
     """
-    found = [(module, blocks) for module in model.modules() if (blocks := _blocks_of(module))]
+    searched = token_encoders(model) or [model]
+    found = [
+        (module, blocks)
+        for root in searched
+        for module in root.modules()
+        if (blocks := _blocks_of(module))
+    ]
     if not found:
         raise ConfigError(
             f"{purpose} needs a Vision Transformer with timm-style blocks (a `blocks` list of "

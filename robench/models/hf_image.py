@@ -107,7 +107,7 @@ def _geometry(processor: Any, where: str) -> tuple[tuple[int, int], float, str]:
     return target, _crop_fraction(target, resized, where), mode
 
 
-def _normalisation(processor: Any, channels: int) -> tuple[list[float], list[float]]:
+def processor_normalisation(processor: Any, channels: int) -> tuple[list[float], list[float]]:
     """mean and std in [0, 1] pixel units, with the processor's rescaling folded in."""
     scale = float(processor.rescale_factor) if getattr(processor, "do_rescale", True) else 1.0
     factor = 255.0 * scale  # the model sees x * factor before normalising
@@ -131,7 +131,7 @@ def processor_preprocessing(
 ) -> tuple[ModelSpec, dict[str, str]]:
     """The processor's preprocessing as a ModelSpec plus robench's resize mode and backend."""
     (height, width), crop_pct, mode = _geometry(processor, where)
-    mean, std = _normalisation(processor, channels)
+    mean, std = processor_normalisation(processor, channels)
     resample = getattr(processor, "resample", None)
     interpolation = _RESAMPLE.get(int(resample), "bilinear") if resample is not None else None
     spec = ModelSpec(

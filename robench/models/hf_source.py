@@ -1,24 +1,31 @@
 """`hf:PATH_OR_REPO`: a transformers model from a local folder or the local Hub cache.
 
 The folder's config.json decides the task (`hf_tasks.transformers_task`); an image classifier
-is built here with `AutoModelForImageClassification` and its own image processor, a causal LM
-by `robench.models.hf_causal_lm.build_causal_lm` (model, tokenizer and context length from
-the same folder). Loading is offline (`local_files_only=True`), remote code runs only with
-`--trust-remote-code`, and transformers prefers safetensors when both exist. A pickled `.bin`
-loads with `weights_only=True` (transformers' rule, as robench's for checkpoints); one that
-needs other pickled objects is refused in one sentence, with or without `--trust-checkpoint`:
-convert it to safetensors.
+is built here with `AutoModelForImageClassification` and its own image processor, a semantic
+segmentation model with `AutoModelForSemanticSegmentation` (wrapped by
+`robench.models.hf_segmentation`), a causal LM by `robench.models.hf_causal_lm.build_causal_lm`
+(model, tokenizer and context length from the same folder). Loading is offline
+(`local_files_only=True`), remote code runs only with `--trust-remote-code`, and transformers
+prefers safetensors when both exist. A pickled `.bin` loads with `weights_only=True`
+(transformers' rule, as robench's for checkpoints); one that needs other pickled objects is
+refused in one sentence, with or without `--trust-checkpoint`: convert it to safetensors.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from robench._core.errors import CheckpointError, ConfigError, first_line
 from robench.models.hf_cache import find_cached_repo
-from robench.models.hf_tasks import IMAGE_CLASSIFICATION, LANGUAGE_MODELING, transformers_task
+from robench.models.hf_tasks import (
+    IMAGE_CLASSIFICATION,
+    LANGUAGE_MODELING,
+    SEMANTIC_SEGMENTATION,
+    transformers_task,
+)
 from robench.models.loading import LoadedModel, image_model
 from robench.models.model_folder import read_model_config
 from robench.models.provenance import ModelOrigin, hash_files, weight_files
@@ -130,6 +137,43 @@ def _image_classifier(
     )
 
 
+def _semantic_segmenter(
+    request: SourceRequest, folder: Path, config: dict[str, Any], origin: ModelOrigin
+) -> LoadedModel:
+    """Pixels in [0, 1] -> logits (B, K, h, w) at the model's resolution (hf_segmentation)."""
+    from transformers import AutoImageProcessor, AutoModelForSemanticSegmentation
+
+    from robench.models.hf_segmentation import (
+        PixelValuesSegmenter,
+        class_names,
+        segmentation_preprocessing,
+    )
+
+    network = _from_pretrained(AutoModelForSemanticSegmentation, folder, request, "model")
+    channels = int(config.get("num_channels", 3))
+    where = f"{request.name} ({folder / 'preprocessor_config.json'})"
+    own = ModelSpec()
+    if (folder / "preprocessor_config.json").is_file():
+        processor = _from_pretrained(AutoImageProcessor, folder, request, "image processor")
+        given = request.overrides is not None and request.overrides.input_size is not None
+        own = segmentation_preprocessing(processor, channels, where, size_given=given)
+    architecture = (config.get("architectures") or [type(network).__name__])[0]
+    loaded = image_model(
+        request.name,
+        architecture,
+        PixelValuesSegmenter(network),
+        overrides=request.overrides,
+        kwargs={},
+        origin=origin,
+        classes=class_names(network),
+        own=own,
+        own_label="image processor",
+        resize={"resize_mode": "squash"},  # what the segmentation readers do
+        device=request.device,
+    )
+    return replace(loaded, task=SEMANTIC_SEGMENTATION)
+
+
 def _causal_lm(
     request: SourceRequest, folder: Path, config: dict[str, Any], origin: ModelOrigin
 ) -> LoadedModel:
@@ -159,5 +203,6 @@ def _causal_lm(
 # task (from the config) -> how robench builds the model.
 _BUILDERS: dict[str, Callable[[SourceRequest, Path, dict[str, Any], ModelOrigin], LoadedModel]] = {
     IMAGE_CLASSIFICATION: _image_classifier,
+    SEMANTIC_SEGMENTATION: _semantic_segmenter,
     LANGUAGE_MODELING: _causal_lm,
 }

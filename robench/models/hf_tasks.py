@@ -1,9 +1,10 @@
 """Which task a transformers model solves, read from its config.json alone.
 
 transformers' own tables decide (`MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES`,
-`MODEL_FOR_CAUSAL_LM_MAPPING_NAMES`: model type -> class name): an `architectures` entry that
-is an image-classification class makes an image classifier, a causal-LM class a language
-model. A model shipping its own code (`auto_map`) is read from its auto_map keys, and only
+`MODEL_FOR_SEMANTIC_SEGMENTATION_MAPPING_NAMES`, `MODEL_FOR_CAUSAL_LM_MAPPING_NAMES`: model
+type -> class name): an `architectures` entry that is an image-classification class makes an
+image classifier, a semantic-segmentation class a segmentation model, a causal-LM class a
+language model. A model shipping its own code (`auto_map`) is read from its auto_map keys, and only
 with `--trust-remote-code`.
 """
 
@@ -16,10 +17,12 @@ from robench._core.errors import ConfigError
 
 IMAGE_CLASSIFICATION = "image-classification"
 LANGUAGE_MODELING = "language-modeling"
+SEMANTIC_SEGMENTATION = "semantic-segmentation"  # robench/tasks/semantic_segmentation.py
 
 # auto_map key -> task, for models that ship their own code.
 _AUTO_MAP_TASKS = {
     "AutoModelForImageClassification": IMAGE_CLASSIFICATION,
+    "AutoModelForSemanticSegmentation": SEMANTIC_SEGMENTATION,
     "AutoModelForCausalLM": LANGUAGE_MODELING,
 }
 
@@ -36,10 +39,12 @@ def task_tables() -> dict[str, set[str]]:
     from transformers.models.auto.modeling_auto import (
         MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
         MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES,
+        MODEL_FOR_SEMANTIC_SEGMENTATION_MAPPING_NAMES,
     )
 
     return {
         IMAGE_CLASSIFICATION: _class_names(MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES),
+        SEMANTIC_SEGMENTATION: _class_names(MODEL_FOR_SEMANTIC_SEGMENTATION_MAPPING_NAMES),
         LANGUAGE_MODELING: _class_names(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES),
     }
 
@@ -78,8 +83,9 @@ def transformers_task(
     shown = ", ".join(architectures) or "none"
     raise ConfigError(
         f"{where} is a {model_type} model with architectures {shown}, which robench cannot "
-        "evaluate; robench evaluates image classifiers (...ForImageClassification) and "
-        "causal language models (...ForCausalLM)."
+        "evaluate; robench evaluates image classifiers (...ForImageClassification), semantic "
+        "segmentation models (...ForSemanticSegmentation) and causal language models "
+        "(...ForCausalLM)."
     )
 
 
@@ -94,5 +100,6 @@ def _remote_code_task(auto_map: Mapping[str, Any], where: str, trust: bool) -> s
             return task
     raise ConfigError(
         f"{where} ships code for {', '.join(auto_map)} but none of "
-        f"{', '.join(_AUTO_MAP_TASKS)}; robench evaluates image classifiers and causal LMs."
+        f"{', '.join(_AUTO_MAP_TASKS)}; robench evaluates image classifiers, "
+        "semantic segmentation models and causal LMs."
     )

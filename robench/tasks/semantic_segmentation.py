@@ -140,7 +140,8 @@ class SemanticSegmentation(Task):
         if logits.shape[1] != n_classes:
             raise DataError(
                 f"the data has {n_classes} classes but the model predicts {logits.shape[1]}; "
-                f"pass a model built with num_classes={n_classes} (--num-classes {n_classes})."
+                f"pass a model with {n_classes} classes (a registered one built with "
+                f"--num-classes {n_classes}, a transformers one with num_labels={n_classes})."
             )
 
     def check_model(

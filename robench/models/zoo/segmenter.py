@@ -141,6 +141,11 @@ class Segmenter(nn.Module):
             drop_path_rate,
         )
 
+    def robench_token_encoder(self) -> nn.Module:
+        """The ViT encoder: what the diagnostics read (robench/_core/model_hooks.py). The
+        decoder's blocks mix patch tokens with class embeddings, so they are left out."""
+        return self.encoder
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         H, W = x.shape[-2:]
         p = self.patch_size
