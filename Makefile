@@ -8,6 +8,8 @@ STAMP := $(VENV)/.robench-installed
 FMNIST := /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
 # The built-in text corpus: the reStructuredText sources of the Python docs (docs/text-data.md).
 PYDOCS := /usr/share/doc/python3.11/html/_sources/glossary.rst.txt
+# WordNet 3.0 dict files: PWWS's synonyms (robench/perturbations/text/wordnet.py).
+WORDNET := /usr/share/wordnet/data.noun
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 PIP_INSTALL := $(BIN)/python -m pip install --quiet --constraint constraints.txt
@@ -65,7 +67,7 @@ lock:
 	  .lock-venv/bin/python -m pip freeze --exclude-editable; } > constraints.txt
 	rm -rf .lock-venv
 
-data: $(FMNIST) $(PYDOCS)
+data: $(FMNIST) $(PYDOCS) $(WORDNET)
 	command -v chromium >/dev/null || { $(SUDO) apt-get update -q && \
 		$(SUDO) apt-get install -y -q chromium; }
 
@@ -76,6 +78,10 @@ $(FMNIST):
 $(PYDOCS):
 	$(SUDO) apt-get update -q
 	$(SUDO) apt-get install -y -q python3.11-doc
+
+$(WORDNET):
+	$(SUDO) apt-get update -q
+	$(SUDO) apt-get install -y -q wordnet-base
 
 clean:
 	rm -rf $(VENV) .lock-venv .pytest_cache .mypy_cache .ruff_cache

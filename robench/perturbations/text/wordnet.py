@@ -1,0 +1,103 @@
+"""WordNet synonyms for PWWS, read offline from Debian's `wordnet-base` dict files with nltk.
+
+TextAttack's `WordSwapWordNet` offers, for a word, the lemma names of every synset
+`wordnet.synsets(word)` finds (all parts of speech, after nltk's morphy reduces inflected
+forms), except the word itself, names with "_" (multi-word lemmas), and names that are not one
+word by TextAttack's `is_one_word`. robench reads the same WordNet 3.0 with nltk's own reader,
+so `synonyms` equals that set.
+
+Debian ships the dict files (`/usr/share/wordnet`, package `wordnet-base`) without two small
+files nltk's reader expects: `lexnames`, the fixed table of WordNet 3.0's 45 lexicographer
+files (written out below, as `man 5 lexnames` lists it), and the OMW mapping nltk only needs
+for other WordNet versions. `ROBENCH_WORDNET_DIR` points at another copy of the dict files.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import os
+import re
+import warnings
+from pathlib import Path
+from typing import Any
+
+from robench._core.errors import DataError
+
+DEFAULT_DIR = Path("/usr/share/wordnet")
+# WordNet 3.0's lexicographer files, numbered from 00, with their syntactic category
+# (1 noun, 2 verb, 3 adjective, 4 adverb).
+LEXNAMES = (
+    ("adj.all", 3), ("adj.pert", 3), ("adv.all", 4), ("noun.Tops", 1), ("noun.act", 1),
+    ("noun.animal", 1), ("noun.artifact", 1), ("noun.attribute", 1), ("noun.body", 1),
+    ("noun.cognition", 1), ("noun.communication", 1), ("noun.event", 1), ("noun.feeling", 1),
+    ("noun.food", 1), ("noun.group", 1), ("noun.location", 1), ("noun.motive", 1),
+    ("noun.object", 1), ("noun.person", 1), ("noun.phenomenon", 1), ("noun.plant", 1),
+    ("noun.possession", 1), ("noun.process", 1), ("noun.quantity", 1), ("noun.relation", 1),
+    ("noun.shape", 1), ("noun.state", 1), ("noun.substance", 1), ("noun.time", 1),
+    ("verb.body", 2), ("verb.change", 2), ("verb.cognition", 2), ("verb.communication", 2),
+    ("verb.competition", 2), ("verb.consumption", 2), ("verb.contact", 2),
+    ("verb.creation", 2), ("verb.emotion", 2), ("verb.motion", 2), ("verb.perception", 2),
+    ("verb.possession", 2), ("verb.social", 2), ("verb.stative", 2), ("verb.weather", 2),
+    ("adj.ppl", 3),
+)  # fmt: skip
+_REQUIRED = ("data.noun", "index.noun", "data.verb", "index.verb", "data.adj", "data.adv")
+# TextAttack's `words_from_text`: runs of word characters and ' - _ * @, stripped of those
+# four at both ends (its homoglyph characters never occur in WordNet's lemmas).
+_WORD = re.compile(r"[\w'\-_*@]+")
+_EDGES = "'-_*@"
+
+
+def wordnet_dir() -> Path:
+    root = Path(os.environ.get("ROBENCH_WORDNET_DIR") or DEFAULT_DIR)
+    missing = [name for name in _REQUIRED if not (root / name).is_file()]
+    if missing:
+        raise DataError(
+            f"WordNet is not installed (no {missing[0]} in {root}); PWWS reads its synonyms "
+            "from it: run `make data` or `sudo apt-get install wordnet-base`, or set "
+            "ROBENCH_WORDNET_DIR to a folder of WordNet 3.0 dict files."
+        )
+    return root
+
+
+@functools.cache
+def _reader(root: Path) -> Any:
+    import nltk
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
+    lexnames = "".join(f"{i:02d}\t{name}\t{cat}\n" for i, (name, cat) in enumerate(LEXNAMES))
+
+    class DictFilesReader(WordNetCorpusReader):  # type: ignore[misc]
+        def open(self, fileid: str) -> Any:
+            if fileid == "lexnames" and not (root / "lexnames").is_file():
+                return io.StringIO(lexnames)
+            return super().open(fileid)
+
+        def map_wn(self, version: str = "wordnet") -> None:
+            return None  # the OMW mapping: multilingual lookups only, never used here
+
+    if str(root) not in nltk.data.path:  # nltk reads corpora only under its data paths
+        nltk.data.path.append(str(root))
+    with warnings.catch_warnings():  # "multilingual functions are not available"
+        warnings.simplefilter("ignore")
+        return DictFilesReader(str(root), None)
+
+
+def is_one_word(text: str) -> bool:
+    """TextAttack's `is_one_word`: its word splitter finds exactly one word in `text`."""
+    words = []
+    for chunk in " ".join(text.split()).split():
+        found = [w.strip(_EDGES) for w in _WORD.findall(chunk.strip(_EDGES))]
+        words += [w for w in found if w]
+    return len(words) == 1
+
+
+def synonyms(word: str) -> list[str]:
+    """PWWS's candidates for `word`, sorted (TextAttack returns them as an unordered set)."""
+    found = {
+        name
+        for synset in _reader(wordnet_dir()).synsets(word)
+        for name in synset.lemma_names()
+        if name != word and "_" not in name and is_one_word(name)
+    }
+    return sorted(found)
