@@ -166,7 +166,7 @@ def diagnostics(
     for planned in loaded_suite.diagnostics:
         logger.info("diagnostic %s on %d samples", planned.label, len(chosen))
         output = planned.diagnostic.run(
-            model, images, out_dir=figures / planned.label, label=model_name
+            model, images, out_dir=figures / planned.label, title=model_name
         )
         results.append(
             DiagnosticResult(
