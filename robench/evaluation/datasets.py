@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
+
+from torch.utils.data import Dataset
 
 from robench._core.errors import ConfigError, DataError
 from robench._core.progress import Progress
-from robench.data import LabeledImages
 from robench.data.subset import indices_sha256, resolve_subset, select_indices
 from robench.data.unreadable import Unreadable, find_unreadable
 from robench.evaluation.jobs import data_key
@@ -26,7 +27,7 @@ from robench.results.report import (
     LabelSpaceInfo,
     SkippedSample,
 )
-from robench.tasks.base import Task
+from robench.tasks.base import Task, TaskData
 
 if TYPE_CHECKING:
     from robench.evaluation.request import EvalRequest
@@ -40,7 +41,7 @@ def _open_datasets(
     task: Task,
     loaded_suite: LoadedSuite,
     options: dict[str, Any],
-) -> dict[str, LabeledImages]:
+) -> dict[str, TaskData]:
     opened = {}
     declared = loaded_suite.suite.datasets
     for name, path in request.datasets.items():
@@ -108,7 +109,7 @@ def _check_limit(limit: int | None, available: int, path: str) -> None:
         )
 
 
-def _sample_indices(dataset: LabeledImages, subset: str | None, limit: int | None, seed: int):
+def _sample_indices(dataset: TaskData, subset: str | None, limit: int | None, seed: int):
     """The evaluated indices: the subset's (or all), then a seeded `limit` of them."""
     if subset is None:
         return select_indices(len(dataset), limit, seed)
@@ -148,24 +149,22 @@ def _leave_out_unreadable(
     return kept, skipped
 
 
-def _label_space_info(dataset: LabeledImages) -> LabelSpaceInfo | None:
+def _label_space_info(dataset: TaskData, task: Task) -> LabelSpaceInfo | None:
     space = dataset.label_space
     if space is None:
         return None
     return LabelSpaceInfo(
         name=space.name,
-        classes=len(space.wnids),
+        classes=len(space),
         sha256=space.sha256,
         source=space.source,
-        protocol=(
-            f"the model's logits are restricted to the {len(space.wnids)} listed classes and "
-            "the prediction is the argmax among them"
-        ),
+        protocol=task.label_space_protocol(len(space)),
     )
 
 
 def _data_info(
-    dataset: LabeledImages,
+    task: Task,
+    dataset: TaskData,
     indices: list[int],
     indices_hash: str,  # indices_sha256(indices), as the run's fingerprint has it
     limit: int | None,
@@ -175,7 +174,7 @@ def _data_info(
     corpus = getattr(dataset, "info", None)
     return DataInfo(
         corpus=corpus() if callable(corpus) else None,
-        label_space=_label_space_info(dataset),
+        label_space=_label_space_info(dataset, task),
         preprocessing_note=dataset.preprocessing_note,
         path=str(dataset.root),
         kind=dataset.kind,
@@ -192,24 +191,23 @@ def _data_info(
 
 
 def _with_label_spaces(
-    datasets: dict[str, LabeledImages],
+    datasets: dict[str, TaskData],
     loaded_suite: LoadedSuite,
     default: str,
     classes: str | None,
-) -> dict[str, LabeledImages]:
+    task: Task,
+) -> dict[str, TaskData]:
     """The datasets with `--classes` applied to the default one, plus one view per
-    (dataset, classes) pair that suite entries ask for (keyed `NAME[classes]`)."""
-    from robench.data.label_space import read_label_space, restrict_to_label_space
-
+    (dataset, classes) pair that suite entries ask for (keyed `NAME[classes]`); the task
+    makes each view (`Task.restrict_to_classes`)."""
     out = dict(datasets)
     if classes is not None:
-        out[default] = restrict_to_label_space(out[default], read_label_space(classes))
+        out[default] = task.restrict_to_classes(out[default], classes)
     for planned in loaded_suite.plan:
         key = data_key(planned, default)
         base = planned.dataset or default
         if planned.classes is not None and key not in out and base in datasets:
-            space = read_label_space(planned.classes)
-            out[key] = restrict_to_label_space(datasets[base], space)
+            out[key] = task.restrict_to_classes(datasets[base], planned.classes)
     return out
 
 
@@ -218,10 +216,10 @@ class RequestData:
     """A request's datasets, ready to run."""
 
     # As the task opened them, by name (the resume fingerprint reads these).
-    opened: dict[str, LabeledImages]
+    opened: dict[str, TaskData]
     # The opened datasets with --classes applied, plus the label-space views suite entries ask
     # for (keyed `NAME[classes]`).
-    views: dict[str, LabeledImages]
+    views: dict[str, TaskData]
     # Every view and its chosen sample indices (without unreadable samples under "skip").
     data: dict[str, EvalData]
     default: str  # the default dataset's name
@@ -230,10 +228,11 @@ class RequestData:
     options: dict[str, Any]  # the task's data options in effect
     indices_sha256: dict[str, str]  # a hash of each dataset's chosen indices
 
-    def infos(self, limit: int | None) -> dict[str, DataInfo]:
+    def infos(self, task: Task, limit: int | None) -> dict[str, DataInfo]:
         """The report's `datasets` section."""
         return {
             name: _data_info(
+                task,
                 self.views[name],
                 list(d.indices),
                 self.indices_sha256[name],
@@ -257,13 +256,14 @@ def build_data(
     options = _data_options(request, loaded_suite, task)
     opened = _open_datasets(request, loaded, task, loaded_suite, options)
     default_name = next(iter(opened))
-    datasets = _with_label_spaces(opened, loaded_suite, default_name, request.classes)
+    datasets = _with_label_spaces(opened, loaded_suite, default_name, request.classes, task)
     # A listed subset restricts the default dataset only.
     subsets = {default_name: request.subset or loaded_suite.suite.subset}
     _check_limit(request.limit, len(datasets[default_name]), request.datasets[default_name])
+    # A task's data is a torch Dataset too; TaskData names only what the engine reads of it.
     data = {
         name: EvalData(
-            dataset,
+            cast(Dataset, dataset),
             _sample_indices(dataset, subsets.get(name), request.limit, request.seed),
             dataset.output_classes,
         )

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from robench._core.version import __version__
-from robench.data import LabeledImages
 from robench.evaluation.datasets import RequestData
 from robench.evaluation.report_assembly import preprocessing_info
 from robench.evaluation.speed import SpeedOptions
 from robench.evaluation.suites import LoadedSuite
 from robench.models.loading import LoadedModel
+from robench.tasks.base import TaskData
 
 if TYPE_CHECKING:
     from robench.evaluation.request import EvalRequest
@@ -41,7 +41,7 @@ def input_paths(request: EvalRequest, loaded_suite: LoadedSuite) -> dict[str, Pa
     return {flag: Path(value) for flag, value in given if value and Path(value).exists()}
 
 
-def _file_list_sha256(root: Path, dataset: LabeledImages) -> str:
+def _file_list_sha256(root: Path, dataset: TaskData) -> str:
     """A cheap fingerprint of a dataset's content: its file names (and sizes where there is
     no file list), so another folder or a changed one is not taken for the same data."""
     names = getattr(dataset, "relative_paths", None)
@@ -60,7 +60,7 @@ def _file_list_sha256(root: Path, dataset: LabeledImages) -> str:
 
 
 def _input_fingerprint(
-    request: EvalRequest, loaded: LoadedModel, datasets: Mapping[str, LabeledImages]
+    request: EvalRequest, loaded: LoadedModel, datasets: Mapping[str, TaskData]
 ) -> dict[str, Any]:
     """What else decides a sample's record: preprocessing, the data, the sample count.
 

@@ -52,7 +52,6 @@ from robench.evaluation.speed import SpeedOptions, check_speed, prepare_model
 from robench.evaluation.suites import LoadedSuite, load_suite
 from robench.models.loading import LoadedModel, load_model
 from robench.models.plugins import load_plugins
-from robench.models.restricted import restrict_outputs
 from robench.models.spec import ModelSpec
 from robench.results.checks import check_attack_order
 from robench.results.report import (
@@ -279,11 +278,11 @@ def _check_first_batches(s: _Setup) -> _FirstBatches:
         )
         for name, source in s.data.data.items()
     }
-    scored_default = restrict_outputs(loaded.model, s.data.data[s.data.default].output_classes)
+    scored_default = task.restrict_outputs(loaded.model, s.data.data[s.data.default].output_classes)
     notes = []
     for name, source in s.data.data.items():
         inputs, _ = first_batches[name]
-        scored = restrict_outputs(loaded.model, source.output_classes)
+        scored = task.restrict_outputs(loaded.model, source.output_classes)
         check_data = functools.partial(
             task.check_data, source.dataset, scored, inputs, mapped=request.class_map is not None
         )
@@ -440,7 +439,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         environment=env,
         model=model_info(loaded, first.checks.randomized),
         suite=suite_info(loaded_suite),
-        datasets=s.data.infos(request.limit),
+        datasets=s.data.infos(task, request.limit),
         seed=request.seed,
         batch_size=request.batch_size,
         speed=speed.info(times.batch_size_used, times.batch_size_note),
