@@ -288,3 +288,22 @@ def test_subset_restricts_the_default_dataset_before_limit(
     assert info.subset == str(listed) and info.n_total == 20 and info.n_samples == 3
     chosen = report.samples["default"].indices
     assert len(chosen) == 3 and set(chosen) <= {names.index(n) for n in names[::4]}
+
+
+def test_only_image_classification_cuts_logits_to_a_label_space() -> None:
+    """The task decides how outputs are restricted: classification keeps the listed columns
+    of the last axis in list order; other tasks score every output and refuse --classes."""
+    net = torch.nn.Linear(4, 6)
+    inputs = torch.rand(3, 4)
+    classify = load_task("image-classification")
+    cut = classify.restrict_outputs(net, (5, 0, 2))
+    torch.testing.assert_close(cut(inputs), net(inputs)[:, [5, 0, 2]])
+    assert classify.restrict_outputs(net, None) is net
+    assert "argmax among them" in classify.label_space_protocol(3)
+    for name in ("semantic-segmentation", "language-modeling"):
+        task = load_task(name)
+        assert task.restrict_outputs(net, None) is net
+        with pytest.raises(ConfigError, match="cannot be scored on a subset"):
+            task.restrict_outputs(net, (0, 1))
+        with pytest.raises(ConfigError, match="drop --classes"):
+            task.restrict_to_classes(object(), "imagenet-a")
