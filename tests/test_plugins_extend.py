@@ -4,6 +4,8 @@ plugins load before the suite is validated (issue 26)."""
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -68,6 +70,24 @@ shift = 0.5
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def _forget_plugins() -> Iterator[None]:
+    """Each test's plugin registers into process-wide registries; drop what it added (and
+    its module) so later tests see robench's own catalogues, whatever order they run in."""
+    from robench.perturbations.base import PERTURBATIONS
+    from robench.results.metrics import METRICS
+
+    kinds, metrics, modules = set(PERTURBATIONS.names()), set(METRICS.names()), set(sys.modules)
+    yield
+    for name in set(PERTURBATIONS.names()) - kinds:
+        PERTURBATIONS.unregister(name)
+    for name in set(METRICS.names()) - metrics:
+        METRICS.unregister(name)
+    for name in set(sys.modules) - modules:
+        if name.startswith("robench_user_"):
+            del sys.modules[name]
 
 
 def test_a_plugin_registers_a_kind_and_a_metric_a_suite_uses(
@@ -147,7 +167,7 @@ def test_a_plugin_given_to_two_evaluations_in_one_process_registers_once(tmp_pat
         values.append({r.name: r.metrics["plugin_error_2"].value for r in report.results})
     import robench
 
-    assert robench._twice_runs == 1  # type: ignore[attr-defined]
+    assert robench.__dict__.pop("_twice_runs") == 1
     assert "plugin_error_2" in METRICS
     assert values[0] == values[1]
 
