@@ -28,6 +28,11 @@ SUITE_GROUPS = ("robench.perturbations", "robench.metrics", "robench.tasks", "ro
 PLUGIN_GROUPS = (*SUITE_GROUPS, ENTRY_POINT_GROUP)
 
 
+def plugin_module_name(path: Path) -> str:
+    """The name a plugin file is imported under: one per resolved path."""
+    return "robench_user_" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+
+
 def import_user_module(target: str) -> None:
     """Import a module by dotted name, or a `.py` file by path, once per process: a file
     already imported from the same resolved path is not run again."""
@@ -35,7 +40,7 @@ def import_user_module(target: str) -> None:
     if target.endswith(".py") or path.is_file():
         if not path.is_file():
             raise ConfigError(f"--import {target}: no such file; pass a .py file or a module name.")
-        name = "robench_user_" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+        name = plugin_module_name(path)
         if name in sys.modules:
             # Loaded already (a second evaluate() in this process): running it again would
             # register everything twice, which registries refuse. A module name is imported
