@@ -270,7 +270,8 @@ class _FirstBatches:
 
 
 def _check_first_batches(s: _Setup) -> _FirstBatches:
-    """Labels must mean the model's classes, and the model must run, before scoring."""
+    """Before scoring: the data's targets must mean the model's outputs (the task's
+    `check_data`), and the model must run on the inputs (`check_model`)."""
     request, loaded, task, device = s.request, s.loaded, s.task, s.dist.device
     first_batches = {
         name: task.load_batch(
