@@ -285,7 +285,7 @@ def test_diagnostic_figures_name_the_model_and_explain_bars(
     collapse = _capture(monkeypatch, "plot_collapse_curves")
     for name, model in nano.items():
         build_diagnostic("head_redundancy", {}).run(model, images, out_dir=tmp_path)
-        build_diagnostic("collapse", {}).run(model, images, out_dir=tmp_path, label=f"my {name}")
+        build_diagnostic("collapse", {}).run(model, images, out_dir=tmp_path, title=f"my {name}")
     assert [list(c["data"]) for c in redundancy] == [[name] for name in nano]
     for call in redundancy:
         assert call["ymax"] == pytest.approx(math.sqrt(2 * 50))  # 49 patches + CLS

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -18,6 +19,7 @@ from robench.cli import app
 from robench.data.text import Vocabulary, training_lines
 from robench.models import loading
 from robench.models.checkpoints import save_safetensors
+from robench.models.plugins import plugin_module_name
 from robench.models.spec import ModelSpec, metadata_from_spec
 from robench.models.zoo import lm_registry
 
@@ -32,8 +34,10 @@ GPT2_KWARGS = {"n_positions": 128, "n_embd": 32, "n_layer": 2, "n_head": 2}
 
 @pytest.fixture(autouse=True)
 def fresh_registry(monkeypatch: pytest.MonkeyPatch) -> None:
-    """An empty language-model registry per test: each `--import` registers the plugin anew."""
+    """An empty language-model registry per test, and the plugin not yet imported (a file is
+    imported once per process), so each test's `--import` registers the plugin anew."""
     monkeypatch.setattr(lm_registry, "_LANGUAGE_MODELS", Registry("language model"))
+    monkeypatch.delitem(sys.modules, plugin_module_name(PLUGIN), raising=False)
 
 
 @pytest.fixture(scope="module")

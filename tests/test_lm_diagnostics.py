@@ -130,7 +130,7 @@ def test_figures_speak_of_windows(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     capture("plot_collapse_curves")
     capture("plot_redundancy")
     model, tokens = _model(NANO[0]), _tokens(batch=3, length=20)
-    collapse = build_diagnostic("collapse").run(model, tokens, out_dir=tmp_path, label="lm")
+    collapse = build_diagnostic("collapse").run(model, tokens, out_dir=tmp_path, title="lm")
     redundancy = build_diagnostic("head_redundancy").run(model, tokens, out_dir=tmp_path)
     assert [f.name for f in collapse.files] == ["collapse.png"]
     assert [f.name for f in redundancy.files] == ["head_redundancy.png"]

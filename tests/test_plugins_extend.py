@@ -4,6 +4,8 @@ plugins load before the suite is validated (issue 26)."""
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -70,6 +72,24 @@ def runner() -> CliRunner:
     return CliRunner()
 
 
+@pytest.fixture(autouse=True)
+def _forget_plugins() -> Iterator[None]:
+    """Each test's plugin registers into process-wide registries; drop what it added (and
+    its module) so later tests see robench's own catalogues, whatever order they run in."""
+    from robench.perturbations.base import PERTURBATIONS
+    from robench.results.metrics import METRICS
+
+    kinds, metrics, modules = set(PERTURBATIONS.names()), set(METRICS.names()), set(sys.modules)
+    yield
+    for name in set(PERTURBATIONS.names()) - kinds:
+        PERTURBATIONS.unregister(name)
+    for name in set(METRICS.names()) - metrics:
+        METRICS.unregister(name)
+    for name in set(sys.modules) - modules:
+        if name.startswith("robench_user_"):
+            del sys.modules[name]
+
+
 def test_a_plugin_registers_a_kind_and_a_metric_a_suite_uses(
     runner: CliRunner, tmp_path: Path
 ) -> None:
@@ -112,3 +132,60 @@ def test_validate_reads_a_suite_after_loading_its_plugin(runner: CliRunner, tmp_
     assert runner.invoke(app, ["validate", str(suite)]).exit_code == 2  # unknown without it
     result = runner.invoke(app, ["validate", str(suite), "--import", str(plugin)])
     assert result.exit_code == 0, result.stderr
+
+
+def test_a_plugin_given_to_two_evaluations_in_one_process_registers_once(tmp_path: Path) -> None:
+    from robench.evaluation.request import EvalRequest, evaluate
+    from robench.results.metrics import METRICS
+
+    plugin = tmp_path / "twice.py"
+    # The counter lives in a module the plugin imports, so it survives a second import.
+    plugin.write_text(
+        PLUGIN.replace("plugin_brighten", "plugin_brighten_2").replace(
+            "plugin_error", "plugin_error_2"
+        )
+        + "import robench\nrobench._twice_runs = getattr(robench, '_twice_runs', 0) + 1\n"
+    )
+    suite = tmp_path / "suite.toml"
+    suite.write_text(
+        SUITE.replace("plugin_brighten", "plugin_brighten_2").replace(
+            "plugin_error", "plugin_error_2"
+        )
+    )
+    values = []
+    for run in range(2):  # the second would raise "already registered" if it ran the file again
+        request = EvalRequest(
+            suite=str(suite),
+            data="fashion-mnist",
+            out=tmp_path / f"r{run}.json",
+            model="vit_nano_fmnist",
+            limit=8,
+            batch_size=8,
+            imports=(str(plugin),),
+        )
+        report = evaluate(request)
+        values.append({r.name: r.metrics["plugin_error_2"].value for r in report.results})
+    import robench
+
+    assert robench.__dict__.pop("_twice_runs") == 1
+    assert "plugin_error_2" in METRICS
+    assert values[0] == values[1]
+
+
+def test_a_plugin_that_failed_to_import_is_imported_again_once_fixed(tmp_path: Path) -> None:
+    from robench._core.errors import ConfigError
+    from robench.models.plugins import import_user_module
+    from robench.results.metrics import METRICS
+
+    plugin = tmp_path / "broken.py"
+    plugin.write_text("raise RuntimeError('not yet')\n")
+    with pytest.raises(ConfigError, match="failed while importing"):
+        import_user_module(str(plugin))
+    plugin.write_text(
+        PLUGIN.replace("plugin_brighten", "plugin_brighten_3").replace(
+            "plugin_error", "plugin_error_3"
+        )
+    )
+    import_user_module(str(plugin))
+    import_user_module(str(plugin))  # a no-op, not a second registration
+    assert "plugin_error_3" in METRICS

@@ -270,7 +270,8 @@ def test_the_battery_takes_the_suite_s_threat_model(
     suite: str, sanity_eps: float | None, norm: str, eps: float, tmp_path, monkeypatch
 ) -> None:
     from robench.evaluation import sanity
-    from robench.evaluation.request import EvalRequest, _sanity
+    from robench.evaluation.battery import run_battery
+    from robench.evaluation.request import EvalRequest
     from robench.evaluation.suites import load_suite
     from robench.tasks import load_task
 
@@ -283,6 +284,6 @@ def test_the_battery_takes_the_suite_s_threat_model(
     )
     cpu = torch.device("cpu")
     task = load_task("image-classification")
-    results, _ = _sanity(request, load_suite(str(path)), task, None, None, [0], cpu)  # type: ignore[arg-type]
+    results, _ = run_battery(request, load_suite(str(path)), task, None, None, [0], cpu)  # type: ignore[arg-type]
     assert results == []
     assert seen["norm"] == norm and seen["eps"] == pytest.approx(eps)

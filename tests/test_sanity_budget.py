@@ -274,7 +274,8 @@ def test_the_flag_beats_the_suite_s_budget_which_beats_auto(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from robench.evaluation import sanity
-    from robench.evaluation.request import EvalRequest, _sanity
+    from robench.evaluation.battery import run_battery
+    from robench.evaluation.request import EvalRequest
     from robench.evaluation.suites import load_suite
 
     key = f'sanity_budget = "{in_suite}"\n' if in_suite else ""
@@ -290,7 +291,7 @@ def test_the_flag_beats_the_suite_s_budget_which_beats_auto(
     )
     task = load_task("image-classification")
     suite = load_suite(str(tmp_path / "s.toml"))
-    _, info = _sanity(request, suite, task, None, None, [0, 1, 2], torch.device("cpu"))  # type: ignore[arg-type]
+    _, info = run_battery(request, suite, task, None, None, [0, 1, 2], torch.device("cpu"))  # type: ignore[arg-type]
     assert info is not None and info.mode == expected
     fixed = {"full": FULL_BUDGET, "quick": QUICK_BUDGET}
     if expected in fixed:

@@ -210,9 +210,25 @@ def test_elliptical_models_reach_the_engine_through_hooks() -> None:
     assert not any(layer.differentiable for layer in layers)
 
 
+# evaluate() and everything it and the runner call under evaluation/, plus the report and the
+# gate. Not here: sanity.py (the battery is for image classifiers: `Task.sanity_battery`)
+# and suites.py (its `label` is a suite entry's result name, not a class label).
 ENGINE = [
+    "evaluation/request.py",
+    "evaluation/datasets.py",
+    "evaluation/fingerprint.py",
+    "evaluation/report_assembly.py",
+    "evaluation/battery.py",
     "evaluation/runner.py",
+    "evaluation/jobs.py",
     "evaluation/sample_store.py",
+    "evaluation/perturbed_samples.py",
+    "evaluation/shared_samples.py",
+    "evaluation/oom_fallback.py",
+    "evaluation/interrupts.py",
+    "evaluation/speed.py",
+    "evaluation/environment.py",
+    "evaluation/store_lock.py",
     "results/report.py",
     "results/gate.py",
 ]
@@ -225,6 +241,22 @@ def test_the_engine_has_no_task_or_norm_specific_code(module: str) -> None:
     code_only = "\n".join(line.split("#")[0] for line in code.splitlines())
     found = re.search(r"topk|amax|(?<![.\w])labels?\b|top5|top1", code_only.split('"""', 2)[-1])
     assert found is None, f"{module}: {found}"
+
+
+@pytest.mark.parametrize("module", [m for m in ENGINE if m.startswith("evaluation/")])
+def test_the_engine_leaves_task_decisions_to_the_task(module: str) -> None:
+    """No task named, no image reader's type, no label-space or logit cutting of its own: a
+    new task changes none of these modules."""
+    code = (ROOT / "robench" / module).read_text()
+    code_only = "\n".join(line.split("#")[0] for line in code.splitlines())
+    forbidden = [
+        *(f'"{name}"' for name in TASKS),
+        "LabeledImages",
+        "models.restricted",
+        "label_space import",
+    ]
+    found = [word for word in forbidden if word in code_only]
+    assert not found, f"{module}: {found}"
 
 
 def test_written_reports_carry_the_current_schema(tmp_path: Path) -> None:
@@ -256,3 +288,22 @@ def test_subset_restricts_the_default_dataset_before_limit(
     assert info.subset == str(listed) and info.n_total == 20 and info.n_samples == 3
     chosen = report.samples["default"].indices
     assert len(chosen) == 3 and set(chosen) <= {names.index(n) for n in names[::4]}
+
+
+def test_only_image_classification_cuts_logits_to_a_label_space() -> None:
+    """The task decides how outputs are restricted: classification keeps the listed columns
+    of the last axis in list order; other tasks score every output and refuse --classes."""
+    net = torch.nn.Linear(4, 6)
+    inputs = torch.rand(3, 4)
+    classify = load_task("image-classification")
+    cut = classify.restrict_outputs(net, (5, 0, 2))
+    torch.testing.assert_close(cut(inputs), net(inputs)[:, [5, 0, 2]])
+    assert classify.restrict_outputs(net, None) is net
+    assert "argmax among them" in classify.label_space_protocol(3)
+    for name in ("semantic-segmentation", "language-modeling"):
+        task = load_task(name)
+        assert task.restrict_outputs(net, None) is net
+        with pytest.raises(ConfigError, match="cannot be scored on a subset"):
+            task.restrict_outputs(net, (0, 1))
+        with pytest.raises(ConfigError, match="drop --classes"):
+            task.restrict_to_classes(object(), "imagenet-a")

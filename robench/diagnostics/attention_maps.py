@@ -337,7 +337,7 @@ class AttentionMaps(Diagnostic):
     values: `grid` ([rows, cols]), `cls_attention_entropy` (mean over all images, see
     `cls_attention_entropy`), `cls_attention_maps` (the drawn images' maps, unscaled, as
     nested lists). With `out_dir`, writes `attention_maps.png` (each image beside its heatmap
-    and the model's prediction, headed by `label`, default the architecture's name) and
+    and the model's prediction, headed by `title`, default the architecture's name) and
     `cls_attention_<i>.png` (the raw map of image i, one pixel per patch).
     """
 
@@ -350,9 +350,9 @@ class AttentionMaps(Diagnostic):
         images: Tensor,
         *,
         out_dir: Path | None = None,
-        label: str | None = None,
+        title: str | None = None,
     ) -> DiagnosticOutput:
-        """See `Diagnostic.run`; `label` names the model in the figure.
+        """See `Diagnostic.run`; `title` names the model in the figure.
 
         Raises:
             ConfigError: also for a language model's token ids: there is no image to draw.
@@ -369,7 +369,7 @@ class AttentionMaps(Diagnostic):
         logger.info("CLS attention entropy %.4f on a %s grid", entropy, values["grid"])
         files = []
         if out_dir is not None:
-            name = label if label is not None else architecture_label(_network(model))
+            name = title if title is not None else architecture_label(_network(model))
             title, columns = _columns(
                 {name: model}, {name: maps[:drawn]}, images[:drawn], self.params.batch_size
             )

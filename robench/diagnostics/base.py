@@ -56,11 +56,11 @@ class Diagnostic(abc.ABC):
         images: torch.Tensor,
         *,
         out_dir: Path | None = None,
-        label: str | None = None,
+        title: str | None = None,
     ) -> DiagnosticOutput:
         """Measure `model` on `images`: images (B, C, H, W), float in [0, 1], or token ids
         (B, T) of a language model (see the module docstring); write figures under `out_dir`
-        when it is given, titled with `label` (the model's name).
+        when it is given, titled with `title` (the model's name).
 
         Raises:
             ConfigError: the model lacks what the diagnostic needs (e.g. transformer blocks),

@@ -69,7 +69,7 @@ class Collapse(Diagnostic):
 
     values: `per_layer` (one number per block, first to last), `per_layer_std` (its standard
     deviation over samples: images or windows), `mean` (average of `per_layer`). With
-    `out_dir`, also writes `collapse.png`: the curve with a +- 1 std band, titled with `label`
+    `out_dir`, also writes `collapse.png`: the curve with a +- 1 std band, titled with `title`
     (default: the architecture's name), y fixed to [0, 1] so that figures of different models
     compare.
     """
@@ -83,9 +83,9 @@ class Collapse(Diagnostic):
         images: Tensor,
         *,
         out_dir: Path | None = None,
-        label: str | None = None,
+        title: str | None = None,
     ) -> DiagnosticOutput:
-        """See `Diagnostic.run`; `label` names the model in the figure."""
+        """See `Diagnostic.run`; `title` names the model in the figure."""
         images = check_inputs(images)
         if is_token_batch(images) and images.shape[1] < 2:
             raise DataError(
@@ -114,7 +114,7 @@ class Collapse(Diagnostic):
         if out_dir is not None:
             from robench.results.plots import architecture_label, plot_collapse_curves
 
-            name = label if label is not None else architecture_label(parts.network)
+            name = title if title is not None else architecture_label(parts.network)
             noun = sample_noun(images)
             if is_token_batch(images):
                 tokens = f"{images.shape[1]} positions each, all compared"

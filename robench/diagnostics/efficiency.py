@@ -203,7 +203,7 @@ class Efficiency(Diagnostic):
         images: Tensor,
         *,
         out_dir: Path | None = None,
-        label: str | None = None,
+        title: str | None = None,
     ) -> DiagnosticOutput:
         images = check_inputs(images)
         p = self.params

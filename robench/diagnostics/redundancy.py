@@ -77,7 +77,7 @@ class HeadRedundancy(Diagnostic):
 
     values: `per_layer_mean`, `per_layer_std` (one number per block), `mean`, `std` (pooled
     over layers). With `out_dir`, also writes `head_redundancy.png`: mean +- 1 std per layer,
-    titled with `label` (default: the architecture's name), y from 0 to sqrt(2N).
+    titled with `title` (default: the architecture's name), y from 0 to sqrt(2N).
     """
 
     Params = HeadRedundancyParams
@@ -89,9 +89,9 @@ class HeadRedundancy(Diagnostic):
         images: Tensor,
         *,
         out_dir: Path | None = None,
-        label: str | None = None,
+        title: str | None = None,
     ) -> DiagnosticOutput:
-        """See `Diagnostic.run`; `label` names the model in the figure."""
+        """See `Diagnostic.run`; `title` names the model in the figure."""
         images = check_inputs(images)
         parts = find_transformer(model, "the head_redundancy diagnostic")
         heads = getattr(parts.attentions[0], "num_heads", None)
@@ -126,7 +126,7 @@ class HeadRedundancy(Diagnostic):
         if out_dir is not None:
             from robench.results.plots import architecture_label, plot_redundancy
 
-            name = label if label is not None else architecture_label(parts.network)
+            name = title if title is not None else architecture_label(parts.network)
             n_tokens, n_pairs = max(tokens), distances[0].shape[1]
             ceiling = math.sqrt(2 * n_tokens)
             files.append(

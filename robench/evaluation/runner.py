@@ -42,7 +42,6 @@ from robench.evaluation.perturbed_samples import PerturbedSamples
 from robench.evaluation.sample_store import SampleStore
 from robench.evaluation.speed import SpeedOptions, scoring_precision, to_memory_format
 from robench.evaluation.suites import PlannedPerturbation
-from robench.models.restricted import restrict_outputs
 from robench.perturbations.base import DatasetPerturbation, SamplePerturbation
 from robench.tasks.base import Columns, Task
 
@@ -125,7 +124,7 @@ def run_plan(
             summary = getattr(dataset, "perturbation_summary", None)
             if summary:
                 times.summaries[planned.label] = dict(summary)
-            scored = restrict_outputs(model, source.output_classes)
+            scored = task.restrict_outputs(model, source.output_classes)
             # Inputs made without the model may be scored in lower precision (--amp).
             model_free = perturbed_on_load or not planned.perturbation.uses_model
             precision = functools.partial(scoring_precision, speed, device, model_free)

@@ -28,13 +28,24 @@ SUITE_GROUPS = ("robench.perturbations", "robench.metrics", "robench.tasks", "ro
 PLUGIN_GROUPS = (*SUITE_GROUPS, ENTRY_POINT_GROUP)
 
 
+def plugin_module_name(path: Path) -> str:
+    """The name a plugin file is imported under: one per resolved path."""
+    return "robench_user_" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+
+
 def import_user_module(target: str) -> None:
-    """Import a module by dotted name, or a `.py` file by path."""
+    """Import a module by dotted name, or a `.py` file by path, once per process: a file
+    already imported from the same resolved path is not run again."""
     path = Path(target)
     if target.endswith(".py") or path.is_file():
         if not path.is_file():
             raise ConfigError(f"--import {target}: no such file; pass a .py file or a module name.")
-        name = "robench_user_" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+        name = plugin_module_name(path)
+        if name in sys.modules:
+            # Loaded already (a second evaluate() in this process): running it again would
+            # register everything twice, which registries refuse. A module name is imported
+            # once by importlib itself.
+            return
         spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
             raise ConfigError(f"--import {target}: cannot load it as a Python module.")
@@ -44,6 +55,9 @@ def import_user_module(target: str) -> None:
         writes_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True
         try:
             _run(lambda: spec.loader.exec_module(module), target)  # type: ignore[union-attr]
+        except ConfigError:
+            del sys.modules[name]  # a fixed file is imported again, not taken as loaded
+            raise
         finally:
             sys.dont_write_bytecode = writes_bytecode
     else:

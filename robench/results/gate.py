@@ -35,9 +35,8 @@ from robench.results.gate_checks import (
 from robench.results.gate_checks import format_amount as format_amount
 from robench.results.gate_policy import Policy, Tolerance
 from robench.results.metrics import find_metric, higher_is_better, metric_display
-from robench.results.ratio_statistics import RatioOfSums
+from robench.results.paired_statistic import PairedStatistic
 from robench.results.report import PerturbationResult, Report, precision_note
-from robench.results.segmentation_metrics import CountsStatistic
 from robench.results.stats import (
     discordant_pairs,
     mcnemar_exact,
@@ -86,7 +85,7 @@ def _bootstrap(
 
 
 def _statistic_bootstrap(
-    statistic: RatioOfSums | CountsStatistic,
+    statistic: PairedStatistic,
     base: Values,
     cand: Values,
     higher: bool,

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from robench._core.registry import Registry
+from robench.results.paired_statistic import PairedStatistic
 from robench.results.ratio_statistics import RatioOfSums, bootstrap_interval
 from robench.results.report import Report
 from robench.results.segmentation_metrics import CountsStatistic
@@ -106,7 +107,7 @@ class Metric:
     aggregate: AggregateFn = mean
     interval: IntervalFn = wilson  # 95% interval of the aggregate
     # For paired_test "statistic": the value of a set of samples' values (a ratio of sums).
-    statistic: RatioOfSums | CountsStatistic | None = None
+    statistic: PairedStatistic | None = None
 
     def summarize(self, values: Sequence[PerSampleValue]) -> tuple[float, tuple[float, float]]:
         """The reported value and 95% interval of these per-sample values."""

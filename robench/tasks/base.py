@@ -15,11 +15,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import torch
 from torch import nn
 from torch.utils.data import Dataset
+
+from robench._core.errors import ConfigError
 
 if TYPE_CHECKING:
     from robench.models.loading import LoadedModel
@@ -34,6 +36,31 @@ def records_of(columns: Columns) -> list[Record]:
     # map, not a comprehension: a third faster on 10,000 samples (records are built once per
     # run, benchmarks/bench_harness.py); the store checks column lengths when it reads a line.
     return list(map(dict, map(zip, repeat(names), zip(*columns.values(), strict=True))))
+
+
+class TaskData(Protocol):
+    """What the engine and the report read of every dataset a task opens, whatever its
+    samples are (robench/data/labeled.py describes each attribute)."""
+
+    @property
+    def root(self) -> Path: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def split(self) -> str | None: ...
+    @property
+    def task(self) -> str: ...
+    @property
+    def classes(self) -> Sequence[str]: ...
+    @property
+    def class_index_note(self) -> str: ...
+    @property
+    def output_classes(self) -> tuple[int, ...] | None: ...
+    @property
+    def label_space(self) -> Any: ...
+    @property
+    def preprocessing_note(self) -> str | None: ...
+    def __len__(self) -> int: ...
 
 
 @dataclass
@@ -68,8 +95,7 @@ class Task(abc.ABC):
         options: dict[str, Any],
     ) -> Any:
         """The dataset at `path` (or a built-in name) as `model` reads it; raises DataError.
-        It has the attributes the report reads (`root`, `kind`, `split`, `classes`, ...: see
-        robench/data/labeled.py)."""
+        It has the attributes the engine and the report read (`TaskData`)."""
 
     @abc.abstractmethod
     def batches(
@@ -124,6 +150,28 @@ class Task(abc.ABC):
     def check_inputs(self, inputs: torch.Tensor, *, name: str) -> None:
         """Raise AttackCheckError when already-perturbed inputs (pre-rendered or perturbed on
         load) are not valid inputs of this task (for images: finite, in [0, 1])."""
+
+    def restrict_to_classes(self, dataset: Any, classes: str) -> TaskData:
+        """`dataset` restricted to the label space `classes` (`--classes`, a suite entry's
+        `classes`): a view whose targets are positions in that list and whose
+        `output_classes` are the model outputs they stand for. A task whose data has no class
+        labels to restrict refuses."""
+        raise ConfigError(
+            f"{self.name} data has no label space to restrict to {classes!r}; drop --classes "
+            "(or `classes` from the suite entry)."
+        )
+
+    def restrict_outputs(self, model: nn.Module, output_classes: Sequence[int] | None) -> nn.Module:
+        """`model` scoring only `output_classes` of its outputs, in that order, for the
+        checks, the attacks and the scoring alike; `model` itself when None. Only data from
+        `restrict_to_classes` has `output_classes`, so the default refuses them."""
+        if output_classes is None:
+            return model
+        raise ConfigError(f"{self.name} models cannot be scored on a subset of their outputs.")
+
+    def label_space_protocol(self, classes: int) -> str:
+        """How a model is scored on a label space of `classes` classes, for the report."""
+        return f"the model's outputs are restricted to the {classes} listed classes"
 
     def adaptation_note(self, dataset: Dataset, model_inputs: Any) -> str | None:
         """A sentence for the report when the data is adapted to the model; None if not."""

@@ -16,8 +16,9 @@ from torch.utils.data import DataLoader, Dataset
 
 from robench._core.errors import DataError
 from robench.models.checks import check_model
+from robench.models.restricted import restrict_outputs
 from robench.perturbations.checks import check_adversarial, check_pixel_values
-from robench.tasks.base import Columns, ModelCheck, Record, Task
+from robench.tasks.base import Columns, ModelCheck, Record, Task, TaskData
 
 if TYPE_CHECKING:
     from robench.models.loading import LoadedModel
@@ -115,6 +116,25 @@ class ImageClassification(Task):
     ) -> ModelCheck:
         found = check_model(model, inputs, targets, gradients=gradients)
         return ModelCheck(found.randomized, found.bad_gradient_share, found.warnings)
+
+    def restrict_to_classes(self, dataset: Any, classes: str) -> TaskData:
+        """The data's samples of the listed ImageNet wnids (a shipped list such as
+        "imagenet-a", or a file), labelled by their position in the list."""
+        from robench.data.label_space import read_label_space, restrict_to_label_space
+
+        view: TaskData = restrict_to_label_space(dataset, read_label_space(classes))
+        return view
+
+    def restrict_outputs(self, model: nn.Module, output_classes: Sequence[int] | None) -> nn.Module:
+        """The logits cut to `output_classes` (class axis last), so the argmax, the top-5
+        and every attack's loss are taken among them (models/restricted.py)."""
+        return restrict_outputs(model, output_classes)
+
+    def label_space_protocol(self, classes: int) -> str:
+        return (
+            f"the model's logits are restricted to the {classes} listed classes and the "
+            "prediction is the argmax among them"
+        )
 
     def adaptation_note(self, dataset: Dataset, model_inputs: Any) -> str | None:
         """Grayscale data for an RGB model (or the reverse) is converted; say so."""
