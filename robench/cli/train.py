@@ -115,7 +115,7 @@ def train_command(
         ),
     ] = None,
 ) -> None:
-    """Train a registered image classifier, segmenter or language model; keep the best checkpoint.
+    """Train a registered classifier, segmenter or language model; keep the best checkpoint.
 
     The checkpoint stores the model name, kwargs, normalisation, input size and class names
     (a language model: its training vocabulary), so `robench eval -c OUT_DIR/best.safetensors`
