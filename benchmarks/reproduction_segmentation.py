@@ -150,7 +150,7 @@ def _section(reports: dict[str, Report], runs: Path, steps: int, limit: int) -> 
     return "\n".join(lines)
 
 
-CARD_TEXT = """# Shipped for docs and tests; written by benchmarks/reproduction_segmentation.py --ship.
+CARD_TEXT = """# Shipped; written by benchmarks/reproduction_segmentation.py --ship.
 name = "{name}"
 architecture = "{architecture}"
 description = "{role} {description}"
