@@ -159,18 +159,11 @@ checkpoint_sha256 = "{sha}"
 dataset = "{dataset}"
 training_command = "OMP_NUM_THREADS=1 {command}"  # one thread: bit-exact reruns
 
-[recipe]
+[recipe]  # from the checkpoint's recorded training config
 optimizer = "AdamW"
-lr = 0.001
-batch_size = 32
-max_steps = {steps}
-warmup_steps = 100
 schedule = "cosine"
 loss = "per-pixel cross-entropy, ignore index 255"
-label_smoothing = 0.0
-weight_decay = 0.05
-clip_grad = 1.0
-seed = 0
+{recipe}
 best_step = {best_step}
 val_miou = {val_miou:.4f}
 
@@ -184,7 +177,7 @@ DATASET = (
 )
 
 
-def _ship(runs: Path, steps: int, reports: dict[str, Report]) -> None:
+def _ship(runs: Path, reports: dict[str, Report]) -> None:
     models_dir = ROOT / "models"
     for role, architecture in MODELS.items():
         name = f"{architecture}_scenes"
@@ -207,7 +200,19 @@ def _ship(runs: Path, steps: int, reports: dict[str, Report]) -> None:
                 dataset=DATASET,
                 sha=sha256_file(target),
                 command=training["command"],  # as the run recorded it
-                steps=steps,
+                recipe="\n".join(
+                    f"{key} = {training['config'][key]}"
+                    for key in (
+                        "lr",
+                        "batch_size",
+                        "max_steps",
+                        "warmup_steps",
+                        "label_smoothing",
+                        "weight_decay",
+                        "clip_grad",
+                        "seed",
+                    )
+                ),
                 best_step=int(training["step"]),
                 val_miou=training["val_miou"],
                 n=report.data.n_samples,
@@ -237,7 +242,7 @@ def main() -> None:
     print(section)
     write_section(args.out, section, START, END)
     if args.ship:
-        _ship(args.runs, args.steps, reports)
+        _ship(args.runs, reports)
 
 
 if __name__ == "__main__":
