@@ -55,7 +55,7 @@ def _evaluate(checkpoint: Path, out: Path, limit: int) -> Report:
         out=out,
         checkpoint=checkpoint,
         limit=limit,
-        batch_size=32,
+        batch_size=64,  # `robench eval`'s default: PGD draws its random start per batch
         overwrite=True,
         command=["python", "benchmarks/reproduction_segmentation.py"],
     )
@@ -167,7 +167,7 @@ loss = "per-pixel cross-entropy, ignore index 255"
 best_step = {best_step}
 val_miou = {val_miou:.4f}
 
-[metrics]  # mIoU on {n} seeded test scenes, suite {suite} v{version}
+[metrics]  # mIoU on {n} seeded test scenes (`--limit {n}`, batch 64), suite {suite} v{version}
 {metrics}
 """
 DESCRIPTION = "nano Segmenter (ViT encoder, mask-transformer decoder) trained on fashion-scenes"
