@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from safetensors import safe_open
@@ -14,7 +15,7 @@ from typer.testing import CliRunner
 from robench._core.errors import DataError
 from robench.cli import app
 from robench.data.segmentation.label_maps import IGNORE_INDEX, PAD_INDEX
-from robench.data.segmentation.scenes import SCENE_CLASSES
+from robench.data.segmentation.scenes import SCENE_CLASSES, FashionScenes
 from robench.models.loading import load_model
 from robench.training.objectives import SEGMENTATION
 from robench.training.train import TrainConfig, train
@@ -78,3 +79,44 @@ def test_a_folder_of_classes_is_refused_for_a_segmentation_model(
     with pytest.raises(DataError):
         train(TrainConfig(model="segmenter_nano_baseline", data="fashion-mnist", out_dir=tmp_path))
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_a_batch_larger_than_the_training_scenes_is_one_sentence_and_exit_2(
+    tmp_path: Path, fashion_mnist_dir: Path
+) -> None:
+    out = tmp_path / "run"
+    args = ["train", "segmenter_nano_baseline", "--train-limit", "4", "--batch-size", "8"]
+    result = CliRunner().invoke(app, [*args, "--max-steps", "1", "-o", str(out)])
+    assert result.exit_code == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "4 training images make no full batch of 8" in lines[0]
+    assert "--batch-size" in lines[0]
+    assert not out.exists() or not list(out.iterdir())  # nothing written
+
+
+SHIPPED = Path(__file__).resolve().parents[1] / "models"
+
+
+@pytest.mark.parametrize("role", ["baseline", "elliptical"])
+def test_the_shipped_segmenters_cards_match_their_checkpoints(role: str) -> None:
+    """The card quotes the command its checkpoint recorded, and the checkpoint is a segmenter
+    of the scene classes that beats predicting background everywhere."""
+    from robench.models.cards import check_card
+
+    name = f"segmenter_nano_{role}_scenes"
+    card = check_card(SHIPPED / f"{name}.toml", deep=True).card
+    assert card.architecture == f"segmenter_nano_{role}"
+    checkpoint = SHIPPED / f"{name}.safetensors"
+    assert checkpoint.stat().st_size < 2_000_000
+    with safe_open(str(checkpoint), framework="pt") as fh:
+        meta = fh.metadata()
+    assert json.loads(meta["robench"])["classes"] == list(SCENE_CLASSES)
+    training = json.loads(meta["robench.training.train"])
+    assert card.training_command == f"OMP_NUM_THREADS=1 {training['command']}"
+    loaded = load_model(name)
+    assert loaded.task == "semantic-segmentation"
+    # Predicting background everywhere scores background IoU (its pixel share) / 11 classes.
+    scenes = FashionScenes(split="test")
+    background = np.mean([scenes.scene(i)[1] == 0 for i in range(64)])
+    assert card.metrics["clean_miou"] > background / len(SCENE_CLASSES) + 0.03
