@@ -61,7 +61,9 @@ logger = logging.getLogger(__name__)
 # Corruption -> family, in the order figures list them: ImageNet-C's 15 benchmark corruptions
 # by family, then its 4 held-out extra ones (Hendrycks & Dietterich, ICLR 2019).
 CORRUPTION_FAMILIES: dict[str, str] = GROUP_OF  # display order and family rules
-_METRIC_NAMES = {"top1": "top-1", "top5": "top-5"}
+_METRIC_NAMES = {"top1": "top-1", "top5": "top-5", "miou": "mIoU"}
+# Metrics that are not accuracies, by their own label.
+_METRIC_LABELS = {"miou": "mIoU (%)"}
 _DATASET_STYLES: tuple[LineStyle, ...] = (
     "-",
     "--",
@@ -205,7 +207,7 @@ def corruption_grids(
 
 
 def _metric_label(metric: str) -> str:
-    return f"{_METRIC_NAMES.get(metric, metric)} accuracy (%)"
+    return _METRIC_LABELS.get(metric) or f"{_METRIC_NAMES.get(metric, metric)} accuracy (%)"
 
 
 def _count_note(grids: Sequence[CorruptionGrid], per: str) -> str:
