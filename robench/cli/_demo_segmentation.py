@@ -108,8 +108,9 @@ def evaluate_segmentation_demo(
             reports.append((path, evaluate(request, progress=progress)))
     comparison = build_comparison([(str(p), r) for p, r in reports], metrics=METRICS)
     loaded = {role: load_model(model) for role, model in models.items()}
+    # Panel titles: the role, then the model (card) name, which is too long for one line.
     labels = {
-        role: f"{report.model.name} ({role})"
+        role: f"{role}\n{report.model.name}"
         for role, (_, report) in zip(models, reports, strict=True)
     }
     overlay = _overlay(loaded, labels, reports[0][1])

@@ -79,12 +79,12 @@ def segmentation_overlay_figure(
     panels["ground truth"] = blend(panels["image"], np.asarray(labels), colours)
     for name, pred in predictions.items():
         panels[name] = blend(panels["image"], np.asarray(pred), colours)
-    fig = new_figure(2.3 * len(panels) + 1.8, 3.2)
+    fig = new_figure(2.5 * len(panels) + 1.8, 3.5)
     axes = fig.subplots(1, len(panels))
     for ax, (name, shown) in zip(axes, panels.items(), strict=True):
         ax.imshow(shown, interpolation="nearest")
         caption = (captions or {}).get(name)
-        ax.set_title(name + (f"\n{caption}" if caption else ""), fontsize=9)
+        ax.set_title(name + (f"\n{caption}" if caption else ""), fontsize=8)
         ax.set_xticks([])
         ax.set_yticks([])
     present = np.unique(np.concatenate([np.ravel(labels), *map(np.ravel, predictions.values())]))
