@@ -334,7 +334,7 @@ def corruption_heatmap_figure(
     body = fig.subfigures(1, 1, squeeze=False)[0, 0]
     shared = shared_cells(grids)
     gaps = any(len(g.cells) < len(rows[g.dataset]) * len(cols[g.dataset]) for g in grids)
-    note = f"{_count_note(grids, 'cell')}\n{_heatmap_note(grids, shared, gaps)}"
+    note = f"{_count_note(grids, 'cell')}\n{_heatmap_note(grids, shared, gaps, metric)}"
     body.suptitle(
         _wrapped(note, int(14 * width)), x=0.01, ha="left", fontsize=NOTE_SIZE, color="0.25"
     )
@@ -362,8 +362,11 @@ def _heatmap_note(
     grids: Sequence[CorruptionGrid],
     shared: Mapping[str, set[tuple[str, int]] | None],
     gaps: bool,
+    metric: str = "top1",
 ) -> str:
-    parts = ["cells: accuracy in %, one colour scale for all panels"]
+    # mIoU is not an accuracy: name it; accuracies keep the short word.
+    quantity = _METRIC_NAMES[metric] if metric in _METRIC_LABELS else "accuracy"
+    parts = [f"cells: {quantity} in %, one colour scale for all panels"]
     if gaps:
         parts.append("–: not measured")
     if any(shared[g.dataset] is None for g in grids):

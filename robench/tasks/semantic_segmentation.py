@@ -147,7 +147,8 @@ class SemanticSegmentation(Task):
     ) -> None:
         """The model must predict per pixel, one channel per class of the data."""
         with torch.no_grad():
-            logits = model(inputs[:1])
+            # Two samples, the shape check_model runs next: one first-call warm-up, not two.
+            logits = model(inputs[:2])
         n_classes = len(getattr(dataset, "classes", ()))
         if logits.dim() != 4:
             raise DataError(
