@@ -10,11 +10,11 @@ over images and the paired difference (Elliptical - baseline, same images, same 
 `--ship` copies both checkpoints to models/ with their cards.
 
     for m in baseline elliptical; do
-      OMP_NUM_THREADS=1 robench train segmenter_nano_$m --max-steps 1000 --batch-size 32 \\
-        --lr 0.001 --warmup-steps 100 --label-smoothing 0 --val-limit 256 --val-every 250 \\
+      OMP_NUM_THREADS=1 robench train segmenter_nano_$m --max-steps 6000 --batch-size 32 \\
+        --lr 0.002 --warmup-steps 300 --label-smoothing 0 --val-limit 256 --val-every 1000 \\
         --seed 0 -o runs/segmenter_nano_${m}_scenes &
     done; wait
-    python benchmarks/reproduction_segmentation.py --runs runs --steps 1000 --ship
+    python benchmarks/reproduction_segmentation.py --runs runs --steps 6000 --ship
 """
 
 from __future__ import annotations
@@ -95,6 +95,15 @@ def _training(checkpoint: Path) -> dict[str, float]:
         return json.loads(fh.metadata()["robench.training.train"])
 
 
+def _recipe_text(runs: Path) -> str:
+    """The recipe both runs recorded (the baseline's; the script compares like with like)."""
+    config = _training(run_dir(runs, "baseline") / "best.safetensors")["config"]
+    return (
+        f"AdamW lr {config['lr']:g}, {config['max_steps']} steps of {config['batch_size']} "
+        f"scenes, cosine schedule, {config['warmup_steps']} warm-up steps"
+    )
+
+
 def _section(reports: dict[str, Report], runs: Path, steps: int, limit: int) -> str:
     base, ell = reports["baseline"], reports["elliptical"]
     lines = [
@@ -109,8 +118,8 @@ def _section(reports: dict[str, Report], runs: Path, steps: int, limit: int) -> 
         "Models: `segmenter_nano_baseline` and `segmenter_nano_elliptical` (a nano Segmenter: "
         "ViT encoder and mask-transformer decoder, Elliptical Attention in the encoder's layers "
         "after the first), trained with one recipe and seed 0 on the built-in fashion scenes "
-        f"(train split, 64x64 RGB, 11 classes): AdamW lr 1e-3, {steps} steps of 32 scenes, "
-        "cosine schedule, 100 warm-up steps, per-pixel cross-entropy, the checkpoint of the best "
+        f"(train split, 64x64 RGB, 11 classes): {_recipe_text(runs)}, "
+        "per-pixel cross-entropy, the checkpoint of the best "
         "validation mIoU kept (shipped as `models/segmenter_nano_*_scenes`). Evaluation: suite "
         f"`{SUITE}` v{base.suite.version} on {base.data.n_samples} seeded test scenes; PGD in "
         "pixel units on the per-pixel cross-entropy with true labels.",
@@ -227,7 +236,7 @@ def _ship(runs: Path, reports: dict[str, Report]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=Path, default=Path("runs"))
-    parser.add_argument("--steps", type=int, default=1000, help="training steps of the runs")
+    parser.add_argument("--steps", type=int, default=6000, help="training steps of the runs")
     parser.add_argument("--limit", type=int, default=256, help="test scenes evaluated")
     parser.add_argument("--ship", action="store_true", help="copy the models to models/")
     parser.add_argument("--out", type=Path, default=ROOT / "reports" / "reproduction.md")

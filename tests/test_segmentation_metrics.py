@@ -129,3 +129,19 @@ def test_statistic_methods_are_the_module_functions() -> None:
     assert miou.paired(counts, other, 500, 1, "two-sided") == paired_bootstrap(
         miou, counts, other, 500, 1, "two-sided"
     )
+
+
+def test_batch_counts_equal_each_images_counts() -> None:
+    from robench.results.segmentation_metrics import batch_pixel_counts
+
+    rng = np.random.default_rng(4)
+    labels = rng.integers(0, 5, size=(6, 9, 7))
+    labels[0, :2] = 255  # ignored pixels
+    labels[1, :, :3] = -1  # padding
+    labels[2] = 255  # an image with nothing scored
+    pred = rng.integers(0, 6, size=(6, 9, 7))  # 5: outside the 5 classes, counted nowhere
+    found = batch_pixel_counts(pred, labels, 5)
+    assert found.shape == (6, 4, 5) and found.dtype == np.int64
+    for i in range(6):
+        assert np.array_equal(found[i], pixel_counts(pred[i], labels[i], 5))
+    assert found[2].sum() == 0 and found[0, 3].sum() == 7 * 7

@@ -8,21 +8,27 @@ two models under the 15 ImageNet-C corruptions computed on the fly, once for bot
 (`demo-corruptions`, `sharing_perturbed_samples`), with a per-corruption table, a corruption x
 severity heatmap and accuracy against severity. Last,
 baseline vs Elliptical nano language models on the built-in Python-docs text, clean and under
-Word Swap (`demo-text`, the paper's Table 1 protocol). Without the shipped checkpoints (a
-trimmed install) it trains the models briefly instead. `index.html` beside the reports shows
-the three comparisons on one self-contained page.
+Word Swap (`demo-text`, the paper's Table 1 protocol), and baseline vs Elliptical nano
+Segmenter on the built-in fashion scenes (`demo-segmentation`: clean, corruptions, PGD, and an
+overlay of predicted masks; `_demo_segmentation.py`). Without the shipped checkpoints (a
+trimmed install) it trains the image and language models briefly instead and skips the
+Segmenters. `index.html` beside the reports shows the comparisons on one self-contained page.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
 from robench._core.progress import Progress
+from robench.cli._demo_segmentation import SUFFIX as SEGMENTATION_SUFFIX
+from robench.cli._demo_segmentation import SegmentationDemo, evaluate_segmentation_demo
 from robench.data import open_dataset
 from robench.evaluation.request import EvalRequest, evaluate
 from robench.evaluation.shared_samples import sharing_perturbed_samples
@@ -32,6 +38,9 @@ from robench.results.compare import Comparison, build_comparison
 from robench.results.plots import AccuracySeries, accuracy_series
 from robench.results.report import Report
 from robench.training.train import TrainConfig, train
+
+if TYPE_CHECKING:
+    from robench.results.html.figures import PageFigure
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +88,8 @@ class DemoResult:
     # The shipped subword model (its own BPE tokenizer), whole documents; none when not shipped.
     subword_reports: list[tuple[Path, Report]]
     subword_comparison: Comparison | None
+    # Baseline vs Elliptical nano Segmenter; none without the shipped checkpoints.
+    segmentation: SegmentationDemo | None = None
     figures: list[Path] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)  # everything the demo wrote, sorted
 
@@ -217,26 +228,27 @@ def _figures(
     return figures
 
 
-def run_demo(out_dir: Path, *, quick: bool = False, progress: Progress | None = None) -> DemoResult:
-    """Evaluate the demo models, compare them and draw the figures."""
-    started = time.time() - 1  # file times may be rounded down to the second
-    step = _Steps()
-    plan = PLANS["quick" if quick else "full"]
-    models = _models(plan, out_dir)
-    language_models = _language_models(plan, out_dir)
-    command = ["robench", "demo", *(["--quick"] if quick else [])]
+@dataclass(frozen=True)
+class _Evaluator:
+    """Evaluates every model of a role -> (MODEL, checkpoint) map under one suite."""
 
-    def evaluate_all(
+    out_dir: Path
+    command: list[str]
+    step: _Steps
+    progress: Progress | None
+
+    def __call__(
+        self,
         suite: str,
         limit: int,
         suffix: str,
-        chosen: dict[str, tuple[str, Path | None]] = models,
+        chosen: dict[str, tuple[str, Path | None]],
         batch_size: int = 200,
     ) -> list[tuple[Path, Report]]:
         reports = []
         for role, (model, checkpoint) in chosen.items():
-            path = out_dir / f"{role}{suffix}.json"
-            step("evaluating %s (%s): suite %s on %d samples", role, model, suite, limit)
+            path = self.out_dir / f"{role}{suffix}.json"
+            self.step("evaluating %s (%s): suite %s on %d samples", role, model, suite, limit)
             request = EvalRequest(
                 suite=suite,
                 data=None,  # the suite's task's built-in data
@@ -246,19 +258,36 @@ def run_demo(out_dir: Path, *, quick: bool = False, progress: Progress | None = 
                 limit=limit,
                 batch_size=batch_size,
                 overwrite=True,
-                command=command,
+                command=self.command,
             )
-            reports.append((path, evaluate(request, progress=progress)))
+            reports.append((path, evaluate(request, progress=self.progress)))
         return reports
 
-    reports = evaluate_all(plan.suite, plan.limit, "")
+
+def run_demo(out_dir: Path, *, quick: bool = False, progress: Progress | None = None) -> DemoResult:
+    """Evaluate the demo models, compare them and draw the figures."""
+    started = time.time() - 1  # file times may be rounded down to the second
+    step = _Steps()
+    plan = PLANS["quick" if quick else "full"]
+    models = _models(plan, out_dir)
+    language_models = _language_models(plan, out_dir)
+    command = ["robench", "demo", *(["--quick"] if quick else [])]
+
+    evaluate_all = _Evaluator(out_dir, command, step, progress)
+    reports = evaluate_all(plan.suite, plan.limit, "", models)
     with sharing_perturbed_samples():  # both models see the same corrupted images: make them once
-        corrupted = evaluate_all(plan.corruption_suite, plan.corruption_limit, "-corruptions")
+        corrupted = evaluate_all(
+            plan.corruption_suite, plan.corruption_limit, "-corruptions", models
+        )
     text = evaluate_all(plan.text_suite, plan.text_limit, "-text", language_models, 16)
     from robench.cli._demo_bpe import evaluate_bpe_demo  # beside them: a subword (BPE) model
 
     subword = evaluate_bpe_demo(
         out_dir, plan.text_suite, quick=quick, command=command, progress=progress
+    )
+    step("segmentation: baseline vs Elliptical nano Segmenter")
+    segmentation = evaluate_segmentation_demo(
+        out_dir, quick=quick, command=command, progress=progress
     )
     comparison = build_comparison([(str(p), r) for p, r in reports], metrics=["top1"])
     corruption_comparison = build_comparison([(str(p), r) for p, r in corrupted], metrics=["top1"])
@@ -284,7 +313,10 @@ def run_demo(out_dir: Path, *, quick: bool = False, progress: Progress | None = 
     ]
     if subword_comparison is not None:
         sections.append((INDEX_TITLES["-subword"], subword, subword_comparison))
-    write_index(out_dir, sections)
+    if segmentation is not None:
+        sections.append(segmentation_section(segmentation))
+        figures += segmentation.figures
+    write_index(out_dir, sections, extra_figures=segmentation_figures(segmentation))
     step("done")
     return DemoResult(
         reports,
@@ -295,6 +327,7 @@ def run_demo(out_dir: Path, *, quick: bool = False, progress: Progress | None = 
         text_comparison,
         subword,
         subword_comparison,
+        segmentation,
         figures,
         _written_since(out_dir, started),
     )
@@ -313,20 +346,49 @@ INDEX_TITLES = {
     "-corruptions": "Common corruptions",
     "-text": "Language models under Word Swap",
     "-subword": "A subword language model (its own BPE tokenizer) under Word Swap",
+    SEGMENTATION_SUFFIX: "Semantic segmentation: nano Segmenters on fashion scenes",
 }
 
 
+def segmentation_section(
+    found: SegmentationDemo,
+) -> tuple[str, list[tuple[Path, Report]], Comparison]:
+    return INDEX_TITLES[SEGMENTATION_SUFFIX], found.reports, found.comparison
+
+
+def segmentation_figures(found: SegmentationDemo | None) -> dict[str, list[PageFigure]]:
+    """Section title -> the overlay figure, inlined for the page."""
+    if found is None or found.overlay is None:
+        return {}
+    from robench.results.html.figures import inline_png
+
+    alt = (
+        "One fashion scene, its ground-truth mask and each Segmenter's predicted mask, one "
+        "colour per class (legend at the right), over a greyed copy of the image."
+    )
+    figure = inline_png(found.overlay, "Ground truth and predicted masks of one scene", alt)
+    return {INDEX_TITLES[SEGMENTATION_SUFFIX]: [figure]}
+
+
 def write_index(
-    out_dir: Path, groups: list[tuple[str, list[tuple[Path, Report]], Comparison]]
+    out_dir: Path,
+    groups: list[tuple[str, list[tuple[Path, Report]], Comparison]],
+    *,
+    extra_figures: Mapping[str, Sequence[PageFigure]] | None = None,
 ) -> Path:
-    """`OUT_DIR/index.html`: one section per (title, reports, comparison), self-contained."""
+    """`OUT_DIR/index.html`: one section per (title, reports, comparison), self-contained;
+    `extra_figures` (section title -> figures) follow the figures drawn from the reports."""
     from robench.results.html import build_section, render_page
 
-    sections = [
-        build_section([(path.name, report) for path, report in reports], comparison, title=title)
-        for title, reports, comparison in groups
-        if reports
-    ]
+    sections = []
+    for title, reports, comparison in groups:
+        if not reports:
+            continue
+        section = build_section(
+            [(path.name, report) for path, report in reports], comparison, title=title
+        )
+        extra = list((extra_figures or {}).get(title, []))
+        sections.append(replace(section, figures=[*section.figures, *extra]))
     page = render_page(sections, title="robench demo: baseline vs Elliptical nano models")
     path = out_dir / "index.html"
     path.write_text(page, encoding="utf-8")

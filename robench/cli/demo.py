@@ -21,11 +21,13 @@ def demo_command(
     ] = Path("runs/demo"),
 ) -> None:
     """Baseline vs Elliptical nano models: attacks, corruptions and diagnostics on
-    Fashion-MNIST, Word Swap perplexity on the Python docs, figures.
+    Fashion-MNIST, Word Swap perplexity on the Python docs, segmentation of built-in scenes,
+    figures.
 
     Evaluates the shipped checkpoints (models/) with the `demo` suite (`smoke` with --quick)
     and the `demo-corruptions` suite (`corruptions-smoke` with --quick), the nano language
-    models with `demo-text` (`text-smoke` with --quick), prints the
+    models with `demo-text` (`text-smoke` with --quick), the nano Segmenters with
+    `demo-segmentation` (fewer scenes with --quick), prints the
     paper-style comparison and a per-corruption table on stdout, writes reports, figures and
     one self-contained page of them all (index.html) to --out-dir, then lists the files it
     wrote. Progress goes to stderr.
@@ -70,6 +72,12 @@ def demo_command(
             " perplexity counts BPE tokens, so it does not):"
         )
         _print(COMPARE_FORMATS.get(fmt)(result.subword_comparison, False))
+    if result.segmentation is not None:
+        typer.echo(
+            "\nSegmentation: nano Segmenters on the built-in fashion scenes, clean, under "
+            "corruptions and per-pixel PGD (mIoU and pixel accuracy, %):"
+        )
+        _print(COMPARE_FORMATS.get(fmt)(result.segmentation.comparison, False))
     figures = set(result.figures)
     err.print(f"wrote {len(result.files)} files:", highlight=False)
     for path in result.files:

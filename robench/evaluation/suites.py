@@ -155,6 +155,13 @@ class Suite(BaseModel):
         for name in self.aggregates:
             if name not in AGGREGATES:
                 raise ValueError(did_you_mean(name, AGGREGATES.names(), "aggregate"))
+            task = AGGREGATES.get(name).task
+            if task != self.task:
+                fitting = [n for n in AGGREGATES.names() if AGGREGATES.get(n).task == self.task]
+                raise ValueError(
+                    f"aggregate {name!r} reads {task} results, not {self.task}; this task's "
+                    f"aggregates: {', '.join(fitting) or 'none'}"
+                )
         return self
 
     @model_validator(mode="after")

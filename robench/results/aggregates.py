@@ -14,7 +14,10 @@ With E(f,c,s) model f's top-1 error on corruption c at severity s and AlexNet's 
   sum_s [E(AlexNet,c,s) - E(AlexNet,clean)];
 - `extra_mce`: the `mce` formula over the 4 extra corruptions;
 - `mean_corruption_accuracy` / `mean_corruption_error`: the mean over every corruption x
-  severity result of the group, for any dataset (RobustBench's CIFAR-10-C number).
+  severity result of the group, for any dataset (RobustBench's CIFAR-10-C number);
+- `mean_corruption_miou` (semantic segmentation): the mean over every corruption x severity
+  result of the group of its mIoU, each mIoU a ratio of pixel counts summed over the images
+  (`segmentation_metrics`); the bootstrap resamples images, paired across corruptions.
 The AlexNet-normalised ones are defined for ImageNet-1k only. Torch-free.
 """
 
@@ -26,8 +29,11 @@ from typing import TYPE_CHECKING
 
 from robench._core.registry import Registry
 from robench.results.aggregate_samples import (
+    MIOU,
+    TOP1,
     Accuracies,
     Block,
+    SampleStatistic,
     bootstrap_accuracies,
     point_accuracies,
     shared_block,
@@ -69,6 +75,10 @@ class Aggregate:
     higher_is_better: bool
     display: MetricDisplay
     plan: PlanFn  # (report, dataset, the dataset's corruption results) -> Plan
+    # What one member result contributes (its top-1 accuracy, its mIoU) and from which
+    # per-sample column; the task whose records hold that column (a suite checks it).
+    statistic: SampleStatistic = TOP1
+    task: str = "image-classification"
 
 
 AGGREGATES: Registry[Aggregate] = Registry("aggregate")
@@ -248,6 +258,17 @@ register(
         plan=_mean_over_results(error=True),
     )
 )
+register(
+    Aggregate(
+        name="mean_corruption_miou",
+        description="mIoU averaged over every corruption x severity result (segmentation)",
+        higher_is_better=True,
+        display=MetricDisplay("mean corr. mIoU", scale=100.0, unit="%", diff_unit="pp"),
+        plan=_mean_over_results(error=False),
+        statistic=MIOU,
+        task="semantic-segmentation",
+    )
+)
 
 
 def corruption_groups(report: Report) -> dict[str, list[PerturbationResult]]:
@@ -264,16 +285,18 @@ def group_name(name: str, dataset: str, n_groups: int) -> str:
     return name if n_groups <= 1 else f"{name}@{dataset}"
 
 
-def plan_blocks(report: Report, dataset: str, plan: Plan) -> tuple[list[Block], str | None] | None:
+def plan_blocks(
+    report: Report, dataset: str, plan: Plan, statistic: SampleStatistic = TOP1
+) -> tuple[list[Block], str | None] | None:
     """The plan's per-sample blocks (members and a same-dataset clean share one; a clean
     result on another dataset gets its own) and a caveat; None without per-sample values."""
     shared = plan.members + ([plan.clean] if plan.clean and plan.clean.dataset == dataset else [])
-    found = shared_block(report, dataset, shared)
+    found = shared_block(report, dataset, shared, statistic)
     if found is None:
         return None
     blocks, caveat = [found[0]], found[1]
     if plan.clean is not None and plan.clean.dataset != dataset:
-        other = shared_block(report, plan.clean.dataset, [plan.clean])
+        other = shared_block(report, plan.clean.dataset, [plan.clean], statistic)
         if other is None:
             return None
         blocks.append(other[0])
@@ -301,9 +324,10 @@ def compute_one(
     plan = aggregate.plan(report, dataset, results)
     if plan.reason is not None or plan.value is None or plan.details is None:
         return _result(aggregate, name, dataset, plan)
-    found = plan_blocks(report, dataset, plan)
+    found = plan_blocks(report, dataset, plan, aggregate.statistic)
     if found is None:
-        reason = "the report stores no per-sample top-1 values of its members."
+        label = aggregate.statistic.label
+        reason = f"the report stores no per-sample {label} values of its members."
         return _result(aggregate, name, dataset, plan, reason=reason)
     blocks, caveat = found
     point = point_accuracies(blocks)

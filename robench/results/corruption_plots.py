@@ -61,7 +61,9 @@ logger = logging.getLogger(__name__)
 # Corruption -> family, in the order figures list them: ImageNet-C's 15 benchmark corruptions
 # by family, then its 4 held-out extra ones (Hendrycks & Dietterich, ICLR 2019).
 CORRUPTION_FAMILIES: dict[str, str] = GROUP_OF  # display order and family rules
-_METRIC_NAMES = {"top1": "top-1", "top5": "top-5"}
+_METRIC_NAMES = {"top1": "top-1", "top5": "top-5", "miou": "mIoU"}
+# Metrics that are not accuracies, by their own label.
+_METRIC_LABELS = {"miou": "mIoU (%)"}
 _DATASET_STYLES: tuple[LineStyle, ...] = (
     "-",
     "--",
@@ -205,7 +207,7 @@ def corruption_grids(
 
 
 def _metric_label(metric: str) -> str:
-    return f"{_METRIC_NAMES.get(metric, metric)} accuracy (%)"
+    return _METRIC_LABELS.get(metric) or f"{_METRIC_NAMES.get(metric, metric)} accuracy (%)"
 
 
 def _count_note(grids: Sequence[CorruptionGrid], per: str) -> str:
@@ -332,7 +334,7 @@ def corruption_heatmap_figure(
     body = fig.subfigures(1, 1, squeeze=False)[0, 0]
     shared = shared_cells(grids)
     gaps = any(len(g.cells) < len(rows[g.dataset]) * len(cols[g.dataset]) for g in grids)
-    note = f"{_count_note(grids, 'cell')}\n{_heatmap_note(grids, shared, gaps)}"
+    note = f"{_count_note(grids, 'cell')}\n{_heatmap_note(grids, shared, gaps, metric)}"
     body.suptitle(
         _wrapped(note, int(14 * width)), x=0.01, ha="left", fontsize=NOTE_SIZE, color="0.25"
     )
@@ -360,8 +362,11 @@ def _heatmap_note(
     grids: Sequence[CorruptionGrid],
     shared: Mapping[str, set[tuple[str, int]] | None],
     gaps: bool,
+    metric: str = "top1",
 ) -> str:
-    parts = ["cells: accuracy in %, one colour scale for all panels"]
+    # mIoU is not an accuracy: name it; accuracies keep the short word.
+    quantity = _METRIC_NAMES[metric] if metric in _METRIC_LABELS else "accuracy"
+    parts = [f"cells: {quantity} in %, one colour scale for all panels"]
     if gaps:
         parts.append("–: not measured")
     if any(shared[g.dataset] is None for g in grids):

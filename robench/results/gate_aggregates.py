@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from robench.results.aggregate_samples import (
     Block,
+    SampleStatistic,
     bootstrap_accuracies,
     paired_block,
     point_accuracies,
@@ -64,16 +65,21 @@ def _rows(plan: Plan) -> list[PerturbationResult]:
     return plan.members + ([plan.clean] if plan.clean is not None else [])
 
 
-def _blocks(baseline: Report, candidate: Report, plans: tuple[Plan, Plan]) -> list[Block] | None:
-    """Paired blocks, one per dataset the plans read; None without per-sample values."""
+def _blocks(
+    baseline: Report, candidate: Report, plans: tuple[Plan, Plan], statistic: SampleStatistic
+) -> list[Block] | None:
+    """Paired blocks, one per dataset the plans read; None without per-sample values (or
+    with per-sample counts of different class numbers)."""
     blocks = []
     rows = [_rows(plan) for plan in plans]
     for dataset in dict.fromkeys(r.dataset for r in rows[0]):
         found = [
-            shared_block(report, dataset, [r for r in plan_rows if r.dataset == dataset])
+            shared_block(report, dataset, [r for r in plan_rows if r.dataset == dataset], statistic)
             for report, plan_rows in zip((baseline, candidate), rows, strict=True)
         ]
         if found[0] is None or found[1] is None:
+            return None
+        if found[0][0].values.shape[2] != found[1][0].values.shape[2]:
             return None
         blocks.append(paired_block(found[0][0], found[1][0], _PREFIX))
     return blocks
@@ -98,9 +104,9 @@ def paired_aggregate(
     names = [[r.name for r in _rows(plan)] for plan in plans]
     if any(plan.reason for plan in plans) or names[0] != names[1]:
         return "it cannot be recomputed on the same member results in both reports."
-    blocks = _blocks(baseline, candidate, plans)
+    blocks = _blocks(baseline, candidate, plans, aggregate.statistic)
     if blocks is None or any(block.indices.size == 0 for block in blocks):
-        return "the reports share no per-sample top-1 values of its members."
+        return f"the reports share no per-sample {aggregate.statistic.label} values of its members."
     value_b, value_c = plans[0].value, plans[1].value
     if value_b is None or value_c is None:
         return "it cannot be recomputed from the reports."

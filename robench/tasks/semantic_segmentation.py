@@ -31,7 +31,7 @@ from robench.data.segmentation.label_maps import (
 )
 from robench.models.checks import train_mode_warnings
 from robench.perturbations.checks import check_adversarial, check_pixel_values
-from robench.results.segmentation_metrics import pixel_counts
+from robench.results.segmentation_metrics import batch_pixel_counts, pixel_counts
 from robench.tasks.base import Columns, ModelCheck, Record, Task
 
 if TYPE_CHECKING:
@@ -46,6 +46,22 @@ def collate_label_maps(
     """A batch of (image, label map) pairs: stacked images, maps padded to the largest."""
     images, maps = zip(*items, strict=True)
     return torch.stack(images), pad_label_maps(maps)
+
+
+def predicted_maps(
+    logits: torch.Tensor, targets: torch.Tensor
+) -> torch.Tensor | list[torch.Tensor]:
+    """Each sample's predicted classes (Hl, Wl) at its label map's size: one (B, H, W)
+    tensor when every map has the logits' size and no padding, else a list.
+
+    Measured on CPU (torch 2.14, 2 threads, (32, 11, 64, 64) logits): `argmax(0)` image by
+    image took ~15 ms per image, as long as the model; one reduction over the batch takes
+    ~10 ms per 32 images, so maps of the logits' size without padding (the common case) are
+    reduced at once. `max(dim).indices` has argmax's first-maximum rule and was never slower
+    (on some inputs 6x faster)."""
+    if targets.shape[-2:] == logits.shape[-2:] and not bool((targets == PAD_INDEX).any()):
+        return logits.max(dim=1).indices
+    return [sample.max(dim=0).indices for sample in logits_at_labels(logits, targets)]
 
 
 class SemanticSegmentation(Task):
@@ -109,13 +125,15 @@ class SemanticSegmentation(Task):
     def score(self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> Columns:
         with torch.inference_mode():
             logits = model(inputs)
+            predictions = predicted_maps(logits, targets)
         n_classes = logits.shape[1]
+        if isinstance(predictions, torch.Tensor):  # one size: the batch's counts at once
+            found = batch_pixel_counts(predictions.cpu(), targets.cpu(), n_classes)
+            return {"counts": found.reshape(len(found), -1).tolist()}
         counts = []
-        resized = logits_at_labels(logits, targets)
-        for sample_logits, label_map in zip(resized, targets, strict=True):
+        for pred, label_map in zip(predictions, targets, strict=True):
             labels = scored_pixels(label_map).cpu()
-            found = pixel_counts(sample_logits.argmax(0).cpu(), labels, n_classes)
-            counts.append(found.reshape(-1).tolist())
+            counts.append(pixel_counts(pred.cpu(), labels, n_classes).reshape(-1).tolist())
         return {"counts": counts}
 
     def target(self, record: Record) -> Any:
@@ -129,7 +147,8 @@ class SemanticSegmentation(Task):
     ) -> None:
         """The model must predict per pixel, one channel per class of the data."""
         with torch.no_grad():
-            logits = model(inputs[:1])
+            # Two samples, the shape check_model runs next: one first-call warm-up, not two.
+            logits = model(inputs[:2])
         n_classes = len(getattr(dataset, "classes", ()))
         if logits.dim() != 4:
             raise DataError(

@@ -6,7 +6,8 @@ applies to, none when the reports have nothing for it, so the page leaves the pa
 - accuracy against the attack budget, one figure per threat model (`plots.accuracy_series`,
   `plots.accuracy_vs_eps_figure`), one line per model with its 95% band;
 - accuracy per corruption x severity (`corruption_plots.corruption_heatmap_figure`);
-- language models: perplexity clean and under Word Swap, per model, with 95% intervals.
+- language models: perplexity clean and under Word Swap, per model, with 95% intervals;
+- segmentation models: mIoU against the attack budget and per corruption x severity.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ PAGE_DPI = 2 * DPI
 # How a threat model (`params["norm"]`, lower case) is named in titles and axes.
 NORM_NAMES = {"linf": "L∞", "l2": "L2", "l1": "L1"}
 LANGUAGE_MODELING = "language-modeling"
+SEGMENTATION = "semantic-segmentation"
 WORD_SWAP = "word-swap"
 
 
@@ -161,11 +163,37 @@ def perplexity_figures(reports: Mapping[str, Report]) -> list[PageFigure]:
     return [inline_png(fig, "Perplexity, clean vs Word Swap", alt)]
 
 
+def segmentation_figures(reports: Mapping[str, Report]) -> list[PageFigure]:
+    """Segmentation models: mIoU against the L-inf budget, and per corruption x severity."""
+    found = {label: r for label, r in reports.items() if r.task == SEGMENTATION}
+    if not found:
+        return []
+    figures = []
+    series = [s for s in accuracy_series(found, metric="miou") if s.points]
+    if any(s.kind != "clean" for s in series):
+        fig = accuracy_vs_eps_figure(series, title="mIoU under L∞ attacks", ylabel="mIoU (%)")
+        alt = (
+            f"Line chart: mIoU in percent against the attack budget for {_listing(list(found))}"
+            ", starting from clean mIoU, with shaded 95% intervals; the numbers are in the "
+            "leaderboard."
+        )
+        figures.append(inline_png(fig, "mIoU against the L∞ budget", alt))
+    heatmap = corruption_heatmap_figure(found, metric="miou", title="mIoU under corruptions")
+    if heatmap is not None:
+        alt = (
+            "Heatmaps, one per model (" + _listing(list(found)) + "): mIoU in percent for each "
+            "corruption (rows) and severity (columns), printed in every cell; darker is lower."
+        )
+        figures.append(inline_png(heatmap, "mIoU per corruption and severity", alt))
+    return figures
+
+
 # The page's figure builders, in page order.
 FIGURES: tuple[Callable[[Mapping[str, Report]], list[PageFigure]], ...] = (
     budget_figures,
     heatmap_figures,
     perplexity_figures,
+    segmentation_figures,
 )
 
 
