@@ -50,6 +50,7 @@ COMMANDS = {
         "robench.cli.demo",
         "demo_command",
         "Baseline vs Elliptical nano models: attacks, corruptions and diagnostics on "
-        "Fashion-MNIST, Word Swap perplexity on the Python docs, figures.",
+        "Fashion-MNIST, Word Swap perplexity on the Python docs, segmentation of built-in scenes, "
+        "figures.",
     ),
 }
