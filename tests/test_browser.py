@@ -85,6 +85,7 @@ def _png_size(path: Path) -> tuple[int, int]:
 
 def test_screenshot_of_the_demo_page(tmp_path: Path) -> None:
     from robench.cli._demo import INDEX_TITLES, write_index
+    from robench.cli._demo_segmentation import METRICS as SEGMENTATION_METRICS
     from robench.results.compare import build_comparison
     from robench.results.report import read_report
 
@@ -95,6 +96,7 @@ def test_screenshot_of_the_demo_page(tmp_path: Path) -> None:
         "-corruptions": ["top1"],
         "-text": ["perplexity", "bits_per_byte"],
         "-subword": ["bits_per_byte", "perplexity"],
+        "-segmentation": list(SEGMENTATION_METRICS),
     }
     groups = []
     for suffix, title in INDEX_TITLES.items():
