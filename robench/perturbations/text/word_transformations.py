@@ -25,7 +25,9 @@ from collections.abc import Callable
 
 LETTERS = string.ascii_letters  # TextAttack's default `letters_to_insert`
 
-# TextAttack's `WordSwapQWERTY._keyboard_adjacency`: lower-case keys and their neighbours.
+# TextAttack's `WordSwapQWERTY._keyboard_adjacency`: lower-case keys and their neighbours. It
+# is not the geometric table of swaps.py (Word Swap's typos): TextAttack's is hand-written and
+# not symmetric ('a' -> x, 'x' -/> a), and the recipes' candidates must equal its.
 QWERTY_NEIGHBOURS: dict[str, str] = {
     "q": "was",
     "w": "qeasd",

@@ -1,0 +1,72 @@
+"""The constraints of TextAttack's recipes, on `WordSpans` texts.
+
+Pre-transformation constraints say which words may be modified:
+- `RepeatModification`: a word modified once is not modified again;
+- `StopwordModification`: a word in NLTK's English stopwords is not modified (TextAttack
+  compares the word as written, so "The" is not a stopword but "the" is);
+- `MinWordLength(n)`: only words of at least n characters are modified.
+Constraints on a candidate text, against the original:
+- `LevenshteinEditDistance(d)`: character edit distance of the whole text at most d;
+- `MaxWordsPerturbed(k)`: at most k words differ from the original's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from robench.perturbations.text.swaps import stopwords
+from robench.perturbations.text.word_spans import WordSpans
+
+
+def levenshtein(a: str, b: str, limit: int | None = None) -> int:
+    """Character edit distance (insertions, deletions, substitutions, each 1). With `limit`,
+    stops early and returns limit + 1 once the distance must exceed it."""
+    if len(a) < len(b):
+        a, b = b, a
+    if limit is not None and len(a) - len(b) > limit:
+        return limit + 1
+    previous = list(range(len(b) + 1))
+    for i, char in enumerate(a, 1):
+        current = [i]
+        for j, other in enumerate(b, 1):
+            current.append(
+                min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char != other))
+            )
+        if limit is not None and min(current) > limit:
+            return limit + 1
+        previous = current
+    return previous[-1]
+
+
+@dataclass(frozen=True)
+class AttackConstraints:
+    """One recipe's constraints; None switches a constraint off."""
+
+    skip_stopwords: bool = True
+    min_word_length: int | None = None
+    max_edit_distance: int | None = None
+    max_words_perturbed: int | None = None
+
+    def modifiable(self, text: WordSpans, modified: Collection[int]) -> list[int]:
+        """The word indices the search may still modify, in order."""
+        words = text.words
+        blocked = stopwords() if self.skip_stopwords else frozenset()
+        return [
+            i
+            for i, word in enumerate(words)
+            if i not in modified
+            and word not in blocked
+            and (self.min_word_length is None or len(word) >= self.min_word_length)
+        ]
+
+    def allows(self, candidate: WordSpans, original: WordSpans) -> bool:
+        """Whether a candidate text keeps within the recipe's bounds of the original."""
+        limit_words = self.max_words_perturbed
+        if limit_words is not None and len(candidate.changed_words(original)) > limit_words:
+            return False
+        if self.max_edit_distance is not None:
+            limit = self.max_edit_distance
+            if levenshtein(candidate.text, original.text, limit) > limit:
+                return False
+        return True
