@@ -17,8 +17,8 @@ from torch.utils.data import DataLoader, Dataset
 from robench._core.errors import DataError
 from robench.models.checks import check_model
 from robench.models.restricted import restrict_outputs
-from robench.perturbations.checks import check_adversarial, check_pixel_values
 from robench.tasks.base import Columns, ModelCheck, Record, Task, TaskData
+from robench.tasks.pixel_inputs import PixelInputs
 
 if TYPE_CHECKING:
     from robench.models.loading import LoadedModel
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 TOP_K = 5  # predictions kept per sample: enough for top-1 and top-5 accuracy
 
 
-class ImageClassification(Task):
+class ImageClassification(PixelInputs, Task):
     name = "image-classification"
 
     def open_data(
@@ -64,15 +64,6 @@ class ImageClassification(Task):
         if list(dataset.classes) == list(labels):
             return None
         return class_map_from_labels(list(dataset.classes), labels, f"{model.name} labels")
-
-    def check_perturbed(
-        self, original: torch.Tensor, perturbed: torch.Tensor, perturbation: Any, *, name: str
-    ) -> None:
-        threat = perturbation.threat_model
-        check_adversarial(original, perturbed, perturbation.eps, name=name, threat=threat)
-
-    def check_inputs(self, inputs: torch.Tensor, *, name: str) -> None:
-        check_pixel_values(inputs, name=name)
 
     def batches(
         self,

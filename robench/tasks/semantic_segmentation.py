@@ -30,9 +30,9 @@ from robench.data.segmentation.label_maps import (
     scored_pixels,
 )
 from robench.models.checks import train_mode_warnings
-from robench.perturbations.checks import check_adversarial, check_pixel_values
 from robench.results.segmentation_metrics import batch_pixel_counts, pixel_counts
 from robench.tasks.base import Columns, ModelCheck, Record, Task
+from robench.tasks.pixel_inputs import PixelInputs
 
 if TYPE_CHECKING:
     from robench.models.loading import LoadedModel
@@ -64,7 +64,7 @@ def predicted_maps(
     return [sample.max(dim=0).indices for sample in logits_at_labels(logits, targets)]
 
 
-class SemanticSegmentation(Task):
+class SemanticSegmentation(PixelInputs, Task):
     name = "semantic-segmentation"
     default_data: ClassVar[str] = BUILTIN_SCENES
 
@@ -181,12 +181,3 @@ class SemanticSegmentation(Task):
         if not scored.any():
             warnings.append("the first batch has no scored pixel (all ignored).")
         return ModelCheck(randomized=randomized, warnings=warnings)
-
-    def check_perturbed(
-        self, original: torch.Tensor, perturbed: torch.Tensor, perturbation: Any, *, name: str
-    ) -> None:
-        threat = perturbation.threat_model
-        check_adversarial(original, perturbed, perturbation.eps, name=name, threat=threat)
-
-    def check_inputs(self, inputs: torch.Tensor, *, name: str) -> None:
-        check_pixel_values(inputs, name=name)

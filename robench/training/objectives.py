@@ -20,6 +20,8 @@ from torch.utils.data import DataLoader
 from robench._core.errors import ConfigError, DataError
 from robench.data.segmentation.label_maps import IGNORE_INDEX, PAD_INDEX
 from robench.results.segmentation_metrics import dataset_metrics
+from robench.tasks.registry import load_task
+from robench.tasks.semantic_segmentation import collate_label_maps
 
 if TYPE_CHECKING:
     from robench.models.loading import LoadedModel
@@ -70,8 +72,6 @@ CLASSIFICATION = ImageObjective(
 
 
 def _open_segmentation(data: str, loaded: LoadedModel, split: str) -> Any:
-    from robench.tasks.registry import load_task
-
     dataset = load_task("semantic-segmentation").open_data(
         data, loaded, split=split, layout=None, class_map=None, options={}
     )
@@ -96,19 +96,11 @@ def _pixel_loss(logits: torch.Tensor, maps: torch.Tensor, smoothing: float) -> t
 
 def _miou(model: nn.Module, loader: DataLoader, device: torch.device) -> float:
     """mIoU over the validation images, by the task's own per-image counts."""
-    from robench.tasks.registry import load_task
-
     task = load_task("semantic-segmentation")
     counts: list[list[int]] = []
     for images, maps in loader:
         counts += task.score(model, images.to(device), maps.to(device))["counts"]
     return dataset_metrics(torch.tensor(counts).numpy())["miou"]
-
-
-def _collate_maps(items: list[Any]) -> Any:
-    from robench.tasks.semantic_segmentation import collate_label_maps
-
-    return collate_label_maps(items)
 
 
 SEGMENTATION = ImageObjective(
@@ -119,7 +111,7 @@ SEGMENTATION = ImageObjective(
     loss=_pixel_loss,
     validate=_miou,
     output_classes=lambda out: out.shape[1],
-    collate=_collate_maps,
+    collate=collate_label_maps,
 )
 
 OBJECTIVES = {objective.task: objective for objective in (CLASSIFICATION, SEGMENTATION)}

@@ -25,9 +25,9 @@ import numpy as np
 
 from robench.perturbations.text.attack_constraints import AttackConstraints
 from robench.perturbations.text.word_spans import WordSpans
+from robench.perturbations.text.word_transformations import Transformation
 
 ScoreTexts = Callable[[Sequence[str]], np.ndarray]  # texts -> (n, K) class probabilities
-Transformation = Callable[[str, random.Random], list[str]]
 OUTCOMES = ("skipped", "succeeded", "failed")
 
 

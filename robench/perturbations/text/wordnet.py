@@ -17,12 +17,12 @@ from __future__ import annotations
 import functools
 import io
 import os
-import re
 import warnings
 from pathlib import Path
 from typing import Any
 
 from robench._core.errors import DataError
+from robench.perturbations.text.word_spans import word_spans
 
 DEFAULT_DIR = Path("/usr/share/wordnet")
 # WordNet 3.0's lexicographer files, numbered from 00, with their syntactic category
@@ -42,10 +42,6 @@ LEXNAMES = (
     ("adj.ppl", 3),
 )  # fmt: skip
 _REQUIRED = ("data.noun", "index.noun", "data.verb", "index.verb", "data.adj", "data.adv")
-# TextAttack's `words_from_text`: runs of word characters and ' - _ * @, stripped of those
-# four at both ends (its homoglyph characters never occur in WordNet's lemmas).
-_WORD = re.compile(r"[\w'\-_*@]+")
-_EDGES = "'-_*@"
 
 
 def wordnet_dir() -> Path:
@@ -84,12 +80,9 @@ def _reader(root: Path) -> Any:
 
 
 def is_one_word(text: str) -> bool:
-    """TextAttack's `is_one_word`: its word splitter finds exactly one word in `text`."""
-    words = []
-    for chunk in " ".join(text.split()).split():
-        found = [w.strip(_EDGES) for w in _WORD.findall(chunk.strip(_EDGES))]
-        words += [w for w in found if w]
-    return len(words) == 1
+    """TextAttack's `is_one_word`: its word splitter (`word_spans`) finds exactly one word
+    (its homoglyph characters never occur in WordNet's lemmas)."""
+    return len(word_spans(text)) == 1
 
 
 def synonyms(word: str) -> list[str]:
