@@ -26,12 +26,24 @@ def test_pixel_loss_leaves_out_padding_and_ignored_pixels() -> None:
     maps = torch.randint(0, 3, (2, 4, 4))
     loss = SEGMENTATION.loss(logits, maps, 0.0)
     assert loss == pytest.approx(float(torch.nn.functional.cross_entropy(logits, maps)))
-    hidden = maps.clone()
-    hidden[:, 2:] = PAD_INDEX  # padding and ignored pixels change nothing
-    hidden[:, 0, 0] = IGNORE_INDEX
-    kept = (hidden != PAD_INDEX) & (hidden != IGNORE_INDEX)
+    ignored = maps.clone()
+    ignored[:, 0, 0] = IGNORE_INDEX  # ignored pixels change nothing
+    kept = ignored != IGNORE_INDEX
     expected = torch.nn.functional.cross_entropy(logits.permute(0, 2, 3, 1)[kept], maps[kept])
-    assert SEGMENTATION.loss(logits, hidden, 0.0) == pytest.approx(float(expected))
+    assert SEGMENTATION.loss(logits, ignored, 0.0) == pytest.approx(float(expected))
+    # A batch of two map sizes: the second map is 2x4, padded to 4x4. Its sample's logits are
+    # resized to 2x4 before they are compared, as the task scores them; padding is left out.
+    padded = ignored.clone()
+    padded[1, 2:] = PAD_INDEX
+    small = torch.nn.functional.interpolate(
+        logits[1:], size=(2, 4), mode="bilinear", align_corners=False
+    )
+    ce = torch.nn.functional.cross_entropy
+    sums = ce(logits[:1], ignored[:1], ignore_index=IGNORE_INDEX, reduction="sum") + ce(
+        small, ignored[1:, :2], ignore_index=IGNORE_INDEX, reduction="sum"
+    )
+    expected = sums / (kept[0].sum() + kept[1, :2].sum())
+    assert SEGMENTATION.loss(logits, padded, 0.0) == pytest.approx(float(expected))
     # logits at a lower resolution are resized to the labels first
     assert SEGMENTATION.loss(logits[..., :2, :2], maps, 0.0).isfinite()
 

@@ -19,6 +19,7 @@ from torch.utils.data import DataLoader
 
 from robench._core.errors import ConfigError, DataError
 from robench.data.segmentation.label_maps import IGNORE_INDEX, PAD_INDEX
+from robench.perturbations.adversarial.pixel_loss import pixel_cross_entropy
 from robench.results.segmentation_metrics import dataset_metrics
 from robench.tasks.registry import load_task
 from robench.tasks.semantic_segmentation import collate_label_maps
@@ -85,13 +86,14 @@ def _open_segmentation(data: str, loaded: LoadedModel, split: str) -> Any:
 
 def _pixel_loss(logits: torch.Tensor, maps: torch.Tensor, smoothing: float) -> torch.Tensor:
     """Per-pixel cross-entropy at label resolution over the scored pixels (padding and the
-    ignore index left out), as mmsegmentation's decode-head loss."""
-    targets = maps.masked_fill(maps == PAD_INDEX, IGNORE_INDEX)
-    if logits.shape[-2:] != targets.shape[-2:]:
-        logits = F.interpolate(
-            logits, size=targets.shape[-2:], mode="bilinear", align_corners=False
-        )
-    return F.cross_entropy(logits, targets, ignore_index=IGNORE_INDEX, label_smoothing=smoothing)
+    ignore index left out), as mmsegmentation's decode-head loss. Maps of one size (the
+    built-in scenes) take one batched call; maps of several sizes, padded to the largest,
+    each compare with their sample's logits resized to their own size (pixel_loss.py)."""
+    if bool((maps == PAD_INDEX).any()):
+        return pixel_cross_entropy(logits, maps, label_smoothing=smoothing)
+    if logits.shape[-2:] != maps.shape[-2:]:
+        logits = F.interpolate(logits, size=maps.shape[-2:], mode="bilinear", align_corners=False)
+    return F.cross_entropy(logits, maps, ignore_index=IGNORE_INDEX, label_smoothing=smoothing)
 
 
 def _miou(model: nn.Module, loader: DataLoader, device: torch.device) -> float:

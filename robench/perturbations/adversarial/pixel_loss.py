@@ -42,7 +42,10 @@ def segpgd_weight(step: int, steps: int) -> float:
 
 
 def _sums_and_counts(
-    logits: torch.Tensor, labels: torch.Tensor, weighting: float | None
+    logits: torch.Tensor,
+    labels: torch.Tensor,
+    weighting: float | None,
+    label_smoothing: float = 0.0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(B,) summed (weighted) cross-entropy over each sample's scored pixels, and (B,) their
     counts."""
@@ -51,7 +54,11 @@ def _sums_and_counts(
         target = scored_pixels(label_map)  # (Hl, Wl), IGNORE_INDEX included
         scored = target != IGNORE_INDEX  # (Hl, Wl)
         ce = F.cross_entropy(
-            sample_logits[None], target[None], ignore_index=IGNORE_INDEX, reduction="none"
+            sample_logits[None],
+            target[None],
+            ignore_index=IGNORE_INDEX,
+            reduction="none",
+            label_smoothing=label_smoothing,
         )[0]  # (Hl, Wl), 0 where ignored
         if weighting is not None:
             correct = sample_logits.detach().argmax(dim=0) == target  # (Hl, Wl)
@@ -66,12 +73,17 @@ def _sums_and_counts(
 
 
 def pixel_cross_entropy(
-    logits: torch.Tensor, labels: torch.Tensor, *, weighting: float | None = None
+    logits: torch.Tensor,
+    labels: torch.Tensor,
+    *,
+    weighting: float | None = None,
+    label_smoothing: float = 0.0,
 ) -> torch.Tensor:
     """Scalar cross-entropy averaged over the scored pixels of the whole batch (mmseg's
     `avg_non_ignore`); with `weighting` = lambda, SegPGD's loss (module docstring) with N the
-    batch's scored pixels. No scored pixel at all gives 0 (with a zero gradient)."""
-    sums, counts = _sums_and_counts(logits, labels, weighting)
+    batch's scored pixels. No scored pixel at all gives 0 (with a zero gradient).
+    `label_smoothing` is torch's (training, robench/training/objectives.py)."""
+    sums, counts = _sums_and_counts(logits, labels, weighting, label_smoothing)
     return sums.sum() / counts.sum().clamp_min(1.0)
 
 
