@@ -140,27 +140,21 @@ def _deepwordbug(word: str, rng: random.Random) -> list[str]:
     """DeepWordBug (Gao et al. 2018) as TextAttack's recipe builds it: the four character
     edits, each in TextAttack's default `random_one` mode (one random position each)."""
     edits = ("swap", "substitute", "delete", "insert")
-    return _unique(word, [edit_candidates(word, e, rng, random_one=True) for e in edits])
+    return _unique([edit_candidates(word, e, rng, random_one=True) for e in edits])
 
 
 def _pruthi(word: str, rng: random.Random) -> list[str]:
     """Pruthi et al. 2019's typos: every swap, deletion, insertion and QWERTY typo that keeps
     the first and last character."""
     edits = ("swap", "delete", "insert", "qwerty")
-    return _unique(
-        word, [edit_candidates(word, e, rng, skip_first=True, skip_last=True) for e in edits]
-    )
+    return _unique([edit_candidates(word, e, rng, skip_first=True, skip_last=True) for e in edits])
 
 
-def _unique(word: str, groups: list[list[str]]) -> list[str]:
-    """The candidates of every group, first occurrence first (TextAttack's composite keeps a
-    set of texts; the order here is only for reproducibility)."""
-    seen: dict[str, None] = {}
-    for group in groups:
-        for candidate in group:
-            if candidate != word:
-                seen.setdefault(candidate)
-    return list(seen)
+def _unique(groups: list[list[str]]) -> list[str]:
+    """The candidates of every group (none is the word: `edit_candidates` drops it), first
+    occurrence first (TextAttack's composite keeps a set of texts; the order here is only for
+    reproducibility)."""
+    return list(dict.fromkeys(candidate for group in groups for candidate in group))
 
 
 TRANSFORMATIONS: dict[str, Transformation] = {
