@@ -32,8 +32,11 @@ def describe_validation_error(exc: ValidationError) -> str:
     return f"{where}: {message}{extra}"
 
 
-def read_toml_model(path: Path, model: type[M], what: str) -> tuple[M, str]:
-    """Parse and validate `path`; return the model and the file's sha256."""
+def read_toml_model(
+    path: Path, model: type[M], what: str, doc: str = "docs/formats.md"
+) -> tuple[M, str]:
+    """Parse and validate `path`; return the model and the file's sha256. `doc` is where the
+    format is documented, named in the error."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -49,6 +52,6 @@ def read_toml_model(path: Path, model: type[M], what: str) -> tuple[M, str]:
     except ValidationError as exc:
         raise ConfigError(
             f"{what} file {path} is invalid: {describe_validation_error(exc)}; "
-            f"see docs/formats.md for the {what} format."
+            f"see {doc} for the {what} format."
         ) from None
     return parsed, hashlib.sha256(raw).hexdigest()

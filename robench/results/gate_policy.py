@@ -97,4 +97,4 @@ def read_policy(path: Path | None) -> Policy:
     """The policy in `path`, or the built-in default policy when `path` is None."""
     if path is None:
         return Policy()
-    return read_toml_model(path, Policy, "gate policy")[0]
+    return read_toml_model(path, Policy, "gate policy", doc="docs/ci.md")[0]

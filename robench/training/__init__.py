@@ -1,7 +1,9 @@
-"""Training: `robench train` (small-scale, seeded; image classifiers in `train.py`, with DDP
-under torchrun, language models in `train_lm.py`, both on the shared `loop.py`) and
-`timm_train` (runs timm's own train.py with robench's models registered).
+"""Training: `robench train` (small-scale, seeded; image classifiers and segmenters in
+`train.py`, their task's loss and validation in `objectives.py`, with DDP under torchrun,
+language models in `train_lm.py`, all on the shared `loop.py`) and `timm_train` (runs timm's
+own train.py with robench's models registered).
 
-May import: `robench.tasks` (language-model validation scores as `robench eval` does),
+May import: `robench.tasks` (validation scores as `robench eval` does), `robench.perturbations`
+(the per-pixel cross-entropy dense attacks ascend, for label maps of several sizes),
 `robench.models`, `robench.data`, `robench.results`, `robench._core`.
 """
