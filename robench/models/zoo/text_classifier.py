@@ -49,7 +49,7 @@ from robench.models.zoo.lm_registry import LanguageModelBuilder, register_langua
 from robench.models.zoo.moe_lm import SWITCH_NANO_ARGS, moe_layer_plan, total_aux_loss
 from robench.models.zoo.transformer_lm import sinusoidal_positions
 
-__all__ = ["TEXT_CLASSIFICATION", "TextClassifier", "backbone_keys"]
+__all__ = ["PRETRAINED_BACKBONES", "TEXT_CLASSIFICATION", "TextClassifier", "backbone_keys"]
 
 TEXT_CLASSIFICATION = "text-classification"
 # Model kwargs that go to configure_elliptical instead of TextClassifier.
@@ -57,6 +57,14 @@ _ELLIPTICAL_OPTIONS = ("scaling", "estimator", "differentiable", "delta")
 # Model kwargs of a mixture-of-experts backbone (moe_lm.moe_layer_plan).
 _MOE_OPTIONS = ("num_experts", "top_k", "moe_every")
 _BACKBONE_PREFIXES = ("token_embed.", "blocks.", "norm.")
+# classifier -> the language model whose pretrained backbone (`backbone_keys`) it takes: the
+# same width, depth, heads, feed-forward layers and attention. `--init-from` checks it.
+PRETRAINED_BACKBONES = {
+    "text_classifier_nano": "transformer_lm_nano",
+    "text_classifier_nano_elliptical": "transformer_lm_nano_elliptical",
+    "switch_classifier_nano": "switch_lm_nano",
+    "switch_classifier_nano_elliptical": "switch_lm_nano_elliptical",
+}
 
 
 def backbone_keys(state_dict: dict[str, Tensor]) -> dict[str, Tensor]:
