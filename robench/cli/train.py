@@ -117,9 +117,7 @@ def train_command(
     ] = None,
     aux_loss_weight: Annotated[
         float,
-        typer.Option(
-            help="Mixture-of-experts models: weight of the load-balancing loss (0: off)."
-        ),
+        typer.Option(help="Mixture-of-experts models: weight of the load-balancing loss (0: off)."),
     ] = 0.01,
     extra_word: Annotated[
         list[str] | None,
@@ -149,8 +147,8 @@ def train_command(
       robench train text_classifier_nano_elliptical --max-steps 600 -o runs/text
       robench train switch_classifier_nano --init-from runs/switch-lm/best.safetensors -o runs/sc
     """
-    from robench.models.plugins import load_plugins
     from robench._core.errors import ConfigError
+    from robench.models.plugins import load_plugins
     from robench.training.train_lm import trains_a_language_model
     from robench.training.train_text import trains_a_text_classifier
 

@@ -20,7 +20,7 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -187,7 +187,7 @@ def train_text_classifier(
         )
     network, vocabulary, spec = _build_model(config, train)
     network = network.to(device).train()
-    length = int(getattr(network, "max_length"))
+    length = cast(int, network.max_length)  # the classifier reads this many words
     train_idx = select_indices(len(train), config.train_limit, config.seed)
     x_train, y_train = _encoded(train, vocabulary, length, train_idx, device)
     val_idx = select_indices(len(val), config.val_limit, config.seed)

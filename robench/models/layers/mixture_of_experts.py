@@ -137,4 +137,3 @@ class MixtureOfExperts(nn.Module):
         self.aux_loss = load_balancing_loss(probs, chosen)
         self.expert_counts = torch.bincount(chosen.flatten(), minlength=self.num_experts)
         return self.drop(out).reshape(*shape[:-1], -1)
-

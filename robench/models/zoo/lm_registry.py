@@ -4,8 +4,8 @@ A builder takes the vocabulary size and keyword overrides and returns an `nn.Mod
 token ids (B, T) to next-token logits (B, T, vocab_size). A builder whose function carries a
 `robench_task` attribute builds a model of that task instead (robench's text classifiers:
 "text-classification", word ids (B, T) -> class logits (B, K), `num_classes` a keyword);
-`language_model_task(name)` reads it without building the model. Decorating it registers it under the
-function's name (timm `register_model`)::
+`language_model_task(name)` reads it without building the model. Decorating it registers it
+under the function's name (timm `register_model`)::
 
     from robench.models.zoo.lm_registry import register_language_model
 

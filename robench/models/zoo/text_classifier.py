@@ -97,6 +97,7 @@ class TextClassifier(nn.Module):
     """
 
     robench_task = TEXT_CLASSIFICATION
+    positions: Tensor  # (L, C) sinusoidal positions, a non-persistent buffer
 
     def __init__(
         self,
@@ -111,7 +112,7 @@ class TextClassifier(nn.Module):
         dropout: float = 0.1,
         attn_dropout: float = 0.0,
         attn_layer: type[nn.Module] = Attention,
-        mlp_layer_at: Callable[[int], Callable[..., nn.Module]] | None = None,
+        mlp_layer_at: Callable[[int], Any] | None = None,  # Any: a class or a partial of one
         architecture: str = "text_classifier",
     ) -> None:
         super().__init__()

@@ -105,7 +105,7 @@ class TransformerLM(nn.Module):
         dropout: float = 0.1,
         attn_dropout: float = 0.0,
         attn_layer: type[nn.Module] = Attention,
-        mlp_layer_at: Callable[[int], Callable[..., nn.Module]] | None = None,
+        mlp_layer_at: Callable[[int], Any] | None = None,  # Any: a class or a partial of one
         architecture: str = "transformer_lm",
     ) -> None:
         super().__init__()
@@ -235,9 +235,7 @@ def build_variant(
             f"Unknown m_estimator {m_estimator!r} for {variant}; choose one of "
             f"{sorted(_M_ESTIMATORS)} ('prefix' is causal, 'paper' averages over all positions)."
         )
-    model = model_class(
-        vocab_size, architecture=variant, attn_layer=EllipticalAttention, **kwargs
-    )
+    model = model_class(vocab_size, architecture=variant, attn_layer=EllipticalAttention, **kwargs)
     try:
         configure_elliptical(model, causal_estimator=_M_ESTIMATORS[m_estimator], **options)
     except ConfigError as err:
