@@ -125,3 +125,34 @@ def test_the_backbone_keys_are_the_language_models() -> None:
         lm_keys = backbone_keys(create_language_model(lm, VOCAB, **kwargs).state_dict())
         own = backbone_keys(_model(classifier).state_dict())
         assert {k: v.shape for k, v in own.items()} == {k: v.shape for k, v in lm_keys.items()}
+
+
+@pytest.mark.parametrize("variant", ["baseline", "elliptical"])
+def test_the_shipped_checkpoints_rebuild_from_their_metadata(variant: str) -> None:
+    from pathlib import Path
+
+    from robench.data.text.classifier_tokens import classes_from_metadata
+    from robench.models.checkpoints import read_checkpoint
+    from robench.models.spec import read_card, spec_from_metadata
+
+    card_path = (
+        Path(__file__).resolve().parents[1]
+        / "models"
+        / (f"text_classifier_nano_{variant}_docs.toml")
+    )
+    card = read_card(card_path)
+    checkpoint = read_checkpoint(card_path.with_suffix(".safetensors"))
+    assert card_path.with_suffix(".safetensors").stat().st_size < 5_000_000
+    spec = spec_from_metadata(checkpoint.metadata, checkpoint.path)
+    vocabulary = Vocabulary.from_metadata(checkpoint.metadata)
+    classes = classes_from_metadata(checkpoint.metadata)
+    assert spec is not None and vocabulary is not None and classes is not None
+    assert spec.architecture == card.architecture and len(classes) == 8
+    model = create_language_model(spec.architecture, len(vocabulary), **spec.model_kwargs)
+    model.load_state_dict(checkpoint.state_dict)
+    model.eval()
+    text = "The C API function PyObject_GetAttr returns a new reference to the attribute."
+    with torch.no_grad():
+        logits = model(encode_texts(vocabulary, [text], model.max_length))
+    assert logits.shape == (1, 8) and torch.isfinite(logits).all()
+    assert card.metrics["clean_top1"] > card.metrics["majority_class_top1"] + 0.2
