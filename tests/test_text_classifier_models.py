@@ -127,8 +127,12 @@ def test_the_backbone_keys_are_the_language_models() -> None:
         assert {k: v.shape for k, v in own.items()} == {k: v.shape for k, v in lm_keys.items()}
 
 
-@pytest.mark.parametrize("variant", ["baseline", "elliptical"])
-def test_the_shipped_checkpoints_rebuild_from_their_metadata(variant: str) -> None:
+@pytest.mark.parametrize(
+    "card",
+    [f"{family}_nano_{variant}_docs" for family in ("text_classifier", "switch_classifier")
+     for variant in ("baseline", "elliptical")],
+)
+def test_the_shipped_checkpoints_rebuild_from_their_metadata(card: str) -> None:
     from pathlib import Path
 
     from robench.data.text.classifier_tokens import classes_from_metadata
@@ -147,7 +151,7 @@ def test_the_shipped_checkpoints_rebuild_from_their_metadata(variant: str) -> No
     vocabulary = Vocabulary.from_metadata(checkpoint.metadata)
     classes = classes_from_metadata(checkpoint.metadata)
     assert spec is not None and vocabulary is not None and classes is not None
-    assert spec.architecture == card.architecture and len(classes) == 8
+    assert spec.architecture == shipped.architecture and len(classes) == 8
     model = create_language_model(spec.architecture, len(vocabulary), **spec.model_kwargs)
     model.load_state_dict(checkpoint.state_dict)
     model.eval()
@@ -155,4 +159,4 @@ def test_the_shipped_checkpoints_rebuild_from_their_metadata(variant: str) -> No
     with torch.no_grad():
         logits = model(encode_texts(vocabulary, [text], model.max_length))
     assert logits.shape == (1, 8) and torch.isfinite(logits).all()
-    assert card.metrics["clean_top1"] > card.metrics["majority_class_top1"] + 0.2
+    assert shipped.metrics["clean_top1"] > shipped.metrics["majority_class_top1"] + 0.2
