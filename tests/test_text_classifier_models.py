@@ -129,8 +129,11 @@ def test_the_backbone_keys_are_the_language_models() -> None:
 
 @pytest.mark.parametrize(
     "card",
-    [f"{family}_nano_{variant}_docs" for family in ("text_classifier", "switch_classifier")
-     for variant in ("baseline", "elliptical")],
+    [
+        f"{family}_nano_{variant}_docs"
+        for family in ("text_classifier", "switch_classifier")
+        for variant in ("baseline", "elliptical")
+    ],
 )
 def test_the_shipped_checkpoints_rebuild_from_their_metadata(card: str) -> None:
     from pathlib import Path
@@ -139,12 +142,8 @@ def test_the_shipped_checkpoints_rebuild_from_their_metadata(card: str) -> None:
     from robench.models.checkpoints import read_checkpoint
     from robench.models.spec import read_card, spec_from_metadata
 
-    card_path = (
-        Path(__file__).resolve().parents[1]
-        / "models"
-        / (f"text_classifier_nano_{variant}_docs.toml")
-    )
-    card = read_card(card_path)
+    card_path = Path(__file__).resolve().parents[1] / "models" / f"{card}.toml"
+    shipped = read_card(card_path)
     checkpoint = read_checkpoint(card_path.with_suffix(".safetensors"))
     assert card_path.with_suffix(".safetensors").stat().st_size < 5_000_000
     spec = spec_from_metadata(checkpoint.metadata, checkpoint.path)
