@@ -173,3 +173,16 @@ def test_bad_inputs_are_one_sentence_and_exit_2(
         assert code == 2, (expected, output)
         assert expected in " ".join(output.split()), (expected, output)
         assert "Traceback" not in output
+
+
+def test_a_glue_sst2_folder_validates_on_its_labelled_dev_split(tmp_path: Path) -> None:
+    """GLUE's test.tsv has no labels: the trainer validates on dev.tsv, as eval reads it."""
+    rows = "sentence\tlabel\ngood fun movie \t1\nbad dull film \t0\ngreat fun \t1\nawful bad \t0\n"
+    for split in ("train", "dev"):
+        (tmp_path / f"{split}.tsv").write_text(rows)
+    (tmp_path / "test.tsv").write_text("index\tsentence\n0\tgood\n")
+    out = tmp_path / "run"
+    small = ["--model-kwargs", json.dumps(TINY), "--max-steps", "2", "--batch-size", "2"]
+    code, output = _train("text_classifier_nano", "--data", str(tmp_path), *small, "-o", str(out))
+    assert code == 0, output
+    assert "2 classes" in output and (out / "best.safetensors").is_file()

@@ -55,6 +55,8 @@ class TextTrainConfig(TrainSettings):
     batch_size: int = 32
     lr: float = 1e-3
     val_every: int = 200
+    # None: the data's labelled evaluation split (`test`; GLUE's `dev.tsv`, its test has no labels)
+    val_split: str | None = None  # type: ignore[assignment]
     label_smoothing: float = 0.1
     train_limit: int | None = None  # train on a seeded subset of N texts
     vocab_min_count: int = 3
@@ -88,7 +90,7 @@ def trains_a_text_classifier(name: str) -> bool:
     return is_language_model(name) and language_model_task(name) == TEXT_CLASSIFICATION
 
 
-def _read_split(config: TextTrainConfig, split: str) -> LabeledTexts:
+def _read_split(config: TextTrainConfig, split: str | None) -> LabeledTexts:
     if config.data in BUILTIN_TEXT:
         raise DataError(
             f"{config.data} is a language-modeling corpus without labels; train a text "
@@ -181,7 +183,7 @@ def train_text_classifier(
     train, val = _read_split(config, config.train_split), _read_split(config, config.val_split)
     if val.classes != train.classes:
         raise DataError(
-            f"the {config.val_split} split of {config.data} has classes {list(val.classes)}, "
+            f"the {val.split} split of {config.data} has classes {list(val.classes)}, "
             f"the {config.train_split} split {list(train.classes)}; give both splits the same "
             "class names."
         )
