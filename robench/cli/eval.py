@@ -187,7 +187,14 @@ def eval_command(
     ] = None,
     text_field: Annotated[
         str | None,
-        typer.Option(help='Language models: the key of a JSON-lines record\'s text ("text").'),
+        typer.Option(
+            help="Text data: the text column of CSV, JSON lines, parquet or arrow data (language "
+            'models: "text"; text classifiers: "sentence" for GLUE, else "text").'
+        ),
+    ] = None,
+    label_field: Annotated[
+        str | None,
+        typer.Option(help='Text classifiers: the label column of the data ("label").'),
     ] = None,
     amp: Annotated[
         AmpMode | None,  # type: ignore[valid-type]
@@ -263,6 +270,7 @@ def eval_command(
             ("target_length", target_length),
             ("context", context),
             ("text_field", text_field),
+            ("label_field", label_field),
         )
         if value is not None
     }

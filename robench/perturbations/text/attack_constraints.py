@@ -70,3 +70,18 @@ class AttackConstraints:
             if levenshtein(candidate.text, original.text, limit) > limit:
                 return False
         return True
+
+    def violation(self, original: str, perturbed: str) -> str | None:
+        """Why `perturbed` breaks the constraints as a whole (same word count, unchanged
+        stopwords and short words, the edit and word limits); None when it keeps them."""
+        before, after = WordSpans.of(original), WordSpans.of(perturbed)
+        if len(before.words) != len(after.words):
+            return f"{perturbed!r} has {len(after.words)} words, the original {len(before.words)}"
+        allowed = set(self.modifiable(before, ()))
+        changed = after.changed_words(before)
+        touched = [before.words[i] for i in changed if i not in allowed]
+        if touched:
+            return f"it changed {touched[0]!r}, a word the recipe may not modify"
+        if not self.allows(after, before):
+            return f"{perturbed!r} is beyond the edit or perturbed-word limit of {original!r}"
+        return None
