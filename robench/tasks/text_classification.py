@@ -11,6 +11,7 @@ gate's McNemar pairing apply unchanged; an attack (`perturbations/text/`) adds i
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -49,7 +50,7 @@ class TextClassification(Task):
         class_map: Path | None,
         options: dict[str, Any],
     ) -> Any:
-        from robench.data.text.labeled_texts import read_labeled_texts
+        from robench.data.text.labeled_texts import MissingSplit, read_labeled_texts
 
         if class_map is not None:
             raise ConfigError(
@@ -58,15 +59,20 @@ class TextClassification(Task):
                 "--class-map out."
             )
         settings = {**self.data_options, **options}
-        # "test" is robench's default split; a layout's own default is its labelled
-        # evaluation split (GLUE's dev.tsv: its test.tsv has no labels).
-        texts = read_labeled_texts(
+        read = functools.partial(
+            read_labeled_texts,
             path,
-            None if split == "test" else split,
             layout=layout,
             text_field=settings["text_field"],
             label_field=settings["label_field"],
         )
+        if split != "test":
+            texts = read(split)
+        else:  # robench's default: the layout's labelled split (GLUE: dev.tsv), else test
+            try:
+                texts = read(None)
+            except MissingSplit:
+                texts = read("test")
         return LabeledTextDataset(texts, _labels_as_model_classes(texts, model))
 
     def batches(
