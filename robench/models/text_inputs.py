@@ -65,5 +65,9 @@ class TokenizerTextClassifier(nn.Module):
             max_length=self.max_length,
             return_tensors="pt",
         ).to(rows.device)
+        if encoded["input_ids"].shape[1] == 0:  # only empty texts, no special tokens added
+            pad = self.tokenizer.pad_token_id or 0
+            encoded["input_ids"] = torch.full((len(rows), 1), pad, device=rows.device)
+            encoded["attention_mask"] = torch.ones_like(encoded["input_ids"])
         logits: torch.Tensor = self.network(**encoded).logits
         return logits
