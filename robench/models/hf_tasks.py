@@ -5,8 +5,8 @@ transformers' own tables decide (`MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES`,
 `MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES`: model type -> class name): an
 `architectures` entry that is an image-classification class makes an image classifier, a
 semantic-segmentation class a segmentation model, a causal-LM class a language model, a
-sequence-classification class a text classifier. A model shipping its own code (`auto_map`) is read from its auto_map keys, and only
-with `--trust-remote-code`.
+sequence-classification class a text classifier. A model shipping its own code (`auto_map`)
+is read from its auto_map keys, and only with `--trust-remote-code`.
 """
 
 from __future__ import annotations
