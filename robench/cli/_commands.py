@@ -44,7 +44,7 @@ COMMANDS = {
     "train": LazyCommand(
         "robench.cli.train",
         "train_command",
-        "Train a registered classifier, segmenter or language model; keep the best checkpoint.",
+        "Train a registered image classifier, segmenter, language model or text classifier.",
     ),
     "demo": LazyCommand(
         "robench.cli.demo",

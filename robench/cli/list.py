@@ -20,7 +20,7 @@ def _models(pattern: str | None) -> list[tuple[str, str]]:
     from robench.models.sources import SOURCES, load_source_entry_points
     from robench.models.spec import bundled_cards
     from robench.models.zoo import list_robench_models
-    from robench.models.zoo.lm_registry import list_language_models
+    from robench.models.zoo.lm_registry import language_model_task, list_language_models
 
     load_entry_points()
     load_source_entry_points()
@@ -29,8 +29,9 @@ def _models(pattern: str | None) -> list[tuple[str, str]]:
     cards = [
         (n, "model card") for n in bundled_cards() if not pattern or Registry.matches(n, pattern)
     ]
+    kinds = {"text-classification": "robench text classifier"}  # else a language model
     language = [
-        (n, "robench language model")
+        (n, kinds.get(language_model_task(n), "robench language model"))
         for n in list_language_models()
         if not pattern or Registry.matches(n, pattern)
     ]

@@ -1,5 +1,5 @@
-"""`robench train`: small-scale training of a registered image classifier, segmenter or language
-model."""
+"""`robench train`: small-scale training of a registered image classifier, segmenter, language
+model or text classifier."""
 
 from __future__ import annotations
 
@@ -60,7 +60,8 @@ def train_command(
             help="Image folder, IDX dir or fashion-mnist (default); for a segmentation model "
             "fashion-scenes (default) or an ADE20K / Cityscapes / VOC / images+masks folder; "
             "for a language model a text corpus (WikiText dir, text files) or python-docs "
-            "(default) / pydoc-topics.",
+            "(default) / pydoc-topics; for a text classifier labelled texts (GLUE SST-2 dir, "
+            "csv / jsonl / parquet / arrow) or python-docs-sections (default).",
         ),
     ] = None,
     out_dir: Annotated[Path, typer.Option("--out-dir", "-o", help="Where checkpoints go.")] = Path(
@@ -107,6 +108,17 @@ def train_command(
     vocab_size: Annotated[
         int | None, typer.Option(help="Language models: at most N vocabulary words.")
     ] = None,
+    init_from: Annotated[
+        Path | None,
+        typer.Option(
+            help="Text classifiers: start from this language model checkpoint's backbone and "
+            "vocabulary (e.g. a switch_lm_nano best.safetensors for switch_classifier_nano)."
+        ),
+    ] = None,
+    aux_loss_weight: Annotated[
+        float,
+        typer.Option(help="Mixture-of-experts models: weight of the load-balancing loss (0: off)."),
+    ] = 0.01,
     extra_word: Annotated[
         list[str] | None,
         typer.Option(
@@ -115,13 +127,15 @@ def train_command(
         ),
     ] = None,
 ) -> None:
-    """Train a registered classifier, segmenter or language model; keep the best checkpoint.
+    """Train a registered image classifier, segmenter, language model or text classifier.
 
     The checkpoint stores the model name, kwargs, normalisation, input size and class names
-    (a language model: its training vocabulary), so `robench eval -c OUT_DIR/best.safetensors`
-    needs nothing else. Image models: under torchrun it uses DistributedDataParallel; for
-    ImageNet-scale runs use timm's train.py (see README). Language models: the paper's recipe
-    (Adam, lr 2.5e-4, warm-up + cosine, target length 256), validated by perplexity.
+    (a language model: its training vocabulary; a text classifier: both), so `robench eval -c
+    OUT_DIR/best.safetensors` needs nothing else. Image models: under torchrun it uses
+    DistributedDataParallel; for ImageNet-scale runs use timm's train.py (see README). Language
+    models: the paper's recipe (Adam, lr 2.5e-4, warm-up + cosine, target length 256),
+    validated by perplexity. Text classifiers: AdamW, validated by top-1; --init-from starts
+    one from a pretrained language model (the paper's pretrain-then-fine-tune protocol).
 
     Examples:
       robench train vit_nano_elliptical_patch4_28 --epochs 10 -o runs/nano-ell
@@ -130,9 +144,13 @@ def train_command(
       torchrun --nproc_per_node=2 -m robench train vit_nano_patch4_28 --epochs 1
       robench train transformer_lm_nano_elliptical --data python-docs --max-steps 300 -o runs/lm
       robench train transformer_lm_nano_pydocs --data pydoc-topics --max-steps 50 -o runs/lm-ft
+      robench train text_classifier_nano_elliptical --max-steps 600 -o runs/text
+      robench train switch_classifier_nano --init-from runs/switch-lm/best.safetensors -o runs/sc
     """
+    from robench._core.errors import ConfigError
     from robench.models.plugins import load_plugins
     from robench.training.train_lm import trains_a_language_model
+    from robench.training.train_text import trains_a_text_classifier
 
     kwargs = json_object(model_kwargs, "--model-kwargs")
     command = shlex.join(["robench", *sys.argv[1:]])
@@ -154,6 +172,23 @@ def train_command(
     # Options left out take the trainer's own default (an image's or a language model's).
     optional = {"data": data, "batch_size": batch_size, "lr": lr}
     shared |= {name: value for name, value in optional.items() if value is not None}
+    if trains_a_text_classifier(model):
+        _train_text_classifier(
+            **shared,
+            weight_decay=weight_decay,
+            label_smoothing=label_smoothing,
+            train_limit=train_limit,
+            vocab_min_count=vocab_min_count,
+            vocab_size=vocab_size,
+            init_from=init_from,
+            aux_loss_weight=aux_loss_weight,
+        )
+        return
+    if init_from is not None:
+        raise ConfigError(
+            f"--init-from starts a text classifier from a language model, and {model} is not "
+            "a text classifier; leave it out, or train e.g. switch_classifier_nano."
+        )
     if trains_a_language_model(model):  # a registered language model or a card of one
         _train_language_model(
             **shared,
@@ -161,6 +196,7 @@ def train_command(
             vocab_min_count=vocab_min_count,
             vocab_size=vocab_size,
             extra_words=tuple(extra_word or ()),
+            aux_loss_weight=aux_loss_weight,
         )
         return
     from robench.training.train import TrainConfig, train
@@ -178,6 +214,17 @@ def train_command(
     typer.echo(
         f"best {result.metric_label} {100 * result.best_val:.2f}% after {result.steps} steps: "
         f"{result.best_path}"
+    )
+
+
+def _train_text_classifier(**settings: Any) -> None:
+    from robench.training.train_text import TextTrainConfig, train_text_classifier
+
+    result = train_text_classifier(TextTrainConfig(**settings), progress=_TrainBar("texts/s"))
+    typer.echo(
+        f"best validation top-1 {100 * result.best_val_top1:.2f}% (largest class "
+        f"{100 * result.majority_share:.2f}%) after {result.steps} steps "
+        f"({result.vocabulary_size} words, {len(result.classes)} classes): {result.best_path}"
     )
 
 

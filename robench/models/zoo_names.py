@@ -21,8 +21,25 @@ ZOO_MODELS: tuple[str, ...] = (
 )
 
 # Registered in robench's language-model registry (robench.models.zoo.lm_registry) by
-# robench.models.zoo.transformer_lm; tests/test_transformer_lm.py checks the two agree.
+# robench.models.zoo.transformer_lm, moe_lm (Switch, GLaM) and text_classifier (whose builders
+# declare the text-classification task); tests/test_transformer_lm.py checks the two agree.
 LANGUAGE_MODELS: tuple[str, ...] = (
+    "glam_lm_medium",
+    "glam_lm_medium_elliptical",
+    "glam_lm_nano",
+    "glam_lm_nano_elliptical",
+    "glam_lm_small",
+    "glam_lm_small_elliptical",
+    "switch_classifier_nano",
+    "switch_classifier_nano_elliptical",
+    "switch_lm_medium",
+    "switch_lm_medium_elliptical",
+    "switch_lm_nano",
+    "switch_lm_nano_elliptical",
+    "switch_lm_small",
+    "switch_lm_small_elliptical",
+    "text_classifier_nano",
+    "text_classifier_nano_elliptical",
     "transformer_lm_medium",
     "transformer_lm_medium_elliptical",
     "transformer_lm_nano",

@@ -32,7 +32,11 @@ from robench.data.text.corpora import read_corpus
 from robench.models.checkpoints import save_safetensors
 from robench.models.loading import load_model
 from robench.models.spec import ModelSpec, bundled_cards, metadata_from_spec, read_card
-from robench.models.zoo.lm_registry import create_language_model, is_language_model
+from robench.models.zoo.lm_registry import (
+    create_language_model,
+    is_language_model,
+    language_model_task,
+)
 from robench.tasks.language_modeling import LanguageModeling
 from robench.training.loop import SilentProgress, TrainProgress, TrainSettings, optimizer_step
 
@@ -58,6 +62,9 @@ class LanguageTrainConfig(TrainSettings):
     # the swap token is a rare word of the vocabulary as it is in WikiText-103's (otherwise
     # it reads as <unk>, which a model predicts at the corpus's unknown-word rate).
     extra_words: tuple[str, ...] = ()
+    # Weight of a mixture-of-experts model's load-balancing loss (`model.aux_loss`, moe_lm.py;
+    # CompeteSMoE's 0.01); models without one ignore it.
+    aux_loss_weight: float = 0.01
 
 
 @dataclass
@@ -73,15 +80,20 @@ class LanguageTrainResult:
 
 def trains_a_language_model(name: str) -> bool:
     """Whether `robench train NAME` trains a language model: a registered one, or a model
-    card (shipped name or .toml path) of one, which is then fine-tuned."""
+    card (shipped name or .toml path) of one, which is then fine-tuned. Text classifiers
+    share the registry but not this trainer (train_text.py)."""
     if is_language_model(name):
-        return True
+        return language_model_task(name) == "language-modeling"
     cards = bundled_cards()
     path = Path(name) if name.endswith(".toml") else cards.get(name)
     if path is None or not path.is_file():
         return False
     architecture = read_card(path).architecture
-    return architecture is not None and is_language_model(architecture)
+    return (
+        architecture is not None
+        and is_language_model(architecture)
+        and language_model_task(architecture) == "language-modeling"
+    )
 
 
 def _from_scratch(
@@ -202,7 +214,9 @@ def train_language_model(
             rows = torch.stack([stream[s : s + length + 1] for s in starts.tolist()]).to(device)
             logits = network(rows[:, :-1])
             loss = nn.functional.cross_entropy(logits.flatten(0, 1), rows[:, 1:].flatten())
-            optimizer_step(network, optimizer, loss, step, total, config)
+            aux = getattr(network, "aux_loss", None)  # MoE load balancing, set by forward
+            objective = loss + config.aux_loss_weight * aux if aux is not None else loss
+            optimizer_step(network, optimizer, objective, step, total, config)
             step += 1
             seen += rows[:, 1:].numel()
             progress.update(step, loss.item(), seen / max(1e-9, time.perf_counter() - tick))

@@ -4,7 +4,9 @@ import robench.models.zoo, timm
 model = timm.create_model("deit_tiny_elliptical_patch16_224")
 
 Language models live in robench's own registry (`robench.models.zoo.lm_registry`):
-`create_language_model("transformer_lm_nano_elliptical", vocab_size)`.
+`create_language_model("transformer_lm_nano_elliptical", vocab_size)`; so do the
+mixture-of-experts LMs (`moe_lm`) and the text classifiers (`text_classifier`,
+`create_language_model("text_classifier_nano", vocab_size, num_classes=8)`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from timm.models import model_entrypoint
 
 from robench.models.layers.elliptical_attention import is_elliptical as is_elliptical
 from robench.models.layers.elliptical_attention import set_differentiable as set_differentiable
+from robench.models.zoo import moe_lm as moe_lm  # registers Switch and GLaM language models
 from robench.models.zoo import segmenter as segmenter  # registers its models with timm
+from robench.models.zoo import text_classifier as text_classifier  # registers text classifiers
 from robench.models.zoo import transformer_lm as transformer_lm  # registers language models
 from robench.models.zoo import vit_elliptical as vit_elliptical  # registers its models with timm
 

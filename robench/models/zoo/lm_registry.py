@@ -1,8 +1,11 @@
 """robench's registry of language models, in timm's decorator style.
 
 A builder takes the vocabulary size and keyword overrides and returns an `nn.Module` mapping
-token ids (B, T) to next-token logits (B, T, vocab_size). Decorating it registers it under the
-function's name (timm `register_model`)::
+token ids (B, T) to next-token logits (B, T, vocab_size). A builder whose function carries a
+`robench_task` attribute builds a model of that task instead (robench's text classifiers:
+"text-classification", word ids (B, T) -> class logits (B, K), `num_classes` a keyword);
+`language_model_task(name)` reads it without building the model. Decorating it registers it
+under the function's name (timm `register_model`)::
 
     from robench.models.zoo.lm_registry import register_language_model
 
@@ -34,6 +37,7 @@ __all__ = [
     "LanguageModelBuilder",
     "create_language_model",
     "is_language_model",
+    "language_model_task",
     "list_language_models",
     "register_language_model",
 ]
@@ -83,6 +87,16 @@ def create_language_model(name: str, vocab_size: int, **kwargs: Any) -> nn.Modul
 def is_language_model(name: str) -> bool:
     """True when `name` is a registered language model."""
     return name in _LANGUAGE_MODELS
+
+
+def language_model_task(name: str) -> str:
+    """The task of the registered model `name`: its builder's `robench_task` attribute
+    ("text-classification" for the zoo's text classifiers), else "language-modeling".
+
+    Raises:
+        ConfigError: `name` is not registered (with close matches).
+    """
+    return getattr(_LANGUAGE_MODELS.get(name), "robench_task", "language-modeling")
 
 
 def list_language_models(pattern: str = "*") -> list[str]:

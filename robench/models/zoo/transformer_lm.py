@@ -33,11 +33,12 @@ The report records which one a model uses (`TransformerLM.robench_report_section
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import torch
 import torch.nn.functional as F
-from timm.layers import Attention
+from timm.layers import Attention, Mlp
 from timm.models.vision_transformer import Block
 from torch import Tensor, nn
 
@@ -45,8 +46,9 @@ from robench._core.errors import ConfigError, DataError
 from robench.models.layers.elliptical_attention import EllipticalAttention, configure_elliptical
 from robench.models.zoo.lm_registry import register_language_model
 
-__all__ = ["TransformerLM", "sinusoidal_positions"]
+__all__ = ["TransformerLM", "build_variant", "sinusoidal_positions"]
 
+_LM = TypeVar("_LM", bound="TransformerLM")
 # m_estimator of a language model -> causal_estimator of configure_elliptical.
 _M_ESTIMATORS = {"prefix": "prefix", "paper": "full"}
 # Model kwargs that go to configure_elliptical instead of TransformerLM.
@@ -87,6 +89,8 @@ class TransformerLM(nn.Module):
         attn_dropout: dropout on the attention probabilities.
         attn_layer: attention class of the blocks (timm's constructor contract), e.g.
             `EllipticalAttention`; elliptical layers then need `configure_elliptical(model)`.
+        mlp_layer_at: block index -> its feed-forward class (timm's `Mlp` contract), e.g. a
+            mixture of experts in some blocks (moe_lm.py); None: timm's `Mlp` in every block.
         architecture: name the report records (the registry sets the registered name).
     """
 
@@ -101,6 +105,7 @@ class TransformerLM(nn.Module):
         dropout: float = 0.1,
         attn_dropout: float = 0.0,
         attn_layer: type[nn.Module] = Attention,
+        mlp_layer_at: Callable[[int], Any] | None = None,  # Any: a class or a partial of one
         architecture: str = "transformer_lm",
     ) -> None:
         super().__init__()
@@ -142,6 +147,7 @@ class TransformerLM(nn.Module):
                 proj_drop=dropout,
                 attn_drop=attn_dropout,
                 attn_layer=attn_layer,
+                mlp_layer=mlp_layer_at(index) if mlp_layer_at else Mlp,
                 depth=index,
             )
             for index in range(depth)
@@ -196,7 +202,20 @@ def _create_lm(
 ) -> TransformerLM:
     """Build `variant`; `kwargs` override `model_args`. Elliptical models get their layers
     configured with the elliptical options in `kwargs`."""
-    kwargs = dict(model_args, **kwargs)
+    return build_variant(TransformerLM, variant, vocab_size, elliptical, dict(model_args, **kwargs))
+
+
+def build_variant(
+    model_class: type[_LM],
+    variant: str,
+    vocab_size: int,
+    elliptical: bool,
+    kwargs: dict[str, Any],
+) -> _LM:
+    """`model_class(vocab_size, architecture=variant, **kwargs)`, the elliptical options of
+    `kwargs` (and `m_estimator`) applied with `configure_elliptical` when `elliptical`; also
+    what the mixture-of-experts language models (moe_lm.py) are built with."""
+    kwargs = dict(kwargs)
     if "causal_estimator" in kwargs:
         raise ConfigError(
             f"{variant} chooses the estimator of M with m_estimator ('prefix' or 'paper'), "
@@ -209,16 +228,14 @@ def _create_lm(
             f"not apply; use {variant}_elliptical."
         )
     if not elliptical:
-        return TransformerLM(vocab_size, architecture=variant, **kwargs)
+        return model_class(vocab_size, architecture=variant, **kwargs)
     m_estimator = options.pop("m_estimator", "prefix")
     if not isinstance(m_estimator, str) or m_estimator not in _M_ESTIMATORS:
         raise ConfigError(
             f"Unknown m_estimator {m_estimator!r} for {variant}; choose one of "
             f"{sorted(_M_ESTIMATORS)} ('prefix' is causal, 'paper' averages over all positions)."
         )
-    model = TransformerLM(
-        vocab_size, architecture=variant, attn_layer=EllipticalAttention, **kwargs
-    )
+    model = model_class(vocab_size, architecture=variant, attn_layer=EllipticalAttention, **kwargs)
     try:
         configure_elliptical(model, causal_estimator=_M_ESTIMATORS[m_estimator], **options)
     except ConfigError as err:

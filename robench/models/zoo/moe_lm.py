@@ -1,0 +1,219 @@
+"""Mixture-of-experts causal language models: Switch and GLaM, with and without Elliptical
+Attention.
+
+The Elliptical Attention paper (https://arxiv.org/abs/2406.13770, Section 4.5, Appendix F.5,
+Tables 5, 6, 13-15) puts Elliptical Attention into Switch Transformer (Fedus et al. 2022) and
+GLaM (Du et al. 2022) backbones, "adopting the setup of [60]" (CompeteSMoE, Pham et al. 2024,
+https://arxiv.org/abs/2402.02526), whose WikiText-103 scripts give the shapes used here:
+16 experts per MoE layer, each an MLP as wide as the model (hidden = C), 8 heads, a
+load-balancing loss weighted 0.01; Switch stacks blocks whose every feed-forward layer is a
+mixture of experts, GLaM alternates MoE and dense feed-forward blocks (MoE first).
+
+- `switch_lm_small`: 3 blocks, C = 128 (CompeteSMoE's transformers/small).
+- `switch_lm_medium`: 6 blocks, C = 352 (transformers/medium; the paper's Switch-medium).
+- `glam_lm_small`: 6 blocks (3 MoE + 3 dense), C = 144 (glam/small; the paper's GLaM-small).
+- `glam_lm_medium`: 8 blocks (4 MoE + 4 dense), C = 352 (glam/medium; GLaM-medium).
+- `switch_lm_nano` / `glam_lm_nano`: 4 blocks, C = 64, 4 heads, 4 experts of 128: CPU-sized,
+  for tests and the shipped checkpoints.
+- `*_elliptical` twins: Elliptical Attention in blocks 2..N (same parameters, same keys).
+
+Routing: Switch models route each token to its top-1 expert, as Fedus et al. define Switch;
+GLaM models to their top-2 (Du et al.). The paper states that all its MoE runs used top-2
+routing (CompeteSMoE's default); `top_k=2` as a model kwarg gives that for Switch. Routing is
+deterministic and capacity-free (layers/mixture_of_experts.py), so evaluation needs no noise
+switched off and a token's output never depends on other sequences of its batch.
+
+The network is `TransformerLM` (sinusoidal positions, pre-norm timm blocks, tied output head)
+with mixture-of-experts feed-forward layers, so it has TransformerLM's forward contract
+(token ids (B, T) -> next-token logits (B, T, V), causal with the default "prefix" estimator of
+M) and the language-modeling task and Word Swap work unchanged. After each forward,
+`model.aux_loss` holds the sum of the MoE layers' load-balancing losses (Switch Eq. 4), which
+`robench train` adds to the loss with weight `aux_loss_weight` (default 0.01, as [60]).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from timm.layers import Mlp
+from torch import Tensor, nn
+
+from robench._core.errors import ConfigError
+from robench.models.layers.mixture_of_experts import MixtureOfExperts
+from robench.models.zoo.lm_registry import register_language_model
+from robench.models.zoo.transformer_lm import TransformerLM, build_variant
+
+__all__ = ["SWITCH_NANO_ARGS", "MoELM", "moe_layer_plan", "moe_layers", "total_aux_loss"]
+
+
+def moe_layers(model: nn.Module) -> list[MixtureOfExperts]:
+    """The model's mixture-of-experts layers, in the order they run."""
+    return [m for m in model.modules() if isinstance(m, MixtureOfExperts)]
+
+
+def total_aux_loss(model: nn.Module) -> Tensor | None:
+    """The sum of the load-balancing losses of `model`'s MoE layers from its last forward;
+    None when it has none."""
+    layers = moe_layers(model)
+    if not layers:
+        return None
+    return sum((layer.aux_loss for layer in layers[1:]), layers[0].aux_loss)
+
+
+def moe_layer_plan(num_experts: int, top_k: int, moe_every: int) -> Callable[[int], Any]:
+    """Block index -> its feed-forward class: a mixture of experts in blocks 0, moe_every,
+    2 * moe_every, ...; timm's dense `Mlp` in the others."""
+    if not isinstance(moe_every, int) or isinstance(moe_every, bool) or moe_every < 1:
+        raise ConfigError(
+            f"moe_every must be an integer >= 1 (1: Switch, every block; 2: GLaM, every other "
+            f"block), got {moe_every!r}."
+        )
+    moe = functools.partial(MixtureOfExperts, num_experts=num_experts, top_k=top_k)
+    return lambda index: moe if index % moe_every == 0 else Mlp
+
+
+class MoELM(TransformerLM):
+    """`TransformerLM` with mixture-of-experts feed-forward layers (see the module docstring).
+
+    Args:
+        vocab_size: number of token ids V.
+        num_experts: experts per MoE layer.
+        top_k: experts per token (1: Switch, 2: GLaM).
+        moe_every: a MoE layer in every `moe_every`-th block, starting with the first.
+        **kwargs: `TransformerLM`'s arguments (embed_dim, depth, num_heads, mlp_dim, dropout,
+            attn_dropout, attn_layer, architecture); mlp_dim is each expert's hidden width.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        *,
+        num_experts: int = 4,
+        top_k: int = 1,
+        moe_every: int = 1,
+        **kwargs: Any,
+    ) -> None:
+        plan = moe_layer_plan(num_experts, top_k, moe_every)
+        super().__init__(vocab_size, mlp_layer_at=plan, **kwargs)
+        self.num_experts, self.top_k, self.moe_every = num_experts, top_k, moe_every
+        self.aux_loss: Tensor | None = None
+
+    @classmethod
+    def robench_report_section(cls, models: list[TransformerLM]) -> tuple[str, dict[str, Any]]:
+        """robench's report hook: TransformerLM's section plus the experts and routing."""
+        name, section = super().robench_report_section(models)
+        model = models[0]
+        assert isinstance(model, MoELM)
+        experts = {
+            "experts": model.num_experts,
+            "top_k": model.top_k,
+            "moe_layers": len(moe_layers(model)),
+        }
+        return name, {**section, **experts}
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        """Next-token logits (B, T, V); sets `self.aux_loss` (load balancing, summed)."""
+        logits = super().forward(tokens)
+        self.aux_loss = total_aux_loss(self)
+        return logits
+
+
+def _create(
+    variant: str, vocab_size: int, elliptical: bool, args: dict[str, Any], **kw: Any
+) -> MoELM:
+    return build_variant(MoELM, variant, vocab_size, elliptical, dict(args, **kw))
+
+
+# Switch: every block's feed-forward is a mixture of experts, top-1; GLaM: every other, top-2.
+_SWITCH = dict(moe_every=1, top_k=1, dropout=0.1)
+_GLAM = dict(moe_every=2, top_k=2, dropout=0.1)
+_NANO = dict(embed_dim=64, depth=4, num_heads=4, mlp_dim=128, num_experts=4)
+_SWITCH_NANO: dict[str, Any] = {**_SWITCH, **_NANO}
+SWITCH_NANO_ARGS = dict(_SWITCH_NANO)  # what switch_classifier_nano (text_classifier.py) reuses
+_SWITCH_SMALL: dict[str, Any] = dict(
+    _SWITCH, embed_dim=128, depth=3, num_heads=8, mlp_dim=128, num_experts=16
+)
+_SWITCH_MEDIUM: dict[str, Any] = dict(
+    _SWITCH, embed_dim=352, depth=6, num_heads=8, mlp_dim=352, num_experts=16
+)
+_GLAM_NANO: dict[str, Any] = {**_GLAM, **_NANO}
+_GLAM_SMALL: dict[str, Any] = dict(
+    _GLAM, embed_dim=144, depth=6, num_heads=8, mlp_dim=144, num_experts=16
+)
+_GLAM_MEDIUM: dict[str, Any] = dict(
+    _GLAM, embed_dim=352, depth=8, num_heads=8, mlp_dim=352, num_experts=16
+)
+
+
+@register_language_model
+def switch_lm_nano(vocab_size: int, **kwargs: Any) -> MoELM:
+    """4 Switch blocks (C = 64, 4 heads, 4 experts of 128, top-1): CPU-sized."""
+    return _create("switch_lm_nano", vocab_size, False, _SWITCH_NANO, **kwargs)
+
+
+@register_language_model
+def switch_lm_nano_elliptical(vocab_size: int, **kwargs: Any) -> MoELM:
+    """`switch_lm_nano` with Elliptical Attention in blocks 2..4."""
+    return _create("switch_lm_nano_elliptical", vocab_size, True, _SWITCH_NANO, **kwargs)
+
+
+@register_language_model
+def switch_lm_small(vocab_size: int, **kwargs: Any) -> MoELM:
+    """3 Switch blocks (C = 128, 8 heads, 16 experts of 128, top-1)."""
+    return _create("switch_lm_small", vocab_size, False, _SWITCH_SMALL, **kwargs)
+
+
+@register_language_model
+def switch_lm_small_elliptical(vocab_size: int, **kwargs: Any) -> MoELM:
+    """`switch_lm_small` with Elliptical Attention in blocks 2..3."""
+    return _create("switch_lm_small_elliptical", vocab_size, True, _SWITCH_SMALL, **kwargs)
+
+
+@register_language_model
+def switch_lm_medium(vocab_size: int, **kwargs: Any) -> MoELM:
+    """6 Switch blocks (C = 352, 8 heads, 16 experts of 352, top-1): the paper's Switch-medium."""
+    return _create("switch_lm_medium", vocab_size, False, _SWITCH_MEDIUM, **kwargs)
+
+
+@register_language_model
+def switch_lm_medium_elliptical(vocab_size: int, **kwargs: Any) -> MoELM:
+    """`switch_lm_medium` with Elliptical Attention in blocks 2..6."""
+    return _create("switch_lm_medium_elliptical", vocab_size, True, _SWITCH_MEDIUM, **kwargs)
+
+
+@register_language_model
+def glam_lm_nano(vocab_size: int, **kwargs: Any) -> MoELM:
+    """4 GLaM blocks (MoE, dense, MoE, dense; C = 64, 4 experts of 128, top-2): CPU-sized."""
+    return _create("glam_lm_nano", vocab_size, False, _GLAM_NANO, **kwargs)
+
+
+@register_language_model
+def glam_lm_nano_elliptical(vocab_size: int, **kwargs: Any) -> MoELM:
+    """`glam_lm_nano` with Elliptical Attention in blocks 2..4."""
+    return _create("glam_lm_nano_elliptical", vocab_size, True, _GLAM_NANO, **kwargs)
+
+
+@register_language_model
+def glam_lm_small(vocab_size: int, **kwargs: Any) -> MoELM:
+    """6 GLaM blocks (C = 144, 8 heads, 16 experts of 144, top-2): the paper's GLaM-small."""
+    return _create("glam_lm_small", vocab_size, False, _GLAM_SMALL, **kwargs)
+
+
+@register_language_model
+def glam_lm_small_elliptical(vocab_size: int, **kwargs: Any) -> MoELM:
+    """`glam_lm_small` with Elliptical Attention in blocks 2..6."""
+    return _create("glam_lm_small_elliptical", vocab_size, True, _GLAM_SMALL, **kwargs)
+
+
+@register_language_model
+def glam_lm_medium(vocab_size: int, **kwargs: Any) -> MoELM:
+    """8 GLaM blocks (C = 352, 8 heads, 16 experts of 352, top-2): the paper's GLaM-medium."""
+    return _create("glam_lm_medium", vocab_size, False, _GLAM_MEDIUM, **kwargs)
+
+
+@register_language_model
+def glam_lm_medium_elliptical(vocab_size: int, **kwargs: Any) -> MoELM:
+    """`glam_lm_medium` with Elliptical Attention in blocks 2..8."""
+    return _create("glam_lm_medium_elliptical", vocab_size, True, _GLAM_MEDIUM, **kwargs)
