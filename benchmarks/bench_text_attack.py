@@ -8,8 +8,8 @@ Run from the repository root:
     .venv/bin/python benchmarks/bench_text_attack.py --samples 8 --output /tmp/t.md
 
 Both sides run the same searches (recipes.py: DeepWordBug, seeded per sample, 200 queries per
-sample) on the same paragraphs of the built-in python-docs-sections test split, against the
-shipped nano classifier, single-threaded:
+sample) on the same paragraphs (a seeded sample) of the built-in python-docs-sections test split, against the
+shipped nano classifier, with torch's threads (every core, as `robench eval` runs):
 - batched: every sample's search advances together and all pending texts are scored in
   model calls of up to 256 texts (`run_searches`, what `robench eval` does);
 - one at a time: each sample's search alone, each text in its own model call.
@@ -21,6 +21,7 @@ and the median ratio (goal: at least 5x).
 from __future__ import annotations
 
 import argparse
+import random
 import datetime
 import statistics
 import time
@@ -80,12 +81,16 @@ def main() -> None:
     parser.add_argument("--model", default=MODEL)
     parser.add_argument("--samples", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--output", type=Path, default=Path("reports/benchmarks.md"))
     args = parser.parse_args()
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     model = load_model(args.model).model
     data = read_labeled_texts("python-docs-sections", "test")
-    texts, labels = list(data.texts[: args.samples]), list(data.labels[: args.samples])
+    # A seeded sample of the split (it is stored class by class).
+    chosen = random.Random(0).sample(range(len(data.texts)), args.samples)
+    texts, labels = [data.texts[i] for i in chosen], [data.labels[i] for i in chosen]
+    _run(model, texts[:2], labels[:2], True)  # warm-up: numba's edit distance, first calls
     rows = []
     for round_ in range(args.rounds):
         order = (True, False) if round_ % 2 == 0 else (False, True)
@@ -105,13 +110,18 @@ def main() -> None:
         f"{datetime.date.today()})",
         "",
         f"DeepWordBug ({BUDGET} queries per sample) on {args.samples} python-docs-sections test "
-        f"paragraphs against `{args.model}`, one thread, {cpu_name()}, load {load_average()}.",
+        f"paragraphs against `{args.model}`, {args.threads} threads, {cpu_name()}, load "
+        f"{load_average()}.",
         "",
         "| round | queries | batched (queries/s) | one at a time (queries/s) | ratio |",
         "|---|---|---|---|---|",
         *(f"| {i} | {q} | {b:.0f} | {s:.0f} | {b / s:.2f} |" for i, (q, b, s) in enumerate(rows)),
         "",
         f"Median ratio: **{ratio:.2f}x** (goal: at least 5x). Outcomes equal on both sides.",
+        "",
+        "On a CPU the nano classifier's own compute bounds the gain: batching removes the",
+        "per-call overhead (dispatch, tokenization) and lets matrix products use every core,",
+        "but each query still costs its forward pass (64 positions x 4 layers).",
         END,
     ]
     write_section(args.output, "\n".join(lines), START, END)

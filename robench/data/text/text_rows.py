@@ -38,8 +38,16 @@ def encode_rows(texts: Sequence[str]) -> torch.Tensor:
 
 def decode_rows(rows: torch.Tensor) -> list[str]:
     """The texts of byte rows (padding dropped); bytes that are not UTF-8 are replaced."""
-    values = rows.detach().cpu().tolist()
-    return [bytes(b for b in row if b >= 0).decode("utf-8", errors="replace") for row in values]
+    import numpy as np
+
+    values = rows.detach().cpu().numpy()
+    # A row's bytes come first and padding after, so its length is its count of bytes.
+    lengths = (values >= 0).sum(axis=1)
+    as_bytes = values.astype(np.uint8)
+    return [
+        as_bytes[row, :length].tobytes().decode("utf-8", errors="replace")
+        for row, length in enumerate(lengths.tolist())
+    ]
 
 
 def collate_rows(items: Sequence[tuple[torch.Tensor, int]]) -> tuple[torch.Tensor, torch.Tensor]:

@@ -15,28 +15,9 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
+from robench.perturbations.text.edit_distance import levenshtein
 from robench.perturbations.text.swaps import stopwords
 from robench.perturbations.text.word_spans import WordSpans
-
-
-def levenshtein(a: str, b: str, limit: int | None = None) -> int:
-    """Character edit distance (insertions, deletions, substitutions, each 1). With `limit`,
-    stops early and returns limit + 1 once the distance must exceed it."""
-    if len(a) < len(b):
-        a, b = b, a
-    if limit is not None and len(a) - len(b) > limit:
-        return limit + 1
-    previous = list(range(len(b) + 1))
-    for i, char in enumerate(a, 1):
-        current = [i]
-        for j, other in enumerate(b, 1):
-            current.append(
-                min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char != other))
-            )
-        if limit is not None and min(current) > limit:
-            return limit + 1
-        previous = current
-    return previous[-1]
 
 
 @dataclass(frozen=True)
