@@ -62,7 +62,7 @@ def smoothed_moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     t = np.arange(1, n + 1, dtype=float)
     mu = (0.5 + np.cumsum(x, axis=-1)) / (t + 1)  # mu_hat_t
     sigma2 = (0.25 + np.cumsum((x - mu) ** 2, axis=-1)) / (t + 1)  # sigma2_t
-    before = np.full(x.shape[:-1] + (1,), 0.5)
+    before = np.full((*x.shape[:-1], 1), 0.5)
     mu_prev = np.concatenate([before, mu[..., :-1]], axis=-1)
     sigma2_prev = np.concatenate([before / 2, sigma2[..., :-1]], axis=-1)
     return mu_prev, sigma2_prev
