@@ -1,10 +1,10 @@
 """`robench gate --sequential`: evaluate a candidate model on a baseline report's suite and
 samples, chunk by chunk, until the gate's verdict is settled (docs/ci.md, "Sequential gate").
 
-The candidate runs with the baseline's suite, data, split, limit, subset, seed and batch
-size, so it draws the same samples; the samples are evaluated in the seeded random order of a
-sequential run (`evaluation/sequential.py`) and `results/sequential_gate.SequentialGate`
-decides after every chunk.
+The candidate runs with the baseline's suite (a shipped one by name, else its file), data,
+split, limit, subset, seed and batch size, so it draws the same samples; they are evaluated
+in the seeded random order of a sequential run (`evaluation/sequential.py`), and
+`results/sequential_gate.SequentialGate` decides after every chunk.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 from robench._core.errors import ConfigError
 from robench._core.progress import Progress
 from robench.evaluation.request import EvalRequest, evaluate
+from robench.evaluation.suites import bundled_suites
 from robench.results.gate import GateResult
 from robench.results.gate_policy import Policy
 from robench.results.report import DEFAULT_DATASET, Report
@@ -33,12 +34,19 @@ class Candidate:
     command: list[str] = field(default_factory=list)
 
 
+def _suite_of(baseline: Report) -> str:
+    """The baseline's suite: a shipped suite by its name, else its file (a path)."""
+    if baseline.suite.name in bundled_suites():
+        return baseline.suite.name
+    return baseline.suite.path
+
+
 def candidate_request(baseline: Report, candidate: Candidate) -> EvalRequest:
     """The evaluation of `candidate` on the baseline's suite and samples."""
     paths = {name: info.path for name, info in baseline.datasets.items()}
     default = baseline.data
     return EvalRequest(
-        suite=baseline.suite.name,
+        suite=_suite_of(baseline),
         data=paths[DEFAULT_DATASET] if list(paths) == [DEFAULT_DATASET] else paths,
         out=candidate.out,
         model=candidate.model,
