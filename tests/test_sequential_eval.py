@@ -104,3 +104,20 @@ def test_sequential_gate_reaches_the_fixed_n_verdict_on_fewer_samples(
     assert info.n_stopped < 1000
     assert all(check.n == info.n_stopped for check in found.checks)
     print("sequential gate stopped after", info.n_stopped)
+
+
+BASELINE = Path(__file__).parents[1] / "reports" / "baselines" / f"{MODEL}-smoke.json"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "pass --candidate REPORT"),
+        (["--sequential"], "pass --candidate-model MODEL"),
+        (["-c", str(BASELINE), "--candidate-model", MODEL], "are for --sequential"),
+    ],
+)
+def test_gate_refuses_a_missing_or_mixed_candidate(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(app, ["gate", "-b", str(BASELINE), *args])
+    assert result.exit_code == 2
+    assert message in result.stderr
