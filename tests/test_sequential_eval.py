@@ -15,6 +15,7 @@ from robench.evaluation.request import EvalRequest, evaluate
 from robench.evaluation.sequential import check_every, chunk_ends, sequential_order
 from robench.results.gate import run_gate
 from robench.results.gate_checks import Status
+from robench.results.gate_formats import summary_markdown
 from robench.results.gate_policy import Policy
 from robench.results.report import read_report
 
@@ -66,6 +67,12 @@ def test_eval_target_halfwidth_stops_early_and_records_it(
         assert (high - low) / 2 <= 0.1
     assert len(report["samples"]["default"]["indices"]) == n
     read_report(out)  # the schema accepts it
+    # --resume reuses every stored batch (the chunks are whole batches) and ends the same.
+    result = CliRunner().invoke(app, [*args, "-o", str(out), "--resume"])
+    assert result.exit_code == 0, result.stderr
+    again = json.loads(out.read_text())
+    assert again["sequential"] == sequential and again["samples"] == report["samples"]
+    assert [r["metrics"] for r in again["results"]] == [r["metrics"] for r in report["results"]]
 
 
 def test_target_halfwidth_refuses_suites_without_bounded_metrics() -> None:
@@ -103,7 +110,8 @@ def test_sequential_gate_reaches_the_fixed_n_verdict_on_fewer_samples(
     # alpha 0.025); benchmarks/bench_sequential_gate.py times the smoke suite.
     assert info.n_stopped < 1000
     assert all(check.n == info.n_stopped for check in found.checks)
-    print("sequential gate stopped after", info.n_stopped)
+    summary = summary_markdown(found)
+    assert f"on the first {info.n_stopped} of 1000 samples in a seeded random order" in summary
 
 
 BASELINE = Path(__file__).parents[1] / "reports" / "baselines" / f"{MODEL}-smoke.json"
