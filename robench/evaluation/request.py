@@ -486,7 +486,9 @@ def evaluate(
     suite_results, samples = results(loaded_suite, task, jobs, records, times)
     if sequential is not None:
         values, _ = values_in_order(jobs, records, sequential.covered, sequential.n_stopped)
-        suite_results = with_sequence_intervals(suite_results, values, sequential.covered)
+        suite_results = with_sequence_intervals(
+            suite_results, values, sequential.covered, sequential.target
+        )
     result_checks = check_attack_order(suite_results)
     for check in result_checks:
         if check.status == "warn":

@@ -29,7 +29,11 @@ from robench._core.errors import ConfigError
 from robench._core.seeding import derive_seed
 from robench.evaluation.runner import Job, RunTimes
 from robench.evaluation.sample_store import SampleRecords
-from robench.results.confidence_sequences import METHOD, eb_confidence_sequence, final_interval
+from robench.results.confidence_sequences import (
+    eb_confidence_sequence,
+    final_interval,
+    method_text,
+)
 from robench.results.metrics import METRICS, Metric
 from robench.results.report import PerturbationResult, SequentialInfo
 
@@ -94,7 +98,8 @@ class TargetHalfwidth:
                     continue  # not computed on this result (an attack metric on clean)
                 if not found:
                     return False
-                halfwidth = eb_confidence_sequence([float(v) for v in found], ALPHA).halfwidth
+                x = [float(v) for v in found]
+                halfwidth = eb_confidence_sequence(x, ALPHA, target=self.target).halfwidth
                 if halfwidth[-1] > self.target:
                     return False
         return True
@@ -181,7 +186,10 @@ def run_in_chunks(
 
 
 def with_sequence_intervals(
-    results: list[PerturbationResult], values: Values, covered: Sequence[str]
+    results: list[PerturbationResult],
+    values: Values,
+    covered: Sequence[str],
+    target: float | None,
 ) -> list[PerturbationResult]:
     """The results with the intervals of `covered` metrics replaced by the confidence
     sequence's at the stopping time (the values in evaluation order)."""
@@ -191,7 +199,7 @@ def with_sequence_intervals(
         for name in covered:
             found = values.get(result.name, {}).get(name)
             if name in metrics and found is not None:
-                interval = final_interval(found, ALPHA)
+                interval = final_interval(found, ALPHA, target)
                 metrics[name] = metrics[name].model_copy(update={"ci95": interval})
         out.append(result.model_copy(update={"metrics": metrics}))
     return out
@@ -267,7 +275,7 @@ class SequentialRun:
             n_stopped=self.n_stopped,
             n_available=self.n_available,
             reached=self.reached,
-            method=METHOD,
+            method=method_text(self.target),
             alpha=ALPHA,
             check_every=check_every(batch_size),
             order=ORDER_TEXT,
