@@ -87,6 +87,7 @@ OPTION_RANGES: dict[str, Range] = {
     "--std": Range(0, low_open=True, example="0.229,0.224,0.225"),  # each channel's
     "--mean": Range(example="0.485,0.456,0.406"),
     "--sanity-eps": Range(0, low_open=True, example="8/255"),
+    "--target-halfwidth": Range(0, 0.5, example="0.01"),  # 0: every sample, in random order
 }
 
 
