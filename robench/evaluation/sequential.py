@@ -30,11 +30,12 @@ from robench._core.seeding import derive_seed
 from robench.evaluation.runner import Job, RunTimes
 from robench.evaluation.sample_store import SampleRecords
 from robench.results.confidence_sequences import (
+    covers,
     eb_confidence_sequence,
     final_interval,
     method_text,
 )
-from robench.results.metrics import METRICS, Metric
+from robench.results.metrics import METRICS
 from robench.results.report import PerturbationResult, SequentialInfo
 
 logger = logging.getLogger(__name__)
@@ -71,11 +72,6 @@ def chunk_ends(n_available: int, batch_size: int) -> list[int]:
     return [*range(step, n_available, step), n_available]
 
 
-def bounded(metric: Metric) -> bool:
-    """A mean of per-sample values in [0, 1] (top1, top5): what a confidence sequence covers."""
-    return metric.paired_test == "binary" and metric.statistic is None
-
-
 class StoppingRule(Protocol):
     def settled(self, values: Values, order: dict[str, list[int]]) -> bool:
         """Whether the run may stop after these per-sample values (`order`: each result's
@@ -107,7 +103,7 @@ class TargetHalfwidth:
 
 def split_metrics(metric_names: Sequence[str]) -> tuple[list[str], list[str]]:
     """The suite's metrics a confidence sequence covers, and the others."""
-    covered = [name for name in metric_names if bounded(METRICS.get(name))]
+    covered = [name for name in metric_names if covers(METRICS.get(name))]
     return covered, [name for name in metric_names if name not in covered]
 
 

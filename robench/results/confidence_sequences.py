@@ -48,8 +48,17 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
+    from robench.results.metrics import Metric
+
 METHOD = "predictable plug-in empirical-Bernstein confidence sequence (Waudby-Smith & Ramdas 2024)"
 TRUNCATION = 0.5  # c: the largest bet lambda_t of the confidence sequence
+
+
+def covers(metric: Metric) -> bool:
+    """Whether `metric` is a mean of per-sample values in [0, 1] (top1, top5: binary, with
+    no statistic of its own), which these confidence sequences and the sequential paired
+    test apply to."""
+    return metric.paired_test == "binary" and metric.statistic is None
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from robench._core.errors import ConfigError
+from robench.results.confidence_sequences import covers
 from robench.results.gate import GateResult
 from robench.results.gate_checks import Check, PairedTest, Status, display_amount, tolerance_text
 from robench.results.gate_policy import Policy
@@ -52,7 +53,7 @@ class SequentialCheck:
 
 def _binary(metric: str) -> bool:
     found = find_metric(metric)
-    return found is not None and found.paired_test == "binary" and found.statistic is None
+    return found is not None and covers(found)
 
 
 class SequentialGate:
