@@ -67,6 +67,7 @@ OPTION_RANGES: dict[str, Range] = {
     "--workers": _count(0, "2"),  # 0: load in the main process
     "--seed": Range(0, MAX_SEED, example="0"),
     "--limit": _count(1, "500"),
+    "--target-halfwidth": Range(0, 0.5, example="0.01"),  # 0: every sample, in random order
     "--train-limit": _count(1, "2000"),
     "--val-limit": _count(1, "2000"),
     "--max-steps": _count(1, "300"),
@@ -87,7 +88,6 @@ OPTION_RANGES: dict[str, Range] = {
     "--std": Range(0, low_open=True, example="0.229,0.224,0.225"),  # each channel's
     "--mean": Range(example="0.485,0.456,0.406"),
     "--sanity-eps": Range(0, low_open=True, example="8/255"),
-    "--target-halfwidth": Range(0, 0.5, example="0.01"),  # 0: every sample, in random order
 }
 
 
