@@ -93,6 +93,9 @@ class Suite(BaseModel):
     diagnostics: tuple[DiagnosticEntry, ...] = ()  # run once on `diagnostics_samples` images
     diagnostics_samples: int = Field(default=256, gt=0)
     sanity: bool = False  # also run the sanity battery (as `robench eval --sanity`)
+    # Sequential evaluation (as `robench eval --target-halfwidth`, which wins): stop once every
+    # bounded metric's 95% confidence-sequence half-width is at most this (docs/sequential.md).
+    target_halfwidth: float | None = Field(default=None, ge=0, le=0.5)
     sanity_eps: float | None = None  # its budget; default: the largest eps of its threat model
     sanity_samples: int = Field(default=200, gt=0)  # samples the battery runs on
     # How hard it tries (docs/sanity.md): "auto" (at most 3x the suite's cost), "full" or
