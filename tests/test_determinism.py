@@ -25,15 +25,24 @@ IMAGE_ENTRIES = {
     "corruption": 'corruption = "gaussian_noise"\nseverity = 3',
 }
 TEXT_ENTRIES = {"clean": "", "word-swap": "rate = 0.05"}
+# Text classifiers' attacks: random characters (DeepWordBug, Pruthi), WordNet (PWWS).
+CLASSIFICATION_ENTRIES = {
+    "deepwordbug": "query_budget = 50",
+    "pruthi": "query_budget = 50",
+    "pwws": "query_budget = 50",
+}
 
 
 def test_every_registered_kind_is_covered() -> None:
-    assert set(PERTURBATIONS.names()) == set(IMAGE_ENTRIES) | set(TEXT_ENTRIES)
+    covered = set(IMAGE_ENTRIES) | set(TEXT_ENTRIES) | set(CLASSIFICATION_ENTRIES)
+    assert set(PERTURBATIONS.names()) == covered
 
 
 def _suite(tmp_path: Path, kind: str, body: str, task: str) -> Path:
     path = tmp_path / f"{kind}.toml"
     header = f'name = "det-{kind}"\nversion = 1\n'
+    if task == "text-classification":
+        header += 'task = "text-classification"\n'
     if task == "language-modeling":
         header += (
             'task = "language-modeling"\nmetrics = ["perplexity"]\n'
@@ -43,7 +52,9 @@ def _suite(tmp_path: Path, kind: str, body: str, task: str) -> Path:
     return path
 
 
-def _twice(tmp_path: Path, suite: Path, model: str, data: str, limit: int) -> None:
+def _twice(
+    tmp_path: Path, suite: Path, model: str, data: str, limit: int, checkpoint: Path | None = None
+) -> None:
     reports = [
         evaluate(
             EvalRequest(
@@ -51,6 +62,7 @@ def _twice(tmp_path: Path, suite: Path, model: str, data: str, limit: int) -> No
                 data=data,
                 out=tmp_path / f"{suite.stem}-{run}.json",
                 model=model,
+                checkpoint=checkpoint,
                 limit=limit,
                 batch_size=8,
                 seed=5,
@@ -75,3 +87,13 @@ def test_image_kinds_are_deterministic(kind: str, tmp_path: Path, fashion_mnist_
 def test_text_kinds_are_deterministic(kind: str, tmp_path: Path) -> None:
     suite = _suite(tmp_path, kind, TEXT_ENTRIES[kind], "language-modeling")
     _twice(tmp_path, suite, "transformer_lm_nano_elliptical_pydocs", "pydoc-topics", limit=12)
+
+
+@pytest.mark.parametrize("kind", sorted(CLASSIFICATION_ENTRIES))
+def test_text_attack_kinds_are_deterministic(kind: str, tmp_path: Path) -> None:
+    import text_classifier_fixture as fixture
+
+    checkpoint = fixture.write_checkpoint(tmp_path / "bow.safetensors")
+    data = fixture.write_sst2(tmp_path / "SST-2")
+    suite = _suite(tmp_path, kind, CLASSIFICATION_ENTRIES[kind], "text-classification")
+    _twice(tmp_path, suite, "bag_of_words_classifier", str(data), limit=16, checkpoint=checkpoint)

@@ -28,12 +28,16 @@ from robench.results.tables import markdown_table, report_rows
 
 def test_builtin_metrics_carry_everything() -> None:
     assert METRICS.names() == [
+        "attack_success_rate",
         "bits_per_byte",
         "byte_perplexity",
         "mean_accuracy",
         "miou",
         "perplexity",
+        "perturbed_word_share",
         "pixel_accuracy",
+        "queries_mean",
+        "queries_median",
         "top1",
         "top5",
         "word_perplexity",
@@ -42,7 +46,9 @@ def test_builtin_metrics_carry_everything() -> None:
         metric = METRICS.get(name)
         assert metric.higher_is_better and metric.paired_test == "binary"
         assert metric.display == MetricDisplay(label, 100.0, "%", "pp")
-        assert metric.task == "image-classification"
+        assert metric.applies_to("image-classification")
+        assert metric.applies_to("text-classification")
+        assert not metric.applies_to("language-modeling")
 
 
 def test_top_k_per_sample_aggregate_and_wilson_interval() -> None:

@@ -111,7 +111,16 @@ def _ade20k(root: Path) -> Path:
     return root
 
 
+def _sst2(root: Path) -> Path:
+    """GLUE's SST-2 folder: dev.tsv with a `sentence\tlabel` header."""
+    root.mkdir(parents=True)
+    rows = ["sentence\tlabel", "a moving and lovely film\t1", "a dull , boring mess\t0"]
+    (root / "dev.tsv").write_text("\n".join(rows) + "\n")
+    return root
+
+
 PLACEHOLDERS: dict[str, Callable[[Path], Path]] = {
+    "SST2_ROOT": _sst2,
     "ADE20K_ROOT": _ade20k,
     "IMAGENET_VAL": _imagenet_val,
     "VAL": _imagenet_val,

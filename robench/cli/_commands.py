@@ -51,6 +51,6 @@ COMMANDS = {
         "demo_command",
         "Baseline vs Elliptical nano models: attacks, corruptions and diagnostics on "
         "Fashion-MNIST, Word Swap perplexity on the Python docs, segmentation of built-in scenes, "
-        "figures.",
+        "text classifiers under word attacks, figures.",
     ),
 }

@@ -10,9 +10,11 @@ severity heatmap and accuracy against severity. Last,
 baseline vs Elliptical nano language models on the built-in Python-docs text, clean and under
 Word Swap (`demo-text`, the paper's Table 1 protocol), and baseline vs Elliptical nano
 Segmenter on the built-in fashion scenes (`demo-segmentation`: clean, corruptions, PGD, and an
-overlay of predicted masks; `_demo_segmentation.py`). Without the shipped checkpoints (a
-trimmed install) it trains the image and language models briefly instead and skips the
-Segmenters. `index.html` beside the reports shows the comparisons on one self-contained page.
+overlay of predicted masks; `_demo_segmentation.py`), and baseline vs Elliptical nano text
+classifier under TextAttack's DeepWordBug and PWWS (`demo-text-classification`,
+`_demo_text_classification.py`). Without the shipped checkpoints (a trimmed install) it trains
+the image and language models briefly instead and skips the Segmenters and classifiers.
+`index.html` beside the reports shows the comparisons on one self-contained page.
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ import torch
 from robench._core.progress import Progress
 from robench.cli._demo_segmentation import SUFFIX as SEGMENTATION_SUFFIX
 from robench.cli._demo_segmentation import SegmentationDemo, evaluate_segmentation_demo
+from robench.cli._demo_text_classification import SUFFIX as TEXT_CLASSIFICATION_SUFFIX
+from robench.cli._demo_text_classification import (
+    TextClassificationDemo,
+    evaluate_text_classification_demo,
+)
 from robench.data import open_dataset
 from robench.evaluation.request import EvalRequest, evaluate
 from robench.evaluation.shared_samples import sharing_perturbed_samples
@@ -90,6 +97,8 @@ class DemoResult:
     subword_comparison: Comparison | None
     # Baseline vs Elliptical nano Segmenter; none without the shipped checkpoints.
     segmentation: SegmentationDemo | None = None
+    # Baseline vs Elliptical nano text classifier; none without the checkpoints or WordNet.
+    text_classification: TextClassificationDemo | None = None
     figures: list[Path] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)  # everything the demo wrote, sorted
 
@@ -289,6 +298,10 @@ def run_demo(out_dir: Path, *, quick: bool = False, progress: Progress | None = 
     segmentation = evaluate_segmentation_demo(
         out_dir, quick=quick, command=command, progress=progress
     )
+    step("text classification: baseline vs Elliptical nano classifier under attack")
+    classification = evaluate_text_classification_demo(
+        out_dir, quick=quick, command=command, progress=progress
+    )
     comparison = build_comparison([(str(p), r) for p, r in reports], metrics=["top1"])
     corruption_comparison = build_comparison([(str(p), r) for p, r in corrupted], metrics=["top1"])
     text_comparison = build_comparison(
@@ -316,6 +329,11 @@ def run_demo(out_dir: Path, *, quick: bool = False, progress: Progress | None = 
     if segmentation is not None:
         sections.append(segmentation_section(segmentation))
         figures += segmentation.figures
+    if classification is not None:
+        sections.append(
+            (INDEX_TITLES[TEXT_CLASSIFICATION_SUFFIX], classification.reports,
+             classification.comparison)
+        )  # fmt: skip
     write_index(out_dir, sections, extra_figures=segmentation_figures(segmentation))
     step("done")
     return DemoResult(
@@ -328,6 +346,7 @@ def run_demo(out_dir: Path, *, quick: bool = False, progress: Progress | None = 
         subword,
         subword_comparison,
         segmentation,
+        classification,
         figures,
         _written_since(out_dir, started),
     )
@@ -347,6 +366,7 @@ INDEX_TITLES = {
     "-text": "Language models under Word Swap",
     "-subword": "A subword language model (its own BPE tokenizer) under Word Swap",
     SEGMENTATION_SUFFIX: "Semantic segmentation: nano Segmenters on fashion scenes",
+    TEXT_CLASSIFICATION_SUFFIX: "Text classification under DeepWordBug and PWWS",
 }
 
 

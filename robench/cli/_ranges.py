@@ -67,6 +67,7 @@ OPTION_RANGES: dict[str, Range] = {
     "--workers": _count(0, "2"),  # 0: load in the main process
     "--seed": Range(0, MAX_SEED, example="0"),
     "--limit": _count(1, "500"),
+    "--target-halfwidth": Range(0, 0.5, example="0.01"),  # 0: every sample, in random order
     "--train-limit": _count(1, "2000"),
     "--val-limit": _count(1, "2000"),
     "--max-steps": _count(1, "300"),

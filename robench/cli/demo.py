@@ -22,12 +22,13 @@ def demo_command(
 ) -> None:
     """Baseline vs Elliptical nano models: attacks, corruptions and diagnostics on
     Fashion-MNIST, Word Swap perplexity on the Python docs, segmentation of built-in scenes,
-    figures.
+    text classifiers under word attacks, figures.
 
     Evaluates the shipped checkpoints (models/) with the `demo` suite (`smoke` with --quick)
     and the `demo-corruptions` suite (`corruptions-smoke` with --quick), the nano language
     models with `demo-text` (`text-smoke` with --quick), the nano Segmenters with
-    `demo-segmentation` (fewer scenes with --quick), prints the
+    `demo-segmentation` (fewer scenes with --quick), the nano text classifiers with
+    `demo-text-classification` (fewer texts with --quick), prints the
     paper-style comparison and a per-corruption table on stdout, writes reports, figures and
     one self-contained page of them all (index.html) to --out-dir, then lists the files it
     wrote. Progress goes to stderr.
@@ -78,6 +79,15 @@ def demo_command(
             "corruptions and per-pixel PGD (mIoU and pixel accuracy, %):"
         )
         _print(COMPARE_FORMATS.get(fmt)(result.segmentation.comparison, False))
+    if result.text_classification is not None:
+        typer.echo(
+            "\nText classification: nano classifiers on Python-docs paragraphs (8 parts of the "
+            "docs), clean and under DeepWordBug and PWWS, 200 queries per sample (top-1 and "
+            "attack success rate, %; queries per attacked sample):"
+        )
+        _print(COMPARE_FORMATS.get(fmt)(result.text_classification.comparison, False))
+        for example in result.text_classification.examples:
+            typer.echo(f"  a DeepWordBug success, {example}")
     figures = set(result.figures)
     err.print(f"wrote {len(result.files)} files:", highlight=False)
     for path in result.files:

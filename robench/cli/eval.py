@@ -86,6 +86,14 @@ def eval_command(
     ] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", "-b")] = 64,
     seed: Annotated[int, typer.Option(help="Seed of the subset and of every attack.")] = 0,
+    target_halfwidth: Annotated[
+        float | None,
+        typer.Option(
+            help="Sequential evaluation: samples in a seeded random order, stopped once every "
+            "top1/top5 95% interval is at most +-H (an anytime-valid confidence sequence, "
+            "docs/sequential.md); 0.01 = +-1 pp. Default: the suite's, else every sample.",
+        ),
+    ] = None,
     device: Annotated[str, typer.Option(help="cpu, cuda or cuda:N.")] = "cpu",
     workers: Annotated[
         int,
@@ -187,7 +195,14 @@ def eval_command(
     ] = None,
     text_field: Annotated[
         str | None,
-        typer.Option(help='Language models: the key of a JSON-lines record\'s text ("text").'),
+        typer.Option(
+            help="Text data: the text column of CSV, JSON lines, parquet or arrow data (language "
+            'models: "text"; text classifiers: "sentence" for GLUE, else "text").'
+        ),
+    ] = None,
+    label_field: Annotated[
+        str | None,
+        typer.Option(help='Text classifiers: the label column of the data ("label").'),
     ] = None,
     amp: Annotated[
         AmpMode | None,  # type: ignore[valid-type]
@@ -220,6 +235,7 @@ def eval_command(
     Examples:
       robench eval vit_nano_elliptical_fmnist --suite demo --limit 500
       robench eval -c runs/train/best.safetensors --suite smoke --limit 256
+      robench eval vit_nano_elliptical_fmnist --suite smoke --target-halfwidth 0.05
       robench eval resnet18 -c resnet18.pth --data /data/cifar10/test \\
           --mean 0.49,0.48,0.45 --std 0.25,0.24,0.26 --input-size 3,32,32 \\
           --num-classes 10
@@ -263,6 +279,7 @@ def eval_command(
             ("target_length", target_length),
             ("context", context),
             ("text_field", text_field),
+            ("label_field", label_field),
         )
         if value is not None
     }
@@ -280,6 +297,7 @@ def eval_command(
         classes=classes,
         batch_size=batch_size,
         seed=seed,
+        target_halfwidth=target_halfwidth,
         device=device,
         workers=workers,
         bad_images=bad_images,

@@ -117,6 +117,8 @@ def results(
         columns = {name: [row[name] for row in outputs] for name in outputs[0]} if outputs else {}
         values: dict[str, MetricValue] = {}
         for metric in metrics:
+            if metric.requires and ordered and metric.requires not in ordered[0]:
+                continue  # e.g. an attack's metric on the clean result
             per_sample = list(map(metric.per_sample, ordered))
             value, ci95 = metric.summarize(per_sample)
             values[metric.name] = MetricValue(

@@ -48,6 +48,16 @@ from robench.evaluation.sample_store import (
     merge_records,
     samples_path_for,
 )
+from robench.evaluation.sequential import (
+    SequentialRun,
+    StoppingRule,
+    check_target,
+    ordered_jobs,
+    plan_sequential,
+    prefix_records,
+    values_in_order,
+    with_sequence_intervals,
+)
 from robench.evaluation.speed import SpeedOptions, check_speed, prepare_model
 from robench.evaluation.suites import LoadedSuite, load_suite
 from robench.models.loading import LoadedModel, load_model
@@ -117,6 +127,10 @@ class EvalRequest:
     data_options: dict[str, Any] = field(default_factory=dict)
     # Opt-in speed modes: --amp (clean and corruption scoring), --channels-last, --compile.
     speed: SpeedOptions = field(default_factory=SpeedOptions)
+    # Sequential evaluation: samples in a seeded random order, stopped once every bounded
+    # metric's 95% confidence-sequence half-width is at most this (docs/sequential.md); None:
+    # the suite's `target_halfwidth`, else every sample in index order.
+    target_halfwidth: float | None = None
     command: list[str] = field(default_factory=list)
 
     @property
@@ -206,6 +220,25 @@ def _check_request(request: EvalRequest) -> None:
         )
 
 
+def _target_halfwidth(request: EvalRequest, loaded_suite: LoadedSuite) -> float | None:
+    """--target-halfwidth over the suite's `target_halfwidth`."""
+    if request.target_halfwidth is not None:
+        return request.target_halfwidth
+    return loaded_suite.suite.target_halfwidth
+
+
+def _check_sequential(
+    request: EvalRequest, loaded_suite: LoadedSuite, dist: DistributedContext
+) -> None:
+    target = _target_halfwidth(request, loaded_suite)
+    check_target(target, loaded_suite.suite.name, loaded_suite.suite.metrics)
+    if target is not None and dist.enabled:
+        raise ConfigError(
+            "a sequential run (--target-halfwidth) decides after every chunk on all samples "
+            "so far, which torchrun's ranks do not share; run it in one process."
+        )
+
+
 @dataclass
 class _Setup:
     """What `evaluate` has loaded before it runs: the suite, the model, its task, the data."""
@@ -230,6 +263,7 @@ def _set_up(request: EvalRequest, progress: Progress | None) -> _Setup:
     _check_output(request, loaded_suite)
     check_dataset_names(loaded_suite, list(request.datasets))
     dist = DistributedContext.from_env(request.device)  # torchrun: shard batches over ranks
+    _check_sequential(request, loaded_suite, dist)
     seed_everything(request.seed)  # a model without a checkpoint is initialised reproducibly
     loaded = load_model(
         request.model,
@@ -314,19 +348,22 @@ def _run(
     fingerprint: dict[str, Any],
     speed: SpeedOptions,
     progress: Progress | None,
+    sequential: SequentialRun | None = None,
 ) -> tuple[dict[str, SampleRecords], RunTimes]:
-    """Run the jobs into the sample store; under torchrun, every rank's records."""
+    """Run the jobs into the sample store; under torchrun, every rank's records. A
+    sequential run goes chunk by chunk until its rule is settled (`sequential` then says
+    where it stopped)."""
     request, dist = s.request, s.dist
     samples_path = samples_path_for(request.out, dist.rank if dist.enabled else None)
     check_fresh_start(samples_path, resume=request.resume, overwrite=request.overwrite)
     store = SampleStore(samples_path, fingerprint, resume=request.resume)
     bad_input = False  # a fresh run stopped by bad input (a corrupt image) leaves no file
     try:
-        times = run_plan(
+        run = functools.partial(
+            run_plan,
             model,
             s.task,
-            [job for _, job in jobs],
-            store,
+            store=store,
             batch_size=request.batch_size,
             seed=request.seed,
             device=dist.device,
@@ -335,6 +372,11 @@ def _run(
             shard=(dist.rank, dist.world_size),
             speed=speed,
         )
+        if sequential is None:
+            times = run([job for _, job in jobs])
+        else:
+            metrics = s.suite.suite.metrics
+            times = sequential.run(run, lambda: store.records, jobs, metrics, request.batch_size)
         store.mark_complete()
     except DeviceMemoryError as exc:
         # Not the input's fault: what finished stays valid on a GPU with more memory.
@@ -388,8 +430,15 @@ def _after_the_suite(
     return sanity, sanity_budget, found
 
 
-def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
-    """Run the request's suite on its model and data; write and return the report."""
+def evaluate(
+    request: EvalRequest,
+    progress: Progress | None = None,
+    stop_rule: StoppingRule | None = None,
+) -> Report:
+    """Run the request's suite on its model and data; write and return the report.
+
+    A sequential run (`request.target_halfwidth`, the suite's, or a gate's `stop_rule`)
+    evaluates the samples in a seeded random order, chunk by chunk, until the rule is met."""
     started = time.perf_counter()
     s = _set_up(request, progress)
     request, loaded_suite, loaded, task, device = (
@@ -406,6 +455,11 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
     )
     for gone in missing:
         logger.warning("not evaluated: %s: %s", gone.name, gone.reason)
+    sequential = plan_sequential(
+        loaded_suite.suite.metrics, _target_halfwidth(request, loaded_suite), stop_rule
+    )
+    if sequential is not None:
+        jobs = ordered_jobs(jobs, request.seed)
     if not loaded.has_weights:
         warnings.insert(0, f"no checkpoint: {loaded.architecture} has random weights.")
     for warning in warnings:
@@ -423,9 +477,18 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
     run_model = prepare_model(loaded.model, speed, first.inputs)
     env = capture_environment(device)
     fingerprint = run_fingerprint(request, loaded, loaded_suite, s.data, device, speed)
-    records, times = _run(s, run_model, jobs, fingerprint, speed, progress)
+    if sequential is not None:  # its batches hold other samples than a fixed-n run's
+        fingerprint["order"] = "sequential"
+    records, times = _run(s, run_model, jobs, fingerprint, speed, progress, sequential)
 
+    if sequential is not None:
+        records = prefix_records(records, jobs, sequential.n_stopped)
     suite_results, samples = results(loaded_suite, task, jobs, records, times)
+    if sequential is not None:
+        values, _ = values_in_order(jobs, records, sequential.covered, sequential.n_stopped)
+        suite_results = with_sequence_intervals(
+            suite_results, values, sequential.covered, sequential.target
+        )
     result_checks = check_attack_order(suite_results)
     for check in result_checks:
         if check.status == "warn":
@@ -452,6 +515,7 @@ def evaluate(request: EvalRequest, progress: Progress | None = None) -> Report:
         sanity_budget=sanity_budget,
         checks=result_checks,
         missing=missing,
+        sequential=sequential.info(request.batch_size) if sequential else None,
         wall_time_s=round(time.perf_counter() - started, 3),
     )
     if loaded_suite.suite.aggregates:

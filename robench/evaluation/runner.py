@@ -42,7 +42,7 @@ from robench.evaluation.perturbed_samples import PerturbedSamples
 from robench.evaluation.sample_store import SampleStore
 from robench.evaluation.speed import SpeedOptions, scoring_precision, to_memory_format
 from robench.evaluation.suites import PlannedPerturbation
-from robench.perturbations.base import DatasetPerturbation, SamplePerturbation
+from robench.perturbations.base import DatasetPerturbation, PerSampleAttack, SamplePerturbation
 from robench.tasks.base import Columns, Task
 
 logger = logging.getLogger(__name__)
@@ -149,6 +149,7 @@ def run_plan(
                     precision=precision,
                     seed=seed,
                     first_row=number * batch_size,
+                    indices=batch,
                 )
                 columns = splitter.run(len(batch), work, f"{planned.label} batch {number}")
                 store.append(planned.label, batch, columns)
@@ -184,6 +185,7 @@ class _BatchWork:
     precision: Callable[[], AbstractContextManager[object]]
     seed: int  # the run's
     first_row: int  # the batch's position among the job's samples
+    indices: Sequence[int]  # the batch's dataset indices (per-sample seeds)
 
     def __call__(self, start: int, stop: int, size: int) -> Columns:
         """Rows [start, stop) of the batch, run as a part of `size` rows. Seeded as the batch
@@ -195,7 +197,8 @@ class _BatchWork:
         rows, targets = self.inputs[start:stop], self.targets[start:stop]
         if self.as_loaded:
             return score_seeded(model, task, rows, targets, seed, precision)
-        return perturb_and_score(model, task, planned, rows, targets, seed, precision)
+        samples = [derive_seed(self.seed, planned.label, i) for i in self.indices[start:stop]]
+        return perturb_and_score(model, task, planned, rows, targets, seed, precision, samples)
 
 
 def _loaded_data(job: Job, seed: int) -> tuple[Dataset, bool]:
@@ -234,13 +237,22 @@ def perturb_and_score(
     targets: torch.Tensor,
     batch_seed: int,
     precision: Callable[[], AbstractContextManager[object]] = nullcontext,
+    sample_seeds: Sequence[int] | None = None,
 ) -> Columns:
     """Perturb one batch, check the result, and score the model on it (the task's records),
     both in `precision` (float32 unless the runner's --amp applies: model-free perturbations,
-    or attacks when the suite sets amp_attacks)."""
+    or attacks when the suite sets amp_attacks). A `PerSampleAttack` gets `sample_seeds`
+    (by default the batch's seed with each row's position) and its per-sample columns join
+    the records."""
     seed_everything(batch_seed)
+    perturbation = planned.perturbation
     adaptive: Any = adaptive_attack(model) if planned.differentiable_m else nullcontext()
+    extra: Columns = {}
     with adaptive, precision():  # float32 unless the suite runs attacks under --amp
-        perturbed = planned.perturbation.perturb(model, inputs, targets, batch_seed)
-    task.check_perturbed(inputs, perturbed, planned.perturbation, name=planned.label)
-    return score_seeded(model, task, perturbed, targets, batch_seed, precision)
+        if isinstance(perturbation, PerSampleAttack):
+            seeds = sample_seeds or [derive_seed(batch_seed, i) for i in range(len(inputs))]
+            perturbed, extra = perturbation.perturb_samples(model, inputs, targets, seeds)
+        else:
+            perturbed = perturbation.perturb(model, inputs, targets, batch_seed)
+    task.check_perturbed(inputs, perturbed, perturbation, name=planned.label)
+    return {**score_seeded(model, task, perturbed, targets, batch_seed, precision), **extra}

@@ -93,6 +93,9 @@ class Suite(BaseModel):
     diagnostics: tuple[DiagnosticEntry, ...] = ()  # run once on `diagnostics_samples` images
     diagnostics_samples: int = Field(default=256, gt=0)
     sanity: bool = False  # also run the sanity battery (as `robench eval --sanity`)
+    # Sequential evaluation (as `robench eval --target-halfwidth`, which wins): stop once every
+    # bounded metric's 95% confidence-sequence half-width is at most this (docs/sequential.md).
+    target_halfwidth: float | None = Field(default=None, ge=0, le=0.5)
     sanity_eps: float | None = None  # its budget; default: the largest eps of its threat model
     sanity_samples: int = Field(default=200, gt=0)  # samples the battery runs on
     # How hard it tries (docs/sanity.md): "auto" (at most 3x the suite's cost), "full" or
@@ -102,8 +105,9 @@ class Suite(BaseModel):
     # precision too; by default they stay float32 (docs/formats.md, "Speed modes").
     amp_attacks: bool = False
     # Options of the task's data (`robench list tasks`): for language modelling
-    # `target_length` (scored tokens per window) and `context` (unscored tokens before them).
-    data_options: dict[str, int] = Field(default_factory=dict)
+    # `target_length` (scored tokens per window) and `context` (unscored tokens before them);
+    # for text classification `text_field` and `label_field` (the data's columns).
+    data_options: dict[str, int | str] = Field(default_factory=dict)
 
     @field_validator("sanity_eps", mode="before")
     @classmethod
@@ -141,7 +145,7 @@ class Suite(BaseModel):
         for name in self.metrics:
             if name not in METRICS:
                 raise ValueError(did_you_mean(name, METRICS.names(), "metric"))
-            if METRICS.get(name).task != self.task:
+            if not METRICS.get(name).applies_to(self.task):
                 raise ValueError(
                     f"metric {name!r} is for {METRICS.get(name).task} models, not {self.task}; "
                     f"this task's metrics: {', '.join(metrics_for_task(self.task))}"

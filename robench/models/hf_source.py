@@ -24,6 +24,7 @@ from robench.models.hf_tasks import (
     IMAGE_CLASSIFICATION,
     LANGUAGE_MODELING,
     SEMANTIC_SEGMENTATION,
+    TEXT_CLASSIFICATION,
     transformers_task,
 )
 from robench.models.loading import LoadedModel, image_model
@@ -200,9 +201,44 @@ def _causal_lm(
     )
 
 
+def _text_classifier(
+    request: SourceRequest, folder: Path, config: dict[str, Any], origin: ModelOrigin
+) -> LoadedModel:
+    """`AutoModelForSequenceClassification` with its tokenizer, reading the task's byte rows
+    (models/hf_text_classifier.py)."""
+    from transformers import AutoModelForSequenceClassification
+
+    from robench.models.hf_text_classifier import class_names, load_tokenizer, max_tokens
+    from robench.models.text_inputs import TokenizerTextClassifier
+
+    tokenizer = load_tokenizer(folder, request.trust_remote_code)
+    network = _from_pretrained(AutoModelForSequenceClassification, folder, request, "model")
+    if network.config.pad_token_id is None:
+        network.config.pad_token_id = tokenizer.pad_token_id
+    length = max_tokens(network, tokenizer)
+    origin.extra.update({"max_tokens": length})
+    architecture = (config.get("architectures") or [type(network).__name__])[0]
+    return LoadedModel(
+        model=TokenizerTextClassifier(network, tokenizer, length).to(request.device).eval(),
+        name=request.name,
+        architecture=architecture,
+        model_kwargs={},
+        spec=ModelSpec(architecture=architecture, classes=class_names(network)),
+        sources={},
+        card_path=None,
+        checkpoint=None,
+        preprocessing=None,
+        task=TEXT_CLASSIFICATION,
+        origin=origin,
+        tokenizer=tokenizer,
+        max_length=length,
+    )
+
+
 # task (from the config) -> how robench builds the model.
 _BUILDERS: dict[str, Callable[[SourceRequest, Path, dict[str, Any], ModelOrigin], LoadedModel]] = {
     IMAGE_CLASSIFICATION: _image_classifier,
     SEMANTIC_SEGMENTATION: _semantic_segmenter,
     LANGUAGE_MODELING: _causal_lm,
+    TEXT_CLASSIFICATION: _text_classifier,
 }

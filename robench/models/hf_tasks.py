@@ -1,11 +1,12 @@
 """Which task a transformers model solves, read from its config.json alone.
 
 transformers' own tables decide (`MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES`,
-`MODEL_FOR_SEMANTIC_SEGMENTATION_MAPPING_NAMES`, `MODEL_FOR_CAUSAL_LM_MAPPING_NAMES`: model
-type -> class name): an `architectures` entry that is an image-classification class makes an
-image classifier, a semantic-segmentation class a segmentation model, a causal-LM class a
-language model. A model shipping its own code (`auto_map`) is read from its auto_map keys, and only
-with `--trust-remote-code`.
+`MODEL_FOR_SEMANTIC_SEGMENTATION_MAPPING_NAMES`, `MODEL_FOR_CAUSAL_LM_MAPPING_NAMES`,
+`MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES`: model type -> class name): an
+`architectures` entry that is an image-classification class makes an image classifier, a
+semantic-segmentation class a segmentation model, a causal-LM class a language model, a
+sequence-classification class a text classifier. A model shipping its own code (`auto_map`)
+is read from its auto_map keys, and only with `--trust-remote-code`.
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ from robench._core.errors import ConfigError
 IMAGE_CLASSIFICATION = "image-classification"
 LANGUAGE_MODELING = "language-modeling"
 SEMANTIC_SEGMENTATION = "semantic-segmentation"  # robench/tasks/semantic_segmentation.py
+TEXT_CLASSIFICATION = "text-classification"  # robench/tasks/text_classification.py
 
 # auto_map key -> task, for models that ship their own code.
 _AUTO_MAP_TASKS = {
     "AutoModelForImageClassification": IMAGE_CLASSIFICATION,
     "AutoModelForSemanticSegmentation": SEMANTIC_SEGMENTATION,
     "AutoModelForCausalLM": LANGUAGE_MODELING,
+    "AutoModelForSequenceClassification": TEXT_CLASSIFICATION,
 }
 
 
@@ -40,12 +43,14 @@ def task_tables() -> dict[str, set[str]]:
         MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
         MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES,
         MODEL_FOR_SEMANTIC_SEGMENTATION_MAPPING_NAMES,
+        MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES,
     )
 
     return {
         IMAGE_CLASSIFICATION: _class_names(MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES),
         SEMANTIC_SEGMENTATION: _class_names(MODEL_FOR_SEMANTIC_SEGMENTATION_MAPPING_NAMES),
         LANGUAGE_MODELING: _class_names(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES),
+        TEXT_CLASSIFICATION: _class_names(MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES),
     }
 
 

@@ -272,6 +272,11 @@ def load_model(
     if ckpt is not None:
         load_state_dict_into(network, ckpt.state_dict, model_name=architecture)
     task, declared = _task_of(network, vocabulary)  # before the wrapper hides the attribute
+    if task == "text-classification" and vocabulary is not None:
+        from robench.models.text_inputs import WordLevelTextClassifier
+
+        network = WordLevelTextClassifier(network, vocabulary)
+        spec = spec.model_copy(update={"classes": spec.classes or _checkpoint_classes(ckpt)})
     inference = getattr(network, "robench_inference", None)
     if inference is not None:  # the test mode it is evaluated with (mmseg's whole or slide)
         network = with_inference(network, inference)
@@ -297,10 +302,20 @@ def _task_of(network: nn.Module, vocabulary: Any) -> tuple[str, bool]:
     """The model's task and whether it declared it: a language model's; the one the network
     names (`robench_task`, as robench's Segmenters and smp models do); else image
     classification, undeclared."""
+    declared = getattr(network, "robench_task", None)
+    if declared:
+        return str(declared), True
     if vocabulary is not None:
         return "language-modeling", True
-    declared = getattr(network, "robench_task", None)
-    return (str(declared), True) if declared else ("image-classification", False)
+    return "image-classification", False
+
+
+def _checkpoint_classes(ckpt: Checkpoint | None) -> list[str] | None:
+    """The class names a text classifier's checkpoint carries (data/text/classifier_tokens)."""
+    from robench.data.text.classifier_tokens import classes_from_metadata
+
+    classes = classes_from_metadata(ckpt.metadata) if ckpt is not None else None
+    return list(classes) if classes else None
 
 
 def _fill_from_cfg(
@@ -335,6 +350,9 @@ def _language_model(
             "stores the training vocabulary in its metadata)."
         )
     kwargs = {**spec.model_kwargs, "vocab_size": len(vocabulary)}
+    classes = _checkpoint_classes(ckpt)
+    if classes and "num_classes" not in kwargs:  # a text classifier: sized by its classes
+        kwargs["num_classes"] = len(classes)
     return create_language_model(architecture, **kwargs), vocabulary
 
 

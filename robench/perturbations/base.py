@@ -9,6 +9,10 @@ task) and perturbs that task's inputs, in one of three ways:
   while the data loads (corruptions).
 - `DatasetPerturbation.perturb_dataset(dataset, seed)`: the evaluated data as a whole, once,
   before batching (Word Swap on a text corpus).
+A batch perturbation that attacks each sample on its own (a text attack's search) is a
+`PerSampleAttack`: `perturb_samples(model, inputs, targets, seeds)` gets one seed per sample
+and returns, besides the perturbed batch, per-sample columns (the attack's outcome, queries)
+that the runner stores beside the task's records.
 The runner checks what comes back with the task's `check_perturbed` (for images: the threat
 model's ball, [0, 1], finite; for text: the shape and token ids) and re-runs the model on it;
 a perturbation never reports accuracy itself.
@@ -22,7 +26,7 @@ from __future__ import annotations
 
 import abc
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
@@ -166,6 +170,37 @@ class Perturbation(abc.ABC):
     ) -> torch.Tensor:
         """Return perturbed images in [0, 1]; use only `seed` (or torch's RNG seeded by the
         runner) for randomness so that the same seed gives the same images."""
+
+
+class PerSampleAttack(Perturbation):
+    """A batch perturbation that attacks every sample on its own (a text attack's search).
+
+    The runner seeds each sample from (run seed, result label, the sample's dataset index), so
+    a sample's attack is the same whatever the batch size or number of processes (as long as
+    the model scores a row the same whatever its batch companions), and stores the returned
+    per-sample columns with the task's records: the metrics and the report read them (e.g.
+    how many queries each sample's attack spent and whether it succeeded).
+    """
+
+    @abc.abstractmethod
+    def perturb_samples(
+        self,
+        model: torch.nn.Module,
+        inputs: torch.Tensor,
+        targets: torch.Tensor,
+        seeds: Sequence[int],
+    ) -> tuple[torch.Tensor, dict[str, list[Any]]]:
+        """(the perturbed batch, per-sample columns); sample i draws randomness from seeds[i]
+        only."""
+
+    def perturb(
+        self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
+    ) -> torch.Tensor:
+        """The batch form, for direct use: sample i is seeded with (seed, i)."""
+        from robench._core.seeding import derive_seed
+
+        seeds = [derive_seed(seed, i) for i in range(len(images))]
+        return self.perturb_samples(model, images, labels, seeds)[0]
 
 
 class SamplePerturbation(Perturbation):

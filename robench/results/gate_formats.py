@@ -64,6 +64,14 @@ def _adjusted(check: Check) -> str:
 
 def _family_text(result: GateResult) -> str:
     """How the checks' p-values were adjusted, for the summary's first paragraph."""
+    sequential = result.candidate.sequential
+    if sequential is not None and sequential.stopping == "gate verdict":
+        tested = sum(c.test is not None for c in result.checks)
+        level = "alpha" if result.policy.multiple_testing == "none" else "Bonferroni alpha / m"
+        return (
+            f"sequential paired tests on {tested} checks, each at {level}, on the first "
+            f"{sequential.n_stopped} of {sequential.n_available} samples in a seeded random order"
+        )
     tested = sum(c.test is not None and c.test.adjusted_p is not None for c in result.checks)
     method = result.policy.multiple_testing
     if method == "none":
@@ -71,6 +79,12 @@ def _family_text(result: GateResult) -> str:
     name = {"holm": "Holm-Bonferroni (family-wise error)", "benjamini-hochberg":
             "Benjamini-Hochberg (false discovery rate)"}[method]  # fmt: skip
     return f"p-values adjusted by {name} across {tested} tested checks"
+
+
+def _paired_samples(result: GateResult) -> int:
+    """Samples the checks paired: the baseline's, or where a sequential gate stopped."""
+    sequential = result.candidate.sequential
+    return sequential.n_stopped if sequential is not None else result.baseline.data.n_samples
 
 
 def _model(report: Report) -> str:
@@ -103,7 +117,7 @@ def summary_markdown(result: GateResult, strict: bool = False) -> str:
         f"## robench gate: {result.status.value}",
         "",
         f"Candidate {_model(cand)} against baseline {_model(base)}: suite "
-        f"`{base.suite.name}` v{base.suite.version}, {base.data.n_samples} paired samples, "
+        f"`{base.suite.name}` v{base.suite.version}, {_paired_samples(result)} paired samples, "
         f"alpha {result.policy.alpha:g}, {_family_text(result)}. "
         f"{result.count(Status.regressed)} regressed, {result.count(Status.inconclusive)} "
         f"inconclusive, {result.count(Status.passed)} passed.",

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from robench._core.registry import Registry
 from robench.results.paired_statistic import PairedStatistic
-from robench.results.ratio_statistics import RatioOfSums, bootstrap_interval
+from robench.results.ratio_statistics import MedianOfMarked, RatioOfSums, bootstrap_interval
 from robench.results.report import Report
 from robench.results.segmentation_metrics import CountsStatistic
 
@@ -98,7 +98,11 @@ class Metric:
     higher_is_better: bool
     per_sample: PerSampleFn  # the task's stored record -> per-sample value
     display: MetricDisplay
-    task: str = "image-classification"  # the task whose records `per_sample` reads
+    # The task(s) whose records `per_sample` reads (top-1 reads image and text classifiers').
+    task: str | tuple[str, ...] = "image-classification"
+    # A record column the metric needs: results whose records lack it (an attack metric on
+    # the clean result) do not report the metric.
+    requires: str | None = None
     # How `robench gate` pairs it: "binary" -> exact McNemar, "real" -> paired bootstrap.
     paired_test: PairedKind = "binary"
     # Reads its per-sample values of one result from a report; by default the report's
@@ -112,6 +116,10 @@ class Metric:
     def summarize(self, values: Sequence[PerSampleValue]) -> tuple[float, tuple[float, float]]:
         """The reported value and 95% interval of these per-sample values."""
         return self.aggregate(values), self.interval(values)
+
+    def applies_to(self, task: str) -> bool:
+        """Whether it reads `task`'s records."""
+        return task in self.task if isinstance(self.task, tuple) else task == self.task
 
     def values_in(self, report: Report, result: str) -> Sequence[Any] | np.ndarray | None:
         """Its per-sample values of `result` in `report`, for paired tests; None if absent.
@@ -147,7 +155,7 @@ def find_metric(name: str) -> Metric | None:
 
 def metrics_for_task(task: str) -> list[str]:
     """Names of the registered metrics computed from `task`'s per-sample records."""
-    return [name for name in METRICS if METRICS.get(name).task == task]
+    return [name for name in METRICS if METRICS.get(name).applies_to(task)]
 
 
 def metric_display(name: str) -> MetricDisplay:
@@ -204,6 +212,7 @@ register(
         higher_is_better=True,
         per_sample=_top_k(1),
         display=MetricDisplay("top-1", scale=100.0, unit="%", diff_unit="pp"),
+        task=("image-classification", "text-classification"),
         paired_test="binary",
     )
 )
@@ -214,6 +223,7 @@ register(
         higher_is_better=True,
         per_sample=_top_k(5),
         display=MetricDisplay("top-5", scale=100.0, unit="%", diff_unit="pp"),
+        task=("image-classification", "text-classification"),
         paired_test="binary",
     )
 )
@@ -306,5 +316,85 @@ register(
         "mean_accuracy",
         "mean over classes of correct / labelled pixels (mmsegmentation mAcc)",
         "mAcc",
+    )
+)
+
+
+# Text classification under attack: an attacked sample's record adds the attack's `outcome`
+# ("skipped": the model was already wrong; "succeeded"; "failed"), its `queries`, and the
+# `changed_words` of its `words`. TextAttack's summary numbers, each over the samples it
+# defines them on, as ratios of sums with a bootstrap interval and a paired bootstrap in gates.
+_TEXT = "text-classification"
+
+
+def _attacked(record: Record) -> bool:
+    return bool(record["outcome"] != "skipped")
+
+
+def _attack_metric(
+    name: str,
+    description: str,
+    pair: Callable[[Record], tuple[float, float]],
+    display: MetricDisplay,
+    higher_is_better: bool,
+    statistic: RatioOfSums | None = None,
+) -> Metric:
+    statistic = statistic or RatioOfSums(lambda x: x)
+    return Metric(
+        name=name,
+        description=description,
+        higher_is_better=higher_is_better,
+        per_sample=pair,
+        display=display,
+        task=_TEXT,
+        requires="outcome",
+        paired_test="statistic",
+        aggregate=statistic,
+        interval=lambda values: bootstrap_interval(statistic, values),
+        statistic=statistic,
+    )
+
+
+register(
+    _attack_metric(
+        "attack_success_rate",
+        "share of the attacked samples (those the model got right) whose attack succeeded, "
+        "as TextAttack's attack success rate (lower is more robust)",
+        lambda r: (float(r["outcome"] == "succeeded"), float(_attacked(r))),
+        MetricDisplay("success", scale=100.0, unit="%", diff_unit="pp"),
+        higher_is_better=False,
+    )
+)
+register(
+    _attack_metric(
+        "queries_mean",
+        "model queries per attacked sample (succeeded or failed), as TextAttack's average "
+        "number of queries (higher: the attack worked harder)",
+        lambda r: (float(r["queries"]) * _attacked(r), float(_attacked(r))),
+        MetricDisplay("queries"),
+        higher_is_better=True,
+    )
+)
+register(
+    _attack_metric(
+        "queries_median",
+        "median model queries over the attacked samples (succeeded or failed)",
+        lambda r: (float(r["queries"]) * _attacked(r), float(_attacked(r))),
+        MetricDisplay("median queries"),
+        higher_is_better=True,
+        statistic=MedianOfMarked(),
+    )
+)
+register(
+    _attack_metric(
+        "perturbed_word_share",
+        "share of a text's words the attack changed, averaged over successful attacks, as "
+        "TextAttack's average perturbed word % (higher: the model needed bigger edits)",
+        lambda r: (
+            r["changed_words"] / max(r["words"], 1) if r["outcome"] == "succeeded" else 0.0,
+            float(r["outcome"] == "succeeded"),
+        ),
+        MetricDisplay("perturbed words", scale=100.0, unit="%", diff_unit="pp"),
+        higher_is_better=True,
     )
 )

@@ -12,6 +12,7 @@ reproducible), keeping each window's pair together. This module is torch-free.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -60,6 +61,26 @@ class RatioOfSums:
         )
 
 
+def _identity(values: np.ndarray) -> np.ndarray:
+    return values
+
+
+@dataclass(frozen=True)
+class MedianOfMarked(RatioOfSums):
+    """The median of the numerators of the pairs whose denominator is 1 (marked), e.g. the
+    queries of the samples an attack ran on; the same bootstrap and paired bootstrap."""
+
+    transform: Callable[[np.ndarray], np.ndarray] = _identity
+
+    def values(self, pairs: np.ndarray) -> np.ndarray:
+        import numpy as np
+
+        marked = np.where(pairs[..., 1] > 0, pairs[..., 0], np.nan)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # no marked sample: NaN
+            return np.asarray(np.nanmedian(marked, axis=-1))
+
+
 def as_pairs(values: Sequence[Any] | np.ndarray) -> np.ndarray:
     """Per-sample (numerator, denominator) pairs as a float (n, 2) array."""
     import numpy as np
@@ -96,6 +117,10 @@ def bootstrap_interval(
     if len(pairs) == 0:
         return (math.nan, math.nan)
     replicates = _resampled(len(pairs), n_resamples, seed, lambda i: statistic.values(pairs[i]))
+    # A resample may leave a statistic undefined (no attacked sample drawn): left out.
+    replicates = replicates[np.isfinite(replicates)]
+    if len(replicates) == 0:
+        return (math.nan, math.nan)
     low, high = np.percentile(replicates, [2.5, 97.5])
     return (float(low), float(high))
 
@@ -124,6 +149,9 @@ def paired_statistic_bootstrap(
         seed,
         lambda i: statistic.values(cand[i]) - statistic.values(base[i]),
     )
+    diffs = diffs[np.isfinite(diffs)]  # resamples where the statistic is undefined
+    if len(diffs) == 0:
+        return observed, (math.nan, math.nan), 1.0, 0.0
     low, high = np.percentile(diffs, [2.5, 97.5])
     p_value = bootstrap_p_value(diffs, observed, alternative)
     sd = float(np.std(diffs, ddof=1) * math.sqrt(len(base))) if n_resamples > 1 else 0.0

@@ -253,6 +253,25 @@ class SanityBudgetInfo(_Strict):
     wall_time_s: float  # the battery's wall time
 
 
+class SequentialInfo(_Strict):
+    """A sequential run (`eval --target-halfwidth`, `gate --sequential`): samples in a seeded
+    random order, stopped after `n_stopped` of them (docs/sequential.md). The 95% intervals of
+    `metrics` are the confidence sequence's at the stopping time, valid although the stopping
+    depended on the data; the other metrics keep their usual intervals."""
+
+    stopping: Literal["target half-width", "gate verdict"]  # the rule that could stop it
+    target_halfwidth: float | None = None  # H: stop once every interval is at most +-H
+    n_stopped: int  # samples evaluated per result (a multiple of check_every, or all)
+    n_available: int  # samples the run could have evaluated (the chosen ones)
+    reached: bool  # the rule was met (false: the data ran out first)
+    method: str  # the confidence sequence (paper) giving the intervals
+    alpha: float  # 1 - its coverage
+    check_every: int  # samples per chunk: the rule was checked after each
+    order: str  # how the evaluation order is drawn from the run's seed
+    metrics: list[str]  # metrics whose intervals are the confidence sequence's
+    skipped_metrics: list[str] = Field(default_factory=list)  # not bounded means (perplexity)
+
+
 class Report(_Strict):
     schema_version: int = Field(default=SCHEMA_VERSION)
     robench_version: str
@@ -281,6 +300,8 @@ class Report(_Strict):
     aggregates: list[AggregateResult] = Field(default_factory=list)
     # Suite entries not evaluated, each with the reason (listed, never silently dropped).
     missing: list[MissingResult] = Field(default_factory=list)
+    # A sequential run's stopping point and confidence sequence; None for a fixed-n run.
+    sequential: SequentialInfo | None = None
     wall_time_s: float
 
     @property

@@ -22,8 +22,8 @@ class TaskEntry:
     implementation: str  # "package.module:Class"
     # What a suite of this task reports when it names no metrics (results/metrics.py).
     default_metrics: tuple[str, ...] = ()
-    # What its models take: "images" (a network that names no task is asked this task) or
-    # "tokens".
+    # What its models take: "images" (a network that names no task is asked this task),
+    # "tokens" or "texts".
     inputs: str = "images"
 
 
@@ -68,4 +68,12 @@ register_task(
     "mmsegmentation) under attacks and corruptions",
     "robench.tasks.semantic_segmentation:SemanticSegmentation",
     ("miou", "pixel_accuracy", "mean_accuracy"),
+)
+register_task(
+    "text-classification",
+    "texts -> class logits; top-1 accuracy, clean and under adversarial word and character "
+    "attacks (TextAttack's recipes), with attack success rate, queries and perturbed words",
+    "robench.tasks.text_classification:TextClassification",
+    ("top1", "attack_success_rate", "queries_mean", "queries_median", "perturbed_word_share"),
+    inputs="texts",
 )

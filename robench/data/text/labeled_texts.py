@@ -34,6 +34,10 @@ SPLIT_NAMES = {  # accepted split name -> the names files of that split may carr
 SPLIT_NAMES["valid"] = SPLIT_NAMES["dev"] = SPLIT_NAMES["val"] = SPLIT_NAMES["validation"]
 
 
+class MissingSplit(DataError):
+    """The data has no file (or arrow folder) for the asked split."""
+
+
 @dataclass(frozen=True)
 class LabeledTexts:
     """One split of a text-classification dataset: texts, label indices and class names."""
@@ -68,7 +72,7 @@ def _split_file(root: Path, split: str, suffix: str, layout: str) -> Path:
         if (root / f"{name}{suffix}").is_file():
             return root / f"{name}{suffix}"
     present = sorted(p.name for p in root.glob(f"*{suffix}"))
-    raise DataError(
+    raise MissingSplit(
         f"{layout} folder {root} has no {split} split ({' or '.join(n + suffix for n in names)}; "
         f"it has {', '.join(present) or 'none'}); pick a split it has with --split."
     )
@@ -153,7 +157,7 @@ def _parquet_files(root: Path, split: str) -> list[Path]:
         found = sorted(root.glob(f"{name}*.parquet")) + sorted(root.glob(f"data/{name}*.parquet"))
         if found:
             return found
-    raise DataError(
+    raise MissingSplit(
         f"parquet folder {root} has no {split} files ({split}*.parquet or data/{split}*.parquet); "
         "pick a split it has with --split."
     )
@@ -174,7 +178,7 @@ def _arrow_split_dir(root: Path, split: str) -> Path:
     for name in SPLIT_NAMES.get(split, (split,)):
         if name in splits:
             return root / name
-    raise DataError(
+    raise MissingSplit(
         f"dataset {root} has no {split} split (it has {', '.join(splits)}); pick one with --split."
     )
 

@@ -12,29 +12,13 @@ kernels are compiled in every process instead of failing.
 
 from __future__ import annotations
 
-import logging
 import math
-from collections.abc import Callable
-from typing import Any, TypeVar, cast
 
 import numpy as np
-from numba import njit
 
-logger = logging.getLogger(__name__)
+from robench._core.jit import cached_njit
 
-F = TypeVar("F", bound=Callable[..., Any])
-_uncached: list[str] = []  # kernels numba could not cache; warn about the first only
-
-
-def _jit(function: F) -> F:
-    """`njit(cache=True)`, or plain `njit` where numba finds no writable cache location."""
-    try:
-        return cast(F, njit(cache=True)(function))
-    except RuntimeError as error:  # numba: "cannot cache function ...: no locator available"
-        log = logger.debug if _uncached else logger.warning
-        _uncached.append(function.__name__)
-        log("numba cannot cache %s (%s); compiling per process", function.__name__, error)
-        return cast(F, njit(function))
+_jit = cached_njit
 
 
 @_jit

@@ -15,28 +15,9 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
+from robench.perturbations.text.edit_distance import levenshtein
 from robench.perturbations.text.swaps import stopwords
 from robench.perturbations.text.word_spans import WordSpans
-
-
-def levenshtein(a: str, b: str, limit: int | None = None) -> int:
-    """Character edit distance (insertions, deletions, substitutions, each 1). With `limit`,
-    stops early and returns limit + 1 once the distance must exceed it."""
-    if len(a) < len(b):
-        a, b = b, a
-    if limit is not None and len(a) - len(b) > limit:
-        return limit + 1
-    previous = list(range(len(b) + 1))
-    for i, char in enumerate(a, 1):
-        current = [i]
-        for j, other in enumerate(b, 1):
-            current.append(
-                min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char != other))
-            )
-        if limit is not None and min(current) > limit:
-            return limit + 1
-        previous = current
-    return previous[-1]
 
 
 @dataclass(frozen=True)
@@ -70,3 +51,18 @@ class AttackConstraints:
             if levenshtein(candidate.text, original.text, limit) > limit:
                 return False
         return True
+
+    def violation(self, original: str, perturbed: str) -> str | None:
+        """Why `perturbed` breaks the constraints as a whole (same word count, unchanged
+        stopwords and short words, the edit and word limits); None when it keeps them."""
+        before, after = WordSpans.of(original), WordSpans.of(perturbed)
+        if len(before.words) != len(after.words):
+            return f"{perturbed!r} has {len(after.words)} words, the original {len(before.words)}"
+        allowed = set(self.modifiable(before, ()))
+        changed = after.changed_words(before)
+        touched = [before.words[i] for i in changed if i not in allowed]
+        if touched:
+            return f"it changed {touched[0]!r}, a word the recipe may not modify"
+        if not self.allows(after, before):
+            return f"{perturbed!r} is beyond the edit or perturbed-word limit of {original!r}"
+        return None

@@ -1,24 +1,33 @@
-"""TextAttack's greedy word-swap search with word importance ranking by deletion, untargeted.
+"""TextAttack's untargeted searches over word swaps, written as generators of model queries.
 
-`attack_one` follows `GreedyWordSwapWIR("delete")` with `UntargetedClassification`
-(textattack/search_methods/greedy_word_swap_wir.py and goal_functions/classification/, read
-at commit f800c2c0):
-1. The model scores the text; a sample it already gets wrong is `skipped`.
-2. Each modifiable word is ranked by how much deleting it lowers the probability of the true
-   class (one query per word; ties keep word order, where numpy's argsort does not promise it).
-3. In that order, each word's candidate replacements (the recipe's transformation, kept only
-   if the recipe's constraints allow the whole text) are scored in one batch; the best one is
-   kept when it lowers the true class's probability more than the current text does.
-4. The search ends `succeeded` at the first text the model misclassifies, `failed` when the
-   words run out or the query budget is spent.
-The goal score is 1 - p(true class), p the softmax of the model's logits. `score_texts` is the
-only access to the model: it takes a list of texts and returns their class probabilities.
+A search is a generator: it yields the texts it wants scored and is sent back their class
+probabilities ((n, K), softmax of the logits); it returns an `AttackOutcome`. Written so, one
+driver (`run_searches`) can advance many samples' searches at once and score all their pending
+texts in one model call, while each search stays the sequential algorithm TextAttack defines
+(textattack/search_methods/ and goal_functions/classification/, read at commit f800c2c0):
+
+- `greedy_wir(..., ranking="delete")`: `GreedyWordSwapWIR("delete")` (DeepWordBug): each
+  modifiable word is ranked by the goal score of the text without it (its characters only;
+  the spaces around it stay, as `delete_word_at_index` leaves them);
+- `greedy_wir(..., ranking="weighted-saliency")`: `GreedyWordSwapWIR("weighted-saliency")`
+  (PWWS): softmax over words of the goal score with the word replaced by "[UNK]", times the
+  best goal score among the word's own swaps;
+  then, in that order (ties in word order), each word's candidates that the constraints allow
+  are scored in one batch and the best is kept if it raises the goal score;
+- `greedy_beam`: `GreedySearch` (beam search of width 1; Pruthi): every allowed candidate of
+  every modifiable word is scored, the best becomes the current text (even when it scores
+  lower, as TextAttack's beam refill does), until the model is fooled or no candidate is left.
+
+The goal score is 1 - p(true class). A sample the model already gets wrong is `skipped` after
+one query; the first misclassified text ends a search `succeeded`; running out of words,
+candidates or the query budget (each scored text counts, the clean one included; a batch is
+cut to what the budget has left) ends it `failed`, keeping the best text found.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +38,8 @@ from robench.perturbations.text.word_transformations import Transformation
 
 ScoreTexts = Callable[[Sequence[str]], np.ndarray]  # texts -> (n, K) class probabilities
 OUTCOMES = ("skipped", "succeeded", "failed")
+UNK_TOKEN = "[UNK]"  # what weighted saliency puts in a word's place (TextAttack's default)
+RANKINGS = ("delete", "weighted-saliency")
 
 
 @dataclass(frozen=True)
@@ -40,29 +51,189 @@ class AttackOutcome:
     words: int  # words of the original text
 
 
+# A search: yields texts to score, is sent their probabilities, returns the outcome.
+Search = Generator[list[str], np.ndarray, AttackOutcome]
+# What a search's step yields from: (goal scores, predicted classes, budget spent).
+Scored = Generator[list[str], np.ndarray, tuple[np.ndarray, np.ndarray, bool]]
+
+
 class _Budget:
     """Counts queries and cuts a batch to what the budget has left (TextAttack stops there)."""
 
-    def __init__(self, score_texts: ScoreTexts, label: int, limit: int | None) -> None:
-        self.score_texts, self.label, self.limit, self.used = score_texts, label, limit, 0
+    def __init__(self, label: int, limit: int | None) -> None:
+        self.label, self.limit, self.used = label, limit, 0
 
-    def scores(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, bool]:
-        """(goal scores, predicted classes, budget spent) of as many texts as the budget allows."""
+    def scores(self, texts: Sequence[str]) -> Scored:
+        """(goal scores, predicted classes, budget spent) of as many texts as it allows."""
         room = len(texts) if self.limit is None else max(0, self.limit - self.used)
-        texts = texts[:room]
+        texts = list(texts[:room])
         if not texts:
             return np.empty(0), np.empty(0, dtype=int), True
-        probabilities = np.asarray(self.score_texts(texts), dtype=np.float64)
+        probabilities = np.asarray((yield texts), dtype=np.float64)
         self.used += len(texts)
         spent = self.limit is not None and self.used >= self.limit
         return 1.0 - probabilities[:, self.label], probabilities.argmax(axis=1), spent
 
 
+@dataclass
+class _Attack:
+    """What every search shares: the original, the model's budget, the recipe's parts."""
+
+    original: WordSpans
+    label: int
+    transformation: Transformation
+    constraints: AttackConstraints
+    rng: random.Random
+    budget: _Budget
+
+    def candidates(self, current: WordSpans, index: int) -> list[WordSpans]:
+        """The transformation's candidates for word `index` that the constraints allow."""
+        found = []
+        for word in self.transformation(current.words[index], self.rng):
+            candidate = current.replace(index, word)
+            if self.constraints.allows(candidate, self.original):
+                found.append(candidate)
+        return found
+
+    def outcome(self, kind: str, text: WordSpans) -> AttackOutcome:
+        changed = len(text.changed_words(self.original))
+        return AttackOutcome(kind, text.text, self.budget.used, changed, len(self.original.words))
+
+
+def _start(text: str, label: int, budget: int | None) -> tuple[WordSpans, _Budget]:
+    return WordSpans.of(text), _Budget(label, budget)
+
+
 def _deleted(text: WordSpans, index: int) -> str:
-    """The text without word `index`'s characters; the spaces around it stay, as TextAttack's
-    `delete_word_at_index` leaves them."""
     start, end = text.spans[index]
     return text.text[:start] + text.text[end:]
+
+
+def _ranking(attack: _Attack, indices: list[int], how: str) -> Scored:
+    """Word importance scores of `indices` (TextAttack's `_get_index_order`)."""
+    original = attack.original
+    if how == "delete":
+        return (yield from attack.budget.scores([_deleted(original, i) for i in indices]))
+    saliency, _, spent = yield from attack.budget.scores(
+        [original.replace(i, UNK_TOKEN).text for i in indices]
+    )
+    if len(saliency) < len(indices):  # the budget ran out while ranking
+        return np.zeros(len(indices)), np.empty(0, dtype=int), True
+    weights = np.exp(saliency - saliency.max())
+    weights /= weights.sum()
+    best = np.zeros(len(indices))
+    for position, index in enumerate(indices):
+        if spent:
+            break
+        candidates = attack.candidates(original, index)
+        if candidates:
+            scores, _, spent = yield from attack.budget.scores([c.text for c in candidates])
+            best[position] = scores.max() if len(scores) else 0.0
+    return weights * best, np.empty(0, dtype=int), spent
+
+
+def greedy_wir(
+    text: str,
+    label: int,
+    transformation: Transformation,
+    constraints: AttackConstraints,
+    rng: random.Random,
+    query_budget: int | None = None,
+    ranking: str = "delete",
+) -> Search:
+    """`GreedyWordSwapWIR(ranking)`, untargeted (see the module docstring)."""
+    original, budget = _start(text, label, query_budget)
+    attack = _Attack(original, label, transformation, constraints, rng, budget)
+    score, predicted, _ = yield from budget.scores([text])
+    if predicted[0] != label:
+        return attack.outcome("skipped", original)
+    indices = constraints.modifiable(original, ())
+    importance, _, spent = yield from _ranking(attack, indices, ranking)
+    order = [indices[i] for i in np.argsort(-importance, kind="stable")] if not spent else []
+    current, current_score = original, float(score[0])
+    for index in order:
+        candidates = attack.candidates(current, index)
+        if not candidates:
+            continue
+        scores, predicted, spent = yield from budget.scores([c.text for c in candidates])
+        if len(scores) and scores.max() > current_score:
+            best = int(np.argmax(scores))  # the first of equal scores
+            current, current_score = candidates[best], float(scores[best])
+            if predicted[best] != label:
+                return attack.outcome("succeeded", current)
+        if spent:
+            break
+    return attack.outcome("failed", current)
+
+
+def greedy_beam(
+    text: str,
+    label: int,
+    transformation: Transformation,
+    constraints: AttackConstraints,
+    rng: random.Random,
+    query_budget: int | None = None,
+) -> Search:
+    """`GreedySearch` (beam width 1), untargeted (see the module docstring)."""
+    original, budget = _start(text, label, query_budget)
+    attack = _Attack(original, label, transformation, constraints, rng, budget)
+    _, predicted, _ = yield from budget.scores([text])
+    if predicted[0] != label:
+        return attack.outcome("skipped", original)
+    current: WordSpans = original
+    modified: tuple[int, ...] = ()
+    while True:
+        candidates = [
+            candidate
+            for index in constraints.modifiable(current, modified)
+            for candidate in attack.candidates(current, index)
+        ]
+        if not candidates:
+            return attack.outcome("failed", current)
+        scores, predicted, spent = yield from budget.scores([c.text for c in candidates])
+        if len(scores) == 0:
+            return attack.outcome("failed", current)
+        best = int(np.argmax(scores))
+        current = candidates[best]
+        modified = current.changed_words(original)
+        if predicted[best] != label:
+            return attack.outcome("succeeded", current)
+        if spent:
+            return attack.outcome("failed", current)
+
+
+def run_searches(searches: Sequence[Search], score_texts: ScoreTexts) -> list[AttackOutcome]:
+    """Advance every search until it returns, scoring all their pending texts in one
+    `score_texts` call per round (each search sees exactly what it would alone, as long as
+    the model scores a text the same in any batch)."""
+    outcomes: list[AttackOutcome | None] = [None] * len(searches)
+    pending: dict[int, list[str]] = {}
+    for i, search in enumerate(searches):
+        _advance(i, search, None, pending, outcomes)
+    while pending:
+        order = list(pending)
+        texts = [text for i in order for text in pending[i]]
+        probabilities = np.asarray(score_texts(texts))
+        start, asked = 0, dict(pending)
+        pending.clear()
+        for i in order:
+            stop = start + len(asked[i])
+            _advance(i, searches[i], probabilities[start:stop], pending, outcomes)
+            start = stop
+    return [outcome for outcome in outcomes if outcome is not None]
+
+
+def _advance(
+    i: int,
+    search: Search,
+    answer: np.ndarray | None,
+    pending: dict[int, list[str]],
+    outcomes: list[AttackOutcome | None],
+) -> None:
+    try:
+        pending[i] = search.send(answer) if answer is not None else next(search)
+    except StopIteration as stop:
+        outcomes[i] = stop.value
 
 
 def attack_one(
@@ -74,35 +245,6 @@ def attack_one(
     rng: random.Random,
     query_budget: int | None = None,
 ) -> AttackOutcome:
-    """One sample's attack; `rng` draws the transformation's random letters."""
-    original = WordSpans.of(text)
-    budget = _Budget(score_texts, label, query_budget)
-    score, predicted, _ = budget.scores([text])
-    if predicted[0] != label:
-        return AttackOutcome("skipped", text, budget.used, 0, len(original.words))
-    indices = constraints.modifiable(original, ())
-    ranking, _, spent = budget.scores([_deleted(original, i) for i in indices])
-    order = [indices[i] for i in np.argsort(-ranking, kind="stable")]
-    current, current_score = original, float(score[0])
-    for index in order:
-        if spent:
-            break
-        candidates = []
-        for word in transformation(current.words[index], rng):
-            candidate = current.replace(index, word)
-            if constraints.allows(candidate, original):
-                candidates.append(candidate)
-        if not candidates:
-            continue
-        scores, predicted, spent = budget.scores([c.text for c in candidates])
-        if len(scores) == 0 or scores.max() <= current_score:
-            continue
-        best = int(np.argmax(scores))  # the first of equal scores, as a stable sort keeps it
-        current, current_score = candidates[best], float(scores[best])
-        if predicted[best] != label:
-            changed = len(current.changed_words(original))
-            return AttackOutcome(
-                "succeeded", current.text, budget.used, changed, len(original.words)
-            )
-    changed = len(current.changed_words(original))
-    return AttackOutcome("failed", current.text, budget.used, changed, len(original.words))
+    """One sample's `GreedyWordSwapWIR("delete")` attack, its texts scored as it asks."""
+    search = greedy_wir(text, label, transformation, constraints, rng, query_budget)
+    return run_searches([search], score_texts)[0]

@@ -1,0 +1,110 @@
+"""The demo's text-classification section: baseline vs Elliptical nano classifier under
+TextAttack's DeepWordBug and PWWS.
+
+Both shipped classifiers (`DEMO_CLASSIFIERS`, model cards in models/) are evaluated with the
+`demo-text-classification` suite on the built-in python-docs-sections test split (paragraphs
+of the Python docs labelled by their part of the documentation, docs/text-data.md): clean
+accuracy, and accuracy, attack success rate, queries and perturbed words under DeepWordBug
+and PWWS with a budget of queries per sample. The section compares the two and shows one
+successful attack per model (original and perturbed words). PWWS needs WordNet (`make
+data`); without it, or without the checkpoints, the section is skipped with a warning.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from robench._core.errors import DataError
+from robench._core.progress import Progress
+from robench.evaluation.request import EvalRequest, evaluate
+from robench.models.spec import bundled_cards
+from robench.results.compare import Comparison, build_comparison
+from robench.results.report import Report
+
+logger = logging.getLogger(__name__)
+
+# Role -> the model card of the shipped checkpoint (models/*.toml); the one place to change.
+DEMO_CLASSIFIERS = {
+    "baseline": "text_classifier_nano_baseline_docs",
+    "elliptical": "text_classifier_nano_elliptical_docs",
+}
+SUITE = "demo-text-classification"
+SAMPLES = {"full": 64, "quick": 12}
+SUFFIX = "-text-classification"  # report file names: baseline-text-classification.json
+METRICS = ["top1", "attack_success_rate", "queries_mean"]
+
+
+@dataclass
+class TextClassificationDemo:
+    reports: list[tuple[Path, Report]]
+    comparison: Comparison
+    # One line per model: a successful DeepWordBug attack, its changed words before -> after.
+    examples: list[str] = field(default_factory=list)
+
+
+def evaluate_text_classification_demo(
+    out_dir: Path,
+    *,
+    quick: bool,
+    command: list[str],
+    progress: Progress | None = None,
+    limit: int | None = None,
+) -> TextClassificationDemo | None:
+    """Both classifiers' reports and their comparison; None without the shipped checkpoints
+    or WordNet (a warning says which)."""
+    cards = bundled_cards()
+    missing = [card for card in DEMO_CLASSIFIERS.values() if card not in cards]
+    if missing:
+        logger.warning("models/%s not installed: the text-classification section is skipped",
+                       ", ".join(missing))  # fmt: skip
+        return None
+    try:
+        from robench.perturbations.text.wordnet import wordnet_dir
+
+        wordnet_dir()
+    except DataError as error:
+        logger.warning("text-classification section skipped: %s", error)
+        return None
+    samples = limit or SAMPLES["quick" if quick else "full"]
+    reports = []
+    for role, model in DEMO_CLASSIFIERS.items():
+        path = out_dir / f"{role}{SUFFIX}.json"
+        logger.info("demo: evaluating %s (%s): suite %s on %d texts", role, model, SUITE, samples)
+        request = EvalRequest(
+            suite=SUITE,
+            data=None,  # the task's built-in data: python-docs-sections
+            out=path,
+            model=model,
+            limit=samples,
+            batch_size=64,
+            overwrite=True,
+            command=command,
+        )
+        reports.append((path, evaluate(request, progress=progress)))
+    comparison = build_comparison([(str(p), r) for p, r in reports], metrics=METRICS)
+    examples = [
+        _example(role, report) for role, (_, report) in zip(DEMO_CLASSIFIERS, reports, strict=True)
+    ]
+    return TextClassificationDemo(reports, comparison, [e for e in examples if e])
+
+
+def _example(role: str, report: Report, attack: str = "deepwordbug") -> str | None:
+    """The first successful attack's changed words, original -> perturbed."""
+    from robench.data.text.labeled_texts import read_labeled_texts
+    from robench.perturbations.text.word_spans import WordSpans
+
+    samples = report.samples.get("default")
+    columns = samples.values.get(attack, {}) if samples else {}
+    outcomes = columns.get("outcome", [])
+    if samples is None or "succeeded" not in outcomes:
+        return None
+    i = outcomes.index("succeeded")
+    data = read_labeled_texts("python-docs-sections", "test")
+    original = WordSpans.of(data.texts[samples.indices[i]])
+    perturbed = WordSpans.of(columns["text"][i])
+    changed = perturbed.changed_words(original)
+    edits = ", ".join(f"{original.words[j]!r} -> {perturbed.words[j]!r}" for j in changed)
+    before, after = data.classes[samples.targets[i]], data.classes[columns["prediction"][i]]
+    return f"{role}: {edits} turned {before!r} into {after!r} ({len(original.words)} words)"

@@ -1,0 +1,93 @@
+"""`robench gate --sequential`: evaluate a candidate model on a baseline report's suite and
+samples, chunk by chunk, until the gate's verdict is settled (docs/ci.md, "Sequential gate").
+
+The candidate runs with the baseline's suite (a shipped one by name, else its file), data,
+split, limit, subset, seed and batch size, so it draws the same samples; they are evaluated
+in the seeded random order of a sequential run (`evaluation/sequential.py`), and
+`results/sequential_gate.SequentialGate` decides after every chunk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from robench._core.errors import ConfigError
+from robench._core.progress import Progress
+from robench.evaluation.request import EvalRequest, evaluate
+from robench.evaluation.suites import bundled_suites
+from robench.results.gate import GateResult
+from robench.results.gate_policy import Policy
+from robench.results.report import DEFAULT_DATASET, Report
+from robench.results.sequential_gate import SequentialGate
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """The model under test and where its report goes."""
+
+    model: str | None
+    checkpoint: Path | None
+    out: Path
+    device: str = "cpu"
+    workers: int = 0
+    command: list[str] = field(default_factory=list)
+
+
+def _suite_of(baseline: Report) -> str:
+    """The baseline's suite: a shipped suite by its name, else its file (a path)."""
+    if baseline.suite.name in bundled_suites():
+        return baseline.suite.name
+    return baseline.suite.path
+
+
+def candidate_request(baseline: Report, candidate: Candidate) -> EvalRequest:
+    """The evaluation of `candidate` on the baseline's suite and samples."""
+    paths = {name: info.path for name, info in baseline.datasets.items()}
+    default = baseline.data
+    return EvalRequest(
+        suite=_suite_of(baseline),
+        data=paths[DEFAULT_DATASET] if list(paths) == [DEFAULT_DATASET] else paths,
+        out=candidate.out,
+        model=candidate.model,
+        checkpoint=candidate.checkpoint,
+        split=default.split or "test",
+        limit=default.limit,
+        subset=default.subset,
+        batch_size=baseline.batch_size,
+        seed=baseline.seed,
+        device=candidate.device,
+        workers=candidate.workers,
+        overwrite=True,
+        command=candidate.command,
+    )
+
+
+def _check_same_samples(baseline: Report, candidate: Report) -> None:
+    if candidate.suite.version != baseline.suite.version:
+        raise ConfigError(
+            f"cannot gate: the suite {baseline.suite.name!r} is at version "
+            f"{candidate.suite.version} but the baseline used version {baseline.suite.version}; "
+            "make a new baseline with this suite."
+        )
+    for name, info in baseline.datasets.items():
+        found = candidate.datasets.get(name)
+        if found is None or found.indices_sha256 != info.indices_sha256:
+            raise ConfigError(
+                f"cannot gate: the candidate drew other samples of dataset {name!r} than the "
+                f"baseline ({info.path}, limit {info.limit}, seed {baseline.seed}); check that "
+                "the baseline's data is at that path."
+            )
+
+
+def run_sequential_gate(
+    baseline: Report,
+    policy: Policy,
+    candidate: Candidate,
+    progress: Progress | None = None,
+) -> GateResult:
+    """Evaluate the candidate until the gate's verdict is settled; the gate's result."""
+    rule = SequentialGate(baseline, policy)
+    report = evaluate(candidate_request(baseline, candidate), progress, stop_rule=rule)
+    _check_same_samples(baseline, report)
+    return rule.result(report)

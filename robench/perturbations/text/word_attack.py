@@ -1,0 +1,78 @@
+"""A text attack recipe as a perturbation: every sample of a batch searched at once.
+
+`WordAttack.perturb_samples` starts one search per text (recipes.py, seeded by the runner's
+per-sample seed) and advances them together (`greedy_search.run_searches`): each round, the
+texts all the searches ask for are scored in model calls of `query_batch` texts. The model
+scores a text the same in any batch (robench's text classifiers read fixed-length ids), so a
+sample's attack is the one it would get alone: the same at any batch size and under torchrun.
+The returned columns say what happened to each sample (TextAttack's categories), its queries
+and changed words, and the perturbed text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from robench.data.text.text_rows import decode_rows, encode_rows
+from robench.perturbations.base import PerSampleAttack
+from robench.perturbations.text.attack_constraints import AttackConstraints
+from robench.perturbations.text.attack_params import TextAttackParams
+from robench.perturbations.text.greedy_search import run_searches
+from robench.perturbations.text.recipes import RECIPES
+
+
+class WordAttack(PerSampleAttack):
+    Params = TextAttackParams
+
+    def __init__(self, params: TextAttackParams) -> None:  # type: ignore[override]
+        super().__init__(params)
+        self.recipe = RECIPES[params.recipe]
+        self.constraints = AttackConstraints(**params.constraint_options())  # type: ignore[arg-type]
+        if self.recipe.uses_wordnet:
+            from robench.perturbations.text.wordnet import wordnet_dir
+
+            wordnet_dir()  # a missing WordNet is one sentence before any sample is attacked
+
+    def perturb_samples(
+        self,
+        model: torch.nn.Module,
+        inputs: torch.Tensor,
+        targets: torch.Tensor,
+        seeds: Sequence[int],
+    ) -> tuple[torch.Tensor, dict[str, list[Any]]]:
+        params: TextAttackParams = self.params  # type: ignore[assignment]
+        searches = [
+            self.recipe.start(text, label, self.constraints, seed, params.query_budget)
+            for text, label, seed in zip(decode_rows(inputs), targets.tolist(), seeds, strict=True)
+        ]
+        outcomes = run_searches(searches, self._scorer(model, inputs.device, params.query_batch))
+        texts = [o.text for o in outcomes]
+        columns: dict[str, list[Any]] = {
+            "outcome": [o.outcome for o in outcomes],
+            "queries": [o.queries for o in outcomes],
+            "changed_words": [o.changed_words for o in outcomes],
+            "words": [o.words for o in outcomes],
+            "text": texts,
+        }
+        return encode_rows(texts).to(inputs.device), columns
+
+    @staticmethod
+    def _scorer(model: torch.nn.Module, device: torch.device, chunk: int) -> Any:
+        def score_texts(texts: Sequence[str]) -> np.ndarray:
+            parts = []
+            with torch.inference_mode():
+                for start in range(0, len(texts), chunk):
+                    rows = encode_rows(texts[start : start + chunk]).to(device)
+                    parts.append(model(rows).double().softmax(dim=-1).cpu().numpy())
+            return np.concatenate(parts) if parts else np.empty((0, 0))
+
+        return score_texts
+
+    def violation(self, original: str, perturbed: str) -> str | None:
+        """Why `perturbed` is not a text this attack may produce from `original`; None if it
+        is (the task checks every attacked text)."""
+        return self.constraints.violation(original, perturbed)

@@ -1,0 +1,188 @@
+"""Text classification: texts -> class logits, scored by their top-k classes, clean and under
+adversarial word and character attacks.
+
+A batch is (texts as UTF-8 byte rows (B, L), -1 padded: data/text/text_rows.py; class indices
+(B,)); the model tokenizes inside (models/text_inputs.py). The per-sample record is that of
+image classification, `{"y": true class, "topk": the model's top classes}`, so `top1` and the
+gate's McNemar pairing apply unchanged; an attack (`perturbations/text/`) adds its own columns
+(`outcome`, `queries`, `changed_words`, `words`, `text`), which the attack metrics read
+(attack success rate, queries, perturbed-word share: results/metrics.py).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+from robench._core.errors import AttackCheckError, ConfigError, DataError
+from robench.data.text.text_rows import PAD_BYTE, LabeledTextDataset, collate_rows, decode_rows
+from robench.tasks.base import Columns, ModelCheck, Record, Task
+
+if TYPE_CHECKING:
+    from robench.models.loading import LoadedModel
+
+TOP_K = 5  # predictions kept per sample (top-1 and top-5 accuracy)
+# Columns an attack adds to a sample's record that the report keeps per sample.
+ATTACK_COLUMNS = ("outcome", "queries", "changed_words", "words", "text")
+
+
+class TextClassification(Task):
+    name = "text-classification"
+    sanity_battery: ClassVar[bool] = False  # gradient attacks on pixels do not apply
+    default_data: ClassVar[str] = "python-docs-sections"
+    # The text and label columns of CSV, JSON lines, parquet and arrow data (None: the
+    # layout's default, "sentence" for GLUE and "text" otherwise).
+    data_options: ClassVar[dict[str, Any]] = {"text_field": None, "label_field": "label"}
+
+    def open_data(
+        self,
+        path: str,
+        model: LoadedModel,
+        *,
+        split: str,
+        layout: str | None,
+        class_map: Path | None,
+        options: dict[str, Any],
+    ) -> Any:
+        from robench.data.text.labeled_texts import MissingSplit, read_labeled_texts
+
+        if class_map is not None:
+            raise ConfigError(
+                "--class-map maps image classes; a text classifier's class names come with its "
+                "checkpoint and the data's labels are matched to them by name. Leave "
+                "--class-map out."
+            )
+        settings = {**self.data_options, **options}
+        read = functools.partial(
+            read_labeled_texts,
+            path,
+            layout=layout,
+            text_field=settings["text_field"],
+            label_field=settings["label_field"],
+        )
+        if split != "test":
+            texts = read(split)
+        else:  # robench's default: the layout's labelled split (GLUE: dev.tsv), else test
+            try:
+                texts = read(None)
+            except MissingSplit:
+                texts = read("test")
+        return LabeledTextDataset(texts, _labels_as_model_classes(texts, model))
+
+    def batches(
+        self,
+        dataset: Dataset,
+        batches: Sequence[Sequence[int]],
+        device: torch.device,
+        workers: int = 0,
+    ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        loader = DataLoader(
+            dataset,
+            batch_sampler=[list(b) for b in batches],
+            num_workers=workers,
+            collate_fn=collate_rows,
+        )
+        for rows, labels in loader:
+            yield rows.to(device), labels.to(device)
+
+    def score(self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> Columns:
+        with torch.inference_mode():
+            logits = model(inputs)
+        k = min(TOP_K, logits.shape[-1])
+        return {"y": targets.tolist(), "topk": logits.topk(k, dim=-1).indices.tolist()}
+
+    def target(self, record: Record) -> Any:
+        return record["y"]
+
+    def outputs(self, record: Record) -> dict[str, Any]:
+        kept = {name: record[name] for name in ATTACK_COLUMNS if name in record}
+        return {"prediction": record["topk"][0], **kept}
+
+    def check_data(
+        self, dataset: Dataset, model: nn.Module, inputs: torch.Tensor, *, mapped: bool
+    ) -> None:
+        """The labels must be among the model's outputs."""
+        with torch.no_grad():
+            n_outputs = model(inputs[:1]).shape[-1]
+        labels = getattr(dataset, "targets", [])
+        largest = max(labels, default=-1)
+        if largest >= n_outputs:
+            raise DataError(
+                f"the data has labels up to {largest} but the model has {n_outputs} classes "
+                f"(0..{n_outputs - 1}); evaluate data with the model's classes, or a model "
+                "trained on this data."
+            )
+
+    def check_model(
+        self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, *, gradients: bool
+    ) -> ModelCheck:
+        """Logits (B, K), finite, the same for the same texts twice."""
+        with torch.no_grad():
+            first, second = model(inputs), model(inputs)
+        if first.dim() != 2 or first.shape[0] != inputs.shape[0]:
+            raise ConfigError(
+                f"a text classifier must return logits (batch, classes); this model returned "
+                f"shape {tuple(first.shape)} for {inputs.shape[0]} texts."
+            )
+        found = ModelCheck(randomized=not torch.equal(first, second))
+        if not torch.isfinite(first).all():
+            found.warnings.append("the model returned non-finite logits on the first batch")
+        if found.randomized:
+            found.warnings.append(
+                "the model is randomized: two passes over the same texts differ, so attack "
+                "outcomes vary between runs"
+            )
+        return found
+
+    def check_perturbed(
+        self, original: torch.Tensor, perturbed: torch.Tensor, perturbation: Any, *, name: str
+    ) -> None:
+        """Same texts count, valid byte rows, and (for an attack that can say) every text
+        within the attack's constraints."""
+        if perturbed.dim() != 2 or perturbed.shape[0] != original.shape[0]:
+            raise AttackCheckError(
+                f"Perturbation {name!r} turned {original.shape[0]} texts into shape "
+                f"{tuple(perturbed.shape)}; it must return one byte row per text."
+            )
+        self.check_inputs(perturbed, name=name)
+        check = getattr(perturbation, "violation", None)
+        if check is None:
+            return
+        for before, after in zip(decode_rows(original), decode_rows(perturbed), strict=True):
+            problem = check(before, after)
+            if problem:
+                raise AttackCheckError(f"Perturbation {name!r} broke its constraints: {problem}.")
+
+    def check_inputs(self, inputs: torch.Tensor, *, name: str) -> None:
+        if inputs.dtype != torch.long or (
+            inputs.numel() and (int(inputs.min()) < PAD_BYTE or int(inputs.max()) > 255)
+        ):
+            raise AttackCheckError(
+                f"Perturbation {name!r} produced inputs that are not texts as byte rows (int64 "
+                "bytes 0..255, -1 padding)."
+            )
+
+
+def _labels_as_model_classes(texts: Any, model: LoadedModel) -> list[int]:
+    """The data's labels as the model's class indices: by name when both name their
+    classes with the same set, else as they are (checked against the outputs later)."""
+    names = model.spec.classes
+    data = list(texts.classes)
+    if not names or list(names) == data:
+        return list(texts.labels)
+    index = {name: i for i, name in enumerate(names)}
+    unknown = [name for name in data if name not in index]
+    if unknown and not all(name.isdigit() for name in data):
+        raise DataError(
+            f"the data's classes {unknown[:5]} are not among the model's classes "
+            f"{list(names)[:8]}; evaluate data labelled with the model's classes."
+        )
+    if unknown:  # integer labels 0..K-1 of data that names no classes: positions
+        return list(texts.labels)
+    return [index[data[label]] for label in texts.labels]
