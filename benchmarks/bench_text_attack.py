@@ -8,8 +8,9 @@ Run from the repository root:
     .venv/bin/python benchmarks/bench_text_attack.py --samples 8 --output /tmp/t.md
 
 Both sides run the same searches (recipes.py: DeepWordBug, seeded per sample, 200 queries per
-sample) on the same paragraphs (a seeded sample) of the built-in python-docs-sections test split, against the
-shipped nano classifier, with torch's threads (every core, as `robench eval` runs):
+sample) on the same paragraphs (a seeded sample) of the built-in python-docs-sections test
+split, against the shipped nano classifier, with torch's threads (every core, as `robench
+eval` runs):
 - batched: every sample's search advances together and all pending texts are scored in
   model calls of up to 256 texts (`run_searches`, what `robench eval` does);
 - one at a time: each sample's search alone, each text in its own model call.
@@ -21,8 +22,8 @@ and the median ratio (goal: at least 5x).
 from __future__ import annotations
 
 import argparse
-import random
 import datetime
+import random
 import statistics
 import time
 from collections.abc import Sequence
