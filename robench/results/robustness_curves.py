@@ -115,3 +115,35 @@ def iteration_curve(report: Report, result: PerturbationResult) -> Curve | None:
         left -= count
         robust.append(left)
     return _curve(result.name, list(range(steps + 1)), robust, len(first))
+
+
+def accuracy_at_results(report: Report, eps_values: Sequence[float]) -> list[PerturbationResult]:
+    """One result per minimal-norm result of `report` and eps at most its cap: `NAME@EPS`,
+    top-1 at that eps read from the per-sample norms (what `robench compare --at-eps`
+    shows as columns)."""
+    from robench._core.units import display_pixel_value
+    from robench.results.report import MetricValue
+
+    found = []
+    for result in filter(is_minimal_norm, report.results):
+        norms = result_norms(report, result)
+        cap = float(result.params["eps"])
+        for eps in eps_values:
+            if norms is None or eps > cap:
+                continue
+            value, ci95 = accuracy_at(norms, eps)
+            found.append(
+                result.model_copy(
+                    update={
+                        "name": f"{result.name}@{display_pixel_value(eps)}",
+                        "params": {**result.params, "eps": eps, "cap": cap},
+                        "metrics": {
+                            CORRECT_COLUMN: MetricValue(
+                                value=value, ci95=ci95, higher_is_better=True
+                            )
+                        },
+                        "wall_time_s": 0.0,
+                    }
+                )
+            )
+    return found
