@@ -328,11 +328,13 @@ def _with_accuracy_at(
             {float(x.params["eps"]) for _, r in reports for x in r.results if is_minimal_norm(x)}
         )
         where = (
-            f"its largest cap is {caps[-1]:.6g}" if caps else "no report has a minimal-norm result"
+            f"the largest cap is {display_pixel_value(caps[-1])}"
+            if caps
+            else "no report has a minimal-norm result"
         )
         raise ConfigError(
-            f"--at-eps reads accuracy from a minimal-norm result's norms up to its cap, and {where}; "
-            'pass a smaller eps, or reports of a suite with kind = "minimal-norm" '
+            "--at-eps reads accuracy from minimal-norm results' norms up to their cap, and "
+            f'{where}; pass a smaller eps, or reports of a suite with kind = "minimal-norm" '
             "(e.g. minimal-norm-smoke)."
         )
     return extended
