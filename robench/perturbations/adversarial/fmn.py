@@ -9,7 +9,8 @@ delta_0 = 0, step k = 1..K:
     g       = grad_delta m(x + delta)
     if m < 0:        best = delta if ||delta||_p < ||best||_p
                      eps = min(eps (1 - gamma_k), ||best||_p)
-    elif no best:    eps = ||delta||_p + m / ||g||_q         (linear estimate, q dual to p)
+    elif no best:    eps = max(||delta||_p + m / ||g||_q, eps (1 + gamma_k))
+                                            (linear estimate, q dual to p; never shrinking)
     else:            eps = eps (1 + gamma_k)
     delta   = delta - alpha_k g / ||g||_2                     (a step down the margin)
     delta   = project onto {||delta||_p <= eps}, then clip x + delta to [0, 1]
@@ -113,7 +114,11 @@ def fmn(
         found = torch.isfinite(best_norm)
         dual = grad.flatten(1).norm(p=_DUAL_ORDER[norm], dim=1).clamp_min(1e-12)  # (B,)
         estimate = distance(delta) + margin / dual
-        grown = torch.where(found, eps * (1 + gamma_k), estimate)
+        # Before the first adversarial the radius never shrinks: a step that lands exactly
+        # on a (locally linear) boundary, margin 0, would otherwise stay there.
+        grown = torch.where(
+            found, eps * (1 + gamma_k), torch.maximum(estimate, eps * (1 + gamma_k))
+        )
         shrunk = torch.minimum(eps * (1 - gamma_k), best_norm)
         eps = torch.where(adversarial, shrunk, grown).clamp_min(0)
         step = grad / grad.flatten(1).norm(p=2, dim=1).clamp_min(1e-12).view(view)
