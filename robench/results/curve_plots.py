@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from robench._core.units import display_pixel_value
 from robench.results.attack_names import attack_name
@@ -55,7 +55,7 @@ def eps_curve_figure(reports: Mapping[str, Report], norm: str) -> Figure | None:
     when no report has a minimal-norm result under `norm`."""
     fig = new_figure(7.6, 4.6)
     ax = fig.add_subplot()
-    entries = []
+    entries: list[tuple[Any, str]] = []
     ticks: set[float] = {0.0}
     drawn = False
     for i, (label, report) in enumerate(reports.items()):
