@@ -4,12 +4,13 @@ Run from the repository root (after `make install`):
 
     .venv/bin/python benchmarks/bench_attack_records.py   # updates reports/benchmarks.md
     .venv/bin/python benchmarks/bench_attack_records.py --rounds 9 --output /tmp/records.md
+    .venv/bin/python benchmarks/bench_attack_records.py --limit 32 --rounds 3 --fmn-steps 50
 
 Sides, on the shipped vit_nano_fmnist and the first `--limit` Fashion-MNIST test images in
 batches of `--batch`:
 - PGD-20 at 4/255 through robench's adapter without records (`PGD.perturb`) and with them
   (`PGD.perturb_with_columns`: the `FirstWrong` wrapper, an argmax and a `where` per step);
-- FMN-100 (L-inf) as the kind runs it (`MinimalNorm.perturb_with_columns`: first success
+- FMN (L-inf, `--fmn-steps`, 100) as the kind runs it (`MinimalNorm.perturb_with_columns`: first success
   per step, the columns as lists) and the algorithm alone without them (`fmn(...,
   record_first=False)`, tensors out): the norms are FMN's own output (it keeps the smallest
   adversarial), so the difference is what the records add, plus the kind's seeding and
@@ -43,10 +44,12 @@ START, END = "<!-- bench_attack_records -->", "<!-- /bench_attack_records -->"
 GOAL = 1.02
 
 
-def _pairs(model: torch.nn.Module, batches: list[tuple[torch.Tensor, torch.Tensor]]) -> dict:
+def _pairs(
+    model: torch.nn.Module, batches: list[tuple[torch.Tensor, torch.Tensor]], fmn_steps: int
+) -> dict:
     pgd = build_perturbation("pgd", {"eps": "4/255", "steps": 20})
     fmn_kind = build_perturbation(
-        "minimal-norm", {"eps": "8/255", "norm": "linf", "method": "fmn", "steps": 100}
+        "minimal-norm", {"eps": "8/255", "norm": "linf", "method": "fmn", "steps": fmn_steps}
     )
     params = fmn_kind.params
     assert isinstance(params, MinimalNormParams)
@@ -76,7 +79,7 @@ def _pairs(model: torch.nn.Module, batches: list[tuple[torch.Tensor, torch.Tenso
             over(lambda x, y: pgd.perturb(model, x, y, 0)),
             over(lambda x, y: pgd.perturb_with_columns(model, x, y, 0)),
         ),
-        "FMN-100, L-inf": (
+        f"FMN-{fmn_steps}, L-inf": (
             over(bare_fmn),
             over(lambda x, y: fmn_kind.perturb_with_columns(model, x, y, 0)),
         ),
@@ -88,6 +91,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=256)
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--fmn-steps", type=int, default=100)
     parser.add_argument("--output", type=Path, default=ROOT / "reports" / "benchmarks.md")
     args = parser.parse_args()
     torch.manual_seed(0)
@@ -102,7 +106,7 @@ def main() -> None:
         for i in range(0, args.limit, args.batch)
     ]
     model = loaded.model.eval()
-    pairs = _pairs(model, batches)
+    pairs = _pairs(model, batches, args.fmn_steps)
     load_before = load_average()
     times: dict[tuple[str, int], list[float]] = {}
     sides = [(name, side) for name in pairs for side in (0, 1)]
