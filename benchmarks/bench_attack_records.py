@@ -10,8 +10,8 @@ Sides, on the shipped vit_nano_fmnist and the first `--limit` Fashion-MNIST test
 batches of `--batch`:
 - PGD-20 at 4/255 through robench's adapter without records (`PGD.perturb`) and with them
   (`PGD.perturb_with_columns`: the `FirstWrong` wrapper, an argmax and a `where` per step);
-- FMN (L-inf, `--fmn-steps`, 100) as the kind runs it (`MinimalNorm.perturb_with_columns`: first success
-  per step, the columns as lists) and the algorithm alone without them (`fmn(...,
+- FMN (L-inf, `--fmn-steps`, 100) as the kind runs it (`MinimalNorm.perturb_with_columns`:
+  first success per step, the columns as lists) and the algorithm alone without them (`fmn(...,
   record_first=False)`, tensors out): the norms are FMN's own output (it keeps the smallest
   adversarial), so the difference is what the records add, plus the kind's seeding and
   final projection.
