@@ -217,3 +217,29 @@ def test_compare_at_eps_and_the_page(tmp_path: Path) -> None:
         json.loads(report.model_dump_json())["samples"]["default"]["values"]["fmn"]["min_norm"][-1]
         is None
     )
+
+
+def test_eval_keeps_the_attack_columns_and_checks_them(tmp_path: Path) -> None:
+    """The runner stores what the attacks return per sample and the report keeps it."""
+    suite = tmp_path / "s.toml"
+    suite.write_text(
+        'name = "s"\nversion = 1\ndescription = "d"\n'
+        '[[perturbations]]\nkind = "minimal-norm"\nname = "fmn"\neps = "8/255"\nsteps = 10\n'
+        '[[perturbations]]\nkind = "pgd"\nname = "pgd"\neps = "2/255"\nsteps = 3\n'
+    )
+    out = tmp_path / "r.json"
+    args = ["eval", "vit_nano_fmnist", "-s", str(suite), "--limit", "8", "-b", "4", "-o", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    report = Report.model_validate_json(out.read_text())
+    norms = report.sample_values("fmn", "min_norm")
+    first = report.sample_values("fmn", "first_success")
+    correct = report.sample_values("fmn", "top1")
+    assert norms is not None and first is not None and correct is not None and len(norms) == 8
+    cap = 8 / 255
+    assert [n is not None and n <= cap for n in norms] == [not ok for ok in correct]
+    assert [k is not None for k in first] == [not ok for ok in correct]
+    pgd_first = report.sample_values("pgd", "first_success")
+    assert pgd_first is not None and all(k is None or 0 <= k < 3 for k in pgd_first)
+    names = {c.name.split(":")[0] for c in report.checks}
+    assert {"minimal_norm_at_most_pgd", "converged"} <= names
