@@ -4,7 +4,8 @@ Run from the repository root (after `make install`):
 
     .venv/bin/python benchmarks/bench_attack_records.py   # updates reports/benchmarks.md
     .venv/bin/python benchmarks/bench_attack_records.py --rounds 9 --output /tmp/records.md
-    .venv/bin/python benchmarks/bench_attack_records.py --limit 32 --rounds 3 --fmn-steps 50
+    .venv/bin/python benchmarks/bench_attack_records.py --limit 32 --rounds 12 --fmn-steps 50 \
+        --threads 1 --output /tmp/records.md
 
 Sides, on the shipped vit_nano_fmnist and the first `--limit` Fashion-MNIST test images in
 batches of `--batch`:
@@ -94,9 +95,14 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--fmn-steps", type=int, default=100)
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch threads (default: torch's own)"
+    )
     parser.add_argument("--output", type=Path, default=ROOT / "reports" / "benchmarks.md")
     args = parser.parse_args()
     torch.manual_seed(0)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
     loaded = load_model("vit_nano_fmnist")
     assert loaded.preprocessing is not None
     data = open_dataset("fashion-mnist", preprocessing=loaded.preprocessing)
