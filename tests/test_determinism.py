@@ -23,6 +23,7 @@ IMAGE_ENTRIES = {
         "n_queries = 20"
     ),
     "corruption": 'corruption = "gaussian_noise"\nseverity = 3',
+    "minimal-norm": 'eps = "8/255"\nsteps = 5',
 }
 TEXT_ENTRIES = {"clean": "", "word-swap": "rate = 0.05"}
 # Text classifiers' attacks: random characters (DeepWordBug, Pruthi), WordNet (PWWS).

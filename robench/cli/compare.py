@@ -30,6 +30,20 @@ def parse_metrics(text: str | None) -> list[str] | None:
     return metrics
 
 
+def parse_budgets(text: str | None) -> list[float]:
+    """`1/255,0.01` -> [0.0039..., 0.01]; [] when not given."""
+    if text is None:
+        return []
+    from robench._core.units import parse_pixel_value
+
+    budgets = [
+        parse_pixel_value(part.strip(), "--at-eps") for part in text.split(",") if part.strip()
+    ]
+    if not budgets or any(b < 0 for b in budgets):
+        raise ConfigError(f"--at-eps {text!r} must list budgets >= 0, e.g. --at-eps 1/255,2/255.")
+    return budgets
+
+
 def _with_reference(
     paths: list[Path], reference: Path | None
 ) -> tuple[list[tuple[str, Report]], int | None]:
@@ -69,6 +83,14 @@ def compare_command(
         ),
     ] = None,
     ci: Annotated[bool, typer.Option("--ci", help="Show the 95% confidence intervals.")] = False,
+    at_eps: Annotated[
+        str | None,
+        typer.Option(
+            "--at-eps",
+            help="Comma-separated budgets, e.g. 1/255,3/255: a column of top-1 at each, read "
+            "from every minimal-norm result's per-sample norms (up to its cap).",
+        ),
+    ] = None,
     output: Annotated[
         Path | None,
         typer.Option(
@@ -116,6 +138,7 @@ def compare_command(
       robench compare runs/*.json -r runs/deit.json --ci --format markdown
       robench compare runs/resnet50-c.json runs/vit-c.json --per-corruption
       robench compare runs/*.json --format html -o page.html
+      robench compare runs/fmn.json --at-eps 1/255,3/255 --ci
       robench compare base.json new.json -o page.html --gate gate.json
     """
     name = _format_name(fmt, output)
@@ -129,7 +152,12 @@ def compare_command(
     from robench.results.compare import build_comparison
 
     loaded, reference_index = _with_reference(reports, reference)
-    comparison = build_comparison(loaded, metrics=parse_metrics(metric), reference=reference_index)
+    comparison = build_comparison(
+        loaded,
+        metrics=parse_metrics(metric),
+        reference=reference_index,
+        at_eps=parse_budgets(at_eps),
+    )
     # Only the html page takes more than the comparison: the gate's checks.
     extra = {"gate": _gate_summary(gate)} if gate is not None else {}
     _show(COMPARE_FORMATS.get(name)(comparison, ci, **extra), comparison.notes, output)

@@ -115,6 +115,10 @@ def results(
         ordered = [records[i] for i in indices]
         outputs = list(map(task.outputs, ordered))
         columns = {name: [row[name] for row in outputs] for name in outputs[0]} if outputs else {}
+        # What the attack found per sample (minimal norms, first successful iterations).
+        for name in planned.params.columns:
+            if any(name in row for row in ordered):
+                columns[name] = [row.get(name) for row in ordered]
         values: dict[str, MetricValue] = {}
         for metric in metrics:
             if metric.requires and ordered and metric.requires not in ordered[0]:

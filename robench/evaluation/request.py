@@ -64,6 +64,7 @@ from robench.models.loading import LoadedModel, load_model
 from robench.models.plugins import load_plugins
 from robench.models.spec import ModelSpec
 from robench.results.checks import check_attack_order
+from robench.results.curve_checks import check_curves
 from robench.results.report import (
     DEFAULT_DATASET,
     DiagnosticResult,
@@ -518,6 +519,12 @@ def evaluate(
         sequential=sequential.info(request.batch_size) if sequential else None,
         wall_time_s=round(time.perf_counter() - started, 3),
     )
+    # Curves from attacks' per-sample columns: minimal-norm against PGD, convergence.
+    for check in check_curves(report):
+        report.checks.append(check)
+        if check.status == "warn":
+            logger.warning("check %s: %s", check.name, check.detail)
+            report.warnings.append(check.detail)
     if loaded_suite.suite.aggregates:
         from robench.results.aggregates import compute_aggregates
 

@@ -252,7 +252,7 @@ def perturb_and_score(
         if isinstance(perturbation, PerSampleAttack):
             seeds = sample_seeds or [derive_seed(batch_seed, i) for i in range(len(inputs))]
             perturbed, extra = perturbation.perturb_samples(model, inputs, targets, seeds)
-        else:
-            perturbed = perturbation.perturb(model, inputs, targets, batch_seed)
+        else:  # an attack's per-sample findings (its `columns`: minimal norms, first success)
+            perturbed, extra = perturbation.perturb_with_columns(model, inputs, targets, batch_seed)
     task.check_perturbed(inputs, perturbed, perturbation, name=planned.label)
     return {**score_seeded(model, task, perturbed, targets, batch_seed, precision), **extra}

@@ -19,6 +19,10 @@ then uses that norm and budgets are shown in its form ("8/255" for L-inf, "0.5" 
 
 How hard it tries, what each check runs and what that costs is its budget
 (`robench.evaluation.sanity_budget`); each check shows one progress bar.
+
+Its always-on companion is the suite's convergence curves: the `converged:RESULT` checks
+(results/curve_checks.py) warn when a PGD or FMN result's accuracy against iterations was
+still falling at the end, which tells a short attack from a masked gradient (docs/sanity.md).
 """
 
 from __future__ import annotations

@@ -4,7 +4,10 @@ A perturbation belongs to a task (`PerturbationParams.task`; None, as for `clean
 task) and perturbs that task's inputs, in one of three ways:
 - `Perturbation.perturb(model, inputs, targets, seed)`: a batch (attacks). For image
   classification the inputs are pixels (float in [0, 1], shape (B, C, H, W)), the targets the
-  true labels, and the model normalises inside.
+  true labels, and the model normalises inside. An attack that finds something per sample
+  besides the perturbed input (the minimal norm, the first successful iteration) returns it
+  from `perturb_with_columns` as extra record columns, which the runner stores and the
+  report keeps (docs/formats.md, "Attack columns").
 - `SamplePerturbation.perturb_sample(item, seed)`: one input at a time, without the model,
   while the data loads (corruptions).
 - `DatasetPerturbation.perturb_dataset(dataset, seed)`: the evaluated data as a whole, once,
@@ -63,6 +66,9 @@ class PerturbationParams(BaseModel):
     # Its name in figures; None: the kind's name in capitals ("fgsm" -> "FGSM"). A kind whose
     # parameters change the name (PGD-20) overrides `display_name` instead.
     display: ClassVar[str | None] = None
+    # The extra per-sample columns its attack returns (`Perturbation.perturb_with_columns`),
+    # which the report keeps beside the task's outputs (docs/formats.md, "Attack columns").
+    columns: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def display_name(cls, kind: str, params: Mapping[str, Any]) -> str:
@@ -170,6 +176,15 @@ class Perturbation(abc.ABC):
     ) -> torch.Tensor:
         """Return perturbed images in [0, 1]; use only `seed` (or torch's RNG seeded by the
         runner) for randomness so that the same seed gives the same images."""
+
+    def perturb_with_columns(
+        self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
+    ) -> tuple[torch.Tensor, dict[str, list[Any]]]:
+        """`perturb`, and what the attack found per sample as extra record columns (one value
+        per sample, JSON-able: `{"min_norm": [...], "first_success": [...]}`), named in its
+        parameters' `columns`; the runner stores them beside the task's columns and the
+        report keeps them. The default has none."""
+        return self.perturb(model, images, labels, seed), {}
 
 
 class PerSampleAttack(Perturbation):

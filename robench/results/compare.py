@@ -21,6 +21,7 @@ from typing import Any
 
 from robench._core.errors import ConfigError
 from robench._core.registry import did_you_mean
+from robench._core.units import display_pixel_value
 from robench.results.aggregates import find_aggregate
 
 # Re-exported: how a metric is shown comes from the metric registry.
@@ -309,15 +310,49 @@ def _cells(
     return cells
 
 
+def _with_accuracy_at(
+    reports: Sequence[tuple[str, Report]], at_eps: Sequence[float]
+) -> list[tuple[str, Report]]:
+    """The reports with a result `NAME@EPS` per minimal-norm result and eps of `at_eps` up
+    to its cap (top-1 from the per-sample norms); refused when none can be read."""
+    from robench.results.robustness_curves import accuracy_at_results, is_minimal_norm
+
+    extended = []
+    for path, report in reports:
+        extra = accuracy_at_results(report, at_eps)
+        extended.append((path, report.model_copy(update={"results": report.results + extra})))
+    if all(
+        len(a.results) == len(b.results) for (_, a), (_, b) in zip(reports, extended, strict=True)
+    ):
+        caps = sorted(
+            {float(x.params["eps"]) for _, r in reports for x in r.results if is_minimal_norm(x)}
+        )
+        where = (
+            f"the largest cap is {display_pixel_value(caps[-1])}"
+            if caps
+            else "no report has a minimal-norm result"
+        )
+        raise ConfigError(
+            "--at-eps reads accuracy from minimal-norm results' norms up to their cap, and "
+            f'{where}; pass a smaller eps, or reports of a suite with kind = "minimal-norm" '
+            "(e.g. minimal-norm-smoke)."
+        )
+    return extended
+
+
 def build_comparison(
     reports: Sequence[tuple[str, Report]],
     *,
     metrics: Sequence[str] | None = None,
     reference: int | None = None,
+    at_eps: Sequence[float] = (),
 ) -> Comparison:
-    """Compare `(path, report)` pairs; `reference` is the index of the reference report."""
+    """Compare `(path, report)` pairs; `reference` is the index of the reference report.
+    `at_eps` adds, per minimal-norm result, a column of top-1 at each eps (`NAME@EPS`)."""
     if not reports:
         raise ConfigError("compare needs at least one report; pass report JSON files.")
+    if at_eps:
+        reports = _with_accuracy_at(reports, at_eps)
     if reference is not None and not 0 <= reference < len(reports):
         raise ValueError(f"reference index {reference} out of range")
     labels = row_labels(reports)

@@ -78,6 +78,8 @@ class PGDParams(BoundedParams):
     maps (segmentation) the loss is the per-pixel cross-entropy, or SegPGD's weighting."""
 
     task: ClassVar[tuple[str, ...]] = _DENSE_TASKS
+    # Classification: each sample's first wrong iterate (0 = the start), None if none was.
+    columns: ClassVar[tuple[str, ...]] = ("first_success",)
 
     norm: Literal["linf", "l2"] = "linf"  # threat model; "Linf" / "L2" accepted too
     steps: PositiveInt = 20  # gradient steps
@@ -104,6 +106,48 @@ class PGDParams(BoundedParams):
     def passes_per_sample(self, classes: int = 10) -> int:
         # A gradient per step; at eps 0 the ball is the image and nothing runs.
         return FORWARD_PASS + (0 if self.eps == 0 else GRADIENT_PASS * self.steps)
+
+
+@register_kind("minimal-norm", "robench.perturbations.adversarial.minimal_norm:MinimalNorm")
+class MinimalNormParams(BoundedParams):
+    """The smallest adversarial perturbation per sample, L-inf or L2: FMN (Pintor et al.,
+    NeurIPS 2021, robench's own implementation) or FAB (torchattacks). `eps` is the cap: the
+    curve of accuracy against eps is drawn up to it, and the perturbed image the run scores is
+    the smallest adversarial found when its norm is at most the cap (else the clean image),
+    so the result's top-1 is the accuracy at the cap. Records the per-sample `min_norm` and,
+    for FMN, `first_success` (docs/formats.md, "Attack columns")."""
+
+    columns: ClassVar[tuple[str, ...]] = ("min_norm", "first_success")
+
+    method: Literal["fmn", "fab"] = "fmn"  # FMN (robench's own) or FAB (torchattacks)
+    norm: Literal["linf", "l2"] = "linf"  # threat model; "Linf" / "L2" accepted too
+    steps: PositiveInt = 100  # gradient steps (FMN), or FAB's iterations
+    # FMN's initial step size (pixel units, along the L2-normalised gradient), annealed by a
+    # cosine to a hundredth of it; None means 1.0 for L2 and 10.0 for L-inf.
+    step_size: float | None = None
+    gamma: float = Field(default=0.05, gt=0, lt=1)  # FMN's initial radius change per step
+
+    @field_validator("step_size", mode="before")
+    @classmethod
+    def _parse_step_size(cls, value: Any) -> float | None:
+        return None if value is None else _positive_pixel_value(value, "step_size")
+
+    @property
+    def resolved_step_size(self) -> float:
+        """The initial step size used: `step_size`, or 1.0 (L2) / 10.0 (L-inf)."""
+        default = {"l2": 1.0, "linf": 10.0}[self.norm]
+        return default if self.step_size is None else self.step_size
+
+    @classmethod
+    def display_name(cls, kind: str, params: Mapping[str, Any]) -> str:
+        method = str(params.get("method", "fmn")).upper()
+        return f"{method}-{params['steps']}" if "steps" in params else method
+
+    def passes_per_sample(self, classes: int = 10) -> int:
+        # A gradient per step and a forward at the end (FMN); FAB's gradient of every
+        # class's logit costs about `classes` gradients per step.
+        per_step = GRADIENT_PASS * (classes if self.method == "fab" else 1)
+        return 2 * FORWARD_PASS + per_step * self.steps
 
 
 @register_kind("spsa", f"{_TA}:SPSA")

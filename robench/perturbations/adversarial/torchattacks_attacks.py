@@ -26,6 +26,7 @@ import torch
 
 from robench._core.errors import ConfigError
 from robench.perturbations.adversarial.dense_pgd import dense_fgsm, dense_pgd
+from robench.perturbations.adversarial.first_success import FirstWrong
 from robench.perturbations.adversarial.params import FGSMParams, PGDParams, SPSAParams
 from robench.perturbations.base import BoundedParams, Perturbation
 from robench.perturbations.checks import isolated_attack, project_onto_ball
@@ -116,6 +117,16 @@ class PGD(_TorchattacksPerturbation):
             loss=p.loss,
             seed=seed,
         )
+
+    def perturb_with_columns(
+        self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
+    ) -> tuple[torch.Tensor, dict[str, list[Any]]]:
+        """PGD, with each sample's first wrong iterate (`first_success`, classification)."""
+        if labels.dim() > 1 or images.shape[0] == 0 or self.params.eps == 0:
+            return self.perturb(model, images, labels, seed), {}
+        recorder = FirstWrong(model, labels.detach())
+        adv = self.perturb(recorder, images, labels, seed)
+        return adv, {"first_success": recorder.column()}
 
     def _build(self, model: torch.nn.Module) -> Any:
         import torchattacks

@@ -5,6 +5,9 @@ applies to, none when the reports have nothing for it, so the page leaves the pa
 
 - accuracy against the attack budget, one figure per threat model (`plots.accuracy_series`,
   `plots.accuracy_vs_eps_figure`), one line per model with its 95% band;
+- accuracy against eps from minimal-norm results' per-sample norms, with the fixed-eps PGD
+  runs beside them, one figure per threat model, and accuracy against attack iterations
+  (`curve_plots`);
 - accuracy per corruption x severity (`corruption_plots.corruption_heatmap_figure`);
 - language models: perplexity clean and under Word Swap, per model, with 95% intervals;
 - segmentation models: mIoU against the attack budget and per corruption x severity.
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from robench.results.corruption_plots import corruption_heatmap_figure
+from robench.results.curve_plots import curve_norms, eps_curve_figure, iteration_figure
 from robench.results.plots import (
     DPI,
     MODEL_COLOURS,
@@ -40,6 +44,7 @@ NORM_NAMES = {"linf": "L∞", "l2": "L2", "l1": "L1"}
 LANGUAGE_MODELING = "language-modeling"
 SEGMENTATION = "semantic-segmentation"
 WORD_SWAP = "word-swap"
+MINIMAL_NORM = "minimal-norm"  # drawn as a curve (curve_figures), not as a point at its cap
 
 
 @dataclass(frozen=True)
@@ -80,7 +85,9 @@ def budget_figures(reports: Mapping[str, Report]) -> list[PageFigure]:
             label: report.model_copy(
                 update={
                     "results": [
-                        x for x in report.results if x.kind == "clean" or _norm(x.params) == norm
+                        x
+                        for x in report.results
+                        if x.kind == "clean" or (_norm(x.params) == norm and x.kind != MINIMAL_NORM)
                     ]
                 }
             )
@@ -100,6 +107,32 @@ def budget_figures(reports: Mapping[str, Report]) -> list[PageFigure]:
             "accuracy, with shaded 95% intervals; the numbers are in the leaderboard."
         )
         figures.append(inline_png(fig, f"Accuracy against the {name} budget", alt))
+    return figures
+
+
+def curve_figures(reports: Mapping[str, Report]) -> list[PageFigure]:
+    """Accuracy against eps from minimal norms (one figure per threat model) and against
+    attack iterations."""
+    figures = []
+    for norm in curve_norms(reports):
+        fig = eps_curve_figure(reports, norm)
+        if fig is None:
+            continue
+        name = NORM_NAMES.get(norm, norm)
+        alt = (
+            f"Step chart: top-1 accuracy in percent against the {name} budget from each "
+            f"sample's minimal adversarial norm, for {_listing(list(reports))}, with shaded "
+            "pointwise 95% intervals, and the fixed-budget PGD results as markers with error bars."
+        )
+        figures.append(inline_png(fig, f"Accuracy against the {name} budget, minimal norms", alt))
+    fig = iteration_figure(reports)
+    if fig is not None:
+        alt = (
+            "Line chart: top-1 accuracy in percent (best iterate so far) against the attack's "
+            f"iterations for {_listing(list(reports))}, one line per iterative attack, with "
+            "shaded 95% intervals; the last 20% of each line is drawn thicker."
+        )
+        figures.append(inline_png(fig, "Accuracy against attack iterations", alt))
     return figures
 
 
@@ -191,6 +224,7 @@ def segmentation_figures(reports: Mapping[str, Report]) -> list[PageFigure]:
 # The page's figure builders, in page order.
 FIGURES: tuple[Callable[[Mapping[str, Report]], list[PageFigure]], ...] = (
     budget_figures,
+    curve_figures,
     heatmap_figures,
     perplexity_figures,
     segmentation_figures,

@@ -1,0 +1,115 @@
+"""The `minimal-norm` kind: each sample's smallest adversarial perturbation, by FMN
+(robench's `fmn.py`) or FAB (torchattacks), and its norm as a per-sample column.
+
+The image the runner scores is the smallest adversarial found when its norm is at most the
+cap `eps`, else the clean image; so the result's top-1 is the accuracy at the cap, and the
+per-sample norms give the accuracy at every smaller eps (results/robustness_curves.py).
+
+Columns (docs/formats.md, "Attack columns"):
+- `min_norm`: the norm of the smallest adversarial found (pixel units, in the threat model's
+  norm, whether or not under the cap); 0.0 when the clean image is already misclassified;
+  None (infinity: JSON has none) when no adversarial was found.
+- `first_success` (FMN only): the first iterate, 0 the clean image and k the image after k
+  steps, that was adversarial within the cap; None when none was.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from robench.perturbations.adversarial.fmn import MinimalNormFound, fmn
+from robench.perturbations.adversarial.params import MinimalNormParams
+from robench.perturbations.base import Perturbation
+from robench.perturbations.checks import isolated_attack, project_onto_ball
+from robench.perturbations.threat_models import NORMS
+
+# The torchattacks spelling of each norm, for FAB.
+_LIBRARY_NORM = {"linf": "Linf", "l2": "L2"}
+# FAB keeps only adversarials within its own eps; this one keeps every one it finds, so that
+# the norms above the cap are known too.
+_FAB_UNCAPPED = {"linf": 1.0, "l2": 1e6}
+
+
+def _run_fmn(
+    params: MinimalNormParams, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor
+) -> MinimalNormFound:
+    return fmn(
+        model,
+        images,
+        labels,
+        norm=params.norm,
+        steps=params.steps,
+        step_size=params.resolved_step_size,
+        gamma=params.gamma,
+        cap=params.eps,
+    )
+
+
+def _run_fab(
+    params: MinimalNormParams, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor
+) -> MinimalNormFound:
+    import torchattacks
+
+    with torch.no_grad():
+        classes = int(model(images[:1]).shape[-1])
+    attack = torchattacks.FAB(
+        model,
+        norm=_LIBRARY_NORM[params.norm],
+        eps=_FAB_UNCAPPED[params.norm],
+        steps=params.steps,
+        n_restarts=1,
+        n_classes=classes,
+    )
+    attack._set_normalization_applied(None)
+    attack.normalization_used = None
+    attack.set_model_training_mode(model_training=False)
+    attack.set_device(images.device)
+    adv = attack(images, labels).clamp(0, 1)
+    with torch.no_grad():
+        wrong = model(adv).argmax(dim=-1) != labels  # (B,)
+    length = NORMS[params.norm].distance(adv - images)
+    norm = torch.where(wrong, length, torch.full_like(length, math.inf))
+    first = torch.full_like(labels, -1)  # FAB's iterations are not reachable
+    return MinimalNormFound(
+        best=torch.where(wrong.view(-1, 1, 1, 1), adv, images), norm=norm, first_success=first
+    )
+
+
+_METHODS: dict[str, Callable[..., MinimalNormFound]] = {"fmn": _run_fmn, "fab": _run_fab}
+
+
+class MinimalNorm(Perturbation):
+    """The smallest adversarial per sample (FMN or FAB); scored at the cap `eps`."""
+
+    Params = MinimalNormParams
+    params: MinimalNormParams
+
+    def perturb(
+        self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
+    ) -> torch.Tensor:
+        return self.perturb_with_columns(model, images, labels, seed)[0]
+
+    def perturb_with_columns(
+        self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
+    ) -> tuple[torch.Tensor, dict[str, list[Any]]]:
+        """The smallest adversarial within the cap (else the clean image), with `min_norm`
+        and, for FMN, `first_success` per sample."""
+        p = self.params
+        if images.shape[0] == 0:
+            return images.detach().clone(), {name: [] for name in p.columns}
+        clean, targets = images.detach(), labels.detach()
+        with isolated_attack(model, seed, images.device):
+            found = _METHODS[p.method](p, model, clean, targets)
+        inside = (found.norm <= p.eps).view(-1, *(1,) * (clean.dim() - 1))
+        adv = torch.where(inside, found.best, clean)
+        threat = self.threat_model
+        adv = project_onto_ball(adv, clean, p.eps, name="MinimalNorm", threat=threat)
+        norms = [None if math.isinf(n) else n for n in found.norm.tolist()]
+        columns: dict[str, list[Any]] = {"min_norm": norms}
+        if p.method == "fmn":
+            columns["first_success"] = [None if k < 0 else k for k in found.first_success.tolist()]
+        return adv, columns
