@@ -5,8 +5,9 @@ A batch is (texts as UTF-8 byte rows (B, L), -1 padded: data/text/text_rows.py; 
 (B,)); the model tokenizes inside (models/text_inputs.py). The per-sample record is that of
 image classification, `{"y": true class, "topk": the model's top classes}`, so `top1` and the
 gate's McNemar pairing apply unchanged; an attack (`perturbations/text/`) adds its own columns
-(`outcome`, `queries`, `changed_words`, `words`, `text`), which the attack metrics read
-(attack success rate, queries, perturbed-word share: results/metrics.py).
+(`outcome`, `queries`, `changed_words`, `words`, `text`: its parameters' `columns`, which the
+report keeps), which the attack metrics read (attack success rate, queries, perturbed-word
+share: results/metrics.py).
 """
 
 from __future__ import annotations
@@ -28,8 +29,6 @@ if TYPE_CHECKING:
     from robench.models.loading import LoadedModel
 
 TOP_K = 5  # predictions kept per sample (top-1 and top-5 accuracy)
-# Columns an attack adds to a sample's record that the report keeps per sample.
-ATTACK_COLUMNS = ("outcome", "queries", "changed_words", "words", "text")
 
 
 class TextClassification(Task):
@@ -101,8 +100,8 @@ class TextClassification(Task):
         return record["y"]
 
     def outputs(self, record: Record) -> dict[str, Any]:
-        kept = {name: record[name] for name in ATTACK_COLUMNS if name in record}
-        return {"prediction": record["topk"][0], **kept}
+        # An attack's own columns reach the report through its `columns` (attack_params.py).
+        return {"prediction": record["topk"][0]}
 
     def check_data(
         self, dataset: Dataset, model: nn.Module, inputs: torch.Tensor, *, mapped: bool

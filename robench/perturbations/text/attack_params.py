@@ -20,6 +20,8 @@ class TextAttackParams(PerturbationParams):
     # Bounded by its constraints (edit distance, perturbed words), not by an eps-ball.
     unbounded: ClassVar[bool] = True
     task: ClassVar[str | tuple[str, ...] | None] = "text-classification"
+    # What each sample's attack did, kept per sample in the report (word_attack.py).
+    columns: ClassVar[tuple[str, ...]] = ("outcome", "queries", "changed_words", "words", "text")
     recipe: ClassVar[str]
 
     # Model queries per sample, the clean one included (TextAttack's `query_budget`); None:
