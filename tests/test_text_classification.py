@@ -229,3 +229,28 @@ def test_bad_input_is_one_sentence_and_nothing_is_written(
     _refused(
         _cli(files, out, "--data", str(files["data"]), suite=str(pwws)), out, "apt-get install"
     )
+
+
+def test_a_metric_no_sample_defines_is_left_out_and_the_report_reads_back(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    """No word is long enough for Pruthi: every attacked sample fails, so there is no
+    perturbed-word share to report; the report still reads back and compares."""
+    import json
+
+    from robench.results.report import Report
+
+    suite = tmp_path / "none.toml"
+    suite.write_text(
+        'name = "none"\nversion = 1\ntask = "text-classification"\n'
+        '[[perturbations]]\nkind = "pruthi"\nmin_word_length = 30\n'
+    )
+    out = tmp_path / "none.json"
+    result = _cli(files, out, "--data", str(files["data"]), suite=str(suite))
+    assert result.exit_code == 0, result.output
+    report = Report.model_validate(json.loads(out.read_text()))
+    metrics = report.results[0].metrics
+    assert metrics["attack_success_rate"].value == 0.0
+    assert "perturbed_word_share" not in metrics
+    compared = CliRunner().invoke(app, ["compare", str(out), str(out)])
+    assert compared.exit_code == 0, compared.output

@@ -4,6 +4,7 @@ computed from what the run found and the task's per-sample records."""
 from __future__ import annotations
 
 import logging
+import math
 from pathlib import Path
 from typing import Any
 
@@ -124,11 +125,15 @@ def results(
             if metric.requires and ordered and metric.requires not in ordered[0]:
                 continue  # e.g. an attack's metric on the clean result
             per_sample = list(map(metric.per_sample, ordered))
+            columns[metric.name] = per_sample
             value, ci95 = metric.summarize(per_sample)
+            if math.isnan(value):
+                continue  # no sample defines it (a perturbed-word share without a success)
+            if any(map(math.isnan, ci95)):
+                ci95 = (value, value)  # a single defining sample: no spread to resample
             values[metric.name] = MetricValue(
                 value=value, ci95=ci95, higher_is_better=metric.higher_is_better
             )
-            columns[metric.name] = per_sample
         results.append(
             PerturbationResult(
                 name=planned.label,

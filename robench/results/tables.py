@@ -12,6 +12,7 @@ wrap. `robench.results.compare_formats` lays out its comparison tables the same 
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -126,12 +127,18 @@ def report_rows(report: Report) -> list[list[str]]:
                     label,
                     shown,
                     ARROWS[higher_is_better(metric, value.higher_is_better)],
-                    f"{scale * value.value:.2f}",
-                    f"[{scale * low:.2f}, {scale * high:.2f}]",
+                    _number(scale * value.value),
+                    f"[{_number(scale * low)}, {_number(scale * high)}]",
                     str(result.n_samples),
                 ]
             )
     return rows
+
+
+def _number(value: float) -> str:
+    """Two decimals; "n/a" for a value with no samples to define it (NaN: an attack's
+    perturbed-word share when no attack succeeded)."""
+    return "n/a" if math.isnan(value) else f"{value:.2f}"
 
 
 def value_header(report: Report) -> str:
