@@ -93,17 +93,19 @@ def resolve_max_length(config: Any, tokenizer: Any) -> int:
     return _DEFAULT_MAX_LENGTH
 
 
-def _load_tokenizer(folder: Path, trust_remote_code: bool) -> Any:
+def read_tokenizer(folder: Path, trust_remote_code: bool, holds: str) -> Any:
+    """The tokenizer saved in `folder` beside its model (`holds`: what the folder holds, for
+    the error), offline; one sentence when it has none or it cannot be read."""
     from transformers import AutoTokenizer
 
     if not any((folder / name).is_file() for name in _TOKENIZER_FILES):
         raise ConfigError(
-            f"{folder} holds a causal language model but no tokenizer (none of "
+            f"{folder} holds {holds} but no tokenizer (none of "
             f"{', '.join(_TOKENIZER_FILES[:3])}, ...); save the tokenizer into the same folder "
             "with `tokenizer.save_pretrained(folder)`."
         )
     try:
-        tokenizer = AutoTokenizer.from_pretrained(
+        return AutoTokenizer.from_pretrained(
             folder, local_files_only=True, trust_remote_code=trust_remote_code
         )
     except (OSError, ValueError) as error:
@@ -111,6 +113,10 @@ def _load_tokenizer(folder: Path, trust_remote_code: bool) -> Any:
             f"the tokenizer in {folder} cannot be read ({first_line(error)}); save it again "
             "with `tokenizer.save_pretrained(folder)`."
         ) from None
+
+
+def _load_tokenizer(folder: Path, trust_remote_code: bool) -> Any:
+    tokenizer = read_tokenizer(folder, trust_remote_code, "a causal language model")
     if tokenizer.bos_token_id is None and tokenizer.eos_token_id is None:
         raise ConfigError(
             f"the tokenizer in {folder} has neither a BOS nor an EOS token, so the first token "

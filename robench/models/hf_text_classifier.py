@@ -12,32 +12,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from robench._core.errors import ConfigError, first_line
-
 MAX_TOKENS = 512  # tokens read of a text at most (BERT-style models' usual context)
-_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "tokenizer.model")
 
 
 def load_tokenizer(folder: Path, trust_remote_code: bool) -> Any:
-    """The folder's tokenizer, offline; one sentence when it has none or it cannot be read."""
-    from transformers import AutoTokenizer
+    """The folder's tokenizer (`hf_causal_lm.read_tokenizer`), padding with EOS when it has
+    no pad token (GPT-2 style; padded positions are masked anyway)."""
+    from robench.models.hf_causal_lm import read_tokenizer
 
-    if not any((folder / name).is_file() for name in _TOKENIZER_FILES):
-        raise ConfigError(
-            f"{folder} holds a text classifier but no tokenizer (none of "
-            f"{', '.join(_TOKENIZER_FILES)}); save it into the same folder with "
-            "`tokenizer.save_pretrained(folder)`."
-        )
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(
-            folder, local_files_only=True, trust_remote_code=trust_remote_code
-        )
-    except (OSError, ValueError) as error:
-        raise ConfigError(
-            f"the tokenizer in {folder} cannot be read ({first_line(error)}); save it again "
-            "with `tokenizer.save_pretrained(folder)`."
-        ) from None
-    if tokenizer.pad_token is None:  # GPT-2 style: pad with EOS, masked anyway
+    tokenizer = read_tokenizer(folder, trust_remote_code, "a text classifier")
+    if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
 
