@@ -74,3 +74,11 @@ def test_slurm_sweep_survives_scancel_and_matches_plain_evals(
 
     assert_reports_equal_plain_evals(sweep_dir, tmp_path / "plain")
     assert_page_holds_every_job(sweep_dir)
+
+
+def test_a_cluster_that_cannot_start_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ClusterUnavailable, match="not on PATH; install Debian's slurm-wlm"):
+        start_cluster(tmp_path / "cluster")

@@ -53,7 +53,9 @@ class JobStatus:
 def load_sweep(path: Path, executor: str | None = None) -> LoadedSweep:
     """Read and check the plan, its jobs and its executor's resources; write nothing."""
     plan = read_plan(path)
-    load_executors(plan.imports)
+    # A plugin file is relative to the plan, like every path in it; a module name is as is.
+    here = path.resolve().parent
+    load_executors([str(here / t) if t.endswith(".py") else t for t in plan.imports])
     name = executor or plan.executor
     folder = out_dir(plan, path)
     runner = build_executor(name, plan.resources, plan.executors.get(name, {}), folder)
