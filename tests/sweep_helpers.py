@@ -53,7 +53,9 @@ def sweep_process(plan: Path, *args: str, env: dict[str, str] | None = None) -> 
     )
 
 
-def wait_for_batches(samples: Path, lines: int, process: subprocess.Popen, timeout_s: float) -> None:
+def wait_for_batches(
+    samples: Path, lines: int, process: subprocess.Popen, timeout_s: float
+) -> None:
     """Until the per-sample file holds `lines` batches (its header not counted)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -114,7 +116,9 @@ def plain_eval(model: str, suite: str, out: Path) -> dict[str, Any]:
 def assert_reports_equal_plain_evals(sweep_dir: Path, scratch: Path) -> None:
     for suite in SUITES:
         for model in MODELS:
-            report = json.loads((sweep_dir / "reports" / suite / f"{model}__seed0.json").read_text())
+            report = json.loads(
+                (sweep_dir / "reports" / suite / f"{model}__seed0.json").read_text()
+            )
             plain = plain_eval(model, suite, scratch / f"{suite}-{model}.json")
             assert result_view(report) == result_view(plain), f"{suite}/{model}"
 
@@ -123,7 +127,9 @@ def assert_page_holds_every_job(sweep_dir: Path) -> None:
     page = (sweep_dir / "leaderboard" / "index.html").read_text()
     for suite in SUITES:
         for model in MODELS:
-            report = json.loads((sweep_dir / "reports" / suite / f"{model}__seed0.json").read_text())
+            report = json.loads(
+                (sweep_dir / "reports" / suite / f"{model}__seed0.json").read_text()
+            )
             for result in report["results"]:
                 for metric in result["metrics"].values():
                     assert f"{100 * metric['value']:.2f}" in page, (suite, model, result["name"])

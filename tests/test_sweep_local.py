@@ -35,11 +35,15 @@ def test_local_sweep_survives_a_killed_job_and_matches_plain_evals(tmp_path: Pat
     assert first.returncode == 3, stderr  # one job failed, the others finished
     assert f"failed {KILLED}" in stderr.replace("\n", " ")
     assert state_of(sweep_dir, KILLED)["status"] == "failed"
-    done = [p for p in (sweep_dir / "jobs").rglob("*.json") if json.loads(p.read_text())["status"] == "done"]
+    done = [
+        p
+        for p in (sweep_dir / "jobs").rglob("*.json")
+        if json.loads(p.read_text())["status"] == "done"
+    ]
     assert len(done) == 3
 
     second = sweep_process(plan, "--json")
-    stdout, stderr = second.communicate(timeout=300)
+    _, stderr = second.communicate(timeout=300)
     assert second.returncode == 0, stderr
     state = state_of(sweep_dir, KILLED)
     assert state["status"] == "done" and state["resumed"] and state["attempts"] == 2

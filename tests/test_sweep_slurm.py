@@ -50,7 +50,7 @@ def test_slurm_sweep_survives_scancel_and_matches_plain_evals(
     plan = write_plan(tmp_path, "slurm", "[executors.slurm]\npoll_s = 0.5\n")
     sweep_dir = tmp_path / "sweep"
     first = sweep_process(plan, env=cluster.env)
-    samples = sweep_dir / "reports" / "corruptions-smoke" / "vit_nano_elliptical_fmnist__seed0.samples.jsonl"
+    samples = sweep_dir / "reports" / f"{CANCELLED}.samples.jsonl"
     wait_for_batches(samples, 2, first, timeout_s=240)
     scheduler_id = state_of(sweep_dir, CANCELLED)["scheduler_id"]
     assert scheduler_id, state_of(sweep_dir, CANCELLED)

@@ -117,7 +117,9 @@ ACTIONS: dict[str, Callable[[LoadedSweep, bool, bool, bool], None]] = {
 def _action_and_plan(first: str, plan: Path | None) -> tuple[str, Path]:
     if plan is None:
         if first in ACTIONS:
-            raise ConfigError(f"robench sweep {first} needs a plan: robench sweep {first} PLAN.toml.")
+            raise ConfigError(
+                f"robench sweep {first} needs a plan: robench sweep {first} PLAN.toml."
+            )
         return "run", Path(first)
     if first not in ACTIONS:
         raise ConfigError(

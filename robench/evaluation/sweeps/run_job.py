@@ -8,6 +8,7 @@ interrupted job (per-sample results left, no report) continues with `--resume`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from pathlib import Path
@@ -127,10 +128,8 @@ def run_job(
 def _pin(pid: int, cpus: str | None) -> None:
     """Keep the evaluation on its worker's cores (before it starts its threads)."""
     if cpus and hasattr(os, "sched_setaffinity"):
-        try:
+        with contextlib.suppress(OSError, ValueError):  # it ended already, or a bad list
             os.sched_setaffinity(pid, {int(cpu) for cpu in cpus.split(",")})
-        except (OSError, ValueError):
-            pass
 
 
 def _scheduler_id() -> str | None:

@@ -135,9 +135,7 @@ class SlurmExecutor(Executor):
             if state is None or state.fingerprint != job.fingerprint:
                 state = base_state(job, self.name)
             update = {"status": "pending", "executor": self.name, "scheduler_id": None}
-            write_state(
-                job.state, state.model_copy(update={**update, "submitted_utc": now_utc()})
-            )
+            write_state(job.state, state.model_copy(update={**update, "submitted_utc": now_utc()}))
         with executor.batch():
             submitted = [executor.submit(run_job, job, self.name, env=threads) for job in jobs]
         for job, handle in zip(jobs, submitted, strict=True):

@@ -15,7 +15,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-
 __all__ = ["JobState", "read_state", "samples_files", "write_state"]
 
 Status = Literal["pending", "running", "done", "failed"]

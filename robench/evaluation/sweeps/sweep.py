@@ -67,9 +67,7 @@ def load_sweep(path: Path, executor: str | None = None) -> LoadedSweep:
 def _changed(job: SweepJob, state: JobState) -> str:
     """What differs between the job's plan entry and the one its files were written for."""
     keys = sorted(
-        key
-        for key in set(job.spec) | set(state.spec)
-        if job.spec.get(key) != state.spec.get(key)
+        key for key in set(job.spec) | set(state.spec) if job.spec.get(key) != state.spec.get(key)
     )
     return ", ".join(keys) or "the plan entry"
 
@@ -141,4 +139,3 @@ def run_sweep(sweep: LoadedSweep, *, overwrite: bool = False, wait: bool = True)
         logger.info("%d jobs to run with the %s executor", len(todo), sweep.executor.name)
         sweep.executor.run(todo, wait=wait)
     return todo
-
