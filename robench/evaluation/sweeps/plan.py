@@ -83,7 +83,7 @@ class SweepPlan(BaseModel):
 
     name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
     out_dir: str | None = None  # reports, logs and job states; default runs/sweeps/NAME
-    executor: str = "local"  # `robench sweep --help` lists the registered executors
+    executor: str = "local"  # a name in EXECUTORS: local, slurm or a plugin's
     imports: list[str] = Field(default_factory=list)  # modules that register executors
     models: list[ModelEntry] = Field(min_length=1)
     suites: list[str] = Field(min_length=1)  # shipped suite names or .toml paths
