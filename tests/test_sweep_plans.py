@@ -85,6 +85,7 @@ def test_slurm_without_sbatch_or_submitit(tmp_path: Path, monkeypatch: pytest.Mo
     plan = _plan(tmp_path, 'executor = "slurm"\n' + PLAN)
     monkeypatch.setenv("PATH", str(tmp_path))  # no sbatch
     assert "sbatch, which is not on PATH" in _one_sentence_exit_2(plan)
+    assert _sweep("status", str(plan))[0] == 0  # status reads files only
     monkeypatch.setitem(sys.modules, "submitit", None)  # not installed
     assert "needs submitit" in _one_sentence_exit_2(plan)
 

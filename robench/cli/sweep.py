@@ -181,5 +181,5 @@ def sweep_command(
     from robench.evaluation.sweeps.sweep import load_sweep
 
     action, plan_path = _action_and_plan(action_or_plan, plan)
-    sweep = load_sweep(plan_path, executor)
+    sweep = load_sweep(plan_path, executor, check=action == "run")
     ACTIONS[action](sweep, overwrite, wait, as_json)

@@ -50,8 +50,9 @@ class JobStatus:
     active: bool = False  # known to be queued or running now: not started again
 
 
-def load_sweep(path: Path, executor: str | None = None) -> LoadedSweep:
-    """Read and check the plan, its jobs and its executor's resources; write nothing."""
+def load_sweep(path: Path, executor: str | None = None, *, check: bool = True) -> LoadedSweep:
+    """Read and check the plan and its jobs, and with `check` whether the executor can run
+    them (status and collect read files only: they need no sbatch); write nothing."""
     plan = read_plan(path)
     # A plugin file is relative to the plan, like every path in it; a module name is as is.
     here = path.resolve().parent
@@ -60,7 +61,8 @@ def load_sweep(path: Path, executor: str | None = None) -> LoadedSweep:
     folder = out_dir(plan, path)
     runner = build_executor(name, plan.resources, plan.executors.get(name, {}), folder)
     jobs = plan_jobs(plan, path)
-    runner.check(jobs)
+    if check:
+        runner.check(jobs)
     return LoadedSweep(path, plan, folder, jobs, runner)
 
 
