@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -74,40 +75,48 @@ def _print_leaderboards(found: Leaderboards) -> None:
         err.print(f"leaderboard page: {escape(str(found.page))}", highlight=False)
 
 
-def _run(sweep: LoadedSweep, overwrite: bool, wait: bool, as_json: bool) -> None:
+@dataclass(frozen=True)
+class _Flags:
+    overwrite: bool
+    wait: bool
+    as_json: bool
+    figures: bool
+
+
+def _run(sweep: LoadedSweep, flags: _Flags) -> None:
     from robench.evaluation.sweeps.leaderboard import collect
     from robench.evaluation.sweeps.sweep import run_sweep
 
-    run_sweep(sweep, overwrite=overwrite, wait=wait)
-    if not wait:
+    run_sweep(sweep, overwrite=flags.overwrite, wait=flags.wait)
+    if not flags.wait:
         err.print("submitted; follow with `robench sweep status PLAN`", highlight=False)
         return
-    found = collect(sweep)
+    found = collect(sweep, figures=flags.figures)
     _print_leaderboards(found)
-    if as_json:
+    if flags.as_json:
         _print_status(found.statuses, True)
     failed = [s for s in found.statuses if s.status != "done"]
     if failed:
         raise typer.Exit(EXIT_RUNTIME)
 
 
-def _status(sweep: LoadedSweep, overwrite: bool, wait: bool, as_json: bool) -> None:
+def _status(sweep: LoadedSweep, flags: _Flags) -> None:
     from robench.evaluation.sweeps.sweep import job_statuses
 
-    _print_status(job_statuses(sweep), as_json)
+    _print_status(job_statuses(sweep), flags.as_json)
 
 
-def _collect(sweep: LoadedSweep, overwrite: bool, wait: bool, as_json: bool) -> None:
+def _collect(sweep: LoadedSweep, flags: _Flags) -> None:
     from robench.evaluation.sweeps.leaderboard import collect
 
-    found = collect(sweep)
+    found = collect(sweep, figures=flags.figures)
     _print_leaderboards(found)
-    if as_json:
+    if flags.as_json:
         _print_status(found.statuses, True)
 
 
 # The actions of `robench sweep [ACTION] PLAN`; `run` when only a plan is given.
-ACTIONS: dict[str, Callable[[LoadedSweep, bool, bool, bool], None]] = {
+ACTIONS: dict[str, Callable[[LoadedSweep, _Flags], None]] = {
     "run": _run,
     "status": _status,
     "collect": _collect,
@@ -162,6 +171,12 @@ def sweep_command(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the jobs' status as JSON on stdout.")
     ] = False,
+    figures: Annotated[
+        bool,
+        typer.Option(
+            "--figures", help="Also draw each suite's figures on the HTML page (matplotlib)."
+        ),
+    ] = False,
 ) -> None:
     """Run many models x suites x seeds as resumable eval jobs; one leaderboard per suite.
 
@@ -174,7 +189,7 @@ def sweep_command(
     Examples:
       robench sweep examples/sweep.toml
       robench sweep status examples/sweep.toml
-      robench sweep collect examples/sweep.toml
+      robench sweep collect examples/sweep.toml --figures
       robench sweep examples/sweep.toml --executor slurm --no-wait
       robench sweep examples/sweep.toml --overwrite
     """
@@ -182,4 +197,4 @@ def sweep_command(
 
     action, plan_path = _action_and_plan(action_or_plan, plan)
     sweep = load_sweep(plan_path, executor, check=action == "run")
-    ACTIONS[action](sweep, overwrite, wait, as_json)
+    ACTIONS[action](sweep, _Flags(overwrite, wait, as_json, figures))

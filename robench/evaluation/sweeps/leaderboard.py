@@ -78,10 +78,13 @@ def _page(
     statuses: list[JobStatus],
     page_dir: Path,
     title: str,
+    figures: bool,
 ) -> str:
     from robench.results.html import build_section, render_page
 
-    built = [build_section(reports, cmp, title=cmp.title) for reports, cmp in sections]
+    built = [
+        build_section(reports, cmp, title=cmp.title, figures=figures) for reports, cmp in sections
+    ]
     page = render_page(built, title=title) if built else _empty_page(title)
     jobs = _jobs_section(statuses, page_dir)
     head, tail = page.rsplit("</main>", 1) if "</main>" in page else (page, "")
@@ -96,8 +99,9 @@ def _empty_page(title: str) -> str:
     )
 
 
-def collect(sweep: LoadedSweep) -> Leaderboards:
-    """Write SWEEP/leaderboard/SUITE.md and .csv per suite with a finished job, and index.html."""
+def collect(sweep: LoadedSweep, *, figures: bool = False) -> Leaderboards:
+    """Write SWEEP/leaderboard/SUITE.md and .csv per suite with a finished job, and index.html
+    (with `figures`, each suite's figures too: matplotlib, about a second per suite)."""
     statuses = job_statuses(sweep)
     found = Leaderboards(statuses=statuses)
     folder = sweep.folder / "leaderboard"
@@ -124,7 +128,7 @@ def collect(sweep: LoadedSweep) -> Leaderboards:
             found.files.append(path)
     page = folder / "index.html"
     title = f"robench sweep: {sweep.plan.name or sweep.path.stem}"
-    page.write_text(_page(sections, statuses, folder, title), "utf-8")
+    page.write_text(_page(sections, statuses, folder, title, figures), "utf-8")
     found.page = page
     found.files.append(page)
     return found
