@@ -200,3 +200,19 @@ def test_a_plugin_adds_an_executor(tmp_path: Path) -> None:
     code, stdout, _ = _sweep("status", str(plan), "--json")
     rows = json.loads(stdout)
     assert [row["detail"] for row in rows] == ["recorded by the plugin"] * 2
+
+
+def test_overwrite_discards_changed_and_failed_jobs_only(tmp_path: Path) -> None:
+    (tmp_path / "record_executor.py").write_text(PLUGIN)
+    text = 'executor = "record"\nimports = ["record_executor.py"]\n' + PLAN
+    plan_path = _plan(tmp_path, text)
+    done, failed = plan_jobs(read_plan(plan_path), plan_path)
+    for job, status in ((done, "done"), (failed, "failed")):
+        job.report.parent.mkdir(parents=True, exist_ok=True)
+        job.report.with_name(job.report.stem + ".samples.jsonl").write_text("{}\n")
+        write_state(job.state, base_state(job, "record").model_copy(update={"status": status}))
+    done.report.write_text("{}")
+    assert _sweep(str(plan_path), "--overwrite")[0] == 3  # the plugin "fails" what it runs
+    assert done.report.exists()  # finished and unchanged: kept, not run
+    assert not failed.report.with_name(failed.report.stem + ".samples.jsonl").exists()
+    assert read_state(failed.state).error == "recorded by the plugin"

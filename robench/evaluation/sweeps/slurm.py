@@ -80,6 +80,10 @@ class SlurmExecutor(Executor):
     Options = SlurmOptions
     description = "one SLURM job array through submitit (sbatch), with the plan's resources"
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._queues: dict[str, dict[str, str] | None] = {}  # array id -> squeue's answer
+
     def check(self, jobs: list[SweepJob]) -> None:
         try:
             import submitit  # noqa: F401
@@ -145,6 +149,7 @@ class SlurmExecutor(Executor):
         logger.info("submitted %d jobs to SLURM as array %s", len(jobs), submitted[0].job_id)
         if wait:
             self._wait(jobs)
+        self._queues.clear()  # what status read before the run is stale now
 
     def _wait(self, jobs: list[SweepJob]) -> None:
         poll = self.options.poll_s  # type: ignore[attr-defined]
@@ -173,7 +178,11 @@ class SlurmExecutor(Executor):
     def alive(self, state: JobState) -> bool | None:
         if not state.scheduler_id or shutil.which("squeue") is None:
             return None
-        queued = slurm_queue([state.scheduler_id])
+        # One squeue for every job of the same array (status asks job by job).
+        array = state.scheduler_id.split("_")[0]
+        if array not in self._queues:
+            self._queues[array] = slurm_queue([state.scheduler_id])
+        queued = self._queues[array]
         return None if queued is None else state.scheduler_id in queued
 
 

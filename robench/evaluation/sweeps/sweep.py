@@ -115,7 +115,8 @@ def run_sweep(sweep: LoadedSweep, *, overwrite: bool = False, wait: bool = True)
     """Run every job not done yet; return the jobs handed to the executor.
 
     A changed job is refused (one ConfigError naming the first and how many) unless
-    `overwrite`, which discards its report, per-sample results and state first.
+    `overwrite`, which discards its report, per-sample results and state first (and those of
+    failed jobs, which then start from scratch instead of resuming).
     """
     statuses = job_statuses(sweep)
     changed = [s for s in statuses if s.status == "changed"]
@@ -127,7 +128,10 @@ def run_sweep(sweep: LoadedSweep, *, overwrite: bool = False, wait: bool = True)
             f"({first.detail}); pass --overwrite to discard its results and run it again, or "
             "restore the plan entry."
         )
-    for status in changed:
+    # --overwrite also starts failed jobs afresh: a store that cannot be resumed (written by
+    # another robench version, say) would otherwise fail the same way on every run.
+    discarded = changed + ([s for s in statuses if s.status == "failed"] if overwrite else [])
+    for status in discarded:
         _discard(status.job)
     todo = [s.job for s in statuses if s.status != "done" and not s.active]
     running = [s.job for s in statuses if s.active]
