@@ -5,6 +5,7 @@ files, and a plugin adds an executor without touching the sweep's code."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from robench._core.errors import ConfigError
 from robench.cli import app
 from robench.evaluation.sweeps.jobs import EVAL_OPTIONS, plan_jobs
 from robench.evaluation.sweeps.plan import read_plan
@@ -216,3 +218,36 @@ def test_overwrite_discards_changed_and_failed_jobs_only(tmp_path: Path) -> None
     assert done.report.exists()  # finished and unchanged: kept, not run
     assert not failed.report.with_name(failed.report.stem + ".samples.jsonl").exists()
     assert read_state(failed.state).error == "recorded by the plugin"
+
+
+def test_torchrun_inside_a_job(tmp_path: Path) -> None:
+    plan_path = _plan(tmp_path, PLAN + "\n[resources]\ngpus = 4\ntorchrun = true\n")
+    job = plan_jobs(read_plan(plan_path), plan_path)[0]
+    command = job.command(resume=True)
+    assert command[1:6] == [
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=4",
+        "-m",
+    ]
+    assert command[6:8] == ["robench", "eval"] and command[-1] == "--resume"
+
+
+def test_the_local_executor_splits_gpus_and_cores_between_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from robench.evaluation.sweeps.local import LocalExecutor, LocalOptions
+    from robench.evaluation.sweeps.plan import Resources
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3,4")
+    executor = LocalExecutor("local", Resources(gpus=2, cpus=1), LocalOptions(), tmp_path)
+    assert executor._workers(10) == min(2, len(os.sched_getaffinity(0)))
+    slots = executor._slots(2)
+    assert [slot["CUDA_VISIBLE_DEVICES"] for slot in slots] == ["0,1", "2,3"]
+    assert all(slot["OMP_NUM_THREADS"] == "1" for slot in slots)
+    too_many = LocalExecutor("local", Resources(gpus=2), LocalOptions(workers=3), tmp_path)
+    plan_path = _plan(tmp_path, PLAN.replace("seeds = [0]", "seeds = [0, 1]"))
+    jobs = plan_jobs(read_plan(plan_path), plan_path)  # 4 jobs, 3 workers
+    with pytest.raises(ConfigError, match="needs 6 GPUs but 5 are visible"):
+        too_many.check(jobs)
