@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import time
 from pathlib import Path
 
 from robench.evaluation.sweeps.jobs import SweepJob
@@ -96,6 +97,7 @@ def run_job(
     `env` is what the executor gives this worker (its GPUs, its threads); a failed
     evaluation is a failed state, never an exception, so it never stops the other jobs.
     """
+    started = time.perf_counter()
     state = _starting(job, executor, scheduler_id or _scheduler_id())
     write_state(job.state, state)
     command = job.command(resume=state.resumed)
@@ -104,12 +106,13 @@ def run_job(
     with job.log.open("ab") as log:
         log.write(f"# robench sweep {now_utc()} on {this_host()}: {' '.join(command)}\n".encode())
         log.flush()
+        evaluation = time.perf_counter()  # the eval's wall time counts from its spawn
         try:
             process = subprocess.Popen(
                 command, cwd=job.cwd, stdout=log, stderr=subprocess.STDOUT, env=child_env
             )
         except OSError as exc:
-            return _finish(job, state, 127, f"cannot start {command[0]}: {exc.strerror}")
+            return _finish(job, state, 127, f"cannot start {command[0]}: {exc.strerror}", started)
         _pin(process.pid, child_env.get(CPUS_VARIABLE))
         write_state(job.state, state.model_copy(update={"pid": process.pid}))
         try:
@@ -117,12 +120,13 @@ def run_job(
         except subprocess.TimeoutExpired:
             process.terminate()
             code = process.wait()
-            return _finish(job, state, code, f"time limit of {timeout_s:.0f} s reached")
+            reason = f"time limit of {timeout_s:.0f} s reached"
+            return _finish(job, state, code, reason, started, evaluation)
         except BaseException:  # the worker itself is stopped: stop the evaluation cleanly
             process.terminate()
             process.wait()
             raise
-    return _finish(job, state, code, None)
+    return _finish(job, state, code, None, started, evaluation)
 
 
 def _pin(pid: int, cpus: str | None) -> None:
@@ -139,7 +143,15 @@ def _scheduler_id() -> str | None:
     return os.environ.get("SLURM_JOB_ID")
 
 
-def _finish(job: SweepJob, state: JobState, code: int, reason: str | None) -> JobState:
+def _finish(
+    job: SweepJob,
+    state: JobState,
+    code: int,
+    reason: str | None,
+    started: float,
+    evaluation: float | None = None,
+) -> JobState:
+    now = time.perf_counter()
     done = code == 0 and reason is None and job.report.exists()
     if done:
         error = None
@@ -155,6 +167,8 @@ def _finish(job: SweepJob, state: JobState, code: int, reason: str | None) -> Jo
             "exit_code": code,
             "error": error,
             "finished_utc": now_utc(),
+            "job_s": round(time.perf_counter() - started, 4),
+            "eval_s": round(now - evaluation, 4) if evaluation is not None else None,
         }
     )
     write_state(job.state, final)

@@ -40,6 +40,8 @@ class JobState(BaseModel):
     started_utc: str | None = None
     finished_utc: str | None = None
     attempts: int = 0  # how many times the job started
+    eval_s: float | None = None  # wall time of the last attempt's `robench eval` process
+    job_s: float | None = None  # wall time of the last attempt, state files and log included
 
 
 def now_utc() -> str:
