@@ -8,6 +8,7 @@ import json
 import os
 import socket
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -194,6 +195,17 @@ class RecordingExecutor(Executor):
 '''
 
 
+@pytest.fixture
+def record_executor() -> Iterator[None]:
+    """The plugin's executor is registered by the test's own file: forget it afterwards."""
+    yield
+    from robench.evaluation.sweeps import EXECUTORS
+
+    if "record" in EXECUTORS:
+        EXECUTORS.unregister("record")
+
+
+@pytest.mark.usefixtures("record_executor")
 def test_a_plugin_adds_an_executor(tmp_path: Path) -> None:
     (tmp_path / "record_executor.py").write_text(PLUGIN)
     plan = _plan(tmp_path, 'executor = "record"\nimports = ["record_executor.py"]\n' + PLAN)
@@ -204,6 +216,7 @@ def test_a_plugin_adds_an_executor(tmp_path: Path) -> None:
     assert [row["detail"] for row in rows] == ["recorded by the plugin"] * 2
 
 
+@pytest.mark.usefixtures("record_executor")
 def test_overwrite_discards_changed_and_failed_jobs_only(tmp_path: Path) -> None:
     (tmp_path / "record_executor.py").write_text(PLUGIN)
     text = 'executor = "record"\nimports = ["record_executor.py"]\n' + PLAN

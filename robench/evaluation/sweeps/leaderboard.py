@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from robench._core.errors import RobenchError
 from robench.evaluation.sweeps.sweep import JobStatus, LoadedSweep, job_statuses
 from robench.results.compare import Comparison, build_comparison
 from robench.results.compare_formats import COMPARE_FORMATS
@@ -37,11 +38,16 @@ def _row_name(status: JobStatus, seeds: int) -> str:
     return f"{job.label} (seed {job.seed})" if seeds > 1 else job.label
 
 
-def _reports(done: list[JobStatus], seeds: int) -> list[tuple[str, Report]]:
-    """The suite's reports, each row named after its plan entry (and seed)."""
+def _reports(done: list[JobStatus], seeds: int, notes: list[str]) -> list[tuple[str, Report]]:
+    """The suite's reports, each row named after its plan entry (and seed); one that cannot
+    be read is left out with a note (it never stops the others)."""
     found = []
     for status in done:
-        report = read_report(status.job.report)
+        try:
+            report = read_report(status.job.report)
+        except RobenchError as exc:
+            notes.append(f"{status.job.job_id}: left out: {exc}")
+            continue
         model = report.model.model_copy(update={"name": _row_name(status, seeds)})
         found.append((str(status.job.report), report.model_copy(update={"model": model})))
     return found
@@ -113,7 +119,9 @@ def collect(sweep: LoadedSweep, *, figures: bool = False) -> Leaderboards:
         if not done:
             found.notes.append(f"suite {suite}: no finished job yet, no leaderboard.")
             continue
-        reports = _reports(done, seeds)
+        reports = _reports(done, seeds, found.notes)
+        if not reports:
+            continue
         comparison = build_comparison(reports)
         comparison.title = f"{Path(suite).stem}: {comparison.title}"
         found.notes += [f"suite {suite}: {note}" for note in comparison.notes]
