@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from robench._core.bundled import bundled_dir
 from robench._core.errors import ConfigError
 from robench._core.registry import did_you_mean
 from robench.evaluation.sweeps.plan import ModelEntry, OptionValue, SweepPlan, out_dir
@@ -155,9 +156,13 @@ def _file_identity(cwd: Path, path: str | None) -> list[int] | None:
     return [stat.st_size, stat.st_mtime_ns]
 
 
-def _check_suite(suite: str, cwd: Path) -> None:
-    from robench.evaluation.suites import bundled_suites
+def bundled_suites() -> list[str]:
+    """The shipped suites' names, read without importing the suite module (which imports
+    every perturbation kind's schema; the sweep needs only the names)."""
+    return sorted(p.stem for p in bundled_dir("attacks").glob("*.toml"))
 
+
+def _check_suite(suite: str, cwd: Path) -> None:
     candidate = Path(suite)
     if candidate.suffix == ".toml" or len(candidate.parts) > 1:
         if not (cwd / candidate).is_file():
@@ -167,7 +172,7 @@ def _check_suite(suite: str, cwd: Path) -> None:
             )
     elif suite not in bundled_suites():
         raise ConfigError(
-            f"the plan's suites: {did_you_mean(suite, list(bundled_suites()), 'suite')[:-1]}"
+            f"the plan's suites: {did_you_mean(suite, bundled_suites(), 'suite')[:-1]}"
             " (or a path to a .toml suite file)."
         )
 
