@@ -264,3 +264,24 @@ def test_the_local_executor_splits_gpus_and_cores_between_workers(
     jobs = plan_jobs(read_plan(plan_path), plan_path)  # 4 jobs, 3 workers
     with pytest.raises(ConfigError, match="needs 6 GPUs but 5 are visible"):
         too_many.check(jobs)
+
+
+def test_eval_options_become_flags(tmp_path: Path) -> None:
+    options = """
+[eval]
+limit = 8
+mean = [0.485, 0.456, 0.406]
+input_size = [3, 28, 28]
+data = { default = "fashion-mnist" }
+import = ["a.py"]
+sanity = true
+channels_last = false
+model_kwargs = { m_estimator = "paper" }
+sanity_eps = "8/255"
+"""
+    plan_path = _plan(tmp_path, PLAN.replace("[eval]\nlimit = 8\n", options))
+    args = plan_jobs(read_plan(plan_path), plan_path)[0].eval_args
+    flags = " ".join(args)
+    assert "--limit 8 --mean 0.485,0.456,0.406 --input-size 3,28,28" in flags
+    assert "--data default=fashion-mnist --import a.py --sanity --model-kwargs" in flags
+    assert '{"m_estimator": "paper"}' in args and "--channels-last" not in args

@@ -17,7 +17,7 @@ from robench._core.toml_files import read_toml_model
 __all__ = ["ModelEntry", "Resources", "SweepPlan", "read_plan"]
 
 # A value of an eval option: a flag's value, a switch, a repeated flag or `data`'s NAME = PATH.
-OptionValue = str | int | float | bool | list[str] | dict[str, Any]
+OptionValue = str | int | float | bool | list[str | int | float] | dict[str, Any]
 
 
 class ModelEntry(BaseModel):
