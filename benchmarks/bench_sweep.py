@@ -157,6 +157,14 @@ def render(times: dict[str, list[float]], rounds: int, limit: int, before: str) 
         "the plan, the job's state file and log, the `compare` tables and HTML page) minus one "
         "`robench eval` process of the same job. With 4 jobs the sweep's fixed cost is shared, "
         "and its two workers start the next job the moment one ends, as a pool by hand does.",
+        "",
+        "Reading: on a shared 2-core machine (load average above the core count) one eval's "
+        "wall time moves by several seconds from run to run, so the end-to-end difference of "
+        "two ~15 s runs and the 4-job ratio sit inside the noise (see the per-round values); "
+        "the parts are measured directly: the job's own cost (state files, log, spawning the "
+        "eval) is milliseconds, and the rest is the sweep process's fixed cost (Python and "
+        "robench start-up, the plan's checks, the leaderboard page), paid once per sweep, not "
+        "per job.",
         END,
     ]
     return "\n".join(lines)
