@@ -102,8 +102,21 @@ def _status(job: SweepJob, state: JobState | None, executor: Executor) -> JobSta
 
 
 def job_statuses(sweep: LoadedSweep) -> list[JobStatus]:
-    """Every job's status, read from the files the jobs wrote."""
-    return [_status(job, read_state(job.state), sweep.executor) for job in sweep.jobs]
+    """Every job's status, read from the files the jobs wrote; whether a started job is still
+    alive is asked of the executor that started it (the plan's may have changed since)."""
+    executors = {sweep.executor.name: sweep.executor}
+    found = []
+    for job in sweep.jobs:
+        state = read_state(job.state)
+        name = state.executor if state is not None and state.executor else sweep.executor.name
+        if name not in executors:
+            options = sweep.plan.executors.get(name, {})
+            try:
+                executors[name] = build_executor(name, sweep.plan.resources, options, sweep.folder)
+            except ConfigError:  # no longer registered: the plan's executor asks
+                executors[name] = sweep.executor
+        found.append(_status(job, state, executors[name]))
+    return found
 
 
 def _discard(job: SweepJob) -> None:
