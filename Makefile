@@ -14,7 +14,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 PIP_INSTALL := $(BIN)/python -m pip install --quiet --constraint constraints.txt
 
-.PHONY: demo demo-reports test lint gate baseline install lock data clean
+.PHONY: demo demo-reports test lint gate baseline install lock data slurm-test-deps clean
 
 # Writes into runs/demo/ (ignored by git); `make demo-reports` refreshes the committed copy.
 demo: install data
@@ -51,7 +51,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP_INSTALL) --upgrade pip
-	$(PIP_INSTALL) -e '.[test,hf,lmeval,smp,text]'
+	$(PIP_INSTALL) -e '.[test,hf,lmeval,smp,text,slurm]'
 	# OpenCV (behind imagecorruptions) needs libGL and GLib, absent from minimal Debian images.
 	$(BIN)/python -c "import cv2" 2>/dev/null || { $(SUDO) apt-get update -q && \
 		$(SUDO) apt-get install -y -q libgl1 libglib2.0-0; }
@@ -61,7 +61,7 @@ $(STAMP): pyproject.toml constraints.txt
 lock:
 	rm -rf .lock-venv
 	$(PYTHON) -m venv .lock-venv
-	.lock-venv/bin/python -m pip install --quiet -e '.[test,hf,lmeval,smp,text]'
+	.lock-venv/bin/python -m pip install --quiet -e '.[test,hf,lmeval,smp,text,slurm]'
 	{ echo "# Pinned versions for a reproducible install: make installs robench with pip install -c constraints.txt."; \
 	  echo "# Regenerate with make lock after changing the dependencies in pyproject.toml."; \
 	  .lock-venv/bin/python -m pip freeze --exclude-editable; } > constraints.txt
@@ -82,6 +82,12 @@ $(PYDOCS):
 $(WORDNET):
 	$(SUDO) apt-get update -q
 	$(SUDO) apt-get install -y -q wordnet-base
+
+# The sweep's SLURM integration test (tests/test_sweep_slurm.py) starts a one-node cluster on
+# localhost from Debian's packages; without them (or without root) that test is skipped.
+slurm-test-deps:
+	command -v slurmd >/dev/null && command -v munged >/dev/null || { $(SUDO) apt-get update -q && \
+		$(SUDO) apt-get install -y -q slurm-wlm munge; }
 
 clean:
 	rm -rf $(VENV) .lock-venv .pytest_cache .mypy_cache .ruff_cache

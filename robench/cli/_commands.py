@@ -26,6 +26,11 @@ COMMANDS = {
         "gate_command",
         "Gate a candidate report against a baseline with paired tests; exit 1 on a regression.",
     ),
+    "sweep": LazyCommand(
+        "robench.cli.sweep",
+        "sweep_command",
+        "Run many models x suites x seeds as resumable eval jobs; one leaderboard per suite.",
+    ),
     "list": LazyCommand(
         "robench.cli.list",
         "list_command",

@@ -1,0 +1,200 @@
+"""`robench sweep`: run a plan of models x suites x seeds as `robench eval` jobs, show their
+status, collect the leaderboards."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.markup import escape
+
+from robench._core.errors import EXIT_RUNTIME, ConfigError
+from robench.cli._output import err, handle_errors, out
+
+if TYPE_CHECKING:
+    from robench.evaluation.sweeps.leaderboard import Leaderboards
+    from robench.evaluation.sweeps.sweep import JobStatus, LoadedSweep
+
+_COLOURS = {"done": "green", "running": "cyan", "failed": "red", "pending": "", "changed": "yellow"}
+
+
+def _status_rows(statuses: list[JobStatus]) -> list[dict[str, str]]:
+    return [
+        {
+            "job": s.job.job_id,
+            "status": s.status,
+            "detail": s.detail,
+            "log": str(s.job.log) if s.job.log.exists() else "",
+        }
+        for s in statuses
+    ]
+
+
+def _print_status(statuses: list[JobStatus], as_json: bool) -> None:
+    rows = _status_rows(statuses)
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    counts = {name: sum(row["status"] == name for row in rows) for name in _COLOURS}
+    if out.is_terminal:
+        from rich.table import Table
+
+        table = Table("job", "status", "detail", "log", title="sweep jobs")
+        for row in rows:
+            colour = _COLOURS[row["status"]]
+            shown = f"[{colour}]{row['status']}[/]" if colour else row["status"]
+            table.add_row(escape(row["job"]), shown, escape(row["detail"]), escape(row["log"]))
+        out.print(table)
+    else:
+        typer.echo("| job | status | detail | log |\n|---|---|---|---|")
+        for row in rows:
+            cells = [row[key].replace("|", "\\|") for key in ("job", "status", "detail", "log")]
+            typer.echo("| " + " | ".join(cells) + " |")
+    summary = ", ".join(f"{n} {name}" for name, n in counts.items() if n)
+    err.print(f"{len(rows)} jobs: {summary}", highlight=False)
+
+
+def _print_leaderboards(found: Leaderboards) -> None:
+    for note in found.notes:
+        err.print(f"[yellow]note:[/] {escape(note)}", highlight=False, soft_wrap=True)
+    for suite, table in found.tables.items():
+        typer.echo(f"## {suite}\n\n{table.rstrip()}\n")
+    for s in found.statuses:
+        if s.status == "failed":
+            err.print(
+                f"[red]failed[/] {escape(s.job.job_id)}: {escape(s.detail)} "
+                f"(log: {escape(str(s.job.log))})",
+                highlight=False,
+                soft_wrap=True,
+            )
+    if found.page is not None:
+        err.print(f"leaderboard page: {escape(str(found.page))}", highlight=False)
+
+
+@dataclass(frozen=True)
+class _Flags:
+    overwrite: bool
+    wait: bool
+    as_json: bool
+    figures: bool
+
+
+def _run(sweep: LoadedSweep, flags: _Flags) -> None:
+    from robench.evaluation.sweeps.leaderboard import collect
+    from robench.evaluation.sweeps.sweep import run_sweep
+
+    run_sweep(sweep, overwrite=flags.overwrite, wait=flags.wait)
+    if not flags.wait:
+        err.print("submitted; follow with `robench sweep status PLAN`", highlight=False)
+        return
+    found = collect(sweep, figures=flags.figures)
+    _print_leaderboards(found)
+    if flags.as_json:
+        _print_status(found.statuses, True)
+    failed = [s for s in found.statuses if s.status != "done"]
+    if failed:
+        raise typer.Exit(EXIT_RUNTIME)
+
+
+def _status(sweep: LoadedSweep, flags: _Flags) -> None:
+    from robench.evaluation.sweeps.sweep import job_statuses
+
+    _print_status(job_statuses(sweep), flags.as_json)
+
+
+def _collect(sweep: LoadedSweep, flags: _Flags) -> None:
+    from robench.evaluation.sweeps.leaderboard import collect
+
+    found = collect(sweep, figures=flags.figures)
+    _print_leaderboards(found)
+    if flags.as_json:
+        _print_status(found.statuses, True)
+
+
+# The actions of `robench sweep [ACTION] PLAN`; `run` when only a plan is given.
+ACTIONS: dict[str, Callable[[LoadedSweep, _Flags], None]] = {
+    "run": _run,
+    "status": _status,
+    "collect": _collect,
+}
+
+
+def _action_and_plan(first: str, plan: Path | None) -> tuple[str, Path]:
+    if plan is None:
+        if first in ACTIONS:
+            raise ConfigError(
+                f"robench sweep {first} needs a plan: robench sweep {first} PLAN.toml."
+            )
+        return "run", Path(first)
+    if first not in ACTIONS:
+        raise ConfigError(
+            f"unknown sweep action {first!r}; use one of {', '.join(ACTIONS)}, e.g. "
+            f"robench sweep status {plan}."
+        )
+    return first, plan
+
+
+@handle_errors
+def sweep_command(
+    action_or_plan: Annotated[
+        str,
+        typer.Argument(
+            metavar="[run|status|collect] PLAN",
+            help="The plan file (.toml, docs/sweeps.md), after an action: run (the default), "
+            "status or collect.",
+        ),
+    ],
+    plan: Annotated[Path | None, typer.Argument(hidden=True)] = None,
+    executor: Annotated[
+        str | None,
+        typer.Option(help="Run with this executor instead of the plan's: local or slurm."),
+    ] = None,
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite",
+            help="Discard the results of jobs whose plan entry changed and run them again.",
+        ),
+    ] = False,
+    wait: Annotated[
+        bool,
+        typer.Option(
+            "--wait/--no-wait",
+            help="Wait for the jobs and write the leaderboards (--no-wait: submit and return; "
+            "slurm).",
+        ),
+    ] = True,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the jobs' status as JSON on stdout.")
+    ] = False,
+    figures: Annotated[
+        bool,
+        typer.Option(
+            "--figures", help="Also draw each suite's figures on the HTML page (matplotlib)."
+        ),
+    ] = False,
+) -> None:
+    """Run many models x suites x seeds as resumable eval jobs; one leaderboard per suite.
+
+    Each (model, suite, seed) of the plan is one `robench eval` job with a report path derived
+    from the plan. Finished jobs are skipped, interrupted ones continue with --resume, a job
+    whose plan entry changed is refused unless --overwrite. A failed job never stops the
+    others; the sweep exits 3 when any job failed. Leaderboards (a compare table per suite and
+    one HTML page linking every report) go to SWEEP/leaderboard/.
+
+    Examples:
+      robench sweep examples/sweep.toml
+      robench sweep status examples/sweep.toml
+      robench sweep collect examples/sweep.toml --figures
+      robench sweep examples/sweep.toml --executor slurm --no-wait
+      robench sweep examples/sweep.toml --overwrite
+    """
+    from robench.evaluation.sweeps.sweep import load_sweep
+
+    action, plan_path = _action_and_plan(action_or_plan, plan)
+    sweep = load_sweep(plan_path, executor, check=action == "run")
+    ACTIONS[action](sweep, _Flags(overwrite, wait, as_json, figures))
