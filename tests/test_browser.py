@@ -86,6 +86,7 @@ def _png_size(path: Path) -> tuple[int, int]:
 def test_screenshot_of_the_demo_page(tmp_path: Path) -> None:
     from robench.cli._demo import INDEX_TITLES, write_index
     from robench.cli._demo_segmentation import METRICS as SEGMENTATION_METRICS
+    from robench.cli._demo_text_classification import METRICS as CLASSIFICATION_METRICS
     from robench.results.compare import build_comparison
     from robench.results.report import read_report
 
@@ -97,6 +98,7 @@ def test_screenshot_of_the_demo_page(tmp_path: Path) -> None:
         "-text": ["perplexity", "bits_per_byte"],
         "-subword": ["bits_per_byte", "perplexity"],
         "-segmentation": list(SEGMENTATION_METRICS),
+        "-text-classification": list(CLASSIFICATION_METRICS),
     }
     groups = []
     for suffix, title in INDEX_TITLES.items():
