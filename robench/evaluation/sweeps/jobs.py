@@ -56,6 +56,8 @@ EVAL_OPTIONS: dict[str, str] = {
     "target_length": "value",
     "context": "value",
     "text_field": "value",
+    "label_field": "value",
+    "target_halfwidth": "value",
     "amp": "value",
     "channels_last": "switch",
     "compile": "switch",
