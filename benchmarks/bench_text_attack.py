@@ -26,36 +26,23 @@ import datetime
 import random
 import statistics
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import torch
 from report_sections import cpu_name, load_average, write_section
 
 from robench.data.text.labeled_texts import read_labeled_texts
-from robench.data.text.text_rows import encode_rows
 from robench.models.loading import load_model
 from robench.perturbations.text.attack_constraints import AttackConstraints
 from robench.perturbations.text.attack_params import DeepWordBugParams
 from robench.perturbations.text.greedy_search import AttackOutcome, run_searches
 from robench.perturbations.text.recipes import RECIPES
+from robench.perturbations.text.word_attack import text_scorer
 
 MODEL = "text_classifier_nano_elliptical_docs"
 BUDGET = 200
+CPU = torch.device("cpu")
 START, END = "<!-- bench_text_attack:start -->", "<!-- bench_text_attack:end -->"
-
-
-def _scorer(model: torch.nn.Module, chunk: int):
-    def score(texts: Sequence[str]) -> np.ndarray:
-        parts = []
-        with torch.inference_mode():
-            for start in range(0, len(texts), chunk):
-                logits = model(encode_rows(texts[start : start + chunk]))
-                parts.append(logits.double().softmax(dim=-1).numpy())
-        return np.concatenate(parts)
-
-    return score
 
 
 def _run(model, texts, labels, batched: bool) -> tuple[list[AttackOutcome], float]:
@@ -70,9 +57,9 @@ def _run(model, texts, labels, batched: bool) -> tuple[list[AttackOutcome], floa
 
     start = time.perf_counter()
     if batched:
-        outcomes = run_searches(searches(), _scorer(model, 256))
+        outcomes = run_searches(searches(), text_scorer(model, CPU, 256))
     else:
-        one = _scorer(model, 1)
+        one = text_scorer(model, CPU, 1)
         outcomes = [run_searches([search], one)[0] for search in searches()]
     return outcomes, time.perf_counter() - start
 

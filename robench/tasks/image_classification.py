@@ -17,16 +17,15 @@ from torch.utils.data import DataLoader, Dataset
 from robench._core.errors import DataError
 from robench.models.checks import check_model
 from robench.models.restricted import restrict_outputs
-from robench.tasks.base import Columns, ModelCheck, Record, Task, TaskData
+from robench.tasks.base import ModelCheck, Task, TaskData
 from robench.tasks.pixel_inputs import PixelInputs
+from robench.tasks.top_k_records import TopKRecords
 
 if TYPE_CHECKING:
     from robench.models.loading import LoadedModel
 
-TOP_K = 5  # predictions kept per sample: enough for top-1 and top-5 accuracy
 
-
-class ImageClassification(PixelInputs, Task):
+class ImageClassification(TopKRecords, PixelInputs, Task):
     name = "image-classification"
 
     def open_data(
@@ -75,18 +74,6 @@ class ImageClassification(PixelInputs, Task):
         loader = DataLoader(dataset, batch_sampler=[list(b) for b in batches], num_workers=workers)
         for images, labels in loader:
             yield images.to(device), torch.as_tensor(labels).to(device)
-
-    def score(self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> Columns:
-        with torch.inference_mode():  # cheaper than no_grad; nothing here needs autograd
-            logits = model(inputs)
-        k = min(TOP_K, logits.shape[-1])
-        return {"y": targets.tolist(), "topk": logits.topk(k, dim=-1).indices.tolist()}
-
-    def target(self, record: Record) -> Any:
-        return record["y"]
-
-    def outputs(self, record: Record) -> dict[str, Any]:
-        return {"prediction": record["topk"][0]}
 
     def check_data(
         self, dataset: Dataset, model: nn.Module, inputs: torch.Tensor, *, mapped: bool

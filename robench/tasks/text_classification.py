@@ -23,15 +23,14 @@ from torch.utils.data import DataLoader, Dataset
 
 from robench._core.errors import AttackCheckError, ConfigError, DataError
 from robench.data.text.text_rows import PAD_BYTE, LabeledTextDataset, collate_rows, decode_rows
-from robench.tasks.base import Columns, ModelCheck, Record, Task
+from robench.tasks.base import ModelCheck, Task
+from robench.tasks.top_k_records import TopKRecords
 
 if TYPE_CHECKING:
     from robench.models.loading import LoadedModel
 
-TOP_K = 5  # predictions kept per sample (top-1 and top-5 accuracy)
 
-
-class TextClassification(Task):
+class TextClassification(TopKRecords, Task):
     name = "text-classification"
     sanity_battery: ClassVar[bool] = False  # gradient attacks on pixels do not apply
     default_data: ClassVar[str] = "python-docs-sections"
@@ -89,19 +88,6 @@ class TextClassification(Task):
         )
         for rows, labels in loader:
             yield rows.to(device), labels.to(device)
-
-    def score(self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> Columns:
-        with torch.inference_mode():
-            logits = model(inputs)
-        k = min(TOP_K, logits.shape[-1])
-        return {"y": targets.tolist(), "topk": logits.topk(k, dim=-1).indices.tolist()}
-
-    def target(self, record: Record) -> Any:
-        return record["y"]
-
-    def outputs(self, record: Record) -> dict[str, Any]:
-        # An attack's own columns reach the report through its `columns` (attack_params.py).
-        return {"prediction": record["topk"][0]}
 
     def check_data(
         self, dataset: Dataset, model: nn.Module, inputs: torch.Tensor, *, mapped: bool

@@ -21,7 +21,7 @@ from robench.data.text.text_rows import decode_rows, encode_rows
 from robench.perturbations.base import PerSampleAttack
 from robench.perturbations.text.attack_constraints import AttackConstraints
 from robench.perturbations.text.attack_params import TextAttackParams
-from robench.perturbations.text.greedy_search import run_searches
+from robench.perturbations.text.greedy_search import ScoreTexts, run_searches
 from robench.perturbations.text.recipes import RECIPES
 
 
@@ -49,7 +49,7 @@ class WordAttack(PerSampleAttack):
             self.recipe.start(text, label, self.constraints, seed, params.query_budget)
             for text, label, seed in zip(decode_rows(inputs), targets.tolist(), seeds, strict=True)
         ]
-        outcomes = run_searches(searches, self._scorer(model, inputs.device, params.query_batch))
+        outcomes = run_searches(searches, text_scorer(model, inputs.device, params.query_batch))
         texts = [o.text for o in outcomes]
         columns: dict[str, list[Any]] = {
             "outcome": [o.outcome for o in outcomes],
@@ -60,19 +60,22 @@ class WordAttack(PerSampleAttack):
         }
         return encode_rows(texts).to(inputs.device), columns
 
-    @staticmethod
-    def _scorer(model: torch.nn.Module, device: torch.device, chunk: int) -> Any:
-        def score_texts(texts: Sequence[str]) -> np.ndarray:
-            parts = []
-            with torch.inference_mode():
-                for start in range(0, len(texts), chunk):
-                    rows = encode_rows(texts[start : start + chunk]).to(device)
-                    parts.append(model(rows).double().softmax(dim=-1).cpu().numpy())
-            return np.concatenate(parts) if parts else np.empty((0, 0))
-
-        return score_texts
-
     def violation(self, original: str, perturbed: str) -> str | None:
         """Why `perturbed` is not a text this attack may produce from `original`; None if it
         is (the task checks every attacked text)."""
         return self.constraints.violation(original, perturbed)
+
+
+def text_scorer(model: torch.nn.Module, device: torch.device, chunk: int) -> ScoreTexts:
+    """A search's access to the model: texts -> class probabilities (float64), in model calls
+    of at most `chunk` texts."""
+
+    def score_texts(texts: Sequence[str]) -> np.ndarray:
+        parts = []
+        with torch.inference_mode():
+            for start in range(0, len(texts), chunk):
+                rows = encode_rows(texts[start : start + chunk]).to(device)
+                parts.append(model(rows).double().softmax(dim=-1).cpu().numpy())
+        return np.concatenate(parts) if parts else np.empty((0, 0))
+
+    return score_texts
