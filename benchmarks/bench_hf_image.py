@@ -43,7 +43,7 @@ from transformers import AutoImageProcessor, AutoModelForImageClassification
 
 from robench.data.idx import read_idx
 from robench.evaluation.request import EvalRequest, evaluate
-from robench.results.report import read_report
+from robench.results.report.schema import read_report
 
 ROOT = Path(__file__).resolve().parents[1]
 FMNIST = Path("/usr/share/datasets/fashion-mnist")

@@ -27,9 +27,9 @@ from report_sections import cpu_name, load_average, write_section
 
 from robench.evaluation.gate_run import Candidate, candidate_request, run_sequential_gate
 from robench.evaluation.request import evaluate
-from robench.results.gate import run_gate
-from robench.results.gate_policy import Policy
-from robench.results.report import read_report
+from robench.results.gate.policy import Policy
+from robench.results.gate.regression import run_gate
+from robench.results.report.schema import read_report
 
 MODEL = "vit_nano_elliptical_fmnist"
 BASELINE = Path("reports/baselines/vit_nano_elliptical_fmnist-smoke.json")

@@ -27,7 +27,7 @@ import torch
 
 import robench
 from robench.models.checkpoints import sha256_file
-from robench.results.report import Report, read_report
+from robench.results.report.schema import Report, read_report
 
 MODELS = {"baseline": "vit_nano_patch4_28", "elliptical": "vit_nano_elliptical_patch4_28"}
 T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306}

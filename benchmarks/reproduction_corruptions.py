@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from robench._core.corruption_names import EXTRA, GROUPS, STANDARD
-from robench.results.report import Report, read_report
+from robench.results.report.schema import Report, read_report
 
 N_BOOT = 2000
 

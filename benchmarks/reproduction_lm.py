@@ -33,9 +33,9 @@ from report_sections import write_section
 from robench._core.version import __version__
 from robench.evaluation.request import EvalRequest, evaluate
 from robench.models.hashing import sha256_file
-from robench.results.metrics import METRICS
-from robench.results.ratio_statistics import paired_statistic_bootstrap
-from robench.results.report import Report
+from robench.results.report.schema import Report
+from robench.results.stats.metrics import METRICS
+from robench.results.stats.ratio_statistics import paired_statistic_bootstrap
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = {"baseline": "transformer_lm_nano", "elliptical": "transformer_lm_nano_elliptical"}

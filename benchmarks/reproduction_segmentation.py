@@ -33,8 +33,8 @@ from safetensors import safe_open
 from robench._core.version import __version__
 from robench.evaluation.request import EvalRequest, evaluate
 from robench.models.hashing import sha256_file
-from robench.results.metrics import METRICS
-from robench.results.report import Report
+from robench.results.report.schema import Report
+from robench.results.stats.metrics import METRICS
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = {"baseline": "segmenter_nano_baseline", "elliptical": "segmenter_nano_elliptical"}

@@ -30,8 +30,8 @@ from report_sections import load_average, write_section
 
 from robench._core.version import __version__
 from robench.evaluation.request import EvalRequest, evaluate
-from robench.results.report import Report
-from robench.results.stats import mcnemar_exact
+from robench.results.report.schema import Report
+from robench.results.stats.paired_tests import mcnemar_exact
 
 ROOT = Path(__file__).resolve().parents[1]
 ROLES = {"baseline": "", "elliptical": "_elliptical"}

@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from robench.data.subset import indices_sha256
-from robench.results.metrics import wilson_interval
-from robench.results.report import (
+from robench.results.report.schema import (
     DataInfo,
     Environment,
     LabelSpaceInfo,
@@ -28,6 +27,7 @@ from robench.results.report import (
     SampleResults,
     SuiteInfo,
 )
+from robench.results.stats.metrics import wilson_interval
 
 CLASSES = 10
 

@@ -12,12 +12,12 @@ from report_factory import make_corruption_report, write
 from typer.testing import CliRunner
 
 from robench.cli import app
-from robench.results.aggregates import AGGREGATES, compute_aggregates, find_aggregate
-from robench.results.alexnet_reference import alexnet_reference
-from robench.results.compare import build_comparison
-from robench.results.gate import Status, run_gate
-from robench.results.gate_aggregates import paired_aggregate
-from robench.results.report import LabelSpaceInfo, Report, read_report
+from robench.results.compare.comparison import build_comparison
+from robench.results.gate.aggregates import paired_aggregate
+from robench.results.gate.regression import Status, run_gate
+from robench.results.report.schema import LabelSpaceInfo, Report, read_report
+from robench.results.stats.aggregates import AGGREGATES, compute_aggregates, find_aggregate
+from robench.results.stats.alexnet_reference import alexnet_reference
 
 runner = CliRunner()
 

@@ -32,8 +32,22 @@ RANKS = {
 }
 
 
+# The rooms of `results/`, lowest first: a room imports its own room and lower ones only.
+RESULTS_ROOMS = {"report": 0, "stats": 1, "gate": 2, "plots": 2, "compare": 3}
+# Deprecated aliases of moved modules, kept for one version (they import their new home).
+ALIASES = {"results/metrics.py", "models/plugins.py"}
+
+
+def _room(module: str) -> str | None:
+    """`robench.results.gate.checks` -> "gate"; None outside results' rooms."""
+    parts = module.split(".")
+    if len(parts) > 2 and parts[:2] == ["robench", "results"] and parts[2] in RESULTS_ROOMS:
+        return parts[2]
+    return None
+
+
 def _part(module: str) -> str | None:
-    """`robench.results.gate` -> "results"; None for the package root itself."""
+    """`robench.results.gate.regression` -> "results"; None for the package root itself."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 and parts[0] == "robench" else None
 
@@ -148,8 +162,8 @@ NOT_FOR_HELP = (
     "rich.markdown",
     "rich.traceback",
     "typer.rich_utils",
-    "robench.results.report",
-    "robench.results.metrics",
+    "robench.results.report.schema",
+    "robench.results.stats.metrics",
 )
 
 
@@ -182,3 +196,75 @@ def test_a_command_imports_its_own_module_only() -> None:
 
     modules = _modules_imported_by(["schema"])
     assert [s.module for s in COMMANDS.values() if s.module in modules] == ["robench.cli.schema"]
+
+
+def test_results_rooms_import_in_one_direction() -> None:
+    results = PACKAGE / "results"
+    rooms = {p.name for p in results.iterdir() if p.is_dir() and not p.name.startswith("__")}
+    assert rooms == set(RESULTS_ROOMS), f"unranked rooms of results/: {rooms ^ set(RESULTS_ROOMS)}"
+    flat = {p.name for p in results.glob("*.py")} - {"__init__.py"}
+    assert {f"results/{n}" for n in flat} <= ALIASES, f"modules outside a room: {flat}"
+    for path in sorted(results.rglob("*.py")):
+        rel = path.relative_to(results)
+        if len(rel.parts) < 2:
+            continue
+        own = rel.parts[0]
+        for name in _imports(path):
+            room = _room(name)
+            if room is None or room == own:
+                continue
+            assert RESULTS_ROOMS[room] < RESULTS_ROOMS[own], (
+                f"{path} (results/{own}) imports {name} (results/{room}): a room imports "
+                "only lower rooms (report < stats < gate, plots < compare)"
+            )
+
+
+@pytest.mark.parametrize("part", ["models", "results", "_core"])
+def test_no_import_circles_between_modules(part: str) -> None:
+    """No two modules of the part import each other, directly or through others (imports
+    inside functions and under TYPE_CHECKING count, as the code reads)."""
+    graph: dict[str, set[str]] = {}
+    for path in (PACKAGE / part).rglob("*.py"):
+        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+        module = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+        graph[module] = set(_imports(path))
+    known = set(graph)
+    for module in graph:
+        graph[module] = {name for name in graph[module] if name in known and name != module}
+    cycles = _cycles(graph)
+    assert not cycles, f"import circles: {cycles}"
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import robench.perturbations  # noqa: F401  (registers every kind)
 from robench.perturbations.base import PERTURBATIONS
-from robench.results.attack_names import ATTACK_NAMES, attack_name
+from robench.results.report.attack_names import ATTACK_NAMES, attack_name
 
 
 def test_every_registered_kind_has_a_display_name() -> None:

@@ -87,8 +87,8 @@ def test_screenshot_of_the_demo_page(tmp_path: Path) -> None:
     from robench.cli._demo import INDEX_TITLES, write_index
     from robench.cli._demo_segmentation import METRICS as SEGMENTATION_METRICS
     from robench.cli._demo_text_classification import METRICS as CLASSIFICATION_METRICS
-    from robench.results.compare import build_comparison
-    from robench.results.report import read_report
+    from robench.results.compare.comparison import build_comparison
+    from robench.results.report.schema import read_report
 
     update = bool(os.environ.get("ROBENCH_UPDATE_GOLDEN"))
     out = DEMO if update else tmp_path

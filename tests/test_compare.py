@@ -21,10 +21,10 @@ from robench._core.errors import ConfigError
 from robench.cli import app
 from robench.cli.compare import CompareFormat, parse_metrics
 from robench.results import metrics as metrics_module
-from robench.results.compare import build_comparison, metric_display
-from robench.results.compare_formats import COMPARE_FORMATS
-from robench.results.report import Report
-from robench.results.tables import budget_label, report_rows
+from robench.results.compare.comparison import build_comparison, metric_display
+from robench.results.compare.formats import COMPARE_FORMATS
+from robench.results.compare.tables import budget_label, report_rows
+from robench.results.report.schema import Report
 
 GOLDEN = Path(__file__).parent / "golden"
 runner = CliRunner()
@@ -312,8 +312,8 @@ def test_help_is_reflowed_by_the_terminal_and_promises_nothing_missing() -> None
 
 
 def test_reports_scored_in_different_precisions_get_a_note() -> None:
-    from robench.results.gate import check_pairable
-    from robench.results.report import SpeedInfo
+    from robench.results.gate.regression import check_pairable
+    from robench.results.report.schema import SpeedInfo
 
     base = _paper_report("deit_tiny")
     amp = _paper_report("deit_tiny").model_copy(

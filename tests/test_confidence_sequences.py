@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from robench.results.confidence_sequences import eb_confidence_sequence, final_interval
-from robench.results.metrics import wilson_interval
-from robench.results.sequential_test import (
+from robench.results.stats.confidence_sequences import eb_confidence_sequence, final_interval
+from robench.results.stats.metrics import wilson_interval
+from robench.results.stats.sequential_test import (
     log_wealth,
     paired_differences,
     sequential_paired_test,

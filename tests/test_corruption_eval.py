@@ -26,7 +26,7 @@ from robench.models.restricted import restrict_outputs
 from robench.perturbations import build_perturbation
 from robench.perturbations.base import SamplePerturbation
 from robench.perturbations.checks import check_pixel_values
-from robench.results.report import SCHEMA_VERSION, report_json_schema
+from robench.results.report.schema import SCHEMA_VERSION, report_json_schema
 from robench.tasks import load_task
 
 SMOKE = ["gaussian_noise", "defocus_blur", "fog", "contrast"]

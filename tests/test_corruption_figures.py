@@ -13,15 +13,15 @@ from matplotlib.axes import Axes
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 
-from robench.results.corruption_plots import (
+from robench.results.plots.corruptions import (
     CORRUPTION_FAMILIES,
     accuracy_vs_severity_figure,
     corruption_grids,
     corruption_heatmap_figure,
     plot_corruption_figures,
 )
-from robench.results.metrics import wilson_interval
-from robench.results.report import MetricValue, PerturbationResult, Report
+from robench.results.report.schema import MetricValue, PerturbationResult, Report
+from robench.results.stats.metrics import wilson_interval
 from tests.report_factory import make_report
 
 Cells = Mapping[tuple[str, int], float]
@@ -307,7 +307,7 @@ def test_full_grid_of_two_models_draws(tmp_path: Path) -> None:
 
 def test_matplotlib_is_imported_only_to_draw() -> None:
     code = (
-        "import sys, robench.results.corruption_plots; "
+        "import sys, robench.results.plots.corruptions; "
         "assert 'matplotlib' not in sys.modules, 'matplotlib imported eagerly'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

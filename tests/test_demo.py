@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from robench.cli import app
 from robench.models.spec import bundled_cards
-from robench.results.report import report_json_schema
+from robench.results.report.schema import report_json_schema
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,7 @@ from robench.cli._demo_segmentation import (
     evaluate_segmentation_demo,
 )
 from robench.models.spec import bundled_cards
-from robench.results.report import report_json_schema
+from robench.results.report.schema import report_json_schema
 
 SCENES = 3  # a few scenes: the step's outputs, not its numbers
 pytestmark = pytest.mark.slow  # about a minute: 2 models x 19 results, however few scenes

@@ -21,7 +21,7 @@ from robench.diagnostics.capture import capture_attention, capture_tokens, find_
 from robench.diagnostics.collapse import mean_pairwise_cosine
 from robench.diagnostics.redundancy import pairwise_head_distances
 from robench.models.normalization import NormalizedModel
-from robench.results.plots import (
+from robench.results.plots.figures import (
     AccuracyPoint,
     AccuracySeries,
     plot_accuracy_vs_eps,

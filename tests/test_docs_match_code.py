@@ -6,7 +6,7 @@ import ast
 import re
 from pathlib import Path
 
-from robench.results.report import SCHEMA_VERSION
+from robench.results.report.schema import SCHEMA_VERSION
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "robench"
@@ -21,7 +21,7 @@ def _section(text: str, heading: str) -> str:
 
 def test_architecture_states_the_report_schema_version_the_code_writes() -> None:
     text = (ROOT / "docs" / "architecture.md").read_text()
-    body = _section(text, "Report schema (`robench/results/report.py`)")
+    body = _section(text, "Report schema (`robench/results/report/schema.py`)")
     stated = re.search(r"^Version (\d+)", body.strip())
     assert stated, "docs/architecture.md no longer opens its report section with 'Version N'"
     assert int(stated.group(1)) == SCHEMA_VERSION

@@ -22,7 +22,7 @@ from robench.cli._demo import _accuracy_vs_eps, _figures
 from robench.diagnostics import build_diagnostic
 from robench.diagnostics.attention_maps import attention_comparison_figure
 from robench.models.normalization import NormalizedModel
-from robench.results.plots import (
+from robench.results.plots.figures import (
     AccuracySeries,
     accuracy_series,
     accuracy_vs_eps_figure,
@@ -31,7 +31,7 @@ from robench.results.plots import (
     plot_accuracy_vs_eps,
     redundancy_figure,
 )
-from robench.results.report import Report, read_report
+from robench.results.report.schema import Report, read_report
 from tests.report_factory import make_report
 
 DEMO_REPORTS = Path(__file__).resolve().parents[1] / "reports" / "demo"
@@ -263,14 +263,14 @@ def test_architecture_label(nano: dict[str, nn.Module]) -> None:
 
 
 def _capture(monkeypatch: pytest.MonkeyPatch, name: str) -> list[dict[str, Any]]:
-    """Record the arguments of robench.results.plots.`name` instead of drawing."""
+    """Record the arguments of robench.results.plots.figures.`name` instead of drawing."""
     calls: list[dict[str, Any]] = []
 
     def fake(data: Any, path: Path, **kwargs: Any) -> Path:
         calls.append({"data": data, "path": path, **kwargs})
         return path
 
-    monkeypatch.setattr(f"robench.results.plots.{name}", fake)
+    monkeypatch.setattr(f"robench.results.plots.figures.{name}", fake)
     return calls
 
 
@@ -359,7 +359,8 @@ def test_demo_figures_from_the_committed_reports(tmp_path: Path, fashion_mnist_d
 
 def test_matplotlib_is_imported_only_to_draw() -> None:
     code = (
-        "import sys, robench, robench.results.plots, robench.diagnostics, robench.cli._demo; "
+        "import sys, robench, robench.results.plots.figures, robench.diagnostics, "
+        "robench.cli._demo; "
         "assert 'matplotlib' not in sys.modules, 'matplotlib imported eagerly'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

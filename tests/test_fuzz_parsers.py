@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from robench._core.errors import RobenchError
 from robench.evaluation.suites import load_suite
 from robench.models.spec import read_card
-from robench.results.gate_policy import read_policy
+from robench.results.gate.policy import read_policy
 
 FUZZ = settings(
     max_examples=150,

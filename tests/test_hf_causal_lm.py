@@ -14,7 +14,7 @@ from robench._core.errors import ConfigError, DataError
 from robench.cli import app
 from robench.data.text.documents import read_documents
 from robench.data.text.rolling_windows import DocumentWindows, collate_documents, rolling_spans
-from robench.models.hf_causal_lm import build_causal_lm
+from robench.models.sources.hf_causal_lm import build_causal_lm
 from robench.tasks.language_modeling import score_documents
 
 pytest.importorskip("transformers", reason="the optional extra robench[hf] (transformers)")
@@ -155,7 +155,7 @@ def test_shipped_bpe_model_is_small_and_word_swap_raises_its_perplexity(tmp_path
     import jsonschema
 
     from robench.cli._demo_bpe import bpe_model_folder, evaluate_bpe_demo
-    from robench.results.report import report_json_schema
+    from robench.results.report.schema import report_json_schema
 
     folder = bpe_model_folder()
     assert folder is not None, "models/gpt2_bpe_pydocs is missing"

@@ -14,12 +14,12 @@ import torch
 from typer.testing import CliRunner, Result
 
 import robench.models.zoo  # noqa: F401  (registers the zoo before any registry is swapped)
+from robench._core.plugins import plugin_module_name
 from robench._core.registry import Registry
 from robench.cli import app
 from robench.data.text import Vocabulary, training_lines
 from robench.models import loading
 from robench.models.checkpoints import save_safetensors
-from robench.models.plugins import plugin_module_name
 from robench.models.spec import ModelSpec, metadata_from_spec
 from robench.models.zoo import lm_registry
 

@@ -25,10 +25,10 @@ from typer.testing import CliRunner
 from robench._core.errors import ConfigError
 from robench.cli import app
 from robench.data.segmentation.scenes import SCENE_CLASSES, FashionScenes
-from robench.models.hf_segmentation import segmentation_preprocessing
-from robench.models.hf_tasks import SEMANTIC_SEGMENTATION, transformers_task
 from robench.models.loading import load_model
-from robench.results.segmentation_metrics import pixel_counts
+from robench.models.sources.hf_segmentation import segmentation_preprocessing
+from robench.models.sources.hf_tasks import SEMANTIC_SEGMENTATION, transformers_task
+from robench.results.stats.segmentation_metrics import pixel_counts
 
 transformers = pytest.importorskip("transformers", reason="the optional extra robench[hf]")
 

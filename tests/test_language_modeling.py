@@ -11,8 +11,8 @@ from torch import nn
 
 from robench.data.text import TextCorpus, Vocabulary, collate_windows
 from robench.data.text.windows import LanguageModelingWindows
-from robench.results.metrics import METRICS
-from robench.results.ratio_statistics import (
+from robench.results.stats.metrics import METRICS
+from robench.results.stats.ratio_statistics import (
     RatioOfSums,
     bootstrap_interval,
     paired_statistic_bootstrap,

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from robench.cli import app
 from robench.models.checkpoints import read_checkpoint, save_safetensors
-from robench.results.report import SCHEMA_VERSION, read_report, report_json_schema
+from robench.results.report.schema import SCHEMA_VERSION, read_report, report_json_schema
 
 TRAIN = [
     "train",

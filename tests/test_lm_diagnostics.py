@@ -125,7 +125,7 @@ def test_figures_speak_of_windows(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
             path.write_bytes(b"png")
             return path
 
-        monkeypatch.setattr(f"robench.results.plots.{name}", fake)
+        monkeypatch.setattr(f"robench.results.plots.figures.{name}", fake)
 
     capture("plot_collapse_curves")
     capture("plot_redundancy")

@@ -11,10 +11,11 @@ from report_factory import flip, make_report
 
 from robench._core.registry import Registry
 from robench.results import metrics as metrics_module
-from robench.results.compare import build_comparison
-from robench.results.compare_formats import COMPARE_FORMATS
-from robench.results.gate import format_amount, run_gate
-from robench.results.metrics import (
+from robench.results.compare.comparison import build_comparison
+from robench.results.compare.formats import COMPARE_FORMATS
+from robench.results.compare.tables import markdown_table, report_rows
+from robench.results.gate.regression import format_amount, run_gate
+from robench.results.stats.metrics import (
     METRICS,
     Metric,
     MetricDisplay,
@@ -23,7 +24,6 @@ from robench.results.metrics import (
     metric_display,
     wilson_interval,
 )
-from robench.results.tables import markdown_table, report_rows
 
 
 def test_builtin_metrics_carry_everything() -> None:

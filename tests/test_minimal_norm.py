@@ -17,11 +17,11 @@ from robench.cli import app
 from robench.perturbations.adversarial.first_success import FirstWrong
 from robench.perturbations.adversarial.fmn import fmn
 from robench.perturbations.base import build_perturbation
-from robench.results.curve_checks import check_convergence, check_minimal_norm
-from robench.results.html.figures import curve_figures
-from robench.results.metrics import wilson_interval
-from robench.results.report import MetricValue, PerturbationResult, Report
-from robench.results.robustness_curves import (
+from robench.results.compare.html.figures import curve_figures
+from robench.results.report.schema import MetricValue, PerturbationResult, Report
+from robench.results.stats.curve_checks import check_convergence, check_minimal_norm
+from robench.results.stats.metrics import wilson_interval
+from robench.results.stats.robustness_curves import (
     accuracy_at,
     accuracy_at_results,
     eps_curve,

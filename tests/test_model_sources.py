@@ -22,10 +22,14 @@ from typer.testing import CliRunner
 from robench._core.errors import ConfigError
 from robench.cli import app
 from robench.data.idx import read_idx
-from robench.models.hf_tasks import IMAGE_CLASSIFICATION, LANGUAGE_MODELING, transformers_task
 from robench.models.loading import load_model
 from robench.models.names import unknown_model_message
-from robench.results.report import read_report
+from robench.models.sources.hf_tasks import (
+    IMAGE_CLASSIFICATION,
+    LANGUAGE_MODELING,
+    transformers_task,
+)
+from robench.results.report.schema import read_report
 
 transformers = pytest.importorskip("transformers", reason="the optional extra robench[hf]")
 
@@ -501,9 +505,9 @@ def _fake_causal_lm(folder: Path, monkeypatch: pytest.MonkeyPatch, calls: list) 
             info={"tokenizer_sha256": "ab"},
         )
 
-    module = types.ModuleType("robench.models.hf_causal_lm")
+    module = types.ModuleType("robench.models.sources.hf_causal_lm")
     module.build_causal_lm = build_causal_lm  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "robench.models.hf_causal_lm", module)
+    monkeypatch.setitem(sys.modules, "robench.models.sources.hf_causal_lm", module)
     return folder
 
 

@@ -7,11 +7,11 @@ import random
 
 import pytest
 
-from robench.results.gate import run_gate
-from robench.results.gate_checks import Check, PairedTest, Status, decide_family
-from robench.results.gate_policy import Policy, Tolerance
-from robench.results.multiple_testing import benjamini_hochberg, holm
-from robench.results.stats import mcnemar_exact
+from robench.results.gate.checks import Check, PairedTest, Status, decide_family
+from robench.results.gate.policy import Policy, Tolerance
+from robench.results.gate.regression import run_gate
+from robench.results.stats.multiple_testing import benjamini_hochberg, holm
+from robench.results.stats.paired_tests import mcnemar_exact
 from tests.report_factory import flip, make_report
 
 P = [0.01, 0.04, 0.03, 0.005]

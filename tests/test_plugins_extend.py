@@ -17,7 +17,7 @@ PLUGIN = '''
 from typing import ClassVar
 
 from robench.perturbations.base import PerturbationParams, SamplePerturbation, register_kind
-from robench.results.metrics import Metric, MetricDisplay, register
+from robench.results.stats.metrics import Metric, MetricDisplay, register
 
 
 class Brighten(SamplePerturbation):
@@ -77,7 +77,7 @@ def _forget_plugins() -> Iterator[None]:
     """Each test's plugin registers into process-wide registries; drop what it added (and
     its module) so later tests see robench's own catalogues, whatever order they run in."""
     from robench.perturbations.base import PERTURBATIONS
-    from robench.results.metrics import METRICS
+    from robench.results.stats.metrics import METRICS
 
     kinds, metrics, modules = set(PERTURBATIONS.names()), set(METRICS.names()), set(sys.modules)
     yield
@@ -136,7 +136,7 @@ def test_validate_reads_a_suite_after_loading_its_plugin(runner: CliRunner, tmp_
 
 def test_a_plugin_given_to_two_evaluations_in_one_process_registers_once(tmp_path: Path) -> None:
     from robench.evaluation.request import EvalRequest, evaluate
-    from robench.results.metrics import METRICS
+    from robench.results.stats.metrics import METRICS
 
     plugin = tmp_path / "twice.py"
     # The counter lives in a module the plugin imports, so it survives a second import.
@@ -174,8 +174,8 @@ def test_a_plugin_given_to_two_evaluations_in_one_process_registers_once(tmp_pat
 
 def test_a_plugin_that_failed_to_import_is_imported_again_once_fixed(tmp_path: Path) -> None:
     from robench._core.errors import ConfigError
-    from robench.models.plugins import import_user_module
-    from robench.results.metrics import METRICS
+    from robench._core.plugins import import_user_module
+    from robench.results.stats.metrics import METRICS
 
     plugin = tmp_path / "broken.py"
     plugin.write_text("raise RuntimeError('not yet')\n")

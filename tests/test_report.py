@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from robench._core.errors import ConfigError
-from robench.results.metrics import wilson_interval
-from robench.results.report import read_report, report_json_schema, write_text_atomic
+from robench.results.report.schema import read_report, report_json_schema, write_text_atomic
+from robench.results.stats.metrics import wilson_interval
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -8,8 +8,8 @@ import pytest
 
 from robench.data import open_dataset
 from robench.data.preprocessing import Preprocessing
-from robench.results.checks import TOLERANCE, check_attack_order
-from robench.results.report import MetricValue, PerturbationResult
+from robench.results.report.checks import TOLERANCE, check_attack_order
+from robench.results.report.schema import MetricValue, PerturbationResult
 from robench.tasks import load_task
 
 

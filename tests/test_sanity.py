@@ -11,7 +11,7 @@ from torch.utils.data import TensorDataset
 
 from robench.evaluation.sanity import QUICK_BUDGET, run_sanity
 from robench.models.layers.elliptical_attention import EllipticalAttention
-from robench.results.checks import TOLERANCE
+from robench.results.report.checks import TOLERANCE
 
 pytestmark = pytest.mark.slow
 

@@ -220,7 +220,7 @@ def test_the_default_battery_costs_at_most_3x_its_suite(
 ) -> None:
     from robench.evaluation import request as request_module
     from robench.evaluation.request import EvalRequest, evaluate
-    from robench.results.report import read_report
+    from robench.results.report.schema import read_report
 
     counters: list[_PassCounter] = []
     load_model = request_module.load_model

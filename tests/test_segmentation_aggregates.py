@@ -14,11 +14,11 @@ import torch
 from robench._core.errors import ConfigError
 from robench.evaluation.request import EvalRequest, evaluate
 from robench.evaluation.suites import load_suite
-from robench.results.aggregate_samples import MIOU, bootstrap_accuracies, shared_block
-from robench.results.aggregates import compute_aggregates
-from robench.results.gate_aggregates import paired_aggregate
-from robench.results.report import Report
-from robench.results.segmentation_metrics import as_counts, dataset_metrics
+from robench.results.gate.aggregates import paired_aggregate
+from robench.results.report.schema import Report
+from robench.results.stats.aggregate_samples import MIOU, bootstrap_accuracies, shared_block
+from robench.results.stats.aggregates import compute_aggregates
+from robench.results.stats.segmentation_metrics import as_counts, dataset_metrics
 
 MODEL = "segmenter_nano_baseline"
 SUITE = """

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from robench.data.segmentation.label_maps import IGNORE_INDEX, PAD_INDEX
-from robench.results.segmentation_metrics import (
+from robench.results.stats.segmentation_metrics import (
     CountsStatistic,
     bootstrap_interval,
     dataset_metrics,
@@ -132,7 +132,7 @@ def test_statistic_methods_are_the_module_functions() -> None:
 
 
 def test_batch_counts_equal_each_images_counts() -> None:
-    from robench.results.segmentation_metrics import batch_pixel_counts
+    from robench.results.stats.segmentation_metrics import batch_pixel_counts
 
     rng = np.random.default_rng(4)
     labels = rng.integers(0, 5, size=(6, 9, 7))

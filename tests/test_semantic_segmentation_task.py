@@ -15,7 +15,7 @@ from robench.data.segmentation.label_maps import logits_at_labels, pad_label_map
 from robench.data.segmentation.scenes import FashionScenes
 from robench.evaluation.request import EvalRequest, evaluate
 from robench.models.loading import load_model
-from robench.results.segmentation_metrics import dataset_metrics, pixel_counts
+from robench.results.stats.segmentation_metrics import dataset_metrics, pixel_counts
 
 MODEL = "segmenter_nano_baseline"
 

@@ -13,11 +13,11 @@ from robench.cli import app
 from robench.evaluation.gate_run import Candidate, run_sequential_gate
 from robench.evaluation.request import EvalRequest, evaluate
 from robench.evaluation.sequential import check_every, chunk_ends, sequential_order
-from robench.results.gate import run_gate
-from robench.results.gate_checks import Status
-from robench.results.gate_formats import summary_markdown
-from robench.results.gate_policy import Policy
-from robench.results.report import read_report
+from robench.results.gate.checks import Status
+from robench.results.gate.formats import summary_markdown
+from robench.results.gate.policy import Policy
+from robench.results.gate.regression import run_gate
+from robench.results.report.schema import read_report
 
 MODEL = "vit_nano_elliptical_fmnist"
 CLEAN_FGSM = """name = "clean-fgsm"

@@ -20,7 +20,7 @@ from robench.evaluation.request import EvalRequest, evaluate
 from robench.evaluation.sample_store import samples_path_for
 from robench.evaluation.speed import SpeedOptions, check_speed
 from robench.perturbations.base import PERTURBATIONS
-from robench.results.report import Report, SpeedInfo, precision_note, scoring_precision_of
+from robench.results.report.schema import Report, SpeedInfo, precision_note, scoring_precision_of
 from robench.tasks.image_classification import ImageClassification
 
 MODEL = "vit_nano_fmnist"

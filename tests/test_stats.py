@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from robench.results.stats import (
+from robench.results.stats.paired_tests import (
     binomial_upper_tail,
     discordant_pairs,
     mcnemar_exact,

@@ -15,10 +15,16 @@ import pytest
 from report_factory import make_report
 from rich.console import Console
 
-from robench.results.compare import Comparison, build_comparison
-from robench.results.compare_formats import COMPARE_FORMATS, RichComparison
-from robench.results.report import Report, SanityResult, read_report
-from robench.results.tables import diagnostic_rows, label_width, report_rows, rich_table, wrap_label
+from robench.results.compare.comparison import Comparison, build_comparison
+from robench.results.compare.formats import COMPARE_FORMATS, RichComparison
+from robench.results.compare.tables import (
+    diagnostic_rows,
+    label_width,
+    report_rows,
+    rich_table,
+    wrap_label,
+)
+from robench.results.report.schema import Report, SanityResult, read_report
 
 DEMO_REPORTS = Path(__file__).resolve().parents[1] / "reports" / "demo"
 WIDTHS = [40, 60, 80, 120, 200]

@@ -17,8 +17,8 @@ from robench.cli._parsing import dataset_map
 from robench.evaluation.request import EvalRequest, evaluate
 from robench.evaluation.suites import load_suite
 from robench.results import metrics as metrics_module
-from robench.results.gate import Status, run_gate
-from robench.results.report import SCHEMA_VERSION, read_report, write_report
+from robench.results.gate.regression import Status, run_gate
+from robench.results.report.schema import SCHEMA_VERSION, read_report, write_report
 from robench.tasks import TASKS, load_task
 from robench.tasks.base import records_of
 
@@ -229,8 +229,8 @@ ENGINE = [
     "evaluation/speed.py",
     "evaluation/environment.py",
     "evaluation/store_lock.py",
-    "results/report.py",
-    "results/gate.py",
+    "results/report/schema.py",
+    "results/gate/regression.py",
 ]
 
 

@@ -238,7 +238,7 @@ def test_a_metric_no_sample_defines_is_left_out_and_the_report_reads_back(
     perturbed-word share to report; the report still reads back and compares."""
     import json
 
-    from robench.results.report import Report
+    from robench.results.report.schema import Report
 
     suite = tmp_path / "none.toml"
     suite.write_text(

@@ -41,13 +41,13 @@ from robench.evaluation.request import EvalRequest, evaluate
 from robench.evaluation.shared_samples import sharing_perturbed_samples
 from robench.models.loading import load_model
 from robench.models.spec import bundled_cards
-from robench.results.compare import Comparison, build_comparison
-from robench.results.plots import AccuracySeries, accuracy_series
-from robench.results.report import Report
+from robench.results.compare.comparison import Comparison, build_comparison
+from robench.results.plots.figures import AccuracySeries, accuracy_series
+from robench.results.report.schema import Report
 from robench.training.train import TrainConfig, train
 
 if TYPE_CHECKING:
-    from robench.results.html.figures import PageFigure
+    from robench.results.compare.html.figures import PageFigure
 
 logger = logging.getLogger(__name__)
 
@@ -186,7 +186,7 @@ def _figures(
     models: dict[str, tuple[str, Path | None]], reports: list[tuple[str, Report]], out_dir: Path
 ) -> list[Path]:
     from robench.diagnostics import plot_attention_comparison
-    from robench.results.plots import plot_accuracy_vs_eps, plot_collapse_curves
+    from robench.results.plots.figures import plot_accuracy_vs_eps, plot_collapse_curves
 
     names = {role: f"{report.model.name} ({role})" for role, report in reports}
     loaded = {role: load_model(name, checkpoint=ckpt) for role, (name, ckpt) in models.items()}
@@ -353,7 +353,7 @@ def run_demo(out_dir: Path, *, quick: bool = False, progress: Progress | None = 
 
 
 def _corruption_figures(reports: list[tuple[str, Report]], out_dir: Path) -> list[Path]:
-    from robench.results.corruption_plots import plot_corruption_figures
+    from robench.results.plots.corruptions import plot_corruption_figures
 
     named = {f"{report.model.name} ({role})": report for role, report in reports}
     return plot_corruption_figures(named, out_dir, "demo")
@@ -380,7 +380,7 @@ def segmentation_figures(found: SegmentationDemo | None) -> dict[str, list[PageF
     """Section title -> the overlay figure, inlined for the page."""
     if found is None or found.overlay is None:
         return {}
-    from robench.results.html.figures import inline_png
+    from robench.results.compare.html.figures import inline_png
 
     alt = (
         "One fashion scene, its ground-truth mask and each Segmenter's predicted mask, one "
@@ -398,7 +398,7 @@ def write_index(
 ) -> Path:
     """`OUT_DIR/index.html`: one section per (title, reports, comparison), self-contained;
     `extra_figures` (section title -> figures) follow the figures drawn from the reports."""
-    from robench.results.html import build_section, render_page
+    from robench.results.compare.html import build_section, render_page
 
     sections = []
     for title, reports, comparison in groups:

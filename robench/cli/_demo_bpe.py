@@ -16,7 +16,7 @@ from pathlib import Path
 from robench._core.bundled import bundled_dir
 from robench._core.progress import Progress
 from robench.evaluation.request import EvalRequest, evaluate
-from robench.results.report import Report
+from robench.results.report.schema import Report
 
 logger = logging.getLogger(__name__)
 

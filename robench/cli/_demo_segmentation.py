@@ -22,8 +22,8 @@ from robench.evaluation.request import EvalRequest, evaluate
 from robench.evaluation.shared_samples import sharing_perturbed_samples
 from robench.models.loading import LoadedModel, load_model
 from robench.models.spec import bundled_cards
-from robench.results.compare import Comparison, build_comparison
-from robench.results.report import Report
+from robench.results.compare.comparison import Comparison, build_comparison
+from robench.results.report.schema import Report
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -116,7 +116,7 @@ def evaluate_segmentation_demo(
         for role, (_, report) in zip(models, reports, strict=True)
     }
     overlay = _overlay(loaded, labels, reports[0][1])
-    from robench.results.plots import save_figure
+    from robench.results.plots.figures import save_figure
 
     path = save_figure(overlay, out_dir / OVERLAY)
     return SegmentationDemo(reports, comparison, [path], overlay)
@@ -127,8 +127,8 @@ def _overlay(loaded: dict[str, LoadedModel], labels: dict[str, str], report: Rep
     with the model's mIoU and pixel accuracy on that scene."""
     from robench.data.segmentation.label_maps import logits_at_labels
     from robench.data.segmentation.scenes import FashionScenes
-    from robench.results.segmentation_metrics import dataset_metrics, pixel_counts
-    from robench.results.segmentation_plots import segmentation_overlay_figure
+    from robench.results.plots.segmentation import segmentation_overlay_figure
+    from robench.results.stats.segmentation_metrics import dataset_metrics, pixel_counts
 
     first = next(iter(loaded.values()))
     assert first.preprocessing is not None  # every image model resolves one

@@ -20,8 +20,8 @@ from robench._core.errors import DataError
 from robench._core.progress import Progress
 from robench.evaluation.request import EvalRequest, evaluate
 from robench.models.spec import bundled_cards
-from robench.results.compare import Comparison, build_comparison
-from robench.results.report import Report
+from robench.results.compare.comparison import Comparison, build_comparison
+from robench.results.report.schema import Report
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from robench._core.errors import ConfigError
-from robench.results.report import DEFAULT_DATASET
+from robench.results.report.schema import DEFAULT_DATASET
 
 
 def float_list(text: str | None, option: str) -> tuple[float, ...] | None:

@@ -12,11 +12,11 @@ from rich.markup import escape
 
 from robench._core.errors import ConfigError
 from robench.cli._output import err, handle_errors, out
-from robench.results.compare_formats import COMPARE_FORMATS
-from robench.results.output_formats import file_formats, format_for_suffix
-from robench.results.report import Report, check_writable, read_report
+from robench.results.compare.formats import COMPARE_FORMATS
+from robench.results.report.output_formats import file_formats, format_for_suffix
+from robench.results.report.schema import Report, check_writable, read_report
 
-# The --format choices: every registered format (robench.results.compare_formats).
+# The --format choices: every registered format (robench.results.compare.formats).
 CompareFormat = COMPARE_FORMATS.choices("CompareFormat")
 
 
@@ -149,7 +149,7 @@ def compare_command(
             raise ConfigError("--per-corruption has no html page; drop --per-corruption.")
         _per_corruption(reports, name, output)
         return
-    from robench.results.compare import build_comparison
+    from robench.results.compare.comparison import build_comparison
 
     loaded, reference_index = _with_reference(reports, reference)
     comparison = build_comparison(
@@ -165,7 +165,7 @@ def compare_command(
 
 def _gate_summary(path: Path) -> object:
     # Imported here: the gate's modules cost a tenth of `robench compare`'s start-up.
-    from robench.results.gate_formats import read_gate_summary
+    from robench.results.gate.formats import read_gate_summary
 
     return read_gate_summary(path)
 
@@ -180,7 +180,7 @@ def _format_name(fmt: enum.Enum | None, output: Path | None) -> str:
 
 
 def _per_corruption(paths: list[Path], name: str, output: Path | None) -> None:
-    from robench.results.per_corruption import PER_CORRUPTION_FORMATS, build_per_corruption
+    from robench.results.compare.per_corruption import PER_CORRUPTION_FORMATS, build_per_corruption
 
     table = build_per_corruption([(str(path), read_report(path)) for path in paths])
     _show(PER_CORRUPTION_FORMATS.get(name)(table), table.notes, output)

@@ -41,8 +41,8 @@ def demo_command(
       robench demo --quick -o /tmp/demo
     """
     from robench.cli._demo import run_demo
-    from robench.results.compare_formats import COMPARE_FORMATS
-    from robench.results.per_corruption import PER_CORRUPTION_FORMATS, build_per_corruption
+    from robench.results.compare.formats import COMPARE_FORMATS
+    from robench.results.compare.per_corruption import PER_CORRUPTION_FORMATS, build_per_corruption
 
     result = run_demo(out_dir, quick=quick, progress=make_progress())
     fmt = "rich" if out.is_terminal else "markdown"

@@ -17,7 +17,7 @@ from robench.cli._progress import make_progress
 from robench.cli._ranges import check_range, checked_ranges
 from robench.evaluation.speed import AMP_DTYPES, SpeedOptions
 from robench.models.spec import spec_from_options
-from robench.results.tables import REPORT_FORMATS
+from robench.results.compare.tables import REPORT_FORMATS
 
 OutputFormat = REPORT_FORMATS.choices("OutputFormat")
 AmpMode = enum.Enum("AmpMode", {name: name for name in AMP_DTYPES}, type=str)  # type: ignore[misc]

@@ -3,7 +3,7 @@
 Besides the exit code, the gate writes what CI systems show: a markdown summary (`--summary`,
 and appended to `$GITHUB_STEP_SUMMARY` when set), JUnit XML with one testcase per check and a
 JSON summary (`--json`, read back by `robench compare --format html --gate`), all rendered by
-`robench.results.gate_formats`.
+`robench.results.gate.formats`.
 """
 
 from __future__ import annotations
@@ -18,16 +18,16 @@ from rich.markup import escape
 
 from robench._core.errors import EXIT_OK, ConfigError
 from robench.cli._output import err, handle_errors, out
-from robench.results.gate import GateResult, Status, exit_code, run_gate
-from robench.results.gate_formats import (
+from robench.results.gate.formats import (
     GATE_FORMATS,
     STATUS_STYLE,
     markdown_table,
     rich_table,
     summary_markdown,
 )
-from robench.results.gate_policy import Policy, read_policy
-from robench.results.report import check_writable, read_report
+from robench.results.gate.policy import Policy, read_policy
+from robench.results.gate.regression import GateResult, Status, exit_code, run_gate
+from robench.results.report.schema import check_writable, read_report
 
 
 def _write_outputs(result: GateResult, paths: dict[str, Path | None], strict: bool) -> None:

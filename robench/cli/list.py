@@ -16,8 +16,8 @@ from robench.cli._output import handle_errors, out
 def _models(pattern: str | None) -> list[tuple[str, str]]:
     import timm
 
-    from robench.models.plugins import load_entry_points
-    from robench.models.sources import SOURCES, load_source_entry_points
+    from robench._core.plugins import load_entry_points
+    from robench.models.sources.registry import SOURCES, load_source_entry_points
     from robench.models.spec import bundled_cards
     from robench.models.zoo import list_robench_models
     from robench.models.zoo.lm_registry import language_model_task, list_language_models
@@ -38,6 +38,7 @@ def _models(pattern: str | None) -> list[tuple[str, str]]:
     sources = [
         (f"{s.prefix}:", f"model source: {s.description} (e.g. {s.example})")
         for s in (SOURCES.get(p) for p in SOURCES.names())
+        if not s.claims  # a prefix-less source (timm tags) shows as timm's own rows
         if not pattern or Registry.matches(f"{s.prefix}:", pattern)
     ]
     timm_rows = [(n, "robench" if n in ours else "timm") for n in names]
@@ -46,7 +47,7 @@ def _models(pattern: str | None) -> list[tuple[str, str]]:
 
 def _suite_plugins() -> None:
     """Load the plugins a suite may use (perturbation kinds, metrics, tasks, datasets)."""
-    from robench.models.plugins import SUITE_GROUPS, load_entry_points
+    from robench._core.plugins import SUITE_GROUPS, load_entry_points
 
     load_entry_points(SUITE_GROUPS)
 
@@ -90,7 +91,7 @@ def _cards(pattern: str | None) -> list[tuple[str, str]]:
 
 
 def _metrics(pattern: str | None) -> list[tuple[str, str]]:
-    from robench.results.metrics import METRICS
+    from robench.results.stats.metrics import METRICS
 
     _suite_plugins()
     return [
@@ -103,7 +104,7 @@ def _metrics(pattern: str | None) -> list[tuple[str, str]]:
 
 
 def _tasks(pattern: str | None) -> list[tuple[str, str]]:
-    from robench.results.metrics import metrics_for_task
+    from robench.results.stats.metrics import metrics_for_task
     from robench.tasks import TASKS
 
     _suite_plugins()

@@ -7,7 +7,7 @@ import json
 import typer
 
 from robench.cli._output import handle_errors
-from robench.results.report import report_json_schema
+from robench.results.report.schema import report_json_schema
 
 
 @handle_errors

@@ -148,7 +148,7 @@ def train_command(
       robench train switch_classifier_nano --init-from runs/switch-lm/best.safetensors -o runs/sc
     """
     from robench._core.errors import ConfigError
-    from robench.models.plugins import load_plugins
+    from robench._core.plugins import load_plugins
     from robench.training.train_lm import trains_a_language_model
     from robench.training.train_text import trains_a_text_classifier
 

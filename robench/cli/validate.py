@@ -68,8 +68,8 @@ def validate_command(
       robench validate my-suite.toml models/vit_nano_fmnist.toml
       robench validate --deep my-card.toml --import my_models.py
     """
+    from robench._core.plugins import PLUGIN_GROUPS, SUITE_GROUPS, load_plugins
     from robench.evaluation.suites import bundled_suites
-    from robench.models.plugins import PLUGIN_GROUPS, SUITE_GROUPS, load_plugins
     from robench.models.spec import bundled_cards
 
     deep = deep or bool(imports)

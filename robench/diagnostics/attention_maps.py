@@ -35,7 +35,7 @@ from robench.diagnostics.base import (
 )
 from robench.diagnostics.capture import collect_layers, find_transformer
 from robench.diagnostics.params import AttentionMapsParams
-from robench.results.plots import PNG_METADATA, architecture_label, new_figure, save_figure
+from robench.results.plots.figures import PNG_METADATA, architecture_label, new_figure, save_figure
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -112,7 +112,7 @@ class Collapse(Diagnostic):
         logger.info("collapse per layer: %s", ", ".join(f"{v:.3f}" for v in per_layer))
         files = []
         if out_dir is not None:
-            from robench.results.plots import architecture_label, plot_collapse_curves
+            from robench.results.plots.figures import architecture_label, plot_collapse_curves
 
             name = title if title is not None else architecture_label(parts.network)
             noun = sample_noun(images)

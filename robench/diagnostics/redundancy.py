@@ -124,7 +124,7 @@ class HeadRedundancy(Diagnostic):
         logger.info("head redundancy: mean L2 distance %.4f ± %.4f", mean, std)
         files = []
         if out_dir is not None:
-            from robench.results.plots import architecture_label, plot_redundancy
+            from robench.results.plots.figures import architecture_label, plot_redundancy
 
             name = title if title is not None else architecture_label(parts.network)
             n_tokens, n_pairs = max(tokens), distances[0].shape[1]

@@ -16,7 +16,7 @@ from robench._core.model_hooks import supports_adaptive_attack
 from robench._core.progress import Progress
 from robench.evaluation.suites import LoadedSuite
 from robench.perturbations.threat_models import NORMS
-from robench.results.report import PerturbationResult, SanityBudgetInfo, SanityResult
+from robench.results.report.schema import PerturbationResult, SanityBudgetInfo, SanityResult
 from robench.tasks.base import Task
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from robench.evaluation.jobs import data_key
 from robench.evaluation.runner import EvalData
 from robench.evaluation.suites import LoadedSuite
 from robench.models.loading import LoadedModel
-from robench.results.report import (
+from robench.results.report.schema import (
     DEFAULT_DATASET,
     DataInfo,
     LabelSpaceInfo,

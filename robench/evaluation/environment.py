@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from robench.results.report import Environment
+from robench.results.report.schema import Environment
 
 
 def package_version(name: str) -> str | None:

@@ -16,10 +16,10 @@ from robench._core.errors import ConfigError
 from robench._core.progress import Progress
 from robench.evaluation.request import EvalRequest, evaluate
 from robench.evaluation.suites import bundled_suites
-from robench.results.gate import GateResult
-from robench.results.gate_policy import Policy
-from robench.results.report import DEFAULT_DATASET, Report
-from robench.results.sequential_gate import SequentialGate
+from robench.results.gate.policy import Policy
+from robench.results.gate.regression import GateResult
+from robench.results.gate.sequential import SequentialGate
+from robench.results.report.schema import DEFAULT_DATASET, Report
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 from robench.evaluation.runner import EvalData, Job
 from robench.evaluation.suites import DatasetDeclaration, PlannedPerturbation
-from robench.results.report import MissingResult
+from robench.results.report.schema import MissingResult
 
 CLEAN_DATASET = "clean"  # where clean entries of a pre-rendered corruption suite run
 

@@ -18,8 +18,7 @@ from robench.evaluation.runner import Job, RunTimes
 from robench.evaluation.sample_store import SampleRecords
 from robench.evaluation.suites import LoadedSuite
 from robench.models.loading import LoadedModel
-from robench.results.metrics import METRICS
-from robench.results.report import (
+from robench.results.report.schema import (
     DiagnosticResult,
     MetricValue,
     ModelInfo,
@@ -27,6 +26,7 @@ from robench.results.report import (
     SampleResults,
     SuiteInfo,
 )
+from robench.results.stats.metrics import METRICS
 from robench.tasks.base import Task
 
 logger = logging.getLogger(__name__)

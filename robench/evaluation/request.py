@@ -29,6 +29,7 @@ from robench._core.errors import (
     RobenchError,
     first_line,
 )
+from robench._core.plugins import load_plugins
 from robench._core.progress import Progress
 from robench._core.seeding import seed_everything
 from robench._core.version import __version__
@@ -61,11 +62,9 @@ from robench.evaluation.sequential import (
 from robench.evaluation.speed import SpeedOptions, check_speed, prepare_model
 from robench.evaluation.suites import LoadedSuite, load_suite
 from robench.models.loading import LoadedModel, load_model
-from robench.models.plugins import load_plugins
 from robench.models.spec import ModelSpec
-from robench.results.checks import check_attack_order
-from robench.results.curve_checks import check_curves
-from robench.results.report import (
+from robench.results.report.checks import check_attack_order
+from robench.results.report.schema import (
     DEFAULT_DATASET,
     DiagnosticResult,
     PerturbationResult,
@@ -75,6 +74,7 @@ from robench.results.report import (
     check_writable,
     write_report,
 )
+from robench.results.stats.curve_checks import check_curves
 from robench.tasks import TASKS, load_task
 from robench.tasks.base import ModelCheck, Task
 
@@ -526,7 +526,7 @@ def evaluate(
             logger.warning("check %s: %s", check.name, check.detail)
             report.warnings.append(check.detail)
     if loaded_suite.suite.aggregates:
-        from robench.results.aggregates import compute_aggregates
+        from robench.results.stats.aggregates import compute_aggregates
 
         report.aggregates = compute_aggregates(report, loaded_suite.suite.aggregates)
         report.wall_time_s = round(time.perf_counter() - started, 3)

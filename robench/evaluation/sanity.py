@@ -21,7 +21,7 @@ How hard it tries, what each check runs and what that costs is its budget
 (`robench.evaluation.sanity_budget`); each check shows one progress bar.
 
 Its always-on companion is the suite's convergence curves: the `converged:RESULT` checks
-(results/curve_checks.py) warn when a PGD or FMN result's accuracy against iterations was
+(results/stats/curve_checks.py) warn when a PGD or FMN result's accuracy against iterations was
 still falling at the end, which tells a short attack from a masked gradient (docs/sanity.md).
 """
 
@@ -60,9 +60,9 @@ from robench.evaluation.sanity_budget import (
 from robench.evaluation.suites import PlannedPerturbation
 from robench.perturbations import PERTURBATIONS
 from robench.perturbations.threat_models import NORMS, ThreatModel
-from robench.results.checks import TOLERANCE  # one accuracy slack for every comparison
-from robench.results.metrics import METRICS
-from robench.results.report import SanityResult
+from robench.results.report.checks import TOLERANCE  # one accuracy slack for every comparison
+from robench.results.report.schema import SanityResult
+from robench.results.stats.metrics import METRICS
 from robench.tasks import load_task
 from robench.tasks.base import Task, records_of
 

@@ -29,7 +29,7 @@ from typing import Any
 from robench._core.errors import ConfigError
 from robench.evaluation.suites import PlannedPerturbation
 from robench.perturbations import PERTURBATIONS
-from robench.results.report import SanityBudgetInfo
+from robench.results.report.schema import SanityBudgetInfo
 
 CAP_FACTOR = 3  # auto: the battery costs at most this many times the suite
 EPS_SWEEP = (0.25, 0.5, 1.0, 2.0)  # the sweep's budgets, as multiples of eps

@@ -10,9 +10,9 @@ prefix already ran (which is also how `--resume` continues a sequential run).
 
 After each chunk a `StoppingRule` reads every result's per-sample metric values in evaluation
 order: `TargetHalfwidth` (`robench eval --target-halfwidth H`) stops once the anytime-valid
-confidence sequence (`results/confidence_sequences.py`) of every bounded metric of every
+confidence sequence (`results/stats/confidence_sequences.py`) of every bounded metric of every
 result is at most H wide on each side; `robench gate --sequential` stops once the gate's
-verdict is settled (`results/sequential_gate.py`). A random order makes the evaluated samples
+verdict is settled (`results/gate/sequential.py`). A random order makes the evaluated samples
 an i.i.d. sequence whatever order the dataset's files are in, which the confidence sequence
 and the betting test assume.
 """
@@ -29,14 +29,14 @@ from robench._core.errors import ConfigError
 from robench._core.seeding import derive_seed
 from robench.evaluation.runner import Job, RunTimes
 from robench.evaluation.sample_store import SampleRecords
-from robench.results.confidence_sequences import (
+from robench.results.report.schema import PerturbationResult, SequentialInfo
+from robench.results.stats.confidence_sequences import (
     covers,
     eb_confidence_sequence,
     final_interval,
     method_text,
 )
-from robench.results.metrics import METRICS
-from robench.results.report import PerturbationResult, SequentialInfo
+from robench.results.stats.metrics import METRICS
 
 logger = logging.getLogger(__name__)
 

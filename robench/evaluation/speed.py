@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from robench._core.errors import ConfigError, first_line
-from robench.results.report import SpeedInfo
+from robench.results.report.schema import SpeedInfo
 
 if TYPE_CHECKING:
     import torch

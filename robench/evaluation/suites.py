@@ -85,7 +85,7 @@ class Suite(BaseModel):
     subset: str | None = None
     # Metrics reported per perturbation; not given: the task's defaults (`robench list tasks`).
     metrics: tuple[str, ...] = ()
-    # Numbers over groups of results, e.g. "mce" (results/aggregates.py).
+    # Numbers over groups of results, e.g. "mce" (results/stats/aggregates.py).
     aggregates: tuple[str, ...] = ()
     # Datasets the entries name, with their layouts; "default" is the unnamed `--data PATH`.
     datasets: dict[str, DatasetDeclaration] = Field(default_factory=dict)
@@ -140,7 +140,10 @@ class Suite(BaseModel):
 
     @model_validator(mode="after")
     def _known_metrics(self) -> Suite:
-        from robench.results.metrics import METRICS, metrics_for_task  # fail now, not post-run
+        from robench.results.stats.metrics import (  # fail now, not post-run
+            METRICS,
+            metrics_for_task,
+        )
 
         for name in self.metrics:
             if name not in METRICS:
@@ -154,7 +157,7 @@ class Suite(BaseModel):
 
     @model_validator(mode="after")
     def _known_aggregates(self) -> Suite:
-        from robench.results.aggregates import AGGREGATES  # torch-free
+        from robench.results.stats.aggregates import AGGREGATES  # torch-free
 
         for name in self.aggregates:
             if name not in AGGREGATES:

@@ -5,7 +5,7 @@ checkpoint file's existence and sha256 (hashlib), and the architecture name agai
 own models (`zoo_names.ZOO_MODELS`). An architecture from outside robench's zoo (a timm model,
 a plugin's) cannot be looked up without importing timm, so the light check accepts it with a
 note; `deep=True` imports timm and robench's zoo and requires the name to be registered there
-(the caller loads plugins first: `robench.models.plugins.load_plugins`).
+(the caller loads plugins first: `robench._core.plugins.load_plugins`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Image classifiers are timm models; language models are robench's own registry
 (`robench.models.zoo.lm_registry`) and take their vocabulary from the checkpoint. A MODEL
 with a source prefix (`hf:`, `hf-hub:`, `local-dir:`) or a timm pretrained tag without
-`--checkpoint` is built by its source (`robench.models.sources`), whose image classifiers
+`--checkpoint` is built by its source (`robench.models.sources.registry`), whose image classifiers
 come back through `image_model`: the command line's preprocessing over the model's own
 (timm's `pretrained_cfg`, or the transformers image processor).
 
@@ -14,9 +14,8 @@ line flags, a model card, the metadata `robench train` stores in a checkpoint, t
 
 from __future__ import annotations
 
-import difflib
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,14 +25,20 @@ from torch import nn
 
 import robench.models.zoo  # noqa: F401  (registers robench's models with timm)
 from robench._core.errors import CheckpointError, ConfigError
+from robench._core.plugins import load_plugins
 from robench.data.preprocessing import Preprocessing
 from robench.models.checkpoints import Checkpoint, load_state_dict_into, read_checkpoint
+from robench.models.loaded_model import LoadedModel
 from robench.models.names import unknown_model_message
 from robench.models.normalization import NormalizedModel
-from robench.models.plugins import load_plugins
 from robench.models.provenance import ModelOrigin
 from robench.models.sliding_window import with_inference
-from robench.models.sources import SourceRequest, load_source_entry_points, split_source
+from robench.models.sources.registry import (
+    SourceRequest,
+    claiming_source,
+    load_source_entry_points,
+    split_source,
+)
 from robench.models.spec import ModelCard, ModelSpec, bundled_cards, read_card, spec_from_metadata
 
 if TYPE_CHECKING:
@@ -43,45 +48,6 @@ logger = logging.getLogger(__name__)
 
 _PREPROCESSING_FIELDS = ("input_size", "mean", "std", "interpolation", "crop_pct")
 _SPEC_FIELDS = set(ModelSpec.model_fields) - {"model_kwargs"}
-
-
-@dataclass
-class LoadedModel:
-    # Eval mode, on the requested device: an image classifier takes [0, 1] images (its
-    # normalisation inside), a language model token ids.
-    model: nn.Module
-    name: str
-    architecture: str
-    model_kwargs: dict[str, Any]
-    spec: ModelSpec  # the resolved values
-    sources: dict[str, str]  # field -> where its value came from
-    card_path: Path | None
-    checkpoint: Checkpoint | None
-    preprocessing: Preprocessing | None  # None for a language model
-    # The task the model solves: timm models classify images, robench's language models
-    # (and plugins registered beside them) model language.
-    task: str = "image-classification"
-    # False for an image network that names no task (no `robench_task`): evaluate asks it the
-    # suite's task when that task takes images (a plugin's segmentation net works unchanged).
-    task_declared: bool = True
-    vocabulary: Vocabulary | None = None  # a language model's, from its checkpoint
-    # What a model source (hf-hub:, local-dir:, hf:, a timm pretrained tag) read instead of
-    # a checkpoint: repo or path, commit, weight hashes. None for a checkpoint or no weights.
-    origin: ModelOrigin | None = None
-    tokenizer: Any = None  # a transformers causal LM's own tokenizer
-    max_length: int | None = None  # a transformers causal LM's maximum context
-
-    @property
-    def has_weights(self) -> bool:
-        """Trained weights were loaded (a checkpoint or a source), not a random init."""
-        return self.checkpoint is not None or self.origin is not None
-
-    @property
-    def weights_sha256(self) -> str | None:
-        """The checkpoint's hash, or one hash over a source's weight files."""
-        if self.checkpoint is not None:
-            return self.checkpoint.sha256
-        return self.origin.sha256 if self.origin is not None else None
 
 
 def _find_card(name: str | None) -> tuple[ModelCard, Path] | tuple[None, None]:
@@ -222,7 +188,7 @@ def load_model(
 ) -> LoadedModel:
     """Resolve MODEL (source, card, registered name, or checkpoint metadata) into a ready
     model; a name with a source prefix (`hf:`, `hf-hub:`, `local-dir:`, a plugin's) or a timm
-    pretrained tag without --checkpoint loads through its source (`models/sources.py`)."""
+    pretrained tag without --checkpoint loads through its source (`models/sources/registry.py`)."""
     load_plugins(imports)
     request = SourceRequest(
         name or "", "", overrides, trust_remote_code, trust_checkpoint, device=device
@@ -369,13 +335,12 @@ def _load_from_source(
                 f"{request.name} loads its weights from its {source.prefix} source, so "
                 f"--checkpoint {checkpoint} would be ignored; drop one of the two."
             )
-        _refuse_ema(request.name, f"its {source.prefix} source", ema)
+        _refuse_ema(request.name, source.where, ema)
         return source.load(replace(request, target=target))
-    if checkpoint is None and _is_pretrained_tag(request.name):
-        from robench.models.timm_sources import from_pretrained_tag
-
-        _refuse_ema(request.name, "timm's pretrained weights", ema)
-        return from_pretrained_tag(replace(request, target=request.name))
+    claimed = claiming_source(request.name) if checkpoint is None else None
+    if claimed is not None:  # a prefix-less source: a timm pretrained tag
+        _refuse_ema(request.name, claimed.where, ema)
+        return claimed.load(replace(request, target=request.name))
     return None
 
 
@@ -385,23 +350,3 @@ def _refuse_ema(name: str, where: str, ema: bool) -> None:
             f"{name} loads its weights from {where}, not from a training checkpoint with EMA "
             "weights, so --ema would be ignored; drop --ema."
         )
-
-
-def _is_pretrained_tag(name: str) -> bool:
-    """`ARCH.TAG` naming one of timm's pretrained configs (`resnet50.a1_in1k`)."""
-    from timm.models import get_arch_pretrained_cfgs, is_model_pretrained, split_model_name_tag
-
-    architecture, tag = split_model_name_tag(name)
-    if not tag or not timm.is_model(architecture):
-        return False
-    if is_model_pretrained(name):
-        return True
-    tags = [
-        t if "." in t else f"{architecture}.{t}" for t in get_arch_pretrained_cfgs(architecture)
-    ]
-    close = difflib.get_close_matches(name, tags, n=3, cutoff=0.5)
-    hint = f" (closest: {', '.join(close)})" if close else ""
-    raise ConfigError(
-        f"timm has no pretrained tag {tag!r} for {architecture}{hint}; `robench list models "
-        f"'{architecture}.*'` lists its tags."
-    )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 
-from robench.models.sources import source_names
+from robench.models.sources.registry import source_names
 from robench.models.spec import bundled_cards
 
 LIST_COMMAND = "robench list models"

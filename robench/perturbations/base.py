@@ -38,7 +38,7 @@ from robench._core.kinds import LazyKind, kind_registrar
 from robench._core.registry import Registry
 from robench._core.units import parse_pixel_value
 from robench.perturbations.threat_models import NORMS
-from robench.results.attack_names import ATTACK_NAMES
+from robench.results.report.attack_names import ATTACK_NAMES
 
 if TYPE_CHECKING:
     import torch

@@ -1,7 +1,7 @@
 """Image classification: images in [0, 1] -> class logits, scored by their top-k classes.
 
 The per-sample record is `{"y": true class, "topk": the model's top-5 classes}`; `top1` and
-`top5` (results/metrics.py) read it, and the report keeps the top-1 class as `prediction`.
+`top5` (results/stats/metrics.py) read it, and the report keeps the top-1 class as `prediction`.
 """
 
 from __future__ import annotations

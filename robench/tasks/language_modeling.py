@@ -12,7 +12,7 @@ Two kinds of sample, by the model's tokenizer:
 
 Either way the per-sample record is `{"nll": summed negative log-likelihood in nats, "tokens":
 scored tokens, "words": scored words, "bytes": scored bytes}`; `perplexity`,
-`word_perplexity` and `bits_per_byte` (results/metrics.py) are ratios of their sums.
+`word_perplexity` and `bits_per_byte` (results/stats/metrics.py) are ratios of their sums.
 """
 
 from __future__ import annotations
@@ -244,7 +244,7 @@ def _open_documents(
     """The documents of `path`, tokenized by the model's tokenizer, windows of its length."""
     from robench.data.text.documents import read_documents
 
-    assert model.max_length is not None  # set with the tokenizer (models/hf_causal_lm.py)
+    assert model.max_length is not None  # set with the tokenizer (models/sources/hf_causal_lm.py)
     corpus = read_documents(path, split, layout, text_field)
     return DocumentWindows(corpus, model.tokenizer, model.max_length)
 

@@ -20,7 +20,7 @@ class TaskEntry:
     name: str
     description: str
     implementation: str  # "package.module:Class"
-    # What a suite of this task reports when it names no metrics (results/metrics.py).
+    # What a suite of this task reports when it names no metrics (results/stats/metrics.py).
     default_metrics: tuple[str, ...] = ()
     # What its models take: "images" (a network that names no task is asked this task),
     # "tokens" or "texts".

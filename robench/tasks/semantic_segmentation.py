@@ -7,8 +7,8 @@ resolution; each sample's are resized to its map's size, as mmsegmentation compa
 
 The per-sample record is `{"counts": the image's (4, K) intersect / union / predicted /
 labelled pixel counts, flattened}`; `miou`, `pixel_accuracy` and `mean_accuracy`
-(results/metrics.py) are ratios of their sums over the dataset
-(results/segmentation_metrics.py).
+(results/stats/metrics.py) are ratios of their sums over the dataset
+(results/stats/segmentation_metrics.py).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from robench.data.segmentation.label_maps import (
     scored_pixels,
 )
 from robench.models.checks import train_mode_warnings
-from robench.results.segmentation_metrics import batch_pixel_counts, pixel_counts
+from robench.results.stats.segmentation_metrics import batch_pixel_counts, pixel_counts
 from robench.tasks.base import Columns, ModelCheck, Record, Task
 from robench.tasks.pixel_inputs import PixelInputs
 

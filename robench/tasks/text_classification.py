@@ -7,7 +7,7 @@ image classification, `{"y": true class, "topk": the model's top classes}`, so `
 gate's McNemar pairing apply unchanged; an attack (`perturbations/text/`) adds its own columns
 (`outcome`, `queries`, `changed_words`, `words`, `text`: its parameters' `columns`, which the
 report keeps), which the attack metrics read (attack success rate, queries, perturbed-word
-share: results/metrics.py).
+share: results/stats/metrics.py).
 """
 
 from __future__ import annotations

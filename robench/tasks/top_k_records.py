@@ -1,7 +1,7 @@
 """`TopKRecords`: the per-sample record of a classifier, whatever its inputs are.
 
 A sample's record is `{"y": true class, "topk": the model's top-5 classes}`; `top1` and
-`top5` (results/metrics.py) read it and the report keeps the top-1 class as `prediction`.
+`top5` (results/stats/metrics.py) read it and the report keeps the top-1 class as `prediction`.
 Image and text classification share it, so their metrics and McNemar pairing are the same.
 """
 

@@ -20,7 +20,7 @@ from torch.utils.data import DataLoader
 from robench._core.errors import ConfigError, DataError
 from robench.data.segmentation.label_maps import IGNORE_INDEX, PAD_INDEX
 from robench.perturbations.adversarial.pixel_loss import pixel_cross_entropy
-from robench.results.segmentation_metrics import dataset_metrics
+from robench.results.stats.segmentation_metrics import dataset_metrics
 from robench.tasks.registry import load_task
 from robench.tasks.semantic_segmentation import collate_label_maps
 

@@ -67,7 +67,7 @@ EXECUTORS: Registry[type[Executor]] = Registry("executor")
 
 def load_executors(imports: list[str] | tuple[str, ...] = ()) -> None:
     """Register the built-in executors, the installed plugins' and the plan's `imports`."""
-    from robench.models.plugins import import_user_module
+    from robench._core.plugins import import_user_module
 
     for module in _BUILT_IN:
         import_user_module(module)

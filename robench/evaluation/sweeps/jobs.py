@@ -197,7 +197,7 @@ def _check_model(entry: ModelEntry, cwd: Path, has_plugins: bool) -> None:
     name = entry.model
     if name is None or has_plugins:  # a plugin may register it: `robench eval` checks then
         return
-    from robench.models.sources import load_source_entry_points, split_source
+    from robench.models.sources.registry import load_source_entry_points, split_source
 
     load_source_entry_points()
     if split_source(name) is not None:  # hf:, local-dir:, ...: the source checks its target

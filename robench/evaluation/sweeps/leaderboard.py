@@ -15,9 +15,9 @@ from pathlib import Path
 
 from robench._core.errors import RobenchError
 from robench.evaluation.sweeps.sweep import JobStatus, LoadedSweep, job_statuses
-from robench.results.compare import Comparison, build_comparison
-from robench.results.compare_formats import COMPARE_FORMATS
-from robench.results.report import Report, read_report
+from robench.results.compare.comparison import Comparison, build_comparison
+from robench.results.compare.formats import COMPARE_FORMATS
+from robench.results.report.schema import Report, read_report
 
 __all__ = ["Leaderboards", "collect"]
 
@@ -86,7 +86,7 @@ def _page(
     title: str,
     figures: bool,
 ) -> str:
-    from robench.results.html import build_section, render_page
+    from robench.results.compare.html import build_section, render_page
 
     built = [
         build_section(reports, cmp, title=cmp.title, figures=figures) for reports, cmp in sections

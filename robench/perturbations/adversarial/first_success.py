@@ -6,7 +6,7 @@ the wrapper keeps, per sample, the first call whose prediction was wrong. It cos
 and a comparison per pass, with no synchronisation with the GPU
 (benchmarks/bench_attack_records.py).
 The last iterate, which the library returns without evaluating it, is scored by the runner's
-re-run: results/robustness_curves.py counts a sample wrong there as fooled at the last step.
+re-run: results/stats/robustness_curves.py counts a sample wrong there as fooled at the last step.
 """
 
 from __future__ import annotations

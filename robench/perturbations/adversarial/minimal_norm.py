@@ -3,7 +3,7 @@
 
 The image the runner scores is the smallest adversarial found when its norm is at most the
 cap `eps`, else the clean image; so the result's top-1 is the accuracy at the cap, and the
-per-sample norms give the accuracy at every smaller eps (results/robustness_curves.py).
+per-sample norms give the accuracy at every smaller eps (results/stats/robustness_curves.py).
 
 Columns (docs/formats.md, "Attack columns"):
 - `min_norm`: the norm of the smallest adversarial found (pixel units, in the threat model's

@@ -1,0 +1,105 @@
+"""Plugins: `--import MODULE_OR_FILE.py` and the entry-point groups `robench.perturbations`,
+`robench.metrics`, `robench.tasks`, `robench.datasets` and `robench.models`. All just import
+code that registers something: an architecture (timm's `register_model`, robench's
+`register_language_model`), a perturbation kind, a metric, a task or a dataset layout. They
+load before a suite is read, so a suite may use what they register. A package that adds a
+whole model source (a `PREFIX:` of MODEL) uses the `robench.sources` group instead
+(robench/models/sources/registry.py), or calls
+`robench.models.sources.registry.register_source` on import.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import logging
+import sys
+from collections.abc import Iterable
+from importlib.metadata import entry_points
+from pathlib import Path
+
+from robench._core.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "robench.models"
+# The groups a suite may depend on, then the models' group (the order they load in).
+SUITE_GROUPS = ("robench.perturbations", "robench.metrics", "robench.tasks", "robench.datasets")
+PLUGIN_GROUPS = (*SUITE_GROUPS, ENTRY_POINT_GROUP)
+
+
+def plugin_module_name(path: Path) -> str:
+    """The name a plugin file is imported under: one per resolved path."""
+    return "robench_user_" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+
+
+def import_user_module(target: str) -> None:
+    """Import a module by dotted name, or a `.py` file by path, once per process: a file
+    already imported from the same resolved path is not run again."""
+    path = Path(target)
+    if target.endswith(".py") or path.is_file():
+        if not path.is_file():
+            raise ConfigError(f"--import {target}: no such file; pass a .py file or a module name.")
+        name = plugin_module_name(path)
+        if name in sys.modules:
+            # Loaded already (a second evaluate() in this process): running it again would
+            # register everything twice, which registries refuse. A module name is imported
+            # once by importlib itself.
+            return
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ConfigError(f"--import {target}: cannot load it as a Python module.")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        # No __pycache__ beside the user's file: robench writes nothing next to its inputs.
+        writes_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True
+        try:
+            _run(lambda: spec.loader.exec_module(module), target)  # type: ignore[union-attr]
+        except ConfigError:
+            del sys.modules[name]  # a fixed file is imported again, not taken as loaded
+            raise
+        finally:
+            sys.dont_write_bytecode = writes_bytecode
+    else:
+        _run(lambda: importlib.import_module(target), target)
+
+
+def _run(action, target: str) -> None:  # type: ignore[no-untyped-def]
+    try:
+        action()
+    except ModuleNotFoundError as exc:
+        raise ConfigError(
+            f"--import {target}: module {exc.name!r} not found; install it or pass a file path."
+        ) from None
+    except SystemExit as exc:  # would end robench with the plugin's exit code and no report
+        raise ConfigError(
+            f"--import {target} called sys.exit({exc.code!r}) while importing; a plugin must "
+            "only register models, so remove the exit (or guard it with "
+            '`if __name__ == "__main__":`).'
+        ) from None
+    except Exception as exc:
+        raise ConfigError(f"--import {target} failed while importing: {exc!r}.") from exc
+
+
+def load_entry_points(groups: Iterable[str] = PLUGIN_GROUPS) -> list[str]:
+    """Import every installed package registered under `groups` (all plugin groups)."""
+    loaded = []
+    for group in groups:
+        for ep in entry_points(group=group):
+            try:
+                ep.load()
+            except (Exception, SystemExit) as exc:
+                raise ConfigError(
+                    f"entry point {ep.name!r} ({ep.value}) of group {group} failed to "
+                    f"import: {exc!r}; fix or uninstall that package."
+                ) from exc
+            loaded.append(ep.name)
+    return loaded
+
+
+def load_plugins(imports: Iterable[str], groups: Iterable[str] = PLUGIN_GROUPS) -> None:
+    """Load the entry points of `groups`, then each `--import` target, in order."""
+    load_entry_points(groups)
+    for target in imports:
+        import_user_module(target)

@@ -1,0 +1,98 @@
+"""A transformers semantic-segmentation model as robench evaluates it: pixels -> class logits.
+
+`PixelValuesSegmenter` calls the model with `pixel_values` and returns `.logits`, (B, K, h, w)
+at the model's own resolution (SegFormer's and UperNet's are H/4 x W/4). They are not
+upsampled here: the task resizes each image's logits bilinearly (align_corners=False) to its
+label map (`data/segmentation/label_maps.logits_at_labels`), which is what transformers'
+`post_process_semantic_segmentation(outputs, target_sizes=...)` does with the original image
+size. Upsampling to the input size first would resize twice, and differ from it whenever the
+labels are not at the input size (ADE20K's images are resized, their maps are not).
+
+The normalisation of the image processor becomes robench's `NormalizedModel` around it, so
+attacks stay in pixel units; its resize maps onto the task's, which squashes every image
+bilinearly to one size without cropping:
+
+| processor                                       | robench                                     |
+|-------------------------------------------------|---------------------------------------------|
+| `size = {height, width}`, no center crop        | `input_size` (C, height, width)             |
+| `rescale_factor`, `image_mean`, `image_std`     | mean, std in [0, 1] pixel units             |
+| `resample` other than bilinear                  | resized bilinearly all the same (a warning) |
+
+A processor that keeps the aspect ratio, crops, resizes by the shortest edge or flips the
+channel order is refused in one sentence (`--input-size C,H,W` overrides the size).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import torch
+from torch import nn
+
+from robench._core.errors import ConfigError
+from robench.models.sources.hf_image import processor_normalisation
+from robench.models.spec import ModelSpec
+
+logger = logging.getLogger(__name__)
+
+_BILINEAR = 2  # PIL's resampling enum, as transformers stores `resample`
+
+
+class PixelValuesSegmenter(nn.Module):
+    """`model(pixel_values=x).logits` for normalised x (B, C, H, W): logits (B, K, h, w)."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
+        return self.model(pixel_values=pixel_values).logits  # (B, num_labels, h, w)
+
+
+def _fixed_size(processor: Any, where: str) -> tuple[int, int]:
+    """The (height, width) every image is squashed to, or a ConfigError saying why not."""
+    size = getattr(processor, "size", None)
+    get = size.get if isinstance(size, dict) else lambda key: getattr(size, key, None)
+    height, width = get("height"), get("width")
+    keeps_ratio = getattr(processor, "keep_aspect_ratio", False)
+    crops = getattr(processor, "do_center_crop", False)
+    if getattr(processor, "do_resize", True) and height and width and not keeps_ratio and not crops:
+        return int(height), int(width)
+    shown = {k: v for k, v in (size.items() if isinstance(size, dict) else vars(size).items()) if v}
+    raise ConfigError(
+        f"{where}: robench resizes segmentation images to one size without cropping, but the "
+        f"image processor's resize ({shown}, center crop {bool(crops)}, keep aspect ratio "
+        f"{bool(keeps_ratio)}) is not that; pass --input-size C,H,W to choose the size."
+    )
+
+
+def segmentation_preprocessing(
+    processor: Any, channels: int, where: str, *, size_given: bool
+) -> ModelSpec:
+    """The processor's normalisation and input size (unless --input-size gave one)."""
+    if getattr(processor, "do_flip_channel_order", False):
+        raise ConfigError(
+            f"{where}: the image processor flips RGB to BGR, which robench's model wrapper "
+            "does not do; save the model with a processor that keeps RGB order."
+        )
+    mean, std = processor_normalisation(processor, channels)
+    spec = ModelSpec(mean=tuple(mean), std=tuple(std), interpolation="bilinear", crop_pct=1.0)
+    if size_given:
+        return spec
+    height, width = _fixed_size(processor, where)
+    resample = getattr(processor, "resample", None)
+    if resample is not None and int(resample) != _BILINEAR:
+        logger.warning(
+            "%s: the image processor resizes with PIL resample %s, robench's segmentation "
+            "readers bilinearly; numbers may differ slightly from the processor's.",
+            where,
+            resample,
+        )
+    return spec.model_copy(update={"input_size": (channels, height, width)})
+
+
+def class_names(network: nn.Module) -> list[str] | None:
+    """The model's classes in output order, from its config's id2label."""
+    id2label = getattr(getattr(network, "config", None), "id2label", None) or {}
+    return [str(id2label[i]) for i in sorted(id2label)] if id2label else None

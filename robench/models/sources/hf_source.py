@@ -1,0 +1,245 @@
+"""`hf:PATH_OR_REPO`: a transformers model from a local folder or the local Hub cache.
+
+The folder's config.json decides the task (`hf_tasks.transformers_task`); an image classifier
+is built here with `AutoModelForImageClassification` and its own image processor, a semantic
+segmentation model with `AutoModelForSemanticSegmentation` (wrapped by
+`robench.models.sources.hf_segmentation`), a causal LM by
+`robench.models.sources.hf_causal_lm.build_causal_lm`
+(model, tokenizer and context length from the same folder). Loading is offline
+(`local_files_only=True`), remote code runs only with `--trust-remote-code`, and transformers
+prefers safetensors when both exist. A pickled `.bin` loads with `weights_only=True`
+(transformers' rule, as robench's for checkpoints); one that needs other pickled objects is
+refused in one sentence, with or without `--trust-checkpoint`: convert it to safetensors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from robench._core.errors import CheckpointError, ConfigError, first_line
+from robench.models.loading import LoadedModel, image_model
+from robench.models.provenance import ModelOrigin, hash_files, weight_files
+from robench.models.sources.hf_cache import find_cached_repo
+from robench.models.sources.hf_tasks import (
+    IMAGE_CLASSIFICATION,
+    LANGUAGE_MODELING,
+    SEMANTIC_SEGMENTATION,
+    TEXT_CLASSIFICATION,
+    transformers_task,
+)
+from robench.models.sources.model_folder import read_model_config
+from robench.models.sources.registry import SourceRequest
+from robench.models.spec import ModelSpec
+
+# Files besides the weights whose hashes the report keeps (what decides the numbers).
+_CONFIG_FILES = ("config.json", "preprocessor_config.json", "generation_config.json")
+
+
+def from_transformers(request: SourceRequest) -> LoadedModel:
+    classes = request.overrides.num_classes if request.overrides else None
+    if classes is not None:  # transformers builds the head from config.json
+        raise ConfigError(
+            f"{request.name} takes its classes from its config.json (num_labels), so "
+            f"--num-classes {classes} would be ignored; drop --num-classes."
+        )
+    folder, origin = _locate(request.target)
+    _, config = read_model_config(folder, "transformers")
+    where = f"{request.name} ({folder / 'config.json'})"
+    task = transformers_task(config, where, trust_remote_code=request.trust_remote_code)
+    origin.weights = hash_files(_used_weights(folder), folder)
+    origin.files = hash_files([folder / n for n in _CONFIG_FILES if (folder / n).is_file()], folder)
+    origin.extra["library"] = "transformers"
+    return _BUILDERS[task](request, folder, config, origin)
+
+
+def _locate(target: str) -> tuple[Path, ModelOrigin]:
+    """A local folder when one exists at `target`, else the repo's snapshot in the cache."""
+    path = Path(target).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise ConfigError(f"hf:{target} is a file; pass the model's folder (config.json).")
+        return path, ModelOrigin(source="hf", location=str(path.resolve()))
+    if target.startswith((".", "/", "~")):
+        raise ConfigError(f"model folder {target} does not exist; check the path after hf:.")
+    cached = find_cached_repo(target)
+    origin = ModelOrigin(
+        source="hf", location=cached.repo_id, commit=cached.commit, revision=cached.revision
+    )
+    return cached.folder, origin
+
+
+def _used_weights(folder: Path) -> list[Path]:
+    """The weight files transformers reads: the safetensors ones when there are any."""
+    found = weight_files(folder)
+    safe = [p for p in found if p.name.endswith(".safetensors")]
+    if not found:
+        raise ConfigError(
+            f"{folder} has a config.json but no weights (model.safetensors or "
+            "pytorch_model.bin); copy the weight files into it."
+        )
+    return safe or found
+
+
+def _from_pretrained(loader: Any, folder: Path, request: SourceRequest, what: str) -> Any:
+    """`loader.from_pretrained(folder)` offline, its failures as one sentence."""
+    import pickle
+
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # robench's stderr shows its own progress only
+    try:
+        return loader.from_pretrained(
+            str(folder), local_files_only=True, trust_remote_code=request.trust_remote_code
+        )
+    except pickle.UnpicklingError:
+        raise CheckpointError(
+            f"the pickled weights in {folder} hold Python objects besides tensors, which can "
+            "run code when loaded, so robench refuses them; convert them to model.safetensors "
+            "(from_pretrained and save_pretrained on a machine that trusts them)."
+        ) from None
+    except (OSError, ValueError, KeyError, RuntimeError, TypeError) as exc:
+        raise ConfigError(
+            f"transformers could not load the {what} in {folder} "
+            f"({first_line(exc)}); check the folder."
+        ) from None
+
+
+def _image_classifier(
+    request: SourceRequest, folder: Path, config: dict[str, Any], origin: ModelOrigin
+) -> LoadedModel:
+    from transformers import AutoImageProcessor, AutoModelForImageClassification
+
+    from robench.models.sources.hf_image import PixelValuesClassifier, processor_preprocessing
+
+    network = _from_pretrained(AutoModelForImageClassification, folder, request, "model")
+    channels = int(config.get("num_channels", 3))
+    where = f"{request.name} ({folder / 'preprocessor_config.json'})"
+    own, resize = ModelSpec(), None
+    if (folder / "preprocessor_config.json").is_file():
+        processor = _from_pretrained(AutoImageProcessor, folder, request, "image processor")
+        own, resize = processor_preprocessing(processor, channels, where)
+    id2label = getattr(network.config, "id2label", None) or {}
+    classes = [str(id2label[i]) for i in sorted(id2label)] if id2label else None
+    architecture = (config.get("architectures") or [type(network).__name__])[0]
+    return image_model(
+        request.name,
+        architecture,
+        PixelValuesClassifier(network),
+        overrides=request.overrides,
+        kwargs={},
+        origin=origin,
+        classes=classes,
+        own=own,
+        own_label="image processor",
+        resize=resize,
+        device=request.device,
+    )
+
+
+def _semantic_segmenter(
+    request: SourceRequest, folder: Path, config: dict[str, Any], origin: ModelOrigin
+) -> LoadedModel:
+    """Pixels in [0, 1] -> logits (B, K, h, w) at the model's resolution (hf_segmentation)."""
+    from transformers import AutoImageProcessor, AutoModelForSemanticSegmentation
+
+    from robench.models.sources.hf_segmentation import (
+        PixelValuesSegmenter,
+        class_names,
+        segmentation_preprocessing,
+    )
+
+    network = _from_pretrained(AutoModelForSemanticSegmentation, folder, request, "model")
+    channels = int(config.get("num_channels", 3))
+    where = f"{request.name} ({folder / 'preprocessor_config.json'})"
+    own = ModelSpec()
+    if (folder / "preprocessor_config.json").is_file():
+        processor = _from_pretrained(AutoImageProcessor, folder, request, "image processor")
+        given = request.overrides is not None and request.overrides.input_size is not None
+        own = segmentation_preprocessing(processor, channels, where, size_given=given)
+    architecture = (config.get("architectures") or [type(network).__name__])[0]
+    loaded = image_model(
+        request.name,
+        architecture,
+        PixelValuesSegmenter(network),
+        overrides=request.overrides,
+        kwargs={},
+        origin=origin,
+        classes=class_names(network),
+        own=own,
+        own_label="image processor",
+        resize={"resize_mode": "squash"},  # what the segmentation readers do
+        device=request.device,
+    )
+    return replace(loaded, task=SEMANTIC_SEGMENTATION)
+
+
+def _causal_lm(
+    request: SourceRequest, folder: Path, config: dict[str, Any], origin: ModelOrigin
+) -> LoadedModel:
+    """Built by `robench.models.sources.hf_causal_lm` (model, tokenizer and context length)."""
+    from robench.models.sources.hf_causal_lm import build_causal_lm
+
+    parts = build_causal_lm(folder, trust_remote_code=request.trust_remote_code)
+    origin.extra.update(parts.info)
+    architecture = (config.get("architectures") or [type(parts.model).__name__])[0]
+    return LoadedModel(
+        model=parts.model.to(request.device).eval(),
+        name=request.name,
+        architecture=architecture,
+        model_kwargs={},
+        spec=ModelSpec(architecture=architecture),
+        sources={},
+        card_path=None,
+        checkpoint=None,
+        preprocessing=None,
+        task=LANGUAGE_MODELING,
+        origin=origin,
+        tokenizer=parts.tokenizer,
+        max_length=parts.max_length,
+    )
+
+
+def _text_classifier(
+    request: SourceRequest, folder: Path, config: dict[str, Any], origin: ModelOrigin
+) -> LoadedModel:
+    """`AutoModelForSequenceClassification` with its tokenizer, reading the task's byte rows
+    (models/sources/hf_text_classifier.py)."""
+    from transformers import AutoModelForSequenceClassification
+
+    from robench.models.sources.hf_text_classifier import class_names, load_tokenizer, max_tokens
+    from robench.models.text_inputs import TokenizerTextClassifier
+
+    tokenizer = load_tokenizer(folder, request.trust_remote_code)
+    network = _from_pretrained(AutoModelForSequenceClassification, folder, request, "model")
+    if network.config.pad_token_id is None:
+        network.config.pad_token_id = tokenizer.pad_token_id
+    length = max_tokens(network, tokenizer)
+    origin.extra.update({"max_tokens": length})
+    architecture = (config.get("architectures") or [type(network).__name__])[0]
+    return LoadedModel(
+        model=TokenizerTextClassifier(network, tokenizer, length).to(request.device).eval(),
+        name=request.name,
+        architecture=architecture,
+        model_kwargs={},
+        spec=ModelSpec(architecture=architecture, classes=class_names(network)),
+        sources={},
+        card_path=None,
+        checkpoint=None,
+        preprocessing=None,
+        task=TEXT_CLASSIFICATION,
+        origin=origin,
+        tokenizer=tokenizer,
+        max_length=length,
+    )
+
+
+# task (from the config) -> how robench builds the model.
+_BUILDERS: dict[str, Callable[[SourceRequest, Path, dict[str, Any], ModelOrigin], LoadedModel]] = {
+    IMAGE_CLASSIFICATION: _image_classifier,
+    SEMANTIC_SEGMENTATION: _semantic_segmenter,
+    LANGUAGE_MODELING: _causal_lm,
+    TEXT_CLASSIFICATION: _text_classifier,
+}

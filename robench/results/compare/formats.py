@@ -1,0 +1,378 @@
+"""Output formats of `robench compare`: rich, markdown, csv, latex, json and html renderings
+of a `Comparison`, registered in `COMPARE_FORMATS` with the file suffixes that select them
+(best bold, second underlined where the format can show it). The html page
+(`robench.results.compare.html`) reads the compared reports back for its figures and provenance.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.markup import escape as rich_escape
+from rich.table import Table
+from rich.text import Text
+
+from robench._core.registry import Registry
+from robench.results.compare.comparison import ARROWS, Cell, Column, Comparison
+from robench.results.compare.tables import Layout, first_that_fits, numeric_width, wrap_label
+from robench.results.report.output_formats import OutputFormat, register_format
+from robench.results.report.schema import read_report
+
+if TYPE_CHECKING:
+    from robench.results.gate.formats import GateSummary
+
+
+@dataclass(frozen=True)
+class Markup:
+    """How one output format writes emphasis, escapes text and shows a direction."""
+
+    bold: Callable[[str], str]
+    underline: Callable[[str], str]
+    escape: Callable[[str], str]
+    arrows: dict[bool, str]
+
+
+def _identity(text: str) -> str:
+    return text
+
+
+def cell_text(
+    cmp: Comparison, row: str, column: Column, markup: Markup, ci: bool, interval_sep: str = " "
+) -> str:
+    """`54.64 (+2.03) [53.66, 55.61]`: value (marked), difference to the reference, interval
+    (after `interval_sep`: a newline puts it on a line of its own)."""
+    cell = cmp.cell(row, column)
+    text = f"{cell.value:.2f}"
+    emphasis = {"best": markup.bold, "second": markup.underline}.get(cell.mark)
+    text = emphasis(text) if emphasis else text
+    if cell.diff is not None and row != cmp.reference:
+        diff = round(cell.diff, 2) + 0.0  # + 0.0 turns -0.0 into 0.0
+        text += f" ({diff:+.2f})"
+    if ci:
+        text += f"{interval_sep}[{cell.ci95[0]:.2f}, {cell.ci95[1]:.2f}]"
+    return text
+
+
+def _header(column: Column, markup: Markup, with_perturbation: bool = True) -> str:
+    display = column.display
+    notes = [display.unit] if display.unit else []
+    if column.subset is not None:  # fewer samples than the other columns: say so in the header
+        notes.append(f"n={column.subset}")
+    unit = f" ({', '.join(notes)})" if notes else ""
+    name = f"{column.perturbation} " if with_perturbation and not column.aggregate else ""
+    grouped = column.aggregate and with_perturbation
+    where = column.group.removeprefix("aggregates") if grouped else ""  # " @dataset"
+    return (
+        markup.escape(f"{name}{display.label}{where}{unit}")
+        + " "
+        + markup.arrows[column.higher_is_better]
+    )
+
+
+def _row_label(cmp: Comparison, row: str, markup: Markup) -> str:
+    return markup.escape(row + (" (ref)" if row == cmp.reference else ""))
+
+
+# Renderers take the comparison and whether to show intervals; html also takes `gate`.
+COMPARE_FORMATS: Registry[OutputFormat] = Registry("compare format")
+
+MARKDOWN = Markup(
+    bold=lambda s: f"**{s}**",
+    underline=lambda s: f"<u>{s}</u>",
+    escape=lambda s: s.replace("|", r"\|"),
+    arrows=ARROWS,
+)
+
+
+@register_format(COMPARE_FORMATS, "markdown", ".md")
+def markdown_comparison(cmp: Comparison, ci: bool) -> str:
+    """A GitHub-flavoured markdown table (bold `**x**`, underline `<u>x</u>`)."""
+    header = ["Model"] + [_header(c, MARKDOWN) for c in cmp.columns]
+    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * len(cmp.columns)]
+    for row in cmp.rows:
+        cells = [_row_label(cmp, row, MARKDOWN)]
+        cells += [cell_text(cmp, row, c, MARKDOWN, ci) for c in cmp.columns]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+_LATEX_ESCAPES = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
+
+LATEX = Markup(
+    bold=lambda s: rf"\textbf{{{s}}}",
+    underline=lambda s: rf"\underline{{{s}}}",
+    escape=lambda s: "".join(_LATEX_ESCAPES.get(ch, ch) for ch in s),
+    arrows={True: r"$\uparrow$", False: r"$\downarrow$"},
+)
+
+
+@register_format(COMPARE_FORMATS, "latex", ".tex")
+def latex_comparison(cmp: Comparison, ci: bool) -> str:
+    """A booktabs `tabular`: perturbations over their metrics, `\\textbf` and `\\underline`."""
+    groups: dict[str, list[Column]] = {}
+    for column in cmp.columns:
+        groups.setdefault(column.group, []).append(column)
+    top, rules, start = [""], [], 2
+    for name, cols in groups.items():
+        top.append(rf"\multicolumn{{{len(cols)}}}{{c}}{{{LATEX.escape(name)}}}")
+        rules.append(rf"\cmidrule(lr){{{start}-{start + len(cols) - 1}}}")
+        start += len(cols)
+    second = ["Model"] + [_header(c, LATEX, with_perturbation=False) for c in cmp.columns]
+    lines = [
+        r"\begin{tabular}{l" + "r" * len(cmp.columns) + "}",
+        r"\toprule",
+        " & ".join(top) + r" \\",
+        " ".join(rules),
+        " & ".join(second) + r" \\",
+        r"\midrule",
+    ]
+    for row in cmp.rows:
+        cells = [_row_label(cmp, row, LATEX)]
+        cells += [cell_text(cmp, row, c, LATEX, ci) for c in cmp.columns]
+        lines.append(" & ".join(cells) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(lines)
+
+
+RICH = Markup(
+    bold=lambda s: f"[bold]{s}[/bold]",
+    underline=lambda s: f"[underline]{s}[/underline]",
+    escape=rich_escape,
+    arrows=ARROWS,
+)
+PLAIN = Markup(bold=_identity, underline=_identity, escape=_identity, arrows=ARROWS)
+
+
+def _label_column(table: Table, header: str, labels: list[str]) -> None:
+    """A column of labels as wide as the widest (labels and header are plain text)."""
+    width = max(cell_len(line) for text in [header, *labels] for line in text.split("\n"))
+    table.add_column(rich_escape(header), width=width, overflow="fold")
+
+
+def _perturbations(columns: list[Column]) -> list[str]:
+    """Each column's perturbation, left blank below its first metric."""
+    names = [c.group for c in columns]
+    return [name if i == 0 or names[i - 1] != name else "" for i, name in enumerate(names)]
+
+
+class RichComparison:
+    """The rich table of a comparison, laid out when printed for the console's width.
+
+    Layouts, widest first; the first that fits is printed (`tables.first_that_fits`):
+    `wide`, the paper's shape (a row per model, a column per perturbation and metric);
+    `models-as-columns` (a row per perturbation and metric, a column per model); `per-model`
+    (a small table per model); `per-model-narrow` (perturbation over metric in one wrapping
+    column). With intervals each is tried first with the interval beside the value, then
+    under it (`... ci-below`). A value column is as wide as its widest line, so numbers are
+    never wrapped, cut or ellipsised; its header breaks after '-' or '_' where that saves
+    width, and gets the width of its longest word where the console has room. Every layout
+    keeps the marks (best bold, second underlined), arrows, `(ref)`, differences and
+    intervals.
+    """
+
+    def __init__(self, cmp: Comparison, ci: bool) -> None:
+        self.cmp = cmp
+        self.ci = ci
+
+    def layouts(self) -> dict[str, Layout]:
+        """Name -> builder of that layout given the spare width, widest first."""
+        cells = {" ": ""} | ({"\n": " ci-below"} if self.ci else {})
+        builders = {"wide": self.wide, "models-as-columns": self.models_as_columns}
+        layouts: dict[str, Layout] = {}
+        for name, build in builders.items():
+            for sep, suffix in cells.items():
+                layouts[name + suffix] = partial(build, sep)
+        for sep, suffix in cells.items():
+            layouts["per-model" + suffix] = partial(self.per_model, sep)
+        layouts["per-model-narrow"] = partial(self.per_model, "\n" if self.ci else " ", narrow=True)
+        return layouts
+
+    def choose(self, console: Console, options: ConsoleOptions) -> tuple[str, RenderableType]:
+        """The layout printed at `options.max_width`, with its name."""
+        return first_that_fits(console, options, self.layouts())
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.choose(console, options)[1]
+
+    def _cell(self, row: str, column: Column, sep: str, markup: Markup = RICH) -> str:
+        return cell_text(self.cmp, row, column, markup, self.ci, sep)
+
+    def _value_columns(
+        self, table: Table, specs: list[tuple[str, list[str], list[Column]]], sep: str, spare: int
+    ) -> None:
+        """Right-aligned columns, one per (header, rows, columns) spec; see `_widths`."""
+        plain = [
+            [self._cell(r, c, sep, PLAIN) for r in rows for c in cols] for _, rows, cols in specs
+        ]
+        headers = [header for header, _, _ in specs]
+        for header, width in zip(headers, _widths(headers, plain, spare), strict=True):
+            header = rich_escape(wrap_label(header, width))
+            table.add_column(header, justify="right", width=width, overflow="fold")
+
+    def _table(self, title: str) -> Table:
+        return Table(title=title, title_justify="left")
+
+    def wide(self, sep: str, spare: int = 0) -> Table:
+        """A row per model, a column per perturbation and metric."""
+        cmp = self.cmp
+        table = self._table(rich_escape(cmp.title))
+        _label_column(table, "Model", [_row_label(cmp, row, PLAIN) for row in cmp.rows])
+        specs = [(f"{c.group}\n{_header(c, PLAIN, False)}", cmp.rows, [c]) for c in cmp.columns]
+        self._value_columns(table, specs, sep, spare)
+        for row in cmp.rows:
+            cells = [self._cell(row, column, sep) for column in cmp.columns]
+            table.add_row(_row_label(cmp, row, RICH), *cells)
+        return table
+
+    def models_as_columns(self, sep: str, spare: int = 0) -> Table:
+        """A row per perturbation and metric, a column per model."""
+        cmp = self.cmp
+        table = self._table(rich_escape(cmp.title))
+        perturbations = _perturbations(cmp.columns)
+        _label_column(table, "Perturbation", perturbations)
+        _label_column(table, "Metric", [_header(c, PLAIN, False) for c in cmp.columns])
+        specs = [(_row_label(cmp, row, PLAIN), [row], cmp.columns) for row in cmp.rows]
+        self._value_columns(table, specs, sep, spare)
+        for shown, column in zip(perturbations, cmp.columns, strict=True):
+            cells = [self._cell(row, column, sep) for row in cmp.rows]
+            table.add_row(rich_escape(shown), _header(column, RICH, False), *cells)
+        return table
+
+    def per_model(self, sep: str, spare: int = 0, narrow: bool = False) -> Group:
+        """A table per model, a row per perturbation and metric (`narrow`: both in one
+        wrapping column). Every block has the same widths, so the blocks line up."""
+        cmp = self.cmp
+        perturbations = _perturbations(cmp.columns)
+        metrics = [_header(c, RICH, False) for c in cmp.columns]
+        parts: list[RenderableType] = [Text(cmp.title, style="table.title")]
+        for row in cmp.rows:
+            table = self._table(_row_label(cmp, row, RICH))
+            if narrow:
+                table.add_column("Perturbation\nMetric", overflow="fold")
+                labels = [
+                    [f"{rich_escape(c.group)}\n{m}"]
+                    for c, m in zip(cmp.columns, metrics, strict=True)
+                ]
+            else:
+                _label_column(table, "Perturbation", perturbations)
+                _label_column(table, "Metric", [_header(c, PLAIN, False) for c in cmp.columns])
+                labels = [[rich_escape(p), m] for p, m in zip(perturbations, metrics, strict=True)]
+            self._value_columns(table, [("Value", cmp.rows, cmp.columns)], sep, 0)
+            for label, column in zip(labels, cmp.columns, strict=True):
+                table.add_row(*label, self._cell(row, column, sep))
+            parts.append(table)
+        return Group(*parts)
+
+
+def _widths(headers: list[str], cells: list[list[str]], spare: int) -> list[int]:
+    """Each value column's width: its widest value or header piece (headers break after '-'
+    or '_'); then, while `spare` lasts, the width of its widest header word, the columns
+    that need least first."""
+    narrow = [numeric_width(c, h, hyphenate=True) for h, c in zip(headers, cells, strict=True)]
+    widths = list(narrow)
+    wanted = [numeric_width(c, h) - n for h, c, n in zip(headers, cells, narrow, strict=True)]
+    for i in sorted(range(len(widths)), key=wanted.__getitem__):
+        grow = min(wanted[i], spare)
+        widths[i] += grow
+        spare -= grow
+    return widths
+
+
+@register_format(COMPARE_FORMATS, "rich")
+def rich_comparison(cmp: Comparison, ci: bool) -> RichComparison:
+    """A rich table for the terminal (bold and underlined cells) that fits the console's
+    width: the paper's shape where it fits, models as columns or a table per model where
+    not."""
+    return RichComparison(cmp, ci)
+
+
+# The csv's columns per perturbation and metric: suffix -> the number of a cell shown.
+_CSV_VALUE: dict[str, Callable[[Cell], float | None]] = {"": lambda cell: cell.value}
+_CSV_DIFF: dict[str, Callable[[Cell], float | None]] = {" diff": lambda cell: cell.diff}
+_CSV_CI: dict[str, Callable[[Cell], float | None]] = {
+    " ci_low": lambda cell: cell.ci95[0],
+    " ci_high": lambda cell: cell.ci95[1],
+}
+
+
+@register_format(COMPARE_FORMATS, "csv", ".csv")
+def csv_comparison(cmp: Comparison, ci: bool) -> str:
+    """Plain numbers in display units (percent for accuracies), one column per cell kind."""
+    kinds = _CSV_VALUE | (_CSV_DIFF if cmp.reference is not None else {}) | (_CSV_CI if ci else {})
+    header = ["model", "report"]
+    header += [f"{c.id}{suffix}" for suffix in kinds for c in cmp.columns]
+    lines = [header]
+    for row in cmp.rows:
+        numbers = [number(cmp.cell(row, c)) for number in kinds.values() for c in cmp.columns]
+        lines.append([row, cmp.sources[row], *("" if n is None else f"{n:.4f}" for n in numbers)])
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(lines)
+    return buffer.getvalue().rstrip("\n")
+
+
+@register_format(COMPARE_FORMATS, "json", ".json")
+def json_comparison(cmp: Comparison, ci: bool) -> str:
+    """Every cell with its value (display units), interval, difference and mark; and notes."""
+    rows = []
+    for row in cmp.rows:
+        cells = {}
+        for column in cmp.columns:
+            cell = cmp.cell(row, column)
+            shown: dict[str, object] = {
+                "value": round(cell.value, 6),
+                "ci95": [round(cell.ci95[0], 6), round(cell.ci95[1], 6)],
+                "mark": cell.mark or None,
+            }
+            if cell.diff is not None:
+                shown["diff"] = round(cell.diff, 6)
+            cells[column.id] = shown
+        rows.append({"model": row, "report": cmp.sources[row], "cells": cells})
+    columns = [
+        {
+            "perturbation": c.perturbation,
+            "metric": c.metric,
+            "aggregate": c.aggregate,
+            "higher_is_better": c.higher_is_better,
+            "unit": c.display.unit,
+        }
+        for c in cmp.columns
+    ]
+    payload = {
+        "title": cmp.title,
+        "reference": cmp.reference,
+        "columns": columns,
+        "rows": rows,
+        "notes": cmp.notes,
+    }
+    return json.dumps(payload, indent=2, ensure_ascii=False)
+
+
+@register_format(COMPARE_FORMATS, "html", ".html", ".htm")
+def html_comparison(cmp: Comparison, ci: bool, gate: GateSummary | None = None) -> str:
+    """One self-contained HTML page: the table (intervals always shown), the figures that
+    apply, the gate's checks when `gate` is given, and each report's provenance."""
+    from robench.results.compare.html import build_section, render_page
+
+    reports = [(source, read_report(Path(source))) for source in cmp.sources.values()]
+    section = build_section(reports, cmp)
+    return render_page([section], title=f"robench compare: {cmp.title}", gate=gate)

@@ -1,0 +1,174 @@
+"""The per-corruption table of `robench compare --per-corruption`: a row per corruption, a
+column per model, each cell the top-1 accuracy averaged over the severities present, and a
+last row `mean` (the mean of the rows above). Only corruption x severity results present in
+every report with the same parameters count, so every model is averaged over the same
+severities; the rest are dropped with a note. Best bold, second underlined per row.
+Rendered in every `robench compare` format (`PER_CORRUPTION_FORMATS`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from rich.table import Table
+
+from robench._core.errors import ConfigError
+from robench._core.registry import Registry
+from robench.results.compare.comparison import best_marks, comparable_params, row_labels
+from robench.results.compare.formats import LATEX, MARKDOWN, RICH, Markup
+from robench.results.report.schema import Report
+from robench.results.stats.aggregates import corruption_groups
+
+MEAN_ROW = "mean"
+
+
+@dataclass
+class PerCorruption:
+    """Values in percent: (corruption, model) -> (accuracy, mark)."""
+
+    corruptions: list[str]  # row labels (`fog`, or `fog @dataset` over several datasets)
+    models: list[str]
+    cells: dict[tuple[str, str], tuple[float, str]]
+    severities: dict[str, list[int]]  # corruption -> the severities averaged
+    sources: dict[str, str]
+    notes: list[str] = field(default_factory=list)
+
+
+def _keyed(report: Report) -> dict[tuple[str, str, int], tuple[str, float]]:
+    """(dataset, corruption, severity) -> (comparable params, top-1 accuracy)."""
+    found: dict[tuple[str, str, int], tuple[str, float]] = {}
+    for dataset, results in corruption_groups(report).items():
+        for r in results:
+            key = (dataset, str(r.params["corruption"]), int(r.params.get("severity", 0)))
+            if "top1" in r.metrics:
+                found.setdefault(key, (comparable_params(r.params), r.metrics["top1"].value))
+    return found
+
+
+def build_per_corruption(reports: Sequence[tuple[str, Report]]) -> PerCorruption:
+    """The per-corruption table of `(path, report)` pairs."""
+    labels = row_labels(reports)
+    keyed = [_keyed(report) for _, report in reports]
+    shared = [k for k in keyed[0] if all(k in other for other in keyed[1:])]
+    kept = [k for k in shared if len({found[k][0] for found in keyed}) == 1]
+    dropped = sorted({k for found in keyed for k in found} - set(kept))
+    if not kept:
+        raise ConfigError(
+            "no corruption result is present, with the same parameters, in every report; "
+            "compare reports of a corruption suite (e.g. imagenet-c)."
+        )
+    datasets = {d for d, _, _ in kept}
+    rows: dict[str, list[tuple[str, str, int]]] = {}
+    for key in kept:
+        label = key[1] if len(datasets) == 1 else f"{key[1]} @{key[0]}"
+        rows.setdefault(label, []).append(key)
+    cells: dict[tuple[str, str], tuple[float, str]] = {}
+    means: dict[str, list[float]] = {label: [] for label in labels}
+    for row, keys in [*rows.items(), (MEAN_ROW, [])]:
+        if row == MEAN_ROW:
+            values = [sum(means[m]) / len(means[m]) for m in labels]
+        else:
+            values = [100 * sum(found[k][1] for k in keys) / len(keys) for found in keyed]
+            for model, value in zip(labels, values, strict=True):
+                means[model].append(value)
+        for model, value, mark in zip(labels, values, best_marks(values, True), strict=True):
+            cells[row, model] = (value, mark)
+    notes = []
+    if dropped:
+        shown = ", ".join(f"{c}-{s}" for _, c, s in dropped[:5])
+        more = f" and {len(dropped) - 5} more" if len(dropped) > 5 else ""
+        notes.append(
+            f"left out corruption results not present with the same parameters in every "
+            f"report: {shown}{more}."
+        )
+    return PerCorruption(
+        corruptions=[*rows, MEAN_ROW],
+        models=labels,
+        cells=cells,
+        severities={row: sorted(s for _, _, s in keys) for row, keys in rows.items()},
+        sources={label: path for label, (path, _) in zip(labels, reports, strict=True)},
+        notes=notes,
+    )
+
+
+def _text(table: PerCorruption, row: str, model: str, markup: Markup) -> str:
+    value, mark = table.cells[row, model]
+    emphasis = {"best": markup.bold, "second": markup.underline}.get(mark)
+    return emphasis(f"{value:.2f}") if emphasis else f"{value:.2f}"
+
+
+def _lines(table: PerCorruption, markup: Markup) -> list[list[str]]:
+    header = ["Corruption (top-1 %) " + markup.arrows[True]]
+    body = [
+        [markup.escape(row)] + [_text(table, row, m, markup) for m in table.models]
+        for row in table.corruptions
+    ]
+    return [header + [markup.escape(m) for m in table.models], *body]
+
+
+PER_CORRUPTION_FORMATS: Registry[Callable[[PerCorruption], object]] = Registry(
+    "per-corruption format"
+)
+
+
+@PER_CORRUPTION_FORMATS.register("markdown")
+def markdown_per_corruption(table: PerCorruption) -> str:
+    header, *body = _lines(table, MARKDOWN)
+    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * len(table.models)]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in body])
+
+
+@PER_CORRUPTION_FORMATS.register("latex")
+def latex_per_corruption(table: PerCorruption) -> str:
+    header, *body = _lines(table, LATEX)
+    lines = [r"\begin{tabular}{l" + "r" * len(table.models) + "}", r"\toprule"]
+    lines += [" & ".join(header) + r" \\", r"\midrule"]
+    lines += [" & ".join(row) + r" \\" for row in body[:-1]]
+    lines += [r"\midrule", " & ".join(body[-1]) + r" \\", r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(lines)
+
+
+@PER_CORRUPTION_FORMATS.register("rich")
+def rich_per_corruption(table: PerCorruption) -> Table:
+    header, *body = _lines(table, RICH)
+    shown = Table(title="top-1 accuracy per corruption (mean over severities)")
+    shown.add_column(header[0], overflow="fold")
+    for model in header[1:]:
+        shown.add_column(model, justify="right", no_wrap=True)
+    for i, row in enumerate(body):
+        shown.add_row(*row, end_section=i == len(body) - 2)
+    return shown
+
+
+@PER_CORRUPTION_FORMATS.register("csv")
+def csv_per_corruption(table: PerCorruption) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["corruption", *table.models])
+    for row in table.corruptions:
+        writer.writerow([row, *(f"{table.cells[row, m][0]:.4f}" for m in table.models)])
+    return buffer.getvalue().rstrip("\n")
+
+
+@PER_CORRUPTION_FORMATS.register("json")
+def json_per_corruption(table: PerCorruption) -> str:
+    rows = [
+        {
+            "corruption": row,
+            "severities": table.severities.get(row),
+            "cells": {
+                m: {
+                    "value": round(table.cells[row, m][0], 6),
+                    "mark": table.cells[row, m][1] or None,
+                }
+                for m in table.models
+            },
+        }
+        for row in table.corruptions
+    ]
+    payload = {"models": table.models, "reports": table.sources, "rows": rows, "notes": table.notes}
+    return json.dumps(payload, indent=2, ensure_ascii=False)

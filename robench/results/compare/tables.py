@@ -1,0 +1,268 @@
+"""Human-readable tables of one report: metric, direction, value and 95% interval.
+
+Values are shown as the metric registry says (percentages for accuracies, which reports
+store as fractions), in the shape of lm-eval's `make_table`:
+`Perturbation | Metric | dir | Value | 95% CI`.
+
+Rich tables never cut a number: numeric columns get the width of their widest number (and
+fold rather than truncate if the terminal is narrower still), and a renderable picks, at
+print time, the first of its layouts that fits the console (`first_that_fits`); labels may
+wrap. `robench.results.compare.formats` lays out its comparison tables the same way.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from rich.cells import cell_len, chop_cells
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
+from rich.table import Table
+
+from robench._core.registry import Registry
+from robench.results.report.schema import Report
+from robench.results.stats.metrics import higher_is_better, metric_display
+
+ARROWS = {True: "↑", False: "↓"}
+
+Layout = Callable[[int], RenderableType]  # spare width (cells) -> renderable
+
+_UNBOUNDED = 1_000_000  # a width no layout reaches, to measure what a layout needs
+_BREAK = re.compile(r"(?<=[-_])")  # a word too long for its column breaks after '-' or '_'
+
+
+def first_that_fits(
+    console: Console, options: ConsoleOptions, layouts: dict[str, Layout]
+) -> tuple[str, RenderableType]:
+    """The first of `layouts` (widest first) that fits the console, with its name; the last
+    one when none does. A layout fits when its minimum width does; it is then built again
+    with the width left over (`spare`) to share out, e.g. to keep header words whole."""
+    wide = options.update_width(_UNBOUNDED)
+    last = list(layouts)[-1]
+    for name, build in layouts.items():
+        renderable = build(0)
+        spare = options.max_width - Measurement.get(console, wide, renderable).minimum
+        if spare >= 0 or name == last:
+            return name, build(spare) if spare > 0 else renderable
+    raise AssertionError("unreachable: the last layout is always returned")
+
+
+def _pieces(word: str) -> list[str]:
+    """`autoattack-lite-2` -> `autoattack-`, `lite-`, `2`: where a long word may break."""
+    return [piece for piece in _BREAK.split(word) if piece]
+
+
+def label_width(text: str, hyphenate: bool = False) -> int:
+    """The narrowest width `wrap_label` shows `text` at without folding: its widest word,
+    or with `hyphenate` its widest piece of a word (broken after '-' or '_')."""
+    words = text.split()
+    units = [piece for word in words for piece in _pieces(word)] if hyphenate else words
+    return max((cell_len(unit) for unit in units), default=0)
+
+
+def wrap_label(text: str, width: int) -> str:
+    """`text` in lines of at most `width` cells: broken between words; a word wider than
+    `width` after '-' or '_' (`vit_nano_` / `elliptical_` / `fmnist`), a piece wider than
+    that folded."""
+    lines: list[str] = []
+    for source in text.split("\n"):
+        line = ""
+        for word in source.split():
+            units = [word] if cell_len(word) <= width else _pieces(word)
+            for i, unit in enumerate(units):
+                joined = f"{line} {unit}" if line and i == 0 else line + unit
+                if line and cell_len(joined) > width:
+                    lines.append(line)
+                    joined = unit
+                line = joined
+                if cell_len(line) > width:
+                    *full, line = chop_cells(line, max(width, 1))
+                    lines += full
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def numeric_width(cells: list[str], header: str = "", hyphenate: bool = False) -> int:
+    """Width of a column of numbers: its widest line, or the header's `label_width`."""
+    widest = max((cell_len(line) for cell in cells for line in cell.split("\n")), default=0)
+    return max(widest, label_width(header, hyphenate))
+
+
+def _value_unit(report: Report) -> str | None:
+    """The unit every metric of `report` is shown in ("%" for accuracies, also when there
+    is none); None when they differ, and each metric's row then names its own."""
+    units = {metric_display(m).unit for r in report.results for m in r.metrics}
+    return units.pop() if len(units) == 1 else ("%" if not units else None)
+
+
+def budget_label(params: Mapping[str, Any]) -> str | None:
+    """A result's eps as tables show it: `8/255`, or with its threat model where the params
+    name one, `Linf 8/255`, `L2 0.5` (the norm written as `ThreatModel.name` writes it:
+    "linf" -> "Linf", "l2" -> "L2"); None for a result without an eps."""
+    eps = params.get("eps_display")
+    if not eps:
+        return None
+    norm = params.get("norm")
+    return f"{str(norm).capitalize()} {eps}" if norm else str(eps)
+
+
+def report_rows(report: Report) -> list[list[str]]:
+    shared = _value_unit(report)
+    rows = []
+    for result in report.results:
+        eps = budget_label(result.params)
+        label = f"{result.name} (eps {eps})" if eps else result.name
+        for metric, value in result.metrics.items():
+            display = metric_display(metric)
+            scale = display.scale
+            low, high = value.ci95
+            shown = (
+                metric if shared is not None or not display.unit else f"{metric} ({display.unit})"
+            )
+            rows.append(
+                [
+                    label,
+                    shown,
+                    ARROWS[higher_is_better(metric, value.higher_is_better)],
+                    _number(scale * value.value),
+                    f"[{_number(scale * low)}, {_number(scale * high)}]",
+                    str(result.n_samples),
+                ]
+            )
+    return rows
+
+
+def _number(value: float) -> str:
+    """Two decimals; "n/a" for a value with no samples to define it (NaN: an attack's
+    perturbed-word share when no attack succeeded)."""
+    return "n/a" if math.isnan(value) else f"{value:.2f}"
+
+
+def value_header(report: Report) -> str:
+    """`Value (%)` when every metric is a percentage, `Value` otherwise."""
+    unit = _value_unit(report)
+    return f"Value ({unit})" if unit else "Value"
+
+
+def results_header(report: Report) -> list[str]:
+    return ["Perturbation", "Metric", "", value_header(report), "95% CI", "n"]
+
+
+REPORT_FORMATS: Registry[Callable[[Report], object]] = Registry("table format")
+
+
+SANITY_HEADER = ["Sanity check", "Status", "Detail"]
+DIAGNOSTIC_HEADER = ["Diagnostic", "Values (scalars; per-layer lists in the report)"]
+
+
+def diagnostic_rows(report: Report) -> list[list[str]]:
+    rows = []
+    for d in report.diagnostics:
+        scalars = [f"{k} {v:.4g}" for k, v in d.values.items() if isinstance(v, int | float)]
+        rows.append([d.name, ", ".join(scalars) or "-"])
+    return rows
+
+
+def sanity_rows(report: Report) -> list[list[str]]:
+    return [[s.name, s.status, s.detail] for s in report.sanity]
+
+
+def _add_numeric_column(table: Table, header: str, cells: list[str], spare: int = 0) -> int:
+    """A right-aligned column as wide as its widest number (it folds, never cuts), widened
+    from `spare` to keep the header's lines whole; returns the spare width left."""
+    width = numeric_width(cells, header)
+    grow = min(spare, max(0, max(cell_len(line) for line in header.split("\n")) - width))
+    table.add_column(
+        wrap_label(header, width + grow), justify="right", width=width + grow, overflow="fold"
+    )
+    return spare - grow
+
+
+class RichResults:
+    """The results table of one report, laid out for the width it is printed at.
+
+    `wide`: Perturbation | Metric | dir | Value (%) | 95% CI | n (`Value` when the metrics'
+    units differ). `stacked`, when that does
+    not fit: the metric under the perturbation and the interval under the value. Only labels
+    wrap; numbers keep their width.
+    """
+
+    def __init__(self, report: Report) -> None:
+        self.report = report
+        self.rows = report_rows(report)
+        self.header = results_header(report)
+
+    def _table(self) -> Table:
+        report = self.report
+        title = f"{report.model.name} · {report.suite.name} v{report.suite.version}"
+        return Table(title=title, title_justify="left")
+
+    def wide(self, spare: int = 0) -> Table:
+        table = self._table()
+        for i, name in enumerate(self.header[:3]):
+            table.add_column(name, overflow="fold", no_wrap=i == 2)
+        for i, name in enumerate(self.header[3:], start=3):
+            spare = _add_numeric_column(table, name, [row[i] for row in self.rows], spare)
+        for row in self.rows:
+            table.add_row(*row)
+        return table
+
+    def stacked(self, spare: int = 0) -> Table:
+        table = self._table()
+        table.add_column("Perturbation\nMetric", overflow="fold")
+        values = [f"{value}\n{interval}" for _, _, _, value, interval, _ in self.rows]
+        spare = _add_numeric_column(table, f"{self.header[3]}\n95% CI", values, spare)
+        _add_numeric_column(table, self.header[5], [row[5] for row in self.rows], spare)
+        for (label, metric, arrow, *_, n), value in zip(self.rows, values, strict=True):
+            table.add_row(f"{label}\n{metric} {arrow}", value, n)
+        return table
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        layouts: dict[str, Layout] = {"wide": self.wide, "stacked": self.stacked}
+        yield first_that_fits(console, options, layouts)[1]
+
+
+@REPORT_FORMATS.register("rich")
+def rich_table(report: Report) -> RenderableType:
+    parts: list[RenderableType] = [RichResults(report)]
+    if report.diagnostics:
+        diag = Table(title="Diagnostics", title_justify="left")
+        for name in DIAGNOSTIC_HEADER:
+            diag.add_column(name, overflow="fold")
+        for row in diagnostic_rows(report):
+            diag.add_row(*row)
+        parts.append(diag)
+    if report.sanity:
+        checks = Table(title="Sanity battery", title_justify="left")
+        for name in SANITY_HEADER:
+            checks.add_column(name, overflow="fold", no_wrap=name == "Status")
+        for name, status, detail in sanity_rows(report):
+            checks.add_row(
+                name, "[green]pass[/]" if status == "pass" else "[yellow]warn[/]", detail
+            )
+        parts.append(checks)
+    return parts[0] if len(parts) == 1 else Group(*parts)
+
+
+def _markdown(header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [
+        "| " + " | ".join(row) + " |" for row in rows
+    ]
+
+
+@REPORT_FORMATS.register("markdown")
+def markdown_table(report: Report) -> str:
+    lines = _markdown(results_header(report), report_rows(report))
+    if report.diagnostics:
+        lines += ["", *_markdown(DIAGNOSTIC_HEADER, diagnostic_rows(report))]
+    if report.sanity:
+        lines += ["", *_markdown(SANITY_HEADER, sanity_rows(report))]
+    return "\n".join(lines)
+
+
+@REPORT_FORMATS.register("json")
+def json_report(report: Report) -> str:
+    return report.model_dump_json(indent=2)

@@ -1,0 +1,184 @@
+"""One gate check: its outcome, how a drop is classified against the policy, and how amounts
+are shown. Shared by the checks of single results (`gate`) and of aggregates such as mCE
+(`gate_aggregates`).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, replace
+
+from robench._core.errors import ConfigError
+from robench.results.gate.policy import Policy, Tolerance
+from robench.results.stats.metrics import MetricDisplay, metric_display
+from robench.results.stats.multiple_testing import adjust
+
+_EPS = 1e-12  # float slack when comparing a drop with its allowance
+
+
+class Status(str, enum.Enum):
+    """Outcome of one check, ordered from best to worst."""
+
+    passed = "pass"
+    inconclusive = "inconclusive"
+    regressed = "regressed"
+
+
+SEVERITY = {Status.passed: 0, Status.inconclusive: 1, Status.regressed: 2}
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """A paired test of "candidate worse": its description, p-value and samples needed."""
+
+    name: str
+    p_value: float
+    samples_needed: int | None
+    # The p-value adjusted across the gate's checks (policy.multiple_testing), which alpha
+    # decides on; None until the gate has every check (`decide_family`).
+    adjusted_p: float | None = None
+    adjustment: str | None = None  # "holm", "benjamini-hochberg" or "none"
+
+    @property
+    def deciding_p(self) -> float:
+        return self.p_value if self.adjusted_p is None else self.adjusted_p
+
+    def p_text(self) -> str:
+        """`p = 0.012` or `p = 0.012, Holm-adjusted 0.048`."""
+        text = f"p = {self.p_value:.3g}"
+        if self.adjusted_p is None or self.adjustment in (None, "none"):
+            return text
+        return f"{text}, {ADJUSTMENT_NAMES[self.adjustment]}-adjusted {self.adjusted_p:.3g}"
+
+
+ADJUSTMENT_NAMES = {"holm": "Holm", "benjamini-hochberg": "BH", "none": "unadjusted"}
+
+
+@dataclass(frozen=True)
+class Check:
+    """One perturbation x metric (or one aggregate) compared between baseline and candidate.
+
+    For an aggregate, `perturbation` is its name in the report (`mce`, `mce@imagenet-c`) and
+    `metric` its registered kind (`mce`); policy rules match those two.
+    """
+
+    perturbation: str
+    metric: str
+    higher_is_better: bool
+    baseline: float  # stored units (fractions for accuracies, AlexNet = 1.0 for mCE)
+    candidate: float
+    n: int  # paired samples
+    drop: float  # positive when the candidate is worse
+    allowed: float | None  # allowed drop; None when the policy ignores the check
+    test: PairedTest | None  # None without per-sample values
+    status: Status
+    detail: str  # one sentence saying why
+    aggregate: bool = False  # an aggregate over results, not a single result
+    display: MetricDisplay | None = None  # how values are shown; default: the metric's
+    tolerance_text: str = ""  # the allowed drop in words, for `detail`
+
+    @property
+    def name(self) -> str:
+        return self.perturbation if self.aggregate else f"{self.perturbation}/{self.metric}"
+
+    @property
+    def shown(self) -> MetricDisplay:
+        return self.display if self.display is not None else metric_display(self.metric)
+
+
+def display_amount(display: MetricDisplay, amount: float) -> str:
+    """A stored-unit amount as `display` shows it: `3.00 pp`, `2.10` (mCE), `1.25` (raw)."""
+    unit = f" {display.diff_unit}" if display.diff_unit else ""
+    return f"{amount * display.scale:.2f}{unit}"
+
+
+def format_amount(metric: str, amount: float) -> str:
+    """A stored-unit amount as shown: `3.00 pp` for accuracies, `1.25` for raw metrics."""
+    return display_amount(metric_display(metric), amount)
+
+
+def classify(
+    what: str,
+    display: MetricDisplay,
+    drop: float,
+    allowed: float | None,
+    n: int,
+    tolerance_text: str,
+    test: PairedTest | None,
+    policy: Policy,
+) -> tuple[Status, str]:
+    """Pass, regressed or inconclusive, and the sentence that says why (`what`: the metric)."""
+    if allowed is None:
+        return Status.passed, "ignored by the policy."
+    if abs(drop) <= _EPS:
+        return Status.passed, "no change."
+    if drop < 0:
+        return Status.passed, f"improved by {display_amount(display, -drop)}."
+    shown = display_amount(display, drop)
+    if drop <= allowed + _EPS:
+        return Status.passed, f"drop of {shown} within {tolerance_text}."
+    beyond = f"drop of {shown} exceeds {tolerance_text}"
+    if test is None:
+        return Status.inconclusive, (
+            f"{beyond}, but the reports carry no per-sample {what} values to test it."
+        )
+    if test.deciding_p <= policy.alpha:
+        return Status.regressed, (
+            f"{beyond} and is significant ({test.p_text()} <= alpha {policy.alpha:g})."
+        )
+    # The estimate is a normal approximation; never claim fewer samples than already failed.
+    needed = max(test.samples_needed or 0, n + 1)
+    return Status.inconclusive, (
+        f"{beyond} but is not significant on {n} samples ({test.p_text()} > alpha "
+        f"{policy.alpha:g}); about {needed} samples would be needed to detect it with "
+        f"{policy.power:.0%} power."
+    )
+
+
+def decide_family(checks: list[Check], policy: Policy) -> list[Check]:
+    """Adjust the p-values of all tested checks together (every check the policy does not
+    ignore, whatever its drop: choosing the family by the observed drops would void the
+    guarantee) and classify each check again on its adjusted p-value."""
+    family = [i for i, c in enumerate(checks) if c.test is not None and c.allowed is not None]
+    tests = [checks[i].test for i in family]
+    adjusted = adjust([t.p_value for t in tests if t is not None], policy.multiple_testing)
+    decided = list(checks)
+    for i, p in zip(family, adjusted, strict=True):
+        check = checks[i]
+        assert check.test is not None
+        test = replace(check.test, adjusted_p=p, adjustment=policy.multiple_testing)
+        status, detail = classify(
+            check.metric,
+            check.shown,
+            check.drop,
+            check.allowed,
+            check.n,
+            check.tolerance_text,
+            test,
+            policy,
+        )
+        decided[i] = replace(check, test=test, status=status, detail=detail)
+    return decided
+
+
+def check_policy_units(what: str, display: MetricDisplay, tolerance: Tolerance) -> None:
+    """Refuse an absolute limit written in display units (2 for 2 pp) instead of stored ones."""
+    limit = tolerance.max_abs_drop
+    if display.scale != 1.0 and limit is not None and limit > 1.0:
+        points = "percentage points" if display.diff_unit == "pp" else f"{display.label} points"
+        raise ConfigError(
+            f"gate policy allows an absolute drop of {limit:g} on {what}, which is stored as "
+            f"a fraction; write {limit / display.scale:g} for {limit:g} {points}."
+        )
+
+
+def tolerance_text(display: MetricDisplay, tolerance: Tolerance, allowed: float | None) -> str:
+    if allowed is None:
+        return "ignored"
+    parts = []
+    if tolerance.max_abs_drop is not None:
+        parts.append(display_amount(display, tolerance.max_abs_drop))
+    if tolerance.max_rel_drop is not None:
+        parts.append(f"{tolerance.max_rel_drop:.0%} rel.")
+    text = " and ".join(parts)
+    return text if len(parts) == 1 else f"{text} (= {display_amount(display, allowed)})"

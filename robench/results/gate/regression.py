@@ -1,0 +1,334 @@
+"""Gates: did a candidate's robustness regress against a baseline, beyond tolerance?
+
+Both reports must come from the same suite (name and version) on the same samples, so every
+check is paired: for each perturbation and metric of the baseline, the drop (direction-aware:
+a fall of an accuracy, a rise of a perplexity) is compared with the policy's tolerance, and a
+drop beyond it is tested one-sided for "candidate worse" at the policy's alpha: exact McNemar
+for per-sample accuracies, a paired bootstrap for per-sample real values (see `stats`).
+
+A check passes (within tolerance, or an improvement), regresses (beyond tolerance and
+significant) or is inconclusive (beyond tolerance, not significant; with an estimate of the
+samples needed to decide). Aggregates (mCE...) are checked too, by a paired bootstrap over
+samples (`gate_aggregates`). docs/ci.md documents the policy file and the statistics.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from robench._core.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, ConfigError
+from robench.results.gate.aggregates import aggregate_checks
+from robench.results.gate.checks import (
+    SEVERITY,
+    Check,
+    PairedTest,
+    Status,
+    check_policy_units,
+    classify,
+    decide_family,
+    tolerance_text,
+)
+from robench.results.gate.checks import format_amount as format_amount
+from robench.results.gate.policy import Policy, Tolerance
+from robench.results.report.schema import PerturbationResult, Report, precision_note
+from robench.results.stats.metrics import find_metric, higher_is_better, metric_display
+from robench.results.stats.paired_statistic import PairedStatistic
+from robench.results.stats.paired_tests import (
+    discordant_pairs,
+    mcnemar_exact,
+    mcnemar_samples_needed,
+    mean_samples_needed,
+    paired_bootstrap,
+)
+
+# numpy is imported where it is used: `robench compare` (and a gate of binary metrics) reads
+# reports without it.
+if TYPE_CHECKING:
+    pass
+
+logger = logging.getLogger(__name__)
+
+# A result's per-sample values of one metric (`Metric.values_in`): as stored, or an array.
+Values = Any
+
+
+def _mcnemar(base: Values, cand: Values, higher: bool, policy: Policy) -> PairedTest:
+    # b: pairs where only the baseline is good (right, for a higher-is-better indicator).
+    b, c = discordant_pairs(base, cand) if higher else discordant_pairs(cand, base)
+    return PairedTest(
+        f"exact McNemar (b={b}, c={c})",
+        mcnemar_exact(b, c, "greater"),
+        mcnemar_samples_needed(b, c, len(base), policy.alpha, policy.power),
+    )
+
+
+def _bootstrap(
+    base_values: Values, cand_values: Values, higher: bool, policy: Policy
+) -> PairedTest:
+    import numpy as np
+
+    base = np.asarray(base_values, dtype=float)
+    cand = np.asarray(cand_values, dtype=float)
+    result = paired_bootstrap(
+        base, cand, policy.n_resamples, policy.seed, alternative="less" if higher else "greater"
+    )
+    sd = float(np.std(cand - base, ddof=1)) if base.size > 1 else 0.0
+    return PairedTest(
+        f"paired bootstrap ({policy.n_resamples} resamples)",
+        result.p_value,
+        mean_samples_needed(result.mean_diff, sd, policy.alpha, policy.power),
+    )
+
+
+def _statistic_bootstrap(
+    statistic: PairedStatistic,
+    base: Values,
+    cand: Values,
+    higher: bool,
+    policy: Policy,
+) -> PairedTest:
+    """A paired bootstrap of the metric's own statistic (a ratio of sums over samples, or of
+    summed pixel counts over images)."""
+    diff, _, p_value, sd = statistic.paired(
+        base, cand, policy.n_resamples, policy.seed, "less" if higher else "greater"
+    )
+    return PairedTest(
+        f"paired bootstrap over {statistic.unit} ({policy.n_resamples} resamples)",
+        p_value,
+        mean_samples_needed(diff, sd, policy.alpha, policy.power),
+    )
+
+
+_TESTS: dict[str, Callable[[Values, Values, bool, Policy], PairedTest]] = {
+    "binary": _mcnemar,
+    "real": _bootstrap,
+}
+
+
+# --- checks ---------------------------------------------------------------------------
+
+
+@dataclass
+class GateResult:
+    """Every check of a gate, plus notes on what was not gated or looks off."""
+
+    baseline: Report
+    candidate: Report
+    policy: Policy
+    checks: list[Check]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def status(self) -> Status:
+        return max((c.status for c in self.checks), key=SEVERITY.__getitem__, default=Status.passed)
+
+    def count(self, status: Status) -> int:
+        return sum(c.status is status for c in self.checks)
+
+
+_EXIT_CODES = {
+    (Status.passed, False): EXIT_OK,
+    (Status.passed, True): EXIT_OK,
+    (Status.inconclusive, False): EXIT_OK,
+    (Status.inconclusive, True): EXIT_INCONCLUSIVE,
+    (Status.regressed, False): EXIT_REGRESSION,
+    (Status.regressed, True): EXIT_REGRESSION,
+}
+
+
+def exit_code(status: Status, strict: bool) -> int:
+    """0 pass, 1 regression, 4 inconclusive under --strict (else 0)."""
+    return _EXIT_CODES[(status, strict)]
+
+
+def _short(value: object) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else value
+    return text if len(text) <= 24 else text[:21] + "..."
+
+
+_SAME: list[tuple[str, Callable[[Report], object], str]] = [
+    ("task", lambda r: r.task, "evaluate both on the same task"),
+    ("suite", lambda r: r.suite.name, "evaluate both with the same suite"),
+    ("suite version", lambda r: r.suite.version, "evaluate both with the same suite version"),
+    ("datasets", lambda r: list(r.datasets), "evaluate both with the same named datasets"),
+]
+
+# Per dataset: what must match for its samples to pair.
+_SAME_DATA: list[tuple[str, Callable[[Report, str], object], str]] = [
+    ("data kind", lambda r, d: r.datasets[d].kind, "evaluate both on the same data"),
+    ("data split", lambda r, d: r.datasets[d].split, "evaluate both on the same split"),
+    ("dataset size", lambda r, d: r.datasets[d].n_total, "evaluate both on the same data"),
+    ("number of classes", lambda r, d: r.datasets[d].classes, "evaluate both on the same data"),
+    (
+        "sample set (indices_sha256)",
+        lambda r, d: r.datasets[d].indices_sha256,
+        "evaluate both with the same --limit and --seed",
+    ),
+    (
+        "sample indices",
+        lambda r, d: r.samples[d].indices if d in r.samples else None,
+        "evaluate both on the same samples",
+    ),
+    (
+        "sample targets",
+        lambda r, d: r.samples[d].targets if d in r.samples else None,
+        "evaluate both on the same data and class map",
+    ),
+]
+
+
+def _refuse(what: str, base: object, cand: object, fix: str) -> ConfigError:
+    return ConfigError(
+        f"cannot gate: baseline and candidate differ in {what} "
+        f"({_short(base)} vs {_short(cand)}); {fix}."
+    )
+
+
+def check_pairable(baseline: Report, candidate: Report) -> list[str]:
+    """Refuse (ConfigError) reports that cannot be paired; return notes on softer differences."""
+    for what, get, fix in _SAME:
+        if get(baseline) != get(candidate):
+            raise _refuse(what, get(baseline), get(candidate), fix)
+    for name in baseline.datasets:
+        for what, get_in, fix in _SAME_DATA:
+            base, cand = get_in(baseline, name), get_in(candidate, name)
+            if base != cand:
+                where = f" of dataset {name!r}" if len(baseline.datasets) > 1 else ""
+                raise _refuse(what + where, base, cand, fix)
+    notes = []
+    if baseline.suite.sha256 != candidate.suite.sha256:
+        notes.append(
+            f"the suite file changed (sha256 {baseline.suite.sha256[:12]} vs "
+            f"{candidate.suite.sha256[:12]}) without a version bump; check its perturbations."
+        )
+    for name, data in baseline.datasets.items():
+        other = candidate.datasets[name].path
+        if data.path != other:
+            notes.append(f"data paths of {name!r} differ ({data.path} vs {other}).")
+    precision = precision_note([baseline, candidate], ["baseline", "candidate"])
+    if precision:
+        notes.append(precision)
+    baseline_names = {r.name for r in baseline.results}
+    extra = [r.name for r in candidate.results if r.name not in baseline_names]
+    if extra:
+        notes.append(f"not gated, the baseline lacks them: {', '.join(extra)}.")
+    notes += [f"candidate report warns: {w}" for w in candidate.warnings]
+    return notes
+
+
+def _paired_results(
+    baseline: Report, candidate: Report
+) -> list[tuple[PerturbationResult, PerturbationResult]]:
+    found = {r.name: r for r in candidate.results}
+    pairs = []
+    for base in baseline.results:
+        cand = found.get(base.name)
+        if cand is None:
+            raise ConfigError(
+                f"cannot gate: the candidate report lacks perturbation {base.name!r} of the "
+                "baseline; evaluate the candidate with the full suite."
+            )
+        if cand.n_samples != base.n_samples:
+            raise ConfigError(
+                f"cannot gate: {base.name} ran on {base.n_samples} samples in the baseline but "
+                f"{cand.n_samples} in the candidate; evaluate both with the same suite and limit."
+            )
+        pairs.append((base, cand))
+    return pairs
+
+
+def _check(
+    baseline: Report,
+    candidate: Report,
+    pair: tuple[PerturbationResult, PerturbationResult],
+    metric: str,
+    tolerance: Tolerance,
+    policy: Policy,
+) -> Check:
+    base, cand = pair
+    base_value, cand_value = base.metrics[metric], cand.metrics.get(metric)
+    if cand_value is None or cand_value.higher_is_better != base_value.higher_is_better:
+        raise ConfigError(
+            f"cannot gate: {base.name}/{metric} is missing from the candidate or has the "
+            "opposite direction; evaluate both with the same suite."
+        )
+    display = metric_display(metric)
+    check_policy_units(metric, display, tolerance)
+    higher = higher_is_better(metric, base_value.higher_is_better)
+    drop = (base_value.value - cand_value.value) * (1 if higher else -1)
+    allowed = tolerance.allowed_drop(base_value.value)
+    test = _paired_test(baseline, candidate, base.name, metric, higher, policy)
+    text = tolerance_text(display, tolerance, allowed)
+    status, detail = classify(metric, display, drop, allowed, base.n_samples, text, test, policy)
+    return Check(
+        perturbation=base.name,
+        metric=metric,
+        higher_is_better=higher,
+        baseline=base_value.value,
+        candidate=cand_value.value,
+        n=base.n_samples,
+        drop=drop,
+        allowed=allowed,
+        test=test,
+        status=status,
+        detail=detail,
+        tolerance_text=text,
+    )
+
+
+def run_gate(baseline: Report, candidate: Report, policy: Policy | None = None) -> GateResult:
+    """Check every perturbation and metric, and every aggregate, of the baseline against the
+    candidate."""
+    policy = policy or Policy()
+    notes = check_pairable(baseline, candidate)
+    used_rules: set[int] = set()
+    checks = []
+    for pair in _paired_results(baseline, candidate):
+        for metric in pair[0].metrics:
+            tolerance, rule = policy.tolerance_for(pair[0].name, metric)
+            if rule is not None:
+                used_rules.add(rule)
+            checks.append(_check(baseline, candidate, pair, metric, tolerance, policy))
+    found, aggregate_notes, aggregate_rules = aggregate_checks(baseline, candidate, policy)
+    checks = decide_family(checks + found, policy)
+    notes += aggregate_notes
+    used_rules |= aggregate_rules
+    built_in = Policy().rules  # the default's rules need not match (e.g. top1 on text)
+    for i, unused in enumerate(policy.rules):
+        if i not in used_rules and unused not in built_in:
+            notes.append(
+                f"policy rule {i + 1} (perturbation {unused.perturbation!r}, metric "
+                f"{unused.metric!r}) matched no check; check its patterns."
+            )
+    for check in checks:
+        logger.debug("%s: %s, %s", check.name, check.status.value, check.detail)
+    return GateResult(baseline, candidate, policy, checks, notes)
+
+
+def _paired_test(
+    baseline: Report,
+    candidate: Report,
+    perturbation: str,
+    metric: str,
+    higher: bool,
+    policy: Policy,
+) -> PairedTest | None:
+    registered = find_metric(metric)
+    if registered is None:
+        return None
+    base = registered.values_in(baseline, perturbation)
+    cand = registered.values_in(candidate, perturbation)
+    if base is None or cand is None:
+        return None
+    if len(base) != len(cand):
+        raise ConfigError(
+            f"cannot gate: {perturbation}/{metric} has {len(base)} per-sample values in the "
+            f"baseline but {len(cand)} in the candidate; evaluate both on the same samples."
+        )
+    if registered.statistic is not None:
+        return _statistic_bootstrap(registered.statistic, base, cand, higher, policy)
+    return _TESTS[registered.paired_test](base, cand, higher, policy)

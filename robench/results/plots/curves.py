@@ -1,0 +1,151 @@
+"""Figures of the curves attacks record (results/stats/robustness_curves.py), on an Agg canvas
+like every robench figure (results/plots/figures.py):
+
+- `eps_curve_figure`: top-1 accuracy (%) against eps, one per threat model: each minimal-norm
+  result is a step curve from 0 to its cap with its pointwise 95% band, and every fixed-eps
+  PGD result of the same threat model a marker with its 95% error bar, so the two can be read
+  against each other. One colour per model.
+- `iteration_figure`: top-1 accuracy (%) against the attack's iterations (best iterate so
+  far) for every result that recorded them, with 95% bands; the last 20% of each line, where
+  the convergence check looks, is drawn thicker.
+matplotlib is imported when a figure is drawn, not when robench is imported.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from robench._core.units import display_pixel_value
+from robench.results.plots.figures import MODEL_COLOURS, legend_beside, new_figure
+from robench.results.report.attack_names import attack_name
+from robench.results.stats.robustness_curves import (
+    STILL_FALLING_SHARE,
+    eps_curve,
+    is_minimal_norm,
+    iteration_curve,
+)
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from robench.results.report.schema import PerturbationResult, Report
+
+NORM_AXES = {"linf": "L∞, pixel scale: 1/255 = one grey level", "l2": "L2, pixel scale"}
+_LINE_STYLES = ("-", "--", ":", "-.")
+
+
+def _norm(result: PerturbationResult) -> str:
+    return str(result.params.get("norm", "linf")).lower()
+
+
+def curve_norms(reports: Mapping[str, Report]) -> list[str]:
+    """The threat models of the reports' minimal-norm results, in order of appearance."""
+    found = (_norm(x) for r in reports.values() for x in r.results if is_minimal_norm(x))
+    return list(dict.fromkeys(found))
+
+
+def _eps_label(eps: float, norm: str) -> str:
+    return display_pixel_value(eps) if norm == "linf" else f"{eps:.3g}"
+
+
+def eps_curve_figure(reports: Mapping[str, Report], norm: str) -> Figure | None:
+    """Accuracy against eps for the `norm` minimal-norm results, with the PGD points; None
+    when no report has a minimal-norm result under `norm`."""
+    fig = new_figure(7.6, 4.6)
+    ax = fig.add_subplot()
+    entries: list[tuple[Any, str]] = []
+    ticks: set[float] = {0.0}
+    drawn = False
+    for i, (label, report) in enumerate(reports.items()):
+        colour = MODEL_COLOURS[i % len(MODEL_COLOURS)]
+        curves = [x for x in report.results if is_minimal_norm(x) and _norm(x) == norm]
+        for j, result in enumerate(curves):
+            curve = eps_curve(report, result)
+            if curve.n == 0:
+                continue
+            drawn = True
+            values = [100 * v for v in curve.value]
+            low, high = [100 * v for v in curve.low], [100 * v for v in curve.high]
+            ax.fill_between(curve.x, low, high, step="post", color=colour, alpha=0.15, lw=0)
+            (line,) = ax.step(curve.x, values, where="post", color=colour,
+                              linestyle=_LINE_STYLES[j % len(_LINE_STYLES)])  # fmt: skip
+            name = attack_name(result.kind, result.params)
+            entries.append((line, f"{label}: {result.name} ({name}, n={curve.n})"))
+            ticks.add(float(result.params["eps"]))
+        for result in report.results:
+            if result.kind != "pgd" or _norm(result) != norm or "top1" not in result.metrics:
+                continue
+            metric, eps = result.metrics["top1"], float(result.params["eps"])
+            value = 100 * metric.value
+            bar = ax.errorbar([eps], [value], capsize=4, marker="o", linestyle="none",
+                              color=colour, markerfacecolor="white",
+                              yerr=[[value - 100 * metric.ci95[0]],
+                                    [100 * metric.ci95[1] - value]])  # fmt: skip
+            entries.append((bar, f"{label}: {result.name} (fixed eps, n={result.n_samples})"))
+            ticks.add(eps)
+    if not drawn:
+        return None
+    shown = sorted(ticks)
+    ax.set_xticks(shown, [_eps_label(e, norm) for e in shown])
+    ax.set_xlim(0, max(shown) * 1.02 or 1.0)
+    ax.set_ylim(0, 100)
+    ax.set_xlabel(f"attack budget ε ({NORM_AXES.get(norm, norm)})")
+    ax.set_ylabel("top-1 accuracy (%)")
+    ax.grid(True, alpha=0.3)
+    fig.suptitle("Accuracy against ε from minimal norms", fontsize=11)
+    ax.set_title(
+        "lines: robust when the sample's minimal norm > ε; bands and bars: Wilson 95% "
+        "intervals;\nmarkers: fixed-ε PGD runs on the same samples",
+        fontsize=8,
+        loc="left",
+        color="0.25",
+    )
+    legend_beside(ax, entries)
+    return fig
+
+
+def iteration_figure(reports: Mapping[str, Report]) -> Figure | None:
+    """Accuracy against iterations for every result with recorded iterations; None when no
+    result has them."""
+    fig = new_figure(7.6, 4.6)
+    ax = fig.add_subplot()
+    entries = []
+    longest = 0
+    for i, (label, report) in enumerate(reports.items()):
+        colour = MODEL_COLOURS[i % len(MODEL_COLOURS)]
+        j = 0
+        for result in report.results:
+            curve = iteration_curve(report, result)
+            if curve is None or curve.n == 0:
+                continue
+            style = _LINE_STYLES[j % len(_LINE_STYLES)]
+            j += 1
+            values = [100 * v for v in curve.value]
+            low, high = [100 * v for v in curve.low], [100 * v for v in curve.high]
+            ax.fill_between(curve.x, low, high, color=colour, alpha=0.1, lw=0)
+            (line,) = ax.plot(curve.x, values, color=colour, linestyle=style)
+            start = math.floor((1 - STILL_FALLING_SHARE) * (len(curve.x) - 1))
+            ax.plot(curve.x[start:], values[start:], color=colour, linestyle=style, lw=3)
+            name = attack_name(result.kind, result.params)
+            eps = _eps_label(float(result.params["eps"]), _norm(result))
+            entries.append((line, f"{label}: {result.name} ({name}, ε {eps}, n={curve.n})"))
+            longest = max(longest, len(curve.x) - 1)
+    if not entries:
+        return None
+    ax.set_xlim(0, longest)
+    ax.set_ylim(0, 100)
+    ax.set_xlabel("attack iteration (0 = start)")
+    ax.set_ylabel("top-1 accuracy (%), best iterate so far")
+    ax.grid(True, alpha=0.3)
+    fig.suptitle("Accuracy against attack iterations", fontsize=11)
+    ax.set_title(
+        f"thick: the last {100 * STILL_FALLING_SHARE:g}% of the iterations, where a falling "
+        "curve means the attack had not converged;\nbands: Wilson 95% intervals",
+        fontsize=8,
+        loc="left",
+        color="0.25",
+    )
+    legend_beside(ax, entries)
+    return fig

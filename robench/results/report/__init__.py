@@ -1,0 +1,38 @@
+"""The report core: the report's schema (`schema.py`), reading older versions
+(`report_v1.py`), the always-on result checks (`checks.py`), attack display names
+(`attack_names.py`) and the output-format record every command renders through
+(`output_formats.py`).
+
+May import: `robench._core` only; every other room of `results/` builds on this one.
+
+`from robench.results.report import Report` (the module this room replaced) still works for
+one version, with a DeprecationWarning; import from `robench.results.report.schema`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from typing import Any
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: names of the old flat module `robench/results/report.py`, kept for plugins.
+    if name.startswith("__") or name in {
+        "schema",
+        "report_v1",
+        "checks",
+        "attack_names",
+        "output_formats",
+    }:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    schema = importlib.import_module("robench.results.report.schema")
+    if name.startswith("__") or not hasattr(schema, name):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(
+        f"robench.results.report.{name} moved to robench.results.report.schema.{name}; the "
+        "old path will be removed in the next version.",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(schema, name)

@@ -1,0 +1,120 @@
+"""Always-on checks of the curves attacks record (results/stats/robustness_curves.py).
+
+- `minimal_norm_at_most_pgd`: a minimal-norm attack's accuracy at eps is an upper bound found
+  by a search over every eps at once, so it should not sit above a PGD run at a fixed eps in
+  the same suite (same threat model, same samples). Warned when the curve's accuracy at PGD's
+  eps lies above the upper end of PGD's 95% interval and the two intervals do not overlap:
+  the minimal-norm attack is weaker than PGD there (too few steps, too small a step).
+- `converged`: an iterative attack whose accuracy against iterations still falls in its last
+  20% of iterations had not converged; more steps would likely lower the number. A warning,
+  and a sign the sanity battery's gradient-masking checks read too (docs/sanity.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from robench._core.units import display_pixel_value
+from robench.results.report.schema import PerturbationResult, Report, SanityResult
+from robench.results.stats.robustness_curves import (
+    STILL_FALLING_SHARE,
+    accuracy_at,
+    is_minimal_norm,
+    iteration_curve,
+    result_norms,
+)
+
+METRIC = "top1"
+
+
+def _norm(result: PerturbationResult) -> str:
+    return str(result.params.get("norm", "linf")).lower()
+
+
+def check_minimal_norm(report: Report) -> list[SanityResult]:
+    """One check per (minimal-norm result, PGD result) of one threat model and dataset with
+    PGD's eps at most the cap."""
+    checks = []
+    for curve in filter(is_minimal_norm, report.results):
+        norms = result_norms(report, curve)
+        if norms is None:
+            continue
+        for pgd in report.results:
+            eps = pgd.params.get("eps")
+            if (
+                pgd.kind != "pgd"
+                or pgd.dataset != curve.dataset
+                or _norm(pgd) != _norm(curve)
+                or not isinstance(eps, float)
+                or eps > float(curve.params["eps"])
+                or METRIC not in pgd.metrics
+            ):
+                continue
+            n = min(len(norms), pgd.n_samples)  # both hold the first n sorted indices
+            value, (low, high) = accuracy_at(norms[:n], eps)
+            if n != pgd.n_samples:
+                continue  # PGD ran on more samples than the curve: not the same samples
+            strong = pgd.metrics[METRIC]
+            ok = low <= strong.ci95[1]  # the intervals overlap, or the curve is lower
+            shown = display_pixel_value(eps) if _norm(pgd) == "linf" else f"{eps:g}"
+            detail = (
+                f"{curve.name} {100 * value:.2f}% [{100 * low:.2f}, {100 * high:.2f}] vs "
+                f"{pgd.name} {100 * strong.value:.2f}% [{100 * strong.ci95[0]:.2f}, "
+                f"{100 * strong.ci95[1]:.2f}] top-1 at eps {shown} on {n} samples"
+            )
+            if not ok:
+                detail += (
+                    ": the minimal-norm attack is weaker than PGD at this eps (its interval "
+                    "lies above PGD's); give it more steps or a larger step size"
+                )
+            checks.append(
+                SanityResult(
+                    name=f"minimal_norm_at_most_pgd:{curve.name}:{pgd.name}",
+                    status="pass" if ok else "warn",
+                    detail=detail + ".",
+                    values={"minimal_norm": value, "pgd": strong.value, "eps": eps},
+                )
+            )
+    return checks
+
+
+def check_convergence(report: Report) -> list[SanityResult]:
+    """One check per result with recorded iterations: still falling in the last 20%?"""
+    checks = []
+    for result in report.results:
+        curve = iteration_curve(report, result)
+        if curve is None or curve.n == 0:
+            continue
+        steps = len(curve.x) - 1
+        start = math.floor((1 - STILL_FALLING_SHARE) * steps)
+        drop = curve.value[start] - curve.value[-1]
+        ok = drop <= 0
+        detail = (
+            f"{result.name}: {100 * curve.value[start]:.2f}% after {start} of {steps} steps, "
+            f"{100 * curve.value[-1]:.2f}% after {steps} (best iterate so far, {curve.n} samples)"
+        )
+        if not ok:
+            detail += (
+                f": still falling in the last {100 * STILL_FALLING_SHARE:g}% of its iterations, "
+                "so the attack had not converged; raise `steps`, and if more steps keep "
+                "lowering it, run `robench eval --sanity` (gradient masking)"
+            )
+        checks.append(
+            SanityResult(
+                name=f"converged:{result.name}",
+                status="pass" if ok else "warn",
+                detail=detail + ".",
+                values={"at_80_percent": curve.value[start], "at_end": curve.value[-1]},
+            )
+        )
+    return checks
+
+
+def check_curves(report: Report) -> list[SanityResult]:
+    """Every curve check of a report."""
+    return check_minimal_norm(report) + check_convergence(report)
+
+
+def curve_warnings(checks: Sequence[SanityResult]) -> list[str]:
+    return [c.detail for c in checks if c.status == "warn"]

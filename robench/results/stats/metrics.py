@@ -1,0 +1,400 @@
+"""The metric registry: everything robench knows about one metric, in one place.
+
+Each registered `Metric` says how to compute it from a stored per-sample record, how to
+aggregate the per-sample values into the reported value, which 95% interval to report, which
+direction is better, how tables show it, and how `robench gate` pairs it across two reports.
+`evaluate`, `tables`, `compare` and `gate` read this registry and nothing else; a metric found
+in a report but not registered here (e.g. from an older robench) is shown raw and is not
+tested per sample.
+
+Accuracies are fractions in [0, 1] computed from per-sample predictions, so a resumed run
+and an uninterrupted one give the same numbers, and a gate can pair samples across runs.
+Language-modelling metrics (perplexity, word perplexity, bits per byte) are ratios of sums
+over evaluation windows: each window contributes a (NLL, count) pair, the value is computed
+from the totals, and intervals and gates resample windows (`ratio_statistics`).
+This module is part of the torch-free results layer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from robench._core.registry import Registry
+from robench.results.report.schema import Report
+from robench.results.stats.paired_statistic import PairedStatistic
+from robench.results.stats.ratio_statistics import MedianOfMarked, RatioOfSums, bootstrap_interval
+from robench.results.stats.segmentation_metrics import CountsStatistic
+
+# numpy is imported where it is used: `robench compare` reads reports without it.
+if TYPE_CHECKING:
+    import numpy as np
+
+Z_95 = 1.959963984540054  # two-sided 95% normal quantile
+
+# A sample's value: correct or not, a real number, or a (numerator, denominator) pair of a
+# ratio-of-sums metric (a window's NLL and its token count).
+PerSampleValue = bool | float | tuple[float, float]
+# A task's stored per-sample record (image classification: {"y": label, "topk": [...]}).
+Record = Mapping[str, Any]
+PerSampleFn = Callable[[Record], PerSampleValue]
+AggregateFn = Callable[[Sequence[PerSampleValue]], float]
+IntervalFn = Callable[[Sequence[PerSampleValue]], tuple[float, float]]
+ReportValuesFn = Callable[[Report, str], "np.ndarray | None"]  # (report, perturbation)
+# "binary": exact McNemar; "real": paired bootstrap of the mean; "statistic": paired bootstrap
+# of the metric's own `statistic` (a ratio of sums) over samples.
+PairedKind = Literal["binary", "real", "statistic"]
+
+
+def wilson_interval(successes: int, n: int, z: float = Z_95) -> tuple[float, float]:
+    """Wilson score interval of a binomial proportion; (0, 1) when n == 0.
+
+    Preferred over the normal approximation because it stays inside [0, 1] and behaves at
+    accuracies near 0 or 1, which robust accuracy under strong attacks often is.
+    """
+    if n == 0:
+        return (0.0, 1.0)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def mean(values: Sequence[PerSampleValue]) -> float:
+    """Mean of per-sample values; 0.0 for no samples. For booleans: successes / n."""
+    return sum(values) / len(values) if values else 0.0  # type: ignore[arg-type]
+
+
+def wilson(values: Sequence[PerSampleValue]) -> tuple[float, float]:
+    """Wilson score 95% interval of binary per-sample values."""
+    return wilson_interval(int(sum(values)), len(values))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class MetricDisplay:
+    """How a metric is shown: reports store accuracies as fractions, tables show percent."""
+
+    label: str  # column header text
+    scale: float = 1.0  # shown value = stored value * scale
+    unit: str = ""  # "%" for percentages, "" for raw values
+    diff_unit: str = ""  # unit of a difference: "pp" (percentage points) or ""
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric: computation, aggregation, interval, direction, display and paired test.
+
+    `aggregate` turns the per-sample values of one perturbation into the reported value
+    (the mean by default). A number over several results, such as mCE over the corruptions
+    of a suite, is not a metric: it is an `Aggregate` (`results/stats/aggregates.py`, where mCE,
+    relative mCE and the mean corruption accuracy are registered).
+    """
+
+    name: str
+    description: str
+    higher_is_better: bool
+    per_sample: PerSampleFn  # the task's stored record -> per-sample value
+    display: MetricDisplay
+    # The task(s) whose records `per_sample` reads (top-1 reads image and text classifiers').
+    task: str | tuple[str, ...] = "image-classification"
+    # A record column the metric needs: results whose records lack it (an attack metric on
+    # the clean result) do not report the metric.
+    requires: str | None = None
+    # How `robench gate` pairs it: "binary" -> exact McNemar, "real" -> paired bootstrap.
+    paired_test: PairedKind = "binary"
+    # Reads its per-sample values of one result from a report; by default the report's
+    # per-sample column named after the metric (`Report.sample_values`).
+    report_values: ReportValuesFn | None = None
+    aggregate: AggregateFn = mean
+    interval: IntervalFn = wilson  # 95% interval of the aggregate
+    # For paired_test "statistic": the value of a set of samples' values (a ratio of sums).
+    statistic: PairedStatistic | None = None
+
+    def summarize(self, values: Sequence[PerSampleValue]) -> tuple[float, tuple[float, float]]:
+        """The reported value and 95% interval of these per-sample values."""
+        return self.aggregate(values), self.interval(values)
+
+    def applies_to(self, task: str) -> bool:
+        """Whether it reads `task`'s records."""
+        return task in self.task if isinstance(self.task, tuple) else task == self.task
+
+    def values_in(self, report: Report, result: str) -> Sequence[Any] | np.ndarray | None:
+        """Its per-sample values of `result` in `report`, for paired tests; None if absent.
+        Pairs of a ratio-of-sums metric come as (numerator, denominator) rows. As stored (a
+        list), so that a gate of binary metrics needs no numpy."""
+        if self.report_values is not None:
+            return self.report_values(report, result)
+        return report.sample_values(result, self.name)
+
+
+METRICS: Registry[Metric] = Registry("metric")
+
+
+def register(metric: Metric) -> Metric:
+    """Add `metric` to the registry (a name may be registered once)."""
+    return METRICS.register(metric.name)(metric)
+
+
+def extended_registry(*extra: Metric) -> Registry[Metric]:
+    """A copy of the registry with `extra` metrics added, e.g. to try a metric in a test
+    (`monkeypatch.setattr(metrics, "METRICS", extended_registry(m))`) without registering it
+    for good."""
+    registry: Registry[Metric] = Registry(METRICS.what)
+    for metric in [*(METRICS.get(name) for name in METRICS), *extra]:
+        registry.register(metric.name)(metric)
+    return registry
+
+
+def find_metric(name: str) -> Metric | None:
+    """The registered metric `name`, or None for a metric robench does not know."""
+    return METRICS.get(name) if name in METRICS else None
+
+
+def metrics_for_task(task: str) -> list[str]:
+    """Names of the registered metrics computed from `task`'s per-sample records."""
+    return [name for name in METRICS if METRICS.get(name).applies_to(task)]
+
+
+def metric_display(name: str) -> MetricDisplay:
+    """How `name` is shown; metrics not in the registry are shown raw under their name."""
+    metric = find_metric(name)
+    return metric.display if metric is not None else MetricDisplay(name)
+
+
+def higher_is_better(name: str, stored: bool) -> bool:
+    """The direction of `name`: the registry's; `stored` (the report's) if not registered."""
+    metric = find_metric(name)
+    return metric.higher_is_better if metric is not None else stored
+
+
+def _exp(values: np.ndarray) -> np.ndarray:
+    import numpy as np
+
+    return np.exp(values)
+
+
+def ratio_metric(
+    name: str,
+    description: str,
+    pair: Callable[[Record], tuple[float, float]],
+    transform: Callable[[np.ndarray], np.ndarray],
+    display: MetricDisplay,
+    task: str,
+) -> Metric:
+    """A lower-is-better metric `transform(sum num / sum den)` of per-sample pairs, with a
+    bootstrap interval over samples and a paired bootstrap in gates."""
+    statistic = RatioOfSums(transform)
+    return Metric(
+        name=name,
+        description=description,
+        higher_is_better=False,
+        per_sample=pair,
+        display=display,
+        task=task,
+        paired_test="statistic",
+        aggregate=statistic,
+        interval=lambda values: bootstrap_interval(statistic, values),
+        statistic=statistic,
+    )
+
+
+def _top_k(k: int) -> PerSampleFn:
+    return lambda record: record["y"] in record["topk"][:k]
+
+
+register(
+    Metric(
+        name="top1",
+        description="top-1 accuracy (fraction of samples)",
+        higher_is_better=True,
+        per_sample=_top_k(1),
+        display=MetricDisplay("top-1", scale=100.0, unit="%", diff_unit="pp"),
+        task=("image-classification", "text-classification"),
+        paired_test="binary",
+    )
+)
+register(
+    Metric(
+        name="top5",
+        description="top-5 accuracy (fraction of samples)",
+        higher_is_better=True,
+        per_sample=_top_k(5),
+        display=MetricDisplay("top-5", scale=100.0, unit="%", diff_unit="pp"),
+        task=("image-classification", "text-classification"),
+        paired_test="binary",
+    )
+)
+
+
+# Language modelling: a window's record is {"nll": summed negative log-likelihood in nats,
+# "tokens": scored tokens, "words": scored words (tokens other than <eos>), "bytes": UTF-8
+# bytes of the scored text}; word perplexity and bits per byte as lm-evaluation-harness
+# defines them, so numbers compare across tokenizers.
+_LM = "language-modeling"
+register(
+    ratio_metric(
+        "perplexity",
+        "token perplexity exp(total NLL / scored tokens) (lower is better)",
+        lambda r: (r["nll"], r["tokens"]),
+        _exp,
+        MetricDisplay("PPL"),
+        _LM,
+    )
+)
+register(
+    ratio_metric(
+        "word_perplexity",
+        "word perplexity exp(total NLL / words), as lm-evaluation-harness (lower is better)",
+        lambda r: (r["nll"], r["words"]),
+        _exp,
+        MetricDisplay("word PPL"),
+        _LM,
+    )
+)
+register(
+    ratio_metric(
+        "bits_per_byte",
+        "bits per UTF-8 byte, total NLL / (bytes x ln 2), as lm-evaluation-harness (lower is "
+        "better)",
+        lambda r: (r["nll"], r["bytes"]),
+        lambda x: x / math.log(2),
+        MetricDisplay("bits/byte"),
+        _LM,
+    )
+)
+register(
+    ratio_metric(
+        "byte_perplexity",
+        "byte perplexity exp(total NLL / bytes) = 2 ** bits_per_byte, as lm-evaluation-harness "
+        "(lower is better)",
+        lambda r: (r["nll"], r["bytes"]),
+        _exp,
+        MetricDisplay("byte PPL"),
+        _LM,
+    )
+)
+
+
+# Semantic segmentation: an image's record is {"counts": its (4, K) intersect / union /
+# predicted / labelled pixel counts, flattened}; the metrics are mmsegmentation's ratios of
+# the counts summed over the dataset (results/stats/segmentation_metrics.py), with a bootstrap over
+# images and a paired bootstrap of the statistic in gates.
+def _counts_metric(name: str, description: str, label: str) -> Metric:
+    statistic = CountsStatistic(name)
+    return Metric(
+        name=name,
+        description=description,
+        higher_is_better=True,
+        per_sample=lambda record: record["counts"],
+        display=MetricDisplay(label, scale=100.0, unit="%", diff_unit="pp"),
+        task="semantic-segmentation",
+        paired_test="statistic",
+        aggregate=statistic,
+        interval=statistic.interval,
+        statistic=statistic,
+    )
+
+
+register(
+    _counts_metric(
+        "miou",
+        "mean IoU over classes of summed intersections / unions, as mmsegmentation (classes "
+        "with an empty union left out)",
+        "mIoU",
+    )
+)
+register(
+    _counts_metric(
+        "pixel_accuracy", "correct / scored pixels over the dataset (mmsegmentation aAcc)", "aAcc"
+    )
+)
+register(
+    _counts_metric(
+        "mean_accuracy",
+        "mean over classes of correct / labelled pixels (mmsegmentation mAcc)",
+        "mAcc",
+    )
+)
+
+
+# Text classification under attack: an attacked sample's record adds the attack's `outcome`
+# ("skipped": the model was already wrong; "succeeded"; "failed"), its `queries`, and the
+# `changed_words` of its `words`. TextAttack's summary numbers, each over the samples it
+# defines them on, as ratios of sums with a bootstrap interval and a paired bootstrap in gates.
+_TEXT = "text-classification"
+
+
+def _attacked(record: Record) -> bool:
+    return bool(record["outcome"] != "skipped")
+
+
+def _attack_metric(
+    name: str,
+    description: str,
+    pair: Callable[[Record], tuple[float, float]],
+    display: MetricDisplay,
+    higher_is_better: bool,
+    statistic: RatioOfSums | None = None,
+) -> Metric:
+    statistic = statistic or RatioOfSums(lambda x: x)
+    return Metric(
+        name=name,
+        description=description,
+        higher_is_better=higher_is_better,
+        per_sample=pair,
+        display=display,
+        task=_TEXT,
+        requires="outcome",
+        paired_test="statistic",
+        aggregate=statistic,
+        interval=lambda values: bootstrap_interval(statistic, values),
+        statistic=statistic,
+    )
+
+
+register(
+    _attack_metric(
+        "attack_success_rate",
+        "share of the attacked samples (those the model got right) whose attack succeeded, "
+        "as TextAttack's attack success rate (lower is more robust)",
+        lambda r: (float(r["outcome"] == "succeeded"), float(_attacked(r))),
+        MetricDisplay("success", scale=100.0, unit="%", diff_unit="pp"),
+        higher_is_better=False,
+    )
+)
+register(
+    _attack_metric(
+        "queries_mean",
+        "model queries per attacked sample (succeeded or failed), as TextAttack's average "
+        "number of queries (higher: the attack worked harder)",
+        lambda r: (float(r["queries"]) * _attacked(r), float(_attacked(r))),
+        MetricDisplay("queries"),
+        higher_is_better=True,
+    )
+)
+register(
+    _attack_metric(
+        "queries_median",
+        "median model queries over the attacked samples (succeeded or failed)",
+        lambda r: (float(r["queries"]) * _attacked(r), float(_attacked(r))),
+        MetricDisplay("median queries"),
+        higher_is_better=True,
+        statistic=MedianOfMarked(),
+    )
+)
+register(
+    _attack_metric(
+        "perturbed_word_share",
+        "share of a text's words the attack changed, averaged over successful attacks, as "
+        "TextAttack's average perturbed word % (higher: the model needed bigger edits)",
+        lambda r: (
+            r["changed_words"] / max(r["words"], 1) if r["outcome"] == "succeeded" else 0.0,
+            float(r["outcome"] == "succeeded"),
+        ),
+        MetricDisplay("perturbed words", scale=100.0, unit="%", diff_unit="pp"),
+        higher_is_better=True,
+    )
+)

@@ -1,0 +1,158 @@
+"""Metrics that are a function of a ratio of sums over samples, and their bootstrap.
+
+Perplexity is exp(total NLL / total tokens) over evaluation windows, not a mean of per-window
+perplexities: windows differ in length, and the corpus-level number is what lm-evaluation-harness
+and the paper report. Each window's record contributes a (numerator, denominator) pair; the
+statistic of a set of windows is `transform(sum numerators / sum denominators)`.
+
+Intervals and paired gates resample windows (a percentile bootstrap, seeded, so a report is
+reproducible), keeping each window's pair together. This module is torch-free.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from robench.results.stats.paired_tests import bootstrap_p_value
+
+# numpy is imported where it is used: `robench compare` reads reports without it.
+if TYPE_CHECKING:
+    import numpy as np
+
+BOOTSTRAP_RESAMPLES = 2_000  # for a reported interval; gates use their policy's count
+BOOTSTRAP_SEED = 0
+_CHUNK = 2_000_000  # resampled indices per chunk (bounded memory)
+
+
+@dataclass(frozen=True)
+class RatioOfSums:
+    """`transform(sum(num) / sum(den))` of an (n, 2) array of per-sample pairs, or of a
+    stack of resamples (..., n, 2); called on pairs, returns a float."""
+
+    transform: Callable[[np.ndarray], np.ndarray]
+    unit: ClassVar[str] = "samples"  # what a resample draws (the gate's description)
+
+    def values(self, pairs: np.ndarray) -> np.ndarray:
+        import numpy as np
+
+        num, den = pairs[..., 0].sum(axis=-1), pairs[..., 1].sum(axis=-1)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return np.asarray(self.transform(num / den))
+
+    def __call__(self, pairs: Sequence[Any]) -> float:
+        array = as_pairs(pairs)
+        return float(self.values(array)) if array.size else math.nan
+
+    def paired(
+        self,
+        baseline: Sequence[Any] | np.ndarray,
+        candidate: Sequence[Any] | np.ndarray,
+        n_resamples: int,
+        seed: int,
+        alternative: str,
+    ) -> tuple[float, tuple[float, float], float, float]:
+        """`paired_statistic_bootstrap` of this statistic over samples (what a gate calls)."""
+        return paired_statistic_bootstrap(
+            self, as_pairs(baseline), as_pairs(candidate), n_resamples, seed, alternative
+        )
+
+
+def _identity(values: np.ndarray) -> np.ndarray:
+    return values
+
+
+@dataclass(frozen=True)
+class MedianOfMarked(RatioOfSums):
+    """The median of the numerators of the pairs whose denominator is 1 (marked), e.g. the
+    queries of the samples an attack ran on; the same bootstrap and paired bootstrap."""
+
+    transform: Callable[[np.ndarray], np.ndarray] = _identity
+
+    def values(self, pairs: np.ndarray) -> np.ndarray:
+        import numpy as np
+
+        marked = np.where(pairs[..., 1] > 0, pairs[..., 0], np.nan)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # no marked sample: NaN
+            return np.asarray(np.nanmedian(marked, axis=-1))
+
+
+def as_pairs(values: Sequence[Any] | np.ndarray) -> np.ndarray:
+    """Per-sample (numerator, denominator) pairs as a float (n, 2) array."""
+    import numpy as np
+
+    array = np.asarray(values, dtype=float)
+    return array.reshape(-1, 2) if array.size else np.zeros((0, 2))
+
+
+def _resampled(
+    n: int, n_resamples: int, seed: int, each: Callable[[np.ndarray], np.ndarray]
+) -> np.ndarray:
+    """`each(indices)` for `n_resamples` draws of n indices with replacement, chunked."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    out = np.empty(n_resamples)
+    per_chunk = max(1, _CHUNK // max(n, 1))
+    for start in range(0, n_resamples, per_chunk):
+        count = min(per_chunk, n_resamples - start)
+        out[start : start + count] = each(rng.integers(0, n, size=(count, n)))
+    return out
+
+
+def bootstrap_interval(
+    statistic: RatioOfSums,
+    values: Sequence[Any],
+    n_resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> tuple[float, float]:
+    """95% percentile bootstrap interval of `statistic` over samples; (nan, nan) if none."""
+    import numpy as np
+
+    pairs = as_pairs(values)
+    if len(pairs) == 0:
+        return (math.nan, math.nan)
+    replicates = _resampled(len(pairs), n_resamples, seed, lambda i: statistic.values(pairs[i]))
+    # A resample may leave a statistic undefined (no attacked sample drawn): left out.
+    replicates = replicates[np.isfinite(replicates)]
+    if len(replicates) == 0:
+        return (math.nan, math.nan)
+    low, high = np.percentile(replicates, [2.5, 97.5])
+    return (float(low), float(high))
+
+
+def paired_statistic_bootstrap(
+    statistic: RatioOfSums,
+    baseline: np.ndarray,
+    candidate: np.ndarray,
+    n_resamples: int,
+    seed: int,
+    alternative: str,
+) -> tuple[float, tuple[float, float], float, float]:
+    """Paired bootstrap of `statistic(candidate) - statistic(baseline)` over samples.
+
+    Returns (observed difference, 95% percentile interval, one- or two-sided p-value of "no
+    difference" with the +1 correction, bootstrap sd of the difference x sqrt(n): the
+    per-sample sd that sample-size estimates use). `alternative` as in `stats`.
+    """
+    import numpy as np
+
+    base, cand = as_pairs(baseline), as_pairs(candidate)
+    observed = float(statistic.values(cand) - statistic.values(base))
+    diffs = _resampled(
+        len(base),
+        n_resamples,
+        seed,
+        lambda i: statistic.values(cand[i]) - statistic.values(base[i]),
+    )
+    diffs = diffs[np.isfinite(diffs)]  # resamples where the statistic is undefined
+    if len(diffs) == 0:
+        return observed, (math.nan, math.nan), 1.0, 0.0
+    low, high = np.percentile(diffs, [2.5, 97.5])
+    p_value = bootstrap_p_value(diffs, observed, alternative)
+    sd = float(np.std(diffs, ddof=1) * math.sqrt(len(base))) if n_resamples > 1 else 0.0
+    return observed, (float(low), float(high)), p_value, sd

@@ -1,0 +1,149 @@
+"""Curves read from the per-sample columns attacks record: accuracy against eps from a
+minimal-norm result's norms, and accuracy against iterations from first successful iterates.
+
+Accuracy at eps from norms: a sample counts robust at eps when its minimal norm is strictly
+greater than eps (`min_norm > eps`). A sample misclassified clean has norm 0, so it is never
+robust, and one never made adversarial (norm None, infinity) always is. The curve is exact at
+every eps up to the result's cap; above the cap the attack's output was not scored and the
+curve is not drawn. Intervals are Wilson 95% intervals over samples, as for top-1.
+
+Accuracy against iterations: a sample counts robust after t steps when no iterate up to t was
+wrong (`first_success` None or > t). The libraries' loops (PGD) do not evaluate their last
+iterate; the runner's re-run does, so at the last step a sample the result scores wrong
+counts as fooled too. It is the accuracy against the best iterate so far, so at the last step
+it can be below the result's top-1 (PGD returns its last iterate, not its best).
+This module is part of the torch-free results layer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from robench.results.report.schema import PerturbationResult, Report
+from robench.results.stats.metrics import wilson_interval
+
+NORM_COLUMN = "min_norm"
+ITERATION_COLUMN = "first_success"
+CORRECT_COLUMN = "top1"  # the re-run's per-sample correctness
+CURVE_POINTS = 201  # points of an eps curve between 0 and the cap
+STILL_FALLING_SHARE = 0.2  # the convergence check looks at the last 20% of the iterations
+
+
+@dataclass(frozen=True)
+class Curve:
+    """Accuracy (fractions) at each x, with Wilson 95% intervals, over `n` samples."""
+
+    result: str  # the result's name
+    x: list[float]  # eps (pixel units) or iterations
+    value: list[float]
+    low: list[float]
+    high: list[float]
+    n: int
+
+
+def norm_values(norms: Sequence[float | None]) -> list[float]:
+    """The report's column -> floats, None (no adversarial found) as infinity."""
+    return [math.inf if n is None else float(n) for n in norms]
+
+
+def accuracy_at(norms: Sequence[float], eps: float) -> tuple[float, tuple[float, float]]:
+    """Accuracy at `eps` from minimal norms (robust: norm > eps) and its Wilson interval."""
+    robust = sum(1 for n in norms if n > eps)
+    total = len(norms)
+    return (robust / total if total else 0.0), wilson_interval(robust, total)
+
+
+def _curve(result: str, x: Sequence[float], robust: Sequence[int], n: int) -> Curve:
+    intervals = [wilson_interval(r, n) for r in robust]
+    return Curve(
+        result=result,
+        x=list(x),
+        value=[r / n if n else 0.0 for r in robust],
+        low=[lo for lo, _ in intervals],
+        high=[hi for _, hi in intervals],
+        n=n,
+    )
+
+
+def is_minimal_norm(result: PerturbationResult) -> bool:
+    return result.kind == "minimal-norm"
+
+
+def result_norms(report: Report, result: PerturbationResult) -> list[float] | None:
+    """A minimal-norm result's per-sample norms, None when the report has none."""
+    norms = report.sample_values(result.name, NORM_COLUMN)
+    return norm_values(norms) if norms is not None else None
+
+
+def eps_curve(report: Report, result: PerturbationResult, points: int = CURVE_POINTS) -> Curve:
+    """Accuracy against eps from 0 to the result's cap, from its per-sample norms; every
+    distinct norm below the cap is a point, so the steps are drawn where they are."""
+    norms = result_norms(report, result) or []
+    cap = float(result.params["eps"])
+    grid = {cap * i / (points - 1) for i in range(points)}
+    grid |= {n for n in norms if 0 <= n <= cap}
+    x = sorted(grid)
+    ordered = sorted(norms)
+    robust, k = [], 0
+    for eps in x:  # both sorted: count norms <= eps as the grid grows
+        while k < len(ordered) and ordered[k] <= eps:
+            k += 1
+        robust.append(len(ordered) - k)
+    return _curve(result.name, x, robust, len(norms))
+
+
+def iteration_curve(report: Report, result: PerturbationResult) -> Curve | None:
+    """Accuracy against iterations 0..steps from `first_success` (and, at the last step,
+    the re-run's correctness); None when the result recorded no iterations."""
+    first = report.sample_values(result.name, ITERATION_COLUMN)
+    steps = result.params.get("steps")
+    if first is None or not isinstance(steps, int):
+        return None
+    correct = report.sample_values(result.name, CORRECT_COLUMN) or [True] * len(first)
+    fooled_at = [
+        k if k is not None else (steps if not ok else None)
+        for k, ok in zip(first, correct, strict=True)
+    ]
+    counts = [0] * (steps + 1)
+    for k in fooled_at:
+        if k is not None:
+            counts[min(k, steps)] += 1
+    robust, left = [], len(first)
+    for count in counts:
+        left -= count
+        robust.append(left)
+    return _curve(result.name, list(range(steps + 1)), robust, len(first))
+
+
+def accuracy_at_results(report: Report, eps_values: Sequence[float]) -> list[PerturbationResult]:
+    """One result per minimal-norm result of `report` and eps at most its cap: `NAME@EPS`,
+    top-1 at that eps read from the per-sample norms (what `robench compare --at-eps`
+    shows as columns)."""
+    from robench._core.units import display_pixel_value
+    from robench.results.report.schema import MetricValue
+
+    found = []
+    for result in filter(is_minimal_norm, report.results):
+        norms = result_norms(report, result)
+        cap = float(result.params["eps"])
+        for eps in eps_values:
+            if norms is None or eps > cap:
+                continue
+            value, ci95 = accuracy_at(norms, eps)
+            found.append(
+                result.model_copy(
+                    update={
+                        "name": f"{result.name}@{display_pixel_value(eps)}",
+                        "params": {**result.params, "eps": eps, "cap": cap},
+                        "metrics": {
+                            CORRECT_COLUMN: MetricValue(
+                                value=value, ci95=ci95, higher_is_better=True
+                            )
+                        },
+                        "wall_time_s": 0.0,
+                    }
+                )
+            )
+    return found

@@ -1,0 +1,291 @@
+"""Segmentation metrics as mmsegmentation defines them: mIoU, aAcc and mAcc over a dataset.
+
+Each image contributes per-class pixel counts (mmseg `IoUMetric.intersect_and_union`), taken
+on the pixels whose label is a class (not `IGNORE_INDEX`, not `PAD_INDEX`):
+intersect[c] = #(pred == label == c), pred area[c] = #(pred == c), label area[c] =
+#(label == c), union = pred area + label area - intersect. A dataset's metrics are ratios of
+the summed counts (mmseg `total_area_to_metrics`):
+
+    IoU[c] = I[c] / U[c]          mIoU = nanmean over classes with U[c] > 0
+    Acc[c] = I[c] / L[c]          mAcc = nanmean over classes with L[c] > 0
+    aAcc   = sum I / sum L
+
+A class that is predicted but absent from the labels has U > 0 and I = 0: IoU 0, counted.
+A class neither predicted nor labelled is left out. mmseg reports these x 100; these are
+fractions. Intervals resample images (a seeded percentile bootstrap, as `ratio_statistics`
+does for perplexity), keeping each image's (4, K) counts together.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from robench.results.stats.paired_tests import bootstrap_p_value
+from robench.results.stats.ratio_statistics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+
+# numpy is imported where used: the metric registry, `robench compare` and binary gates
+# import this module without it.
+if TYPE_CHECKING:
+    import numpy as np
+
+INTERSECT, UNION, PRED_AREA, LABEL_AREA = range(4)  # rows of an image's (4, K) counts
+_CHUNK = 2_000_000  # resampled image indices per chunk (bounded memory)
+
+
+def pixel_counts(pred: Any, labels: Any, num_classes: int, ignore_index: int = 255) -> np.ndarray:
+    """One image's (4, K) int64 counts: intersect, union, pred area, label area per class.
+
+    `pred` and `labels` are (H, W) integer maps (numpy or torch) of the same size. Only
+    pixels labelled with a class 0..K-1 other than `ignore_index` are scored, so
+    `label_maps.IGNORE_INDEX` (255) and `PAD_INDEX` (-1) are left out (this part may not
+    import robench.data, hence the literal); as in mmseg's `torch.histc(min=0, max=K-1)`,
+    predictions outside 0..K-1 count in no class.
+    """
+    import numpy as np
+
+    pred_arr, label_arr = _as_numpy(pred), _as_numpy(labels)
+    if pred_arr.shape != label_arr.shape:
+        raise ValueError(f"pred {pred_arr.shape} and labels {label_arr.shape} differ in size")
+    scored = (label_arr >= 0) & (label_arr < num_classes) & (label_arr != ignore_index)
+    pred_arr, label_arr = pred_arr[scored], label_arr[scored]
+    in_range = (pred_arr >= 0) & (pred_arr < num_classes)
+    hits = pred_arr[in_range & (pred_arr == label_arr)]
+    intersect = np.bincount(hits, minlength=num_classes)
+    pred_area = np.bincount(pred_arr[in_range], minlength=num_classes)
+    label_area = np.bincount(label_arr, minlength=num_classes)
+    union = pred_area + label_area - intersect
+    return np.stack([intersect, union, pred_area, label_area]).astype(np.int64)
+
+
+def batch_pixel_counts(
+    pred: Any, labels: Any, num_classes: int, ignore_index: int = 255
+) -> np.ndarray:
+    """`pixel_counts` of a batch of same-size maps (B, H, W) at once: (B, 4, K) int64.
+
+    Three bincounts over the whole batch, each pixel's class offset by its sample's K bins,
+    instead of three per image: what keeps scoring cheap beside the model's forward."""
+    import numpy as np
+
+    pred_arr, label_arr = _as_numpy(pred), _as_numpy(labels)
+    if pred_arr.shape != label_arr.shape or pred_arr.ndim != 3:
+        raise ValueError(f"pred {pred_arr.shape} and labels {label_arr.shape}: expected (B, H, W)")
+    n, k = len(label_arr), num_classes
+    offset = (np.arange(n) * k)[:, None, None]
+    scored = (label_arr >= 0) & (label_arr < k) & (label_arr != ignore_index)
+    in_range = scored & (pred_arr >= 0) & (pred_arr < k)
+    hits = in_range & (pred_arr == label_arr)
+    intersect = np.bincount((label_arr + offset)[hits], minlength=n * k)
+    pred_area = np.bincount((pred_arr + offset)[in_range], minlength=n * k)
+    label_area = np.bincount((label_arr + offset)[scored], minlength=n * k)
+    union = pred_area + label_area - intersect
+    return np.stack([intersect, union, pred_area, label_area]).reshape(4, n, k).transpose(1, 0, 2)
+
+
+def _as_numpy(value: Any) -> np.ndarray:
+    import numpy as np
+
+    if hasattr(value, "detach"):  # a torch tensor
+        value = value.detach().cpu().numpy()
+    return np.asarray(value).astype(np.int64)
+
+
+def _nanmean(ratios: np.ndarray) -> np.ndarray:
+    """Mean over the last axis, ignoring NaN; NaN where all are NaN (no warning)."""
+    import numpy as np
+
+    valid = ~np.isnan(ratios)
+    count = valid.sum(axis=-1)
+    total = np.where(valid, ratios, 0.0).sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    import numpy as np
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
+
+
+def _miou(totals: np.ndarray) -> np.ndarray:
+
+    return _nanmean(_ratio(totals[..., INTERSECT, :], totals[..., UNION, :]))
+
+
+def _mean_accuracy(totals: np.ndarray) -> np.ndarray:
+
+    return _nanmean(_ratio(totals[..., INTERSECT, :], totals[..., LABEL_AREA, :]))
+
+
+def _pixel_accuracy(totals: np.ndarray) -> np.ndarray:
+
+    return _ratio(totals[..., INTERSECT, :].sum(axis=-1), totals[..., LABEL_AREA, :].sum(axis=-1))
+
+
+# name -> function of summed counts (..., 4, K) -> (...)
+SEGMENTATION_STATISTICS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "miou": _miou,
+    "mean_accuracy": _mean_accuracy,
+    "pixel_accuracy": _pixel_accuracy,
+}
+
+
+def per_class_metrics(counts: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-class IoU and accuracy (K,) of a stack of images' counts (N, 4, K); NaN where the
+    class's union (IoU) or label area (accuracy) is 0, as mmseg reports them."""
+    import numpy as np
+
+    totals = np.asarray(counts, dtype=float).reshape(-1, 4, np.shape(counts)[-1]).sum(axis=0)
+    return {
+        "iou": _ratio(totals[INTERSECT], totals[UNION]),
+        "accuracy": _ratio(totals[INTERSECT], totals[LABEL_AREA]),
+    }
+
+
+def dataset_metrics(counts: np.ndarray) -> dict[str, float]:
+    """mIoU, mean accuracy and pixel accuracy (fractions) of images' counts (N, 4, K)."""
+
+    return {name: CountsStatistic(name)(counts) for name in SEGMENTATION_STATISTICS}
+
+
+def as_counts(values: Sequence[Any] | np.ndarray) -> np.ndarray:
+    """Per-image counts as a float (N, 4, K) array, from (N, 4, K) or flat (N, 4K) rows."""
+    import numpy as np
+
+    array = np.asarray(values, dtype=float)
+    if array.size == 0:
+        return np.zeros((0, 4, 0))
+    return array.reshape(array.shape[0], 4, -1)
+
+
+@dataclass(frozen=True)
+class CountsStatistic:
+    """One of `SEGMENTATION_STATISTICS` of summed per-image counts.
+
+    Shaped like `ratio_statistics.RatioOfSums`: `values` takes images' counts (..., N, 4, K)
+    (a stack of resamples included) and returns (...); called on per-image counts (N, 4, K)
+    or flat (N, 4K) rows, it returns a float (NaN for no images)."""
+
+    name: str
+
+    def values(self, counts: np.ndarray) -> np.ndarray:
+        return self.of_totals(counts.sum(axis=-3))
+
+    def of_totals(self, totals: np.ndarray) -> np.ndarray:
+        """The statistic of summed counts (..., 4, K)."""
+        import numpy as np
+
+        return np.asarray(SEGMENTATION_STATISTICS[self.name](totals))
+
+    def __call__(self, values: Sequence[Any] | np.ndarray) -> float:
+        counts = as_counts(values)
+        return float(self.values(counts)) if len(counts) else math.nan
+
+    def interval(self, values: Sequence[Any] | np.ndarray) -> tuple[float, float]:
+        """95% bootstrap interval over images (a `Metric.interval`)."""
+        return bootstrap_interval(self, values)
+
+    unit: ClassVar[str] = "images"  # what a resample draws (the gate's description)
+
+    def paired(
+        self,
+        baseline: Sequence[Any] | np.ndarray,
+        candidate: Sequence[Any] | np.ndarray,
+        n_resamples: int,
+        seed: int,
+        alternative: str,
+    ) -> tuple[float, tuple[float, float], float, float]:
+        """`paired_bootstrap` of this statistic, with the arguments and result of
+        `ratio_statistics.paired_statistic_bootstrap` (what a gate calls)."""
+        return paired_bootstrap(self, baseline, candidate, n_resamples, seed, alternative)
+
+
+def _resampled(
+    n: int, n_resamples: int, seed: int, each: Callable[[np.ndarray], np.ndarray]
+) -> np.ndarray:
+    """`each(weights)` for `n_resamples` draws of n image indices with replacement, chunked;
+    `weights` (count, n) says how many times each image was drawn in each resample, so a
+    resample's summed counts are `weights @ counts` (no (count, n, 4, K) copy)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    out = np.empty(n_resamples)
+    per_chunk = max(1, _CHUNK // max(n, 1))
+    for start in range(0, n_resamples, per_chunk):
+        count = min(per_chunk, n_resamples - start)
+        drawn = rng.integers(0, n, size=(count, n)) + n * np.arange(count)[:, None]
+        weights = np.bincount(drawn.ravel(), minlength=count * n).reshape(count, n)
+        out[start : start + count] = each(weights.astype(float))
+    return out
+
+
+def _totals(weights: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Summed counts (count, 4, K) of resamples given by `weights` (count, N) of (N, 4, K)."""
+    import numpy as np
+
+    return np.tensordot(weights, counts, axes=1)
+
+
+def bootstrap_interval(
+    statistic: CountsStatistic,
+    values: Sequence[Any] | np.ndarray,
+    n_resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> tuple[float, float]:
+    """95% percentile bootstrap interval of `statistic` over images; (nan, nan) if none.
+    Resamples whose value is NaN (no scored class drawn) are left out of the percentiles."""
+    import numpy as np
+
+    counts = as_counts(values)
+    if len(counts) == 0:
+        return (math.nan, math.nan)
+    replicates = _resampled(
+        len(counts), n_resamples, seed, lambda w: statistic.of_totals(_totals(w, counts))
+    )
+    replicates = replicates[~np.isnan(replicates)]
+    if len(replicates) == 0:
+        return (math.nan, math.nan)
+    low, high = np.percentile(replicates, [2.5, 97.5])
+    return (float(low), float(high))
+
+
+def paired_bootstrap(
+    statistic: CountsStatistic,
+    baseline: Sequence[Any] | np.ndarray,
+    candidate: Sequence[Any] | np.ndarray,
+    n_resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+    alternative: str = "two-sided",
+) -> tuple[float, tuple[float, float], float, float]:
+    """Paired bootstrap of `statistic(candidate) - statistic(baseline)` over the same images:
+    each resample draws image indices once and sums both runs' counts at them.
+
+    Returns (observed difference, 95% percentile interval, p-value of "no difference" with
+    the +1 correction, bootstrap sd of the difference x sqrt(n)), as
+    `ratio_statistics.paired_statistic_bootstrap` does. Resamples where the statistic is
+    undefined for either run (NaN) are left out.
+    """
+    import numpy as np
+
+    base, cand = as_counts(baseline), as_counts(candidate)
+    if base.shape != cand.shape:
+        raise ValueError(f"paired counts differ in shape: {base.shape} vs {cand.shape}")
+    if len(base) == 0:
+        raise ValueError("paired_bootstrap needs at least one image")
+    observed = float(statistic.values(cand) - statistic.values(base))
+    diffs = _resampled(
+        len(base),
+        n_resamples,
+        seed,
+        lambda w: statistic.of_totals(_totals(w, cand)) - statistic.of_totals(_totals(w, base)),
+    )
+    diffs = diffs[~np.isnan(diffs)]
+    if len(diffs) == 0:
+        return observed, (math.nan, math.nan), math.nan, math.nan
+    low, high = np.percentile(diffs, [2.5, 97.5])
+    p_value = bootstrap_p_value(diffs, observed, alternative)
+    sd = float(np.std(diffs, ddof=1) * math.sqrt(len(base))) if len(diffs) > 1 else 0.0
+    return observed, (float(low), float(high)), p_value, sd
