@@ -17,6 +17,11 @@ _LAZY = {
     "EllipticalAttention": "robench.models.layers",
     "Registry": "robench._core.registry",
     "load_suite": "robench.evaluation.suites",
+    # Reports as pandas DataFrames (pandas is imported on first use, not by `import robench`).
+    "reports_frame": "robench.results.report.frames",
+    "samples_frame": "robench.results.report.frames",
+    "compare": "robench.results.compare.frames",
+    "gate": "robench.results.gate.frames",
 }
 
 __all__ = ["__version__", *_LAZY]

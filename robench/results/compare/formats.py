@@ -315,10 +315,16 @@ _CSV_CI: dict[str, Callable[[Cell], float | None]] = {
 }
 
 
+def cell_numbers(cmp: Comparison, ci: bool) -> dict[str, Callable[[Cell], float | None]]:
+    """The csv's cell kinds, in its order: column suffix -> the number of a cell shown (also
+    the columns of `robench.compare`'s frame)."""
+    return _CSV_VALUE | (_CSV_DIFF if cmp.reference is not None else {}) | (_CSV_CI if ci else {})
+
+
 @register_format(COMPARE_FORMATS, "csv", ".csv")
 def csv_comparison(cmp: Comparison, ci: bool) -> str:
     """Plain numbers in display units (percent for accuracies), one column per cell kind."""
-    kinds = _CSV_VALUE | (_CSV_DIFF if cmp.reference is not None else {}) | (_CSV_CI if ci else {})
+    kinds = cell_numbers(cmp, ci)
     header = ["model", "report"]
     header += [f"{c.id}{suffix}" for suffix in kinds for c in cmp.columns]
     lines = [header]

@@ -1,7 +1,8 @@
 """The report core: the report's schema (`schema.py`), reading older versions
 (`report_v1.py`), the always-on result checks (`checks.py`), attack display names
-(`attack_names.py`) and the output-format record every command renders through
-(`output_formats.py`).
+(`attack_names.py`), the output-format record every command renders through
+(`output_formats.py`), and reports as tidy rows and pandas frames (`tidy.py`, `frames.py`;
+`html_table.py` for Jupyter).
 
 May import: `robench._core` only; every other room of `results/` builds on this one.
 
@@ -24,6 +25,9 @@ def __getattr__(name: str) -> Any:
         "checks",
         "attack_names",
         "output_formats",
+        "tidy",
+        "frames",
+        "html_table",
     }:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     schema = importlib.import_module("robench.results.report.schema")

@@ -12,13 +12,16 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from robench._core.errors import ConfigError
 from robench._core.file_modes import give_default_mode
 from robench.results.report.report_v1 import upgrade_v1
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SCHEMA_VERSION = 4
 READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4)  # version 1 reports are upgraded on read
@@ -322,6 +325,40 @@ class Report(_Strict):
         if samples is None:
             return None
         return samples.values.get(result, {}).get(column)
+
+    def to_pandas(self) -> pd.DataFrame:
+        """A tidy frame: one row per (dataset, result, metric), then one per aggregate.
+
+        Columns: model, task, dataset, perturbation, kind, the results' parameters (one
+        column each, missing where a result lacks one), metric, value, ci_low, ci_high, n,
+        higher_is_better, suite, seed; values as stored (fractions for accuracies).
+        `robench.results.report.tidy` documents every column.
+        """
+        from robench.results.report.tidy import report_frame
+
+        return report_frame(self)
+
+    def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+        """Write the report as `robench eval --out` writes it (the same JSON, atomically);
+        an existing file is replaced only with `overwrite=True`. Returns the path."""
+        target = Path(path)
+        if target.is_file() and not overwrite:  # a directory: write_report says so
+            raise ConfigError(
+                f"{target} already exists; pass overwrite=True to replace it, or another path."
+            )
+        write_report(self, target)
+        return target
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: a small table of every result's metrics (escaped HTML)."""
+        from robench.results.report.html_table import render_table
+        from robench.results.report.tidy import report_rows
+
+        title = (
+            f"{self.model.name} ({self.task}), suite {self.suite.name} v{self.suite.version}, "
+            f"{self.data.n_samples} samples, seed {self.seed}"
+        )
+        return render_table(title, report_rows(self))
 
 
 def report_json_schema() -> dict[str, Any]:

@@ -1,0 +1,160 @@
+"""`robench.compare`: the table of `robench compare` as a pandas DataFrame.
+
+The frame is the one `robench compare --format csv` writes, built from the same
+`Comparison` (`comparison.build_comparison`), with the same options under the same names and
+defaults: a row per report (`model`, `report`), a column per perturbation and metric
+(`fgsm/top1`; an aggregate by its name, `mce`) in display units (percent for accuracies, as
+the table shows them), then with a reference a ` diff` column each, and with `ci=True` a
+` ci_low` and ` ci_high` column each. Numbers are not rounded (the CSV writes 4 decimals).
+`--per-corruption` is `per_corruption=True`: a row per corruption and a column per model.
+
+What the CSV cannot hold is in `frame.attrs`: `notes` (what was dropped or differs, the
+sentences `robench compare` prints on stderr), `title`, `reference` and `columns` (each
+value column's perturbation, metric, aggregate, higher_is_better and unit).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from robench._core.errors import ConfigError
+from robench._core.units import parse_pixel_value
+from robench.results.compare.comparison import Comparison, build_comparison
+from robench.results.compare.formats import cell_numbers
+from robench.results.report.frames import ReportSource, load_report, load_reports, source_name
+from robench.results.report.schema import Report
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def _budgets(at_eps: Sequence[float | str] | str | None) -> list[float]:
+    """`--at-eps` as numbers: `"1/255,2/255"`, `[1/255, "2/255"]` or None."""
+    if at_eps is None:
+        return []
+    items = at_eps.split(",") if isinstance(at_eps, str) else at_eps
+    budgets = [
+        parse_pixel_value(str(item).strip(), "at_eps") if isinstance(item, str) else float(item)
+        for item in items
+        if not isinstance(item, str) or item.strip()
+    ]
+    if not budgets or any(b < 0 for b in budgets):
+        raise ConfigError(f"at_eps {at_eps!r} must list budgets >= 0, e.g. at_eps=[1/255, 2/255].")
+    return budgets
+
+
+def _metrics(metric: str | Sequence[str] | None) -> list[str] | None:
+    """`--metric` as a list: `"top1,top5"`, `["top1"]` or None (every metric)."""
+    if metric is None:
+        return None
+    names = metric.split(",") if isinstance(metric, str) else list(metric)
+    found = [name.strip() for name in names if name.strip()]
+    if not found:
+        raise ConfigError(f"metric {metric!r} names no metric; pass e.g. metric=['top1', 'top5'].")
+    return found
+
+
+def _with_reference(
+    loaded: list[tuple[str, Report]],
+    sources: list[ReportSource],
+    reference: int | ReportSource | None,
+) -> tuple[list[tuple[str, Report]], int | None]:
+    """As `robench compare --reference`: the reference is one of the reports (by index,
+    object or path) or, if not, an extra first row."""
+    if reference is None:
+        return loaded, None
+    if isinstance(reference, int):
+        if not 0 <= reference < len(loaded):
+            raise ConfigError(
+                f"reference {reference} is not an index of the {len(loaded)} reports; pass "
+                f"0 to {len(loaded) - 1}, a report or its path."
+            )
+        return loaded, reference
+    for i, source in enumerate(sources):
+        if source is reference or (
+            not isinstance(source, Report)
+            and not isinstance(reference, Report)
+            and Path(source).resolve() == Path(reference).resolve()
+        ):
+            return loaded, i
+    name = source_name(reference, len(loaded))
+    return [(name, load_report(reference)), *loaded], 0
+
+
+def comparison_frame(cmp: Comparison, ci: bool) -> pd.DataFrame:
+    """The frame of a `Comparison`: the CSV's columns and numbers, unrounded."""
+    import pandas as pd
+
+    kinds = cell_numbers(cmp, ci)
+    table: dict[str, list[Any]] = {"model": list(cmp.rows)}
+    table["report"] = [cmp.sources[row] for row in cmp.rows]
+    for suffix, number in kinds.items():
+        for column in cmp.columns:
+            table[f"{column.id}{suffix}"] = [number(cmp.cell(row, column)) for row in cmp.rows]
+    frame = pd.DataFrame(table)
+    frame.attrs = {
+        "title": cmp.title,
+        "reference": cmp.reference,
+        "notes": list(cmp.notes),
+        "columns": [
+            {
+                "id": c.id,
+                "perturbation": c.perturbation,
+                "metric": c.metric,
+                "aggregate": c.aggregate,
+                "higher_is_better": c.higher_is_better,
+                "unit": c.display.unit,
+            }
+            for c in cmp.columns
+        ],
+    }
+    return frame
+
+
+def _per_corruption_frame(reports: list[tuple[str, Report]]) -> pd.DataFrame:
+    import pandas as pd
+
+    from robench.results.compare.per_corruption import build_per_corruption
+
+    table = build_per_corruption(reports)
+    frame = pd.DataFrame(
+        {
+            "corruption": list(table.corruptions),
+            **{m: [table.cells[row, m][0] for row in table.corruptions] for m in table.models},
+        }
+    )
+    frame.attrs = {"notes": list(table.notes), "severities": dict(table.severities)}
+    return frame
+
+
+def compare(
+    reports: Iterable[ReportSource] | ReportSource,
+    *,
+    reference: int | ReportSource | None = None,
+    metric: str | Sequence[str] | None = None,
+    ci: bool = False,
+    at_eps: Sequence[float | str] | str | None = None,
+    per_corruption: bool = False,
+) -> pd.DataFrame:
+    """The table of `robench compare REPORT... --format csv` as a DataFrame.
+
+    `reports` are paths or `Report` objects. Options as on the command line: `reference`
+    (`--reference`: a report, its path, or its index in `reports`), `metric` (`--metric`:
+    `"top1,top5"` or a list), `ci` (`--ci`), `at_eps` (`--at-eps`: `"1/255,3/255"` or a list of
+    numbers in pixel units) and `per_corruption` (`--per-corruption`). Columns and
+    `frame.attrs` are described in this module's docstring.
+    """
+    sources: list[ReportSource] = (
+        [reports] if isinstance(reports, (Report, str, os.PathLike)) else list(reports)
+    )
+    loaded = load_reports(sources)
+    if per_corruption:
+        return _per_corruption_frame(loaded)
+    loaded, index = _with_reference(loaded, sources, reference)
+    comparison = build_comparison(
+        loaded, metrics=_metrics(metric), reference=index, at_eps=_budgets(at_eps)
+    )
+    return comparison_frame(comparison, ci)

@@ -1,0 +1,108 @@
+"""Reports as pandas DataFrames, from Python: `robench.reports_frame` and
+`robench.samples_frame`.
+
+Each takes reports as paths (read and validated as every command reads them) or as `Report`
+objects (`robench.evaluate`'s result); the rows come from `robench.results.report.tidy`,
+which documents the columns. pandas is imported inside the functions, so `import robench`
+and the command line stay free of it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, overload
+
+from robench._core.errors import RobenchError
+from robench.results.report.schema import Report, read_report
+from robench.results.report.tidy import (
+    REPORT_COLUMN,
+    frame_of_rows,
+    report_columns,
+    report_rows,
+    samples_frame_of,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+ReportSource = Report | str | os.PathLike[str]  # a report, or the path of its JSON file
+
+
+def source_name(source: ReportSource, position: int) -> str:
+    """How a report is named in frames and tables: its path as given, or `<report N>` for a
+    `Report` object (N counts from 1)."""
+    return f"<report {position + 1}>" if isinstance(source, Report) else str(source)
+
+
+def load_report(source: ReportSource) -> Report:
+    """`source` itself, or the report read from its path (a bad file is one ConfigError)."""
+    return source if isinstance(source, Report) else read_report(Path(source))
+
+
+def load_reports(sources: Iterable[ReportSource] | ReportSource) -> list[tuple[str, Report]]:
+    """`(name, report)` pairs, in order, as `compare` and `gate` take them."""
+    if isinstance(sources, (Report, str, os.PathLike)):
+        sources = [sources]
+    return [(source_name(s, i), load_report(s)) for i, s in enumerate(sources)]
+
+
+@overload
+def reports_frame(
+    reports: Iterable[ReportSource] | ReportSource, strict: Literal[True] = True
+) -> pd.DataFrame: ...
+
+
+@overload
+def reports_frame(
+    reports: Iterable[ReportSource] | ReportSource, strict: Literal[False]
+) -> tuple[pd.DataFrame, list[tuple[str, str]]]: ...
+
+
+@overload
+def reports_frame(
+    reports: Iterable[ReportSource] | ReportSource, strict: bool
+) -> pd.DataFrame | tuple[pd.DataFrame, list[tuple[str, str]]]: ...
+
+
+def reports_frame(
+    reports: Iterable[ReportSource] | ReportSource, strict: bool = True
+) -> pd.DataFrame | tuple[pd.DataFrame, list[tuple[str, str]]]:
+    """Many reports in one tidy frame: column `report` (the path as given, `<report N>` for a
+    `Report` object), then `Report.to_pandas()`'s columns, the parameter columns of all
+    reports together.
+
+    A report that cannot be read raises its one-sentence error (a `RobenchError`), unless
+    `strict=False`: then it is left out and `(frame, errors)` is returned, `errors` being
+    `(path, message)` for each file left out.
+    """
+    if isinstance(reports, (Report, str, os.PathLike)):
+        reports = [reports]
+    rows: list[dict[str, Any]] = []
+    names: list[str] = []
+    errors: list[tuple[str, str]] = []
+    for i, source in enumerate(reports):
+        name = source_name(source, i)
+        try:
+            report = load_report(source)
+        except RobenchError as exc:
+            if strict:
+                raise
+            errors.append((name, str(exc)))
+            continue
+        found = report_rows(report)
+        rows += found
+        names += [name] * len(found)
+    frame = frame_of_rows(rows, report_columns(rows))
+    frame.insert(0, REPORT_COLUMN, names)
+    return frame if strict else (frame, errors)
+
+
+def samples_frame(report: ReportSource) -> pd.DataFrame:
+    """Per-sample outcomes, one row per (dataset, result, sample): model, dataset,
+    perturbation, kind, index (in the dataset), target, prediction, correct (top-1), then
+    every other column the report stores (attack columns such as `min_norm`,
+    `first_success`, `queries`, `outcome`; per-sample metric values), missing where a result
+    has no such column. A result run with `max_samples` has rows for its first n samples."""
+    return samples_frame_of(load_report(report))
