@@ -20,11 +20,11 @@ from typer.testing import CliRunner
 from robench._core.errors import ConfigError
 from robench.cli import app
 from robench.cli.compare import CompareFormat, parse_metrics
-from robench.results.stats import metrics as metrics_module
 from robench.results.compare.comparison import build_comparison, metric_display
 from robench.results.compare.formats import COMPARE_FORMATS
 from robench.results.compare.tables import budget_label, report_rows
 from robench.results.report.schema import Report
+from robench.results.stats import metrics as metrics_module
 
 GOLDEN = Path(__file__).parent / "golden"
 runner = CliRunner()
