@@ -3,12 +3,14 @@
 A string is left to the engine (`load_model`, exactly as `robench eval MODEL`). An object is
 wrapped here, by what it is:
 
-| model                                   | task                         | preprocessing / inputs    |
-|-----------------------------------------|------------------------------|---------------------------|
-| transformers `PreTrainedModel`          | its head's (transformers' tables) | image processor or tokenizer, given or saved beside it (`hf_objects`) |
-| any module with `tokenizer=` a robench `Vocabulary` | `robench_task`, else language modelling | words of the vocabulary (zoo models) |
-| timm model (`pretrained_cfg`)           | `robench_task`, else images  | `preprocessing=` over the data's size over `pretrained_cfg` |
-| other `nn.Module`                       | `robench_task`, else images  | `preprocessing=` over the data's size; pixels in [0, 1] (mean 0, std 1) |
+- a transformers `PreTrainedModel`: the task of its head (transformers' tables), its image
+  processor or tokenizer given or saved beside it (`models/sources/hf_objects.py`);
+- any module with `tokenizer=` a robench `Vocabulary`: a zoo word-level model, its
+  `robench_task` or else language modelling;
+- a timm model (`pretrained_cfg`): an image model, `preprocessing=` over the data's size over
+  its `pretrained_cfg`;
+- another `nn.Module`: an image model, `preprocessing=` over the data's size, else pixels in
+  [0, 1] as they are (mean 0, std 1).
 
 An image network that names no task gets the suite's task, or, with the default suite,
 semantic segmentation when it returns per-pixel logits (B, K, H, W) and image classification
@@ -276,7 +278,7 @@ def check_outputs(loaded: LoadedModel) -> LoadedModel:
             f"{shape}; make forward return the logits tensor (not a tuple, dict or "
             "probabilities), or pass task= for what the model does."
         )
-    if loaded.task in IMAGE_TASKS or loaded.task == "text-classification":
-        if loaded.spec.num_classes is None:
-            loaded.spec = loaded.spec.model_copy(update={"num_classes": int(found.shape[1])})
+    classifies = loaded.task in IMAGE_TASKS or loaded.task == "text-classification"
+    if classifies and loaded.spec.num_classes is None:
+        loaded.spec = loaded.spec.model_copy(update={"num_classes": int(found.shape[1])})
     return loaded

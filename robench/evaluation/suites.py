@@ -385,7 +385,9 @@ def load_suite(name_or_path: str) -> LoadedSuite:
 PYTHON_SUITE_PATH = Path("<python>")
 
 
-def suite_from_data(data: Mapping[str, Any] | Sequence[Mapping[str, Any]], task: str) -> LoadedSuite:
+def suite_from_data(
+    data: Mapping[str, Any] | Sequence[Mapping[str, Any]], task: str
+) -> LoadedSuite:
     """A suite built in Python (`robench.evaluate(suite=...)`), validated as a TOML file is:
     a dict of the file's shape, or a list of its `[[perturbations]]` entries (then named
     "python", version 1, for `task`). Its sha256 is over its canonical JSON."""
@@ -405,4 +407,5 @@ def suite_from_data(data: Mapping[str, Any] | Sequence[Mapping[str, Any]], task:
     diagnostics = tuple(plan_diagnostic(entry, path) for entry in suite.diagnostics)
     _check_unique_labels([p.label for p in plan] + [d.label for d in diagnostics], path)
     canonical = json.dumps(suite.model_dump(mode="json"), sort_keys=True, default=str)
-    return LoadedSuite(suite, path, hashlib.sha256(canonical.encode()).hexdigest(), plan, diagnostics)
+    sha256 = hashlib.sha256(canonical.encode()).hexdigest()
+    return LoadedSuite(suite, path, sha256, plan, diagnostics)

@@ -90,7 +90,13 @@ class LanguageModeling(Task):
         settings = {**self.data_options, **options}
         if model.tokenizer is not None:
             return _open_documents(path, model, split, layout, settings["text_field"])
-        if isinstance(path, InMemory) and model.vocabulary is not None:  # texts in memory
+        if model.vocabulary is None:
+            raise ConfigError(
+                f"{model.name} carries no vocabulary, so robench cannot turn text into its token "
+                "ids; pass a checkpoint written by `robench train`, or save your model's weights "
+                "with its vocabulary in the checkpoint metadata (docs/language-models.md)."
+            )
+        if isinstance(path, InMemory):  # texts held in memory (robench.evaluate)
             from robench.data.text.in_memory import corpus
             from robench.data.text.windows import check_window_sizes
 
@@ -100,12 +106,6 @@ class LanguageModeling(Task):
                 model.vocabulary,
                 target_length=settings["target_length"],
                 context=settings["context"],
-            )
-        if model.vocabulary is None:
-            raise ConfigError(
-                f"{model.name} carries no vocabulary, so robench cannot turn text into its token "
-                "ids; pass a checkpoint written by `robench train`, or save your model's weights "
-                "with its vocabulary in the checkpoint metadata (docs/language-models.md)."
             )
         return open_text_dataset(
             path,

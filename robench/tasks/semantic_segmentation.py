@@ -79,8 +79,8 @@ class SemanticSegmentation(PixelInputs, Task):
         class_map: Path | None,
         options: dict[str, Any],
     ) -> Any:
+        from robench.data.in_memory import InMemory, InMemorySegmentation
         from robench.data.segmentation.layouts import open_segmentation_dataset
-        from robench.data.in_memory import InMemorySegmentation
         from robench.data.segmentation.scenes import FashionScenes
         from robench.tasks.image_classification import class_names
 
@@ -91,10 +91,11 @@ class SemanticSegmentation(PixelInputs, Task):
             )
         assert model.preprocessing is not None  # every image model resolves one
         size = tuple(model.preprocessing.input_size[1:])
+        dataset: Any
         if isinstance(path, InMemory):  # robench.evaluate(data=...): items held in memory
             dataset = InMemorySegmentation(path, model.preprocessing, class_names(path, model))
         elif path == BUILTIN_SCENES:
-            dataset: Any = FashionScenes(split=split, image_size=size)  # type: ignore[arg-type]
+            dataset = FashionScenes(split=split, image_size=size)  # type: ignore[arg-type]
         else:
             # "test" is robench's default split; the layouts' own defaults are their labelled
             # evaluation splits (ADE20K and Cityscapes "validation"/"val": test has no labels).

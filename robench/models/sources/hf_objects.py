@@ -209,7 +209,7 @@ def _text_classifier(request: HFObjectRequest) -> LoadedModel:
     if tokenizer.pad_token is None:  # as the hf: source pads (GPT-2 style); a copy, not theirs
         tokenizer = copy.deepcopy(tokenizer)
         tokenizer.pad_token = tokenizer.eos_token
-    config = request.model.config  # type: ignore[union-attr]
+    config: Any = request.model.config
     if config.pad_token_id is None:  # restored with the caller's model after the run
         config.pad_token_id = tokenizer.pad_token_id
     length = max_tokens(request.model, tokenizer)
