@@ -60,12 +60,13 @@ def write_suite(path: Path, task: str, entries: str) -> Path:
 def test_timm_image_classifier_in_memory_equals_cli(tmp_path: Path) -> None:
     import timm
 
-    import robench.models.zoo  # noqa: F401  (registers vit_nano_patch4_28 with timm)
+    import robench.models.zoo
 
     model = timm.create_model("vit_nano_patch4_28")
     model.load_state_dict(shipped_weights("vit_nano_fmnist"))
     api = robench.evaluate(model, "smoke", limit=8, batch_size=4, progress=False)
-    cli = cli_eval(["vit_nano_fmnist", "-s", "smoke", "--limit", "8", "-b", "4"], tmp_path / "r.json")
+    args = ["vit_nano_fmnist", "-s", "smoke", "--limit", "8", "-b", "4"]
+    cli = cli_eval(args, tmp_path / "r.json")
     assert_same_records(cli, api)
     assert {r.name for r in api.results} == {"clean", "fgsm", "pgd-5"}
     assert api.model.source is not None and api.model.source["source"] == "memory"
@@ -97,17 +98,15 @@ def test_timm_resnet_built_in_memory_on_tensors_equals_cli_on_its_checkpoint(
     )
     flags = ["--mean", "0.286", "--std", "0.353", "--input-size", "1,28,28", "--crop-pct", "1"]
     kwargs = ["--num-classes", "10", "--model-kwargs", '{"in_chans": 1}']
-    cli = cli_eval(
-        ["resnet18", "-c", str(checkpoint), "-s", suite, *flags, *kwargs, "--limit", "6", "-b", "6"],
-        tmp_path / "r.json",
-    )
+    args = ["resnet18", "-c", str(checkpoint), "-s", suite, *flags, *kwargs]
+    cli = cli_eval([*args, "--limit", "6", "-b", "6"], tmp_path / "r.json")
     assert_same_records(cli, api)
 
 
 def test_segmenter_in_memory_on_a_dataset_of_image_mask_pairs_equals_cli(tmp_path: Path) -> None:
     import timm
 
-    import robench.models.zoo  # noqa: F401
+    import robench.models.zoo
     from robench.data.segmentation.scenes import FashionScenes
 
     model = timm.create_model("segmenter_nano_elliptical")
@@ -210,3 +209,176 @@ def test_transformers_text_classifier_on_pairs_equals_cli_on_its_folder(
     assert api.task == "text-classification"
     assert_same_records(cli, api)
     assert {"deepwordbug", "pruthi"} <= {r.kind for r in api.results}
+
+
+# --- item 1: provenance, the caller's model, what is written --------------------------------
+
+
+class SmallNet(nn.Module):
+    """A small CNN for Fashion-MNIST pixels in [0, 1] (1, 28, 28) -> 10 logits."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(1, 4, 3, 2), nn.BatchNorm2d(4), nn.ReLU())
+        self.drop = nn.Dropout(0.5)
+        self.head = nn.Linear(4 * 13 * 13, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.drop(self.features(x).flatten(1)))
+
+
+CLEAN_FGSM = [{"kind": "clean"}, {"kind": "fgsm", "eps": "2/255"}]
+
+
+def _tensors(n: int = 16) -> tuple[torch.Tensor, torch.Tensor]:
+    generator = torch.Generator().manual_seed(1)
+    return torch.rand(n, 1, 28, 28, generator=generator), torch.arange(n) % 10
+
+
+def test_weights_hash_names_the_weights_and_the_caller_labels_the_model() -> None:
+    torch.manual_seed(0)
+    model = SmallNet()
+    first = robench.evaluate(model, CLEAN_FGSM, _tensors(), model_name="mine", progress=False)
+    again = robench.evaluate(model, CLEAN_FGSM, _tensors(), model_name="mine", progress=False)
+    with torch.no_grad():
+        model.head.bias[0] += 1e-3
+    changed = robench.evaluate(model, CLEAN_FGSM, _tensors(), progress=False)
+    assert first.model.checkpoint_sha256 == again.model.checkpoint_sha256
+    assert changed.model.checkpoint_sha256 != first.model.checkpoint_sha256
+    assert first.model.name == "mine" and changed.model.name == "SmallNet"
+    assert first.model.architecture.endswith("SmallNet")
+    assert first.model.source is not None
+    assert first.model.source["n_parameters"] == sum(p.numel() for p in model.parameters())
+    assert first.model.source["model_name"] == "mine"
+    assert first.suite.name == "python" and first.datasets["default"].kind == "in-memory"
+
+
+def test_the_callers_model_is_left_as_it_was_also_after_an_error() -> None:
+    torch.manual_seed(0)
+    model = SmallNet().train()
+    model.features[1].eval()  # a frozen BatchNorm inside a training model
+    model.head.weight.requires_grad_(False)
+    calls: list[int] = []
+    handle = model.register_forward_hook(lambda *_: calls.append(1))
+    model(torch.rand(2, 1, 28, 28)).sum().backward()
+    grad = model.features[0].weight.grad.clone()
+    stats = model.features[1].running_mean.clone()
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    torch.manual_seed(123)
+    expected_draw = torch.rand(3)
+    torch.manual_seed(123)
+    robench.evaluate(model, CLEAN_FGSM, _tensors(), progress=False)
+    assert torch.equal(torch.rand(3), expected_draw)  # the caller's random stream goes on
+    assert model.training and model.drop.training and not model.features[1].training
+    assert not model.head.weight.requires_grad and model.head.bias.requires_grad
+    assert torch.equal(model.features[0].weight.grad, grad)
+    assert torch.equal(model.features[1].running_mean, stats)
+    for name, p in model.named_parameters():
+        assert torch.equal(p, before[name]), name
+    calls.clear()
+    model(torch.rand(1, 1, 28, 28))
+    assert calls == [1]  # the caller's hook is still there, and only it
+    with pytest.raises(ValueError):
+        robench.evaluate(model, [{"kind": "fgsm", "eps": 2.0}], _tensors(), progress=False)
+    assert model.training and not model.features[1].training
+    handle.remove()
+
+
+def test_nothing_is_written_without_out_and_out_writes_the_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    monkeypatch.chdir(tmp_path)
+    report = robench.evaluate(SmallNet(), CLEAN_FGSM, _tensors(), progress=False)
+    assert report.results and sorted(p.name for p in tmp_path.iterdir()) == ["tmp"]
+    assert list(scratch.iterdir()) == []
+    out = tmp_path / "out" / "report.json"
+    saved = robench.evaluate(SmallNet(), CLEAN_FGSM, _tensors(), out=out, progress=False)
+    assert Report.model_validate(json.loads(out.read_text())).results == saved.results
+    assert out.with_name("report.samples.jsonl").is_file()
+
+
+def test_a_suite_of_the_toml_shape_and_a_dataloader_of_pairs() -> None:
+    from torch.utils.data import DataLoader, TensorDataset
+
+    suite = {"name": "mine", "version": 2, "perturbations": CLEAN_FGSM}
+    loader = DataLoader(TensorDataset(*_tensors(12)), batch_size=5)
+    report = robench.evaluate(SmallNet(), suite, loader, batch_size=4, progress=False)
+    assert report.suite.name == "mine" and report.suite.version == 2
+    assert report.datasets["default"].n_samples == 12
+    assert robench.evaluate is robench.api.evaluate
+
+
+# --- item 6: bad input is one sentence, a ValueError, and nothing is written ----------------
+
+
+class TupleNet(SmallNet):
+    def forward(self, x: torch.Tensor) -> Any:  # type: ignore[override]
+        return super().forward(x), x
+
+
+def _bad_dataloader() -> Any:
+    from torch.utils.data import DataLoader
+
+    items = [{"image": torch.rand(1, 28, 28), "label": 0} for _ in range(4)]
+    return DataLoader(items, batch_size=2)  # type: ignore[arg-type]
+
+
+def _vit_without_processor() -> nn.Module:
+    pytest.importorskip("transformers")
+    from transformers import ViTConfig, ViTForImageClassification
+
+    config = ViTConfig(
+        image_size=28, patch_size=7, num_channels=1, hidden_size=16, num_hidden_layers=1,
+        num_attention_heads=2, intermediate_size=32, num_labels=10,
+    )  # fmt: skip
+    return ViTForImageClassification(config)
+
+
+BAD_INPUTS: dict[str, tuple[Any, dict[str, Any], str]] = {
+    "outputs are not logits": (TupleNet, {}, "returned tuple"),
+    "x and y of different lengths": (
+        SmallNet,
+        {"data": (torch.rand(4, 1, 28, 28), torch.zeros(3, dtype=torch.long))},
+        "x has 4 samples but y has 3",
+    ),
+    "unreadable DataLoader batches": (
+        SmallNet,
+        {"data": "bad-loader"},
+        "batch 0 of the DataLoader is a dict",
+    ),
+    "transformers image model without processor": (
+        _vit_without_processor,
+        {"data": None},
+        "no image processor was given",
+    ),
+    "resume without out": (SmallNet, {"resume": True}, "resume=True continues"),
+    "invalid suite entry": (
+        SmallNet,
+        {"suite": [{"kind": "pgd", "eps": "8/255", "stepz": 3}]},
+        "unknown key 'stepz'",
+    ),
+    "model on another device": (SmallNet, {"device": "cuda:0"}, "the model is on cpu"),
+    "unknown keyword": (SmallNet, {"batchsize": 8}, "Did you mean 'batch_size'?"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUTS))
+def test_bad_input_is_one_sentence_value_error_and_nothing_is_written(
+    case: str, tmp_path: Path
+) -> None:
+    build, options, words = BAD_INPUTS[case]
+    options = {"suite": CLEAN_FGSM, "data": _tensors(8), **options}
+    if options["data"] == "bad-loader":
+        options["data"] = _bad_dataloader()
+    out = tmp_path / "r.json" if case != "resume without out" else None
+    with pytest.raises(ValueError) as caught:
+        robench.evaluate(build(), out=out, progress=False, **options)
+    assert isinstance(caught.value, robench.InputError)
+    message = str(caught.value)
+    assert words in message and "\n" not in message and "Traceback" not in message
+    assert list(tmp_path.iterdir()) == []
