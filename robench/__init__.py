@@ -13,7 +13,8 @@ from robench._core.version import __version__ as __version__
 
 _LAZY = {
     "EvalRequest": "robench.evaluation",
-    "evaluate": "robench.evaluation",
+    "evaluate": "robench.api",
+    "InputError": "robench._core.errors",
     "EllipticalAttention": "robench.models.layers",
     "Registry": "robench._core.registry",
     "load_suite": "robench.evaluation.suites",

@@ -29,6 +29,7 @@ RANKS = {
     "evaluation": 6,
     "training": 6,
     "cli": 7,
+    "api": 7,
 }
 
 

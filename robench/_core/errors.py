@@ -76,6 +76,16 @@ class AttackCheckError(RobenchError):
     exit_code = EXIT_RUNTIME
 
 
+class InputError(RobenchError, ValueError):
+    """Bad input to the Python API (`robench.evaluate`): a ValueError, as Python callers
+    expect, with the sentence `robench eval` prints; `kind` names the error robench raised
+    (ConfigError, DataError, ...)."""
+
+    def __init__(self, message: str = "", kind: str = "ConfigError") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
 class ResumeError(RobenchError):
     """A per-sample results file does not belong to the run being resumed."""
 

@@ -100,7 +100,7 @@ def check_dataset_names(loaded_suite: LoadedSuite, names: list[str]) -> None:
             )
 
 
-def _check_limit(limit: int | None, available: int, path: str) -> None:
+def _check_limit(limit: int | None, available: int, path: object) -> None:
     """A --limit beyond the default dataset would silently evaluate fewer samples."""
     if limit is not None and limit > available:
         raise ConfigError(

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 def input_paths(request: EvalRequest, loaded_suite: LoadedSuite) -> dict[str, Path]:
     """Files and folders the run reads, by the flag that names them."""
-    given: list[tuple[str, str | Path | None]] = [
+    given: list[tuple[str, object]] = [
         ("--checkpoint", request.checkpoint),
         ("--suite", loaded_suite.path),
         ("the model card", request.model),
@@ -38,12 +38,19 @@ def input_paths(request: EvalRequest, loaded_suite: LoadedSuite) -> dict[str, Pa
         *(("--import", target) for target in request.imports),
         *((f"--data {name}", path) for name, path in request.datasets.items()),
     ]
-    return {flag: Path(value) for flag, value in given if value and Path(value).exists()}
+    return {
+        flag: Path(value)
+        for flag, value in given
+        if isinstance(value, (str, Path)) and value and Path(value).exists()
+    }
 
 
 def _file_list_sha256(root: Path, dataset: TaskData) -> str:
     """A cheap fingerprint of a dataset's content: its file names (and sizes where there is
     no file list), so another folder or a changed one is not taken for the same data."""
+    content = getattr(dataset, "content_sha256", None)
+    if content is not None:  # data held in memory whose content is cheap to hash
+        return str(content)
     names = getattr(dataset, "relative_paths", None)
     listed = names() if callable(names) else None  # None too for array data (CIFAR-10-C)
     if listed is not None:

@@ -33,6 +33,7 @@ from robench._core.plugins import load_plugins
 from robench._core.progress import Progress
 from robench._core.seeding import seed_everything
 from robench._core.version import __version__
+from robench.data.in_memory import InMemory
 from robench.data.unreadable import check_bad_image_policy
 from robench.evaluation.battery import run_battery
 from robench.evaluation.datasets import RequestData, build_data, check_dataset_names
@@ -87,11 +88,14 @@ T = TypeVar("T")
 class EvalRequest:
     """Everything `robench eval` takes; `None` means "not given" (use the next source)."""
 
-    suite: str
+    # A shipped suite's name or a TOML file; or a suite already read (`robench.evaluate`
+    # builds one from Python entries).
+    suite: str | LoadedSuite
     # One dataset (a path or built-in name), or named datasets {name: path}; suite entries
     # pick one by name (`dataset = "imagenet-r"`), the first is the default. None: the task's
-    # built-in data (Fashion-MNIST, or the Python docs for language models).
-    data: str | Mapping[str, str] | None
+    # built-in data (Fashion-MNIST, or the Python docs for language models). `InMemory`: items
+    # held in memory (`robench.evaluate(data=...)`), which the task opens as it opens a path.
+    data: str | InMemory | Mapping[str, str | InMemory] | None
     out: Path
     model: str | None = None
     checkpoint: Path | None = None
@@ -135,11 +139,11 @@ class EvalRequest:
     command: list[str] = field(default_factory=list)
 
     @property
-    def datasets(self) -> dict[str, str]:
+    def datasets(self) -> dict[str, str | InMemory]:
         """The named datasets, in order; a single dataset is named "default"."""
         if self.data is None:
             raise ConfigError("no dataset was given; pass --data PATH (or NAME=PATH).")
-        if isinstance(self.data, str):
+        if isinstance(self.data, (str, InMemory)):
             return {DEFAULT_DATASET: self.data}
         if not self.data:
             raise ConfigError("no dataset was given; pass --data PATH (or NAME=PATH).")
@@ -252,13 +256,17 @@ class _Setup:
     data: RequestData
 
 
-def _set_up(request: EvalRequest, progress: Progress | None) -> _Setup:
-    """Load the plugins, the suite, the model, its task and the data, checking each."""
+def _set_up(
+    request: EvalRequest, progress: Progress | None, model: LoadedModel | None = None
+) -> _Setup:
+    """Load the plugins, the suite, the model (unless given: `robench.evaluate` wraps one
+    held in memory), its task and the data, checking each."""
     _check_request(request)
     # Plugins first: a suite may use a perturbation kind, metric, task or dataset layout
     # that one registers (and each --import runs once, so load_model gets none).
     load_plugins(request.imports)
-    loaded_suite = load_suite(request.suite)
+    given = request.suite
+    loaded_suite = given if isinstance(given, LoadedSuite) else load_suite(given)
     if request.data is None:
         request = replace(request, data=load_task(loaded_suite.suite.task).default_data)
     _check_output(request, loaded_suite)
@@ -266,7 +274,7 @@ def _set_up(request: EvalRequest, progress: Progress | None) -> _Setup:
     dist = DistributedContext.from_env(request.device)  # torchrun: shard batches over ranks
     _check_sequential(request, loaded_suite, dist)
     seed_everything(request.seed)  # a model without a checkpoint is initialised reproducibly
-    loaded = load_model(
+    loaded = model or load_model(
         request.model,
         checkpoint=request.checkpoint,
         overrides=request.overrides,
@@ -435,13 +443,17 @@ def evaluate(
     request: EvalRequest,
     progress: Progress | None = None,
     stop_rule: StoppingRule | None = None,
+    *,
+    model: LoadedModel | None = None,
 ) -> Report:
     """Run the request's suite on its model and data; write and return the report.
 
     A sequential run (`request.target_halfwidth`, the suite's, or a gate's `stop_rule`)
-    evaluates the samples in a seeded random order, chunk by chunk, until the rule is met."""
+    evaluates the samples in a seeded random order, chunk by chunk, until the rule is met.
+    `model`: a model already loaded (`robench.evaluate` wraps one held in memory), used
+    instead of loading `request.model`."""
     started = time.perf_counter()
-    s = _set_up(request, progress)
+    s = _set_up(request, progress, model)
     request, loaded_suite, loaded, task, device = (
         s.request,
         s.suite,

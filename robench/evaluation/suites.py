@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import difflib
 import functools
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -376,3 +379,33 @@ def load_suite(name_or_path: str) -> LoadedSuite:
     diagnostics = tuple(plan_diagnostic(entry, path) for entry in suite.diagnostics)
     _check_unique_labels([p.label for p in plan] + [d.label for d in diagnostics], path)
     return LoadedSuite(suite, path, sha, plan, diagnostics)
+
+
+# What the report gives as the path of a suite built in Python.
+PYTHON_SUITE_PATH = Path("<python>")
+
+
+def suite_from_data(
+    data: Mapping[str, Any] | Sequence[Mapping[str, Any]], task: str
+) -> LoadedSuite:
+    """A suite built in Python (`robench.evaluate(suite=...)`), validated as a TOML file is:
+    a dict of the file's shape, or a list of its `[[perturbations]]` entries (then named
+    "python", version 1, for `task`). Its sha256 is over its canonical JSON."""
+    if isinstance(data, Mapping):
+        raw: dict[str, Any] = dict(data)
+    else:
+        raw = {"name": "python", "version": 1, "task": task, "perturbations": list(data)}
+    try:
+        suite = Suite.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(
+            f"the suite given in Python is invalid: {describe_validation_error(exc)}; see "
+            "docs/formats.md for the suite format."
+        ) from None
+    path = PYTHON_SUITE_PATH
+    plan = tuple(planned for entry in suite.perturbations for planned in plan_entry(entry, path))
+    diagnostics = tuple(plan_diagnostic(entry, path) for entry in suite.diagnostics)
+    _check_unique_labels([p.label for p in plan] + [d.label for d in diagnostics], path)
+    canonical = json.dumps(suite.model_dump(mode="json"), sort_keys=True, default=str)
+    sha256 = hashlib.sha256(canonical.encode()).hexdigest()
+    return LoadedSuite(suite, path, sha256, plan, diagnostics)

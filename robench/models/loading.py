@@ -154,11 +154,13 @@ def image_model(
     own_label: str = "timm pretrained_cfg",
     resize: dict[str, str] | None = None,
     device: torch.device | str = "cpu",
+    overrides_label: str = "command line",
 ) -> LoadedModel:
     """A source's image classifier, normalisation inside: the command line's preprocessing
-    over the model's own (`own`, else timm's `pretrained_cfg`)."""
+    (`overrides`, or what `overrides_label` names) over the model's own (`own`, else timm's
+    `pretrained_cfg`)."""
     own = own if own is not None else _from_pretrained_cfg(network)
-    spec, sources = _layer([("command line", overrides), (own_label, own)])
+    spec, sources = _layer([(overrides_label, overrides), (own_label, own)])
     spec = spec.model_copy(update={"architecture": architecture, "classes": classes})
     preprocessing, mean, std = _preprocessing(spec, name, resize)
     return LoadedModel(

@@ -24,6 +24,7 @@ from torch.utils.data import Dataset
 from robench._core.errors import ConfigError
 
 if TYPE_CHECKING:
+    from robench.data.in_memory import InMemory
     from robench.models.loading import LoadedModel
 
 Record = dict[str, Any]  # one sample's stored outcome
@@ -86,7 +87,7 @@ class Task(abc.ABC):
     @abc.abstractmethod
     def open_data(
         self,
-        path: str,
+        path: str | InMemory,
         model: LoadedModel,
         *,
         split: str,
@@ -94,8 +95,9 @@ class Task(abc.ABC):
         class_map: Path | None,
         options: dict[str, Any],
     ) -> Any:
-        """The dataset at `path` (or a built-in name) as `model` reads it; raises DataError.
-        It has the attributes the engine and the report read (`TaskData`)."""
+        """The dataset at `path` (a built-in name, or items held in memory: `InMemory`) as
+        `model` reads it; raises DataError. It has the attributes the engine and the report
+        read (`TaskData`)."""
 
     @abc.abstractmethod
     def batches(

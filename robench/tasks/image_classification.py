@@ -22,6 +22,7 @@ from robench.tasks.pixel_inputs import PixelInputs
 from robench.tasks.top_k_records import TopKRecords
 
 if TYPE_CHECKING:
+    from robench.data.in_memory import InMemory
     from robench.models.loading import LoadedModel
 
 
@@ -30,7 +31,7 @@ class ImageClassification(TopKRecords, PixelInputs, Task):
 
     def open_data(
         self,
-        path: str,
+        path: str | InMemory,
         model: LoadedModel,
         *,
         split: str,
@@ -39,8 +40,11 @@ class ImageClassification(TopKRecords, PixelInputs, Task):
         options: dict[str, Any],
     ) -> Any:
         from robench.data import open_dataset
+        from robench.data.in_memory import InMemory, InMemoryImages
 
         assert model.preprocessing is not None  # every image model resolves one
+        if isinstance(path, InMemory):  # robench.evaluate(data=...): items held in memory
+            return InMemoryImages(path, model.preprocessing, class_names(path, model))
         dataset = open_dataset(
             path, preprocessing=model.preprocessing, split=split, class_map=class_map, layout=layout
         )
@@ -125,3 +129,16 @@ class ImageClassification(TopKRecords, PixelInputs, Task):
             f"adapted input: the data's {stored}-channel images are {how} for a model that "
             f"takes {channels} channels."
         )
+
+
+def class_names(data: InMemory, model: LoadedModel) -> list[str]:
+    """The classes of in-memory data: its own names, else the model's (its labels, or as
+    many indices as it has outputs), else indices up to the largest label."""
+    if data.classes is not None:
+        return data.classes
+    if model.spec.classes:
+        return list(model.spec.classes)
+    if model.spec.num_classes is not None:
+        return [str(i) for i in range(model.spec.num_classes)]
+    largest = max((int(t) for t in data.targets), default=-1)
+    return [str(i) for i in range(largest + 1)]

@@ -26,8 +26,9 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
 from robench._core.errors import AttackCheckError, ConfigError, DataError
+from robench.data.in_memory import InMemory
 from robench.data.text.rolling_windows import DocumentWindows, collate_documents
-from robench.data.text.windows import IGNORE_INDEX, collate_windows
+from robench.data.text.windows import IGNORE_INDEX, LanguageModelingWindows, collate_windows
 from robench.tasks.base import Columns, ModelCheck, Record, Task
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ class LanguageModeling(Task):
 
     def open_data(
         self,
-        path: str,
+        path: str | InMemory,
         model: LoadedModel,
         *,
         split: str,
@@ -94,6 +95,17 @@ class LanguageModeling(Task):
                 f"{model.name} carries no vocabulary, so robench cannot turn text into its token "
                 "ids; pass a checkpoint written by `robench train`, or save your model's weights "
                 "with its vocabulary in the checkpoint metadata (docs/language-models.md)."
+            )
+        if isinstance(path, InMemory):  # texts held in memory (robench.evaluate)
+            from robench.data.text.in_memory import corpus
+            from robench.data.text.windows import check_window_sizes
+
+            check_window_sizes(settings["target_length"], settings["context"])
+            return LanguageModelingWindows(
+                corpus(path),
+                model.vocabulary,
+                target_length=settings["target_length"],
+                context=settings["context"],
             )
         return open_text_dataset(
             path,
@@ -239,13 +251,18 @@ def _windows(inputs: torch.Tensor) -> torch.Tensor:
 
 
 def _open_documents(
-    path: str, model: LoadedModel, split: str, layout: str | None, text_field: str
+    path: str | InMemory, model: LoadedModel, split: str, layout: str | None, text_field: str
 ) -> DocumentWindows:
-    """The documents of `path`, tokenized by the model's tokenizer, windows of its length."""
+    """The documents of `path` (or of texts in memory), tokenized by the model's tokenizer,
+    windows of its length."""
     from robench.data.text.documents import read_documents
+    from robench.data.text.in_memory import documents
 
     assert model.max_length is not None  # set with the tokenizer (models/sources/hf_causal_lm.py)
-    corpus = read_documents(path, split, layout, text_field)
+    if isinstance(path, InMemory):
+        corpus = documents(path)
+    else:
+        corpus = read_documents(path, split, layout, text_field)
     return DocumentWindows(corpus, model.tokenizer, model.max_length)
 
 

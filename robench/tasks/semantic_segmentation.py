@@ -35,6 +35,7 @@ from robench.tasks.base import Columns, ModelCheck, Record, Task
 from robench.tasks.pixel_inputs import PixelInputs
 
 if TYPE_CHECKING:
+    from robench.data.in_memory import InMemory
     from robench.models.loading import LoadedModel
 
 BUILTIN_SCENES = "fashion-scenes"  # robench/data/segmentation/scenes.py
@@ -70,7 +71,7 @@ class SemanticSegmentation(PixelInputs, Task):
 
     def open_data(
         self,
-        path: str,
+        path: str | InMemory,
         model: LoadedModel,
         *,
         split: str,
@@ -78,8 +79,10 @@ class SemanticSegmentation(PixelInputs, Task):
         class_map: Path | None,
         options: dict[str, Any],
     ) -> Any:
+        from robench.data.in_memory import InMemory, InMemorySegmentation
         from robench.data.segmentation.layouts import open_segmentation_dataset
         from robench.data.segmentation.scenes import FashionScenes
+        from robench.tasks.image_classification import class_names
 
         if class_map is not None:
             raise DataError(
@@ -88,8 +91,11 @@ class SemanticSegmentation(PixelInputs, Task):
             )
         assert model.preprocessing is not None  # every image model resolves one
         size = tuple(model.preprocessing.input_size[1:])
-        if path == BUILTIN_SCENES:
-            dataset: Any = FashionScenes(split=split, image_size=size)  # type: ignore[arg-type]
+        dataset: Any
+        if isinstance(path, InMemory):  # robench.evaluate(data=...): items held in memory
+            dataset = InMemorySegmentation(path, model.preprocessing, class_names(path, model))
+        elif path == BUILTIN_SCENES:
+            dataset = FashionScenes(split=split, image_size=size)  # type: ignore[arg-type]
         else:
             # "test" is robench's default split; the layouts' own defaults are their labelled
             # evaluation splits (ADE20K and Cityscapes "validation"/"val": test has no labels).

@@ -22,6 +22,7 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
 from robench._core.errors import AttackCheckError, ConfigError, DataError
+from robench.data.in_memory import InMemory
 from robench.data.text.text_rows import PAD_BYTE, LabeledTextDataset, collate_rows, decode_rows
 from robench.tasks.base import ModelCheck, Task
 from robench.tasks.top_k_records import TopKRecords
@@ -40,7 +41,7 @@ class TextClassification(TopKRecords, Task):
 
     def open_data(
         self,
-        path: str,
+        path: str | InMemory,
         model: LoadedModel,
         *,
         split: str,
@@ -56,6 +57,11 @@ class TextClassification(TopKRecords, Task):
                 "checkpoint and the data's labels are matched to them by name. Leave "
                 "--class-map out."
             )
+        if isinstance(path, InMemory):  # robench.evaluate(data=...): pairs held in memory
+            from robench.data.text.in_memory import labeled_texts
+
+            pairs = labeled_texts(path)
+            return LabeledTextDataset(pairs, _labels_as_model_classes(pairs, model))
         settings = {**self.data_options, **options}
         read = functools.partial(
             read_labeled_texts,

@@ -235,7 +235,7 @@ def detect_layout(root: Path) -> str | None:
     return None
 
 
-def _classes_and_indices(
+def classes_and_indices(
     labels: list[Any], names: list[str] | None, where: str
 ) -> tuple[tuple[str, ...], tuple[int, ...]]:
     """Class names and each label's index in them."""
@@ -249,7 +249,7 @@ def _classes_and_indices(
         return tuple(classes), tuple(labels)
     strings = [str(v).strip() for v in labels]
     if all(s.lstrip("-").isdigit() for s in strings):  # CSV and TSV cells are text
-        return _classes_and_indices([int(s) for s in strings], names, where)
+        return classes_and_indices([int(s) for s in strings], names, where)
     classes = names or sorted(set(strings))
     index = {name: i for i, name in enumerate(classes)}
     return tuple(classes), tuple(index[s] for s in strings)
@@ -294,6 +294,6 @@ def read_labeled_texts(
             "labelled split (GLUE's test.tsv has none: use --split validation) or name the "
             "label column with --label-field."
         )
-    classes, labels = _classes_and_indices(columns.labels, columns.names, f"{root} ({split})")
+    classes, labels = classes_and_indices(columns.labels, columns.names, f"{root} ({split})")
     texts = tuple(str(t) for t in columns.texts)
     return LabeledTexts(texts, labels, classes, root, chosen, split)

@@ -1,0 +1,18 @@
+"""The Python API: `robench.evaluate(model, suite, data, **options) -> Report`.
+
+Owns the entry points a Python caller uses with a model and data held in memory; it runs the
+engine `robench eval` runs (robench/evaluation), so both give the same numbers. It may import
+every part below it (evaluation, training, tasks, models, data, results, _core) and not `cli`
+(which does not import it either). Implementation in `_`-prefixed modules:
+`_evaluate.py` (the function and its keywords), `_models.py` (a module -> `LoadedModel`),
+`_data.py` (in-memory data -> what a task opens), `_caller_state.py` (the caller's model left
+as it was), `_progress.py`.
+"""
+
+from __future__ import annotations
+
+from robench._core.errors import InputError as InputError
+from robench.api._evaluate import evaluate as evaluate
+from robench.api._evaluate import option_names as option_names
+
+__all__ = ["InputError", "evaluate", "option_names"]

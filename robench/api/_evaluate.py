@@ -1,0 +1,220 @@
+"""`robench.evaluate(model, suite, data, **options) -> Report`: `robench eval` from Python.
+
+One engine (`robench.evaluation.request.evaluate`, which the CLI runs): the caller's model is
+wrapped into a `LoadedModel` (`_models.py`), its data into what a task opens (`_data.py`), the
+keywords into an `EvalRequest`; the samples and records are the CLI's, so the numbers are too.
+Nothing is written unless `out=` is given (the run's per-sample store lives in a temporary
+folder deleted afterwards), and the caller's model is left as it was (`_caller_state.py`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from torch import nn
+
+from robench._core.errors import EXIT_USAGE, ConfigError, InputError, RobenchError
+from robench._core.registry import did_you_mean
+from robench.api._caller_state import preserved
+from robench.api._data import as_engine_data, float_image_size
+from robench.api._models import ModelOptions, given_spec, wrap_model
+from robench.api._progress import make_progress
+from robench.evaluation.request import EvalRequest
+from robench.evaluation.request import evaluate as run_request
+from robench.evaluation.speed import SpeedOptions
+from robench.evaluation.suites import LoadedSuite, load_suite, suite_from_data
+from robench.models.loaded_model import LoadedModel
+from robench.models.spec import ModelSpec
+from robench.results.report.schema import Report
+from robench.tasks import TASKS, load_task
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_SUITE = "smoke"
+# The default suite of each task: `suite="smoke"` on a model of another task means its smoke.
+SMOKE_SUITES = {
+    "image-classification": "smoke",
+    "semantic-segmentation": "segmentation-smoke",
+    "language-modeling": "text-smoke",
+    "text-classification": "text-classification-smoke",
+}
+# EvalRequest fields set by evaluate's own arguments, not by **options.
+_OWN = {"suite", "data", "out", "model", "overrides", "speed", "data_options", "command"}
+_SPEED = {f.name for f in dataclasses.fields(SpeedOptions)} - {"amp_attacks"}
+_DATA_OPTIONS = ("target_length", "context", "text_field", "label_field")
+_MODEL_OPTIONS = ("num_classes", "model_kwargs")  # of a model given by name (ModelSpec)
+
+
+def option_names() -> list[str]:
+    """Every keyword `evaluate` takes in **options."""
+    request = [f.name for f in dataclasses.fields(EvalRequest) if f.name not in _OWN]
+    return [*request, *sorted(_SPEED), *_DATA_OPTIONS, *_MODEL_OPTIONS]
+
+
+def _split_options(options: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+    """(EvalRequest fields, speed modes, data options, model overrides); an unknown keyword is
+    one ConfigError with the closest name."""
+    known = option_names()
+    for name in options:
+        if name not in known:
+            raise ConfigError(did_you_mean(name, known, "evaluate() keyword"))
+    speed = {k: v for k, v in options.items() if k in _SPEED}
+    data = {k: v for k, v in options.items() if k in _DATA_OPTIONS and v is not None}
+    model = {k: v for k, v in options.items() if k in _MODEL_OPTIONS and v is not None}
+    taken = {*speed, *_DATA_OPTIONS, *_MODEL_OPTIONS}
+    request = {k: v for k, v in options.items() if k not in taken}
+    if "imports" in request:
+        request["imports"] = tuple(request["imports"])
+    for key in ("checkpoint", "class_map"):
+        if request.get(key) is not None:
+            request[key] = Path(request[key])
+    return request, speed, data, model
+
+
+def _suite(
+    suite: str | Path | Mapping[str, Any] | Sequence[Mapping[str, Any]], task: str | None
+) -> str | LoadedSuite:
+    """A name or path as it is (the task's smoke suite for the default on another task's
+    model); entries built in Python validated as a TOML file is."""
+    if isinstance(suite, Path):
+        return str(suite)
+    if isinstance(suite, str):
+        if suite == DEFAULT_SUITE and task is not None:
+            return SMOKE_SUITES.get(task, suite)
+        return suite
+    return suite_from_data(suite, task or "image-classification")
+
+
+def _suite_task(suite: Any) -> str | None:
+    """The task of a suite the caller chose (None for the default, whose task follows the
+    model's): an image network that names none is evaluated on it, as by the CLI."""
+    if isinstance(suite, str) and suite == DEFAULT_SUITE:
+        return None
+    if isinstance(suite, (str, Path)):
+        return load_suite(str(suite)).suite.task
+    if isinstance(suite, Mapping):
+        return str(suite.get("task", "image-classification"))
+    return None
+
+
+def _wrap(model: Any, options: ModelOptions) -> LoadedModel | None:
+    if isinstance(model, str) or model is None:
+        return None
+    if not isinstance(model, nn.Module):
+        raise ConfigError(
+            f"model= is a {type(model).__name__}; pass a model name (as `robench eval` takes "
+            "it) or a torch nn.Module (timm, transformers or your own)."
+        )
+    return wrap_model(model, options)
+
+
+def _run(
+    model: Any,
+    suite: Any,
+    data: Any,
+    out: str | Path | None,
+    model_options: ModelOptions,
+    progress: bool,
+    options: dict[str, Any],
+) -> Report:
+    request_fields, speed, data_options, overrides = _split_options(options)
+    if request_fields.get("resume") and out is None:
+        raise ConfigError(
+            "resume=True continues the per-sample results of an earlier run saved with out=; "
+            "pass the same out= (or drop resume=True)."
+        )
+    engine_data = as_engine_data(data)
+    model_options.data_size = float_image_size(engine_data)
+    model_options.data_name = engine_data if isinstance(engine_data, str) else None
+    model_options.device = str(request_fields.get("device", "cpu"))
+    model_options.suite_task = _suite_task(suite)
+    if engine_data is None:  # the task's built-in data, whose image size is known
+        named = model_options.task or model_options.suite_task or "image-classification"
+        model_options.data_name = load_task(named).default_data if named in TASKS else None
+    loaded = _wrap(model, model_options)
+    spec = given_spec(model_options.preprocessing) if loaded is None else ModelSpec()
+    with tempfile.TemporaryDirectory(prefix="robench-") as scratch:
+        request = EvalRequest(
+            suite=_suite(suite, loaded.task if loaded is not None else None),
+            data=engine_data,
+            out=Path(out) if out is not None else Path(scratch) / "report.json",
+            model=model if isinstance(model, str) else None,
+            overrides=spec.model_copy(update=overrides),
+            speed=SpeedOptions(**speed),
+            data_options=data_options,
+            command=["robench.evaluate"],
+            **request_fields,
+        )
+        return run_request(request, progress=make_progress(progress), model=loaded)
+
+
+def evaluate(
+    model: str | nn.Module | EvalRequest,
+    suite: str | Path | Mapping[str, Any] | Sequence[Mapping[str, Any]] = DEFAULT_SUITE,
+    data: Any = None,
+    *,
+    task: str | None = None,
+    out: str | Path | None = None,
+    model_name: str | None = None,
+    preprocessing: Mapping[str, Any] | Any = None,
+    tokenizer: Any = None,
+    image_processor: Any = None,
+    progress: bool = True,
+    **options: Any,
+) -> Report:
+    """Evaluate `model` on `suite` and `data`, as `robench eval` does, and return the report.
+
+    model: a name or source string exactly as `robench eval MODEL` takes it; or an
+        `nn.Module` held in memory: an image classifier or segmenter taking pixels in [0, 1]
+        (or normalised input, given `preprocessing=`), a timm model (its `pretrained_cfg`
+        gives mean, std and size), a transformers model (image classifier, segmenter, causal
+        LM, sequence classifier) with `image_processor=` / `tokenizer=` or the ones saved at
+        its `name_or_path`, or a robench word-level model with `tokenizer=` its `Vocabulary`.
+        Its task is inferred as the CLI infers it (`robench_task`, the transformers head, the
+        suite's task for an image network); `task=` overrides.
+    suite: a shipped suite's name or a TOML path; or entries built in Python, validated as a
+        file is: a dict of the file's shape, or a list of `[[perturbations]]` entries. The
+        default "smoke" stands for the model's task's smoke suite.
+    data: a name or path as `--data` takes it (None: the task's built-in data); a torch
+        Dataset of (image, label), (image, mask) or (text, label) items; a DataLoader (read
+        once); tensors `(x, y)`; a list of strings (language modelling) or of (text, label)
+        pairs; or `{name: data}` for suites that name their datasets.
+    task: the task to evaluate the model on, overriding what is inferred.
+    out: where to write the report (and its `.samples.jsonl` store, for `resume=True`);
+        None writes nothing.
+    model_name: the model's name in the report (default: its class name).
+    preprocessing: `dict(mean=..., std=..., size=(C, H, W), interpolation=..., crop_pct=...)`
+        (pixel units in [0, 1]): normalisation goes inside the wrapped model, so eps stays in
+        pixel units; for a model given by name, the same as --mean/--std/--input-size.
+    tokenizer, image_processor: a transformers model's, when not saved at its name_or_path.
+    progress: show a progress bar in a terminal or notebook (else log records); False: none.
+    **options: `robench eval`'s options by their Python names (`option_names()`): limit,
+        batch_size, seed, device, resume, overwrite, sanity, target_halfwidth, amp,
+        channels_last, target_length, ... Each defaults as on the command line.
+
+    The caller's model is left as it was (training mode, requires_grad, gradients, device,
+    hooks, and the global random generators), also when the call raises. Bad input raises
+    `robench.InputError` (a ValueError) with the sentence `robench eval` would print.
+    """
+    model_options = ModelOptions(
+        task=task,
+        name=model_name,
+        preprocessing=preprocessing,
+        tokenizer=tokenizer,
+        image_processor=image_processor,
+    )
+    if isinstance(model, EvalRequest):  # the engine's own form, as robench.evaluate took it
+        return run_request(model, progress=make_progress(progress))
+    module = model if isinstance(model, nn.Module) else None
+    try:
+        with preserved(module):
+            return _run(model, suite, data, out, model_options, progress, options)
+    except RobenchError as exc:
+        if exc.exit_code != EXIT_USAGE or isinstance(exc, InputError):
+            raise
+        raise InputError(str(exc), kind=type(exc).__name__) from None

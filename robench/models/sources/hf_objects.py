@@ -1,0 +1,255 @@
+"""A transformers model object held in memory, as the `hf:` source would load its folder.
+
+`robench.evaluate(model)` hands a `PreTrainedModel` here. Its task comes from its class by
+transformers' own tables (`hf_tasks.task_tables`), and it is wrapped by the same modules the
+`hf:` source uses (`PixelValuesClassifier`, `PixelValuesSegmenter`, `CausalLMLogits`,
+`TokenizerTextClassifier`), with its image processor or tokenizer given by the caller or read
+offline from `model.name_or_path` (a `save_pretrained` folder or the local Hub cache), so the
+numbers equal `robench eval hf:FOLDER` on the same weights.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from robench._core.errors import ConfigError
+from robench.models.in_memory import memory_image_model
+from robench.models.loaded_model import LoadedModel
+from robench.models.provenance import ModelOrigin
+from robench.models.sources.hf_tasks import (
+    IMAGE_CLASSIFICATION,
+    LANGUAGE_MODELING,
+    SEMANTIC_SEGMENTATION,
+    TEXT_CLASSIFICATION,
+    task_tables,
+)
+from robench.models.spec import ModelSpec
+
+
+def is_transformers_model(model: Any) -> bool:
+    """Whether `model` is a transformers `PreTrainedModel` (without importing transformers
+    when the caller has not)."""
+    import sys
+
+    if "transformers" not in sys.modules:
+        return False
+    from transformers import PreTrainedModel
+
+    return isinstance(model, PreTrainedModel)
+
+
+def transformers_object_task(model: nn.Module) -> str | None:
+    """The task of a transformers model by its class name; None: not one robench evaluates."""
+    name = type(model).__name__
+    for task, names in task_tables().items():
+        if name in names:
+            return task
+    return None
+
+
+@dataclass
+class HFObjectRequest:
+    """What `robench.evaluate` passes with a transformers model object."""
+
+    model: nn.Module
+    name: str
+    origin: ModelOrigin
+    given: ModelSpec  # the caller's preprocessing= (mean, std, size)
+    processor: Any = None  # image_processor=
+    tokenizer: Any = None  # tokenizer=
+    device: torch.device | str = "cpu"
+
+
+def _saved_folder(model: nn.Module) -> Path | None:
+    """The folder (or cached repo's snapshot) `model.name_or_path` names, if it exists here."""
+    name = str(getattr(model, "name_or_path", "") or "")
+    if not name:
+        return None
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return path
+    from robench.models.sources.hf_cache import find_cached_repo
+
+    try:
+        return find_cached_repo(name).folder
+    except ConfigError:
+        return None
+
+
+def _image_processor(request: HFObjectRequest) -> Any:
+    """The caller's image processor, else the one saved beside the model; None if neither."""
+    if request.processor is not None:
+        return request.processor
+    folder = _saved_folder(request.model)
+    if folder is None or not (folder / "preprocessor_config.json").is_file():
+        return None
+    from transformers import AutoImageProcessor
+
+    return AutoImageProcessor.from_pretrained(str(folder), local_files_only=True)
+
+
+def _tokenizer(request: HFObjectRequest, what: str) -> Any:
+    """The caller's tokenizer, else the one saved beside the model (one sentence if none)."""
+    if request.tokenizer is not None:
+        return request.tokenizer
+    folder = _saved_folder(request.model)
+    if folder is None:
+        raise ConfigError(
+            f"{request.name} is {what} but no tokenizer was given and its name_or_path "
+            f"({getattr(request.model, 'name_or_path', '') or 'empty'}) is no folder with one; "
+            "pass tokenizer=."
+        )
+    from robench.models.sources.hf_causal_lm import read_tokenizer
+
+    return read_tokenizer(folder, False, what)
+
+
+def _no_processor(request: HFObjectRequest) -> ConfigError:
+    return ConfigError(
+        f"{request.name} is a transformers image model but no image processor was given and "
+        "none is saved beside it, so robench does not know its normalisation; pass "
+        "image_processor= (e.g. AutoImageProcessor.from_pretrained(...)) or "
+        "preprocessing=dict(mean=..., std=..., size=(C, H, W))."
+    )
+
+
+def _channels(model: nn.Module) -> int:
+    return int(getattr(model.config, "num_channels", 3))  # type: ignore[union-attr]
+
+
+def _image_classifier(request: HFObjectRequest) -> LoadedModel:
+    from robench.models.sources.hf_image import PixelValuesClassifier, processor_preprocessing
+
+    processor = _image_processor(request)
+    own, resize = ModelSpec(), None
+    if processor is not None:
+        own, resize = processor_preprocessing(processor, _channels(request.model), request.name)
+    elif request.given.mean is None or request.given.std is None:
+        raise _no_processor(request)
+    return memory_image_model(
+        PixelValuesClassifier(request.model),
+        name=request.name,
+        architecture=type(request.model).__name__,
+        given=request.given,
+        own=own,
+        own_label="image processor",
+        origin=request.origin,
+        task=IMAGE_CLASSIFICATION,
+        classes=_id2label(request.model),
+        resize=resize,
+        device=request.device,
+    )
+
+
+def _segmenter(request: HFObjectRequest) -> LoadedModel:
+    from robench.models.sources.hf_segmentation import (
+        PixelValuesSegmenter,
+        segmentation_preprocessing,
+    )
+
+    processor = _image_processor(request)
+    own = ModelSpec()
+    if processor is not None:
+        given = request.given.input_size is not None
+        own = segmentation_preprocessing(
+            processor, _channels(request.model), request.name, size_given=given
+        )
+    elif request.given.mean is None or request.given.std is None:
+        raise _no_processor(request)
+    return memory_image_model(
+        PixelValuesSegmenter(request.model),
+        name=request.name,
+        architecture=type(request.model).__name__,
+        given=request.given,
+        own=own,
+        own_label="image processor",
+        origin=request.origin,
+        task=SEMANTIC_SEGMENTATION,
+        classes=_id2label(request.model),
+        resize={"resize_mode": "squash"},  # what the segmentation readers do
+        device=request.device,
+    )
+
+
+def _causal_lm(request: HFObjectRequest) -> LoadedModel:
+    from robench.models.sources.hf_causal_lm import CausalLMLogits, resolve_max_length
+
+    tokenizer = _tokenizer(request, "a causal language model")
+    if tokenizer.bos_token_id is None and tokenizer.eos_token_id is None:
+        raise ConfigError(
+            f"the tokenizer of {request.name} has neither a BOS nor an EOS token, so the first "
+            "token of a document has nothing to be predicted from; set one (e.g. "
+            "`tokenizer.eos_token = ...`)."
+        )
+    wrapped = CausalLMLogits(request.model)
+    if len(tokenizer) > wrapped.vocab_size:
+        raise ConfigError(
+            f"the tokenizer of {request.name} has {len(tokenizer):,} tokens but the model "
+            f"predicts only {wrapped.vocab_size:,}; pass the tokenizer the model was trained with."
+        )
+    max_length = resolve_max_length(request.model.config, tokenizer)
+    request.origin.extra.update(
+        {"tokenizer_class": type(tokenizer).__name__, "tokenizer_size": len(tokenizer)}
+    )
+    return _text_model(request, wrapped, LANGUAGE_MODELING, tokenizer, max_length)
+
+
+def _text_classifier(request: HFObjectRequest) -> LoadedModel:
+    from robench.models.sources.hf_text_classifier import class_names, max_tokens
+    from robench.models.text_inputs import TokenizerTextClassifier
+
+    tokenizer = _tokenizer(request, "a text classifier")
+    if tokenizer.pad_token is None:  # as the hf: source pads (GPT-2 style); a copy, not theirs
+        tokenizer = copy.deepcopy(tokenizer)
+        tokenizer.pad_token = tokenizer.eos_token
+    config: Any = request.model.config
+    if config.pad_token_id is None:  # restored with the caller's model after the run
+        config.pad_token_id = tokenizer.pad_token_id
+    length = max_tokens(request.model, tokenizer)
+    request.origin.extra.update({"max_tokens": length})
+    wrapped = TokenizerTextClassifier(request.model, tokenizer, length)
+    loaded = _text_model(request, wrapped, TEXT_CLASSIFICATION, tokenizer, length)
+    loaded.spec = loaded.spec.model_copy(update={"classes": class_names(request.model)})
+    return loaded
+
+
+def _text_model(
+    request: HFObjectRequest, wrapped: nn.Module, task: str, tokenizer: Any, length: int
+) -> LoadedModel:
+    architecture = type(request.model).__name__
+    return LoadedModel(
+        model=wrapped.to(request.device).eval(),
+        name=request.name,
+        architecture=architecture,
+        model_kwargs={},
+        spec=ModelSpec(architecture=architecture),
+        sources={},
+        card_path=None,
+        checkpoint=None,
+        preprocessing=None,
+        task=task,
+        origin=request.origin,
+        tokenizer=tokenizer,
+        max_length=length,
+    )
+
+
+def _id2label(model: nn.Module) -> list[str] | None:
+    id2label = getattr(getattr(model, "config", None), "id2label", None) or {}
+    return [str(id2label[i]) for i in sorted(id2label)] if id2label else None
+
+
+# task -> how a transformers object of that task is wrapped.
+BUILDERS: dict[str, Callable[[HFObjectRequest], LoadedModel]] = {
+    IMAGE_CLASSIFICATION: _image_classifier,
+    SEMANTIC_SEGMENTATION: _segmenter,
+    LANGUAGE_MODELING: _causal_lm,
+    TEXT_CLASSIFICATION: _text_classifier,
+}
