@@ -54,3 +54,31 @@ def test_quickstart_commands_run_in_order(tmp_path: Path, fashion_mnist_dir: Pat
     assert report["model"]["architecture"] == "vit_nano_elliptical_patch4_28"
     assert report["model"]["extensions"]["elliptical"]["layers"] == 3
     assert {r["name"] for r in report["results"]} == {"clean", "fgsm", "pgd-5"}
+
+
+def python_quickstart() -> str:
+    block = re.search(r"<!-- python-quickstart.*?```python\n(.*?)```", README, re.S)
+    assert block, "README lost its From Python block"
+    return block.group(1)
+
+
+@pytest.mark.slow
+def test_the_from_python_block_runs_as_written(tmp_path: Path, fashion_mnist_dir: Path) -> None:
+    """The README's "From Python" block, run as a user's script in a fresh interpreter."""
+    script = tmp_path / "from_python.py"
+    script.write_text(python_quickstart())
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    # The tidy frame, the comparison of both models and a gate verdict were printed.
+    assert "pgd-5" in done.stdout and "ci_low" in done.stdout
+    assert "vit_nano_elliptical_fmnist" in done.stdout and "ResNet" in done.stdout
+    assert re.search(r"\b(pass|regressed|inconclusive)\b", done.stdout), done.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["from_python.py"], "it wrote files"

@@ -22,11 +22,11 @@ path keeps this module free of torch, so listing them stays instant.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
 from robench._core.errors import ConfigError
 from robench._core.lazy import import_object
+from robench._core.plugins import installed_entry_points
 from robench._core.registry import Registry
 
 if TYPE_CHECKING:
@@ -125,7 +125,7 @@ register_source(
 def load_source_entry_points() -> list[str]:
     """Register every installed package's sources (`robench.sources` entry points)."""
     added = []
-    for ep in entry_points(group=SOURCE_ENTRY_POINT_GROUP):
+    for ep in installed_entry_points(SOURCE_ENTRY_POINT_GROUP):
         if ep.name in SOURCES:
             continue
         SOURCES.register(ep.name)(LazySource(ep.name, f"from {ep.value}", ep.value))
