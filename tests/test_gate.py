@@ -16,10 +16,10 @@ from typer.testing import CliRunner
 
 from robench._core.errors import ConfigError
 from robench.cli import app
-from robench.results import metrics as metrics_module
 from robench.results.gate.policy import Policy, Rule, Tolerance, read_policy
 from robench.results.gate.regression import Status, run_gate
 from robench.results.report.schema import MetricValue, Report
+from robench.results.stats import metrics as metrics_module
 
 runner = CliRunner()
 

@@ -10,11 +10,11 @@ import pytest
 from report_factory import flip, make_report
 
 from robench._core.registry import Registry
-from robench.results import metrics as metrics_module
 from robench.results.compare.comparison import build_comparison
 from robench.results.compare.formats import COMPARE_FORMATS
 from robench.results.compare.tables import markdown_table, report_rows
 from robench.results.gate.regression import format_amount, run_gate
+from robench.results.stats import metrics as metrics_module
 from robench.results.stats.metrics import (
     METRICS,
     Metric,

@@ -16,9 +16,9 @@ from robench._core.model_hooks import adaptive_attack, report_sections, supports
 from robench.cli._parsing import dataset_map
 from robench.evaluation.request import EvalRequest, evaluate
 from robench.evaluation.suites import load_suite
-from robench.results import metrics as metrics_module
 from robench.results.gate.regression import Status, run_gate
 from robench.results.report.schema import SCHEMA_VERSION, read_report, write_report
+from robench.results.stats import metrics as metrics_module
 from robench.tasks import TASKS, load_task
 from robench.tasks.base import records_of
 

@@ -336,11 +336,11 @@ def _load_from_source(
                 f"--checkpoint {checkpoint} would be ignored; drop one of the two."
             )
         _refuse_ema(request.name, source.where, ema)
-        return source.load(replace(request, target=target))
+        return source.build(replace(request, target=target))
     claimed = claiming_source(request.name) if checkpoint is None else None
     if claimed is not None:  # a prefix-less source: a timm pretrained tag
         _refuse_ema(request.name, claimed.where, ema)
-        return claimed.load(replace(request, target=request.name))
+        return claimed.build(replace(request, target=request.name))
     return None
 
 
