@@ -59,3 +59,13 @@ def test_every_part_imports_only_what_its_docstring_says_it_may() -> None:
         assert imported <= allowed, f"robench.{part} imports {imported - allowed} unlisted"
         checked += 1
     assert checked >= 11
+
+
+def test_the_docs_index_links_every_page_and_the_readme_links_the_index() -> None:
+    """docs/README.md is the map: every file of docs/ is linked from it (errors.md too)."""
+    docs = ROOT / "docs"
+    index = (docs / "README.md").read_text()
+    linked = set(re.findall(r"\]\(([^)#]+)", index))
+    pages = {p.name for p in docs.iterdir() if p.is_file() and p.name != "README.md"}
+    assert pages - linked == set(), f"docs/README.md does not link {sorted(pages - linked)}"
+    assert "docs/README.md" in (ROOT / "README.md").read_text()
