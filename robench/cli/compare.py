@@ -56,7 +56,7 @@ def _with_reference(
 
 
 @handle_errors
-def compare_command(
+def compare_command(  # long: 75 lines of typer options and 23 of help; the code is 20
     reports: Annotated[
         list[Path], typer.Argument(help="Report JSON files written by `robench eval`.")
     ],
