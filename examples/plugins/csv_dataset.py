@@ -50,7 +50,7 @@ class CsvLabels(LabeledImages):
             root=root,
             split=None,
             classes=classes,
-            class_index_note=f"class indices follow {listed.name if listed.is_file() else 'labels'}",
+            class_index_note=f"class indices follow {CLASSES if listed.is_file() else 'labels'}",
             targets=[classes.index(row["label"]) for row in rows],
             preprocessing=preprocessing,
         )
