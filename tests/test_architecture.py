@@ -2,8 +2,8 @@
 answers without importing torch.
 
 Layers, lowest first: _core < results < data < models < perturbations, diagnostics < tasks <
-evaluation, training < cli. A module may import its own part and any lower layer; importing
-a higher layer (upward) or another part of the same layer (sideways) fails this test.
+evaluation, training < cli, registry. A module may import its own part and any lower layer;
+importing a higher layer (upward) or another part of the same layer (sideways) fails this test.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ RANKS = {
     "training": 6,
     "cli": 7,
     "api": 7,
+    "registry": 7,  # the plugins' front door (robench.registry): nothing inside imports it
 }
 
 

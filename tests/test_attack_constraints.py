@@ -1,5 +1,5 @@
 """Words as TextAttack's attacks split them, one replaced in place, and its recipes'
-constraints (docs/text-attacks.md)."""
+constraints (docs/text-classification.md)."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from robench._core.errors import ConfigError
 from robench.cli import app
-from robench.cli.compare import CompareFormat, parse_metrics
+from robench.cli.compare import parse_metrics
 from robench.results.compare.comparison import build_comparison, metric_display
 from robench.results.compare.formats import COMPARE_FORMATS
 from robench.results.compare.tables import budget_label, report_rows
@@ -251,7 +251,9 @@ def test_missing_report_is_one_line(tmp_path: Path) -> None:
 
 
 def test_rich_table_and_registry(three_reports: list[Path]) -> None:
-    assert {f.value for f in CompareFormat} == set(COMPARE_FORMATS.names())  # built from it
+    bad = runner.invoke(app, ["compare", *map(str, three_reports), "--format", "nope"])
+    assert bad.exit_code == 2  # the choices are built from the registry
+    assert all(repr(name) in bad.stderr for name in COMPARE_FORMATS.names()), bad.stderr
     result = runner.invoke(app, ["compare", *map(str, three_reports), "--format", "rich"])
     assert result.exit_code == 0
     assert "deit_tiny_elliptical" in result.stdout and "mCE ↓" in result.stdout

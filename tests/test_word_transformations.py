@@ -1,5 +1,5 @@
 """The character edits of TextAttack's DeepWordBug and Pruthi recipes: candidate sets as
-TextAttack's word-swap classes define them (docs/text-attacks.md), written out by hand."""
+TextAttack's word-swap classes define them (docs/text-classification.md), written out by hand."""
 
 from __future__ import annotations
 

@@ -2,38 +2,34 @@
 
 A suite names a kind (`pgd`, `collapse`) and its parameters. Registering the pydantic schema
 with the dotted path of the class that implements it lets robench validate suites and list
-parameters without importing torch or any attack library; `load()` imports the class when a
-run first needs it.
+parameters without importing torch or any attack library; `load()` (`LazyEntry`) imports
+the class when a run first needs it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from pydantic import BaseModel
 
-from robench._core.lazy import import_object
+from robench._core.lazy import LazyEntry
 from robench._core.registry import Registry
 
 M = TypeVar("M", bound=BaseModel)
 
 
 @dataclass(frozen=True)
-class LazyKind(Generic[M]):
-    """A registered kind: its parameter schema and where its implementation lives."""
+class LazyKind(LazyEntry, Generic[M]):
+    """A registered kind: its name, where its implementation lives ("package.module:Class")
+    and its parameter schema."""
 
-    name: str
     Params: type[M]
-    implementation: str  # "package.module:Class"
 
     @property
     def description(self) -> str:
         return (self.Params.__doc__ or "").strip().splitlines()[0]
-
-    def load(self) -> Any:
-        return import_object(self.implementation)
 
 
 P = TypeVar("P", bound=type[BaseModel])
@@ -44,7 +40,7 @@ def kind_registrar(registry: Registry[LazyKind[M]]) -> Callable[[str, str], Call
 
     def register(name: str, implementation: str) -> Callable[[P], P]:
         def decorate(params: P) -> P:
-            registry.register(name)(LazyKind(name, params, implementation))  # type: ignore[arg-type]
+            registry.register(name)(LazyKind(name, implementation, params))  # type: ignore[arg-type]
             return params
 
         return decorate

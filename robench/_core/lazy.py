@@ -1,13 +1,18 @@
-"""Lazy re-exports for package `__init__` files (PEP 562): a name is imported on first use.
+"""Things imported on first use: registry entries named by a "module:attribute" path, and
+lazy re-exports for package `__init__` files (PEP 562).
 
-This keeps `import robench` and the light command-line paths free of torch while the
-packages still offer their public names at the top.
+Every registry whose implementations may import torch (perturbation kinds, diagnostics,
+tasks, model sources, data layouts given by path) holds `LazyEntry`s: the name and the
+dotted path are known at once, the module is imported when a run first needs it. This keeps
+`import robench` and the light command-line paths free of torch while the packages still
+offer their public names at the top.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -17,12 +22,34 @@ def import_object(path: str) -> Any:
     return getattr(importlib.import_module(module), attribute)
 
 
+@dataclass(frozen=True)
+class LazyEntry:
+    """A registered name and where its implementation lives, imported by `load()`.
+
+    The one lazy form of every registry a plugin extends (`robench.registry`); a registry
+    that knows more about its entries (a kind's parameter schema, a task's description)
+    subclasses it with those fields.
+    """
+
+    name: str
+    target: str  # "package.module:attribute"
+
+    def load(self) -> Any:
+        """The implementation, its module imported now (once: Python caches modules)."""
+        return import_object(self.target)
+
+
 def lazy_exports(package: str, sources: Mapping[str, str]) -> Callable[[str], Any]:
-    """A module `__getattr__` that imports `name` from `sources[name]` when first asked for."""
+    """A module `__getattr__` that imports `name` when first asked for: from the module
+    `sources[name]`, or the object a "module:attribute" path names (a re-export under
+    another name)."""
 
     def __getattr__(name: str) -> Any:
         if name not in sources:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        return getattr(importlib.import_module(sources[name]), name)
+        source = sources[name]
+        if ":" in source:
+            return import_object(source)
+        return getattr(importlib.import_module(source), name)
 
     return __getattr__

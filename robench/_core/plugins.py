@@ -1,11 +1,14 @@
 """Plugins: `--import MODULE_OR_FILE.py` and the entry-point groups `robench.perturbations`,
-`robench.metrics`, `robench.tasks`, `robench.datasets` and `robench.models`. All just import
-code that registers something: an architecture (timm's `register_model`, robench's
-`register_language_model`), a perturbation kind, a metric, a task or a dataset layout. They
-load before a suite is read, so a suite may use what they register. A package that adds a
-whole model source (a `PREFIX:` of MODEL) uses the `robench.sources` group instead
-(robench/models/sources/registry.py), or calls
-`robench.models.sources.registry.register_source` on import.
+`robench.metrics`, `robench.tasks`, `robench.datasets`, `robench.formats` and
+`robench.models`. All just import code that registers something through `robench.registry`:
+a perturbation kind, a metric, a task, a dataset layout, an output format, or an
+architecture (timm's `register_model`, robench's `register_language_model`). They load
+before a suite is read, so a suite may use what they register.
+
+Two groups are read without importing anything: `robench.sources` (a whole model source, a
+`PREFIX:` of MODEL: the entry point's name is the prefix, its value the builder;
+robench/models/sources/registry.py) and `robench.executors` (sweep executors, imported by
+robench/evaluation/sweeps/executors.py through `load_entry_points`).
 """
 
 from __future__ import annotations
@@ -20,13 +23,17 @@ from importlib.metadata import EntryPoints, entry_points
 from pathlib import Path
 
 from robench._core.errors import ConfigError
+from robench._core.lazy import LazyEntry
 
 logger = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "robench.models"
-# The groups a suite may depend on, then the models' group (the order they load in).
+FORMAT_ENTRY_POINT_GROUP = "robench.formats"
+SOURCE_ENTRY_POINT_GROUP = "robench.sources"
+# The groups a suite may depend on, then output formats, then the models' group (the order
+# they load in).
 SUITE_GROUPS = ("robench.perturbations", "robench.metrics", "robench.tasks", "robench.datasets")
-PLUGIN_GROUPS = (*SUITE_GROUPS, ENTRY_POINT_GROUP)
+PLUGIN_GROUPS = (*SUITE_GROUPS, FORMAT_ENTRY_POINT_GROUP, ENTRY_POINT_GROUP)
 
 
 def plugin_module_name(path: Path) -> str:
@@ -110,6 +117,12 @@ def load_entry_points(groups: Iterable[str] = PLUGIN_GROUPS) -> list[str]:
                 ) from exc
             loaded.append(ep.name)
     return loaded
+
+
+def declared_entry_points(group: str) -> list[LazyEntry]:
+    """The entry points of `group` as lazy entries (name, "module:attribute"), imported by
+    none: for a registry that imports each one when it is first used (model sources)."""
+    return [LazyEntry(ep.name, ep.value) for ep in installed_entry_points(group)]
 
 
 def load_plugins(imports: Iterable[str], groups: Iterable[str] = PLUGIN_GROUPS) -> None:

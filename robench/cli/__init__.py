@@ -3,6 +3,11 @@ here; a subcommand's module is imported only when that command is used.
 
 Exit codes: 0 ok, 1 gate regression, 2 usage/config/input error, 3 runtime failure,
 4 inconclusive gate under --strict, 130 interrupted.
+
+May import: every other part but `robench.registry` (`robench.evaluation`,
+`robench.training`, `robench.tasks`, `robench.perturbations`, `robench.diagnostics`,
+`robench.models`, `robench.data`, `robench.results`, `robench._core`), its heavy ones inside
+the command functions, so that the light commands stay free of torch.
 """
 
 from __future__ import annotations

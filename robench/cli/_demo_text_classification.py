@@ -3,7 +3,7 @@ TextAttack's DeepWordBug and PWWS.
 
 Both shipped classifiers (`DEMO_CLASSIFIERS`, model cards in models/) are evaluated with the
 `demo-text-classification` suite on the built-in python-docs-sections test split (paragraphs
-of the Python docs labelled by their part of the documentation, docs/text-data.md): clean
+of the Python docs labelled by their part of the documentation, docs/text-classification.md): clean
 accuracy, and accuracy, attack success rate, queries and perturbed words under DeepWordBug
 and PWWS with a budget of queries per sample. The section compares the two and shows one
 successful attack per model (original and perturbed words). PWWS needs WordNet (`make

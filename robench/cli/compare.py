@@ -3,7 +3,6 @@ page with the table, figures, the gate's verdicts and provenance (`--format html
 
 from __future__ import annotations
 
-import enum
 from pathlib import Path
 from typing import Annotated
 
@@ -11,13 +10,12 @@ import typer
 from rich.markup import escape
 
 from robench._core.errors import ConfigError
+from robench._core.plugins import FORMAT_ENTRY_POINT_GROUP
 from robench.cli._output import err, handle_errors, out
+from robench.cli._registry_options import choices_metavar, import_plugins, registry_choice
 from robench.results.compare.formats import COMPARE_FORMATS
 from robench.results.report.output_formats import file_formats, format_for_suffix
 from robench.results.report.schema import Report, check_writable, read_report
-
-# The --format choices: every registered format (robench.results.compare.formats).
-CompareFormat = COMPARE_FORMATS.choices("CompareFormat")
 
 
 def parse_metrics(text: str | None) -> list[str] | None:
@@ -58,14 +56,19 @@ def _with_reference(
 
 
 @handle_errors
-def compare_command(
+def compare_command(  # long: 75 lines of typer options and 23 of help; the code is 20
     reports: Annotated[
         list[Path], typer.Argument(help="Report JSON files written by `robench eval`.")
     ],
     fmt: Annotated[
-        CompareFormat | None,  # type: ignore[valid-type]
+        str | None,
         typer.Option(
-            "--format", "-f", help="Table format (default: rich on a terminal, else markdown)."
+            "--format",
+            "-f",
+            # The registry's names, a plugin's (--import) included, as a choice is shown.
+            parser=registry_choice(COMPARE_FORMATS, FORMAT_ENTRY_POINT_GROUP),
+            metavar=choices_metavar(COMPARE_FORMATS),
+            help="Table format (default: rich on a terminal, else markdown).",
         ),
     ] = None,
     reference: Annotated[
@@ -118,6 +121,15 @@ def compare_command(
             "over the severities, and a last row `mean`.",
         ),
     ] = False,
+    imports: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--import",
+            is_eager=True,  # loaded before --format is checked, wherever it stands
+            callback=import_plugins((FORMAT_ENTRY_POINT_GROUP,)),
+            help="Module or .py file that registers output formats (repeatable).",
+        ),
+    ] = None,
 ) -> None:
     """Compare reports side by side: best value bold, second best underlined.
 
@@ -140,6 +152,7 @@ def compare_command(
       robench compare runs/*.json --format html -o page.html
       robench compare runs/fmn.json --at-eps 1/255,3/255 --ci
       robench compare base.json new.json -o page.html --gate gate.json
+      robench compare runs/*.json --import my_formats.py --format mine
     """
     name = _format_name(fmt, output)
     if gate is not None and name != "html":
@@ -170,10 +183,10 @@ def _gate_summary(path: Path) -> object:
     return read_gate_summary(path)
 
 
-def _format_name(fmt: enum.Enum | None, output: Path | None) -> str:
+def _format_name(fmt: str | None, output: Path | None) -> str:
     """--format, else the output file's suffix, else rich on a terminal and markdown when not."""
     if fmt is not None:
-        return str(fmt.value)
+        return fmt
     if output is not None:
         return format_for_suffix(COMPARE_FORMATS, output.suffix) or "markdown"
     return "rich" if out.is_terminal else "markdown"

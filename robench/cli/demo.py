@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from robench.cli._output import err, handle_errors, out
 from robench.cli._progress import make_progress
+
+if TYPE_CHECKING:
+    from robench.results.report.schema import Report
 
 
 @handle_errors
@@ -53,14 +56,7 @@ def demo_command(
     per_corruption = build_per_corruption(paths)
     typer.echo("\nTop-1 (%) under corruptions, averaged over severities:")
     _print(PER_CORRUPTION_FORMATS.get(fmt)(per_corruption))
-    for path, report in result.corruption_reports:
-        for aggregate in report.aggregates:
-            if aggregate.name == "mean_corruption_accuracy" and aggregate.value is not None:
-                low, high = aggregate.ci95 or (aggregate.value, aggregate.value)
-                typer.echo(
-                    f"{report.model.name}: mean corruption accuracy {100 * aggregate.value:.1f}% "
-                    f"(95% CI {100 * low:.1f}-{100 * high:.1f}, paired bootstrap) [{path.name}]"
-                )
+    _print_corruption_means(result.corruption_reports)
     typer.echo(
         "\nLanguage models on the Python-docs test split, clean and Word Swap 2.5% "
         "(perplexity and bits per byte, lower is better):"
@@ -88,9 +84,25 @@ def demo_command(
         _print(COMPARE_FORMATS.get(fmt)(result.text_classification.comparison, False))
         for example in result.text_classification.examples:
             typer.echo(f"  a DeepWordBug success, {example}")
-    figures = set(result.figures)
-    err.print(f"wrote {len(result.files)} files:", highlight=False)
-    for path in result.files:
+    _list_files(result.files, set(result.figures))
+
+
+def _print_corruption_means(reports: list[tuple[Path, Report]]) -> None:
+    """Each model's mean accuracy over the corruptions, with its paired-bootstrap interval."""
+    for path, report in reports:
+        for aggregate in report.aggregates:
+            if aggregate.name == "mean_corruption_accuracy" and aggregate.value is not None:
+                low, high = aggregate.ci95 or (aggregate.value, aggregate.value)
+                typer.echo(
+                    f"{report.model.name}: mean corruption accuracy {100 * aggregate.value:.1f}% "
+                    f"(95% CI {100 * low:.1f}-{100 * high:.1f}, paired bootstrap) [{path.name}]"
+                )
+
+
+def _list_files(files: list[Path], figures: set[Path]) -> None:
+    """What the demo wrote, on stderr (stdout carries the tables)."""
+    err.print(f"wrote {len(files)} files:", highlight=False)
+    for path in files:
         kind = "figure" if path in figures or path.suffix == ".png" else "file"
         err.print(f"  {kind}: {path}", highlight=False)
 

@@ -1,4 +1,5 @@
-"""`robench list`: the catalogues (models, perturbations, suites, cards, metrics, tasks)."""
+"""`robench list`: the catalogues (models, perturbations, suites, cards, metrics, tasks,
+output formats), with what `--import` plugins add."""
 
 from __future__ import annotations
 
@@ -114,6 +115,25 @@ def _tasks(pattern: str | None) -> list[tuple[str, str]]:
     ]
 
 
+def _formats(pattern: str | None) -> list[tuple[str, str]]:
+    import importlib
+
+    from robench._core.plugins import FORMAT_ENTRY_POINT_GROUP, load_entry_points
+    from robench.results.report.output_formats import OUTPUT_FORMATS
+
+    # The modules that fill each kind's registry with robench's own formats.
+    for module in ("compare.tables", "compare.formats", "compare.per_corruption", "gate.formats"):
+        importlib.import_module(f"robench.results.{module}")
+    load_entry_points((FORMAT_ENTRY_POINT_GROUP,))
+    rows = []
+    for kind, registry in OUTPUT_FORMATS.items():
+        for name in registry.names(pattern):
+            suffixes = registry.get(name).suffixes
+            files = f", files {' '.join(suffixes)}" if suffixes else ""
+            rows.append((name, f"{kind} format{files}"))
+    return rows
+
+
 _LISTERS: dict[str, Callable[[str | None], list[tuple[str, str]]]] = {
     "models": _models,
     "perturbations": _perturbations,
@@ -121,6 +141,7 @@ _LISTERS: dict[str, Callable[[str | None], list[tuple[str, str]]]] = {
     "cards": _cards,
     "metrics": _metrics,
     "tasks": _tasks,
+    "formats": _formats,
 }
 # The command line's choices are the listers' names.
 Catalogue = enum.Enum("Catalogue", {name: name for name in _LISTERS}, type=str)  # type: ignore[misc]
@@ -132,14 +153,29 @@ def list_command(
     pattern: Annotated[
         str | None, typer.Argument(help="Shell-style filter, e.g. '*elliptical*'.")
     ] = None,
+    imports: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--import", help="Module or .py file whose registrations to list too (repeatable)."
+        ),
+    ] = None,
 ) -> None:
     """List registered models, perturbations, shipped suites, model cards, metrics or tasks.
+
+    Also `formats`: the output formats of eval, compare (and its per-corruption table) and
+    gate. With --import, what a plugin registers is listed beside robench's own.
 
     Examples:
       robench list models '*elliptical*'
       robench list perturbations
       robench list suites
+      robench list metrics --import my_plugin.py
     """
+    if imports:
+        from robench._core.plugins import import_user_module
+
+        for target in imports:
+            import_user_module(target)
     rows = _LISTERS[what.value](pattern)
     if not out.is_terminal:
         for name, detail in rows:

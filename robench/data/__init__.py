@@ -4,7 +4,11 @@ Images come out in pixel space, float (C, H, W) in [0, 1], never normalised. The
 detected (`idx`, `cifar10-c`, `imagenet-c`, `imagenet-v2`, `image-folder`, in that order) or
 chosen with `layout=` (also `imagenet-a`, `imagenet-r`, `imagenet-sketch`, which are never
 detected); docs/datasets.md describes each. Built-in names (`fashion-mnist`) resolve to data
-installed on the machine.
+installed on the machine. A plugin adds a layout with `register_layout`
+(`robench.registry.register_dataset`).
+
+May import: `robench._core` only (`robench.results`, the one part below it, too, should a
+reader need a report record; none does today).
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from robench._core.errors import DataError
+from robench._core.lazy import LazyEntry
 from robench._core.registry import did_you_mean
 from robench.data.cifar10_c import Cifar10C, looks_like_cifar10_c
 from robench.data.class_map import ClassMap, read_class_map
@@ -43,11 +49,13 @@ __all__ = [
     "CorruptionFamily",
     "LabelSpace",
     "LabeledImages",
+    "Layout",
     "Preprocessing",
     "indices_sha256",
     "open_dataset",
     "read_class_map",
     "read_label_space",
+    "register_layout",
     "restrict_to_label_space",
     "select_indices",
 ]
@@ -178,6 +186,53 @@ LAYOUTS: dict[str, Layout] = {
         "ROOT/<wnid>/<image>",
     ),
 }
+
+
+# The catch-all detector (any folder of class folders): a plugin's detector is tried first.
+_CATCH_ALL = "image-folder"
+
+
+def register_layout(
+    name: str,
+    opener: _Opener | str,
+    *,
+    shape: str,
+    detect: Callable[[Path], bool] | str | None = None,
+) -> Layout:
+    """Add a dataset layout `name` (what `--data-layout`, a suite's `[datasets.NAME] layout`
+    and `open_dataset(layout=)` choose).
+
+    `opener(root, preprocessing, split, class_map) -> LabeledImages` reads ROOT; `detect(root)
+    -> bool` says whether a folder looks like the layout (None: chosen by name only), tried
+    before the catch-all image folder; `shape` describes it for messages. Either may be a
+    "package.module:function" path, imported when the layout is first used.
+    """
+    if name in LAYOUTS:
+        raise ValueError(f"data layout {name!r} is already registered")
+    lazy_opener = _lazy(f"{name} opener", opener)
+    layout = Layout(
+        lazy_opener, None if detect is None else _lazy(f"{name} detector", detect), shape
+    )
+    entries = list(LAYOUTS.items())
+    at = next((i for i, (n, _) in enumerate(entries) if n == _CATCH_ALL), len(entries))
+    if detect is None:
+        at = len(entries)
+    entries.insert(at, (name, layout))
+    LAYOUTS.clear()
+    LAYOUTS.update(entries)
+    return layout
+
+
+def _lazy(name: str, function: Callable[..., Any] | str) -> Callable[..., Any]:
+    """`function`, or for a "module:function" path one that imports it on its first call."""
+    if not isinstance(function, str):
+        return function
+    entry = LazyEntry(name, function)
+
+    def call(*args: Any) -> Any:
+        return entry.load()(*args)
+
+    return call
 
 
 def _not_text(path: str | Path) -> None:

@@ -439,7 +439,7 @@ def _after_the_suite(
     return sanity, sanity_budget, found
 
 
-def evaluate(
+def evaluate(  # long: the run in order (set up, jobs, run, results, report); steps are functions
     request: EvalRequest,
     progress: Progress | None = None,
     stop_rule: StoppingRule | None = None,

@@ -177,6 +177,25 @@ def image_model(
     )
 
 
+def _card_and_checkpoint(
+    name: str | None, checkpoint: Path | None, ema: bool, trust: bool
+) -> tuple[ModelCard | None, Path | None, Checkpoint | None]:
+    """MODEL's card (if it names one) and the checkpoint read: `--checkpoint`, else the
+    card's, whose sha256 must then be the one the card records."""
+    card, card_path = _find_card(name)
+    from_card = checkpoint is None and card is not None and card_path is not None
+    if from_card and card is not None and card_path is not None:
+        checkpoint = _card_checkpoint(card, card_path)
+    ckpt = read_checkpoint(checkpoint, ema=ema, trust=trust) if checkpoint else None
+    expected = card.checkpoint_sha256 if from_card and card is not None else None
+    if ckpt is not None and expected and ckpt.sha256 != expected:
+        raise CheckpointError(
+            f"checkpoint {checkpoint} has sha256 {ckpt.sha256[:12]}..., but model card "
+            f"{card_path} expects {expected[:12]}...; the file changed."
+        )
+    return card, card_path, ckpt
+
+
 def load_model(
     name: str | None,
     *,
@@ -198,17 +217,7 @@ def load_model(
     sourced = _load_from_source(request, checkpoint, ema)
     if sourced is not None:
         return sourced
-    card, card_path = _find_card(name)
-    from_card = checkpoint is None and card is not None and card_path is not None
-    if from_card and card is not None and card_path is not None:
-        checkpoint = _card_checkpoint(card, card_path)
-    ckpt = read_checkpoint(checkpoint, ema=ema, trust=trust_checkpoint) if checkpoint else None
-    expected = card.checkpoint_sha256 if from_card and card is not None else None
-    if ckpt is not None and expected and ckpt.sha256 != expected:
-        raise CheckpointError(
-            f"checkpoint {checkpoint} has sha256 {ckpt.sha256[:12]}..., but model card "
-            f"{card_path} expects {expected[:12]}...; the file changed."
-        )
+    card, card_path, ckpt = _card_and_checkpoint(name, checkpoint, ema, trust_checkpoint)
     meta = spec_from_metadata(ckpt.metadata, ckpt.path) if ckpt else None
 
     cli_spec = overrides or ModelSpec()
@@ -338,11 +347,11 @@ def _load_from_source(
                 f"--checkpoint {checkpoint} would be ignored; drop one of the two."
             )
         _refuse_ema(request.name, source.where, ema)
-        return source.load(replace(request, target=target))
+        return source.build(replace(request, target=target))
     claimed = claiming_source(request.name) if checkpoint is None else None
     if claimed is not None:  # a prefix-less source: a timm pretrained tag
         _refuse_ema(request.name, claimed.where, ema)
-        return claimed.load(replace(request, target=request.name))
+        return claimed.build(replace(request, target=request.name))
     return None
 
 

@@ -6,7 +6,7 @@ import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from robench._core.lazy import import_object
+from robench._core.lazy import LazyEntry
 from robench._core.registry import Registry
 
 if TYPE_CHECKING:
@@ -14,12 +14,11 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class TaskEntry:
-    """A registered task: its name, one line for `robench list tasks`, its implementation."""
+class TaskEntry(LazyEntry):
+    """A registered task: its name, its implementation ("package.module:Class", a `Task`
+    subclass imported by `load()`) and one line for `robench list tasks`."""
 
-    name: str
     description: str
-    implementation: str  # "package.module:Class"
     # What a suite of this task reports when it names no metrics (results/stats/metrics.py).
     default_metrics: tuple[str, ...] = ()
     # What its models take: "images" (a network that names no task is asked this task),
@@ -37,14 +36,15 @@ def register_task(
     default_metrics: tuple[str, ...],
     inputs: str = "images",
 ) -> None:
-    TASKS.register(name)(TaskEntry(name, description, implementation, default_metrics, inputs))
+    """Add a task; `implementation` is "package.module:Class" (a `tasks.base.Task` subclass
+    built with no arguments), imported when a run first uses the task."""
+    TASKS.register(name)(TaskEntry(name, implementation, description, default_metrics, inputs))
 
 
 @functools.cache
 def load_task(name: str) -> Task:
     """The task `name`, built once (imports torch)."""
-    entry = TASKS.get(name)
-    task: Task = import_object(entry.implementation)()
+    task: Task = TASKS.get(name).load()()
     return task
 
 

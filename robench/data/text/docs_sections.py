@@ -9,8 +9,8 @@ markup alone, and whitespace is collapsed to single spaces.
 
 The split is fixed and stratified by file: within each part, files are ordered by the sha256 of
 their relative path and every fifth one (ranks 0, 5, 10, ...) is a test file; the rest train.
-Whole files go to one side, so no test paragraph's neighbours are trained on. docs/text-data.md
-gives the class balance.
+Whole files go to one side, so no test paragraph's neighbours are trained on.
+docs/text-classification.md gives the class balance.
 """
 
 from __future__ import annotations

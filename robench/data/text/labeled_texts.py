@@ -11,7 +11,7 @@ Layouts (detected from the path, or chosen with `layout=`):
 The text and label columns are `text_field` / `label_field` ("sentence" and "label" for
 GLUE, "text" and "label" otherwise). Class names come from the data when it has them (a
 `ClassLabel` feature of an arrow or Hub parquet dataset), else from the labels: integers
-0..max, or the sorted distinct strings. docs/text-data.md describes each layout.
+0..max, or the sorted distinct strings. docs/text-classification.md (Data) describes each layout.
 """
 
 from __future__ import annotations

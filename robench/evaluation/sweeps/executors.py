@@ -13,7 +13,6 @@ whether a job it started is still alive (`alive`, for `robench sweep status`).
 from __future__ import annotations
 
 import abc
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import ClassVar
 
@@ -67,20 +66,11 @@ EXECUTORS: Registry[type[Executor]] = Registry("executor")
 
 def load_executors(imports: list[str] | tuple[str, ...] = ()) -> None:
     """Register the built-in executors, the installed plugins' and the plan's `imports`."""
-    from robench._core.plugins import import_user_module
+    from robench._core.plugins import import_user_module, load_plugins
 
     for module in _BUILT_IN:
         import_user_module(module)
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            ep.load()
-        except (Exception, SystemExit) as exc:
-            raise ConfigError(
-                f"entry point {ep.name!r} ({ep.value}) of group {ENTRY_POINT_GROUP} failed to "
-                f"import: {exc!r}; fix or uninstall that package."
-            ) from exc
-    for target in imports:
-        import_user_module(target)
+    load_plugins(imports, (ENTRY_POINT_GROUP,))
 
 
 def build_executor(

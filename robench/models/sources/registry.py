@@ -25,15 +25,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from robench._core.errors import ConfigError
-from robench._core.lazy import import_object
-from robench._core.plugins import installed_entry_points
+from robench._core.lazy import LazyEntry, import_object
+from robench._core.plugins import SOURCE_ENTRY_POINT_GROUP, declared_entry_points
 from robench._core.registry import Registry
 
 if TYPE_CHECKING:
     from robench.models.loaded_model import LoadedModel
     from robench.models.spec import ModelSpec
 
-SOURCE_ENTRY_POINT_GROUP = "robench.sources"
 _SEPARATOR = ":"
 
 
@@ -51,12 +50,11 @@ class SourceRequest:
 
 
 @dataclass(frozen=True)
-class LazySource:
-    """A registered source: its prefix, a one-line description and its builder's path."""
+class LazySource(LazyEntry):
+    """A registered source: its prefix (`name`), its builder ("package.module:function",
+    imported by `load()`) and a one-line description."""
 
-    prefix: str
     description: str
-    builder: str  # "package.module:function"
     example: str = ""
     # A source without a prefix of its own: "package.module:predicate", called with MODEL when
     # no checkpoint is given, says whether the source takes the name (timm's pretrained tags).
@@ -65,11 +63,16 @@ class LazySource:
     weights_from: str = ""
 
     @property
+    def prefix(self) -> str:
+        return self.name
+
+    @property
     def where(self) -> str:
         return self.weights_from or f"its {self.prefix} source"
 
-    def load(self, request: SourceRequest) -> LoadedModel:
-        return import_object(self.builder)(request)  # type: ignore[no-any-return]
+    def build(self, request: SourceRequest) -> LoadedModel:
+        """The model the builder makes of `request` (imports the builder's module)."""
+        return self.load()(request)  # type: ignore[no-any-return]
 
     def claim(self, name: str) -> bool:
         return bool(import_object(self.claims)(name))
@@ -90,7 +93,7 @@ def register_source(
     """Add a source; `builder` is "package.module:function", imported when first used. With
     `claims` ("package.module:predicate") the source has no `PREFIX:`: it takes the plain
     names its predicate accepts when no checkpoint is given."""
-    source = LazySource(prefix, description, builder, example, claims, weights_from)
+    source = LazySource(prefix, builder, description, example, claims, weights_from)
     SOURCES.register(prefix)(source)
 
 
@@ -123,13 +126,14 @@ register_source(
 
 
 def load_source_entry_points() -> list[str]:
-    """Register every installed package's sources (`robench.sources` entry points)."""
+    """Register every installed package's sources (`robench.sources` entry points): each
+    entry point's name is the prefix and its value the builder, imported on first use."""
     added = []
-    for ep in installed_entry_points(SOURCE_ENTRY_POINT_GROUP):
-        if ep.name in SOURCES:
+    for entry in declared_entry_points(SOURCE_ENTRY_POINT_GROUP):
+        if entry.name in SOURCES:
             continue
-        SOURCES.register(ep.name)(LazySource(ep.name, f"from {ep.value}", ep.value))
-        added.append(ep.name)
+        SOURCES.register(entry.name)(LazySource(entry.name, entry.target, f"from {entry.target}"))
+        added.append(entry.name)
     return added
 
 

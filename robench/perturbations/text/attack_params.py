@@ -1,6 +1,6 @@
 """The text attack kinds' parameters (`deepwordbug`, `pruthi`, `pwws`), validated without
 torch. One entry is one result: every sample attacked by the recipe (recipes.py), each with
-its own query budget; the constraints default to the recipe's (docs/text-attacks.md)."""
+its own query budget; the constraints default to the recipe's (docs/text-classification.md)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@
   saliency.
 
 Every recipe also never modifies a word twice. TextAttack's definitions are in
-textattack/attack_recipes/ (read at commit f800c2c0); docs/text-attacks.md gives the details.
+textattack/attack_recipes/ (read at commit f800c2c0); docs/text-classification.md gives the details.
 """
 
 from __future__ import annotations

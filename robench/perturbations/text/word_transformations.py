@@ -2,7 +2,7 @@
 
 `edit_candidates(word, edit, rng)` returns the candidate words one edit offers for one word,
 following TextAttack's definitions (textattack/transformations/word_swaps/, read at commit
-f800c2c0; docs/text-attacks.md states the rules):
+f800c2c0; docs/text-classification.md, "How the recipes are built", states the rules):
 - `swap`: swap characters i and i+1 (`WordSwapNeighboringCharacterSwap`);
 - `delete`: delete character i (`WordSwapRandomCharacterDeletion`);
 - `insert`: insert a random letter before character i (`WordSwapRandomCharacterInsertion`);

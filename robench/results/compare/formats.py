@@ -1,6 +1,7 @@
 """Output formats of `robench compare`: rich, markdown, csv, latex, json and html renderings
-of a `Comparison`, registered in `COMPARE_FORMATS` with the file suffixes that select them
-(best bold, second underlined where the format can show it). The html page
+of a `Comparison`, registered in `COMPARE_FORMATS` (results/report/output_formats.py; import
+it from here, where it is filled) with the file suffixes that select them (best bold, second
+underlined where the format can show it). The html page
 (`robench.results.compare.html`) reads the compared reports back for its figures and provenance.
 """
 
@@ -21,10 +22,10 @@ from rich.markup import escape as rich_escape
 from rich.table import Table
 from rich.text import Text
 
-from robench._core.registry import Registry
 from robench.results.compare.comparison import ARROWS, Cell, Column, Comparison
 from robench.results.compare.tables import Layout, first_that_fits, numeric_width, wrap_label
-from robench.results.report.output_formats import OutputFormat, register_format
+from robench.results.report.output_formats import COMPARE_FORMATS as COMPARE_FORMATS
+from robench.results.report.output_formats import register_format
 from robench.results.report.schema import read_report
 
 if TYPE_CHECKING:
@@ -83,7 +84,6 @@ def _row_label(cmp: Comparison, row: str, markup: Markup) -> str:
 
 
 # Renderers take the comparison and whether to show intervals; html also takes `gate`.
-COMPARE_FORMATS: Registry[OutputFormat] = Registry("compare format")
 
 MARKDOWN = Markup(
     bold=lambda s: f"**{s}**",
@@ -93,7 +93,7 @@ MARKDOWN = Markup(
 )
 
 
-@register_format(COMPARE_FORMATS, "markdown", ".md")
+@register_format("compare", "markdown", ".md")
 def markdown_comparison(cmp: Comparison, ci: bool) -> str:
     """A GitHub-flavoured markdown table (bold `**x**`, underline `<u>x</u>`)."""
     header = ["Model"] + [_header(c, MARKDOWN) for c in cmp.columns]
@@ -126,7 +126,7 @@ LATEX = Markup(
 )
 
 
-@register_format(COMPARE_FORMATS, "latex", ".tex")
+@register_format("compare", "latex", ".tex")
 def latex_comparison(cmp: Comparison, ci: bool) -> str:
     """A booktabs `tabular`: perturbations over their metrics, `\\textbf` and `\\underline`."""
     groups: dict[str, list[Column]] = {}
@@ -298,7 +298,7 @@ def _widths(headers: list[str], cells: list[list[str]], spare: int) -> list[int]
     return widths
 
 
-@register_format(COMPARE_FORMATS, "rich")
+@register_format("compare", "rich")
 def rich_comparison(cmp: Comparison, ci: bool) -> RichComparison:
     """A rich table for the terminal (bold and underlined cells) that fits the console's
     width: the paper's shape where it fits, models as columns or a table per model where
@@ -321,7 +321,7 @@ def cell_numbers(cmp: Comparison, ci: bool) -> dict[str, Callable[[Cell], float 
     return _CSV_VALUE | (_CSV_DIFF if cmp.reference is not None else {}) | (_CSV_CI if ci else {})
 
 
-@register_format(COMPARE_FORMATS, "csv", ".csv")
+@register_format("compare", "csv", ".csv")
 def csv_comparison(cmp: Comparison, ci: bool) -> str:
     """Plain numbers in display units (percent for accuracies), one column per cell kind."""
     kinds = cell_numbers(cmp, ci)
@@ -336,7 +336,7 @@ def csv_comparison(cmp: Comparison, ci: bool) -> str:
     return buffer.getvalue().rstrip("\n")
 
 
-@register_format(COMPARE_FORMATS, "json", ".json")
+@register_format("compare", "json", ".json")
 def json_comparison(cmp: Comparison, ci: bool) -> str:
     """Every cell with its value (display units), interval, difference and mark; and notes."""
     rows = []
@@ -373,7 +373,7 @@ def json_comparison(cmp: Comparison, ci: bool) -> str:
     return json.dumps(payload, indent=2, ensure_ascii=False)
 
 
-@register_format(COMPARE_FORMATS, "html", ".html", ".htm")
+@register_format("compare", "html", ".html", ".htm")
 def html_comparison(cmp: Comparison, ci: bool, gate: GateSummary | None = None) -> str:
     """One self-contained HTML page: the table (intervals always shown), the figures that
     apply, the gate's checks when `gate` is given, and each report's provenance."""

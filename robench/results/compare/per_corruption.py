@@ -11,15 +11,16 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rich.table import Table
 
 from robench._core.errors import ConfigError
-from robench._core.registry import Registry
 from robench.results.compare.comparison import best_marks, comparable_params, row_labels
 from robench.results.compare.formats import LATEX, MARKDOWN, RICH, Markup
+from robench.results.report.output_formats import PER_CORRUPTION_FORMATS as PER_CORRUPTION_FORMATS
+from robench.results.report.output_formats import register_format
 from robench.results.report.schema import Report
 from robench.results.stats.aggregates import corruption_groups
 
@@ -110,19 +111,14 @@ def _lines(table: PerCorruption, markup: Markup) -> list[list[str]]:
     return [header + [markup.escape(m) for m in table.models], *body]
 
 
-PER_CORRUPTION_FORMATS: Registry[Callable[[PerCorruption], object]] = Registry(
-    "per-corruption format"
-)
-
-
-@PER_CORRUPTION_FORMATS.register("markdown")
+@register_format("per-corruption", "markdown")
 def markdown_per_corruption(table: PerCorruption) -> str:
     header, *body = _lines(table, MARKDOWN)
     lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * len(table.models)]
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in body])
 
 
-@PER_CORRUPTION_FORMATS.register("latex")
+@register_format("per-corruption", "latex")
 def latex_per_corruption(table: PerCorruption) -> str:
     header, *body = _lines(table, LATEX)
     lines = [r"\begin{tabular}{l" + "r" * len(table.models) + "}", r"\toprule"]
@@ -132,7 +128,7 @@ def latex_per_corruption(table: PerCorruption) -> str:
     return "\n".join(lines)
 
 
-@PER_CORRUPTION_FORMATS.register("rich")
+@register_format("per-corruption", "rich")
 def rich_per_corruption(table: PerCorruption) -> Table:
     header, *body = _lines(table, RICH)
     shown = Table(title="top-1 accuracy per corruption (mean over severities)")
@@ -144,7 +140,7 @@ def rich_per_corruption(table: PerCorruption) -> Table:
     return shown
 
 
-@PER_CORRUPTION_FORMATS.register("csv")
+@register_format("per-corruption", "csv")
 def csv_per_corruption(table: PerCorruption) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -154,7 +150,7 @@ def csv_per_corruption(table: PerCorruption) -> str:
     return buffer.getvalue().rstrip("\n")
 
 
-@PER_CORRUPTION_FORMATS.register("json")
+@register_format("per-corruption", "json")
 def json_per_corruption(table: PerCorruption) -> str:
     rows = [
         {

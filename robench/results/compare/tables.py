@@ -22,7 +22,8 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.measure import Measurement
 from rich.table import Table
 
-from robench._core.registry import Registry
+from robench.results.report.output_formats import REPORT_FORMATS as REPORT_FORMATS
+from robench.results.report.output_formats import register_format
 from robench.results.report.schema import Report
 from robench.results.stats.metrics import higher_is_better, metric_display
 
@@ -151,9 +152,6 @@ def results_header(report: Report) -> list[str]:
     return ["Perturbation", "Metric", "", value_header(report), "95% CI", "n"]
 
 
-REPORT_FORMATS: Registry[Callable[[Report], object]] = Registry("table format")
-
-
 SANITY_HEADER = ["Sanity check", "Status", "Detail"]
 DIAGNOSTIC_HEADER = ["Diagnostic", "Values (scalars; per-layer lists in the report)"]
 
@@ -225,7 +223,7 @@ class RichResults:
         yield first_that_fits(console, options, layouts)[1]
 
 
-@REPORT_FORMATS.register("rich")
+@register_format("report", "rich")
 def rich_table(report: Report) -> RenderableType:
     parts: list[RenderableType] = [RichResults(report)]
     if report.diagnostics:
@@ -253,7 +251,7 @@ def _markdown(header: list[str], rows: list[list[str]]) -> list[str]:
     ]
 
 
-@REPORT_FORMATS.register("markdown")
+@register_format("report", "markdown")
 def markdown_table(report: Report) -> str:
     lines = _markdown(results_header(report), report_rows(report))
     if report.diagnostics:
@@ -263,6 +261,6 @@ def markdown_table(report: Report) -> str:
     return "\n".join(lines)
 
 
-@REPORT_FORMATS.register("json")
+@register_format("report", "json")
 def json_report(report: Report) -> str:
     return report.model_dump_json(indent=2)

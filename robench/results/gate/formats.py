@@ -16,11 +16,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from robench._core.errors import ConfigError
-from robench._core.registry import Registry
 from robench._core.toml_files import describe_validation_error
 from robench.results.gate.checks import display_amount
 from robench.results.gate.regression import Check, GateResult, Status, exit_code
-from robench.results.report.output_formats import OutputFormat, register_format
+from robench.results.report.output_formats import GATE_FORMATS as GATE_FORMATS
+from robench.results.report.output_formats import register_format
 from robench.results.report.schema import Report, load_json
 
 HEADER = [
@@ -103,11 +103,11 @@ def markdown_table(result: GateResult) -> str:
     return "\n".join(lines)
 
 
-# The files `robench gate` writes (--summary, --junit, --json): name -> rendering and suffix.
-GATE_FORMATS: Registry[OutputFormat] = Registry("gate output format")
+# The files `robench gate` writes (--summary, --junit, --json) are the formats registered in
+# GATE_FORMATS (results/report/output_formats.py): name -> rendering and suffix.
 
 
-@register_format(GATE_FORMATS, "summary", ".md")
+@register_format("gate", "summary", ".md")
 def summary_markdown(result: GateResult, strict: bool = False) -> str:
     """The markdown summary: verdict, what was compared, every check, details and notes.
 
@@ -179,7 +179,7 @@ def junit_xml(result: GateResult, strict: bool) -> ET.ElementTree:
     return ET.ElementTree(root)
 
 
-@register_format(GATE_FORMATS, "junit", ".xml")
+@register_format("gate", "junit", ".xml")
 def junit_text(result: GateResult, strict: bool) -> str:
     """`junit_xml` as the text of an XML file, with its declaration."""
     buffer = io.BytesIO()
@@ -298,7 +298,7 @@ def gate_summary(result: GateResult, strict: bool) -> GateSummary:
     )
 
 
-@register_format(GATE_FORMATS, "json", ".json")
+@register_format("gate", "json", ".json")
 def gate_json(result: GateResult, strict: bool) -> str:
     """The `GateSummary` as indented JSON (`robench gate --json`)."""
     return json.dumps(gate_summary(result, strict).model_dump(mode="json"), indent=2) + "\n"

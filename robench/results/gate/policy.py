@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from robench._core.toml_files import read_toml_model
+from robench.results.stats.metrics import METRICS
 
 __all__ = ["Policy", "Rule", "Tolerance", "read_policy"]
 
@@ -74,15 +75,9 @@ class Policy(BaseModel):
         default_factory=lambda: [Rule(perturbation="clean", metric="top1", max_abs_drop=0.01)]
     )
     # Per-metric tolerances used when no rule matches, for metrics whose stored units make
-    # `default` meaningless (0.02 perplexity points); then `default`.
-    metric_defaults: dict[str, Tolerance] = Field(
-        default_factory=lambda: {
-            "perplexity": Tolerance(max_rel_drop=0.02),
-            "word_perplexity": Tolerance(max_rel_drop=0.02),
-            "bits_per_byte": Tolerance(max_rel_drop=0.005),
-            "byte_perplexity": Tolerance(max_rel_drop=0.005),
-        }
-    )
+    # `default` meaningless (0.02 perplexity points); then `default`. By default each
+    # registered metric's own `gate_tolerance` (results/stats/metrics.py).
+    metric_defaults: dict[str, Tolerance] = Field(default_factory=lambda: registered_tolerances())
 
     def tolerance_for(self, perturbation: str, metric: str) -> tuple[Tolerance, int | None]:
         """The first rule matching the check (and its index), else the metric's default,
@@ -91,6 +86,18 @@ class Policy(BaseModel):
             if rule.matches(perturbation, metric):
                 return rule, i
         return self.metric_defaults.get(metric, self.default), None
+
+
+def registered_tolerances() -> dict[str, Tolerance]:
+    """The `gate_tolerance` of every registered metric that declares one, a plugin's too."""
+    tolerances = {}
+    for name in METRICS.names():
+        declared = METRICS.get(name).gate_tolerance
+        if declared is not None:
+            tolerances[name] = Tolerance(
+                max_abs_drop=declared.max_abs_drop, max_rel_drop=declared.max_rel_drop
+            )
+    return tolerances
 
 
 def read_policy(path: Path | None) -> Policy:

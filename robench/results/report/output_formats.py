@@ -1,9 +1,20 @@
-"""An output format: how a command renders its result, and which files it is written to.
+"""Output formats: how a command renders its result, and which files it is written to.
 
-`robench compare` and `robench gate` each keep their formats in one `Registry` of
-`OutputFormat`s; their command lines build the `--format` choices from the registry and pick
-a format from an `--output` file's suffix with `format_for_suffix`, so a new format is one
-registration and nothing in the CLI changes.
+One table, `OUTPUT_FORMATS`, holds a `Registry` of `OutputFormat`s per kind of result:
+
+- `report`: one `Report`, `render(report)`; `robench eval --format`;
+- `compare`: a `Comparison`, `render(cmp, ci)` (html also takes `gate=`); `robench compare
+  --format`;
+- `per-corruption`: a `PerCorruption` table, `render(table)`; `compare --per-corruption`;
+- `gate`: a `GateResult`, `render(result, strict)`; `robench gate --summary/--junit/--json`.
+
+A format is registered with `@register_format(kind, name, *suffixes)` on its rendering
+function (robench's own in `results/compare/tables.py`, `results/compare/formats.py`,
+`results/compare/per_corruption.py`, `results/gate/formats.py`, which re-export their
+registry: import it from there, where it is filled; a plugin's through
+`robench.registry.register_format`). The command lines build their `--format` choices from
+the registry and pick a format from an `--output` file's suffix with `format_for_suffix`, so
+a new format is one registration and nothing in the CLI changes.
 """
 
 from __future__ import annotations
@@ -12,7 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from robench._core.registry import Registry
+from robench._core.errors import ConfigError
+from robench._core.registry import Registry, did_you_mean
 
 
 @dataclass(frozen=True)
@@ -27,11 +39,34 @@ class OutputFormat:
         return self.render(*args, **kwargs)
 
 
+# Each kind's registry; its name is what error messages call a format of that kind.
+REPORT_FORMATS: Registry[OutputFormat] = Registry("table format")
+COMPARE_FORMATS: Registry[OutputFormat] = Registry("compare format")
+PER_CORRUPTION_FORMATS: Registry[OutputFormat] = Registry("per-corruption format")
+GATE_FORMATS: Registry[OutputFormat] = Registry("gate output format")
+OUTPUT_FORMATS: dict[str, Registry[OutputFormat]] = {
+    "report": REPORT_FORMATS,
+    "compare": COMPARE_FORMATS,
+    "per-corruption": PER_CORRUPTION_FORMATS,
+    "gate": GATE_FORMATS,
+}
+
+
+def format_registry(kind: str) -> Registry[OutputFormat]:
+    """The registry of `kind`'s formats ("report", "compare", "per-corruption", "gate")."""
+    try:
+        return OUTPUT_FORMATS[kind]
+    except KeyError:
+        raise ConfigError(did_you_mean(kind, list(OUTPUT_FORMATS), "output format kind")) from None
+
+
 def register_format(
-    registry: Registry[OutputFormat], name: str, *suffixes: str
+    kind: str, name: str, *suffixes: str
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Decorator: register the rendering function under `name` with its file suffixes; the
-    function itself is returned unchanged, for direct calls."""
+    """Decorator: register the rendering function as `kind`'s format `name`, written to files
+    with `suffixes` (".md"; none: stdout or the terminal only); the function itself is
+    returned unchanged, for direct calls."""
+    registry = format_registry(kind)
 
     def decorator(render: Callable[..., Any]) -> Callable[..., Any]:
         registry.register(name)(OutputFormat(render, tuple(s.lower() for s in suffixes)))

@@ -2,10 +2,12 @@
 
 Each registered `Metric` says how to compute it from a stored per-sample record, how to
 aggregate the per-sample values into the reported value, which 95% interval to report, which
-direction is better, how tables show it, and how `robench gate` pairs it across two reports.
-`evaluate`, `tables`, `compare` and `gate` read this registry and nothing else; a metric found
-in a report but not registered here (e.g. from an older robench) is shown raw and is not
-tested per sample.
+direction is better, how tables show it, how `robench gate` pairs it across two reports and
+what drop the gate allows when its policy has no rule for it (`gate_tolerance`). `evaluate`,
+`tables`, `compare` and `gate` take every property of a metric from this registry, never from
+its name (the gate's default policy adds one rule of its own: clean top-1 may drop 1 pp); a
+metric found in a report but not registered here (e.g. from an older robench) is shown raw
+and is not tested per sample.
 
 Accuracies are fractions in [0, 1] computed from per-sample predictions, so a resumed run
 and an uninterrupted one give the same numbers, and a gate can pair samples across runs.
@@ -84,6 +86,16 @@ class MetricDisplay:
 
 
 @dataclass(frozen=True)
+class GateTolerance:
+    """The drop `robench gate` allows a metric when no rule of the policy names it (both set:
+    both must hold), for metrics whose stored units make the policy's default drop (0.02, two
+    points of an accuracy) meaningless: 0.02 perplexity points."""
+
+    max_abs_drop: float | None = None  # in stored units
+    max_rel_drop: float | None = None  # a fraction of the baseline: 0.02 = 2%
+
+
+@dataclass(frozen=True)
 class Metric:
     """One metric: computation, aggregation, interval, direction, display and paired test.
 
@@ -112,6 +124,8 @@ class Metric:
     interval: IntervalFn = wilson  # 95% interval of the aggregate
     # For paired_test "statistic": the value of a set of samples' values (a ratio of sums).
     statistic: PairedStatistic | None = None
+    # The gate's allowed drop when no policy rule matches; None: the policy's `default`.
+    gate_tolerance: GateTolerance | None = None
 
     def summarize(self, values: Sequence[PerSampleValue]) -> tuple[float, tuple[float, float]]:
         """The reported value and 95% interval of these per-sample values."""
@@ -183,6 +197,7 @@ def ratio_metric(
     transform: Callable[[np.ndarray], np.ndarray],
     display: MetricDisplay,
     task: str,
+    gate_tolerance: GateTolerance | None = None,
 ) -> Metric:
     """A lower-is-better metric `transform(sum num / sum den)` of per-sample pairs, with a
     bootstrap interval over samples and a paired bootstrap in gates."""
@@ -198,6 +213,7 @@ def ratio_metric(
         aggregate=statistic,
         interval=lambda values: bootstrap_interval(statistic, values),
         statistic=statistic,
+        gate_tolerance=gate_tolerance,
     )
 
 
@@ -232,7 +248,9 @@ register(
 # Language modelling: a window's record is {"nll": summed negative log-likelihood in nats,
 # "tokens": scored tokens, "words": scored words (tokens other than <eos>), "bytes": UTF-8
 # bytes of the scored text}; word perplexity and bits per byte as lm-evaluation-harness
-# defines them, so numbers compare across tokenizers.
+# defines them, so numbers compare across tokenizers. A gate allows each a drop relative to the
+# baseline (2% of a perplexity, 0.5% of the byte-level ones), as perplexity points have no
+# fixed scale.
 _LM = "language-modeling"
 register(
     ratio_metric(
@@ -242,6 +260,7 @@ register(
         _exp,
         MetricDisplay("PPL"),
         _LM,
+        GateTolerance(max_rel_drop=0.02),
     )
 )
 register(
@@ -252,6 +271,7 @@ register(
         _exp,
         MetricDisplay("word PPL"),
         _LM,
+        GateTolerance(max_rel_drop=0.02),
     )
 )
 register(
@@ -263,6 +283,7 @@ register(
         lambda x: x / math.log(2),
         MetricDisplay("bits/byte"),
         _LM,
+        GateTolerance(max_rel_drop=0.005),
     )
 )
 register(
@@ -274,6 +295,7 @@ register(
         _exp,
         MetricDisplay("byte PPL"),
         _LM,
+        GateTolerance(max_rel_drop=0.005),
     )
 )
 

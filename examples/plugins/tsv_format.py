@@ -1,0 +1,33 @@
+"""An output format from a plugin: `robench compare --format tsv`, tab-separated values.
+
+One row per report, one column per perturbation and metric, values in display units (percent
+for accuracies), with their 95% intervals under `--ci`: a sheet that spreadsheets and `cut`
+read as they are.
+
+    robench compare a.json b.json --import examples/plugins/tsv_format.py --format tsv
+    robench compare a.json b.json --import examples/plugins/tsv_format.py -o table.tsv
+"""
+
+from __future__ import annotations
+
+from robench.registry import register_format
+
+
+@register_format("compare", "tsv", ".tsv")
+def tsv_comparison(cmp, ci: bool) -> str:  # type: ignore[no-untyped-def]
+    """`cmp` is a `robench.results.compare.comparison.Comparison`; `ci` adds the intervals."""
+    header = ["model"]
+    for column in cmp.columns:
+        header.append(column.id)
+        if ci:
+            header += [f"{column.id} ci_low", f"{column.id} ci_high"]
+    lines = ["\t".join(header)]
+    for row in cmp.rows:
+        cells = [row]
+        for column in cmp.columns:
+            cell = cmp.cell(row, column)
+            cells.append(f"{cell.value:.2f}")
+            if ci:
+                cells += [f"{cell.ci95[0]:.2f}", f"{cell.ci95[1]:.2f}"]
+        lines.append("\t".join(cells))
+    return "\n".join(lines)

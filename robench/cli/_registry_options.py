@@ -1,0 +1,66 @@
+"""Options whose values are a registry's names, checked after plugins have registered theirs.
+
+An `Enum` choice is fixed when the command is built, before `--import` has loaded anything,
+so `robench compare --import my_formats.py --format mine` could never name the plugin's
+format. Here `--import` is eager (click processes it before every other option, wherever it
+stands on the line) and `--format` is checked against the registry when it is parsed, with
+the message, and the help's `<a|b|c>`, that an `Enum` choice gives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import typer
+
+from robench._core.errors import RobenchError
+from robench._core.registry import Registry
+from robench.cli._output import fail
+
+
+def choices_metavar(registry: Registry[Any]) -> str:
+    """`<csv|html|...>`: the registered names as the help shows a choice."""
+    return "<" + "|".join(registry.names()) + ">"
+
+
+def registry_choice(registry: Registry[Any], group: str) -> Callable[[str], str]:
+    """A parser that takes a registered name; for another it first loads the entry points of
+    `group` (installed packages' plugins; not on every run, as that reads every package's
+    metadata), then refuses it as a choice option would."""
+
+    def parse(value: str) -> str:
+        if value not in registry:
+            from robench._core.plugins import load_entry_points
+
+            _load(lambda: load_entry_points((group,)))
+        if value not in registry:
+            names = ", ".join(repr(name) for name in registry.names())
+            raise typer.BadParameter(f"{value!r} is not one of {names}.")
+        return value
+
+    return parse
+
+
+def import_plugins(groups: Iterable[str]) -> Callable[[list[str] | None], list[str] | None]:
+    """The callback of an eager `--import`: load the entry points of `groups` and each
+    module or file given, before the options that name what they register are parsed."""
+    groups = tuple(groups)
+
+    def load(imports: list[str] | None) -> list[str] | None:
+        if imports:
+            from robench._core.plugins import load_plugins
+
+            _load(lambda: load_plugins(imports, groups))
+        return imports
+
+    return load
+
+
+def _load(action: Callable[[], object]) -> None:
+    """Run a plugin load; a bad plugin is one `error:` line (the command has not started, so
+    its own error handler does not see it)."""
+    try:
+        action()
+    except RobenchError as exc:
+        raise fail(str(exc), exc.exit_code) from None
