@@ -8,10 +8,13 @@ works after `import robench.models.zoo`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from robench._core.lazy import lazy_exports
 from robench._core.version import __version__ as __version__
 
 _LAZY = {
+    "EvalOptions": "robench.evaluation.options",
     "EvalRequest": "robench.evaluation",
     "evaluate": "robench.evaluation",
     "EllipticalAttention": "robench.models.layers",
@@ -19,7 +22,25 @@ _LAZY = {
     "load_suite": "robench.evaluation.suites",
 }
 
-__all__ = ["__version__", *_LAZY]
+# What type checkers and IDEs see (robench ships py.typed); at run time `__getattr__` imports
+# each name on first use. tests/test_architecture.py keeps this block and `_LAZY` the same.
+if TYPE_CHECKING:
+    from robench._core.registry import Registry as Registry
+    from robench.evaluation.options import EvalOptions as EvalOptions
+    from robench.evaluation.request import EvalRequest as EvalRequest
+    from robench.evaluation.request import evaluate as evaluate
+    from robench.evaluation.suites import load_suite as load_suite
+    from robench.models.layers import EllipticalAttention as EllipticalAttention
+
+__all__ = [
+    "EllipticalAttention",
+    "EvalOptions",
+    "EvalRequest",
+    "Registry",
+    "__version__",
+    "evaluate",
+    "load_suite",
+]
 
 
 __getattr__ = lazy_exports(__name__, _LAZY)

@@ -232,3 +232,10 @@ def test_bad_keywords_are_one_config_error_sentence(options: dict[str, Any], exp
         request_from_options(out="r.json", **options)
     message = str(caught.value)
     assert expected in message and "\n" not in message and message.endswith(".")
+
+
+def test_the_command_line_reads_every_form() -> None:
+    from robench.cli._eval_options import _PARSERS, _TEXT_TYPES
+
+    assert set(_PARSERS) == set(CLI_FORMS)
+    assert set(_TEXT_TYPES) | {"value", "choice"} == set(CLI_FORMS)
