@@ -132,7 +132,7 @@ def test_robench_eval_takes_every_option_with_its_flags_default_and_panel() -> N
         assert param.default == expected, name
 
 
-def test_eval_help_shows_the_panels_in_order(tmp_path: Path) -> None:
+def test_eval_help_shows_the_panels_in_order() -> None:
     result = CliRunner().invoke(app, ["eval", "--help"], env={"COLUMNS": "120"})
     assert result.exit_code == 0
     titles = re.findall(r"╭─ (.+?) ─", result.stdout)
