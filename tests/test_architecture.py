@@ -54,8 +54,19 @@ def _part(module: str) -> str | None:
     return parts[1] if len(parts) > 1 and parts[0] == "robench" else None
 
 
-def _imports(path: Path) -> list[str]:
+def _is_type_checking_block(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and ast.unparse(node.test) in (
+        "TYPE_CHECKING",
+        "typing.TYPE_CHECKING",
+    )
+
+
+def _imports(path: Path, *, at_run_time: bool = False) -> list[str]:
+    """The robench modules `path` imports; `at_run_time`: not those only type checkers see
+    (`if TYPE_CHECKING:` blocks at the top level)."""
     tree = ast.parse(path.read_text(), filename=str(path))
+    if at_run_time:
+        tree.body = [node for node in tree.body if not _is_type_checking_block(node)]
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -97,8 +108,29 @@ def test_imports_point_down(path: Path) -> None:
 
 
 def test_the_package_root_imports_only_the_core() -> None:
-    for name in _imports(PACKAGE / "__init__.py"):
+    for name in _imports(PACKAGE / "__init__.py", at_run_time=True):
         assert _part(name) in (None, "_core"), name
+
+
+def test_the_package_roots_type_checking_imports_are_its_lazy_exports() -> None:
+    """Type checkers see `robench.X` through the `if TYPE_CHECKING:` block; at run time
+    `__getattr__` imports it from `_LAZY`. Both must name the same objects."""
+    import importlib
+
+    import robench
+
+    tree = ast.parse((PACKAGE / "__init__.py").read_text())
+    (block,) = [node for node in tree.body if _is_type_checking_block(node)]
+    seen = {}
+    for node in ast.walk(block):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                assert alias.asname == alias.name, "re-export as `import X as X`"
+                seen[alias.name] = getattr(importlib.import_module(node.module), alias.name)
+    assert set(seen) == set(robench._LAZY)
+    assert set(robench.__all__) == {*robench._LAZY, "__version__"}
+    for name, obj in seen.items():
+        assert getattr(robench, name) is obj, name
 
 
 HEAVY = (
@@ -116,6 +148,7 @@ CARDS = Path(__file__).resolve().parents[1] / "models"
 LIGHT_COMMANDS = [
     ["--help"],
     ["--version"],
+    ["eval", "--help"],  # drawn from the options' table (robench/evaluation/options.py)
     ["list", "suites"],
     ["list", "perturbations"],
     ["list", "metrics"],

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from robench._core.errors import ConfigError
 from robench.cli import app
-from robench.evaluation.sweeps.jobs import EVAL_OPTIONS, plan_jobs
+from robench.evaluation.sweeps.jobs import PLAN_OPTIONS, plan_jobs
 from robench.evaluation.sweeps.plan import read_plan
 from robench.evaluation.sweeps.run_job import base_state
 from robench.evaluation.sweeps.state import read_state, write_state
@@ -93,18 +93,23 @@ def test_slurm_without_sbatch_or_submitit(tmp_path: Path, monkeypatch: pytest.Mo
     assert "needs submitit" in _one_sentence_exit_2(plan)
 
 
-def test_every_eval_option_is_a_flag_of_robench_eval() -> None:
+def test_every_plan_option_is_a_flag_of_robench_eval_written_as_its_flag_reads() -> None:
     from robench.cli.eval import eval_command
+    from robench.evaluation.options import plan_options
 
-    flags = {
-        name.replace("-", "_")
+    assert plan_options() == PLAN_OPTIONS
+    params = {
+        opt[2:].replace("-", "_"): param
         for param in typer.main.get_command(_eval_app(eval_command)).params
         for opt in param.opts
         if opt.startswith("--")
-        for name in [opt[2:]]
     }
     derived = {"checkpoint", "suite", "seed", "out", "resume", "overwrite", "format"}
-    assert set(EVAL_OPTIONS) == flags - derived
+    assert set(PLAN_OPTIONS) == set(params) - derived
+    for key, kind in PLAN_OPTIONS.items():
+        param = params[key]
+        assert (kind == "switch") == bool(getattr(param, "is_flag", False)), key
+        assert (kind in ("repeated", "data")) == param.multiple, key
 
 
 def _eval_app(command: object) -> typer.Typer:

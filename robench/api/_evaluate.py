@@ -9,7 +9,6 @@ folder deleted afterwards), and the caller's model is left as it was (`_caller_s
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -17,16 +16,17 @@ from pathlib import Path
 from typing import Any
 
 from torch import nn
+from typing_extensions import Unpack
 
 from robench._core.errors import EXIT_USAGE, ConfigError, InputError, RobenchError
-from robench._core.registry import did_you_mean
 from robench.api._caller_state import preserved
 from robench.api._data import as_engine_data, float_image_size
 from robench.api._models import ModelOptions, given_spec, wrap_model
 from robench.api._progress import make_progress
+from robench.evaluation.options import KEYWORDS, EvalOptions, EvalTarget
 from robench.evaluation.request import EvalRequest
 from robench.evaluation.request import evaluate as run_request
-from robench.evaluation.speed import SpeedOptions
+from robench.evaluation.request_options import check_keywords, request_from_options
 from robench.evaluation.suites import LoadedSuite, load_suite, suite_from_data
 from robench.models.loaded_model import LoadedModel
 from robench.models.spec import ModelSpec
@@ -43,37 +43,24 @@ SMOKE_SUITES = {
     "language-modeling": "text-smoke",
     "text-classification": "text-classification-smoke",
 }
-# EvalRequest fields set by evaluate's own arguments, not by **options.
-_OWN = {"suite", "data", "out", "model", "overrides", "speed", "data_options", "command"}
-_SPEED = {f.name for f in dataclasses.fields(SpeedOptions)} - {"amp_attacks"}
-_DATA_OPTIONS = ("target_length", "context", "text_field", "label_field")
-_MODEL_OPTIONS = ("num_classes", "model_kwargs")  # of a model given by name (ModelSpec)
+# Options of a model given by name; a model held in memory takes `preprocessing=` instead.
+_NAMED_MODEL_ONLY = (
+    "checkpoint",
+    "ema",
+    "num_classes",
+    "mean",
+    "std",
+    "input_size",
+    "interpolation",
+    "crop_pct",
+    "model_kwargs",
+)
 
 
 def option_names() -> list[str]:
-    """Every keyword `evaluate` takes in **options."""
-    request = [f.name for f in dataclasses.fields(EvalRequest) if f.name not in _OWN]
-    return [*request, *sorted(_SPEED), *_DATA_OPTIONS, *_MODEL_OPTIONS]
-
-
-def _split_options(options: dict[str, Any]) -> tuple[dict[str, Any], ...]:
-    """(EvalRequest fields, speed modes, data options, model overrides); an unknown keyword is
-    one ConfigError with the closest name."""
-    known = option_names()
-    for name in options:
-        if name not in known:
-            raise ConfigError(did_you_mean(name, known, "evaluate() keyword"))
-    speed = {k: v for k, v in options.items() if k in _SPEED}
-    data = {k: v for k, v in options.items() if k in _DATA_OPTIONS and v is not None}
-    model = {k: v for k, v in options.items() if k in _MODEL_OPTIONS and v is not None}
-    taken = {*speed, *_DATA_OPTIONS, *_MODEL_OPTIONS}
-    request = {k: v for k, v in options.items() if k not in taken}
-    if "imports" in request:
-        request["imports"] = tuple(request["imports"])
-    for key in ("checkpoint", "class_map"):
-        if request.get(key) is not None:
-            request[key] = Path(request[key])
-    return request, speed, data, model
+    """Every keyword `evaluate` takes in **options: `robench eval`'s options (one table,
+    `robench.evaluation.options.EVAL_OPTIONS`), by their Python names."""
+    return [name for name in KEYWORDS if name not in EvalTarget.__annotations__]
 
 
 def _suite(
@@ -113,6 +100,18 @@ def _wrap(model: Any, options: ModelOptions) -> LoadedModel | None:
     return wrap_model(model, options)
 
 
+def _refuse_named_model_options(loaded: LoadedModel | None, options: dict[str, Any]) -> None:
+    """A model held in memory has its weights and says its preprocessing with
+    `preprocessing=`; the options that describe a model loaded by name would be ignored."""
+    given = [name for name in _NAMED_MODEL_ONLY if options.get(name) not in (None, False)]
+    if loaded is not None and given:
+        raise ConfigError(
+            f"{', '.join(given)} describe a model loaded by name, and this model is held in "
+            "memory; give its normalisation and size as preprocessing=dict(mean=..., std=..., "
+            "size=(C, H, W)) and drop them."
+        )
+
+
 def _run(
     model: Any,
     suite: Any,
@@ -122,8 +121,8 @@ def _run(
     progress: bool,
     options: dict[str, Any],
 ) -> Report:
-    request_fields, speed, data_options, overrides = _split_options(options)
-    if request_fields.get("resume") and out is None:
+    check_keywords(options)
+    if options.get("resume") and out is None:
         raise ConfigError(
             "resume=True continues the per-sample results of an earlier run saved with out=; "
             "pass the same out= (or drop resume=True)."
@@ -131,24 +130,23 @@ def _run(
     engine_data = as_engine_data(data)
     model_options.data_size = float_image_size(engine_data)
     model_options.data_name = engine_data if isinstance(engine_data, str) else None
-    model_options.device = str(request_fields.get("device", "cpu"))
+    model_options.device = str(options.get("device") or "cpu")
     model_options.suite_task = _suite_task(suite)
     if engine_data is None:  # the task's built-in data, whose image size is known
         named = model_options.task or model_options.suite_task or "image-classification"
         model_options.data_name = load_task(named).default_data if named in TASKS else None
     loaded = _wrap(model, model_options)
+    _refuse_named_model_options(loaded, options)
     spec = given_spec(model_options.preprocessing) if loaded is None else ModelSpec()
     with tempfile.TemporaryDirectory(prefix="robench-") as scratch:
-        request = EvalRequest(
+        request = request_from_options(
+            **options,
             suite=_suite(suite, loaded.task if loaded is not None else None),
             data=engine_data,
             out=Path(out) if out is not None else Path(scratch) / "report.json",
             model=model if isinstance(model, str) else None,
-            overrides=spec.model_copy(update=overrides),
-            speed=SpeedOptions(**speed),
-            data_options=data_options,
+            overrides=spec,
             command=["robench.evaluate"],
-            **request_fields,
         )
         return run_request(request, progress=make_progress(progress), model=loaded)
 
@@ -159,13 +157,12 @@ def evaluate(
     data: Any = None,
     *,
     task: str | None = None,
-    out: str | Path | None = None,
     model_name: str | None = None,
     preprocessing: Mapping[str, Any] | Any = None,
     tokenizer: Any = None,
     image_processor: Any = None,
     progress: bool = True,
-    **options: Any,
+    **options: Unpack[EvalOptions],
 ) -> Report:
     """Evaluate `model` on `suite` and `data`, as `robench eval` does, and return the report.
 
@@ -213,7 +210,8 @@ def evaluate(
     module = model if isinstance(model, nn.Module) else None
     try:
         with preserved(module):
-            return _run(model, suite, data, out, model_options, progress, options)
+            given = {name: value for name, value in options.items() if name != "out"}
+            return _run(model, suite, data, options.get("out"), model_options, progress, given)
     except RobenchError as exc:
         if exc.exit_code != EXIT_USAGE or isinstance(exc, InputError):
             raise

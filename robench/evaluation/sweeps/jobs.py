@@ -18,50 +18,19 @@ from typing import Any
 from robench._core.bundled import bundled_dir
 from robench._core.errors import ConfigError
 from robench._core.registry import did_you_mean
+from robench.evaluation.options import EVAL_OPTIONS, plan_options
 from robench.evaluation.sweeps.plan import ModelEntry, OptionValue, SweepPlan, out_dir
 
-__all__ = ["EVAL_OPTIONS", "SweepJob", "plan_jobs"]
+__all__ = ["PLAN_OPTIONS", "SweepJob", "plan_jobs"]
 
-# The `robench eval` options a plan may set, by the kind of value each takes: a value
-# (`--limit 64`), a switch (`--sanity` when true), a repeated flag (`--import A --import B`),
-# a comma-separated list (`--mean 0.5,0.5,0.5`), JSON (`--model-kwargs`) or `--data`, which
-# also takes a table NAME = PATH. The model, checkpoint, suite, seed and report path come from
-# the plan; `--resume` and `--overwrite` from the sweep.
-EVAL_OPTIONS: dict[str, str] = {
-    "data": "data",
-    "split": "value",
-    "class_map": "value",
-    "limit": "value",
-    "subset": "value",
-    "classes": "value",
-    "batch_size": "value",
-    "device": "value",
-    "workers": "value",
-    "bad_images": "value",
-    "import": "repeated",
-    "num_classes": "value",
-    "mean": "comma",
-    "std": "comma",
-    "input_size": "comma",
-    "interpolation": "value",
-    "crop_pct": "value",
-    "ema": "switch",
-    "trust_checkpoint": "switch",
-    "trust_remote_code": "switch",
-    "allow_random_weights": "switch",
-    "sanity": "switch",
-    "sanity_eps": "value",
-    "sanity_budget": "value",
-    "model_kwargs": "json",
-    "target_length": "value",
-    "context": "value",
-    "text_field": "value",
-    "label_field": "value",
-    "target_halfwidth": "value",
-    "amp": "value",
-    "channels_last": "switch",
-    "compile": "switch",
-}
+# The `robench eval` options a plan may set, by plan key, with the kind of value each takes
+# (robench/evaluation/eval_option.py, CLI_FORMS): a value (`--limit 64`), a switch (`--sanity`
+# when true), a repeated flag (`--import A --import B`), a comma-separated list (`--mean
+# 0.5,0.5,0.5`), JSON (`--model-kwargs`) or `--data`, which also takes a table NAME = PATH.
+# Derived from the options' table; the others (model, checkpoint, suite, seed, report path,
+# --resume, --overwrite, --format) come from the plan or the sweep.
+PLAN_OPTIONS: dict[str, str] = plan_options()
+_SET_BY_THE_SWEEP = {o.plan_key for o in EVAL_OPTIONS.values() if not o.in_plans}
 
 
 def _flag(name: str) -> str:
@@ -74,7 +43,7 @@ def _values(name: str, value: OptionValue) -> list[str]:
 
 def _option_args(name: str, value: OptionValue) -> list[str]:
     """One option as `robench eval` arguments."""
-    kind, flag = EVAL_OPTIONS[name], _flag(name)
+    kind, flag = PLAN_OPTIONS[name], _flag(name)
     if kind == "switch":
         if not isinstance(value, bool):
             raise ConfigError(f"eval option {name} = {value!r}: give true or false.")
@@ -94,15 +63,14 @@ def _option_args(name: str, value: OptionValue) -> list[str]:
 
 def _check_option_names(options: dict[str, OptionValue], where: str) -> None:
     for name in options:
-        if name not in EVAL_OPTIONS:
-            derived = {"model", "checkpoint", "suite", "seed", "out", "resume", "overwrite"}
+        if name not in PLAN_OPTIONS:
             why = (
                 " (the plan sets it: models, suites, seeds; the sweep its report path)"
-                if name in derived
+                if name in _SET_BY_THE_SWEEP
                 else ""
             )
             raise ConfigError(
-                f"{where}: {did_you_mean(name, list(EVAL_OPTIONS), 'eval option')[:-1]}"
+                f"{where}: {did_you_mean(name, list(PLAN_OPTIONS), 'eval option')[:-1]}"
                 f"{why}; see docs/sweeps.md."
             )
 

@@ -1,0 +1,134 @@
+"""`robench eval`'s flags, derived from the evaluation options' table
+(robench/evaluation/options.py): the command function's typer signature, and the command
+line's text turned into the Python values `request_from_options` takes.
+
+Typer builds a command from its function's signature; `with_eval_options` gives the function
+one built from the table (`__signature__`, and `__annotations__` for `typing.get_type_hints`),
+so a flag is added, renamed or documented in the table alone.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import types
+import typing
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from robench._core.lazy import import_object
+from robench._core.units import parse_pixel_value
+from robench.cli._parsing import dataset_map, float_list, input_size, json_object
+from robench.cli._ranges import OPTION_RANGES, check_range
+from robench.evaluation.eval_option import PANELS, EvalOption
+from robench.evaluation.options import EVAL_OPTIONS
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# The type typer parses, by form (robench.evaluation.options.CLI_FORMS); "value" and
+# "choice" are read from the option itself.
+_TEXT_TYPES: dict[str, Any] = {
+    "switch": bool,
+    "repeated": list[str],
+    "data": list[str],
+    "floats": str,
+    "size": str,
+    "json": str,
+    "pixels": str,
+}
+
+
+def _value_type(option: EvalOption) -> Any:
+    """The one type typer parses a "value" option as: a path, a number or text."""
+    union = typing.get_origin(option.type) in (types.UnionType, typing.Union)
+    members = set(typing.get_args(option.type)) - {type(None)} if union else {option.type}
+    if Path in members:
+        return Path
+    (single,) = members
+    if typing.get_origin(single) is typing.Literal:
+        return str  # checked by the library, which names the choices (--bad-images)
+    return single
+
+
+def _choice_type(option: EvalOption) -> type[enum.Enum]:
+    """A str enum of the valid values: the keys of the table `option.choices` names."""
+    names = list(import_object(option.choices or ""))
+    title = option.name.title().replace("_", "")
+    return enum.Enum(f"{title}Choice", {name: name for name in names}, type=str)  # type: ignore[return-value]
+
+
+def _parsed_type(option: EvalOption) -> Any:
+    if option.form == "value":
+        return _value_type(option)
+    if option.form == "choice":
+        return _choice_type(option)
+    return _TEXT_TYPES[option.form]
+
+
+def _parameter(option: EvalOption) -> inspect.Parameter:
+    parsed = _parsed_type(option)
+    # A repeated flag not given is None to typer; the table's default (()) applies after.
+    default = None if option.form in ("repeated", "data") else option.default
+    hint = parsed | None if default is None else parsed
+    if option.argument:
+        info: Any = typer.Argument(help=option.help)
+    else:
+        info = typer.Option(
+            *option.flags, help=option.help, metavar=option.metavar, rich_help_panel=option.panel
+        )
+    return inspect.Parameter(
+        option.name,
+        inspect.Parameter.KEYWORD_ONLY,
+        default=default,
+        annotation=Annotated[hint, info],
+    )
+
+
+def eval_parameters() -> list[inspect.Parameter]:
+    """`robench eval`'s parameters: the argument, then the options panel by panel."""
+    options = sorted(EVAL_OPTIONS.values(), key=lambda o: (not o.argument, PANELS.index(o.panel)))
+    return [_parameter(option) for option in options]
+
+
+def with_eval_options(command: F) -> F:
+    """Give `command(**values)` the table's options as its typer signature."""
+    parameters = eval_parameters()
+    command.__signature__ = inspect.Signature(parameters, return_annotation=None)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": None}
+    return command
+
+
+def _checked(option: EvalOption, parsed: Any, text: str) -> Any:
+    """`parsed` (a number or each of a list's) within the flag's range, if it has one."""
+    flag = option.flags[0]
+    if flag in OPTION_RANGES:
+        check_range(flag, parsed, text)
+    return parsed
+
+
+# Form -> the command line's text as the Python value (None: not given).
+_PARSERS: dict[str, Callable[[EvalOption, Any], Any]] = {
+    "value": lambda option, value: value,
+    "switch": lambda option, value: value,
+    "choice": lambda option, value: value.value,
+    "repeated": lambda option, values: tuple(values),
+    "data": lambda option, values: dataset_map(values),
+    "floats": lambda o, text: _checked(o, float_list(text, o.flags[0]), text),
+    "size": lambda o, text: _checked(o, input_size(text), text),
+    "pixels": lambda o, text: _checked(o, parse_pixel_value(text, o.flags[0]), text),
+    "json": lambda o, text: json_object(text, o.flags[0]),
+}
+
+
+def python_values(given: Mapping[str, Any]) -> dict[str, Any]:
+    """The options given on the command line as `request_from_options` keywords, in the
+    table's order (one not given is left out: its default applies); a value outside its
+    range is one ConfigError naming the flag."""
+    return {
+        name: _PARSERS[option.form](option, given[name])
+        for name, option in EVAL_OPTIONS.items()
+        if given.get(name) is not None
+    }
