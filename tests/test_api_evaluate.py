@@ -363,7 +363,7 @@ BAD_INPUTS: dict[str, tuple[Any, dict[str, Any], str]] = {
         "unknown key 'stepz'",
     ),
     "model on another device": (SmallNet, {"device": "cuda:0"}, "the model is on cpu"),
-    "unknown keyword": (SmallNet, {"batchsize": 8}, "Did you mean 'batch_size'?"),
+    "unknown keyword": (SmallNet, {"batchsize": 8}, "Did you mean 'batch_size'"),
 }
 
 

@@ -20,6 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 HEADER = """\
 from pathlib import Path
 
+import pandas
+import torch
+
 import robench
 """
 
@@ -30,6 +33,11 @@ batch: int = request.batch_size
 suite = robench.load_suite("smoke")
 name: str = suite.suite.name
 options: robench.EvalOptions = {"limit": 64, "amp": "bf16", "mean": (0.5,)}
+model = torch.nn.Linear(784, 10)
+report = robench.evaluate(model, suite="smoke", data="fashion-mnist", limit=64, batch_size=32)
+frame: pandas.DataFrame = report.to_pandas()
+samples: pandas.DataFrame = robench.samples_frame(report)
+verdict: bool = robench.gate(baseline=report, candidate=report).passed
 """
 
 # Wrong calls, one per script, and what mypy's error about each must say.
@@ -49,6 +57,12 @@ WRONG = [
         'Extra key "batch_sise" for TypedDict "EvalOptions"',
     ),
     ('options: robench.EvalOptions = {"amp": "fp32"}', "Incompatible types"),
+    (
+        "robench.evaluate(torch.nn.Linear(2, 2), limt=64)",
+        'Unexpected keyword argument "limt" for "evaluate"',
+    ),
+    ('robench.evaluate(torch.nn.Linear(2, 2), batch_size="8")', 'Argument "batch_size"'),
+    ('robench.evaluate("vit_nano_fmnist").to_pandas(strict=True)', "to_pandas"),
 ]
 
 
