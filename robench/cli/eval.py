@@ -11,13 +11,13 @@ from typing import Annotated
 import typer
 
 from robench._core.units import parse_pixel_value
-from robench.cli._output import err, handle_errors, out
+from robench.cli._output import err, handle_errors, out, table_width
 from robench.cli._parsing import dataset_map, float_list, input_size, json_object
 from robench.cli._progress import make_progress
 from robench.cli._ranges import check_range, checked_ranges
 from robench.evaluation.speed import AMP_DTYPES, SpeedOptions
 from robench.models.spec import spec_from_options
-from robench.results.compare.tables import REPORT_FORMATS
+from robench.results.compare.tables import REPORT_FORMATS, markdown_fitting
 
 OutputFormat = REPORT_FORMATS.choices("OutputFormat")
 AmpMode = enum.Enum("AmpMode", {name: name for name in AMP_DTYPES}, type=str)  # type: ignore[misc]
@@ -320,12 +320,17 @@ def eval_command(
         ),
         command=["robench", *sys.argv[1:]],
     )
+    progress = make_progress()
     with stop_cleanly(request.command, report_path):  # SIGINT/SIGTERM: exit 130/143
-        report = evaluate(request, progress=make_progress())
+        report = evaluate(request, progress=progress)
+    progress.close()
     if os.environ.get("RANK", "0") != "0":  # under torchrun only rank 0 reports
         return
     name = fmt.value if fmt is not None else ("rich" if out.is_terminal else "markdown")
-    rendered = REPORT_FORMATS.get(name)(report)
+    if name == "markdown" and (fmt is None or out.is_terminal):  # read there: fit its width
+        rendered: object = markdown_fitting(report, table_width())
+    else:
+        rendered = REPORT_FORMATS.get(name)(report)
     if isinstance(rendered, str):
         typer.echo(rendered)
     else:

@@ -26,6 +26,7 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
 from robench._core.errors import ConfigError
+from robench._core.extras import missing_extra
 from robench._core.lazy import import_object
 from robench._core.registry import Registry
 
@@ -63,12 +64,22 @@ class LazySource:
     claims: str = ""
     # How errors name where the weights come from ("its hf source" by default).
     weights_from: str = ""
+    # Modules of optional extras its builder imports (robench/_core/extras.py): checked
+    # before anything is loaded.
+    modules: tuple[str, ...] = ()
 
     @property
     def where(self) -> str:
         return self.weights_from or f"its {self.prefix} source"
 
+    def missing_extra(self, name: str) -> ConfigError | None:
+        """The one-sentence error when a module this source needs is not installed."""
+        return missing_extra({m: f"model {name} (the {self.prefix} source)" for m in self.modules})
+
     def load(self, request: SourceRequest) -> LoadedModel:
+        error = self.missing_extra(request.name)
+        if error is not None:
+            raise error
         return import_object(self.builder)(request)  # type: ignore[no-any-return]
 
     def claim(self, name: str) -> bool:
@@ -86,11 +97,13 @@ def register_source(
     *,
     claims: str = "",
     weights_from: str = "",
+    modules: tuple[str, ...] = (),
 ) -> None:
     """Add a source; `builder` is "package.module:function", imported when first used. With
     `claims` ("package.module:predicate") the source has no `PREFIX:`: it takes the plain
-    names its predicate accepts when no checkpoint is given."""
-    source = LazySource(prefix, description, builder, example, claims, weights_from)
+    names its predicate accepts when no checkpoint is given. `modules`: what it imports
+    from optional extras."""
+    source = LazySource(prefix, description, builder, example, claims, weights_from, modules)
     SOURCES.register(prefix)(source)
 
 
@@ -111,6 +124,7 @@ register_source(
     "robench.models.sources.hf_source:from_transformers",
     "a transformers model (image classifier or causal LM) from a folder or the local cache",
     "hf:google/vit-base-patch16-224",
+    modules=("transformers",),
 )
 register_source(
     "timm-pretrained-tag",
