@@ -40,7 +40,12 @@ def demo_command(
     `demo-text-classification` (fewer texts with --quick), prints the
     paper-style comparison and a per-corruption table on stdout, writes reports, figures and
     one self-contained page of them all (index.html) to --out-dir, then lists the files it
-    wrote. Progress goes to stderr.
+    wrote. Progress goes to stderr. Tables fit the terminal (piped: COLUMNS, else 120); the
+    reports and the page keep every column.
+
+    A section that needs an optional extra that is not installed (the subword model: hf; the
+    text classifiers: text) is skipped with one line naming `pip install 'robench[EXTRA]'`;
+    the rest runs and the exit code stays 0.
 
     The committed copy in reports/demo/ is refreshed only on request: `make demo-reports` (or
     `--out-dir reports/demo`).
