@@ -56,7 +56,7 @@ def test_quick_demo_writes_reports_comparison_and_figures(
     assert "vit_nano_fmnist" in result.stdout and "vit_nano_elliptical_fmnist" in result.stdout
     heatmap = tmp_path / "attention_heatmaps.png"
     assert heatmap.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "figure:" in result.stderr
+    assert "figures: " in result.stderr and "attention_heatmaps.png" in result.stderr
     # The language-model half: both shipped nano language models, clean and Word Swap.
     for role in ("baseline", "elliptical"):
         report = json.loads((tmp_path / f"{role}-text.json").read_text())
@@ -69,3 +69,9 @@ def test_quick_demo_writes_reports_comparison_and_figures(
         assert estimator == ("prefix" if role == "elliptical" else None)
     assert "transformer_lm_nano_elliptical_pydocs" in result.stdout
     assert "gpt2_bpe_pydocs" in result.stdout  # the subword model beside them
+    # Piped (CliRunner's streams are not terminals): tables fit 120 columns, the segmentation
+    # section condensed (issue 39: 38 columns before), and progress is a few lines (about
+    # 240 before: two per perturbation, and every log record wrapped at 80 columns).
+    assert max(len(line) for line in result.stdout.splitlines()) <= 120
+    assert "demo:fog-3" not in result.stdout and "mIoU (%) under corruptions" in result.stdout
+    assert len(result.stderr.splitlines()) <= 60, result.stderr

@@ -1,7 +1,9 @@
 """Rich tables never cut a number: at any width they pick a layout that fits.
 
 The comparison of the committed demo reports (2 models x 18 columns) is rendered at 40 to 200
-columns; every number of its json format must appear whole, and nothing is ellipsised.
+columns; every number of its json format must appear whole, and nothing is ellipsised. Every
+table the demo, `robench compare` and `robench eval` print for the committed demo reports fits
+80 and 120 columns, on a terminal (rich) and piped (markdown, condensed where wide).
 """
 
 from __future__ import annotations
@@ -13,17 +15,26 @@ from pathlib import Path
 
 import pytest
 from report_factory import make_report
+from rich.cells import cell_len
 from rich.console import Console
 
+from robench.cli._demo import DemoResult
 from robench.results.compare.comparison import Comparison, build_comparison
-from robench.results.compare.formats import COMPARE_FORMATS, RichComparison
+from robench.results.compare.formats import COMPARE_FORMATS, RichComparison, markdown_fitting
+from robench.results.compare.per_corruption import (
+    PER_CORRUPTION_FORMATS,
+    build_per_corruption,
+    markdown_per_corruption_fitting,
+)
 from robench.results.compare.tables import (
+    REPORT_FORMATS,
     diagnostic_rows,
     label_width,
     report_rows,
     rich_table,
     wrap_label,
 )
+from robench.results.compare.tables import markdown_fitting as report_markdown_fitting
 from robench.results.report.schema import Report, SanityResult, read_report
 
 DEMO_REPORTS = Path(__file__).resolve().parents[1] / "reports" / "demo"
@@ -174,3 +185,141 @@ def test_report_table_shows_every_number(width: int) -> None:
     ]
     _assert_all_shown(text, numbers + scalars + ["33.40%", "12.25%"], width)
     assert "Sanity battery" in text and "warn" in text
+
+
+# Every table `robench demo`, `robench compare` and `robench eval` print for the committed demo
+# reports fits 80 and 120 columns: on a terminal (rich) and piped (markdown, condensed).
+DEMO_SECTIONS = ["", "-corruptions", "-text", "-segmentation", "-text-classification"]
+FIT_WIDTHS = [80, 120]
+
+
+def _section(suffix: str) -> list[tuple[str, Report]]:
+    paths = [DEMO_REPORTS / f"{role}{suffix}.json" for role in ("baseline", "elliptical")]
+    return [(str(path), read_report(path)) for path in paths]
+
+
+def _assert_fits(text: str, width: int) -> None:
+    too_wide = [line for line in text.splitlines() if cell_len(line) > width]
+    assert not too_wide, f"lines wider than {width}: {too_wide}"
+
+
+@pytest.mark.parametrize("width", FIT_WIDTHS)
+@pytest.mark.parametrize("ci", [False, True])
+@pytest.mark.parametrize("suffix", DEMO_SECTIONS)
+def test_compare_tables_of_every_demo_section_fit(suffix: str, ci: bool, width: int) -> None:
+    cmp = build_comparison(_section(suffix))
+    rich = _render(COMPARE_FORMATS.get("rich")(cmp, ci), width)
+    _assert_all_shown(rich, _expected_numbers(cmp, ci), width)
+    piped = markdown_fitting(cmp, ci, width)
+    _assert_fits(piped, width)
+    for number in _expected_numbers(cmp, ci):
+        assert number in piped, (number, piped)
+    if width == 120 and not ci and suffix == "-segmentation":  # 38 columns: condensed
+        assert piped.splitlines()[0].startswith("| Perturbation | Metric |")
+
+
+def test_markdown_keeps_the_paper_shape_where_it_fits() -> None:
+    cmp = build_comparison(_section("-text"), metrics=["perplexity"])
+    assert markdown_fitting(cmp, False, 120) == COMPARE_FORMATS.get("markdown")(cmp, False)
+
+
+@pytest.mark.parametrize("width", FIT_WIDTHS)
+@pytest.mark.parametrize("suffix", ["-corruptions", "-segmentation"])
+@pytest.mark.parametrize("fmt", ["rich", "markdown"])
+def test_per_corruption_tables_fit(suffix: str, fmt: str, width: int) -> None:
+    table = build_per_corruption(_section(suffix))
+    assert table.metric == ("miou" if suffix == "-segmentation" else "top1")
+    if fmt == "markdown":
+        text = markdown_per_corruption_fitting(table, width)
+    else:
+        text = _render(PER_CORRUPTION_FORMATS.get(fmt)(table), width)
+    _assert_fits(text, width)
+    assert "mean" in text and "…" not in text
+
+
+@pytest.mark.parametrize("width", FIT_WIDTHS)
+@pytest.mark.parametrize("fmt", ["rich", "markdown"])
+@pytest.mark.parametrize("name", sorted(p.name for p in DEMO_REPORTS.glob("*.json")))
+def test_eval_tables_of_every_demo_report_fit(name: str, fmt: str, width: int) -> None:
+    report = read_report(DEMO_REPORTS / name)
+    if fmt == "markdown":  # what `robench eval` prints on a pipe (COLUMNS characters)
+        text = report_markdown_fitting(report, width)
+    else:
+        text = _render(REPORT_FORMATS.get(fmt)(report), width)
+    _assert_fits(text, width)
+    for row in report_rows(report):
+        assert row[3] in text and row[4] in text
+
+
+def _demo_result() -> DemoResult:
+    """What `run_demo` returns, rebuilt from the committed demo reports."""
+    from robench.cli._demo import DemoResult
+    from robench.cli._demo_segmentation import METRICS, SegmentationDemo
+    from robench.cli._demo_text_classification import TextClassificationDemo
+
+    def pair(suffix: str) -> list[tuple[Path, Report]]:
+        return [(Path(path), report) for path, report in _section(suffix)]
+
+    def compared(found: list[tuple[Path, Report]], metrics: list[str]) -> Comparison:
+        return build_comparison([(str(p), r) for p, r in found], metrics=metrics)
+
+    text, subword = pair("-text"), [(DEMO_REPORTS / "gpt2-bpe-text.json",)]
+    subword_pairs = [(p, read_report(p)) for (p,) in subword]
+    segmentation, classification = pair("-segmentation"), pair("-text-classification")
+    example = "baseline: 'handle' -> 'hnadle', 'signals' -> 'singals' " * 4 + "(17 words)"
+    return DemoResult(
+        pair(""),
+        compared(pair(""), ["top1"]),
+        pair("-corruptions"),
+        compared(pair("-corruptions"), ["top1"]),
+        text,
+        compared(text, ["perplexity", "bits_per_byte"]),
+        subword_pairs,
+        compared(subword_pairs, ["bits_per_byte", "perplexity"]),
+        SegmentationDemo(segmentation, compared(segmentation, METRICS), []),
+        TextClassificationDemo(
+            classification,
+            compared(classification, ["top1", "attack_success_rate", "queries_mean"]),
+            [example],
+        ),
+    )
+
+
+@pytest.mark.parametrize("width", FIT_WIDTHS)
+@pytest.mark.parametrize("terminal", [True, False])
+def test_everything_the_demo_prints_fits(width: int, terminal: bool) -> None:
+    from robench.cli.demo import DemoPrinter
+
+    console = Console(width=width, file=io.StringIO(), force_terminal=terminal, color_system=None)
+    DemoPrinter(console, width).show(_demo_result())
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    _assert_fits(text, width)
+    assert "…" not in text
+    # The segmentation section is condensed: no corruption x severity column or row.
+    assert "demo:fog-3" not in text and "mIoU (%) under corruptions" in text
+    assert "corr." in text  # the mean mIoU under corruption, beside clean and PGD
+
+
+@pytest.mark.parametrize("width", FIT_WIDTHS)
+@pytest.mark.parametrize("suffix", DEMO_SECTIONS)
+def test_piped_compare_fits_columns_and_a_file_keeps_the_paper_shape(
+    suffix: str, width: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from robench.cli import app
+
+    monkeypatch.setenv("COLUMNS", str(width))
+    paths = [path for path, _ in _section(suffix)]
+    for extra in ([], ["--ci"], ["--per-corruption"]):
+        if extra == ["--per-corruption"] and suffix not in ("-corruptions", "-segmentation"):
+            continue
+        result = CliRunner().invoke(app, ["compare", *paths, *extra])
+        assert result.exit_code == 0, result.output
+        _assert_fits(result.stdout, width)
+    if suffix == "-segmentation":  # the per-corruption table of a segmentation suite: mIoU
+        assert "Corruption (mIoU %)" in result.stdout
+    written = tmp_path / "table.md"
+    assert CliRunner().invoke(app, ["compare", *paths, "-o", str(written)]).exit_code == 0
+    cmp = build_comparison(_section(suffix))
+    assert written.read_text() == str(COMPARE_FORMATS.get("markdown")(cmp, False)) + "\n"

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from robench._core.extras import install_command
 from robench._core.progress import Progress
 from robench.cli._demo_segmentation import SUFFIX as SEGMENTATION_SUFFIX
 from robench.cli._demo_segmentation import SegmentationDemo, evaluate_segmentation_demo
@@ -99,6 +100,8 @@ class DemoResult:
     segmentation: SegmentationDemo | None = None
     # Baseline vs Elliptical nano text classifier; none without the checkpoints or WordNet.
     text_classification: TextClassificationDemo | None = None
+    # Sections left out for a missing optional extra: report suffix -> the line saying so.
+    skipped: dict[str, str] = field(default_factory=dict)
     figures: list[Path] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)  # everything the demo wrote, sorted
 
@@ -273,11 +276,54 @@ class _Evaluator:
         return reports
 
 
+def _optional_sections(plan: DemoPlan) -> dict[str, list[tuple[str, str]]]:
+    """Report suffix -> the (MODEL, suite) evaluations of each section that may need an
+    optional extra (the image and word-level language-model sections need none)."""
+    from robench.cli._demo_bpe import bpe_model_folder, shown_folder
+    from robench.cli._demo_segmentation import DEMO_SEGMENTERS
+    from robench.cli._demo_segmentation import SUITE as SEGMENTATION_SUITE
+    from robench.cli._demo_text_classification import DEMO_CLASSIFIERS
+    from robench.cli._demo_text_classification import SUITE as TEXT_CLASSIFICATION_SUITE
+
+    folder = bpe_model_folder()
+    subword = [(f"hf:{shown_folder(folder)}", plan.text_suite)] if folder is not None else []
+    return {
+        "-subword": subword,
+        SEGMENTATION_SUFFIX: [(m, SEGMENTATION_SUITE) for m in DEMO_SEGMENTERS.values()],
+        TEXT_CLASSIFICATION_SUFFIX: [
+            (m, TEXT_CLASSIFICATION_SUITE) for m in DEMO_CLASSIFIERS.values()
+        ],
+    }
+
+
+def skipped_sections(plan: DemoPlan) -> dict[str, str]:
+    """Report suffix -> one line naming the missing extra and the command that adds it, for
+    each section that needs a module that is not installed; known before any work."""
+    from robench.evaluation.required_extras import missing_for
+
+    skipped = {}
+    for suffix, evaluations in _optional_sections(plan).items():
+        for model, suite in evaluations:
+            error = missing_for(model, suite)
+            if error is not None:
+                skipped[suffix] = (
+                    f"skipped the section {INDEX_TITLES[suffix]!r}: {error.needed_for} needs "
+                    f"{error.module}, which is not installed; `{install_command(error.extra)}` "
+                    "adds it."
+                )
+                break
+    return skipped
+
+
 def run_demo(out_dir: Path, *, quick: bool = False, progress: Progress | None = None) -> DemoResult:
-    """Evaluate the demo models, compare them and draw the figures."""
+    """Evaluate the demo models, compare them and draw the figures; sections that need an
+    optional extra that is not installed are skipped (`DemoResult.skipped` says why)."""
     started = time.time() - 1  # file times may be rounded down to the second
     step = _Steps()
     plan = PLANS["quick" if quick else "full"]
+    skipped = skipped_sections(plan)
+    for line in skipped.values():
+        logger.warning(line)
     models = _models(plan, out_dir)
     language_models = _language_models(plan, out_dir)
     command = ["robench", "demo", *(["--quick"] if quick else [])]
@@ -291,17 +337,22 @@ def run_demo(out_dir: Path, *, quick: bool = False, progress: Progress | None = 
     text = evaluate_all(plan.text_suite, plan.text_limit, "-text", language_models, 16)
     from robench.cli._demo_bpe import evaluate_bpe_demo  # beside them: a subword (BPE) model
 
-    subword = evaluate_bpe_demo(
-        out_dir, plan.text_suite, quick=quick, command=command, progress=progress
-    )
-    step("segmentation: baseline vs Elliptical nano Segmenter")
-    segmentation = evaluate_segmentation_demo(
-        out_dir, quick=quick, command=command, progress=progress
-    )
-    step("text classification: baseline vs Elliptical nano classifier under attack")
-    classification = evaluate_text_classification_demo(
-        out_dir, quick=quick, command=command, progress=progress
-    )
+    subword = []
+    if "-subword" not in skipped:
+        subword = evaluate_bpe_demo(
+            out_dir, plan.text_suite, quick=quick, command=command, progress=progress
+        )
+    segmentation = classification = None
+    if SEGMENTATION_SUFFIX not in skipped:
+        step("segmentation: baseline vs Elliptical nano Segmenter")
+        segmentation = evaluate_segmentation_demo(
+            out_dir, quick=quick, command=command, progress=progress
+        )
+    if TEXT_CLASSIFICATION_SUFFIX not in skipped:
+        step("text classification: baseline vs Elliptical nano classifier under attack")
+        classification = evaluate_text_classification_demo(
+            out_dir, quick=quick, command=command, progress=progress
+        )
     comparison = build_comparison([(str(p), r) for p, r in reports], metrics=["top1"])
     corruption_comparison = build_comparison([(str(p), r) for p, r in corrupted], metrics=["top1"])
     text_comparison = build_comparison(
@@ -347,6 +398,7 @@ def run_demo(out_dir: Path, *, quick: bool = False, progress: Progress | None = 
         subword_comparison,
         segmentation,
         classification,
+        skipped,
         figures,
         _written_since(out_dir, started),
     )

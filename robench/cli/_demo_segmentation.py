@@ -11,7 +11,7 @@ one evaluated scene with its ground truth and both models' predicted masks
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,6 +27,8 @@ from robench.results.report.schema import Report
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+    from robench.results.compare.per_corruption import PerCorruption
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +51,7 @@ SCENES = {"full": 48, "quick": 16}
 SUFFIX = "-segmentation"  # report file names: baseline-segmentation.json
 OVERLAY = "segmentation_overlay.png"
 METRICS = ["miou", "pixel_accuracy"]
+MEAN = ["mean_corruption_miou"]  # the suite's aggregate, printed beside the metrics
 
 
 @dataclass
@@ -57,6 +60,26 @@ class SegmentationDemo:
     comparison: Comparison
     figures: list[Path]
     overlay: Figure | None = None  # the overlay figure again, for the page
+
+
+def printed_tables(found: SegmentationDemo) -> tuple[Comparison, PerCorruption]:
+    """The section as the demo prints it, condensed to fit a terminal: per model, clean and
+    PGD mIoU and pixel accuracy with the mean mIoU under corruption; then mIoU per corruption
+    averaged over its severities. The reports and the page keep every column."""
+    from robench.results.compare.per_corruption import build_per_corruption
+    from robench.results.stats.aggregates import corruption_groups
+
+    paths = [(str(path), report) for path, report in found.reports]
+    present = {a.name for _, report in found.reports for a in report.aggregates}
+    comparison = build_comparison(paths, metrics=METRICS + [a for a in MEAN if a in present])
+    corrupted = {
+        result.name
+        for _, report in found.reports
+        for results in corruption_groups(report).values()
+        for result in results
+    }
+    kept = [column for column in comparison.columns if column.perturbation not in corrupted]
+    return replace(comparison, columns=kept), build_per_corruption(paths, metric="miou")
 
 
 def demo_segmenters(allow_random_weights: bool) -> dict[str, str] | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import sys
 import traceback
 from collections.abc import Callable
@@ -26,20 +27,48 @@ from robench.evaluation.interrupts import Interrupted
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True)
+# The width a table printed to a pipe or a log must fit, unless COLUMNS says otherwise.
+PIPED_WIDTH = 120
+
+
+def table_width() -> int:
+    """The width stdout's tables fit: the terminal's; when piped, COLUMNS or `PIPED_WIDTH`."""
+    if out.is_terminal:
+        return out.width
+    columns = os.environ.get("COLUMNS", "")
+    return max(40, int(columns)) if columns.isdigit() else PIPED_WIDTH
+
 
 _state = {"debug": False}
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def configure_logging(*, debug: bool, quiet: bool) -> None:
-    # Imported here: rich.logging brings rich.traceback, which `--help` and `--version` skip.
-    from rich.logging import RichHandler
+class LineHandler(logging.Handler):
+    """A log record as one line on stderr (`warning: ...`), never wrapped: what pipes and CI
+    logs get, where rich's wrapped columns would turn one warning into five lines."""
 
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = f"{record.levelname.lower()}: {record.getMessage()}"
+            if record.exc_info:
+                text += "\n" + logging.Formatter().formatException(record.exc_info)
+            err.print(text, highlight=False, markup=False, soft_wrap=True)
+        except Exception:
+            self.handleError(record)
+
+
+def configure_logging(*, debug: bool, quiet: bool) -> None:
     _state["debug"] = debug
     level = logging.DEBUG if debug else logging.ERROR if quiet else logging.INFO
     root = logging.getLogger("robench")
     root.handlers.clear()
-    root.addHandler(RichHandler(console=err, show_time=False, show_path=debug, markup=False))
+    if err.is_terminal:
+        # Imported here: rich.logging brings rich.traceback, which `--help` and `--version` skip.
+        from rich.logging import RichHandler
+
+        root.addHandler(RichHandler(console=err, show_time=False, show_path=debug, markup=False))
+    else:
+        root.addHandler(LineHandler())
     root.setLevel(level)
     root.propagate = False
 

@@ -44,38 +44,63 @@ class RichProgress:
     def finish(self) -> None:
         self._progress.stop()
 
+    def close(self) -> None:
+        """Nothing to add: each bar stays on the terminal."""
+
+
+# The least time between two progress lines on a pipe; the gap grows with the run (a quarter
+# of the time elapsed), so an hour-long run writes about 15 lines, not 60.
+HEARTBEAT_S = 60.0
+
 
 class LineProgress:
-    """The runner's progress protocol as plain lines on stderr, for CI logs and pipes.
+    """The runner's progress protocol as a bounded number of plain lines on stderr, for CI
+    logs and pipes.
 
-    Each step (one perturbation) prints a line when it starts and one when it ends, with the
-    time elapsed since the command started: never silence, never a wall of bar redraws.
+    One line when the first step starts (what runs now), then one when a step starts at
+    least `HEARTBEAT_S` seconds, and a quarter of the time elapsed, after the last line (a
+    slow run is visibly not stuck), and one summary when the command ends (`close`): a run of
+    many quick steps writes two lines, however many steps it has, not two per step. Every
+    line carries the time since the command started.
     """
 
     def __init__(self) -> None:
         self._started = time.perf_counter()
-        self._step_started = self._started
-        self._name = ""
-        self._total = self._done = 0
+        self._last_line: float | None = None
+        self._steps = self._samples = 0
 
     def _line(self, text: str) -> None:
-        elapsed = time.perf_counter() - self._started
-        err.print(f"[{elapsed:7.1f}s] {text}", highlight=False, markup=False, soft_wrap=True)
+        now = time.perf_counter()
+        self._last_line = now
+        err.print(
+            f"[{now - self._started:7.1f}s] {text}", highlight=False, markup=False, soft_wrap=True
+        )
+
+    def _due(self) -> bool:
+        if self._last_line is None:
+            return True
+        now = time.perf_counter()
+        return now - self._last_line >= max(HEARTBEAT_S, (now - self._started) / 4)
 
     def start(self, name: str, total: int, done: int) -> None:
-        self._name, self._total, self._done = name, total, done
-        self._step_started = time.perf_counter()
-        resumed = f" ({done} already done)" if done else ""
-        self._line(f"{name}: {total} samples{resumed} ...")
+        if self._due():
+            resumed = f", {done} already done" if done else ""
+            finished = f" ({self._steps} steps done)" if self._steps else ""
+            self._line(f"{name}: {total} samples{resumed} ...{finished}")
+        self._samples += total - done
 
     def advance(self, n: int) -> None:
-        self._done += n
+        pass
 
     def finish(self) -> None:
-        took = time.perf_counter() - self._step_started
-        self._line(f"{self._name}: {self._done}/{self._total} done in {took:.1f}s")
+        self._steps += 1
+
+    def close(self) -> None:
+        if self._steps:
+            took = time.perf_counter() - self._started
+            self._line(f"{self._steps} steps ({self._samples} samples) done in {took:.1f}s")
 
 
 def make_progress() -> RichProgress | LineProgress:
-    """A live bar on a terminal; plain lines with elapsed time anywhere else."""
+    """A live bar on a terminal; a few plain lines with elapsed time anywhere else."""
     return RichProgress() if err.is_terminal else LineProgress()

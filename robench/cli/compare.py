@@ -11,7 +11,7 @@ from rich.markup import escape
 
 from robench._core.errors import ConfigError
 from robench._core.plugins import FORMAT_ENTRY_POINT_GROUP
-from robench.cli._output import err, handle_errors, out
+from robench.cli._output import err, handle_errors, out, table_width
 from robench.cli._registry_options import choices_metavar, import_plugins, registry_choice
 from robench.results.compare.formats import COMPARE_FORMATS
 from robench.results.report.output_formats import file_formats, format_for_suffix
@@ -117,8 +117,8 @@ def compare_command(  # long: 75 lines of typer options and 23 of help; the code
         bool,
         typer.Option(
             "--per-corruption",
-            help="Instead: a row per corruption, a column per model, top-1 accuracy averaged "
-            "over the severities, and a last row `mean`.",
+            help="Instead: a row per corruption, a column per model, top-1 accuracy (or "
+            "--metric, e.g. miou) averaged over the severities, and a last row `mean`.",
         ),
     ] = False,
     imports: Annotated[
@@ -138,7 +138,9 @@ def compare_command(  # long: 75 lines of typer options and 23 of help; the code
 
     Columns that are not comparable are dropped, and different sample sets flagged, on stderr.
 
-    On a terminal the table fits its width: models as columns, or one table per model.
+    On a terminal the table fits its width: models as columns, or one table per model. So does
+    the default markdown on a pipe (COLUMNS characters, else 120); `-o table.md`, or an
+    explicit --format on a pipe, gives the paper's shape whatever its width.
 
     `--format html` writes one self-contained page (no network, figures inline): the table
     (sortable, intervals on hover), the figures that apply to the reports, the gate's checks
@@ -160,7 +162,8 @@ def compare_command(  # long: 75 lines of typer options and 23 of help; the code
     if per_corruption:
         if name == "html":
             raise ConfigError("--per-corruption has no html page; drop --per-corruption.")
-        _per_corruption(reports, name, output)
+        fitting = _fitting(name, fmt, output)
+        _per_corruption(reports, name, output, parse_metrics(metric), fitting)
         return
     from robench.results.compare.comparison import build_comparison
 
@@ -171,6 +174,11 @@ def compare_command(  # long: 75 lines of typer options and 23 of help; the code
         reference=reference_index,
         at_eps=parse_budgets(at_eps),
     )
+    if _fitting(name, fmt, output):
+        from robench.results.compare.formats import markdown_fitting
+
+        _show(markdown_fitting(comparison, ci, table_width()), comparison.notes)
+        return
     # Only the html page takes more than the comparison: the gate's checks.
     extra = {"gate": _gate_summary(gate)} if gate is not None else {}
     _show(COMPARE_FORMATS.get(name)(comparison, ci, **extra), comparison.notes, output)
@@ -192,10 +200,36 @@ def _format_name(fmt: str | None, output: Path | None) -> str:
     return "rich" if out.is_terminal else "markdown"
 
 
-def _per_corruption(paths: list[Path], name: str, output: Path | None) -> None:
-    from robench.results.compare.per_corruption import PER_CORRUPTION_FORMATS, build_per_corruption
+def _fitting(name: str, fmt: str | None, output: Path | None) -> bool:
+    """Whether the markdown is read on a terminal or in a log, and so gets a layout that fits
+    its width: on stdout, unless --format was chosen on a pipe (`> table.md`); `-o` keeps the
+    paper's shape."""
+    return name == "markdown" and output is None and (fmt is None or out.is_terminal)
 
-    table = build_per_corruption([(str(path), read_report(path)) for path in paths])
+
+def _per_corruption(
+    paths: list[Path],
+    name: str,
+    output: Path | None,
+    metrics: list[str] | None,
+    fitting: bool,
+) -> None:
+    from robench.results.compare.per_corruption import (
+        PER_CORRUPTION_FORMATS,
+        build_per_corruption,
+        markdown_per_corruption_fitting,
+    )
+
+    if metrics is not None and len(metrics) > 1:
+        raise ConfigError(
+            f"--per-corruption averages one metric, got --metric {','.join(metrics)}; pass one "
+            "(e.g. --metric miou)."
+        )
+    reports = [(str(path), read_report(path)) for path in paths]
+    table = build_per_corruption(reports, metrics[0] if metrics else None)
+    if fitting:
+        _show(markdown_per_corruption_fitting(table, table_width()), table.notes)
+        return
     _show(PER_CORRUPTION_FORMATS.get(name)(table), table.notes, output)
 
 

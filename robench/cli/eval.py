@@ -14,10 +14,10 @@ from typing import Any
 import typer
 
 from robench.cli._eval_options import python_values, with_eval_options
-from robench.cli._output import err, handle_errors, out
+from robench.cli._output import err, handle_errors, out, table_width
 from robench.cli._progress import make_progress
 from robench.cli._ranges import checked_ranges
-from robench.results.compare.tables import REPORT_FORMATS
+from robench.results.compare.tables import REPORT_FORMATS, markdown_fitting
 from robench.results.report.schema import Report
 
 
@@ -67,8 +67,10 @@ def eval_command(**given: Any) -> None:
         suite = options.get("suite", "smoke")
         options["out"] = default_report_path(options.get("model"), checkpoint, suite)
     request = request_from_options(**options, command=["robench", *sys.argv[1:]])
+    progress = make_progress()
     with stop_cleanly(request.command, request.out):  # SIGINT/SIGTERM: exit 130/143
-        report = evaluate(request, progress=make_progress())
+        report = evaluate(request, progress=progress)
+    progress.close()
     if os.environ.get("RANK", "0") != "0":  # under torchrun only rank 0 reports
         return
     _print_report(report, fmt)
@@ -78,7 +80,10 @@ def eval_command(**given: Any) -> None:
 def _print_report(report: Report, fmt: str | None) -> None:
     """The report's table on stdout: `--format`, else rich on a terminal, else markdown."""
     name = fmt or ("rich" if out.is_terminal else "markdown")
-    rendered = REPORT_FORMATS.get(name)(report)
+    if name == "markdown" and (fmt is None or out.is_terminal):  # read there: fit its width
+        rendered: object = markdown_fitting(report, table_width())
+    else:
+        rendered = REPORT_FORMATS.get(name)(report)
     if isinstance(rendered, str):
         typer.echo(rendered)
     else:

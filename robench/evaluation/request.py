@@ -42,6 +42,7 @@ from robench.evaluation.fingerprint import input_paths, run_fingerprint
 from robench.evaluation.jobs import resolve_jobs
 from robench.evaluation.oom_fallback import is_out_of_memory
 from robench.evaluation.report_assembly import diagnostics, model_info, results, suite_info
+from robench.evaluation.required_extras import check_extras
 from robench.evaluation.runner import Job, RunTimes, run_plan
 from robench.evaluation.sample_store import (
     SampleRecords,
@@ -269,6 +270,7 @@ def _set_up(
     loaded_suite = given if isinstance(given, LoadedSuite) else load_suite(given)
     if request.data is None:
         request = replace(request, data=load_task(loaded_suite.suite.task).default_data)
+    check_extras(request.model, loaded_suite, request.datasets)  # before anything is loaded
     _check_output(request, loaded_suite)
     check_dataset_names(loaded_suite, list(request.datasets))
     dist = DistributedContext.from_env(request.device)  # torchrun: shard batches over ranks

@@ -69,6 +69,9 @@ class PerturbationParams(BaseModel):
     # The extra per-sample columns its attack returns (`Perturbation.perturb_with_columns`),
     # which the report keeps beside the task's outputs (docs/formats.md, "Attack columns").
     columns: ClassVar[tuple[str, ...]] = ()
+    # Modules of optional extras its implementation imports (robench/_core/extras.py), with
+    # what needs them: a run checks them before it starts (PWWS: nltk's WordNet reader).
+    modules: ClassVar[dict[str, str]] = {}
 
     @classmethod
     def display_name(cls, kind: str, params: Mapping[str, Any]) -> str:

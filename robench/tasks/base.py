@@ -99,6 +99,11 @@ class Task(abc.ABC):
         `model` reads it; raises DataError. It has the attributes the engine and the report
         read (`TaskData`)."""
 
+    def required_modules(self, path: str) -> dict[str, str]:
+        """Modules of optional extras that opening `path` imports (module -> what needs it),
+        checked before a run loads anything; none by default."""
+        return {}
+
     @abc.abstractmethod
     def batches(
         self,

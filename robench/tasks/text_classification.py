@@ -79,6 +79,11 @@ class TextClassification(TopKRecords, Task):
                 texts = read("test")
         return LabeledTextDataset(texts, _labels_as_model_classes(texts, model))
 
+    def required_modules(self, path: str) -> dict[str, str]:
+        from robench.data.text.labeled_texts import required_modules
+
+        return required_modules(path)
+
     def batches(
         self,
         dataset: Dataset,

@@ -219,6 +219,16 @@ LAYOUTS: dict[str, tuple[_Reader, str]] = {  # layout -> (reader, default text f
     "arrow": (_read_arrow, "text"),
 }
 _SUFFIXES = {".tsv": "glue-tsv", ".csv": "csv", ".jsonl": "jsonl", ".parquet": "parquet"}
+# Layout -> the module of an optional extra its reader imports (robench/_core/extras.py).
+LAYOUT_MODULES = {"parquet": "pyarrow", "arrow": "pyarrow"}
+
+
+def required_modules(path: str | Path, layout: str | None = None) -> dict[str, str]:
+    """Module -> what needs it, for reading `path` (checked before a run loads anything)."""
+    root = Path(path)
+    chosen = layout or (detect_layout(root) if str(path) != BUILTIN and root.exists() else None)
+    module = LAYOUT_MODULES.get(chosen or "")
+    return {module: f"reading {chosen} data ({root})"} if module else {}
 
 
 def detect_layout(root: Path) -> str | None:

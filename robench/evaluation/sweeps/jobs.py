@@ -168,7 +168,11 @@ def _check_model(entry: ModelEntry, cwd: Path, has_plugins: bool) -> None:
     from robench.models.sources.registry import load_source_entry_points, split_source
 
     load_source_entry_points()
-    if split_source(name) is not None:  # hf:, local-dir:, ...: the source checks its target
+    found = split_source(name)
+    if found is not None:  # hf:, local-dir:, ...: the source checks its target when it runs
+        missing = found[0].missing_extra(name)  # but a missing optional extra fails them all
+        if missing is not None:
+            raise missing
         return
     if name.endswith(".toml"):
         if not (cwd / name).is_file():

@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from robench._core.errors import ConfigError
+from robench._core.extras import require
 from robench.evaluation.sweeps.executors import EXECUTORS, Executor
 from robench.evaluation.sweeps.jobs import SweepJob
 from robench.evaluation.sweeps.run_job import base_state, run_job
@@ -85,13 +86,7 @@ class SlurmExecutor(Executor):
         self._queues: dict[str, dict[str, str] | None] = {}  # array id -> squeue's answer
 
     def check(self, jobs: list[SweepJob]) -> None:
-        try:
-            import submitit  # noqa: F401
-        except ImportError:
-            raise ConfigError(
-                "the slurm executor needs submitit, which is not installed; pip install "
-                "'robench[slurm]' (or use executor = \"local\")."
-            ) from None
+        require("submitit", 'the slurm executor (executor = "local" needs nothing)')
         if shutil.which("sbatch") is None:
             raise ConfigError(
                 "the slurm executor submits with sbatch, which is not on PATH; run the sweep on "

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from robench._core.errors import ConfigError
+from robench._core.extras import missing_extra
 from robench._core.lazy import LazyEntry, import_object
 from robench._core.plugins import SOURCE_ENTRY_POINT_GROUP, declared_entry_points
 from robench._core.registry import Registry
@@ -61,6 +62,9 @@ class LazySource(LazyEntry):
     claims: str = ""
     # How errors name where the weights come from ("its hf source" by default).
     weights_from: str = ""
+    # Modules of optional extras its builder imports (robench/_core/extras.py): checked
+    # before anything is loaded.
+    modules: tuple[str, ...] = ()
 
     @property
     def prefix(self) -> str:
@@ -70,8 +74,16 @@ class LazySource(LazyEntry):
     def where(self) -> str:
         return self.weights_from or f"its {self.prefix} source"
 
+    def missing_extra(self, name: str) -> ConfigError | None:
+        """The one-sentence error when a module this source needs is not installed."""
+        return missing_extra({m: f"model {name} (the {self.prefix} source)" for m in self.modules})
+
     def build(self, request: SourceRequest) -> LoadedModel:
-        """The model the builder makes of `request` (imports the builder's module)."""
+        """The model the builder makes of `request` (imports the builder's module), after
+        checking that the optional extras it needs are installed."""
+        error = self.missing_extra(request.name)
+        if error is not None:
+            raise error
         return self.load()(request)  # type: ignore[no-any-return]
 
     def claim(self, name: str) -> bool:
@@ -89,11 +101,13 @@ def register_source(
     *,
     claims: str = "",
     weights_from: str = "",
+    modules: tuple[str, ...] = (),
 ) -> None:
     """Add a source; `builder` is "package.module:function", imported when first used. With
     `claims` ("package.module:predicate") the source has no `PREFIX:`: it takes the plain
-    names its predicate accepts when no checkpoint is given."""
-    source = LazySource(prefix, builder, description, example, claims, weights_from)
+    names its predicate accepts when no checkpoint is given. `modules`: what it imports
+    from optional extras."""
+    source = LazySource(prefix, builder, description, example, claims, weights_from, modules)
     SOURCES.register(prefix)(source)
 
 
@@ -114,6 +128,7 @@ register_source(
     "robench.models.sources.hf_source:from_transformers",
     "a transformers model (image classifier or causal LM) from a folder or the local cache",
     "hf:google/vit-base-patch16-224",
+    modules=("transformers",),
 )
 register_source(
     "timm-pretrained-tag",

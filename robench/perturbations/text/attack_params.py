@@ -76,3 +76,4 @@ class PWWSParams(TextAttackParams):
 
     recipe: ClassVar[str] = "pwws"
     display: ClassVar[str | None] = "PWWS"
+    modules: ClassVar[dict[str, str]] = {"nltk": "PWWS (WordNet synonyms, read with nltk)"}

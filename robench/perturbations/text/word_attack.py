@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from robench._core.extras import require
 from robench.data.text.text_rows import decode_rows, encode_rows
 from robench.perturbations.base import PerSampleAttack
 from robench.perturbations.text.attack_constraints import AttackConstraints
@@ -32,6 +33,8 @@ class WordAttack(PerSampleAttack):
         super().__init__(params)
         self.recipe = RECIPES[params.recipe]
         self.constraints = AttackConstraints(**params.constraint_options())  # type: ignore[arg-type]
+        for module, needed_for in params.modules.items():
+            require(module, needed_for)  # before any sample is attacked, as WordNet below
         if self.recipe.uses_wordnet:
             from robench.perturbations.text.wordnet import wordnet_dir
 

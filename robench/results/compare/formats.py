@@ -105,6 +105,51 @@ def markdown_comparison(cmp: Comparison, ci: bool) -> str:
     return "\n".join(lines)
 
 
+def _markdown_models_as_columns(cmp: Comparison, ci: bool) -> str:
+    """A row per perturbation and metric, a column per model."""
+    header = ["Perturbation", "Metric"] + [_row_label(cmp, row, MARKDOWN) for row in cmp.rows]
+    lines = ["| " + " | ".join(header) + " |", "|---|---|" + "---:|" * len(cmp.rows)]
+    for shown, column in zip(_perturbations(cmp.columns), cmp.columns, strict=True):
+        cells = [MARKDOWN.escape(shown), _header(column, MARKDOWN, False)]
+        cells += [cell_text(cmp, row, column, MARKDOWN, ci) for row in cmp.rows]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _markdown_per_model(cmp: Comparison, ci: bool) -> str:
+    """A table per model (its name above it), a row per perturbation and metric."""
+    blocks = []
+    for row in cmp.rows:
+        lines = [f"{_row_label(cmp, row, MARKDOWN)}:", "", "| Perturbation | Metric | Value |"]
+        lines.append("|---|---|---:|")
+        for shown, column in zip(_perturbations(cmp.columns), cmp.columns, strict=True):
+            cells = [MARKDOWN.escape(shown), _header(column, MARKDOWN, False)]
+            lines.append(
+                "| " + " | ".join([*cells, cell_text(cmp, row, column, MARKDOWN, ci)]) + " |"
+            )
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+MARKDOWN_LAYOUTS: dict[str, Callable[[Comparison, bool], str]] = {
+    "wide": markdown_comparison,
+    "models-as-columns": _markdown_models_as_columns,
+    "per-model": _markdown_per_model,
+}
+
+
+def markdown_fitting(cmp: Comparison, ci: bool, width: int) -> str:
+    """The markdown table in the first of `MARKDOWN_LAYOUTS` (widest first) whose lines all fit
+    `width` characters, else the narrowest: what a pipe or a log gets, where a table wider
+    than the reader's window is unreadable (the paper's shape stays in `-o table.md`)."""
+    rendered = ""
+    for layout in MARKDOWN_LAYOUTS.values():
+        rendered = layout(cmp, ci)
+        if max(cell_len(line) for line in rendered.splitlines()) <= width:
+            break
+    return rendered
+
+
 _LATEX_ESCAPES = {
     "\\": r"\textbackslash{}",
     "&": r"\&",

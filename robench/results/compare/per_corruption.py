@@ -1,8 +1,9 @@
 """The per-corruption table of `robench compare --per-corruption`: a row per corruption, a
-column per model, each cell the top-1 accuracy averaged over the severities present, and a
-last row `mean` (the mean of the rows above). Only corruption x severity results present in
-every report with the same parameters count, so every model is averaged over the same
-severities; the rest are dropped with a note. Best bold, second underlined per row.
+column per model, each cell one metric (top-1 accuracy; mIoU for segmentation) averaged over
+the severities present, and a last row `mean` (the mean of the rows above). Only corruption x
+severity results present in every report with the same parameters count, so every model is
+averaged over the same severities; the rest are dropped with a note. Best bold, second
+underlined per row (direction-aware).
 Rendered in every `robench compare` format (`PER_CORRUPTION_FORMATS`).
 """
 
@@ -14,22 +15,26 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from rich.cells import cell_len
 from rich.table import Table
 
 from robench._core.errors import ConfigError
 from robench.results.compare.comparison import best_marks, comparable_params, row_labels
-from robench.results.compare.formats import LATEX, MARKDOWN, RICH, Markup
+from robench.results.compare.formats import LATEX, MARKDOWN, PLAIN, RICH, Markup
+from robench.results.compare.tables import numeric_width
 from robench.results.report.output_formats import PER_CORRUPTION_FORMATS as PER_CORRUPTION_FORMATS
 from robench.results.report.output_formats import register_format
 from robench.results.report.schema import Report
 from robench.results.stats.aggregates import corruption_groups
+from robench.results.stats.metrics import higher_is_better, metric_display
 
 MEAN_ROW = "mean"
 
 
 @dataclass
 class PerCorruption:
-    """Values in percent: (corruption, model) -> (accuracy, mark)."""
+    """Values in display units (percent for accuracies): (corruption, model) -> (value,
+    mark)."""
 
     corruptions: list[str]  # row labels (`fog`, or `fog @dataset` over several datasets)
     models: list[str]
@@ -37,23 +42,52 @@ class PerCorruption:
     severities: dict[str, list[int]]  # corruption -> the severities averaged
     sources: dict[str, str]
     notes: list[str] = field(default_factory=list)
+    metric: str = "top1"  # the metric averaged
+
+    @property
+    def header(self) -> str:
+        """`Corruption (top-1 %)`: what the label column's rows hold, and in what unit."""
+        display = metric_display(self.metric)
+        return f"Corruption ({display.label}{' ' + display.unit if display.unit else ''})"
+
+    @property
+    def higher_is_better(self) -> bool:
+        return higher_is_better(self.metric, True)
 
 
-def _keyed(report: Report) -> dict[tuple[str, str, int], tuple[str, float]]:
-    """(dataset, corruption, severity) -> (comparable params, top-1 accuracy)."""
+def _keyed(report: Report, metric: str) -> dict[tuple[str, str, int], tuple[str, float]]:
+    """(dataset, corruption, severity) -> (comparable params, the metric's value)."""
     found: dict[tuple[str, str, int], tuple[str, float]] = {}
     for dataset, results in corruption_groups(report).items():
         for r in results:
             key = (dataset, str(r.params["corruption"]), int(r.params.get("severity", 0)))
-            if "top1" in r.metrics:
-                found.setdefault(key, (comparable_params(r.params), r.metrics["top1"].value))
+            if metric in r.metrics:
+                found.setdefault(key, (comparable_params(r.params), r.metrics[metric].value))
     return found
 
 
-def build_per_corruption(reports: Sequence[tuple[str, Report]]) -> PerCorruption:
-    """The per-corruption table of `(path, report)` pairs."""
+def _first_metric(reports: Sequence[tuple[str, Report]]) -> str:
+    """top-1 where the corruption results have it, else their first metric (mIoU)."""
+    metrics = [
+        metric
+        for _, report in reports[:1]
+        for results in corruption_groups(report).values()
+        for result in results
+        for metric in result.metrics
+    ]
+    return "top1" if "top1" in metrics or not metrics else metrics[0]
+
+
+def build_per_corruption(
+    reports: Sequence[tuple[str, Report]], metric: str | None = None
+) -> PerCorruption:
+    """The per-corruption table of `(path, report)` pairs: `metric` averaged over severities
+    (None: top-1, or the task's first metric where there is none, mIoU for segmentation)."""
+    metric = metric or _first_metric(reports)
     labels = row_labels(reports)
-    keyed = [_keyed(report) for _, report in reports]
+    keyed = [_keyed(report, metric) for _, report in reports]
+    scale = metric_display(metric).scale
+    better = higher_is_better(metric, True)
     shared = [k for k in keyed[0] if all(k in other for other in keyed[1:])]
     kept = [k for k in shared if len({found[k][0] for found in keyed}) == 1]
     dropped = sorted({k for found in keyed for k in found} - set(kept))
@@ -73,10 +107,10 @@ def build_per_corruption(reports: Sequence[tuple[str, Report]]) -> PerCorruption
         if row == MEAN_ROW:
             values = [sum(means[m]) / len(means[m]) for m in labels]
         else:
-            values = [100 * sum(found[k][1] for k in keys) / len(keys) for found in keyed]
+            values = [scale * sum(found[k][1] for k in keys) / len(keys) for found in keyed]
             for model, value in zip(labels, values, strict=True):
                 means[model].append(value)
-        for model, value, mark in zip(labels, values, best_marks(values, True), strict=True):
+        for model, value, mark in zip(labels, values, best_marks(values, better), strict=True):
             cells[row, model] = (value, mark)
     notes = []
     if dropped:
@@ -93,6 +127,7 @@ def build_per_corruption(reports: Sequence[tuple[str, Report]]) -> PerCorruption
         severities={row: sorted(s for _, _, s in keys) for row, keys in rows.items()},
         sources={label: path for label, (path, _) in zip(labels, reports, strict=True)},
         notes=notes,
+        metric=metric,
     )
 
 
@@ -103,7 +138,7 @@ def _text(table: PerCorruption, row: str, model: str, markup: Markup) -> str:
 
 
 def _lines(table: PerCorruption, markup: Markup) -> list[list[str]]:
-    header = ["Corruption (top-1 %) " + markup.arrows[True]]
+    header = [markup.escape(table.header) + " " + markup.arrows[table.higher_is_better]]
     body = [
         [markup.escape(row)] + [_text(table, row, m, markup) for m in table.models]
         for row in table.corruptions
@@ -116,6 +151,27 @@ def markdown_per_corruption(table: PerCorruption) -> str:
     header, *body = _lines(table, MARKDOWN)
     lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * len(table.models)]
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in body])
+
+
+def _markdown_long(table: PerCorruption) -> str:
+    """A row per corruption and model: as narrow as a model name, however many models."""
+    header, *body = _lines(table, MARKDOWN)
+    lines = [f"| {header[0]} | Model | Value |", "|---|---|---:|"]
+    for row in body:
+        lines += [
+            f"| {row[0] if i == 0 else ''} | {model} | {value} |"
+            for i, (model, value) in enumerate(zip(header[1:], row[1:], strict=True))
+        ]
+    return "\n".join(lines)
+
+
+def markdown_per_corruption_fitting(table: PerCorruption, width: int) -> str:
+    """The markdown table with a column per model where its lines fit `width` characters,
+    else a row per corruption and model (what a pipe or a log gets)."""
+    wide = str(markdown_per_corruption(table))
+    if max(cell_len(line) for line in wide.splitlines()) <= width:
+        return wide
+    return _markdown_long(table)
 
 
 @register_format("per-corruption", "latex")
@@ -131,10 +187,13 @@ def latex_per_corruption(table: PerCorruption) -> str:
 @register_format("per-corruption", "rich")
 def rich_per_corruption(table: PerCorruption) -> Table:
     header, *body = _lines(table, RICH)
-    shown = Table(title="top-1 accuracy per corruption (mean over severities)")
+    name = metric_display(table.metric).label
+    shown = Table(title=f"{name} per corruption (mean over severities)", title_justify="left")
     shown.add_column(header[0], overflow="fold")
-    for model in header[1:]:
-        shown.add_column(model, justify="right", no_wrap=True)
+    for i, model in enumerate(header[1:], start=1):
+        # As wide as its numbers: a long model name wraps after '-' or '_', never a number.
+        width = numeric_width([line[i] for line in _lines(table, PLAIN)[1:]], model, True)
+        shown.add_column(model, justify="right", min_width=width, overflow="fold")
     for i, row in enumerate(body):
         shown.add_row(*row, end_section=i == len(body) - 2)
     return shown

@@ -156,11 +156,21 @@ SANITY_HEADER = ["Sanity check", "Status", "Detail"]
 DIAGNOSTIC_HEADER = ["Diagnostic", "Values (scalars; per-layer lists in the report)"]
 
 
+def _scalars(values: Mapping[str, Any]) -> list[str]:
+    return [f"{k} {v:.4g}" for k, v in values.items() if isinstance(v, int | float)]
+
+
 def diagnostic_rows(report: Report) -> list[list[str]]:
+    return [[d.name, ", ".join(_scalars(d.values)) or "-"] for d in report.diagnostics]
+
+
+def diagnostic_lines(report: Report) -> list[list[str]]:
+    """A row per scalar, the diagnostic named on its first: a markdown table cannot wrap, and
+    six scalars side by side are wider than a terminal."""
     rows = []
     for d in report.diagnostics:
-        scalars = [f"{k} {v:.4g}" for k, v in d.values.items() if isinstance(v, int | float)]
-        rows.append([d.name, ", ".join(scalars) or "-"])
+        scalars = _scalars(d.values) or ["-"]
+        rows += [[d.name if i == 0 else "", text] for i, text in enumerate(scalars)]
     return rows
 
 
@@ -253,9 +263,20 @@ def _markdown(header: list[str], rows: list[list[str]]) -> list[str]:
 
 @register_format("report", "markdown")
 def markdown_table(report: Report) -> str:
+    return markdown_fitting(report)
+
+
+def markdown_fitting(report: Report, width: int | None = None) -> str:
+    """The report's markdown tables; with `width`, the results in the narrower of two shapes
+    where the first's lines are wider (the direction beside the metric, the interval beside
+    the value): what `robench eval` prints on a pipe."""
     lines = _markdown(results_header(report), report_rows(report))
+    if width is not None and max(cell_len(line) for line in lines) > width:
+        header = ["Perturbation", "Metric", f"{value_header(report)} [95% CI]", "n"]
+        rows = [[p, f"{m} {a}", f"{v} {ci}", n] for p, m, a, v, ci, n in report_rows(report)]
+        lines = _markdown(header, rows)
     if report.diagnostics:
-        lines += ["", *_markdown(DIAGNOSTIC_HEADER, diagnostic_rows(report))]
+        lines += ["", *_markdown(DIAGNOSTIC_HEADER, diagnostic_lines(report))]
     if report.sanity:
         lines += ["", *_markdown(SANITY_HEADER, sanity_rows(report))]
     return "\n".join(lines)
