@@ -313,12 +313,32 @@ def test_a_suite_of_the_toml_shape_and_a_dataloader_of_pairs() -> None:
     assert robench.evaluate is robench.api.evaluate
 
 
+def test_task_picks_the_default_suite_of_a_model_given_by_name() -> None:
+    """The default "smoke" is the smoke suite of `task=` for a model the engine loads by name
+    (whose own task is known only once loaded)."""
+    report = robench.evaluate(
+        "transformer_lm_nano_pydocs", task="language-modeling", limit=2, progress=False
+    )
+    assert report.task == "language-modeling" and report.suite.name == "text-smoke"
+
+
 # --- item 6: bad input is one sentence, a ValueError, and nothing is written ----------------
 
 
 class TupleNet(SmallNet):
     def forward(self, x: torch.Tensor) -> Any:  # type: ignore[override]
         return super().forward(x), x
+
+
+class RGBSegmenter(nn.Module):
+    """Per-pixel logits of RGB images: it cannot run on Fashion-MNIST's one channel."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 11, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(x)
 
 
 def _bad_dataloader() -> Any:
@@ -364,6 +384,22 @@ BAD_INPUTS: dict[str, tuple[Any, dict[str, Any], str]] = {
     ),
     "model on another device": (SmallNet, {"device": "cuda:0"}, "the model is on cpu"),
     "unknown keyword": (SmallNet, {"batchsize": 8}, "Did you mean 'batch_size'"),
+    "an engine field as a keyword": (SmallNet, {"command": ["x"]}, "option 'command'"),
+    "a module that cannot run on the built-in data": (
+        RGBSegmenter,
+        {"data": None},
+        "cannot run on image-classification inputs of shape (2, 1, 28, 28)",
+    ),
+    "model_name with a model given by name": (
+        lambda: "vit_nano_fmnist",
+        {"model_name": "mine", "data": None},
+        "model_name describe a model held in memory",
+    ),
+    "an EvalRequest with options beside it": (
+        lambda: robench.EvalRequest(suite="smoke", data=None, out=Path("unused.json")),
+        {},
+        "an EvalRequest holds the whole evaluation",
+    ),
 }
 
 

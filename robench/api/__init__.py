@@ -1,12 +1,15 @@
 """The Python API: `robench.evaluate(model, suite, data, **options) -> Report`.
 
 Owns the entry points a Python caller uses with a model and data held in memory; it runs the
-engine `robench eval` runs (robench/evaluation), so both give the same numbers. It may import
-every part below it (evaluation, training, tasks, models, data, results, _core) and not `cli`
-(which does not import it either). Implementation in `_`-prefixed modules:
+engine `robench eval` runs (robench/evaluation), so both give the same numbers; `cli` does not
+import it, nor it `cli`. Implementation in `_`-prefixed modules:
 `_evaluate.py` (the function and its keywords), `_models.py` (a module -> `LoadedModel`),
 `_data.py` (in-memory data -> what a task opens), `_caller_state.py` (the caller's model left
 as it was), `_progress.py`.
+
+May import: every part below it (`robench.evaluation`, `robench.training`, `robench.tasks`,
+`robench.perturbations`, `robench.diagnostics`, `robench.models`, `robench.data`,
+`robench.results`, `robench._core`).
 """
 
 from __future__ import annotations

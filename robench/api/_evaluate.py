@@ -19,6 +19,7 @@ from torch import nn
 from typing_extensions import Unpack
 
 from robench._core.errors import EXIT_USAGE, ConfigError, InputError, RobenchError
+from robench._core.registry import did_you_mean
 from robench.api._caller_state import preserved
 from robench.api._data import as_engine_data, float_image_size
 from robench.api._models import ModelOptions, given_spec, wrap_model
@@ -26,7 +27,7 @@ from robench.api._progress import make_progress
 from robench.evaluation.options import KEYWORDS, EvalOptions, EvalTarget
 from robench.evaluation.request import EvalRequest
 from robench.evaluation.request import evaluate as run_request
-from robench.evaluation.request_options import check_keywords, request_from_options
+from robench.evaluation.request_options import request_from_options
 from robench.evaluation.suites import LoadedSuite, load_suite, suite_from_data
 from robench.models.loaded_model import LoadedModel
 from robench.models.spec import ModelSpec
@@ -61,6 +62,22 @@ def option_names() -> list[str]:
     """Every keyword `evaluate` takes in **options: `robench eval`'s options (one table,
     `robench.evaluation.options.EVAL_OPTIONS`), by their Python names."""
     return [name for name in KEYWORDS if name not in EvalTarget.__annotations__]
+
+
+# evaluate's own keywords besides **options, for the close matches of a misspelt one.
+_OWN_KEYWORDS = ("task", "model_name", "preprocessing", "tokenizer", "image_processor", "progress")
+
+
+def _check_keywords(options: Mapping[str, Any]) -> None:
+    """Refuse a keyword that is no option (nor one of the engine's compound fields,
+    `overrides`, `speed`, `data_options`, `command`, which the options fold into)."""
+    known = option_names()
+    for name in options:
+        if name not in known:
+            hint = did_you_mean(name, [*known, *_OWN_KEYWORDS], "evaluation option")[:-1]
+            raise ConfigError(
+                f"{hint} (`robench eval --help` describes each; its flag --x-y is the keyword x_y)."
+            )
 
 
 def _suite(
@@ -112,6 +129,22 @@ def _refuse_named_model_options(loaded: LoadedModel | None, options: dict[str, A
         )
 
 
+def _refuse_memory_options(loaded: LoadedModel | None, options: ModelOptions) -> None:
+    """A model loaded by name takes its name and tokenizer or image processor from its
+    source; the keywords that describe a model held in memory would be ignored."""
+    given = {
+        "model_name": options.name,
+        "tokenizer": options.tokenizer,
+        "image_processor": options.image_processor,
+    }
+    named = [name for name, value in given.items() if value is not None]
+    if loaded is None and named:
+        raise ConfigError(
+            f"{', '.join(named)} describe a model held in memory, and this model is loaded by "
+            "name, which gives its own; drop them (or pass the model object)."
+        )
+
+
 def _run(
     model: Any,
     suite: Any,
@@ -121,7 +154,7 @@ def _run(
     progress: bool,
     options: dict[str, Any],
 ) -> Report:
-    check_keywords(options)
+    _check_keywords(options)
     if options.get("resume") and out is None:
         raise ConfigError(
             "resume=True continues the per-sample results of an earlier run saved with out=; "
@@ -137,11 +170,12 @@ def _run(
         model_options.data_name = load_task(named).default_data if named in TASKS else None
     loaded = _wrap(model, model_options)
     _refuse_named_model_options(loaded, options)
+    _refuse_memory_options(loaded, model_options)
     spec = given_spec(model_options.preprocessing) if loaded is None else ModelSpec()
     with tempfile.TemporaryDirectory(prefix="robench-") as scratch:
         request = request_from_options(
             **options,
-            suite=_suite(suite, loaded.task if loaded is not None else None),
+            suite=_suite(suite, loaded.task if loaded is not None else model_options.task),
             data=engine_data,
             out=Path(out) if out is not None else Path(scratch) / "report.json",
             model=model if isinstance(model, str) else None,
@@ -149,6 +183,16 @@ def _run(
             command=["robench.evaluate"],
         )
         return run_request(request, progress=make_progress(progress), model=loaded)
+
+
+def _run_engine_request(request: EvalRequest, alone: bool, progress: bool) -> Report:
+    """An `EvalRequest` (every option set in it; it writes its report to `request.out`)."""
+    if not alone:
+        raise ConfigError(
+            "an EvalRequest holds the whole evaluation; pass it alone "
+            "(robench.evaluate(request)) and set its options in it (dataclasses.replace)."
+        )
+    return run_request(request, progress=make_progress(progress))
 
 
 def evaluate(
@@ -205,10 +249,11 @@ def evaluate(
         tokenizer=tokenizer,
         image_processor=image_processor,
     )
-    if isinstance(model, EvalRequest):  # the engine's own form, as robench.evaluate took it
-        return run_request(model, progress=make_progress(progress))
     module = model if isinstance(model, nn.Module) else None
     try:
+        if isinstance(model, EvalRequest):  # the engine's own form, as robench eval runs it
+            alone = not options and data is None and suite == DEFAULT_SUITE
+            return _run_engine_request(model, alone and model_options == ModelOptions(), progress)
         with preserved(module):
             given = {name: value for name, value in options.items() if name != "out"}
             return _run(model, suite, data, options.get("out"), model_options, progress, given)

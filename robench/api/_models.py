@@ -230,6 +230,10 @@ def wrap_model(module: nn.Module, options: ModelOptions) -> LoadedModel:
     return check_outputs(loaded)
 
 
+# What a forward pass on inputs of the wrong size or kind raises.
+_FORWARD_ERRORS = (RuntimeError, ValueError, TypeError, IndexError, AttributeError)
+
+
 def _blank_inputs(loaded: LoadedModel) -> torch.Tensor:
     """Two blank inputs of the task: images of the input size, token ids, or texts."""
     device = next(loaded.model.parameters(), torch.empty(0)).device
@@ -243,8 +247,13 @@ def _blank_inputs(loaded: LoadedModel) -> torch.Tensor:
 
 
 def _output_dims(loaded: LoadedModel) -> int:
-    with torch.no_grad():
-        found = loaded.model(_blank_inputs(loaded))
+    """The dimensions of the model's output on blank inputs; -1 when it returns no tensor
+    or cannot run on them (`check_outputs` then says so in one sentence)."""
+    try:
+        with torch.no_grad():
+            found = loaded.model(_blank_inputs(loaded))
+    except _FORWARD_ERRORS:
+        return -1
     return found.dim() if isinstance(found, torch.Tensor) else -1
 
 
@@ -265,7 +274,7 @@ def check_outputs(loaded: LoadedModel) -> LoadedModel:
     try:
         with torch.no_grad():
             found = loaded.model(inputs)
-    except (RuntimeError, ValueError, TypeError, IndexError, AttributeError) as exc:
+    except _FORWARD_ERRORS as exc:
         raise ConfigError(
             f"{loaded.name} cannot run on {loaded.task} inputs of shape {tuple(inputs.shape)} "
             f"({first_line(exc)}); give preprocessing=dict(size=(C, H, W)) for the input size "
