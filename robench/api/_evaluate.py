@@ -220,7 +220,8 @@ def evaluate(
         suite's task for an image network); `task=` overrides.
     suite: a shipped suite's name or a TOML path; or entries built in Python, validated as a
         file is: a dict of the file's shape, or a list of `[[perturbations]]` entries. The
-        default "smoke" stands for the model's task's smoke suite.
+        default "smoke" stands for the model's task's smoke suite (for a model given by name,
+        the smoke suite of `task=`, else "smoke").
     data: a name or path as `--data` takes it (None: the task's built-in data); a torch
         Dataset of (image, label), (image, mask) or (text, label) items; a DataLoader (read
         once); tensors `(x, y)`; a list of strings (language modelling) or of (text, label)
@@ -228,11 +229,13 @@ def evaluate(
     task: the task to evaluate the model on, overriding what is inferred.
     out: where to write the report (and its `.samples.jsonl` store, for `resume=True`);
         None writes nothing.
-    model_name: the model's name in the report (default: its class name).
+    model_name: a model object's name in the report (default: its class name).
     preprocessing: `dict(mean=..., std=..., size=(C, H, W), interpolation=..., crop_pct=...)`
         (pixel units in [0, 1]): normalisation goes inside the wrapped model, so eps stays in
         pixel units; for a model given by name, the same as --mean/--std/--input-size.
-    tokenizer, image_processor: a transformers model's, when not saved at its name_or_path.
+    tokenizer, image_processor: a transformers model's, when not saved at its name_or_path
+        (a robench word-level model: tokenizer= its Vocabulary). A model given by name takes
+        none of model_name, tokenizer and image_processor: its source gives them.
     progress: show a progress bar in a terminal or notebook (else log records); False: none.
     **options: `robench eval`'s options by their Python names (`option_names()`): limit,
         batch_size, seed, device, resume, overwrite, sanity, target_halfwidth, amp,
