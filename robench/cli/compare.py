@@ -11,6 +11,7 @@ import typer
 from rich.markup import escape
 
 from robench._core.errors import ConfigError
+from robench._core.overwrite_guard import refuse_overwriting_inputs
 from robench.cli._output import err, handle_errors, out
 from robench.results.compare.formats import COMPARE_FORMATS
 from robench.results.report.output_formats import file_formats, format_for_suffix
@@ -141,6 +142,8 @@ def compare_command(
       robench compare runs/fmn.json --at-eps 1/255,3/255 --ci
       robench compare base.json new.json -o page.html --gate gate.json
     """
+    inputs = [("REPORT", path) for path in reports] + [("--reference", reference), ("--gate", gate)]
+    refuse_overwriting_inputs({"--output": output}, inputs, "compare")
     name = _format_name(fmt, output)
     if gate is not None and name != "html":
         raise ConfigError(f"--gate is shown on the html page only; add --format html ({name}).")
