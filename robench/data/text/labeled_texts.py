@@ -17,13 +17,14 @@ GLUE, "text" and "label" otherwise). Class names come from the data when it has 
 from __future__ import annotations
 
 import csv
+import io
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from robench._core.errors import DataError
+from robench._core.errors import DataError, first_line
 
 BUILTIN = "python-docs-sections"  # paragraphs of the Python docs by part (docs_sections.py)
 SPLIT_NAMES = {  # accepted split name -> the names files of that split may carry
@@ -60,7 +61,15 @@ class LabeledTexts:
 class _Columns:
     texts: list[Any]
     labels: list[Any] | None  # None: the split has no label column
+    source: Path  # the file (or arrow folder) read, for messages
     names: list[str] | None = None  # class names the data declares
+    lines: list[int] | None = None  # each row's line in `source` (csv, tsv, jsonl)
+
+    def where(self, row: int) -> str:
+        """Where row `row` is, as a message names it: "line 3 of FILE" or "row 3 of FILE"."""
+        if self.lines is not None:
+            return f"line {self.lines[row]} of {self.source}"
+        return f"row {row + 1} of {self.source}"
 
 
 def _split_file(root: Path, split: str, suffix: str, layout: str) -> Path:
@@ -78,30 +87,74 @@ def _split_file(root: Path, split: str, suffix: str, layout: str) -> Path:
     )
 
 
-def _column(rows: Sequence[dict[str, Any]], field: str, path: Path, what: str) -> list[Any]:
-    if rows and field not in rows[0]:
+def _rows_columns(
+    rows: list[tuple[int, dict[Any, Any]]], path: Path, text: str, label: str
+) -> _Columns:
+    """The text and label columns of rows read with their line numbers; the first row
+    decides which columns the file has, every row must then have them."""
+    lines = [number for number, _ in rows]
+    if rows and text not in rows[0][1]:
+        keys = ", ".join(str(k) for k in rows[0][1] if k is not None)
         raise DataError(
-            f"{path} has no {what} column {field!r} (it has {', '.join(map(str, rows[0]))}); "
-            f"name it with --{what}-field."
+            f"{path} has no text column {text!r} (it has {keys}); name it with --text-field."
         )
-    return [row.get(field) for row in rows]
+    texts = [row.get(text) for _, row in rows]
+    labels = [row.get(label) for _, row in rows] if rows and label in rows[0][1] else None
+    return _Columns(texts, labels, path, lines=lines)
 
 
-def _rows_columns(rows: list[dict[str, Any]], path: Path, text: str, label: str) -> _Columns:
-    texts = _column(rows, text, path, "text")
-    labels = _column(rows, label, path, "label") if rows and label in rows[0] else None
-    return _Columns(texts, labels)
+def _utf8_text(path: Path) -> str:
+    """The text of a UTF-8 file (a leading byte-order mark dropped, as spreadsheets write
+    one); one sentence naming the line of the first byte that is not UTF-8."""
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = raw.count(b"\n", 0, error.start) + 1
+        raise DataError(
+            f"line {line} of {path} is not UTF-8 text (byte {error.start}); robench reads UTF-8 "
+            "text data: convert the file (e.g. `iconv -f latin1 -t UTF-8`)."
+        ) from None
 
 
 def _read_delimited(path: Path, text: str, label: str, delimiter: str) -> _Columns:
-    with path.open(encoding="utf-8", newline="") as handle:
-        # GLUE's TSVs are not quoted: a sentence may hold a lone '"'.
-        if delimiter == "\t":
-            reader = csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
+    handle = io.StringIO(_utf8_text(path), newline="")
+    if delimiter == "\t":  # GLUE's TSVs are not quoted: a sentence may hold a lone '"'
+        reader = csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
+    else:
+        # strict: a quote left open or text after a closing quote is an error, not a text
+        # that swallows the rest of the file
+        reader = csv.DictReader(handle, delimiter=delimiter, strict=True)
+    rows = []
+    try:
+        for row in reader:
+            _check_fields(row, reader, path)
+            rows.append((reader.line_num, row))
+    except csv.Error as error:
+        line = reader.line_num + 1  # the line being read when the error came
+        if "field limit" in str(error):
+            fix = f"split texts longer than {csv.field_size_limit()} characters"
         else:
-            reader = csv.DictReader(handle, delimiter=delimiter)
-        rows = list(reader)
+            fix = 'put fields holding a comma, quote or line break in double quotes ("" inside)'
+        raise DataError(
+            f"line {line} of {path} cannot be read as {_DELIMITED[delimiter]} ({error}); {fix}."
+        ) from None
     return _rows_columns(rows, path, text, label)
+
+
+_DELIMITED = {"\t": "tab-separated values", ",": "CSV"}
+
+
+def _check_fields(row: dict[Any, Any], reader: csv.DictReader, path: Path) -> None:
+    """Refuse a row with more fields than the header (DictReader keeps them under None): an
+    unquoted comma in a text would otherwise cut the text and shift its label."""
+    if None in row:
+        header = len(reader.fieldnames or ())
+        raise DataError(
+            f"line {reader.line_num} of {path} has {header + len(row[None])} fields but the "
+            f"header has {header}; quote fields that hold the delimiter, or remove the extra "
+            "fields."
+        )
 
 
 def _read_glue(root: Path, split: str, text: str, label: str) -> _Columns:
@@ -115,7 +168,7 @@ def _read_csv(root: Path, split: str, text: str, label: str) -> _Columns:
 def _read_jsonl(root: Path, split: str, text: str, label: str) -> _Columns:
     path = _split_file(root, split, ".jsonl", "jsonl")
     rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(_utf8_text(path).splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -127,7 +180,7 @@ def _read_jsonl(root: Path, split: str, text: str, label: str) -> _Columns:
             ) from None
         if not isinstance(record, dict):
             raise DataError(f"line {number} of {path} is not a JSON object; write one per line.")
-        rows.append(record)
+        rows.append((number, record))
     return _rows_columns(rows, path, text, label)
 
 
@@ -140,14 +193,26 @@ def _table_columns(table: Any, path: Path, text: str, label: str) -> _Columns:
             "--text-field."
         )
     labels = table.column(label).to_pylist() if label in names else None
-    metadata = (table.schema.metadata or {}).get(b"huggingface")
-    features = json.loads(metadata).get("info", {}).get("features", {}) if metadata else {}
-    return _Columns(table.column(text).to_pylist(), labels, _class_names(features, label))
+    features = _hub_features((table.schema.metadata or {}).get(b"huggingface"))
+    return _Columns(table.column(text).to_pylist(), labels, path, _class_names(features, label))
+
+
+def _hub_features(metadata: bytes | None) -> dict[str, Any]:
+    """The features a Hugging Face parquet file declares in its schema metadata, if any."""
+    try:
+        info = json.loads(metadata).get("info", {}) if metadata else {}
+        features = info.get("features", {})
+    except (ValueError, AttributeError):  # metadata another writer put under that key
+        return {}
+    return features if isinstance(features, dict) else {}
 
 
 def _class_names(features: dict[str, Any], label: str) -> list[str] | None:
-    feature = features.get(label) or {}
-    return list(feature["names"]) if feature.get("_type") == "ClassLabel" else None
+    feature = features.get(label)
+    if not isinstance(feature, dict) or feature.get("_type") != "ClassLabel":
+        return None
+    names = feature.get("names")
+    return [str(name) for name in names] if isinstance(names, list) else None
 
 
 def _parquet_files(root: Path, split: str) -> list[Path]:
@@ -166,15 +231,56 @@ def _parquet_files(root: Path, split: str) -> list[Path]:
 def _read_parquet(root: Path, split: str, text: str, label: str) -> _Columns:
     pyarrow, parquet = _pyarrow("parquet")
     files = _parquet_files(root, split)
-    table = pyarrow.concat_tables([parquet.read_table(f) for f in files])
+    tables = []
+    for file in files:
+        try:
+            tables.append(parquet.read_table(file))
+        except (pyarrow.ArrowException, OSError) as error:
+            raise DataError(
+                f"{file} is not a readable parquet file ({_arrow_reason(error)}); pass a parquet "
+                "file as pandas, pyarrow or `datasets` write it."
+            ) from None
+    try:
+        table = pyarrow.concat_tables(tables)
+    except pyarrow.ArrowException as error:
+        raise DataError(
+            f"the {split} parquet files of {root} do not share one schema "
+            f"({_arrow_reason(error)}); give every file the same columns and types."
+        ) from None
     return _table_columns(table, files[0], text, label)
+
+
+def _arrow_reason(error: Exception) -> str:
+    """pyarrow's reason, without the path it repeats and the sentences after the first:
+    "Could not open Parquet input source 'x': Parquet magic bytes not found in footer. ..."."""
+    return first_line(error).split(". ")[0].rsplit("': ", 1)[-1]
+
+
+def _json_file(path: Path, what: str) -> Any:
+    """A JSON file of a `save_to_disk` folder; one sentence when it is missing or cut off."""
+    try:
+        return json.loads(_utf8_text(path))
+    except FileNotFoundError:
+        problem = "is missing"
+    except json.JSONDecodeError as error:
+        problem = f"is not valid JSON ({error.msg}: line {error.lineno} column {error.colno})"
+    raise DataError(
+        f"{path} ({what} of a `datasets` save_to_disk folder) {problem}; save the dataset "
+        "again with save_to_disk, or pass another folder."
+    )
 
 
 def _arrow_split_dir(root: Path, split: str) -> Path:
     """The Dataset folder of `split` in a `save_to_disk` DatasetDict (or `root`, a Dataset)."""
     if (root / "state.json").is_file():
         return root
-    splits = json.loads((root / "dataset_dict.json").read_text())["splits"]
+    listing = _json_file(root / "dataset_dict.json", "the list of splits")
+    splits = listing.get("splits") if isinstance(listing, dict) else None
+    if not isinstance(splits, list) or not all(isinstance(name, str) for name in splits):
+        raise DataError(
+            f'{root / "dataset_dict.json"} has no list of split names under "splits"; save '
+            "the dataset again with save_to_disk, or pass another folder."
+        )
     for name in SPLIT_NAMES.get(split, (split,)):
         if name in splits:
             return root / name
@@ -183,18 +289,38 @@ def _arrow_split_dir(root: Path, split: str) -> Path:
     )
 
 
+def _arrow_files(folder: Path) -> list[Path]:
+    state = _json_file(folder / "state.json", "the split's state")
+    entries = state.get("_data_files") if isinstance(state, dict) else None
+    if not isinstance(entries, list) or not all(
+        isinstance(entry, dict) and isinstance(entry.get("filename"), str) for entry in entries
+    ):
+        raise DataError(
+            f'{folder / "state.json"} lists no data files under "_data_files"; save the '
+            "dataset again with save_to_disk, or pass another folder."
+        )
+    return [folder / entry["filename"] for entry in entries]
+
+
 def _read_arrow(root: Path, split: str, text: str, label: str) -> _Columns:
     pyarrow, _ = _pyarrow("ipc")
     folder = _arrow_split_dir(root, split)
-    state = json.loads((folder / "state.json").read_text())
     tables = []
-    for entry in state["_data_files"]:  # arrow stream files, in order
-        with pyarrow.memory_map(str(folder / entry["filename"])) as source:
-            tables.append(pyarrow.ipc.open_stream(source).read_all())
+    for file in _arrow_files(folder):  # arrow stream files, in order
+        try:
+            with pyarrow.memory_map(str(file)) as source:
+                tables.append(pyarrow.ipc.open_stream(source).read_all())
+        except (pyarrow.ArrowException, OSError) as error:
+            raise DataError(
+                f"{file} is not a readable arrow stream ({_arrow_reason(error)}); save the dataset "
+                "again with save_to_disk, or pass another folder."
+            ) from None
     table = pyarrow.concat_tables(tables)
-    info = json.loads((folder / "dataset_info.json").read_text())
+    info = _json_file(folder / "dataset_info.json", "the split's features")
+    features = info.get("features") if isinstance(info, dict) else None
     columns = _table_columns(table, folder, text, label)
-    return _Columns(columns.texts, columns.labels, _class_names(info.get("features", {}), label))
+    names = _class_names(features if isinstance(features, dict) else {}, label)
+    return _Columns(columns.texts, columns.labels, folder, names)
 
 
 def _pyarrow(module: str) -> tuple[Any, Any]:
@@ -281,19 +407,79 @@ def read_labeled_texts(
         raise DataError(f"text data {root} does not exist; pass a file or folder that does.")
     chosen = layout or detect_layout(root)
     if chosen not in LAYOUTS:
-        raise DataError(
-            f"cannot tell the layout of {root}{f' ({chosen!r} is unknown)' if chosen else ''}; "
-            f"pass --layout, one of {', '.join(LAYOUTS)}."
-        )
+        raise _unknown_layout(root, chosen)
     reader, default_text = LAYOUTS[chosen]
     split = split or ("validation" if chosen == "glue-tsv" else "test")
-    columns = reader(root, split, text_field or default_text, label_field)
-    if columns.labels is None or any(v is None or v == "" for v in columns.labels):
+    text_field = text_field or default_text
+    columns = reader(root, split, text_field, label_field)
+    texts = _checked_texts(columns, text_field)
+    labels = _checked_labels(columns, split, label_field)
+    classes, indices = _classes_and_indices(labels, columns.names, f"{root} ({split})")
+    return LabeledTexts(texts, indices, classes, root, chosen, split)
+
+
+def _unknown_layout(root: Path, chosen: str | None) -> DataError:
+    if chosen is not None:  # named by a suite's [datasets.NAME] layout
+        return DataError(
+            f"{chosen!r} is not a text-data layout, so {root} cannot be read; set the suite "
+            f"dataset's layout to one of {', '.join(LAYOUTS)}."
+        )
+    return DataError(
+        f"cannot tell the layout of {root}: labelled texts are a .tsv, .csv, .jsonl or .parquet "
+        "file, a folder of SPLIT files in one of those formats, or a `datasets` save_to_disk "
+        "folder (docs/text-data.md); pass such data with --data."
+    )
+
+
+def _checked_texts(columns: _Columns, field: str) -> tuple[str, ...]:
+    """The texts, each a string; one sentence for a row without one or a file of none."""
+    if not columns.texts:
         raise DataError(
-            f"the {split} split of {root} has no labels under {label_field!r}; evaluate a "
+            f"{columns.source} holds no texts (a header or schema but no rows); add labelled "
+            "texts, or pass another file with --data."
+        )
+    for row, text in enumerate(columns.texts):
+        if text is None:
+            raise DataError(
+                f"{columns.where(row)} has no text under {field!r}; give every row its text, "
+                "or name the text column with --text-field."
+            )
+        if not isinstance(text, str):
+            raise DataError(
+                f"{columns.where(row)} has {type(text).__name__} {str(text)[:40]!r} under "
+                f"{field!r}, not a string; store texts as strings, or name the text column "
+                "with --text-field."
+            )
+    if not any(text.strip() for text in columns.texts):
+        raise DataError(
+            f"every text under {field!r} in {columns.source} is empty; fill in the texts, or "
+            "name the text column with --text-field."
+        )
+    return tuple(columns.texts)
+
+
+def _checked_labels(columns: _Columns, split: str, field: str) -> list[Any]:
+    """The labels, each a number or a string; one sentence for a split without them or a row
+    without one."""
+    if columns.labels is None:
+        raise DataError(
+            f"the {split} split of {columns.source} has no labels under {field!r}; evaluate a "
             "labelled split (GLUE's test.tsv has none: use --split validation) or name the "
             "label column with --label-field."
         )
-    classes, labels = _classes_and_indices(columns.labels, columns.names, f"{root} ({split})")
-    texts = tuple(str(t) for t in columns.texts)
-    return LabeledTexts(texts, labels, classes, root, chosen, split)
+    labels = []
+    for row, label in enumerate(columns.labels):
+        if label is None or (isinstance(label, str) and not label.strip()):
+            raise DataError(
+                f"{columns.where(row)} has no label under {field!r}; label every row, or "
+                "evaluate a labelled split."
+            )
+        if isinstance(label, float) and label.is_integer():
+            label = int(label)  # a column of whole numbers stored as floats (pandas with NaN)
+        if not isinstance(label, int | str):  # bool is an int: true/false are two classes
+            raise DataError(
+                f"{columns.where(row)} has {type(label).__name__} {str(label)[:40]!r} as its "
+                f"label under {field!r}; labels are class indices (0, 1, ...) or class names."
+            )
+        labels.append(label)
+    return labels
