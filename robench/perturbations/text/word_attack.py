@@ -33,9 +33,9 @@ class WordAttack(PerSampleAttack):
         self.recipe = RECIPES[params.recipe]
         self.constraints = AttackConstraints(**params.constraint_options())  # type: ignore[arg-type]
         if self.recipe.uses_wordnet:
-            from robench.perturbations.text.wordnet import wordnet_dir
+            from robench.perturbations.text.wordnet import check_wordnet
 
-            wordnet_dir()  # a missing WordNet is one sentence before any sample is attacked
+            check_wordnet()  # a missing or broken WordNet: one sentence before any sample
 
     def perturb_samples(
         self,
