@@ -145,3 +145,10 @@ def test_parquet_with_a_number_column_as_text(tmp_path: Path) -> None:
     parquet.write_table(table, tmp_path / "a.parquet")
     with pytest.raises(DataError, match=r"row 1 of .*a.parquet has int '1' under 'text'"):
         read_labeled_texts(tmp_path / "a.parquet")
+
+
+def test_a_split_name_that_is_none_is_refused_for_one_file(tmp_path: Path) -> None:
+    path = _write("a.jsonl", _jsonl(GOOD))(tmp_path)
+    with pytest.raises(DataError, match=r"a.jsonl is one file, .* --split trian is no split"):
+        read_labeled_texts(path, "trian")
+    assert read_labeled_texts(path, "test").texts == (GOOD["text"],)  # read whole

@@ -409,6 +409,12 @@ def read_labeled_texts(
     if chosen not in LAYOUTS:
         raise _unknown_layout(root, chosen)
     reader, default_text = LAYOUTS[chosen]
+    if split is not None and root.is_file() and split not in SPLIT_NAMES:
+        raise DataError(
+            f"{root} is one file, read whole as one split, and --split {split} is no split "
+            f"name ({', '.join(SPLIT_NAMES)}); leave --split out, or pass a folder of "
+            "SPLIT files."
+        )
     split = split or ("validation" if chosen == "glue-tsv" else "test")
     text_field = text_field or default_text
     columns = reader(root, split, text_field, label_field)
