@@ -153,7 +153,7 @@ def train_command(
     from robench.training.train_text import trains_a_text_classifier
 
     kwargs = json_object(model_kwargs, "--model-kwargs")
-    _refuse_overwriting_inputs(model, data, out_dir, init_from)
+    _refuse_overwriting_inputs(model, out_dir, init_from)
     command = shlex.join(["robench", *sys.argv[1:]])
     load_plugins(())
     shared: dict[str, Any] = {  # what both trainers take (training/loop.py TrainSettings)
@@ -218,17 +218,13 @@ def train_command(
     )
 
 
-def _refuse_overwriting_inputs(
-    model: str, data: str | None, out_dir: Path, init_from: Path | None
-) -> None:
+def _refuse_overwriting_inputs(model: str, out_dir: Path, init_from: Path | None) -> None:
     """Refuse an --out-dir whose checkpoints would replace what the run starts from (the
-    card's checkpoint, --init-from) or land in --data."""
+    card's checkpoint, --init-from)."""
     from robench._core.overwrite_guard import refuse_overwriting_inputs
     from robench.models.spec import bundled_cards, read_card
 
     inputs: dict[str, Path | None] = {"--init-from": init_from}
-    if data is not None and Path(data).exists():
-        inputs["--data"] = Path(data)
     card = Path(model) if model.endswith(".toml") else bundled_cards().get(model)
     if card is not None and card.is_file():
         inputs["MODEL"] = card
