@@ -225,6 +225,13 @@ def _config(tmp: Path, config: dict) -> str:
     return str(tmp / "model")
 
 
+def _cut_weights(tmp: Path) -> str:
+    """A transformers ViT folder whose model.safetensors is 10 bytes of a cut-off file."""
+    folder = _config(tmp, {"model_type": "vit", "architectures": ["ViTForImageClassification"]})
+    _write(Path(folder) / "model.safetensors", b"\x10" + b"\0" * 9)
+    return folder
+
+
 def _plugin(tmp: Path) -> str:
     return _write(tmp / "plugin.py", "import sys\n\nsys.exit(0)\n")
 
@@ -254,6 +261,7 @@ CASES: dict[str, Callable[[Path, Path], Case]] = {
     "hf-repo-not-cached": lambda t, d: Case(["eval", "hf:robench-tests/absent-model", "-s", "smoke"]),
     "hf-unknown-architecture": lambda t, d: Case(["eval", "hf:" + _config(t, {"model_type": "no-such-architecture"}), "-s", "smoke"]),
     "hf-remote-code": lambda t, d: Case(["eval", "hf:" + _config(t, {"model_type": "mine", "auto_map": {"AutoModelForImageClassification": "m.M"}}), "-s", "smoke"]),
+    "hf-weights-truncated": lambda t, d: Case(["eval", "hf:" + _cut_weights(t), "-s", "smoke"]),
     "unknown-suite": lambda t, d: Case(["eval", MODEL, "-s", "smok"]),
     "suite-file-missing": lambda t, d: Case(["eval", MODEL, "-s", str(t / "missing.toml")]),
     "suite-syntax-error": lambda t, d: Case(["validate", _suite(t, "[[perturbations\n")], prefix="fail"),
@@ -302,6 +310,8 @@ CASES: dict[str, Callable[[Path, Path], Case]] = {
     "data-corrupt-image": lambda t, d: Case(_eval(t, d, "-b", "4", folder="bad")),
     "data-corrupt-image-workers": lambda t, d: Case(_eval(t, d, "-b", "4", "--workers", "2", folder="bad")),
     "data-decompression-bomb": lambda t, d: Case(_eval(t, d, "-b", "4", folder="bomb")),
+    "text-data-not-utf8": lambda t, d: Case(["eval", "text_classifier_nano_baseline_docs", "-s", "text-classification-smoke", "-d", _write(t / "t.csv", "text,label\ncafé,faq\n".encode("latin-1")), "-o", str(t / "out" / "r.json")]),
+    "text-data-missing-text": lambda t, d: Case(["eval", "text_classifier_nano_baseline_docs", "-s", "text-classification-smoke", "-d", _write(t / "t.jsonl", '{"text": "a", "label": "faq"}\n{"label": "faq"}\n'), "-o", str(t / "out" / "r.json")]),
     "bad-images-policy": lambda t, d: Case(_eval(t, d, "--bad-images", "ignore")),
     "bad-images-all-unreadable": lambda t, d: Case(_eval(t, d, "--bad-images", "skip", "--limit", "1", folder=_all_unreadable(t))),
     "out-is-checkpoint": lambda t, d: Case(["eval", MODEL, "-s", str(d / "clean.toml"), "-d", str(d / "imgs"), "-c", (c := _checkpoint_copy(t)), "-o", c]),
@@ -329,6 +339,9 @@ CASES: dict[str, Callable[[Path, Path], Case]] = {
     "report-not-a-report": lambda t, d: Case(["compare", _write(t / "other.json", '{"hello": 1}')]),
     "gate-other-suite": lambda t, d: Case(["gate", "-b", _report(t, d, "a.json", None), "-c", _report(t, d, "b.json", lambda r: _set(r, "suite.name", "other"))]),
     "gate-junit-directory": lambda t, d: Case(["gate", "-b", _report(t, d, "a.json", None), "-c", _report(t, d, "b.json", None), "--junit", str(t / "out")]),
+    "gate-writes-baseline": lambda t, d: Case(["gate", "--sequential", "-b", _report(t, d, "base.json", None), "--candidate-model", MODEL, "-c", str(t / "base.json")]),
+    "compare-output-is-report": lambda t, d: Case(["compare", _report(t, d, "r.json", None), "-f", "markdown", "-o", str(t / "r.json")]),
+    "sweep-negative-seed": lambda t, d: Case(["sweep", _write(t / "plan.toml", f'suites = ["smoke"]\nseeds = [-1]\n[[models]]\nmodel = "{MODEL}"\n')]),
 }  # fmt: skip
 
 

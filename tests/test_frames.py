@@ -18,7 +18,7 @@ from report_factory import flip, make_corruption_report, make_report, write
 from typer.testing import CliRunner
 
 import robench
-from robench._core.errors import ConfigError
+from robench._core.errors import InputError
 from robench.cli import app
 from robench.results.report.html_table import MAX_ROWS
 from robench.results.report.schema import (
@@ -173,7 +173,7 @@ def test_reports_frame_not_strict_returns_the_unreadable_files(tmp_path: Path) -
     assert len(frame) == len(read_report(good).to_pandas())
     assert [path for path, _ in errors] == [str(broken), str(absent)]
     assert "not readable JSON" in errors[0][1] and "does not exist" in errors[1][1]
-    with pytest.raises(ConfigError, match="does not exist"):
+    with pytest.raises(InputError, match="does not exist"):
         robench.reports_frame([good, absent])
     empty, none = robench.reports_frame([], strict=False)
     assert empty.empty and none == [] and "value" in empty.columns
@@ -341,7 +341,7 @@ def test_compare_takes_report_objects_and_an_outside_reference() -> None:
     assert list(frame.model) == ["vit_nano_fmnist", "vit_nano_elliptical_fmnist"]
     assert frame["clean/top1 diff"].tolist() == pytest.approx([0.0, -0.6])
     assert frame.attrs["reference"] == "vit_nano_fmnist"
-    with pytest.raises(ConfigError, match="not an index"):
+    with pytest.raises(InputError, match="not an index"):
         robench.compare([base, ellip], reference=2)
 
 
@@ -420,10 +420,10 @@ def test_gate_takes_reports_and_a_policy_dict(tmp_path: Path) -> None:
     assert row.test == "exact McNemar (b=30, c=0)" and row.p_value == pytest.approx(0.5**30)
     lenient = robench.gate(base, candidate, {"rules": [{"metric": "*", "max_abs_drop": 0.05}]})
     assert lenient.passed and lenient.verdict == "pass"
-    with pytest.raises(ConfigError, match="gate policy is invalid at alpha"):
+    with pytest.raises(InputError, match="gate policy is invalid at alpha"):
         robench.gate(base, candidate, {"alpha": 2})
     other = make_report("deit_tiny", {"clean": 0.80}, n=1000, suite="another")
-    with pytest.raises(ConfigError, match="cannot gate"):
+    with pytest.raises(InputError, match="cannot gate"):
         robench.gate(base, other)
 
 
@@ -438,12 +438,12 @@ def test_save_writes_what_the_cli_wrote_and_refuses_to_overwrite(tmp_path: Path)
     assert target.read_bytes() == committed.read_bytes()
     assert sorted(p.name for p in target.parent.iterdir()) == ["r.json"]  # no temporary file
     other = read_report(DEMO / "baseline.json")
-    with pytest.raises(ConfigError, match="already exists; pass overwrite=True"):
+    with pytest.raises(InputError, match="already exists; pass overwrite=True"):
         other.save(target)
     assert target.read_bytes() == committed.read_bytes()
     other.save(str(target), overwrite=True)
     assert read_report(target) == other
-    with pytest.raises(ConfigError, match="is a directory"):
+    with pytest.raises(InputError, match="is a directory"):
         other.save(tmp_path)
 
 

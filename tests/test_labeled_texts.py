@@ -88,7 +88,7 @@ def test_missing_data_and_unknown_layouts_are_one_sentence(tmp_path: Path) -> No
     with pytest.raises(DataError, match="does not exist"):
         read_labeled_texts(tmp_path / "nope.tsv")
     (tmp_path / "notes.md").write_text("hello")
-    with pytest.raises(DataError, match=r"cannot tell the layout.*--layout"):
+    with pytest.raises(DataError, match=r"cannot tell the layout.*pass such data with --data"):
         read_labeled_texts(tmp_path / "notes.md")
 
 

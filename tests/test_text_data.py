@@ -448,7 +448,7 @@ def test_reader_errors_are_data_errors_with_the_fix(tmp_path: Path) -> None:
         read_corpus(partial, "tset")
     with pytest.raises(DataError, match="Unknown text layout 'wiki'"):
         read_corpus(partial, "train", layout="wiki")
-    with pytest.raises(DataError, match="leave --layout out"):
+    with pytest.raises(DataError, match="leave `layout` out of the suite"):
         read_corpus("pydoc-topics", "train", layout="wikitext")
 
 

@@ -5,8 +5,13 @@ Every message is one sentence that names the bad value, what was expected and th
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import ParamSpec, TypeVar
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 EXIT_OK = 0
 EXIT_REGRESSION = 1
@@ -84,6 +89,23 @@ class InputError(RobenchError, ValueError):
     def __init__(self, message: str = "", kind: str = "ConfigError") -> None:
         super().__init__(message)
         self.kind = kind
+
+
+def as_input_errors(function: Callable[P, R]) -> Callable[P, R]:
+    """A Python entry point's bad-input errors as `InputError` (a ValueError, exported as
+    `robench.InputError`) with the sentence the CLI prints; runtime failures stay what they
+    are. The CLI calls the layers below, so its exit codes do not change."""
+
+    @functools.wraps(function)
+    def checked(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return function(*args, **kwargs)
+        except RobenchError as exc:
+            if exc.exit_code != EXIT_USAGE or isinstance(exc, InputError):
+                raise
+            raise InputError(str(exc), kind=type(exc).__name__) from None
+
+    return checked
 
 
 class ResumeError(RobenchError):

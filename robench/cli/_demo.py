@@ -315,6 +315,38 @@ def skipped_sections(plan: DemoPlan) -> dict[str, str]:
     return skipped
 
 
+def _evaluate_optional_sections(
+    out_dir: Path,
+    plan: DemoPlan,
+    skipped: dict[str, str],
+    command: list[str],
+    step: _Steps,
+    progress: Progress | None,
+) -> tuple[list[tuple[Path, Report]], SegmentationDemo | None, TextClassificationDemo | None]:
+    """The sections an optional extra may rule out (`skipped`): the subword language model,
+    segmentation and text classification; None (or no reports) for a skipped one."""
+    from robench.cli._demo_bpe import evaluate_bpe_demo  # beside them: a subword (BPE) model
+
+    quick = plan is PLANS["quick"]
+    subword: list[tuple[Path, Report]] = []
+    if "-subword" not in skipped:
+        subword = evaluate_bpe_demo(
+            out_dir, plan.text_suite, quick=quick, command=command, progress=progress
+        )
+    segmentation = classification = None
+    if SEGMENTATION_SUFFIX not in skipped:
+        step("segmentation: baseline vs Elliptical nano Segmenter")
+        segmentation = evaluate_segmentation_demo(
+            out_dir, quick=quick, command=command, progress=progress
+        )
+    if TEXT_CLASSIFICATION_SUFFIX not in skipped:
+        step("text classification: baseline vs Elliptical nano classifier under attack")
+        classification = evaluate_text_classification_demo(
+            out_dir, quick=quick, command=command, progress=progress
+        )
+    return subword, segmentation, classification
+
+
 def run_demo(out_dir: Path, *, quick: bool = False, progress: Progress | None = None) -> DemoResult:
     """Evaluate the demo models, compare them and draw the figures; sections that need an
     optional extra that is not installed are skipped (`DemoResult.skipped` says why)."""
@@ -335,24 +367,9 @@ def run_demo(out_dir: Path, *, quick: bool = False, progress: Progress | None = 
             plan.corruption_suite, plan.corruption_limit, "-corruptions", models
         )
     text = evaluate_all(plan.text_suite, plan.text_limit, "-text", language_models, 16)
-    from robench.cli._demo_bpe import evaluate_bpe_demo  # beside them: a subword (BPE) model
-
-    subword = []
-    if "-subword" not in skipped:
-        subword = evaluate_bpe_demo(
-            out_dir, plan.text_suite, quick=quick, command=command, progress=progress
-        )
-    segmentation = classification = None
-    if SEGMENTATION_SUFFIX not in skipped:
-        step("segmentation: baseline vs Elliptical nano Segmenter")
-        segmentation = evaluate_segmentation_demo(
-            out_dir, quick=quick, command=command, progress=progress
-        )
-    if TEXT_CLASSIFICATION_SUFFIX not in skipped:
-        step("text classification: baseline vs Elliptical nano classifier under attack")
-        classification = evaluate_text_classification_demo(
-            out_dir, quick=quick, command=command, progress=progress
-        )
+    subword, segmentation, classification = _evaluate_optional_sections(
+        out_dir, plan, skipped, command, step, progress
+    )
     comparison = build_comparison([(str(p), r) for p, r in reports], metrics=["top1"])
     corruption_comparison = build_comparison([(str(p), r) for p, r in corrupted], metrics=["top1"])
     text_comparison = build_comparison(

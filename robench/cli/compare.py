@@ -10,6 +10,7 @@ import typer
 from rich.markup import escape
 
 from robench._core.errors import ConfigError
+from robench._core.overwrite_guard import refuse_overwriting_inputs
 from robench._core.plugins import FORMAT_ENTRY_POINT_GROUP
 from robench.cli._output import err, handle_errors, out, table_width
 from robench.cli._registry_options import choices_metavar, import_plugins, registry_choice
@@ -156,6 +157,8 @@ def compare_command(  # long: 75 lines of typer options and 23 of help; the code
       robench compare base.json new.json -o page.html --gate gate.json
       robench compare runs/*.json --import my_formats.py --format mine
     """
+    inputs = [("REPORT", path) for path in reports] + [("--reference", reference), ("--gate", gate)]
+    refuse_overwriting_inputs({"--output": output}, inputs, "compare")
     name = _format_name(fmt, output)
     if gate is not None and name != "html":
         raise ConfigError(f"--gate is shown on the html page only; add --format html ({name}).")

@@ -17,6 +17,7 @@ import typer
 from rich.markup import escape
 
 from robench._core.errors import EXIT_OK, ConfigError
+from robench._core.overwrite_guard import refuse_overwriting_inputs
 from robench.cli._output import err, handle_errors, out
 from robench.results.gate.formats import (
     GATE_FORMATS,
@@ -27,7 +28,7 @@ from robench.results.gate.formats import (
 )
 from robench.results.gate.policy import Policy, read_policy
 from robench.results.gate.regression import GateResult, Status, exit_code, run_gate
-from robench.results.report.schema import check_writable, read_report
+from robench.results.report.schema import Report, check_writable, read_report
 
 
 def _write_outputs(result: GateResult, paths: dict[str, Path | None], strict: bool) -> None:
@@ -43,8 +44,11 @@ def _write_outputs(result: GateResult, paths: dict[str, Path | None], strict: bo
             fh.write(summary_markdown(result) + "\n")
 
 
+_DEFAULT_CANDIDATE = Path("runs/gate/candidate.json")
+
+
 def _gate(
-    baseline: Path,
+    baseline: Report,
     candidate: Path | None,
     policy: Policy,
     sequential: bool,
@@ -53,6 +57,25 @@ def _gate(
     device: str,
 ) -> GateResult:
     """The fixed-n gate of two reports, or the sequential gate of a model."""
+    if not sequential:
+        assert candidate is not None  # _check_options refused a missing --candidate
+        return run_gate(baseline, read_report(candidate), policy)
+    from robench.cli._progress import make_progress
+    from robench.evaluation.gate_run import Candidate, run_sequential_gate
+
+    found = Candidate(
+        model,
+        checkpoint,
+        candidate or _DEFAULT_CANDIDATE,
+        device=device,
+        command=["robench", *sys.argv[1:]],
+    )
+    return run_sequential_gate(baseline, policy, found, make_progress())
+
+
+def _check_options(
+    candidate: Path | None, sequential: bool, model: str | None, checkpoint: Path | None
+) -> None:
     if not sequential:
         if candidate is None:
             raise ConfigError(
@@ -64,21 +87,40 @@ def _gate(
                 "--candidate-model and --checkpoint are for --sequential, which evaluates the "
                 "model; pass --sequential, or drop them to gate --candidate's report."
             )
-        return run_gate(read_report(baseline), read_report(candidate), policy)
-    if model is None and checkpoint is None:
+    elif model is None and checkpoint is None:
         raise ConfigError(
             "--sequential evaluates the candidate model; pass --candidate-model MODEL (and "
             "--checkpoint FILE for a model without built-in weights)."
         )
-    from robench.cli._progress import make_progress
-    from robench.evaluation.gate_run import Candidate, run_sequential_gate
 
-    out_path = candidate or Path("runs/gate/candidate.json")
-    check_writable(out_path)
-    found = Candidate(
-        model, checkpoint, out_path, device=device, command=["robench", *sys.argv[1:]]
-    )
-    return run_sequential_gate(read_report(baseline), policy, found, make_progress())
+
+def _check_outputs(
+    files: dict[str, Path | None],
+    inputs: dict[str, Path | None],
+    baseline: Report,
+    sequential_out: Path | None,
+) -> None:
+    """Refuse, before any work, a file the gate writes that is one it reads (or another
+    output): `-c base.json` with --sequential would replace the baseline by the candidate."""
+    outputs: dict[str, Path | None] = {}
+    if sequential_out is not None:  # first, so a clash with another output names that one
+        from robench.evaluation.sample_store import samples_path_for
+
+        outputs["--candidate"] = sequential_out
+        outputs["--candidate's samples file"] = samples_path_for(sequential_out)
+        # What the candidate's evaluation reads: the baseline's suite file and data.
+        inputs["the baseline's suite"] = Path(baseline.suite.path) if baseline.suite.path else None
+        for name, info in baseline.datasets.items():
+            inputs[f"the baseline's data {name}"] = Path(info.path) if info.path else None
+    outputs |= {f"--{name}": path for name, path in files.items()}
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    outputs["$GITHUB_STEP_SUMMARY"] = Path(step_summary) if step_summary else None
+    refuse_overwriting_inputs(outputs, inputs, "the gate")
+    for name, path in files.items():
+        if path is not None:
+            check_writable(path, f"--{name}", "gate" + GATE_FORMATS.get(name).suffixes[0])
+    if sequential_out is not None:
+        check_writable(sequential_out, "--candidate")
 
 
 @handle_errors
@@ -155,13 +197,22 @@ def gate_command(  # long: 49 lines of typer options and 25 of help; the code is
       robench gate -b base.json -c new.json --strict
       robench gate --sequential -b base.json --candidate-model vit_nano_elliptical_fmnist
     """
+    _check_options(candidate, sequential, candidate_model, checkpoint)
     # Each file option names a format of GATE_FORMATS (its option is `--NAME`).
     paths = {"summary": summary, "junit": junit, "json": json_path}
-    for name, path in paths.items():
-        if path is not None:
-            check_writable(path, f"--{name}", "gate" + GATE_FORMATS.get(name).suffixes[0])
+    inputs: dict[str, Path | None] = {
+        "--baseline": baseline,
+        "--policy": policy,
+        "--checkpoint": checkpoint,
+        "--candidate-model": Path(candidate_model) if candidate_model else None,
+    }
+    if not sequential:
+        inputs["--candidate"] = candidate
+    base_report = read_report(baseline)
+    sequential_out = (candidate or _DEFAULT_CANDIDATE) if sequential else None
+    _check_outputs(paths, inputs, base_report, sequential_out)
     result = _gate(
-        baseline, candidate, read_policy(policy), sequential, candidate_model, checkpoint, device
+        base_report, candidate, read_policy(policy), sequential, candidate_model, checkpoint, device
     )
     if out.is_terminal:
         out.print(rich_table(result))

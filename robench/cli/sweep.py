@@ -123,6 +123,25 @@ ACTIONS: dict[str, Callable[[LoadedSweep, _Flags], None]] = {
 }
 
 
+def _check_option_ranges(sweep: LoadedSweep) -> None:
+    """Numbers in the plan's eval options, checked against `robench eval`'s ranges before any
+    job starts (each job would refuse them itself, and the sweep would fail every job)."""
+    from robench.cli._ranges import OPTION_RANGES, flag_of
+
+    tables = [("[eval]", sweep.plan.eval)]
+    tables += [(f"[[models]] {m.label}", m.options) for m in sweep.plan.models]
+    for where, options in tables:
+        for name, value in options.items():
+            row = OPTION_RANGES.get(flag_of(name))
+            items = value if isinstance(value, list) else [value]
+            numbers = [v for v in items if isinstance(v, int | float) and not isinstance(v, bool)]
+            if row is not None and any(number not in row for number in numbers):
+                raise ConfigError(
+                    f"{sweep.path}: {where} {name} = {value!r} is out of range: expected "
+                    f"{row.describe()}; set e.g. {name} = {row.example}."
+                )
+
+
 def _action_and_plan(first: str, plan: Path | None) -> tuple[str, Path]:
     if plan is None:
         if first in ACTIONS:
@@ -197,4 +216,5 @@ def sweep_command(
 
     action, plan_path = _action_and_plan(action_or_plan, plan)
     sweep = load_sweep(plan_path, executor, check=action == "run")
+    _check_option_ranges(sweep)
     ACTIONS[action](sweep, _Flags(overwrite, wait, as_json, figures))

@@ -153,6 +153,7 @@ def train_command(  # long: 83 lines of typer options, 20 of help; 68 of code
     from robench.training.train_text import trains_a_text_classifier
 
     kwargs = json_object(model_kwargs, "--model-kwargs")
+    _refuse_overwriting_inputs(model, out_dir, init_from)
     command = shlex.join(["robench", *sys.argv[1:]])
     load_plugins(())
     shared: dict[str, Any] = {  # what both trainers take (training/loop.py TrainSettings)
@@ -215,6 +216,23 @@ def train_command(  # long: 83 lines of typer options, 20 of help; 68 of code
         f"best {result.metric_label} {100 * result.best_val:.2f}% after {result.steps} steps: "
         f"{result.best_path}"
     )
+
+
+def _refuse_overwriting_inputs(model: str, out_dir: Path, init_from: Path | None) -> None:
+    """Refuse an --out-dir whose checkpoints would replace what the run starts from (the
+    card's checkpoint, --init-from)."""
+    from robench._core.overwrite_guard import refuse_overwriting_inputs
+    from robench.models.spec import bundled_cards, read_card
+
+    inputs: dict[str, Path | None] = {"--init-from": init_from}
+    card = Path(model) if model.endswith(".toml") else bundled_cards().get(model)
+    if card is not None and card.is_file():
+        inputs["MODEL"] = card
+        checkpoint = read_card(card).checkpoint
+        if checkpoint is not None:
+            inputs[f"the checkpoint of {model}"] = card.parent / checkpoint
+    written = [("--out-dir", out_dir / name) for name in ("best.safetensors", "last.safetensors")]
+    refuse_overwriting_inputs(written, inputs, "training")
 
 
 def _train_text_classifier(**settings: Any) -> None:

@@ -49,6 +49,8 @@ from robench.evaluation.sample_store import (
     SampleStore,
     check_fresh_start,
     merge_records,
+    missing_folders,
+    remove_empty_folders,
     samples_path_for,
 )
 from robench.evaluation.sequential import (
@@ -367,6 +369,7 @@ def _run(
     request, dist = s.request, s.dist
     samples_path = samples_path_for(request.out, dist.rank if dist.enabled else None)
     check_fresh_start(samples_path, resume=request.resume, overwrite=request.overwrite)
+    made = missing_folders(samples_path.parent)  # made for the store, removed with it
     store = SampleStore(samples_path, fingerprint, resume=request.resume)
     bad_input = False  # a fresh run stopped by bad input (a corrupt image) leaves no file
     try:
@@ -405,6 +408,7 @@ def _run(
         store.close()
         if bad_input:
             samples_path.unlink(missing_ok=True)
+            remove_empty_folders(made)
     records = store.records
     if dist.enabled:  # every rank reads all shards; rank 0 alone writes the report
         dist.barrier()

@@ -73,6 +73,25 @@ def samples_path_for(report_path: Path, rank: int | None = None) -> Path:
     return report_path.with_name(report_path.name.removesuffix(".json") + f".samples{shard}.jsonl")
 
 
+def missing_folders(folder: Path) -> list[Path]:
+    """`folder` and its ancestors that do not exist yet, deepest first: what opening a store
+    there creates, and what a run refused for bad input removes again."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def remove_empty_folders(folders: list[Path]) -> None:
+    """Remove `folders` (deepest first) while they are empty; one holding a file stays."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:  # not empty (another rank's file, a user's), or already gone
+            return
+
+
 def merge_records(paths: list[Path], fingerprint: dict[str, Any]) -> dict[str, SampleRecords]:
     """The records of every per-rank file of a torchrun evaluation, by perturbation.
 

@@ -65,6 +65,40 @@ def predicted_maps(
     return [sample.max(dim=0).indices for sample in logits_at_labels(logits, targets)]
 
 
+def _check_takes_rgb(model: LoadedModel, input_size: tuple[int, ...]) -> None:
+    """Segmentation images are RGB: a model for other images cannot run on them. Said
+    before the first batch, and as what it is when the model is an image classifier (its
+    outputs on its own input size are one row of class scores)."""
+    channels = input_size[0]
+    if channels == 3:
+        return
+    shape = _output_shape(model.model, input_size)
+    if shape is not None and len(shape) == 2:
+        raise DataError(
+            f"{model.name} is an image classifier ({channels}-channel images in, {shape[1]} "
+            "class scores out), not a segmentation model; pick a segmentation model for a "
+            "segmentation suite (`robench list models 'segmenter*'`), or a classification "
+            "suite for it (e.g. smoke)."
+        )
+    raise DataError(
+        f"{model.name} takes {channels}-channel images but segmentation data is RGB; pick a "
+        "segmentation model for RGB images, or check the model card's input_size."
+    )
+
+
+def _output_shape(network: nn.Module, input_size: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The shape of `network`'s outputs on one blank image of its own size; None when it
+    does not run on it (the caller then reports the channels alone)."""
+    weight = next(iter(network.parameters()), None)
+    device = weight.device if weight is not None else torch.device("cpu")
+    try:
+        with torch.no_grad():
+            outputs = network(torch.zeros(1, *input_size, device=device))
+    except Exception:  # any failure of a foreign model means: no shape to tell
+        return None
+    return tuple(outputs.shape) if isinstance(outputs, torch.Tensor) else None
+
+
 class SemanticSegmentation(PixelInputs, Task):
     name = "semantic-segmentation"
     default_data: ClassVar[str] = BUILTIN_SCENES
@@ -90,6 +124,7 @@ class SemanticSegmentation(PixelInputs, Task):
                 "pass data labelled with the model's classes."
             )
         assert model.preprocessing is not None  # every image model resolves one
+        _check_takes_rgb(model, tuple(model.preprocessing.input_size))
         size = tuple(model.preprocessing.input_size[1:])
         dataset: Any
         if isinstance(path, InMemory):  # robench.evaluate(data=...): items held in memory
@@ -157,10 +192,15 @@ class SemanticSegmentation(PixelInputs, Task):
             logits = model(inputs[:2])
         n_classes = len(getattr(dataset, "classes", ()))
         if logits.dim() != 4:
+            shape = tuple(logits.shape)
+            found = (
+                f"is an image classifier (outputs {shape}: class scores per image)"
+                if logits.dim() == 2
+                else f"returns outputs of shape {shape}"
+            )
             raise DataError(
-                f"the model returns outputs of shape {tuple(logits.shape)}, not per-pixel "
-                "logits (B, K, H, W); a segmentation suite needs a segmentation model (see "
-                "`robench list models 'segmenter*'`)."
+                f"the model {found}, not per-pixel logits (B, K, H, W); a segmentation suite "
+                "needs a segmentation model (see `robench list models 'segmenter*'`)."
             )
         if logits.shape[1] != n_classes:
             raise DataError(

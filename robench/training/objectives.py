@@ -73,9 +73,14 @@ CLASSIFICATION = ImageObjective(
 
 
 def _open_segmentation(data: str, loaded: LoadedModel, split: str) -> Any:
-    dataset = load_task("semantic-segmentation").open_data(
-        data, loaded, split=split, layout=None, class_map=None, options={}
-    )
+    from robench.data.segmentation.layouts import NoSplits
+
+    task = load_task("semantic-segmentation")
+    settings: dict[str, Any] = {"layout": None, "class_map": None, "options": {}}
+    try:
+        dataset = task.open_data(data, loaded, split=split, **settings)
+    except NoSplits:  # an images/ + masks/ folder: trained and validated on all its pairs
+        dataset = task.open_data(data, loaded, split="test", **settings)
     if not hasattr(dataset, "ignore_index"):  # an image folder of classes, not of label maps
         raise DataError(
             f"{data} is not segmentation data; train a segmentation model on label maps "

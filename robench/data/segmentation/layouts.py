@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from robench._core.errors import DataError, shown_names
-from robench.data.image_folder import IMAGE_EXTENSIONS
+from robench.data.image_folder import IMAGE_ERRORS, IMAGE_EXTENSIONS
 from robench.data.segmentation.label_maps import IGNORE_INDEX
 from robench.data.segmentation.paired_files import (
     PairedSegmentation,
@@ -73,9 +73,14 @@ def _files(folder: Path, suffix: str = "") -> list[Path]:
 
 
 def _pair_by_stem(
-    images: list[Path], masks: list[Path], image_suffix: str = "", mask_suffix: str = ""
+    folders: tuple[Path, Path],
+    images: list[Path],
+    masks: list[Path],
+    image_suffix: str = "",
+    mask_suffix: str = "",
 ) -> list[tuple[Path, Path]]:
-    """Images and masks matched by name (without extension and the given suffixes)."""
+    """Images and masks matched by name (without extension and the given suffixes);
+    `folders` (images, masks) are where they were found, for messages."""
 
     def key(path: Path, suffix: str) -> str:
         stem = path.stem
@@ -83,36 +88,42 @@ def _pair_by_stem(
 
     by_image = {key(p, image_suffix): p for p in images}
     by_mask = {key(p, mask_suffix): p for p in masks}
+    image_dir, mask_dir = folders
     if not by_image and not by_mask:
-        raise DataError("no images and no masks found; expected image files and their masks.")
+        raise DataError(
+            f"{image_dir} and {mask_dir} hold no image files; add the images and their masks "
+            "(of the same names) there, or pass another folder."
+        )
     lonely_masks = sorted(set(by_mask) - set(by_image))
     if lonely_masks:
         raise DataError(
-            f"masks without an image: {shown_names(lonely_masks)}; every mask needs an image "
-            "of the same name, so add the images or remove those masks."
+            f"masks in {mask_dir} without an image in {image_dir}: {shown_names(lonely_masks)}; "
+            "every mask needs an image of the same name, so add the images or remove those "
+            "masks."
         )
     lonely_images = sorted(set(by_image) - set(by_mask))
     if lonely_images:
         raise DataError(
-            f"images without a mask: {shown_names(lonely_images)}; every image needs a mask "
-            "of the same name, so add the masks or remove those images."
+            f"images in {image_dir} without a mask in {mask_dir}: {shown_names(lonely_images)}; "
+            "every image needs a mask of the same name, so add the masks or remove those images."
         )
     return [(by_image[k], by_mask[k]) for k in sorted(by_image)]
 
 
 def _ade20k(root: Path, split: str | None) -> tuple[list[tuple[Path, Path]], list[str], np.ndarray]:
-    images = _files(root / "images" / str(split))
-    masks = _files(root / "annotations" / str(split))
+    folders = (root / "images" / str(split), root / "annotations" / str(split))
+    images, masks = _files(folders[0]), _files(folders[1])
     images = [p for p in images if p.suffix.lower() == ".jpg"] or images
-    return _pair_by_stem(images, masks), ade20k_classes(), reduce_zero_label_lookup()
+    return _pair_by_stem(folders, images, masks), ade20k_classes(), reduce_zero_label_lookup()
 
 
 def _cityscapes(
     root: Path, split: str | None
 ) -> tuple[list[tuple[Path, Path]], list[str], np.ndarray]:
-    images = _files(root / "leftImg8bit" / str(split), "_leftImg8bit.png")
-    masks = _files(root / "gtFine" / str(split), "_gtFine_labelTrainIds.png")
-    pairs = _pair_by_stem(images, masks, "_leftImg8bit", "_gtFine_labelTrainIds")
+    folders = (root / "leftImg8bit" / str(split), root / "gtFine" / str(split))
+    images = _files(folders[0], "_leftImg8bit.png")
+    masks = _files(folders[1], "_gtFine_labelTrainIds.png")
+    pairs = _pair_by_stem(folders, images, masks, "_leftImg8bit", "_gtFine_labelTrainIds")
     return pairs, list(CITYSCAPES_CLASSES), identity_lookup()
 
 
@@ -121,7 +132,7 @@ def _voc(root: Path, split: str | None) -> tuple[list[tuple[Path, Path]], list[s
     if not listing.is_file():
         raise DataError(
             f"{listing} does not exist; Pascal VOC lists each split's images there, so "
-            "restore the file or pass --layout folder."
+            "restore the file (the split's image names, one per line)."
         )
     pairs = []
     for name in listing.read_text().split():
@@ -138,10 +149,22 @@ def _voc(root: Path, split: str | None) -> tuple[list[tuple[Path, Path]], list[s
 
 
 def _folder(root: Path, split: str | None) -> tuple[list[tuple[Path, Path]], list[str], np.ndarray]:
-    pairs = _pair_by_stem(_files(root / "images"), _files(root / "masks"))
+    folders = (root / "images", root / "masks")
+    pairs = _pair_by_stem(folders, _files(folders[0]), _files(folders[1]))
     names_file = root / "classes.txt"
     if names_file.is_file():
-        classes = [line.strip() for line in names_file.read_text().splitlines() if line.strip()]
+        try:
+            lines = names_file.read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError:
+            raise DataError(
+                f"{names_file} is not UTF-8 text; save the class names as UTF-8, one per line."
+            ) from None
+        classes = [line.strip() for line in lines if line.strip()]
+        if not classes:
+            raise DataError(
+                f"{names_file} lists no class names; write one per line, or remove the file to "
+                "number the classes by the masks' values."
+            )
     else:
         classes = [str(i) for i in range(_largest_label(pairs) + 1)]
     return pairs, classes, identity_lookup()
@@ -153,11 +176,21 @@ def _largest_label(pairs: list[tuple[Path, Path]]) -> int:
 
     largest = 0
     for _, mask_path in pairs:
-        with Image.open(mask_path) as mask:
-            values = np.array(mask)
+        try:
+            with Image.open(mask_path) as mask:
+                values = np.array(mask)
+        except IMAGE_ERRORS as exc:
+            raise DataError(
+                f"cannot read mask {mask_path} ({exc}); replace the file or remove it and its "
+                "image."
+            ) from None
         values = values[values != IGNORE_INDEX]
         largest = max(largest, int(values.max()) if values.size else 0)
     return largest
+
+
+class NoSplits(DataError):
+    """A split was asked of a layout that has none (the images/ + masks/ folder)."""
 
 
 LAYOUTS: dict[str, Layout] = {
@@ -224,10 +257,17 @@ def _open_layout(
     name: str, root: Path, split: str | None, image_size: tuple[int, int] | None
 ) -> PairedSegmentation:
     spec = LAYOUTS[name]
+    if not spec.splits and split is not None:
+        raise NoSplits(
+            f"{root} ({name} layout: images/ and masks/) has no splits, so --split {split} "
+            "cannot be chosen; leave --split out to use all its pairs, or arrange the data as "
+            "one folder per split and pass that folder."
+        )
     chosen = split if split is not None else spec.default_split
     if spec.splits and chosen not in spec.splits:
         raise DataError(
-            f"{name} has no split {chosen!r}; expected one of {shown_names(list(spec.splits))}."
+            f"{root} ({name} layout) has no split {chosen!r}; pass --split as one of "
+            f"{shown_names(list(spec.splits))}."
         )
     on_disk = spec.splits[chosen] if spec.splits and chosen is not None else None
     pairs, classes, lookup = spec.build(root, on_disk)

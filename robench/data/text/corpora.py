@@ -415,7 +415,7 @@ def resolve_corpus(path_or_name: str | Path, layout: str | None) -> tuple[Path, 
         if layout is not None:
             raise DataError(
                 f"layout {layout!r} does not apply to the built-in corpus {str(path_or_name)!r}, "
-                "which has its own; leave --layout out."
+                "which has its own; leave `layout` out of the suite's [datasets] table."
             )
         assert builtin.locate is not None
         return builtin.locate(), str(path_or_name), builtin

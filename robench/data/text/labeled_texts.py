@@ -1,41 +1,52 @@
 """Labelled texts for text classification: `read_labeled_texts(path, split)` -> `LabeledTexts`.
 
-Layouts (detected from the path, or chosen with `layout=`):
-- `glue-tsv`: GLUE's SST-2 release, `{train,dev,test}.tsv` with a header (`sentence\\tlabel`),
-  or one .tsv file; the default split is the labelled `dev.tsv` (GLUE's test has no labels).
-- `csv`: a .csv file, or `SPLIT.csv` files in a folder.
-- `jsonl`: a .jsonl file (one JSON object per line), or `SPLIT.jsonl` files in a folder.
-- `parquet`: a .parquet file, or a folder of `SPLIT*.parquet` (also under `data/`, as the
-  Hugging Face Hub stores datasets).
-- `arrow`: a folder written by `datasets`' `save_to_disk`, a Dataset or a DatasetDict.
-The text and label columns are `text_field` / `label_field` ("sentence" and "label" for
-GLUE, "text" and "label" otherwise). Class names come from the data when it has them (a
-`ClassLabel` feature of an arrow or Hub parquet dataset), else from the labels: integers
-0..max, or the sorted distinct strings. docs/text-classification.md (Data) describes each layout.
+The formats (`glue-tsv`, `csv`, `jsonl`, `parquet`, `arrow`) are read by
+`robench.data.text.labeled_files`. The text and label columns are `text_field` /
+`label_field` ("sentence" and "label" for GLUE, "text" and "label" otherwise); every row must
+have a string text and an integer or string label, and not every text may be empty. Class
+names come from the data when it has them (a `ClassLabel` feature of an arrow or Hub parquet
+dataset), else from the labels: integers 0..max, or the sorted distinct strings.
+docs/text-classification.md (Data) describes each layout.
 """
 
 from __future__ import annotations
 
-import csv
-import json
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from robench._core.errors import DataError
+from robench.data.text.labeled_files import (
+    LAYOUTS,
+    SPLIT_NAMES,
+    MissingSplit,
+    ReadColumns,
+    detect_layout,
+)
+
+__all__ = [
+    "BUILTIN",
+    "LAYOUTS",
+    "SPLIT_NAMES",
+    "LabeledTexts",
+    "MissingSplit",
+    "classes_and_indices",
+    "detect_layout",
+    "read_labeled_texts",
+    "required_modules",
+]
 
 BUILTIN = "python-docs-sections"  # paragraphs of the Python docs by part (docs_sections.py)
-SPLIT_NAMES = {  # accepted split name -> the names files of that split may carry
-    "train": ("train",),
-    "validation": ("validation", "valid", "val", "dev"),
-    "test": ("test",),
-}
-SPLIT_NAMES["valid"] = SPLIT_NAMES["dev"] = SPLIT_NAMES["val"] = SPLIT_NAMES["validation"]
+# Layout -> the module of an optional extra its reader imports (robench/_core/extras.py).
+LAYOUT_MODULES = {"parquet": "pyarrow", "arrow": "pyarrow"}
 
 
-class MissingSplit(DataError):
-    """The data has no file (or arrow folder) for the asked split."""
+def required_modules(path: str | Path, layout: str | None = None) -> dict[str, str]:
+    """Module -> what needs it, for reading `path` (checked before a run loads anything)."""
+    root = Path(path)
+    chosen = layout or (detect_layout(root) if str(path) != BUILTIN and root.exists() else None)
+    module = LAYOUT_MODULES.get(chosen or "")
+    return {module: f"reading {chosen} data ({root})"} if module else {}
 
 
 @dataclass(frozen=True)
@@ -54,195 +65,6 @@ class LabeledTexts:
 
     def __getitem__(self, index: int) -> tuple[str, int]:
         return self.texts[index], self.labels[index]
-
-
-@dataclass(frozen=True)
-class _Columns:
-    texts: list[Any]
-    labels: list[Any] | None  # None: the split has no label column
-    names: list[str] | None = None  # class names the data declares
-
-
-def _split_file(root: Path, split: str, suffix: str, layout: str) -> Path:
-    """`root` itself when a file, else its `SPLIT{suffix}` file."""
-    if root.is_file():
-        return root
-    names = SPLIT_NAMES.get(split, (split,))
-    for name in names:
-        if (root / f"{name}{suffix}").is_file():
-            return root / f"{name}{suffix}"
-    present = sorted(p.name for p in root.glob(f"*{suffix}"))
-    raise MissingSplit(
-        f"{layout} folder {root} has no {split} split ({' or '.join(n + suffix for n in names)}; "
-        f"it has {', '.join(present) or 'none'}); pick a split it has with --split."
-    )
-
-
-def _column(rows: Sequence[dict[str, Any]], field: str, path: Path, what: str) -> list[Any]:
-    if rows and field not in rows[0]:
-        raise DataError(
-            f"{path} has no {what} column {field!r} (it has {', '.join(map(str, rows[0]))}); "
-            f"name it with --{what}-field."
-        )
-    return [row.get(field) for row in rows]
-
-
-def _rows_columns(rows: list[dict[str, Any]], path: Path, text: str, label: str) -> _Columns:
-    texts = _column(rows, text, path, "text")
-    labels = _column(rows, label, path, "label") if rows and label in rows[0] else None
-    return _Columns(texts, labels)
-
-
-def _read_delimited(path: Path, text: str, label: str, delimiter: str) -> _Columns:
-    with path.open(encoding="utf-8", newline="") as handle:
-        # GLUE's TSVs are not quoted: a sentence may hold a lone '"'.
-        if delimiter == "\t":
-            reader = csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
-        else:
-            reader = csv.DictReader(handle, delimiter=delimiter)
-        rows = list(reader)
-    return _rows_columns(rows, path, text, label)
-
-
-def _read_glue(root: Path, split: str, text: str, label: str) -> _Columns:
-    return _read_delimited(_split_file(root, split, ".tsv", "glue-tsv"), text, label, "\t")
-
-
-def _read_csv(root: Path, split: str, text: str, label: str) -> _Columns:
-    return _read_delimited(_split_file(root, split, ".csv", "csv"), text, label, ",")
-
-
-def _read_jsonl(root: Path, split: str, text: str, label: str) -> _Columns:
-    path = _split_file(root, split, ".jsonl", "jsonl")
-    rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise DataError(
-                f"line {number} of {path} is not JSON ({error.msg}); a JSON-lines file has one "
-                'object per line, e.g. {"text": "...", "label": 1}.'
-            ) from None
-        if not isinstance(record, dict):
-            raise DataError(f"line {number} of {path} is not a JSON object; write one per line.")
-        rows.append(record)
-    return _rows_columns(rows, path, text, label)
-
-
-def _table_columns(table: Any, path: Path, text: str, label: str) -> _Columns:
-    """Columns of a pyarrow table; class names from its Hugging Face feature metadata."""
-    names = list(table.column_names)
-    if text not in names:
-        raise DataError(
-            f"{path} has no text column {text!r} (it has {', '.join(names)}); name it with "
-            "--text-field."
-        )
-    labels = table.column(label).to_pylist() if label in names else None
-    metadata = (table.schema.metadata or {}).get(b"huggingface")
-    features = json.loads(metadata).get("info", {}).get("features", {}) if metadata else {}
-    return _Columns(table.column(text).to_pylist(), labels, _class_names(features, label))
-
-
-def _class_names(features: dict[str, Any], label: str) -> list[str] | None:
-    feature = features.get(label) or {}
-    return list(feature["names"]) if feature.get("_type") == "ClassLabel" else None
-
-
-def _parquet_files(root: Path, split: str) -> list[Path]:
-    if root.is_file():
-        return [root]
-    for name in SPLIT_NAMES.get(split, (split,)):
-        found = sorted(root.glob(f"{name}*.parquet")) + sorted(root.glob(f"data/{name}*.parquet"))
-        if found:
-            return found
-    raise MissingSplit(
-        f"parquet folder {root} has no {split} files ({split}*.parquet or data/{split}*.parquet); "
-        "pick a split it has with --split."
-    )
-
-
-def _read_parquet(root: Path, split: str, text: str, label: str) -> _Columns:
-    pyarrow, parquet = _pyarrow("parquet")
-    files = _parquet_files(root, split)
-    table = pyarrow.concat_tables([parquet.read_table(f) for f in files])
-    return _table_columns(table, files[0], text, label)
-
-
-def _arrow_split_dir(root: Path, split: str) -> Path:
-    """The Dataset folder of `split` in a `save_to_disk` DatasetDict (or `root`, a Dataset)."""
-    if (root / "state.json").is_file():
-        return root
-    splits = json.loads((root / "dataset_dict.json").read_text())["splits"]
-    for name in SPLIT_NAMES.get(split, (split,)):
-        if name in splits:
-            return root / name
-    raise MissingSplit(
-        f"dataset {root} has no {split} split (it has {', '.join(splits)}); pick one with --split."
-    )
-
-
-def _read_arrow(root: Path, split: str, text: str, label: str) -> _Columns:
-    pyarrow, _ = _pyarrow("ipc")
-    folder = _arrow_split_dir(root, split)
-    state = json.loads((folder / "state.json").read_text())
-    tables = []
-    for entry in state["_data_files"]:  # arrow stream files, in order
-        with pyarrow.memory_map(str(folder / entry["filename"])) as source:
-            tables.append(pyarrow.ipc.open_stream(source).read_all())
-    table = pyarrow.concat_tables(tables)
-    info = json.loads((folder / "dataset_info.json").read_text())
-    columns = _table_columns(table, folder, text, label)
-    return _Columns(columns.texts, columns.labels, _class_names(info.get("features", {}), label))
-
-
-def _pyarrow(module: str) -> tuple[Any, Any]:
-    try:
-        import pyarrow
-        import pyarrow.ipc
-        import pyarrow.parquet
-    except ImportError:
-        raise DataError(
-            f"reading {module} files needs pyarrow, which is not installed; run "
-            "`pip install 'robench[text]'` (or `pip install pyarrow`)."
-        ) from None
-    return pyarrow, pyarrow.parquet
-
-
-_Reader = Callable[[Path, str, str, str], _Columns]
-LAYOUTS: dict[str, tuple[_Reader, str]] = {  # layout -> (reader, default text field)
-    "glue-tsv": (_read_glue, "sentence"),
-    "csv": (_read_csv, "text"),
-    "jsonl": (_read_jsonl, "text"),
-    "parquet": (_read_parquet, "text"),
-    "arrow": (_read_arrow, "text"),
-}
-_SUFFIXES = {".tsv": "glue-tsv", ".csv": "csv", ".jsonl": "jsonl", ".parquet": "parquet"}
-# Layout -> the module of an optional extra its reader imports (robench/_core/extras.py).
-LAYOUT_MODULES = {"parquet": "pyarrow", "arrow": "pyarrow"}
-
-
-def required_modules(path: str | Path, layout: str | None = None) -> dict[str, str]:
-    """Module -> what needs it, for reading `path` (checked before a run loads anything)."""
-    root = Path(path)
-    chosen = layout or (detect_layout(root) if str(path) != BUILTIN and root.exists() else None)
-    module = LAYOUT_MODULES.get(chosen or "")
-    return {module: f"reading {chosen} data ({root})"} if module else {}
-
-
-def detect_layout(root: Path) -> str | None:
-    """The layout a file or folder is in, or None."""
-    if root.is_file():
-        return _SUFFIXES.get(root.suffix)
-    if (root / "dataset_dict.json").is_file() or (root / "state.json").is_file():
-        return "arrow"
-    for suffix, layout in _SUFFIXES.items():
-        if any(root.glob(f"*{suffix}")) or (
-            suffix == ".parquet" and any(root.glob("data/*.parquet"))
-        ):
-            return layout
-    return None
 
 
 def classes_and_indices(
@@ -291,19 +113,85 @@ def read_labeled_texts(
         raise DataError(f"text data {root} does not exist; pass a file or folder that does.")
     chosen = layout or detect_layout(root)
     if chosen not in LAYOUTS:
-        raise DataError(
-            f"cannot tell the layout of {root}{f' ({chosen!r} is unknown)' if chosen else ''}; "
-            f"pass --layout, one of {', '.join(LAYOUTS)}."
-        )
+        raise _unknown_layout(root, chosen)
     reader, default_text = LAYOUTS[chosen]
-    split = split or ("validation" if chosen == "glue-tsv" else "test")
-    columns = reader(root, split, text_field or default_text, label_field)
-    if columns.labels is None or any(v is None or v == "" for v in columns.labels):
+    if split is not None and root.is_file() and split not in SPLIT_NAMES:
         raise DataError(
-            f"the {split} split of {root} has no labels under {label_field!r}; evaluate a "
+            f"{root} is one file, read whole as one split, and --split {split} is no split "
+            f"name ({', '.join(SPLIT_NAMES)}); leave --split out, or pass a folder of "
+            "SPLIT files."
+        )
+    split = split or ("validation" if chosen == "glue-tsv" else "test")
+    text_field = text_field or default_text
+    columns = reader(root, split, text_field, label_field)
+    texts = _checked_texts(columns, text_field)
+    labels = _checked_labels(columns, split, label_field)
+    classes, indices = classes_and_indices(labels, columns.names, f"{root} ({split})")
+    return LabeledTexts(texts, indices, classes, root, chosen, split)
+
+
+def _unknown_layout(root: Path, chosen: str | None) -> DataError:
+    if chosen is not None:  # named by a suite's [datasets.NAME] layout
+        return DataError(
+            f"{chosen!r} is not a text-data layout, so {root} cannot be read; set the suite "
+            f"dataset's layout to one of {', '.join(LAYOUTS)}."
+        )
+    return DataError(
+        f"cannot tell the layout of {root}: labelled texts are a .tsv, .csv, .jsonl or .parquet "
+        "file, a folder of SPLIT files in one of those formats, or a `datasets` save_to_disk "
+        "folder (docs/text-data.md); pass such data with --data."
+    )
+
+
+def _checked_texts(columns: ReadColumns, field: str) -> tuple[str, ...]:
+    """The texts, each a string; one sentence for a row without one or a file of none."""
+    if not columns.texts:
+        raise DataError(
+            f"{columns.source} holds no texts (a header or schema but no rows); add labelled "
+            "texts, or pass another file with --data."
+        )
+    for row, text in enumerate(columns.texts):
+        if text is None:
+            raise DataError(
+                f"{columns.where(row)} has no text under {field!r}; give every row its text, "
+                "or name the text column with --text-field."
+            )
+        if not isinstance(text, str):
+            raise DataError(
+                f"{columns.where(row)} has {type(text).__name__} {str(text)[:40]!r} under "
+                f"{field!r}, not a string; store texts as strings, or name the text column "
+                "with --text-field."
+            )
+    if not any(text.strip() for text in columns.texts):
+        raise DataError(
+            f"every text under {field!r} in {columns.source} is empty; fill in the texts, or "
+            "name the text column with --text-field."
+        )
+    return tuple(columns.texts)
+
+
+def _checked_labels(columns: ReadColumns, split: str, field: str) -> list[Any]:
+    """The labels, each a number or a string; one sentence for a split without them or a row
+    without one."""
+    if columns.labels is None:
+        raise DataError(
+            f"the {split} split of {columns.source} has no labels under {field!r}; evaluate a "
             "labelled split (GLUE's test.tsv has none: use --split validation) or name the "
             "label column with --label-field."
         )
-    classes, labels = classes_and_indices(columns.labels, columns.names, f"{root} ({split})")
-    texts = tuple(str(t) for t in columns.texts)
-    return LabeledTexts(texts, labels, classes, root, chosen, split)
+    labels = []
+    for row, label in enumerate(columns.labels):
+        if label is None or (isinstance(label, str) and not label.strip()):
+            raise DataError(
+                f"{columns.where(row)} has no label under {field!r}; label every row, or "
+                "evaluate a labelled split."
+            )
+        if isinstance(label, float) and label.is_integer():
+            label = int(label)  # a column of whole numbers stored as floats (pandas with NaN)
+        if not isinstance(label, int | str):  # bool is an int: true/false are two classes
+            raise DataError(
+                f"{columns.where(row)} has {type(label).__name__} {str(label)[:40]!r} as its "
+                f"label under {field!r}; labels are class indices (0, 1, ...) or class names."
+            )
+        labels.append(label)
+    return labels

@@ -14,7 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from robench._core.errors import RobenchError
-from robench.evaluation.sweeps.sweep import JobStatus, LoadedSweep, job_statuses
+from robench.evaluation.sweeps.sweep import (
+    JobStatus,
+    LoadedSweep,
+    check_folder,
+    job_statuses,
+    make_folder,
+)
 from robench.results.compare.comparison import Comparison, build_comparison
 from robench.results.compare.formats import COMPARE_FORMATS
 from robench.results.report.schema import Report, read_report
@@ -108,10 +114,11 @@ def _empty_page(title: str) -> str:
 def collect(sweep: LoadedSweep, *, figures: bool = False) -> Leaderboards:
     """Write SWEEP/leaderboard/SUITE.md and .csv per suite with a finished job, and index.html
     (with `figures`, each suite's figures too: matplotlib, about a second per suite)."""
+    check_folder(sweep.folder, sweep.path)
     statuses = job_statuses(sweep)
     found = Leaderboards(statuses=statuses)
     folder = sweep.folder / "leaderboard"
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder)
     seeds = len(sweep.plan.seeds)
     sections = []
     for suite in sweep.plan.suites:

@@ -16,6 +16,8 @@ from robench._core.toml_files import read_toml_model
 
 __all__ = ["ModelEntry", "Resources", "SweepPlan", "read_plan"]
 
+MAX_SEED = 2**63 - 1  # torch's generator takes a 64-bit seed, as `robench eval --seed`
+
 # A value of an eval option: a flag's value, a switch, a repeated flag or `data`'s NAME = PATH.
 OptionValue = str | int | float | bool | list[str | int | float] | dict[str, Any]
 
@@ -98,6 +100,9 @@ class SweepPlan(BaseModel):
     def _some_seed(cls, seeds: list[int]) -> list[int]:
         if not seeds:
             raise ValueError("list at least one seed")
+        bad = [seed for seed in seeds if not 0 <= seed <= MAX_SEED]
+        if bad:  # `robench eval --seed` would refuse each job once it had started
+            raise ValueError(f"seeds must be >= 0 and <= {MAX_SEED} (a 64-bit seed): {bad[0]}")
         return seeds
 
 

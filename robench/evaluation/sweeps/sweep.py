@@ -11,6 +11,7 @@ written, so a refused sweep leaves its folder as it was.
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -21,7 +22,15 @@ from robench.evaluation.sweeps.jobs import SweepJob, plan_jobs
 from robench.evaluation.sweeps.plan import SweepPlan, out_dir, read_plan
 from robench.evaluation.sweeps.state import JobState, read_state, resumable, samples_files
 
-__all__ = ["JobStatus", "LoadedSweep", "job_statuses", "load_sweep", "run_sweep"]
+__all__ = [
+    "JobStatus",
+    "LoadedSweep",
+    "check_folder",
+    "job_statuses",
+    "load_sweep",
+    "make_folder",
+    "run_sweep",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -62,8 +71,39 @@ def load_sweep(path: Path, executor: str | None = None, *, check: bool = True) -
     runner = build_executor(name, plan.resources, plan.executors.get(name, {}), folder)
     jobs = plan_jobs(plan, path)
     if check:
+        check_folder(folder, path)
         runner.check(jobs)
     return LoadedSweep(path, plan, folder, jobs, runner)
+
+
+def check_folder(folder: Path, plan: Path) -> None:
+    """Refuse, before any job starts, a sweep folder that cannot be made or written: a file
+    on its path, or a directory without write permission."""
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    problem = None
+    if not existing.is_dir():
+        problem = f"{existing} is a file"
+    elif not os.access(existing, os.W_OK | os.X_OK):
+        problem = f"{existing} is not writable"
+    if problem is not None:
+        raise ConfigError(
+            f"the sweep folder {folder} of {plan} cannot be written ({problem}); set the "
+            "plan's out_dir to a folder you can write to."
+        )
+
+
+def make_folder(folder: Path) -> None:
+    """The sweep folder; one sentence when the file system refuses it (a read-only mount,
+    /proc, a full disk), before any job has started."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot create the sweep folder {folder} ({exc.strerror}); set the plan's "
+            "out_dir to a folder you can write to."
+        ) from None
 
 
 def _changed(job: SweepJob, state: JobState) -> str:
@@ -154,7 +194,7 @@ def run_sweep(sweep: LoadedSweep, *, overwrite: bool = False, wait: bool = True)
     if skipped:
         logger.info("%d of %d jobs are done: skipped", skipped, len(statuses))
     if todo:
-        sweep.folder.mkdir(parents=True, exist_ok=True)
+        make_folder(sweep.folder)
         logger.info("%d jobs to run with the %s executor", len(todo), sweep.executor.name)
         sweep.executor.run(todo, wait=wait)
     return todo

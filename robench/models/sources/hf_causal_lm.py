@@ -22,6 +22,13 @@ from typing import Any
 from torch import Tensor, nn
 
 from robench._core.errors import CheckpointError, ConfigError, first_line
+from robench.models.sources.hf_folder_checks import (
+    check_safetensors,
+    check_tokenizer_json,
+    config_errors,
+    config_problem,
+    load_report_held,
+)
 
 # Config attributes that give a model's context length, in lm-eval's order.
 _CONTEXT_ATTRIBUTES = ("n_positions", "max_position_embeddings", "n_ctx")
@@ -104,11 +111,12 @@ def read_tokenizer(folder: Path, trust_remote_code: bool, holds: str) -> Any:
             f"{', '.join(_TOKENIZER_FILES[:3])}, ...); save the tokenizer into the same folder "
             "with `tokenizer.save_pretrained(folder)`."
         )
+    check_tokenizer_json(folder)
     try:
         return AutoTokenizer.from_pretrained(
             folder, local_files_only=True, trust_remote_code=trust_remote_code
         )
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, KeyError, TypeError) as error:
         raise ConfigError(
             f"the tokenizer in {folder} cannot be read ({first_line(error)}); save it again "
             "with `tokenizer.save_pretrained(folder)`."
@@ -149,20 +157,28 @@ def _load_config(folder: Path, trust_remote_code: bool) -> Any:
             f"{folder} is not a transformers model folder (no readable config.json); pass the "
             "folder `save_pretrained` wrote."
         ) from None
+    except config_errors() as error:
+        raise ConfigError(
+            f"{folder / 'config.json'} has a field transformers refuses "
+            f"({config_problem(error)}); fix that field or save the model again with "
+            "save_pretrained."
+        ) from None
 
 
 def _load_model(folder: Path, config: Any, trust_remote_code: bool) -> nn.Module:
     from transformers import AutoModelForCausalLM
 
+    check_safetensors(sorted(folder.glob("*.safetensors")))
     try:
         # dtype "auto": the checkpoint's own dtype, as lm-eval's `--model hf` loads it.
-        return AutoModelForCausalLM.from_pretrained(
-            folder,
-            config=config,
-            local_files_only=True,
-            trust_remote_code=trust_remote_code,
-            dtype="auto",
-        )
+        with load_report_held(folder):
+            return AutoModelForCausalLM.from_pretrained(
+                folder,
+                config=config,
+                local_files_only=True,
+                trust_remote_code=trust_remote_code,
+                dtype="auto",
+            )
     except ValueError as error:
         raise ConfigError(
             f"{folder} is not a causal language model transformers knows ({first_line(error)}); "

@@ -23,6 +23,11 @@ from robench._core.errors import CheckpointError, ConfigError, first_line
 from robench.models.loading import LoadedModel, image_model
 from robench.models.provenance import ModelOrigin, hash_files, weight_files
 from robench.models.sources.hf_cache import find_cached_repo
+from robench.models.sources.hf_folder_checks import (
+    check_safetensors,
+    load_report_held,
+    read_config,
+)
 from robench.models.sources.hf_tasks import (
     IMAGE_CLASSIFICATION,
     LANGUAGE_MODELING,
@@ -49,7 +54,10 @@ def from_transformers(request: SourceRequest) -> LoadedModel:
     _, config = read_model_config(folder, "transformers")
     where = f"{request.name} ({folder / 'config.json'})"
     task = transformers_task(config, where, trust_remote_code=request.trust_remote_code)
-    origin.weights = hash_files(_used_weights(folder), folder)
+    weights = _used_weights(folder)
+    check_safetensors(weights)
+    read_config(folder, request.trust_remote_code)  # a field of the wrong type, said first
+    origin.weights = hash_files(weights, folder)
     origin.files = hash_files([folder / n for n in _CONFIG_FILES if (folder / n).is_file()], folder)
     origin.extra["library"] = "transformers"
     return _BUILDERS[task](request, folder, config, origin)
@@ -91,9 +99,10 @@ def _from_pretrained(loader: Any, folder: Path, request: SourceRequest, what: st
 
     hf_logging.disable_progress_bar()  # robench's stderr shows its own progress only
     try:
-        return loader.from_pretrained(
-            str(folder), local_files_only=True, trust_remote_code=request.trust_remote_code
-        )
+        with load_report_held(folder):
+            return loader.from_pretrained(
+                str(folder), local_files_only=True, trust_remote_code=request.trust_remote_code
+            )
     except pickle.UnpicklingError:
         raise CheckpointError(
             f"the pickled weights in {folder} hold Python objects besides tensors, which can "

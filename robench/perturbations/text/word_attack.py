@@ -36,9 +36,9 @@ class WordAttack(PerSampleAttack):
         for module, needed_for in params.modules.items():
             require(module, needed_for)  # before any sample is attacked, as WordNet below
         if self.recipe.uses_wordnet:
-            from robench.perturbations.text.wordnet import wordnet_dir
+            from robench.perturbations.text.wordnet import check_wordnet
 
-            wordnet_dir()  # a missing WordNet is one sentence before any sample is attacked
+            check_wordnet()  # a missing or broken WordNet: one sentence before any sample
 
     def perturb_samples(
         self,

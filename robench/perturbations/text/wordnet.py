@@ -21,7 +21,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from robench._core.errors import DataError
+from robench._core.errors import DataError, first_line
 from robench.perturbations.text.word_spans import word_spans
 
 DEFAULT_DIR = Path("/usr/share/wordnet")
@@ -41,7 +41,12 @@ LEXNAMES = (
     ("verb.possession", 2), ("verb.social", 2), ("verb.stative", 2), ("verb.weather", 2),
     ("adj.ppl", 3),
 )  # fmt: skip
-_REQUIRED = ("data.noun", "index.noun", "data.verb", "index.verb", "data.adj", "data.adv")
+# The dict files nltk's reader opens: each part of speech's data, index and exceptions.
+_REQUIRED = tuple(
+    name
+    for pos in ("noun", "verb", "adj", "adv")
+    for name in (f"data.{pos}", f"index.{pos}", f"{pos}.exc")
+)
 
 
 def wordnet_dir() -> Path:
@@ -86,11 +91,55 @@ def is_one_word(text: str) -> bool:
 
 
 def synonyms(word: str) -> list[str]:
-    """PWWS's candidates for `word`, sorted (TextAttack returns them as an unordered set)."""
-    found = {
-        name
-        for synset in _reader(wordnet_dir()).synsets(word)
-        for name in synset.lemma_names()
-        if name != word and "_" not in name and is_one_word(name)
-    }
-    return sorted(found)
+    """PWWS's candidates for `word`, sorted (TextAttack returns them as an unordered set);
+    dict files nltk cannot parse are one DataError naming their folder."""
+    from nltk.corpus.reader.wordnet import WordNetError
+
+    root = wordnet_dir()
+    try:
+        with warnings.catch_warnings():  # nltk warns, then returns None, for a cut-off file
+            warnings.simplefilter("ignore")
+            found = _reader(root).synsets(word)
+    # What nltk's parser raises on files that are not WordNet's: bytes that are not text,
+    # lines without the fields it splits, offsets into nothing.
+    except (
+        UnicodeDecodeError,
+        ValueError,
+        IndexError,
+        KeyError,
+        OSError,
+        StopIteration,
+        WordNetError,
+    ) as exc:
+        raise _unreadable(root, exc) from None
+    if any(synset is None for synset in found):
+        raise _unreadable(root, WordNetError(f"an index entry of {word!r} points past a data file"))
+    return sorted(
+        {
+            name
+            for synset in found
+            for name in synset.lemma_names()
+            if name != word and "_" not in name and is_one_word(name)
+        }
+    )
+
+
+def check_wordnet() -> None:
+    """Refuse, before any sample is attacked, a WordNet that is missing or unreadable: the
+    dict files must exist, and a lookup through nltk's reader must parse them and find
+    synonyms of "good" (33 in WordNet 3.0); empty files would leave PWWS without a swap."""
+    if not synonyms("good"):
+        from nltk.corpus.reader.wordnet import WordNetError
+
+        raise _unreadable(wordnet_dir(), WordNetError("no synonyms of 'good': empty files?"))
+
+
+def _unreadable(root: Path, exc: Exception) -> DataError:
+    where = (
+        "set ROBENCH_WORDNET_DIR to a folder of WordNet 3.0 dict files, or unset it to use "
+        f"{DEFAULT_DIR}"
+        if os.environ.get("ROBENCH_WORDNET_DIR")
+        else "reinstall them (`sudo apt-get install --reinstall wordnet-base`)"
+    )
+    reason = type(exc).__name__ + (f": {first_line(exc)}" if str(exc) else "")
+    return DataError(f"the WordNet dict files in {root} cannot be read ({reason}); {where}.")

@@ -315,18 +315,20 @@ def _with_accuracy_at(
 ) -> list[tuple[str, Report]]:
     """The reports with a result `NAME@EPS` per minimal-norm result and eps of `at_eps` up
     to its cap (top-1 from the per-sample norms); refused when none can be read."""
-    from robench.results.stats.robustness_curves import accuracy_at_results, is_minimal_norm
+    from robench.results.stats.robustness_curves import (
+        accuracy_at_results,
+        is_minimal_norm,
+        result_cap,
+    )
 
     extended = []
     for path, report in reports:
-        extra = accuracy_at_results(report, at_eps)
+        extra = accuracy_at_results(report, at_eps, f"report {path}")
         extended.append((path, report.model_copy(update={"results": report.results + extra})))
     if all(
         len(a.results) == len(b.results) for (_, a), (_, b) in zip(reports, extended, strict=True)
     ):
-        caps = sorted(
-            {float(x.params["eps"]) for _, r in reports for x in r.results if is_minimal_norm(x)}
-        )
+        caps = sorted({result_cap(x) for _, r in reports for x in r.results if is_minimal_norm(x)})
         where = (
             f"the largest cap is {display_pixel_value(caps[-1])}"
             if caps

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from robench._core.errors import ConfigError
+from robench._core.errors import ConfigError, as_input_errors
 from robench._core.units import parse_pixel_value
 from robench.results.compare.comparison import Comparison, build_comparison
 from robench.results.compare.formats import cell_numbers
@@ -130,6 +130,7 @@ def _per_corruption_frame(reports: list[tuple[str, Report]]) -> pd.DataFrame:
     return frame
 
 
+@as_input_errors
 def compare(
     reports: Iterable[ReportSource] | ReportSource,
     *,

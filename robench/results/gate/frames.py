@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from robench._core.errors import ConfigError
+from robench._core.errors import ConfigError, as_input_errors
 from robench._core.toml_files import describe_validation_error
 from robench.results.gate.formats import GateCheckSummary, gate_json, gate_summary
 from robench.results.gate.policy import Policy, read_policy
@@ -98,6 +98,7 @@ def as_policy(policy: Policy | Mapping[str, Any] | str | os.PathLike[str] | None
     return read_policy(Path(policy))
 
 
+@as_input_errors
 def gate(
     baseline: ReportSource,
     candidate: ReportSource,

@@ -62,7 +62,7 @@ def eps_curve_figure(reports: Mapping[str, Report], norm: str) -> Figure | None:
         colour = MODEL_COLOURS[i % len(MODEL_COLOURS)]
         curves = [x for x in report.results if is_minimal_norm(x) and _norm(x) == norm]
         for j, result in enumerate(curves):
-            curve = eps_curve(report, result)
+            curve = eps_curve(report, result, where=f"the report of {label}")
             if curve.n == 0:
                 continue
             drawn = True

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from robench._core.errors import RobenchError
+from robench._core.errors import RobenchError, as_input_errors
 from robench.results.report.schema import Report, read_report
 from robench.results.report.tidy import (
     REPORT_COLUMN,
@@ -66,6 +66,7 @@ def reports_frame(
 ) -> pd.DataFrame | tuple[pd.DataFrame, list[tuple[str, str]]]: ...
 
 
+@as_input_errors
 def reports_frame(
     reports: Iterable[ReportSource] | ReportSource, strict: bool = True
 ) -> pd.DataFrame | tuple[pd.DataFrame, list[tuple[str, str]]]:
@@ -99,6 +100,7 @@ def reports_frame(
     return frame if strict else (frame, errors)
 
 
+@as_input_errors
 def samples_frame(report: ReportSource) -> pd.DataFrame:
     """Per-sample outcomes, one row per (dataset, result, sample): model, dataset,
     perturbation, kind, index (in the dataset), target, prediction, correct (top-1), then

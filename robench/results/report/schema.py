@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from robench._core.errors import ConfigError
+from robench._core.errors import ConfigError, as_input_errors
 from robench._core.file_modes import give_default_mode
 from robench.results.report.report_v1 import upgrade_v1
 
@@ -338,6 +338,7 @@ class Report(_Strict):
 
         return report_frame(self)
 
+    @as_input_errors
     def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Write the report as `robench eval --out` writes it (the same JSON, atomically);
         an existing file is replaced only with `overwrite=True`. Returns the path."""

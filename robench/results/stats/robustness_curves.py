@@ -21,6 +21,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from robench._core.errors import ConfigError
 from robench.results.report.schema import PerturbationResult, Report
 from robench.results.stats.metrics import wilson_interval
 
@@ -71,17 +72,58 @@ def is_minimal_norm(result: PerturbationResult) -> bool:
     return result.kind == "minimal-norm"
 
 
-def result_norms(report: Report, result: PerturbationResult) -> list[float] | None:
-    """A minimal-norm result's per-sample norms, None when the report has none."""
+def _is_norm(value: object) -> bool:
+    """A stored minimal norm: a number >= 0, or None (no adversarial found)."""
+    if value is None:
+        return True
+    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+
+
+def result_norms(
+    report: Report, result: PerturbationResult, where: str = "the report"
+) -> list[float] | None:
+    """A minimal-norm result's per-sample norms, None when the report has none; a column of
+    another length than the result's samples, or holding other than norms, is refused
+    (`where` names the report in the sentence), not read as if it were whole."""
     norms = report.sample_values(result.name, NORM_COLUMN)
-    return norm_values(norms) if norms is not None else None
+    if norms is None:
+        return None
+    fix = "pass the report as `robench eval` wrote it, or evaluate again"
+    if len(norms) != result.n_samples:
+        raise ConfigError(
+            f"{where}'s minimal-norm result {result.name!r} has {len(norms)} per-sample "
+            f"{NORM_COLUMN} values for its {result.n_samples} samples; {fix}."
+        )
+    bad = next((value for value in norms if not _is_norm(value)), None)
+    if bad is not None:
+        raise ConfigError(
+            f"{where}'s minimal-norm result {result.name!r} holds {bad!r} in its {NORM_COLUMN} "
+            f"column, where norms are numbers >= 0 (null: no adversarial found); {fix}."
+        )
+    return norm_values(norms)
 
 
-def eps_curve(report: Report, result: PerturbationResult, points: int = CURVE_POINTS) -> Curve:
+def result_cap(result: PerturbationResult, where: str = "the report") -> float:
+    """A minimal-norm result's cap, `params.eps`; refused when missing or not a number."""
+    cap = result.params.get("eps")
+    if not isinstance(cap, int | float) or isinstance(cap, bool) or not cap > 0:
+        raise ConfigError(
+            f"{where}'s minimal-norm result {result.name!r} has params.eps {cap!r}, not its "
+            "cap (a number > 0); pass the report as `robench eval` wrote it, or evaluate again."
+        )
+    return float(cap)
+
+
+def eps_curve(
+    report: Report,
+    result: PerturbationResult,
+    points: int = CURVE_POINTS,
+    where: str = "the report",
+) -> Curve:
     """Accuracy against eps from 0 to the result's cap, from its per-sample norms; every
     distinct norm below the cap is a point, so the steps are drawn where they are."""
-    norms = result_norms(report, result) or []
-    cap = float(result.params["eps"])
+    norms = result_norms(report, result, where) or []
+    cap = result_cap(result, where)
     grid = {cap * i / (points - 1) for i in range(points)}
     grid |= {n for n in norms if 0 <= n <= cap}
     x = sorted(grid)
@@ -117,7 +159,9 @@ def iteration_curve(report: Report, result: PerturbationResult) -> Curve | None:
     return _curve(result.name, list(range(steps + 1)), robust, len(first))
 
 
-def accuracy_at_results(report: Report, eps_values: Sequence[float]) -> list[PerturbationResult]:
+def accuracy_at_results(
+    report: Report, eps_values: Sequence[float], where: str = "the report"
+) -> list[PerturbationResult]:
     """One result per minimal-norm result of `report` and eps at most its cap: `NAME@EPS`,
     top-1 at that eps read from the per-sample norms (what `robench compare --at-eps`
     shows as columns)."""
@@ -126,8 +170,8 @@ def accuracy_at_results(report: Report, eps_values: Sequence[float]) -> list[Per
 
     found = []
     for result in filter(is_minimal_norm, report.results):
-        norms = result_norms(report, result)
-        cap = float(result.params["eps"])
+        norms = result_norms(report, result, where)
+        cap = result_cap(result, where)
         for eps in eps_values:
             if norms is None or eps > cap:
                 continue

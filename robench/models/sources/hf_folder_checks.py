@@ -1,0 +1,128 @@
+"""What can be wrong with a transformers model folder, said in one sentence that names the
+file, before (or instead of) transformers' own exceptions and reports.
+
+- A `.safetensors` weight file that is empty, cut off or not safetensors: checked by opening
+  its header, which safetensors validates against the file's size (no tensor is read).
+- A config.json that transformers' config class refuses (a field of the wrong type, such as
+  `num_channels = "three"`, fails its strict dataclass validation).
+- A tokenizer.json that is JSON but not a tokenizer (read by `tokenizers` itself).
+- Weights whose shapes do not fit the config: transformers logs a load report of one line
+  per tensor, then raises "look at the above report"; the report is kept off stderr and the
+  error counts the mismatched tensors instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from robench._core.errors import CheckpointError, ConfigError, first_line
+
+
+def check_safetensors(paths: list[Path]) -> None:
+    """Refuse a `.safetensors` file whose header is missing, cut off or does not cover it."""
+    from safetensors import SafetensorError, safe_open
+
+    for path in paths:
+        if not path.name.endswith(".safetensors"):
+            continue
+        try:
+            with safe_open(str(path), framework="pt", device="cpu"):
+                pass
+        except (SafetensorError, OSError, ValueError) as exc:
+            raise CheckpointError(
+                f"cannot read safetensors file {path} ({first_line(exc)}); the file is empty, "
+                "truncated or not safetensors: copy or download it again."
+            ) from None
+
+
+def config_errors() -> tuple[type[Exception], ...]:
+    """What transformers raises for a config.json whose fields its config class refuses."""
+    try:
+        from huggingface_hub.errors import StrictDataclassError
+    except ImportError:  # older huggingface_hub: no strict configs, TypeError at the latest
+        return (TypeError,)
+    return (StrictDataclassError, TypeError)
+
+
+def config_problem(exc: BaseException) -> str:
+    """The reason of a config error in one line: the validation's cause when it has one
+    ("Field 'num_channels' expected int, got str (value: 'three')")."""
+    return first_line(exc.__cause__ or exc)
+
+
+def read_config(folder: Path, trust_remote_code: bool) -> Any:
+    """transformers' config of `folder`, offline; a field it refuses is one sentence naming
+    config.json (other failures are left to the caller's loader, which knows the model)."""
+    from transformers import AutoConfig
+
+    try:
+        return AutoConfig.from_pretrained(
+            str(folder), local_files_only=True, trust_remote_code=trust_remote_code
+        )
+    except config_errors() as exc:
+        raise ConfigError(
+            f"{folder / 'config.json'} has a field transformers refuses ({config_problem(exc)}); "
+            "fix that field or save the model again with save_pretrained."
+        ) from None
+    except (OSError, ValueError, KeyError) as exc:
+        raise ConfigError(
+            f"transformers cannot read {folder / 'config.json'} ({first_line(exc)}); save the "
+            "model again with save_pretrained."
+        ) from None
+
+
+def check_tokenizer_json(folder: Path) -> None:
+    """Refuse a tokenizer.json that `tokenizers` cannot read as a tokenizer."""
+    path = folder / "tokenizer.json"
+    if not path.is_file():
+        return
+    from tokenizers import Tokenizer
+
+    try:
+        Tokenizer.from_file(str(path))
+    except Exception as exc:  # tokenizers raises plain Exception for every bad file
+        raise ConfigError(
+            f"{path} is not a tokenizer `tokenizers` can read ({first_line(exc)}); save the "
+            "tokenizer again with `tokenizer.save_pretrained(folder)`."
+        ) from None
+
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@contextlib.contextmanager
+def load_report_held(folder: Path) -> Iterator[None]:
+    """Hold transformers' warnings while a model loads: shown as usual when it loads, turned
+    into one sentence when its weights do not fit its config (the table is dropped)."""
+    from transformers.utils import logging as hf_logging
+
+    collect = _Collect()
+    hf_logging.disable_default_handler()
+    hf_logging.add_handler(collect)
+    try:
+        yield
+    except RuntimeError as exc:
+        mismatched = sum(r.getMessage().count("| MISMATCH |") for r in collect.records)
+        if not mismatched and "size mismatch" not in str(exc):
+            raise
+        shown = f"{mismatched} tensors" if mismatched else "tensors"
+        raise CheckpointError(
+            f"the weights in {folder} do not fit its config.json ({shown} have other shapes "
+            "than the config makes); the weights and config.json must come from the same "
+            "save_pretrained."
+        ) from None
+    finally:
+        hf_logging.remove_handler(collect)
+        hf_logging.enable_default_handler()
+    for record in collect.records:  # loaded: the warnings as transformers shows them
+        logging.getLogger(record.name).handle(record)
