@@ -148,7 +148,7 @@ CARDS = Path(__file__).resolve().parents[1] / "models"
 LIGHT_COMMANDS = [
     ["--help"],
     ["--version"],
-    ["eval", "--help"],  # drawn from the options' table (robench/evaluation/options.py)
+    ["eval", "--help"],  # drawn from the options' table (robench/evaluation/options/__init__.py)
     ["list", "suites"],
     ["list", "perturbations"],
     ["list", "metrics"],

@@ -85,8 +85,8 @@ def _png_size(path: Path) -> tuple[int, int]:
 
 def test_screenshot_of_the_demo_page(tmp_path: Path) -> None:
     from robench.cli._demo import INDEX_TITLES, write_index
-    from robench.cli._demo_segmentation import METRICS as SEGMENTATION_METRICS
-    from robench.cli._demo_text_classification import METRICS as CLASSIFICATION_METRICS
+    from robench.cli._demo.segmentation import METRICS as SEGMENTATION_METRICS
+    from robench.cli._demo.text_classification import METRICS as CLASSIFICATION_METRICS
     from robench.results.compare.comparison import build_comparison
     from robench.results.report.schema import read_report
 

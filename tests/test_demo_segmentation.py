@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 
 from robench.cli._demo import INDEX_TITLES, segmentation_figures, segmentation_section, write_index
-from robench.cli._demo_segmentation import (
+from robench.cli._demo.segmentation import (
     DEMO_SEGMENTERS,
     OVERLAY,
     SUFFIX,

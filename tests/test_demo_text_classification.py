@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from robench.cli._demo import INDEX_TITLES, write_index
-from robench.cli._demo_text_classification import (
+from robench.cli._demo.text_classification import (
     SUFFIX,
     TextClassificationDemo,
     evaluate_text_classification_demo,

@@ -1,4 +1,4 @@
-"""The evaluation options are defined once (robench/evaluation/options.py); every surface
+"""The evaluation options are defined once (robench/evaluation/options/__init__.py); every surface
 agrees with that table: `robench eval`'s flags and help panels, `EvalRequest`, the keywords
 `request_from_options` takes, and the README's synopsis. (The sweep plan's table:
 tests/test_sweep_plans.py.)"""
@@ -18,7 +18,8 @@ from typer.testing import CliRunner
 
 from robench._core.errors import ConfigError
 from robench.cli import app
-from robench.evaluation.eval_option import (
+from robench.evaluation.options import EVAL_OPTIONS, EvalOptions, EvalTarget
+from robench.evaluation.options.eval_option import (
     CLI_FORMS,
     COMMAND_LINE,
     COMPOUND_FIELDS,
@@ -28,8 +29,7 @@ from robench.evaluation.eval_option import (
     REQUEST,
     SPEED_OPTIONS,
 )
-from robench.evaluation.options import EVAL_OPTIONS, EvalOptions, EvalTarget
-from robench.evaluation.request_options import request_from_options
+from robench.evaluation.options.request_options import request_from_options
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

@@ -154,7 +154,7 @@ def test_eval_cli_scores_documents_clean_and_swapped(folder: Path, docs: Path, t
 def test_shipped_bpe_model_is_small_and_word_swap_raises_its_perplexity(tmp_path: Path) -> None:
     import jsonschema
 
-    from robench.cli._demo_bpe import bpe_model_folder, evaluate_bpe_demo
+    from robench.cli._demo.bpe import bpe_model_folder, evaluate_bpe_demo
     from robench.results.report.schema import report_json_schema
 
     folder = bpe_model_folder()
@@ -182,7 +182,7 @@ def test_word_level_models_read_jsonl_as_lines(tmp_path: Path) -> None:
 def test_demo_names_the_bpe_model_by_its_path_inside_the_working_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from robench.cli._demo_bpe import shown_folder
+    from robench.cli._demo.bpe import shown_folder
 
     folder = tmp_path / "models" / "gpt2_bpe_pydocs"
     folder.mkdir(parents=True)

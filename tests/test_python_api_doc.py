@@ -1,7 +1,7 @@
 """docs/python-api.md checked against the code.
 
 - Its table from `robench eval`'s flags to `robench.evaluate`'s keywords lists exactly the
-  options of `EVAL_OPTIONS` (robench/evaluation/options.py), each flag with its keyword and
+  options of `EVAL_OPTIONS` (robench/evaluation/options/__init__.py), each flag with its keyword and
   default; the table is the text `options_table()` generates (`python
   tests/test_python_api_doc.py` prints it, to paste between the page's markers).
 - Its runnable examples (```python blocks right after a `<!-- run -->` line) run as written, in
@@ -70,8 +70,8 @@ def _with_a_model_object(name: str) -> str:
 def options_table() -> str:
     """The page's table, one row per option of `EVAL_OPTIONS`, in `robench eval --help`'s
     order (the argument, then panel by panel)."""
-    from robench.evaluation.eval_option import COMMAND_LINE, PANELS
     from robench.evaluation.options import EVAL_OPTIONS
+    from robench.evaluation.options.eval_option import COMMAND_LINE, PANELS
 
     header = "| panel | `robench eval` | keyword | type | default | with a model object |"
     lines = [header, "|---|---|---|---|---|---|"]
@@ -111,8 +111,8 @@ def _table_in_doc() -> str:
 def test_the_options_table_lists_every_flag_with_its_keyword_and_default() -> None:
     """Read back from the page: every flag of `robench eval`, each with the keyword and the
     default of its option, and no other row."""
-    from robench.evaluation.eval_option import COMMAND_LINE
     from robench.evaluation.options import EVAL_OPTIONS
+    from robench.evaluation.options.eval_option import COMMAND_LINE
 
     rows = [line for line in _table_in_doc().splitlines()[2:] if line.startswith("|")]
     found: dict[str, tuple[str | None, str]] = {}

@@ -254,8 +254,8 @@ def test_eval_tables_of_every_demo_report_fit(name: str, fmt: str, width: int) -
 def _demo_result() -> DemoResult:
     """What `run_demo` returns, rebuilt from the committed demo reports."""
     from robench.cli._demo import DemoResult
-    from robench.cli._demo_segmentation import METRICS, SegmentationDemo
-    from robench.cli._demo_text_classification import TextClassificationDemo
+    from robench.cli._demo.segmentation import METRICS, SegmentationDemo
+    from robench.cli._demo.text_classification import TextClassificationDemo
 
     def pair(suffix: str) -> list[tuple[Path, Report]]:
         return [(Path(path), report) for path, report in _section(suffix)]

@@ -25,9 +25,9 @@ from robench.api._data import as_engine_data, float_image_size
 from robench.api._models import ModelOptions, given_spec, wrap_model
 from robench.api._progress import make_progress
 from robench.evaluation.options import KEYWORDS, EvalOptions, EvalTarget
+from robench.evaluation.options.request_options import request_from_options
 from robench.evaluation.request import EvalRequest
 from robench.evaluation.request import evaluate as run_request
-from robench.evaluation.request_options import request_from_options
 from robench.evaluation.suites import LoadedSuite, load_suite, suite_from_data
 from robench.models.loaded_model import LoadedModel
 from robench.models.spec import ModelSpec

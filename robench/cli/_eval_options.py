@@ -1,5 +1,5 @@
 """`robench eval`'s flags, derived from the evaluation options' table
-(robench/evaluation/options.py): the command function's typer signature, and the command
+(robench/evaluation/options/__init__.py): the command function's typer signature, and the command
 line's text turned into the Python values `request_from_options` takes.
 
 Typer builds a command from its function's signature; `with_eval_options` gives the function
@@ -23,8 +23,8 @@ from robench._core.lazy import import_object
 from robench._core.units import parse_pixel_value
 from robench.cli._parsing import dataset_map, float_list, input_size, json_object
 from robench.cli._ranges import OPTION_RANGES, check_range
-from robench.evaluation.eval_option import PANELS, EvalOption
 from robench.evaluation.options import EVAL_OPTIONS
+from robench.evaluation.options.eval_option import PANELS, EvalOption
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -151,7 +151,7 @@ class DemoPrinter:
                 )
 
     def _segmentation(self, result: DemoResult) -> None:
-        from robench.cli._demo_segmentation import SUFFIX, printed_tables
+        from robench.cli._demo.segmentation import SUFFIX, printed_tables
 
         if SUFFIX in result.skipped:
             self.heading(result.skipped[SUFFIX])
@@ -167,7 +167,7 @@ class DemoPrinter:
         self.per_corruption(per_corruption)
 
     def _text_classification(self, result: DemoResult) -> None:
-        from robench.cli._demo_text_classification import SUFFIX
+        from robench.cli._demo.text_classification import SUFFIX
 
         if SUFFIX in result.skipped:
             self.heading(result.skipped[SUFFIX])

@@ -1,6 +1,6 @@
 """`robench eval`: evaluate one checkpoint under a suite of perturbations.
 
-Its options are defined once, in robench/evaluation/options.py (panels, flags, defaults,
+Its options are defined once, in robench/evaluation/options/__init__.py (panels, flags, defaults,
 help); `with_eval_options` turns that table into the command's typer signature.
 """
 
@@ -57,8 +57,8 @@ def eval_command(**given: Any) -> None:
       robench eval -c lm.safetensors -s wikitext-wordswap --data /data/wikitext-103
     """
     from robench.evaluation.interrupts import stop_cleanly
+    from robench.evaluation.options.request_options import request_from_options
     from robench.evaluation.request import evaluate
-    from robench.evaluation.request_options import request_from_options
 
     options = python_values(given)
     fmt = options.pop("format", None)

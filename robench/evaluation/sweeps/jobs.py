@@ -24,7 +24,7 @@ from robench.evaluation.sweeps.plan import ModelEntry, OptionValue, SweepPlan, o
 __all__ = ["PLAN_OPTIONS", "SweepJob", "plan_jobs"]
 
 # The `robench eval` options a plan may set, by plan key, with the kind of value each takes
-# (robench/evaluation/eval_option.py, CLI_FORMS): a value (`--limit 64`), a switch (`--sanity`
+# (evaluation/options/eval_option.py, CLI_FORMS): a value (`--limit 64`), a switch (`--sanity`
 # when true), a repeated flag (`--import A --import B`), a comma-separated list (`--mean
 # 0.5,0.5,0.5`), JSON (`--model-kwargs`) or `--data`, which also takes a table NAME = PATH.
 # Derived from the options' table; the others (model, checkpoint, suite, seed, report path,

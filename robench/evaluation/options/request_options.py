@@ -1,6 +1,6 @@
 """Keyword options -> an `EvalRequest`: what `robench eval` and the Python API call.
 
-The keywords are the option names of robench/evaluation/options.py (a flag --x-y is the keyword
+The keywords are the option names of robench/evaluation/options (a flag --x-y is the keyword
 x_y). Most are EvalRequest fields of the same name; the rest fold into its compound fields:
 `overrides` (a ModelSpec over the checkpoint's), `data_options` (the task's, over the
 suite's) and `speed` (SpeedOptions).
@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from robench._core.errors import ConfigError
 from robench._core.registry import did_you_mean
-from robench.evaluation.eval_option import (
+from robench.evaluation.options import EVAL_OPTIONS, KEYWORDS
+from robench.evaluation.options.eval_option import (
     COMPOUND_FIELDS,
     DATA_OPTIONS,
     OVERRIDES,
@@ -22,7 +23,6 @@ from robench.evaluation.eval_option import (
     SPEED_OPTIONS,
     EvalOption,
 )
-from robench.evaluation.options import EVAL_OPTIONS, KEYWORDS
 
 if TYPE_CHECKING:
     from robench.evaluation.request import EvalRequest

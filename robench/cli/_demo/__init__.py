@@ -30,10 +30,10 @@ import torch
 
 from robench._core.extras import install_command
 from robench._core.progress import Progress
-from robench.cli._demo_segmentation import SUFFIX as SEGMENTATION_SUFFIX
-from robench.cli._demo_segmentation import SegmentationDemo, evaluate_segmentation_demo
-from robench.cli._demo_text_classification import SUFFIX as TEXT_CLASSIFICATION_SUFFIX
-from robench.cli._demo_text_classification import (
+from robench.cli._demo.segmentation import SUFFIX as SEGMENTATION_SUFFIX
+from robench.cli._demo.segmentation import SegmentationDemo, evaluate_segmentation_demo
+from robench.cli._demo.text_classification import SUFFIX as TEXT_CLASSIFICATION_SUFFIX
+from robench.cli._demo.text_classification import (
     TextClassificationDemo,
     evaluate_text_classification_demo,
 )
@@ -279,11 +279,11 @@ class _Evaluator:
 def _optional_sections(plan: DemoPlan) -> dict[str, list[tuple[str, str]]]:
     """Report suffix -> the (MODEL, suite) evaluations of each section that may need an
     optional extra (the image and word-level language-model sections need none)."""
-    from robench.cli._demo_bpe import bpe_model_folder, shown_folder
-    from robench.cli._demo_segmentation import DEMO_SEGMENTERS
-    from robench.cli._demo_segmentation import SUITE as SEGMENTATION_SUITE
-    from robench.cli._demo_text_classification import DEMO_CLASSIFIERS
-    from robench.cli._demo_text_classification import SUITE as TEXT_CLASSIFICATION_SUITE
+    from robench.cli._demo.bpe import bpe_model_folder, shown_folder
+    from robench.cli._demo.segmentation import DEMO_SEGMENTERS
+    from robench.cli._demo.segmentation import SUITE as SEGMENTATION_SUITE
+    from robench.cli._demo.text_classification import DEMO_CLASSIFIERS
+    from robench.cli._demo.text_classification import SUITE as TEXT_CLASSIFICATION_SUITE
 
     folder = bpe_model_folder()
     subword = [(f"hf:{shown_folder(folder)}", plan.text_suite)] if folder is not None else []
@@ -325,7 +325,7 @@ def _evaluate_optional_sections(
 ) -> tuple[list[tuple[Path, Report]], SegmentationDemo | None, TextClassificationDemo | None]:
     """The sections an optional extra may rule out (`skipped`): the subword language model,
     segmentation and text classification; None (or no reports) for a skipped one."""
-    from robench.cli._demo_bpe import evaluate_bpe_demo  # beside them: a subword (BPE) model
+    from robench.cli._demo.bpe import evaluate_bpe_demo  # beside them: a subword (BPE) model
 
     quick = plan is PLANS["quick"]
     subword: list[tuple[Path, Report]] = []

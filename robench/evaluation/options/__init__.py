@@ -1,11 +1,11 @@
 """The options of an evaluation, each defined once.
 
 `robench eval`'s flags (robench/cli/_eval_options.py), the keywords of `request_from_options`
-(robench/evaluation/request_options.py, which the Python API calls), a sweep plan's `[eval]`
+(robench/evaluation/options/request_options.py, which the Python API calls), a sweep plan's `[eval]`
 keys (robench/evaluation/sweeps/jobs.py) and the README's synopsis (a test) all derive from
 the TypedDicts below. An option is one key: the key is its Python keyword (the `EvalRequest`
 field where it has one), the annotation its Python type, and the `EvalOption`
-(robench/evaluation/eval_option.py) inside `Annotated` the rest: default, help, flags, help
+(robench/evaluation/options/eval_option.py) inside `Annotated` the rest: default, help, flags, help
 panel, how the command line writes it and where it lands in an `EvalRequest`.
 
 Type checkers read the TypedDicts (`**options: Unpack[EvalOptions]` rejects a misspelt
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
 
 from robench._core.units import parse_pixel_value
-from robench.evaluation.eval_option import (
+from robench.evaluation.options.eval_option import (
     COMMAND_LINE,
     DATA,
     DATA_OPTIONS,

@@ -1,6 +1,6 @@
 """What one evaluation option is: its definition's fields, the panels of `robench eval
 --help`, the forms the command line writes values in, and where an option lands in an
-`EvalRequest`. The options themselves are in robench/evaluation/options.py.
+`EvalRequest`. The options themselves are in robench/evaluation/options/__init__.py.
 
 Imports no torch and no pydantic: `robench eval --help` is drawn from it.
 """
