@@ -10,9 +10,9 @@ severity heatmap and accuracy against severity. Last,
 baseline vs Elliptical nano language models on the built-in Python-docs text, clean and under
 Word Swap (`demo-text`, the paper's Table 1 protocol), and baseline vs Elliptical nano
 Segmenter on the built-in fashion scenes (`demo-segmentation`: clean, corruptions, PGD, and an
-overlay of predicted masks; `_demo_segmentation.py`), and baseline vs Elliptical nano text
+overlay of predicted masks; `_demo/segmentation.py`), and baseline vs Elliptical nano text
 classifier under TextAttack's DeepWordBug and PWWS (`demo-text-classification`,
-`_demo_text_classification.py`). Without the shipped checkpoints (a trimmed install) it trains
+`_demo/text_classification.py`). Without the shipped checkpoints (a trimmed install) it trains
 the image and language models briefly instead and skips the Segmenters and classifiers.
 `index.html` beside the reports shows the comparisons on one self-contained page.
 """
