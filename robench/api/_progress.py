@@ -7,45 +7,11 @@ import logging
 import time
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from robench._core.progress import Progress as ProgressProtocol
+from robench._core.progress_bar import BarProgress
 
 logger = logging.getLogger("robench.api")
-
-
-class BarProgress:
-    """The runner's progress protocol on a rich bar (stderr of a terminal, or a notebook)."""
-
-    def __init__(self, console: Console) -> None:
-        self._progress = Progress(
-            TextColumn("{task.description:<14}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=console,
-        )
-        self._task: TaskID | None = None
-
-    def start(self, name: str, total: int, done: int) -> None:
-        self._progress.start()
-        self._task = self._progress.add_task(name, total=total, completed=done)
-
-    def advance(self, n: int) -> None:
-        if self._task is not None:
-            self._progress.advance(self._task, n)
-
-    def finish(self) -> None:
-        self._progress.stop()
 
 
 class LogProgress:

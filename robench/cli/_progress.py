@@ -4,48 +4,13 @@ from __future__ import annotations
 
 import time
 
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-
+from robench._core.progress_bar import BarProgress
 from robench.cli._output import err
 
 
-class RichProgress:
-    """The runner's progress protocol on a rich bar (stderr, for a terminal)."""
-
-    def __init__(self) -> None:
-        self._progress = Progress(
-            TextColumn("{task.description:<14}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=err,
-            disable=not err.is_terminal,
-            transient=False,
-        )
-        self._task: TaskID | None = None
-
-    def start(self, name: str, total: int, done: int) -> None:
-        self._progress.start()
-        self._task = self._progress.add_task(name, total=total, completed=done)
-
-    def advance(self, n: int) -> None:
-        if self._task is not None:
-            self._progress.advance(self._task, n)
-
-    def finish(self) -> None:
-        self._progress.stop()
-
-    def close(self) -> None:
-        """Nothing to add: each bar stays on the terminal."""
+def _bar() -> BarProgress:
+    """A live bar on stderr (a terminal)."""
+    return BarProgress(err, disable=not err.is_terminal)
 
 
 # The least time between two progress lines on a pipe; the gap grows with the run (a quarter
@@ -101,6 +66,6 @@ class LineProgress:
             self._line(f"{self._steps} steps ({self._samples} samples) done in {took:.1f}s")
 
 
-def make_progress() -> RichProgress | LineProgress:
+def make_progress() -> BarProgress | LineProgress:
     """A live bar on a terminal; a few plain lines with elapsed time anywhere else."""
-    return RichProgress() if err.is_terminal else LineProgress()
+    return _bar() if err.is_terminal else LineProgress()
