@@ -1,5 +1,7 @@
 """What long work (the runner, the sanity battery, reading images) tells whoever displays
-progress; the CLI draws rich progress bars (robench/cli/_output.py)."""
+progress: a rich bar (`progress_bar.BarProgress`, for the CLI on a terminal and for
+`robench.evaluate` in a terminal or notebook), bounded plain lines on a pipe
+(robench/cli/_progress.py) or log records (robench/api/_progress.py)."""
 
 from __future__ import annotations
 
