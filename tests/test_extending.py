@@ -163,6 +163,23 @@ def test_a_plugin_output_format_is_chosen_by_name_and_by_suffix(tmp_path: Path) 
     assert out.read_text() == text
 
 
+def test_a_plugin_report_format_is_chosen_by_eval(tmp_path: Path) -> None:
+    plugin = str(PLUGINS / "tsv_format.py")
+    out = tmp_path / "r.json"
+    args = ["eval", "vit_nano_fmnist", "--suite", "smoke", "--limit", "8", "-o", str(out)]
+    text = _invoke([*args, "--import", plugin, "--format", "tsv"])
+    header, *rows = [line.split("\t") for line in text.splitlines()]
+    assert header == ["result", "metric", "value", "ci_low", "ci_high"]
+    report = json.loads(out.read_text())
+    stored = {
+        (r["name"], m): v["value"] for r in report["results"] for m, v in r["metrics"].items()
+    }
+    assert {(row[0], row[1]): float(row[2]) for row in rows} == pytest.approx(stored, abs=5e-5)
+    # A name no one registered is refused as a choice, before anything runs.
+    refused = runner.invoke(app, [*args, "--overwrite", "--format", "tvs"])
+    assert refused.exit_code == 2 and "'tvs' is not one of" in refused.stderr
+
+
 def test_a_plugin_dataset_layout_is_detected_and_read(tmp_path: Path) -> None:
     from PIL import Image
 

@@ -6,6 +6,7 @@ read as they are.
 
     robench compare a.json b.json --import examples/plugins/tsv_format.py --format tsv
     robench compare a.json b.json --import examples/plugins/tsv_format.py -o table.tsv
+    robench eval vit_nano_fmnist --limit 64 --import examples/plugins/tsv_format.py --format tsv
 """
 
 from __future__ import annotations
@@ -30,4 +31,16 @@ def tsv_comparison(cmp, ci: bool) -> str:  # type: ignore[no-untyped-def]
             if ci:
                 cells += [f"{cell.ci95[0]:.2f}", f"{cell.ci95[1]:.2f}"]
         lines.append("\t".join(cells))
+    return "\n".join(lines)
+
+
+@register_format("report", "tsv")
+def tsv_report(report) -> str:  # type: ignore[no-untyped-def]
+    """`robench eval --import ... --format tsv`: one report's metrics as tab-separated rows
+    (result, metric, value in stored units, 95% interval); `report` is a robench `Report`."""
+    lines = ["result\tmetric\tvalue\tci_low\tci_high"]
+    for result in report.results:
+        for name, metric in result.metrics.items():
+            low, high = metric.ci95 or (metric.value, metric.value)
+            lines.append(f"{result.name}\t{name}\t{metric.value:.4f}\t{low:.4f}\t{high:.4f}")
     return "\n".join(lines)

@@ -20,9 +20,12 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from robench._core.lazy import import_object
+from robench._core.plugins import FORMAT_ENTRY_POINT_GROUP
+from robench._core.registry import Registry
 from robench._core.units import parse_pixel_value
 from robench.cli._parsing import dataset_map, float_list, input_size, json_object
 from robench.cli._ranges import OPTION_RANGES, check_range
+from robench.cli._registry_options import choices_metavar, import_plugins, registry_choice
 from robench.evaluation.options import EVAL_OPTIONS
 from robench.evaluation.options.eval_option import PANELS, EvalOption
 
@@ -68,17 +71,32 @@ def _parsed_type(option: EvalOption) -> Any:
     return _TEXT_TYPES[option.form]
 
 
+def _plugin_aware(option: EvalOption) -> dict[str, Any]:
+    """What lets a plugin's registration reach the command line: `--import` runs before the
+    other options are parsed, and a choice among a registry's names (the report formats)
+    accepts what a plugin registered there (`robench.registry.register_format`)."""
+    if option.name == "imports":
+        return {"is_eager": True, "callback": import_plugins((FORMAT_ENTRY_POINT_GROUP,))}
+    if option.form == "choice" and isinstance(import_object(option.choices or ""), Registry):
+        registry = import_object(option.choices or "")
+        return {
+            "parser": registry_choice(registry, FORMAT_ENTRY_POINT_GROUP),
+            "metavar": choices_metavar(registry),
+        }
+    return {}
+
+
 def _parameter(option: EvalOption) -> inspect.Parameter:
-    parsed = _parsed_type(option)
+    extra = _plugin_aware(option)
+    parsed = str if "parser" in extra else _parsed_type(option)
     # A repeated flag not given is None to typer; the table's default (()) applies after.
     default = None if option.form in ("repeated", "data") else option.default
     hint = parsed | None if default is None else parsed
     if option.argument:
         info: Any = typer.Argument(help=option.help)
     else:
-        info = typer.Option(
-            *option.flags, help=option.help, metavar=option.metavar, rich_help_panel=option.panel
-        )
+        extra.setdefault("metavar", option.metavar)
+        info = typer.Option(*option.flags, help=option.help, rich_help_panel=option.panel, **extra)
     return inspect.Parameter(
         option.name,
         inspect.Parameter.KEYWORD_ONLY,
@@ -113,7 +131,7 @@ def _checked(option: EvalOption, parsed: Any, text: str) -> Any:
 _PARSERS: dict[str, Callable[[EvalOption, Any], Any]] = {
     "value": lambda option, value: value,
     "switch": lambda option, value: value,
-    "choice": lambda option, value: value.value,
+    "choice": lambda option, value: getattr(value, "value", value),  # an enum, or a name
     "repeated": lambda option, values: tuple(values),
     "data": lambda option, values: dataset_map(values),
     "floats": lambda o, text: _checked(o, float_list(text, o.flags[0]), text),
