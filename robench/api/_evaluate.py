@@ -19,13 +19,12 @@ from torch import nn
 from typing_extensions import Unpack
 
 from robench._core.errors import EXIT_USAGE, ConfigError, InputError, RobenchError
-from robench._core.registry import did_you_mean
 from robench.api._caller_state import preserved
 from robench.api._data import as_engine_data, float_image_size
 from robench.api._models import ModelOptions, given_spec, wrap_model
 from robench.api._progress import make_progress
 from robench.evaluation.options import KEYWORDS, EvalOptions, EvalTarget
-from robench.evaluation.options.request_options import request_from_options
+from robench.evaluation.options.request_options import check_keywords, request_from_options
 from robench.evaluation.request import EvalRequest
 from robench.evaluation.request import evaluate as run_request
 from robench.evaluation.suites import LoadedSuite, load_suite, suite_from_data
@@ -68,39 +67,29 @@ def option_names() -> list[str]:
 _OWN_KEYWORDS = ("task", "model_name", "preprocessing", "tokenizer", "image_processor", "progress")
 
 
-def _check_keywords(options: Mapping[str, Any]) -> None:
-    """Refuse a keyword that is no option (nor one of the engine's compound fields,
-    `overrides`, `speed`, `data_options`, `command`, which the options fold into)."""
-    known = option_names()
-    for name in options:
-        if name not in known:
-            hint = did_you_mean(name, [*known, *_OWN_KEYWORDS], "evaluation option")[:-1]
-            raise ConfigError(
-                f"{hint} (`robench eval --help` describes each; its flag --x-y is the keyword x_y)."
-            )
+def _chosen_suite(suite: Any) -> LoadedSuite | None:
+    """A suite file or name the caller chose, read once (None for the default, whose task
+    follows the model's, and for entries built in Python, validated once the task is known)."""
+    if isinstance(suite, str) and suite == DEFAULT_SUITE:
+        return None
+    return load_suite(str(suite)) if isinstance(suite, (str, Path)) else None
 
 
-def _suite(
-    suite: str | Path | Mapping[str, Any] | Sequence[Mapping[str, Any]], task: str | None
-) -> str | LoadedSuite:
-    """A name or path as it is (the task's smoke suite for the default on another task's
-    model); entries built in Python validated as a TOML file is."""
-    if isinstance(suite, Path):
-        return str(suite)
+def _suite(suite: Any, chosen: LoadedSuite | None, task: str | None) -> str | LoadedSuite:
+    """What the engine runs: the suite read already, the task's smoke suite for the default
+    on another task's model, or entries built in Python validated as a TOML file is."""
+    if chosen is not None:
+        return chosen
     if isinstance(suite, str):
-        if suite == DEFAULT_SUITE and task is not None:
-            return SMOKE_SUITES.get(task, suite)
-        return suite
+        return SMOKE_SUITES.get(task, suite) if task is not None else suite
     return suite_from_data(suite, task or "image-classification")
 
 
-def _suite_task(suite: Any) -> str | None:
+def _suite_task(suite: Any, chosen: LoadedSuite | None) -> str | None:
     """The task of a suite the caller chose (None for the default, whose task follows the
     model's): an image network that names none is evaluated on it, as by the CLI."""
-    if isinstance(suite, str) and suite == DEFAULT_SUITE:
-        return None
-    if isinstance(suite, (str, Path)):
-        return load_suite(str(suite)).suite.task
+    if chosen is not None:
+        return chosen.suite.task
     if isinstance(suite, Mapping):
         return str(suite.get("task", "image-classification"))
     return None
@@ -154,7 +143,7 @@ def _run(
     progress: bool,
     options: dict[str, Any],
 ) -> Report:
-    _check_keywords(options)
+    check_keywords(options, option_names(), also_suggest=_OWN_KEYWORDS)
     if options.get("resume") and out is None:
         raise ConfigError(
             "resume=True continues the per-sample results of an earlier run saved with out=; "
@@ -164,7 +153,8 @@ def _run(
     model_options.data_size = float_image_size(engine_data)
     model_options.data_name = engine_data if isinstance(engine_data, str) else None
     model_options.device = str(options.get("device") or "cpu")
-    model_options.suite_task = _suite_task(suite)
+    chosen = _chosen_suite(suite)
+    model_options.suite_task = _suite_task(suite, chosen)
     if engine_data is None:  # the task's built-in data, whose image size is known
         named = model_options.task or model_options.suite_task or "image-classification"
         model_options.data_name = load_task(named).default_data if named in TASKS else None
@@ -175,7 +165,7 @@ def _run(
     with tempfile.TemporaryDirectory(prefix="robench-") as scratch:
         request = request_from_options(
             **options,
-            suite=_suite(suite, loaded.task if loaded is not None else model_options.task),
+            suite=_suite(suite, chosen, loaded.task if loaded is not None else model_options.task),
             data=engine_data,
             out=Path(out) if out is not None else Path(scratch) / "report.json",
             model=model if isinstance(model, str) else None,

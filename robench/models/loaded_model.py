@@ -58,3 +58,35 @@ class LoadedModel:
         if self.checkpoint is not None:
             return self.checkpoint.sha256
         return self.origin.sha256 if self.origin is not None else None
+
+
+def text_model(
+    network: nn.Module,
+    *,
+    name: str,
+    architecture: str,
+    task: str,
+    origin: ModelOrigin,
+    tokenizer: Any,
+    max_length: int,
+    device: Any,
+    classes: list[str] | None = None,
+) -> LoadedModel:
+    """A transformers text model (causal LM or sequence classifier) with its tokenizer, from a
+    folder (`sources/hf_source.py`) or an object in memory (`sources/hf_objects.py`): eval
+    mode on `device`, no checkpoint and no preprocessing, weights described by `origin`."""
+    return LoadedModel(
+        model=network.to(device).eval(),
+        name=name,
+        architecture=architecture,
+        model_kwargs={},
+        spec=ModelSpec(architecture=architecture, classes=classes),
+        sources={},
+        card_path=None,
+        checkpoint=None,
+        preprocessing=None,
+        task=task,
+        origin=origin,
+        tokenizer=tokenizer,
+        max_length=max_length,
+    )

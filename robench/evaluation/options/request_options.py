@@ -8,7 +8,7 @@ suite's) and `speed` (SpeedOptions).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -32,14 +32,19 @@ if TYPE_CHECKING:
 __all__ = ["check_keywords", "request_from_options"]
 
 
-def check_keywords(given: Mapping[str, Any]) -> None:
-    """Refuse a keyword that is no option, naming close matches."""
-    known = [*KEYWORDS, *COMPOUND_FIELDS]
+def check_keywords(
+    given: Mapping[str, Any],
+    known: Sequence[str] | None = None,
+    also_suggest: Sequence[str] = (),
+) -> None:
+    """Refuse a keyword not in `known` (default: every option and the compound fields),
+    naming close matches among `known` and `also_suggest` (a caller's own keywords)."""
+    known = [*KEYWORDS, *COMPOUND_FIELDS] if known is None else list(known)
     for name in given:
         if name not in known:
+            hint = did_you_mean(name, [*known, *also_suggest], "evaluation option")[:-1]
             raise ConfigError(
-                f"{did_you_mean(name, known, 'evaluation option')[:-1]} (`robench eval "
-                "--help` describes each; its flag --x-y is the keyword x_y)."
+                f"{hint} (`robench eval --help` describes each; its flag --x-y is the keyword x_y)."
             )
 
 

@@ -21,7 +21,7 @@ from torch import nn
 
 from robench._core.errors import ConfigError
 from robench.models.in_memory import memory_image_model
-from robench.models.loaded_model import LoadedModel
+from robench.models.loaded_model import LoadedModel, text_model
 from robench.models.provenance import ModelOrigin
 from robench.models.sources.hf_tasks import (
     IMAGE_CLASSIFICATION,
@@ -215,29 +215,29 @@ def _text_classifier(request: HFObjectRequest) -> LoadedModel:
     length = max_tokens(request.model, tokenizer)
     request.origin.extra.update({"max_tokens": length})
     wrapped = TokenizerTextClassifier(request.model, tokenizer, length)
-    loaded = _text_model(request, wrapped, TEXT_CLASSIFICATION, tokenizer, length)
-    loaded.spec = loaded.spec.model_copy(update={"classes": class_names(request.model)})
-    return loaded
+    return _text_model(
+        request, wrapped, TEXT_CLASSIFICATION, tokenizer, length, class_names(request.model)
+    )
 
 
 def _text_model(
-    request: HFObjectRequest, wrapped: nn.Module, task: str, tokenizer: Any, length: int
+    request: HFObjectRequest,
+    wrapped: nn.Module,
+    task: str,
+    tokenizer: Any,
+    length: int,
+    classes: list[str] | None = None,
 ) -> LoadedModel:
-    architecture = type(request.model).__name__
-    return LoadedModel(
-        model=wrapped.to(request.device).eval(),
+    return text_model(
+        wrapped,
         name=request.name,
-        architecture=architecture,
-        model_kwargs={},
-        spec=ModelSpec(architecture=architecture),
-        sources={},
-        card_path=None,
-        checkpoint=None,
-        preprocessing=None,
+        architecture=type(request.model).__name__,
         task=task,
         origin=request.origin,
         tokenizer=tokenizer,
         max_length=length,
+        device=request.device,
+        classes=classes,
     )
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from robench._core.errors import CheckpointError, ConfigError, first_line
+from robench.models.loaded_model import text_model
 from robench.models.loading import LoadedModel, image_model
 from robench.models.provenance import ModelOrigin, hash_files, weight_files
 from robench.models.sources.hf_cache import find_cached_repo
@@ -194,20 +195,15 @@ def _causal_lm(
     parts = build_causal_lm(folder, trust_remote_code=request.trust_remote_code)
     origin.extra.update(parts.info)
     architecture = (config.get("architectures") or [type(parts.model).__name__])[0]
-    return LoadedModel(
-        model=parts.model.to(request.device).eval(),
+    return text_model(
+        parts.model,
         name=request.name,
         architecture=architecture,
-        model_kwargs={},
-        spec=ModelSpec(architecture=architecture),
-        sources={},
-        card_path=None,
-        checkpoint=None,
-        preprocessing=None,
         task=LANGUAGE_MODELING,
         origin=origin,
         tokenizer=parts.tokenizer,
         max_length=parts.max_length,
+        device=request.device,
     )
 
 
@@ -228,20 +224,16 @@ def _text_classifier(
     length = max_tokens(network, tokenizer)
     origin.extra.update({"max_tokens": length})
     architecture = (config.get("architectures") or [type(network).__name__])[0]
-    return LoadedModel(
-        model=TokenizerTextClassifier(network, tokenizer, length).to(request.device).eval(),
+    return text_model(
+        TokenizerTextClassifier(network, tokenizer, length),
         name=request.name,
         architecture=architecture,
-        model_kwargs={},
-        spec=ModelSpec(architecture=architecture, classes=class_names(network)),
-        sources={},
-        card_path=None,
-        checkpoint=None,
-        preprocessing=None,
         task=TEXT_CLASSIFICATION,
         origin=origin,
         tokenizer=tokenizer,
         max_length=length,
+        device=request.device,
+        classes=class_names(network),
     )
 
 
