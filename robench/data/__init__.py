@@ -5,7 +5,9 @@ detected (`idx`, `cifar10-c`, `imagenet-c`, `imagenet-v2`, `image-folder`, in th
 chosen with `layout=` (also `imagenet-a`, `imagenet-r`, `imagenet-sketch`, which are never
 detected); docs/datasets.md describes each. Built-in names (`fashion-mnist`) resolve to data
 installed on the machine. A plugin adds a layout with `register_layout`
-(`robench.registry.register_dataset`).
+(`robench.registry.register_dataset`). The Long Range Arena layouts (`lra-listops`,
+`lra-text`, `lra-retrieval`, `lra-image`, `lra-pathfinder`; robench/data/lra) are sequence
+data: they open as a `SequenceDataset` for the sequence-classification task.
 
 May import: `robench._core` only (`robench.results`, the one part below it, too, should a
 reader need a report record; none does today).
@@ -306,3 +308,15 @@ def open_dataset(
         "t10k-labels-idx1-ubyte[.gz]) nor an image folder (ROOT/<class>/<image>) nor another "
         f"layout robench detects ({shapes}); point --data at one of those layouts."
     )
+
+
+def _register_lra_layouts() -> None:
+    """The Long Range Arena's layouts (robench/data/lra): sequence data, whose opener returns
+    a `SequenceDataset` for the sequence-classification task, not `LabeledImages`."""
+    from robench.data.lra.layouts import LRA_TASKS, layout_opener
+
+    for name, task in LRA_TASKS.items():
+        register_layout(task.layout, layout_opener(name), shape=task.shape, detect=task.detect)
+
+
+_register_lra_layouts()

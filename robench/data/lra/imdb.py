@@ -1,0 +1,109 @@
+"""Byte-level IMDb reviews (LRA's Text task) from the aclImdb folder.
+
+LRA reads the reviews through TensorFlow Datasets (`tfds.load('imdb_reviews')`,
+lra_benchmarks/text_classification/input_pipeline.py), a format that needs TensorFlow. robench
+reads the folder that dataset is built from, Maas et al.'s `aclImdb_v1.tar.gz` unpacked:
+`ROOT/train/neg/*.txt`, `ROOT/train/pos/*.txt`, `ROOT/test/neg/*.txt`, `ROOT/test/pos/*.txt`
+(ROOT may also be the folder holding `aclImdb/`; `train/unsup` is not read). Each file is one
+review; its bytes are the tokens (robench/data/lra/byte_tokens.py). Classes are tfds': 0 neg,
+1 pos. Reviews are read in class order, then by file name.
+
+IMDb has no validation split; LRA validates on the test split, and so does `split="val"`.
+LRA cuts each review to its first `max_length` bytes; the default length here is 4000, the
+paper's ("Text ... 4K"; the released config says 1000, pass `max_length=1000` for it).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+
+from robench._core.errors import DataError
+from robench.data.lra.byte_tokens import BYTE_OFFSET, PAD_ID, VOCAB_SIZE, raw_bytes
+from robench.data.lra.sequences import SequenceDataset, fitted
+
+logger = logging.getLogger(__name__)
+
+KIND = "lra-text"
+TASK_NAME = "text"
+CLASSES = ["neg", "pos"]
+DEFAULT_LENGTH = 4000
+_FOLDERS = {"train": "train", "val": "test", "test": "test"}
+
+
+def _acl_root(root: Path) -> Path:
+    return root / "aclImdb" if (root / "aclImdb").is_dir() else root
+
+
+def looks_like_aclimdb(root: Path) -> bool:
+    base = _acl_root(root)
+    return any(
+        (base / split / "pos").is_dir() and (base / split / "neg").is_dir()
+        for split in ("train", "test")
+    )
+
+
+def _reviews(folder: Path) -> list[Path]:
+    with os.scandir(folder) as entries:
+        files = [
+            Path(e.path)
+            for e in entries
+            if e.name.endswith(".txt") and not e.name.startswith(".") and e.is_file()
+        ]
+    return sorted(files, key=lambda p: p.name)
+
+
+def open_imdb(
+    root: Path, split: str, max_length: int | None, truncate: bool | None
+) -> SequenceDataset:
+    """One split of aclImdb as byte ids padded to `max_length` (default 4000).
+
+    Reviews are cut to `max_length` bytes as LRA cuts them, unless a length was given without
+    `truncate`: then a longer review is an error."""
+    base = _acl_root(root)
+    split_dir = base / _FOLDERS[split]
+    missing = [name for name in CLASSES if not (split_dir / name).is_dir()]
+    if missing:
+        raise DataError(
+            f"{split_dir} has no {' or '.join(missing)} folder; expected the aclImdb layout, "
+            "ROOT/train/{neg,pos}/*.txt and ROOT/test/{neg,pos}/*.txt."
+        )
+    if split == "val":
+        logger.info("IMDb has no validation split: reading the test split, as LRA does")
+    length = DEFAULT_LENGTH if max_length is None else max_length
+    cut = truncate if truncate is not None else max_length is None
+    sequences: list[np.ndarray] = []
+    targets: list[int] = []
+    cut_count = 0
+    for label, name in enumerate(CLASSES):
+        for path in _reviews(split_dir / name):
+            raw = raw_bytes(path.read_bytes())
+            cut_count += len(raw) > length
+            sequences.append(fitted(raw, length, truncate=cut, where=str(path)))
+            targets.append(label)
+    if not sequences:
+        raise DataError(f"{split_dir}/neg and /pos hold no .txt reviews; expected aclImdb.")
+    note = (
+        f"{cut_count} of {len(sequences)} reviews were cut to their first {length} bytes, as LRA "
+        "cuts them"
+        if cut_count
+        else None
+    )
+    return SequenceDataset(
+        root=root,
+        kind=KIND,
+        task_name=TASK_NAME,
+        split=split,
+        sequences=sequences,
+        targets=targets,
+        classes=list(CLASSES),
+        vocab_size=VOCAB_SIZE,
+        max_length=length,
+        pad_id=PAD_ID,
+        offset=BYTE_OFFSET,
+        class_index_note="tfds imdb_reviews' classes: 0 neg, 1 pos (the aclImdb folder names)",
+        preprocessing_note=note,
+    )

@@ -1,0 +1,147 @@
+"""`SequenceDataset`: what every Long Range Arena reader returns (robench/data/lra).
+
+Items are `(tokens, label)`: tokens a torch.long tensor of shape (L,), or (2, L) for a
+retrieval pair, padded to L = `max_length` with `pad_id`; label an int class index. Pixel
+tasks (image, pathfinder) have a fixed length H * W and no padding (`pad_id` is None: 0 is a
+pixel value). Sequences are kept unpadded and compact (uint8) and padded when an item is read,
+so ListOps' 96,000 training expressions take 100 MB, not the 1.5 GB of a padded int64 array.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+from robench._core.errors import DataError
+
+# The task whose models read this data (robench/tasks).
+SEQUENCE_TASK = "sequence-classification"
+
+
+class Sequences(Protocol):
+    """A reader's samples, by index: a 1-D integer array of token ids, or for a pair a
+    tuple of two; decoded on demand by readers of image files."""
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, index: int) -> Any: ...
+
+
+def fitted(tokens: np.ndarray, max_length: int, *, truncate: bool, where: str) -> np.ndarray:
+    """`tokens`, cut to `max_length` when `truncate`; a DataError naming `where` (the file
+    and line) when it is longer and truncation was not asked for."""
+    if len(tokens) <= max_length:
+        return tokens
+    if truncate:
+        return tokens[:max_length].copy()  # a copy: do not keep the whole document alive
+    raise DataError(
+        f"{where} is {len(tokens)} tokens long, longer than max_length {max_length}; raise "
+        f"max_length, or ask for truncation to keep the first {max_length} tokens as LRA does."
+    )
+
+
+class SequenceDataset(Dataset[tuple[torch.Tensor, int]]):
+    """One split of an LRA task: token or pixel sequences and their class labels."""
+
+    task: str = SEQUENCE_TASK
+
+    def __init__(
+        self,
+        *,
+        root: Path,
+        kind: str,
+        task_name: str,
+        split: str,
+        sequences: Sequences,
+        targets: list[int],
+        classes: list[str],
+        vocab_size: int,
+        max_length: int,
+        pad_id: int | None,
+        pair: bool = False,
+        offset: int = 0,
+        class_index_note: str,
+        preprocessing_note: str | None = None,
+    ) -> None:
+        if len(sequences) != len(targets):
+            raise ValueError(f"{len(sequences)} sequences but {len(targets)} targets")
+        # Directory the data was read from.
+        self.root = root
+        # Layout name, a key of robench.data's layout table ("lra-listops", ...).
+        self.kind = kind
+        # The LRA task: "listops", "text", "retrieval", "image" or "pathfinder".
+        self.task_name = task_name
+        # "train", "val" or "test".
+        self.split = split
+        # Class names; the position in the list is the class index.
+        self.classes = classes
+        # One sentence for the report: how class indices were assigned.
+        self.class_index_note = class_index_note
+        # Label of every item, in item order.
+        self.targets = targets
+        # Token ids are 0 .. vocab_size - 1 (the padding id included).
+        self.vocab_size = vocab_size
+        # L: every item's sequence length (padded, or fixed for pixels).
+        self.max_length = max_length
+        # The id sequences are padded with; None for pixel sequences, which are never padded.
+        self.pad_id = pad_id
+        # Items are (2, L): the two documents of a retrieval pair.
+        self.pair = pair
+        # One sentence for the report when sequences were cut or converted; None if not.
+        self.preprocessing_note = preprocessing_note
+        # Not restricted to a label space: the labels are the model's output indices.
+        self.output_classes: tuple[int, ...] | None = None
+        self.label_space: Any = None
+        self._sequences = sequences
+        # Added to every stored id (bytes are stored raw and become byte + 1, LRA's ids).
+        self._offset = offset
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.classes)
+
+    def __len__(self) -> int:
+        return len(self.targets)
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+        if not -len(self) <= index < len(self):
+            raise IndexError(f"index {index} out of range for a dataset of {len(self)} items")
+        index %= len(self)
+        stored = self._sequences[index]
+        if self.pair:
+            tokens = np.stack([self._padded(part) for part in stored])  # (2, L)
+        else:
+            tokens = self._padded(stored)  # (L,)
+        return torch.from_numpy(tokens), self.targets[index]
+
+    def _padded(self, stored: np.ndarray) -> np.ndarray:
+        out = np.full(self.max_length, self.pad_id or 0, dtype=np.int64)
+        out[: len(stored)] = stored
+        if self._offset:
+            out[: len(stored)] += self._offset
+        return out
+
+    def lengths(self) -> list[int]:
+        """Each item's unpadded length (of its longer document for a pair); decodes images."""
+        return [
+            max(map(len, stored)) if self.pair else len(stored)
+            for stored in (self._sequences[i] for i in range(len(self)))
+        ]
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(task_name={self.task_name!r}, root={str(self.root)!r}, "
+            f"split={self.split!r}, items={len(self)}, max_length={self.max_length}, "
+            f"classes={len(self.classes)})"
+        )
+
+
+def compact(tokens: Sequence[int] | np.ndarray) -> np.ndarray:
+    """Token ids as the smallest unsigned array that holds them (ids here are below 65536)."""
+    array = np.asarray(tokens)
+    dtype = np.uint8 if (array.size == 0 or int(array.max()) < 256) else np.uint16
+    return array.astype(dtype, copy=False)
