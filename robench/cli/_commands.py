@@ -51,6 +51,11 @@ COMMANDS = {
         "train_command",
         "Train a registered image classifier, segmenter, language model or text classifier.",
     ),
+    "generate": LazyCommand(
+        "robench.cli.generate",
+        "generate_command",
+        "Write a seeded synthetic LRA dataset (ListOps or Pathfinder) in its released layout.",
+    ),
     "demo": LazyCommand(
         "robench.cli.demo",
         "demo_command",
