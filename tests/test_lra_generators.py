@@ -1,14 +1,13 @@
-"""The LRA generators against their specifications, checked by code written here, not by the
-generators' own: ListOps expressions are re-parsed from the written text and evaluated by a
-stack machine (statistics.median for MED), and Pathfinder labels are recomputed from the pixels
-by a breadth-first search over lit pixels from one marker to the other."""
+"""The LRA generators against their specifications, checked by independent code
+(tests/lra_oracles.py), not by the generators' own: ListOps expressions are re-parsed from the
+written text and evaluated by a stack machine (statistics.median for MED), and Pathfinder
+labels are recomputed from the pixels by a breadth-first search over lit pixels from one marker
+to the other."""
 
 from __future__ import annotations
 
 import csv
 import random
-import statistics
-from collections import deque
 from pathlib import Path
 
 import numpy as np
@@ -26,41 +25,7 @@ from robench.data.lra.pathfinder_generator import (
     draw_pathfinder,
     write_pathfinder,
 )
-
-# ---------------------------------------------------------------------------------------------
-# ListOps: an independent parser and evaluator of the printed expressions.
-
-OPERATORS = {
-    "[MAX": max,
-    "[MIN": min,
-    "[MED": lambda args: int(statistics.median(args)),  # LRA: int(np.median(...))
-    "[SM": lambda args: sum(args) % 10,
-}
-
-
-def parse(source: str) -> tuple[int, int, int, list[tuple[str, int]]]:
-    """(value, length, depth, [(operator, arity), ...]) of one printed expression; raises
-    AssertionError when it is not one well-formed expression. Depth counts the root as 1 and a
-    digit as one level below its operator."""
-    tokens = [t for t in source.split() if t not in ("(", ")")]
-    stack: list[tuple[str, list[int]]] = []
-    done: list[int] = []
-    operators: list[tuple[str, int]] = []
-    depth = 0
-    for token in tokens:
-        if token in OPERATORS:
-            stack.append((token, []))
-            depth = max(depth, len(stack))
-        elif token == "]":
-            operator, args = stack.pop()
-            operators.append((operator, len(args)))
-            (stack[-1][1] if stack else done).append(OPERATORS[operator](args))
-        else:
-            assert token.isdigit() and len(token) == 1, token
-            depth = max(depth, len(stack) + 1)
-            (stack[-1][1] if stack else done).append(int(token))
-    assert not stack and len(done) == 1, source[:80]
-    return done[0], len(tokens), depth, operators
+from tests.lra_oracles import OPERATORS, connected, marker_centres, parse
 
 
 def _check_rows(rows: list[tuple[str, int]], spec: ListOpsSpec) -> None:
@@ -168,34 +133,6 @@ def test_listops_settings_with_too_few_expressions_are_refused() -> None:
 # Pathfinder: connectivity recomputed from the pixels.
 
 SPLITS = ("train", "val", "test")
-BRIDGE = 2  # dashes of one path are 1 pixel apart: lit pixels within 2 (Chebyshev) connect
-
-
-def connected(pixels: np.ndarray, a: tuple[int, int], b: tuple[int, int]) -> bool:
-    """Whether lit pixels link `a` to `b`, hopping over gaps of one pixel."""
-    lit = pixels > 0
-    seen = np.zeros_like(lit)
-    queue = deque([a])
-    seen[a] = True
-    size = pixels.shape[0]
-    while queue:
-        r, c = queue.popleft()
-        if (r, c) == b:
-            return True
-        for dr in range(-BRIDGE, BRIDGE + 1):
-            for dc in range(-BRIDGE, BRIDGE + 1):
-                q = (r + dr, c + dc)
-                if 0 <= q[0] < size and 0 <= q[1] < size and lit[q] and not seen[q]:
-                    seen[q] = True
-                    queue.append(q)
-    return False
-
-
-def marker_centres(pixels: np.ndarray) -> list[tuple[int, int]]:
-    """Centres of the 3x3 blocks at full brightness, found from the image alone."""
-    labels, count = ndimage.label(pixels == 255, structure=np.ones((3, 3)))
-    centres = ndimage.center_of_mass(pixels == 255, labels, range(1, count + 1))
-    return [(round(r), round(c)) for r, c in centres]
 
 
 def _check_image(pixels: np.ndarray, label: int, markers: tuple[tuple[int, int], ...]) -> None:
