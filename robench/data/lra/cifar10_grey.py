@@ -110,6 +110,15 @@ def _binary_split(base: Path, split: str) -> tuple[np.ndarray, list[int]]:
     return pixels[chosen], labels[chosen].tolist()
 
 
+def _refuse_python_version(root: Path) -> None:
+    if (root / "data_batch_1").is_file() or (root / "cifar-10-batches-py").is_dir():
+        raise DataError(
+            f"{root} holds CIFAR-10's python version, whose batches are pickles, which robench "
+            "never unpickles; download the binary version (cifar-10-binary.tar.gz: "
+            "data_batch_1.bin .. data_batch_5.bin, test_batch.bin) instead."
+        )
+
+
 def _folder_images(folder: Path) -> list[Path]:
     with os.scandir(folder) as entries:
         found = [
@@ -170,6 +179,7 @@ def open_cifar10_grey(
         pixels, targets = _binary_split(base, split)
         classes, note = list(CIFAR10_CLASSES), "CIFAR-10's class order (binary batches)"
     else:
+        _refuse_python_version(root)
         pixels, targets, classes = _folder_split(root, split)
         note = "class folders in sorted order (CIFAR-10's names sort into its class order)"
     return SequenceDataset(
