@@ -123,8 +123,9 @@ def test_impossible_listops_settings_are_refused(spec: ListOpsSpec) -> None:
 
 
 def test_listops_settings_with_too_few_expressions_are_refused() -> None:
-    # Depth 2, 2..3 arguments, length 4 or 5: 4 operators x 10^2 + 4 x 10^3 expressions.
+    # Depth 2, 2 arguments, length 4: 4 operators x 10^2 digit pairs = 400 expressions.
     spec = ListOpsSpec(max_depth=2, max_args=2, min_length=3, max_length=5)
+    assert len(generate(400, 0, spec)) == 400
     with pytest.raises(ConfigError, match="distinct ListOps expressions"):
         generate(401, 0, spec)
 

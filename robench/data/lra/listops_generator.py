@@ -64,6 +64,9 @@ class ListOpsSpec:
             )
 
 
+_STALE_DRAWS = 200_000  # draws in a row without a new expression before giving up
+
+
 class _TooLong(Exception):
     """The tree being drawn already reaches max_length: it would be rejected."""
 
@@ -126,15 +129,16 @@ def generate(count: int, seed: int, spec: ListOpsSpec) -> list[tuple[str, int]]:
     rng = random.Random(seed)
     seen: set[str] = set()
     rows: list[tuple[str, int]] = []
-    # Every draw is independent; the bound only stops bounds that admit too few expressions.
-    attempts, limit = 0, 2000 * count + 100_000
+    # Draws are independent, so a long run of draws that finds nothing new means the bounds
+    # admit too few expressions (with LRA's settings about 8% of draws are kept).
+    stale = 0
     while len(rows) < count:
-        attempts += 1
-        if attempts > limit:
+        stale += 1
+        if stale > _STALE_DRAWS:
             raise ConfigError(
                 f"found only {len(rows)} distinct ListOps expressions of length "
-                f"{spec.min_length + 1}-{spec.max_length - 1} in {limit} draws, not {count}; "
-                "widen the length bounds or ask for fewer."
+                f"{spec.min_length + 1}-{spec.max_length - 1}, not {count}: {_STALE_DRAWS} "
+                "draws in a row found no new one; widen the length bounds or ask for fewer."
             )
         drawn = draw_tree(rng, spec)
         if drawn is None:
@@ -143,6 +147,7 @@ def generate(count: int, seed: int, spec: ListOpsSpec) -> list[tuple[str, int]]:
         if text not in seen:
             seen.add(text)
             rows.append((text, value(drawn[0])))
+            stale = 0
     return rows
 
 
