@@ -25,6 +25,12 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from robench.cli import app
+from tests.lra_fixtures import (
+    bad_listops,
+    listops_too_long,
+    pathfinder_without_metadata,
+    retrieval_with_one_document,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "vit_nano_fmnist"
@@ -188,6 +194,13 @@ def _write(path: Path, content: str | bytes) -> str:
     return str(path)
 
 
+def _lra(tmp: Path, write: Callable[[Path], str]) -> str:
+    """An LRA layout with one thing wrong (tests/lra_fixtures.py), found by its layout's
+    detector when `robench eval` opens it."""
+    write(tmp / "lra")
+    return str(tmp / "lra")
+
+
 def _corrupt_middle_line(tmp: Path, data: Path) -> str:
     out = _prior(tmp, data)
     store = tmp / "out" / "r.samples.jsonl"
@@ -312,6 +325,11 @@ CASES: dict[str, Callable[[Path, Path], Case]] = {
     "data-decompression-bomb": lambda t, d: Case(_eval(t, d, "-b", "4", folder="bomb")),
     "text-data-not-utf8": lambda t, d: Case(["eval", "text_classifier_nano_baseline_docs", "-s", "text-classification-smoke", "-d", _write(t / "t.csv", "text,label\ncafé,faq\n".encode("latin-1")), "-o", str(t / "out" / "r.json")]),
     "text-data-missing-text": lambda t, d: Case(["eval", "text_classifier_nano_baseline_docs", "-s", "text-classification-smoke", "-d", _write(t / "t.jsonl", '{"text": "a", "label": "faq"}\n{"label": "faq"}\n'), "-o", str(t / "out" / "r.json")]),
+    "lra-listops-unparseable": lambda t, d: Case(_eval(t, d, folder=_lra(t, bad_listops))),
+    "lra-sequence-too-long": lambda t, d: Case(_eval(t, d, folder=_lra(t, listops_too_long))),
+    "lra-retrieval-one-document": lambda t, d: Case(_eval(t, d, folder=_lra(t, retrieval_with_one_document))),
+    "lra-pathfinder-no-metadata": lambda t, d: Case(_eval(t, d, folder=_lra(t, pathfinder_without_metadata))),
+    "generate-not-empty": lambda t, d: Case(["generate", "lra-listops", _write(Path(_folder(t / "full")) / "keep.txt", "mine").rsplit("/", 1)[0]]),
     "bad-images-policy": lambda t, d: Case(_eval(t, d, "--bad-images", "ignore")),
     "bad-images-all-unreadable": lambda t, d: Case(_eval(t, d, "--bad-images", "skip", "--limit", "1", folder=_all_unreadable(t))),
     "out-is-checkpoint": lambda t, d: Case(["eval", MODEL, "-s", str(d / "clean.toml"), "-d", str(d / "imgs"), "-c", (c := _checkpoint_copy(t)), "-o", c]),
