@@ -339,3 +339,40 @@ def test_cifar10_python_version_is_refused_not_unpickled(tmp_path: Path) -> None
     (tmp_path / "data_batch_1").write_bytes(struct.pack("<I", 0))
     with pytest.raises(DataError, match="never unpickles"):
         open_lra(tmp_path, "image", "train")
+
+
+def test_items_that_are_files_name_them(tmp_path: Path) -> None:
+    write_aclimdb(tmp_path / "imdb")
+    write_pathfinder_release(tmp_path / "pf", files=1, per_file=10)
+    write_listops(tmp_path / "listops")
+    text = open_lra(tmp_path / "imdb", "text", "test")
+    paths = text.relative_paths()
+    assert paths is not None and len(paths) == len(text)
+    assert all(p.startswith("aclImdb/test/") and p.endswith(".txt") for p in paths)
+    assert open_lra(tmp_path / "pf", "pathfinder", "test").relative_paths() == [
+        "curv_baseline/imgs/0/sample_9.png"
+    ]
+    assert open_lra(tmp_path / "listops", "listops").relative_paths() is None
+
+
+def test_pathfinder_metadata_must_name_images_inside_the_folder(tmp_path: Path) -> None:
+    write_pathfinder_release(tmp_path, files=1, per_file=10)
+    metadata = tmp_path / "curv_baseline" / "metadata" / "0.npy"
+    lines = metadata.read_text().splitlines()
+    for broken, phrase in (
+        ("imgs/0 sample_77.png 77 1", "line 3 names .* which is not a file"),
+        ("../../etc passwd 0 1", "line 3 names ../../etc/passwd, outside"),
+        ("imgs/0 sample_2.png 2 yes", "line 3 is 'imgs/0 sample_2.png 2 yes'"),
+    ):
+        metadata.write_text("\n".join([*lines[:2], broken, *lines[3:]]) + "\n")
+        with pytest.raises(DataError, match=phrase):
+            open_lra(tmp_path, "pathfinder", "train")
+
+
+def test_pathfinder_difficulty_that_is_not_there(tmp_path: Path) -> None:
+    write_pathfinder_release(tmp_path, files=1, per_file=10)
+    folder = tmp_path / "curv_baseline"
+    with pytest.raises(DataError, match="no curv_contour_length_14 folder"):
+        open_lra(folder, "pathfinder", "train", difficulty="curv_contour_length_14")
+    with pytest.raises(DataError, match="no curv_contour_length_9 folder"):
+        open_lra(tmp_path, "pathfinder", "train", difficulty="curv_contour_length_9")

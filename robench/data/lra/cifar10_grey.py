@@ -144,7 +144,7 @@ def _grey_image(path: Path) -> np.ndarray:
     return array.reshape(-1) if array.ndim == 2 else grey_levels(array).reshape(-1)
 
 
-def _folder_split(root: Path, split: str) -> tuple[np.ndarray, list[int], list[str]]:
+def _folder_split(root: Path, split: str) -> tuple[np.ndarray, list[int], list[str], list[str]]:
     split_dir = root / ("test" if split == "test" else "train")
     if not split_dir.is_dir():
         raise DataError(
@@ -162,7 +162,8 @@ def _folder_split(root: Path, split: str) -> tuple[np.ndarray, list[int], list[s
     if not chosen:
         raise DataError(f"{split_dir} holds no images in class folders; expected CIFAR-10.")
     pixels = np.stack([_grey_image(path) for path, _ in chosen])
-    return pixels, [label for _, label in chosen], classes
+    files = [path.relative_to(root).as_posix() for path, _ in chosen]
+    return pixels, [label for _, label in chosen], classes, files
 
 
 def open_cifar10_grey(
@@ -178,9 +179,10 @@ def open_cifar10_grey(
     if base is not None:
         pixels, targets = _binary_split(base, split)
         classes, note = list(CIFAR10_CLASSES), "CIFAR-10's class order (binary batches)"
+        files = None
     else:
         _refuse_python_version(root)
-        pixels, targets, classes = _folder_split(root, split)
+        pixels, targets, classes, files = _folder_split(root, split)
         note = "class folders in sorted order (CIFAR-10's names sort into its class order)"
     return SequenceDataset(
         root=root,
@@ -198,4 +200,5 @@ def open_cifar10_grey(
             "RGB converted to grey as tf.image.rgb_to_grayscale does (LRA): "
             "0.2989 R + 0.5870 G + 0.1140 B, truncated to 0..255"
         ),
+        files=files,
     )

@@ -77,6 +77,7 @@ def open_imdb(
     cut = truncate if truncate is not None else max_length is None
     sequences: list[np.ndarray] = []
     targets: list[int] = []
+    files: list[str] = []
     cut_count = 0
     for label, name in enumerate(CLASSES):
         for path in _reviews(split_dir / name):
@@ -84,6 +85,7 @@ def open_imdb(
             cut_count += len(raw) > length
             sequences.append(fitted(raw, length, truncate=cut, where=str(path)))
             targets.append(label)
+            files.append(path.relative_to(root).as_posix())
     if not sequences:
         raise DataError(f"{split_dir}/neg and /pos hold no .txt reviews; expected aclImdb.")
     note = (
@@ -106,4 +108,5 @@ def open_imdb(
         offset=BYTE_OFFSET,
         class_index_note="tfds imdb_reviews' classes: 0 neg, 1 pos (the aclImdb folder names)",
         preprocessing_note=note,
+        files=files,
     )

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import re
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -72,7 +73,7 @@ def difficulty_folder(root: Path, difficulty: str | None) -> Path:
             if len(present) > 1:
                 logger.info("reading Pathfinder's %s (of %s)", present[-1], ", ".join(present))
             return base / present[-1]
-    if _is_difficulty_folder(root):
+    if _is_difficulty_folder(root) and root.name not in DIFFICULTIES:
         return root  # a difficulty folder under another name, asked for by difficulty
     wanted = difficulty or " or ".join(DIFFICULTIES)
     raise DataError(
@@ -138,12 +139,7 @@ def _image_path(folder: Path, metadata: Path, line: int, fields: list[str]) -> P
             f"{where} names {relative}, outside {folder}; metadata must name images inside "
             "the difficulty folder (imgs/<n>/sample_<i>.png)."
         )
-    path = folder / relative
-    if not path.is_file():
-        raise DataError(
-            f"{where} names {path}, which does not exist; restore the image or remove the line."
-        )
-    return path
+    return folder / relative
 
 
 class PathfinderPixels:
@@ -173,6 +169,15 @@ class PathfinderPixels:
         return pixels.reshape(-1)
 
 
+def _file_size(path: Path) -> int | None:
+    """The size of the regular file at `path`; None when there is none."""
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    return status.st_size if stat.S_ISREG(status.st_mode) else None
+
+
 def _image_shape(path: Path) -> tuple[int, int]:
     try:
         with Image.open(path) as image:
@@ -188,7 +193,13 @@ def _labelled_images(folder: Path) -> tuple[list[Path], list[int]]:
     for metadata in _metadata_files(folder):
         for line, fields in _metadata_rows(metadata):
             path = _image_path(folder, metadata, line, fields)
-            if path.stat().st_size == 0:
+            size = _file_size(path)  # one stat per image: the release has 600,000
+            if size is None:
+                raise DataError(
+                    f"{metadata} line {line} names {path}, which is not a file; restore the "
+                    "image or remove the line."
+                )
+            if size == 0:
                 empty += 1
                 continue
             paths.append(path)
@@ -232,4 +243,5 @@ def open_pathfinder(
         pad_id=None,
         class_index_note="the metadata's label: 1 when the two marked points are connected",
         preprocessing_note=f"Pathfinder difficulty {folder.name}",
+        files=[path.relative_to(root).as_posix() for path in paths[chosen]],
     )

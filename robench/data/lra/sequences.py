@@ -66,6 +66,7 @@ class SequenceDataset(Dataset[tuple[torch.Tensor, int]]):
         offset: int = 0,
         class_index_note: str,
         preprocessing_note: str | None = None,
+        files: list[str] | None = None,
     ) -> None:
         if len(sequences) != len(targets):
             raise ValueError(f"{len(sequences)} sequences but {len(targets)} targets")
@@ -97,6 +98,8 @@ class SequenceDataset(Dataset[tuple[torch.Tensor, int]]):
         self.output_classes: tuple[int, ...] | None = None
         self.label_space: Any = None
         self._sequences = sequences
+        # Each item's file relative to root, when items are files (reviews, images).
+        self._files = files
         # Added to every stored id (bytes are stored raw and become byte + 1, LRA's ids).
         self._offset = offset
 
@@ -124,6 +127,11 @@ class SequenceDataset(Dataset[tuple[torch.Tensor, int]]):
         if self._offset:
             out[: len(stored)] += self._offset
         return out
+
+    def relative_paths(self) -> list[str] | None:
+        """Each item's file relative to `root` (what resume fingerprints and subsets name), or
+        None when items are rows of a few files (ListOps, AAN, CIFAR-10 batches)."""
+        return self._files
 
     def lengths(self) -> list[int]:
         """Each item's unpadded length (of its longer document for a pair); decodes images."""
