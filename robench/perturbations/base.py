@@ -139,6 +139,11 @@ class BoundedParams(PerturbationParams):
     @model_validator(mode="after")
     def _eps_fits_the_ball(self) -> BoundedParams:
         threat = NORMS[self.norm]
+        if threat.integer_budget and not self.eps.is_integer():
+            raise ValueError(
+                f"an {threat.name} budget counts changed pixels, so eps must be a whole number, "
+                f"got {self.eps:g}; write eps = {max(1, round(self.eps))} or another integer"
+            )
         if threat.max_eps is not None and self.eps > threat.max_eps:
             raise ValueError(
                 f"eps must lie in [0, {threat.max_eps:g}] (pixel units) for norm "
