@@ -9,7 +9,8 @@ from robench.results.report.attack_names import ATTACK_NAMES, attack_name
 
 
 def test_every_registered_kind_has_a_display_name() -> None:
-    assert set(ATTACK_NAMES) == set(PERTURBATIONS.names())
+    kinds = set(PERTURBATIONS.names())  # first: listing registers the torchattacks.* kinds
+    assert set(ATTACK_NAMES) == kinds
 
 
 def test_display_names_read_the_results_parameters() -> None:

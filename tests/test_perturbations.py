@@ -100,11 +100,14 @@ def _default_case(kind: str) -> Case:
 def _all_cases() -> list[Any]:
     cases = dict(CASES)
     covered = {case.kind for case in CASES.values()}
-    # Image perturbations (and task-free ones such as clean); text kinds have their own tests.
+    # Image perturbations (and task-free ones such as clean); text kinds have their own tests,
+    # and so do the torchattacks.* kinds (tests/test_torchattacks_adapter.py: the same
+    # contract with parameters small enough for every one of them).
     images = [
         k
         for k in PERTURBATIONS.names()
         if PERTURBATIONS.get(k).Params.task in ("image-classification", None)
+        and not k.startswith("torchattacks.")
     ]
     cases.update({k: _default_case(k) for k in images if k not in covered})
     return [

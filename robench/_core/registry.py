@@ -26,11 +26,25 @@ def did_you_mean(name: str, choices: list[str], what: str) -> str:
 
 
 class Registry(Generic[T]):
-    """Maps names to objects; register with `@registry.register()` on a builder."""
+    """Maps names to objects; register with `@registry.register()` on a builder.
+
+    A catalogue that is costly to build (the torchattacks kinds, read from the library's
+    source) is added by a loader (`add_loader`), run once, the first time the registry is
+    listed or asked for a name it does not hold, so lookups of other names stay instant.
+    """
 
     def __init__(self, what: str) -> None:
         self.what = what
         self._items: dict[str, T] = {}
+        self._loaders: list[Callable[[], object]] = []
+
+    def add_loader(self, loader: Callable[[], object]) -> None:
+        """Run `loader()` (which registers entries) on the first listing or unknown name."""
+        self._loaders.append(loader)
+
+    def _load_pending(self) -> None:
+        while self._loaders:
+            self._loaders.pop(0)()
 
     def register(self, name: str | None = None) -> Callable[[T], T]:
         """Decorator; the key defaults to the decorated object's `__name__`."""
@@ -47,12 +61,15 @@ class Registry(Generic[T]):
         return decorator
 
     def get(self, name: str) -> T:
+        if name not in self._items:
+            self._load_pending()
         try:
             return self._items[name]
         except KeyError:
             raise ConfigError(did_you_mean(name, list(self._items), self.what)) from None
 
     def names(self, pattern: str | None = None) -> list[str]:
+        self._load_pending()
         names = sorted(self._items)
         return [n for n in names if self.matches(n, pattern)] if pattern else names
 
@@ -72,10 +89,13 @@ class Registry(Generic[T]):
         del self._items[name]
 
     def __contains__(self, name: object) -> bool:
+        if name not in self._items:
+            self._load_pending()
         return name in self._items
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
 
     def __len__(self) -> int:
+        self._load_pending()
         return len(self._items)

@@ -60,11 +60,13 @@ def _perturbations(pattern: str | None) -> list[tuple[str, str]]:
 
     rows = []
     for kind in PERTURBATIONS.names(pattern):
-        fields = PERTURBATIONS.get(kind).Params.model_fields
+        schema = PERTURBATIONS.get(kind).Params
         params = ", ".join(
-            f"{k}" + ("" if f.is_required() else f"={f.default!r}") for k, f in fields.items()
+            f"{k}" + ("" if f.is_required() else f"={f.default!r}")
+            for k, f in schema.model_fields.items()
         )
-        rows.append((kind, params or "(no parameters)"))
+        threat = schema.threat_summary()
+        rows.append((kind, (params or "(no parameters)") + (f"; {threat}" if threat else "")))
     return rows
 
 

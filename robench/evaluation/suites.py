@@ -235,6 +235,7 @@ class PlannedPerturbation:
             params["budget_display"] = NORMS[self.norm].budget_display(self.eps)
         if self.params.unbounded:
             params["threat_model"] = params["budget_display"] = "unbounded"
+        params.update(self.params.report_fields())
         if self.max_samples is not None:
             params["max_samples"] = self.max_samples
         if self.differentiable_m:

@@ -4,10 +4,11 @@ output must pass. `adversarial/` holds the attacks, `corruptions/` the ImageNet-
 text classifiers (TextAttack's recipes).
 
 Importing this package registers every built-in kind (`clean`, `fgsm`, `fgm`, `pgd`, `spsa`,
-`autoattack`, `corruption`, `word-swap`, `deepwordbug`, `pruthi`, `pwws`) by its parameter
-schema only: no torch, no attack or corruption library. Implementations are imported when a
-perturbation is built. Threat models (L-inf, L2) are rows of `threat_models.NORMS`; a bounded
-kind's `norm` parameter picks one.
+`autoattack`, `corruption`, `word-swap`, `deepwordbug`, `pruthi`, `pwws`, and, on first
+listing, `torchattacks.NAME` for every torchattacks attack class) by its parameter schema
+only: no torch, no attack or corruption library. Implementations are imported when a
+perturbation is built. Threat models (L-inf, L2, L1, L0) are rows of `threat_models.NORMS`;
+a bounded kind's `norm` parameter picks one.
 
 May import: `robench.models`, `robench.data`, `robench.results`, `robench._core`.
 """
@@ -16,7 +17,10 @@ from __future__ import annotations
 
 # Imported for their side effect: each module registers its kinds.
 from robench.perturbations import clean  # noqa: F401
-from robench.perturbations.adversarial import params  # noqa: F401
+from robench.perturbations.adversarial import (
+    params,  # noqa: F401
+    torchattacks_params,  # noqa: F401
+)
 from robench.perturbations.base import PERTURBATIONS as PERTURBATIONS
 from robench.perturbations.base import Perturbation as Perturbation
 from robench.perturbations.base import build_perturbation as build_perturbation

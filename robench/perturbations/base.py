@@ -87,6 +87,17 @@ class PerturbationParams(BaseModel):
         entry itself."""
         return [(label, params)]
 
+    @classmethod
+    def threat_summary(cls) -> str | None:
+        """The threat model in words for `robench list perturbations` ("bounded Linf, L2",
+        "unbounded"); None for a kind with no image budget to speak of (clean, text)."""
+        return "unbounded" if cls.unbounded else None
+
+    def report_fields(self) -> dict[str, Any]:
+        """What the report records besides the parameters (a minimal-norm attack's `norm`
+        and `threat_model`); bounded kinds get `norm` and `budget_display` from the runner."""
+        return {}
+
     def passes_per_sample(self, classes: int = 10) -> int:
         """Model passes one sample costs (`FORWARD_PASS` = 1, `GRADIENT_PASS` = 3), the
         runner's re-run of the model on the perturbed input included: an upper bound that
@@ -115,6 +126,11 @@ class BoundedParams(PerturbationParams):
     # `Literal` of their norms (a plain `str` here means "linf" only).
     norm: str = "linf"
 
+    @classmethod
+    def threat_summary(cls) -> str | None:
+        supported = get_args(cls.model_fields["norm"].annotation) or ("linf",)
+        return "bounded " + ", ".join(NORMS[n].name for n in supported)
+
     @field_validator("norm", mode="before")
     @classmethod
     def _parse_norm(cls, value: Any) -> Any:
@@ -139,6 +155,11 @@ class BoundedParams(PerturbationParams):
     @model_validator(mode="after")
     def _eps_fits_the_ball(self) -> BoundedParams:
         threat = NORMS[self.norm]
+        if threat.integer_budget and not self.eps.is_integer():
+            raise ValueError(
+                f"an {threat.name} budget counts changed pixels, so eps must be a whole number, "
+                f"got {self.eps:g}; write eps = {max(1, round(self.eps))} or another integer"
+            )
         if threat.max_eps is not None and self.eps > threat.max_eps:
             raise ValueError(
                 f"eps must lie in [0, {threat.max_eps:g}] (pixel units) for norm "

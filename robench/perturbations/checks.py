@@ -96,9 +96,9 @@ def check_adversarial(
     if eps is None or adv.numel() == 0:
         return
     batch = adv.shape[0]
-    flat = adv.detach().reshape(batch, -1)
     threat = threat or NORMS["linf"]
-    dist = threat.distance(flat.double() - clean.detach().reshape(batch, -1).double())  # (B,)
+    # Unflattened: L0 counts pixels, i.e. positions where any channel (dim 1) changed.
+    dist = threat.distance(adv.detach().double() - clean.detach().double())  # (B,)
     tolerance = ball_tolerance(threat, adv)
     over = dist > eps + tolerance
     if bool(over.any()):

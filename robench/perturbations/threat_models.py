@@ -5,7 +5,9 @@ how a budget is shown.
 Adding a norm means one row here and the value in an attack's `norm` parameter; the runner,
 the adapters' final projection and the post-attack check read this table and nothing else.
 Budgets are in pixel units on the [0, 1] scale for every norm: L2 eps 0.5 is an L2 norm of
-0.5 over the whole (C, H, W) image tensor, as RobustBench defines it.
+0.5 over the whole (C, H, W) image tensor, as RobustBench defines it; L1 likewise sums over
+the whole tensor. L0 is the exception: it counts changed pixels (positions (H, W) where any
+channel differs, as OnePixel changes a pixel), so its budget is a whole number (3, not 2.5).
 
 Importing this module does not import torch (the functions receive tensors), so suites and
 reports can show a budget (`budget_display`) without it.
@@ -42,6 +44,8 @@ class ThreatModel:
     # Largest meaningful eps on the [0, 1] scale, checked when a suite is read (None: the
     # largest distance depends on the image size, as for L2: sqrt(C * H * W))
     max_eps: float | None = None
+    # The budget counts something (L0: changed pixels): a suite's eps must be a whole number.
+    integer_budget: bool = False
 
     def budget_display(self, eps: float) -> str:
         """The budget with its norm, as reports and tables show it: "Linf 8/255", "L2 0.5"."""
@@ -104,6 +108,87 @@ def _l2_display(eps: float) -> str:
     return f"{eps:.6g}"  # L2 budgets are written as plain numbers (0.5), never as k/255
 
 
+# --- L1: the sum of absolute differences over the whole tensor (EAD's L1 rule) -------------
+
+
+def _l1_distance(diff: torch.Tensor) -> torch.Tensor:
+    return _flat(diff).abs().sum(dim=1)
+
+
+def _l1_project(adv: torch.Tensor, clean: torch.Tensor, eps: float) -> torch.Tensor:
+    """Euclidean projection of the difference onto the L1 ball (Duchi et al., ICML 2008,
+    Fig. 1: soft-threshold |d| by the theta that leaves a sum of eps); samples inside come
+    back bit-for-bit unchanged."""
+    import torch
+
+    diff = adv - clean
+    flat = _flat(diff)  # (B, N)
+    magnitude = flat.abs()
+    ordered = magnitude.sort(dim=1, descending=True).values  # (B, N)
+    ranks = torch.arange(1, flat.shape[1] + 1, device=flat.device, dtype=flat.dtype)
+    cumulative = ordered.cumsum(dim=1) - eps  # (B, N)
+    # rho: the last rank whose value still exceeds its share of the excess
+    kept = (ordered - cumulative / ranks) > 0  # (B, N)
+    rho = kept.to(flat.dtype).mul(ranks).argmax(dim=1, keepdim=True)  # (B, 1), 0-based
+    theta = (cumulative.gather(1, rho) / (rho + 1).to(flat.dtype)).clamp_min(0)  # (B, 1)
+    shrunk = flat.sign() * (magnitude - theta).clamp_min(0)
+    projected = clean + shrunk.reshape(diff.shape)
+    outside = _l1_distance(diff.double()) > eps  # (B,)
+    return adv.where(~_per_sample(outside, adv), projected)
+
+
+def _l1_tolerance(n_values: int, machine_eps: float) -> float:
+    # Every value's rounding error (half a machine epsilon) adds up in the sum in the worst
+    # case; twice that: 9.4e-5 for a float32 28x28 grey image, 0.036 for 224x224 RGB.
+    return max(MIN_TOLERANCE, n_values * machine_eps)
+
+
+def _l1_display(eps: float) -> str:
+    return f"{eps:.6g}"
+
+
+# --- L0: how many pixels changed (OnePixel, Pixle, SparseFool, JSMA) ------------------------
+
+
+def _changed_pixels(diff: torch.Tensor) -> torch.Tensor:
+    """(B, C, H, W) -> (B, H * W) True where any channel changed; (B, N) -> (B, N)."""
+    changed = diff != 0
+    if changed.dim() > 2:
+        changed = changed.any(dim=1)
+    return _flat(changed)
+
+
+def _l0_distance(diff: torch.Tensor) -> torch.Tensor:
+    return _changed_pixels(diff).sum(dim=1).double()
+
+
+def _l0_project(adv: torch.Tensor, clean: torch.Tensor, eps: float) -> torch.Tensor:
+    """Keep the `eps` pixels that changed most (largest change over channels) and restore the
+    others; samples with at most `eps` changed pixels come back unchanged."""
+    import torch
+
+    diff = adv - clean
+    size = diff.abs().amax(dim=1) if diff.dim() > 2 else diff.abs()  # (B, H, W) or (B, N)
+    flat = _flat(size)
+    keep = torch.zeros_like(flat, dtype=torch.bool)
+    budget = min(int(eps), flat.shape[1])
+    if budget > 0:
+        keep.scatter_(1, flat.topk(budget, dim=1).indices, True)
+    keep &= flat != 0
+    mask = keep.reshape(size.shape)
+    if diff.dim() > 2:
+        mask = mask.unsqueeze(1)  # (B, 1, H, W): every channel of a kept pixel
+    return adv.where(mask, clean)
+
+
+def _l0_tolerance(n_values: int, machine_eps: float) -> float:
+    return 0.0  # a count: no rounding
+
+
+def _l0_display(eps: float) -> str:
+    return f"{eps:g} px"
+
+
 NORMS: dict[str, ThreatModel] = {
     "linf": ThreatModel(
         name="Linf",
@@ -119,5 +204,20 @@ NORMS: dict[str, ThreatModel] = {
         project=_l2_project,
         tolerance=_l2_tolerance,
         display=_l2_display,
+    ),
+    "l1": ThreatModel(
+        name="L1",
+        distance=_l1_distance,
+        project=_l1_project,
+        tolerance=_l1_tolerance,
+        display=_l1_display,
+    ),
+    "l0": ThreatModel(
+        name="L0",
+        distance=_l0_distance,
+        project=_l0_project,
+        tolerance=_l0_tolerance,
+        display=_l0_display,
+        integer_budget=True,
     ),
 }

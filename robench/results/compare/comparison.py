@@ -14,6 +14,7 @@ The output formats (rich, markdown, csv, latex, json) live in `robench.results.c
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -329,6 +330,7 @@ def _with_accuracy_at(
         len(a.results) == len(b.results) for (_, a), (_, b) in zip(reports, extended, strict=True)
     ):
         caps = sorted({result_cap(x) for _, r in reports for x in r.results if is_minimal_norm(x)})
+        caps = [cap for cap in caps if math.isfinite(cap)]  # uncapped ones read every eps
         where = (
             f"the largest cap is {display_pixel_value(caps[-1])}"
             if caps

@@ -32,7 +32,12 @@ if TYPE_CHECKING:
 
     from robench.results.report.schema import PerturbationResult, Report
 
-NORM_AXES = {"linf": "L∞, pixel scale: 1/255 = one grey level", "l2": "L2, pixel scale"}
+NORM_AXES = {
+    "linf": "L∞, pixel scale: 1/255 = one grey level",
+    "l2": "L2, pixel scale",
+    "l1": "L1, pixel scale",
+    "l0": "L0, changed pixels",
+}
 _LINE_STYLES = ("-", "--", ":", "-.")
 
 
@@ -73,7 +78,7 @@ def eps_curve_figure(reports: Mapping[str, Report], norm: str) -> Figure | None:
                               linestyle=_LINE_STYLES[j % len(_LINE_STYLES)])  # fmt: skip
             name = attack_name(result.kind, result.params)
             entries.append((line, f"{label}: {result.name} ({name}, n={curve.n})"))
-            ticks.add(float(result.params["eps"]))
+            ticks.add(float(result.params.get("eps", curve.x[-1])))  # no eps: uncapped
         for result in report.results:
             if result.kind != "pgd" or _norm(result) != norm or "top1" not in result.metrics:
                 continue

@@ -22,6 +22,7 @@ from robench.results.stats.robustness_curves import (
     accuracy_at,
     is_minimal_norm,
     iteration_curve,
+    result_cap,
     result_norms,
 )
 
@@ -47,7 +48,7 @@ def check_minimal_norm(report: Report) -> list[SanityResult]:
                 or pgd.dataset != curve.dataset
                 or _norm(pgd) != _norm(curve)
                 or not isinstance(eps, float)
-                or eps > float(curve.params["eps"])
+                or eps > result_cap(curve)
                 or METRIC not in pgd.metrics
             ):
                 continue

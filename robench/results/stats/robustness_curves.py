@@ -5,7 +5,10 @@ Accuracy at eps from norms: a sample counts robust at eps when its minimal norm 
 greater than eps (`min_norm > eps`). A sample misclassified clean has norm 0, so it is never
 robust, and one never made adversarial (norm None, infinity) always is. The curve is exact at
 every eps up to the result's cap; above the cap the attack's output was not scored and the
-curve is not drawn. Intervals are Wilson 95% intervals over samples, as for top-1.
+curve is not drawn. Attacks without a budget (torchattacks' CW, DeepFool, EAD, SparseFool,
+JSMA, Pixle: params `threat_model = "minimal-norm"`) have no cap: their curve holds at every
+eps and is drawn up to the largest norm found. Intervals are Wilson 95% intervals over
+samples, as for top-1.
 
 Accuracy against iterations: a sample counts robust after t steps when no iterate up to t was
 wrong (`first_success` None or > t). The libraries' loops (PGD) do not evaluate their last
@@ -69,7 +72,16 @@ def _curve(result: str, x: Sequence[float], robust: Sequence[int], n: int) -> Cu
 
 
 def is_minimal_norm(result: PerturbationResult) -> bool:
-    return result.kind == "minimal-norm"
+    """A result with per-sample minimal norms: the `minimal-norm` kind (capped at its eps),
+    or an attack with no budget that searches for the smallest perturbation
+    (`torchattacks.CW`, `torchattacks.DeepFool`: params `threat_model = "minimal-norm"`)."""
+    return result.kind == "minimal-norm" or result.params.get("threat_model") == "minimal-norm"
+
+
+def is_uncapped(result: PerturbationResult) -> bool:
+    """A minimal-norm result without a cap: its output was scored whatever its norm, so its
+    norms give the accuracy at every eps."""
+    return result.kind != "minimal-norm" and "eps" not in result.params
 
 
 def _is_norm(value: object) -> bool:
@@ -104,7 +116,10 @@ def result_norms(
 
 
 def result_cap(result: PerturbationResult, where: str = "the report") -> float:
-    """A minimal-norm result's cap, `params.eps`; refused when missing or not a number."""
+    """A minimal-norm result's cap, `params.eps` (infinity for an uncapped one); refused when
+    missing or not a number."""
+    if is_uncapped(result):
+        return math.inf
     cap = result.params.get("eps")
     if not isinstance(cap, int | float) or isinstance(cap, bool) or not cap > 0:
         raise ConfigError(
@@ -120,10 +135,13 @@ def eps_curve(
     points: int = CURVE_POINTS,
     where: str = "the report",
 ) -> Curve:
-    """Accuracy against eps from 0 to the result's cap, from its per-sample norms; every
+    """Accuracy against eps from 0 to the result's cap (for an uncapped result: to its
+    largest finite norm, past which nothing changes), from its per-sample norms; every
     distinct norm below the cap is a point, so the steps are drawn where they are."""
     norms = result_norms(report, result, where) or []
     cap = result_cap(result, where)
+    if math.isinf(cap):
+        cap = max((n for n in norms if math.isfinite(n)), default=0.0) or 1.0
     grid = {cap * i / (points - 1) for i in range(points)}
     grid |= {n for n in norms if 0 <= n <= cap}
     x = sorted(grid)
@@ -180,7 +198,11 @@ def accuracy_at_results(
                 result.model_copy(
                     update={
                         "name": f"{result.name}@{display_pixel_value(eps)}",
-                        "params": {**result.params, "eps": eps, "cap": cap},
+                        "params": {
+                            **result.params,
+                            "eps": eps,
+                            "cap": cap if math.isfinite(cap) else None,
+                        },
                         "metrics": {
                             CORRECT_COLUMN: MetricValue(
                                 value=value, ci95=ci95, higher_is_better=True

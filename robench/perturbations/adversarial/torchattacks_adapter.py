@@ -1,0 +1,215 @@
+"""Every torchattacks attack class as one robench perturbation: the `torchattacks.NAME` kinds.
+
+`TorchattacksAttack` builds torchattacks.NAME with the suite's parameters (its schema,
+torchattacks_params.py) and runs it in pixel space on the true labels, as the FGSM/PGD/SPSA
+wrappers do (torchattacks_attacks.py): torchattacks' normalisation handling off (the model
+normalises inside), the model in eval mode, the device taken from the images, and inside
+`isolated_attack`: torch's RNG forked and seeded with the batch's seed, prints captured, the
+model's parameters untouched. numpy's global RNG, which OnePixel (differential evolution)
+and Pixle draw from, is seeded the same way (seed mod 2**32) and restored afterwards. So the
+same seed gives the same images, bit for bit equal to torchattacks called directly with that
+seeding (tests/test_torchattacks_adapter.py).
+
+After the attack, by threat model (torchattacks_catalogue.py):
+- bounded: `project_onto_ball` in the attack's norm, which leaves every sample the library
+  kept inside the ball unchanged; the runner's check then enforces ball and [0, 1];
+- minimal-norm: the output as it is, and per sample `min_norm`: 0.0 when the clean image is
+  already misclassified, the distance to the output in the attack's norm when the output is
+  misclassified, else None (no adversarial found), as the `minimal-norm` kind records it;
+- noise (VANILA, GN): the output as it is.
+In a targeted mode, each sample's target class is recorded in `target_class`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import torch
+
+from robench._core.errors import ConfigError, first_line
+from robench.perturbations.adversarial.torchattacks_catalogue import (
+    FILLED_BY_ROBENCH,
+    LIMITS,
+    TARGETED_MODES,
+    Bounded,
+    MinimalNorm,
+)
+from robench.perturbations.adversarial.torchattacks_params import (
+    KIND_PREFIX,
+    TARGET_COLUMN,
+    TorchattacksParams,
+)
+from robench.perturbations.base import Perturbation
+from robench.perturbations.checks import isolated_attack, project_onto_ball
+from robench.perturbations.threat_models import NORMS
+
+
+@contextlib.contextmanager
+def seeded_numpy(seed: int) -> Iterator[None]:
+    """numpy's global RNG seeded with `seed` mod 2**32 inside, restored on exit."""
+    state = np.random.get_state()
+    np.random.seed(seed % 2**32)
+    try:
+        yield
+    finally:
+        np.random.set_state(state)
+
+
+class TargetRecorder:
+    """Wraps an attack's target-choosing function and keeps what it chose."""
+
+    def __init__(self, attack: Any) -> None:
+        self.choose = attack._target_map_function
+        self.chosen: list[torch.Tensor] = []
+        attack._target_map_function = self
+
+    def __call__(self, inputs: torch.Tensor, labels: torch.Tensor | None = None) -> torch.Tensor:
+        targets: torch.Tensor = self.choose(inputs, labels)
+        self.chosen.append(targets.detach())
+        return targets
+
+    def column(self, batch: int) -> list[int | None]:
+        """Each sample's target. Attacks that choose per sample (Pixle) make one call per
+        sample; those that choose again per restart (FAB) leave the last choice."""
+        if not self.chosen:
+            return [None] * batch
+        every = torch.cat([t.reshape(-1) for t in self.chosen])
+        return [int(t) for t in every[-batch:].tolist()] if len(every) >= batch else [None] * batch
+
+
+def _library_class(name: str) -> Any:
+    import torchattacks
+
+    return getattr(torchattacks, name)
+
+
+def _fill(
+    kwargs: dict[str, Any],
+    accepted: set[str],
+    model: torch.nn.Module,
+    images: torch.Tensor,
+    seed: int,
+) -> dict[str, Any]:
+    """`seed` and `n_classes` where the attack takes them and the suite left them out."""
+    filled = dict(kwargs)
+    if "seed" in accepted and "seed" not in filled:
+        filled["seed"] = seed
+    if "n_classes" in accepted and "n_classes" not in filled:
+        with torch.no_grad():
+            filled["n_classes"] = int(model(images[:1]).shape[-1])
+    return filled
+
+
+def build_attack(
+    params: TorchattacksParams, model: torch.nn.Module, images: torch.Tensor, seed: int
+) -> Any:
+    """The configured torchattacks attack, checked against the class's own signature."""
+    kind = f"{KIND_PREFIX}{params.attack}"
+    library = _library_class(params.attack)
+    signature = inspect.signature(library.__init__)
+    accepted = set(signature.parameters) - {"self", "model"}
+    kwargs = _fill(params.library_kwargs(), accepted & set(FILLED_BY_ROBENCH), model, images, seed)
+    try:
+        signature.bind(None, model, **kwargs)
+    except TypeError as exc:
+        raise ConfigError(
+            f"{kind} does not take {sorted(kwargs)} as installed ({exc}); robench read its "
+            "parameters from torchattacks' source, which differs from the imported class: "
+            "reinstall torchattacks."
+        ) from None
+    try:
+        attack = library(model, **kwargs)
+    except (ValueError, TypeError, AssertionError, KeyError) as exc:
+        raise ConfigError(
+            f"{kind} rejected its parameters {kwargs}: {exc or type(exc).__name__}; fix them "
+            f"in the suite (see torchattacks' documentation of {params.attack})."
+        ) from None
+    # The model normalises inside: torchattacks must not (it would for a MAIR RobModel), and
+    # must not switch the model to train mode; it cannot find the device of a model without
+    # parameters, so set it from the images.
+    attack._set_normalization_applied(None)
+    attack.normalization_used = None
+    attack.set_model_training_mode(model_training=False)
+    attack.set_device(images.device)
+    return attack
+
+
+def run_attack(
+    attack: Any, kind: str, name: str, images: torch.Tensor, labels: torch.Tensor
+) -> torch.Tensor:
+    """`attack(images, labels)`; a failure inside the library that its parameters or the
+    model's shape cause (a division by zero, an index past the classes) is one sentence."""
+    try:
+        adv: torch.Tensor = attack(images, labels)
+    except (ZeroDivisionError, IndexError, ValueError, AssertionError) as exc:
+        limit = f"; note: {LIMITS[name]}" if name in LIMITS else ""
+        raise ConfigError(
+            f"{kind} failed inside torchattacks ({type(exc).__name__}: {first_line(exc)}) with "
+            f"this model and these parameters{limit}; change the parameters in the suite."
+        ) from None
+    return adv.detach().to(images.dtype)
+
+
+def minimal_norms(
+    model: torch.nn.Module,
+    clean: torch.Tensor,
+    adv: torch.Tensor,
+    labels: torch.Tensor,
+    norm: str,
+) -> list[float | None]:
+    """Per sample: 0.0 if clean is misclassified, else the `norm` distance to `adv` if `adv`
+    is misclassified, else None (no adversarial found)."""
+    with torch.no_grad():
+        wrong_clean = (model(clean).argmax(dim=-1) != labels).tolist()
+        wrong_adv = (model(adv).argmax(dim=-1) != labels).tolist()
+    lengths = NORMS[norm].distance((adv - clean).double()).tolist()
+    return [
+        0.0 if at_clean else (length if at_adv else None)
+        for at_clean, at_adv, length in zip(wrong_clean, wrong_adv, lengths, strict=True)
+    ]
+
+
+class TorchattacksAttack(Perturbation):
+    """One torchattacks attack class (the kind `torchattacks.NAME`), in pixel space."""
+
+    Params = TorchattacksParams
+    params: TorchattacksParams
+
+    def perturb(
+        self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
+    ) -> torch.Tensor:
+        return self.perturb_with_columns(model, images, labels, seed)[0]
+
+    def perturb_with_columns(
+        self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
+    ) -> tuple[torch.Tensor, dict[str, list[Any]]]:
+        """The attack's images (projected onto the ball when bounded) and its per-sample
+        columns: `min_norm` (minimal-norm attacks), `target_class` (targeted modes)."""
+        p = self.params
+        kind = f"{KIND_PREFIX}{p.attack}"
+        if labels.dim() > 1:
+            raise ConfigError(f"{kind} attacks classifiers, not label maps; use pgd or fgsm.")
+        clean, targets = images.detach(), labels.detach()
+        if clean.shape[0] == 0 or (self.eps == 0 and isinstance(p.threat, Bounded)):
+            # A radius-0 ball is the image itself (PGD-L2 would divide 0 by 0 there).
+            return clean.clone(), {}
+        columns: dict[str, list[Any]] = {}
+        with isolated_attack(model, seed, clean.device), seeded_numpy(seed):
+            attack = build_attack(p, model, clean, seed)
+            mode = getattr(p, "targeted", None)
+            recorder = None
+            if mode is not None:
+                getattr(attack, TARGETED_MODES[mode])(quiet=True)
+                recorder = TargetRecorder(attack)
+            adv = run_attack(attack, kind, p.attack, clean, targets)
+            if isinstance(p.threat, MinimalNorm):
+                columns["min_norm"] = minimal_norms(model, clean, adv, targets, p.threat.norm)
+        if recorder is not None:
+            columns[TARGET_COLUMN] = recorder.column(clean.shape[0])
+        if isinstance(p.threat, Bounded) and self.eps is not None:
+            adv = project_onto_ball(adv, clean, self.eps, name=kind, threat=self.threat_model)
+        return adv, columns

@@ -1,0 +1,143 @@
+"""What robench knows about each torchattacks attack that its source does not say: its threat
+model, which parameter is its budget, and why an attack cannot run as a suite kind.
+
+Each attack is one of:
+- bounded (`Bounded`): images stay inside a ball of radius `eps` in one of `norms`; the
+  post-attack check enforces it (robench/perturbations/checks.py). The budget parameter is
+  torchattacks' `eps`, or `max_epsilon` (PI-FGSM) or `pixels` (OnePixel, an L0 budget: how
+  many pixels change), written `eps` in a suite either way. An attack with a `norm` parameter
+  (APGD, FAB, Square, AutoAttack) runs in the norm the suite picks among `norms`.
+- minimal-norm (`MinimalNorm`): no budget; the attack searches for the smallest adversarial
+  perturbation in `norm` (CW, DeepFool, EAD, SparseFool, JSMA, Pixle). The runner scores
+  its output as it is, and the per-sample `min_norm` column gives accuracy at every eps.
+  The issue behind this catalogue (37) lists SparseFool and JSMA both as minimal-norm and
+  as L0 attacks: they are minimal-norm attacks whose norm is L0 (they change few pixels,
+  not a fixed number). OnePixel is L0 with a budget (`pixels`), so it is bounded. Pixle
+  changes patches until the prediction flips, so it is a minimal-norm L0 attack too.
+  EADEN's decision rule is the elastic net (L1 + L2), its size is reported in L2 (where
+  torchattacks files it); EADL1's in L1.
+- noise (`Noise`): no ball and no search (VANILA returns its input, GN adds Gaussian noise);
+  reported as `unbounded`, like a corruption.
+- refused: `REFUSED[name]` says why it cannot run from a suite entry.
+
+An attack that a later torchattacks adds and this table does not know is listed and refused
+with a sentence that says so, until a row is added here; its parameters are still read from
+the library (torchattacks_source.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Bounded:
+    """Inside a ball of radius `eps` in one of `norms` (keys of threat_models.NORMS)."""
+
+    norms: tuple[str, ...]
+    budget: str = "eps"  # torchattacks' name of the budget parameter
+
+
+@dataclass(frozen=True)
+class MinimalNorm:
+    """The smallest adversarial perturbation found, measured in `norm`."""
+
+    norm: str
+
+
+@dataclass(frozen=True)
+class Noise:
+    """No ball, no search: the output is only checked to be finite and in [0, 1]."""
+
+
+Threat = Bounded | MinimalNorm | Noise
+
+_LINF = Bounded(("linf",))
+_L2 = Bounded(("l2",))
+
+_LINF_ATTACKS = (
+    "FGSM", "BIM", "RFGSM", "PGD", "EOTPGD", "FFGSM", "TPGD", "MIFGSM", "UPGD", "DIFGSM",
+    "TIFGSM", "Jitter", "NIFGSM", "PGDRS", "SINIFGSM", "VMIFGSM", "VNIFGSM", "SPSA",
+)  # fmt: skip
+
+THREATS: dict[str, Threat] = {
+    "VANILA": Noise(),
+    "GN": Noise(),
+    # The L-inf attacks whose budget is `eps`.
+    **dict.fromkeys(_LINF_ATTACKS, _LINF),
+    "PIFGSM": Bounded(("linf",), budget="max_epsilon"),
+    "PIFGSMPP": Bounded(("linf",), budget="max_epsilon"),
+    "APGD": Bounded(("linf", "l2")),
+    "APGDT": Bounded(("linf", "l2")),
+    "AutoAttack": Bounded(("linf", "l2")),
+    "Square": Bounded(("linf", "l2")),
+    "FAB": Bounded(("linf", "l2", "l1")),
+    "PGDL2": _L2,
+    "PGDRSL2": _L2,
+    "OnePixel": Bounded(("l0",), budget="pixels"),
+    "CW": MinimalNorm("l2"),
+    "DeepFool": MinimalNorm("l2"),
+    "EADEN": MinimalNorm("l2"),
+    "EADL1": MinimalNorm("l1"),
+    "SparseFool": MinimalNorm("l0"),
+    "JSMA": MinimalNorm("l0"),
+    "Pixle": MinimalNorm("l0"),
+}
+
+REFUSED: dict[str, str] = {
+    "MultiAttack": (
+        "it runs a list of other attack objects one after another, which a suite entry "
+        "cannot hold; list each attack as its own [[perturbations]] entry instead"
+    ),
+    "LGV": (
+        "it first fine-tunes copies of the model on a training DataLoader (`trainloader`), "
+        "which a suite entry cannot hold; it is a transfer attack with its own training loop"
+    ),
+}
+
+# Limits of the library that fail inside an attack, named when it does.
+LIMITS: dict[str, str] = {
+    "JSMA": (
+        "untargeted, JSMA aims at class (label + 1) mod 10, so the model needs at least 10 "
+        'outputs; with fewer, use targeted = "random"'
+    ),
+    "EADEN": "with abort_early = true it needs max_iterations >= 10",
+    "EADL1": "with abort_early = true it needs max_iterations >= 10",
+}
+
+# torchattacks' spelling of each norm (the `norm` parameter of APGD, FAB, Square, AutoAttack).
+LIBRARY_NORMS = {"linf": "Linf", "l2": "L2", "l1": "L1"}
+
+# Parameters with an integer default that take real values (CW's c = 1, EAD's kappa = 0):
+# a suite may write 0.5 for them. Other integer defaults (steps, restarts) take integers.
+REAL_VALUED = frozenset({"c", "kappa", "lam", "nsig", "scale"})
+
+# Parameters robench fills when a suite leaves them out (the adapter, at run time):
+# `seed`: the batch's seed, so a run's --seed governs the attack (AutoAttack's default, None,
+# would seed from the clock); `n_classes`: the model's number of outputs (torchattacks
+# assumes 10).
+FILLED_BY_ROBENCH = {
+    "seed": "the batch's seed (from the run's --seed)",
+    "n_classes": "the model's number of outputs",
+}
+
+# The targeted modes of torchattacks' `set_mode_targeted_*`, by robench's name.
+TARGETED_MODES = {
+    "random": "set_mode_targeted_random",
+    "least-likely": "set_mode_targeted_least_likely",
+}
+
+
+def refusal(name: str, known: bool = True) -> str | None:
+    """Why torchattacks.`name` cannot run from a suite, or None when it can."""
+    if name in REFUSED:
+        return REFUSED[name]
+    if name not in THREATS:
+        return (
+            "robench's catalogue (robench/perturbations/adversarial/torchattacks_catalogue.py) "
+            "does not know its threat model yet, so its outputs could not be checked; add a row "
+            "to THREATS"
+        )
+    if not known:
+        return "robench could not read its parameters from torchattacks' source"
+    return None

@@ -1,0 +1,311 @@
+"""The `torchattacks.NAME` kinds: one parameter schema per torchattacks attack class, built
+from the class's own `__init__` parameters (read from source, torchattacks_source.py) and its
+row of the threat-model catalogue (torchattacks_catalogue.py), without importing torch.
+
+A suite writes the kind as torchattacks spells the class, `torchattacks.CW`,
+`torchattacks.MIFGSM`, and its parameters as torchattacks names them; an unknown one is
+refused with a did-you-mean, like every kind's. Besides the library's parameters:
+- bounded attacks take `eps` (pixel units; torchattacks' `max_epsilon` or OnePixel's
+  `pixels` are accepted as aliases) and, where the attack has one, `norm` ("linf", "l2",
+  "l1"; torchattacks' "Linf" spellings too);
+- minimal-norm and noise attacks refuse `eps`: they have no budget;
+- attacks that support it take `targeted = "random"` or `"least-likely"` (torchattacks'
+  `set_mode_targeted_random` / `set_mode_targeted_least_likely`); each sample's target is
+  recorded in the `target_class` column;
+- `seed` and `n_classes`, where the attack has them, default to the batch's seed and the
+  model's number of outputs (catalogue `FILLED_BY_ROBENCH`).
+
+The kinds are registered by a loader of the perturbation registry, on its first listing or
+first lookup of a name it does not hold, so commands that never ask for them never read
+torchattacks' source.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import AliasChoices, BeforeValidator, Field, create_model, model_validator
+
+from robench._core.units import parse_pixel_value
+from robench.perturbations.adversarial.torchattacks_catalogue import (
+    FILLED_BY_ROBENCH,
+    LIBRARY_NORMS,
+    REAL_VALUED,
+    THREATS,
+    Bounded,
+    MinimalNorm,
+    Noise,
+    Threat,
+    refusal,
+)
+from robench.perturbations.adversarial.torchattacks_source import (
+    LibraryAttack,
+    LibraryParameter,
+    Unreadable,
+    library_attacks,
+)
+from robench.perturbations.base import (
+    FORWARD_PASS,
+    GRADIENT_PASS,
+    PERTURBATIONS,
+    BoundedParams,
+    PerturbationParams,
+    register_kind,
+)
+from robench.perturbations.threat_models import NORMS
+
+logger = logging.getLogger(__name__)
+
+KIND_PREFIX = "torchattacks."
+IMPLEMENTATION = "robench.perturbations.adversarial.torchattacks_adapter:TorchattacksAttack"
+# Column of the target class each sample was attacked towards (targeted modes only).
+TARGET_COLUMN = "target_class"
+# Per-step costs for `passes_per_sample`, an estimate: parameters that multiply the number of
+# gradient steps, and those that count forward-only queries.
+_STEP_COUNTS = (
+    "steps", "nb_iter", "max_iterations", "binary_search_steps", "num_iter_set",
+    "n_restarts", "restarts", "eot_iter", "N", "m", "noise_batch_size", "popsize",
+)  # fmt: skip
+_QUERY_COUNTS = ("n_queries", "nb_sample")
+
+
+def _fraction(value: Any) -> Any:
+    """ "2/255" -> 0.00784...; other values pass on to the field's own check."""
+    return parse_pixel_value(value, "value") if isinstance(value, str) else value
+
+
+_Real = Annotated[float, BeforeValidator(_fraction)]
+
+
+class TorchattacksParams(PerturbationParams):
+    """Parameters of a torchattacks attack class (a `torchattacks.NAME` kind)."""
+
+    attack: ClassVar[str] = ""  # the torchattacks class name
+    threat: ClassVar[Threat] = Noise()
+    # The library's parameters this schema exposes (robench's field name -> the library's).
+    library_names: ClassVar[dict[str, str]] = {}
+    targeted_modes: ClassVar[bool] = False  # whether `targeted` is a field
+
+    @classmethod
+    def display_name(cls, kind: str, params: Mapping[str, Any]) -> str:
+        targeted = params.get("targeted")
+        return cls.attack + (f" (targeted, {targeted})" if targeted else "")
+
+    @classmethod
+    def threat_summary(cls) -> str:
+        threat = cls.threat
+        if isinstance(threat, Bounded):
+            return "bounded " + ", ".join(NORMS[n].name for n in threat.norms)
+        if isinstance(threat, MinimalNorm):
+            return f"minimal-norm {NORMS[threat.norm].name} (no eps; min_norm per sample)"
+        return "unbounded (no eps)"
+
+    def library_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of the torchattacks class: what the suite set, under the
+        library's names (robench fills `seed` and `n_classes` at run time when not set)."""
+        given = {name: getattr(self, name) for name in self.model_fields_set}
+        kwargs = {self.library_names[k]: v for k, v in given.items() if k in self.library_names}
+        if "norm" in kwargs:
+            kwargs["norm"] = LIBRARY_NORMS[kwargs["norm"]]
+        return kwargs
+
+    def passes_per_sample(self, classes: int = 10) -> int:
+        """An estimate: a gradient per step, times every repeat count the attack takes
+        (restarts, binary-search steps, EOT samples), or a forward per query."""
+        values = self.model_dump()
+        steps = math.prod(int(values[k]) for k in _STEP_COUNTS if isinstance(values.get(k), int))
+        queries = math.prod(int(values[k]) for k in _QUERY_COUNTS if isinstance(values.get(k), int))
+        if any(k in values for k in _QUERY_COUNTS):
+            return FORWARD_PASS * (1 + queries * steps)
+        return 2 * FORWARD_PASS + GRADIENT_PASS * steps
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_budget(cls, values: Any) -> Any:
+        threat = cls.threat
+        if isinstance(values, dict) and "eps" in values and not isinstance(threat, Bounded):
+            if isinstance(threat, MinimalNorm):
+                raise ValueError(
+                    f"{KIND_PREFIX}{cls.attack} is a minimal-norm attack with no budget: it "
+                    f"searches for the smallest {NORMS[threat.norm].name} perturbation per "
+                    "sample; drop `eps` and read accuracy at any eps from its min_norm column "
+                    "(`robench compare --at-eps`)"
+                )
+            raise ValueError(
+                f"{KIND_PREFIX}{cls.attack} has no budget (it is not an attack inside a norm "
+                "ball); drop `eps`"
+            )
+        return values
+
+
+class TorchattacksBoundedParams(TorchattacksParams, BoundedParams):
+    """A bounded torchattacks attack: `eps` in its threat model `norm`."""
+
+    def library_kwargs(self) -> dict[str, Any]:
+        kwargs = super().library_kwargs()
+        threat = self.threat
+        assert isinstance(threat, Bounded)  # set by the factory, not user input
+        # The budget and the norm always go to the library, under its names.
+        budget: Any = int(self.eps) if NORMS[self.norm].integer_budget else self.eps
+        kwargs[threat.budget] = budget
+        if "norm" in self.library_names:
+            kwargs["norm"] = LIBRARY_NORMS[self.norm]
+        return kwargs
+
+
+class TorchattacksMinimalNormParams(TorchattacksParams):
+    """A minimal-norm torchattacks attack: no budget, `min_norm` recorded per sample."""
+
+    columns: ClassVar[tuple[str, ...]] = ("min_norm",)
+
+    def report_fields(self) -> dict[str, Any]:
+        assert isinstance(self.threat, MinimalNorm)  # set by the factory
+        name = NORMS[self.threat.norm].name
+        return {
+            "norm": self.threat.norm,
+            "threat_model": "minimal-norm",
+            "budget_display": f"{name} minimal-norm",
+        }
+
+
+class TorchattacksNoiseParams(TorchattacksParams):
+    """A torchattacks perturbation with neither a ball nor a search (VANILA, GN)."""
+
+    unbounded: ClassVar[bool] = True
+
+
+class RefusedParams(TorchattacksParams):
+    """A torchattacks class that cannot run from a suite entry; validating says why."""
+
+    reason: ClassVar[str] = ""
+
+    @classmethod
+    def threat_summary(cls) -> str:
+        return f"not available: {cls.reason}"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse(cls, values: Any) -> Any:
+        raise ValueError(f"{KIND_PREFIX}{cls.attack} cannot run as a robench kind: {cls.reason}")
+
+
+_BASES: dict[type, type[TorchattacksParams]] = {
+    Bounded: TorchattacksBoundedParams,
+    MinimalNorm: TorchattacksMinimalNormParams,
+    Noise: TorchattacksNoiseParams,
+}
+
+
+def _field_type(parameter: LibraryParameter) -> Any:
+    """The pydantic type of a library parameter, from its default."""
+    default = parameter.default
+    if parameter.name in FILLED_BY_ROBENCH:
+        return int | None
+    if isinstance(default, bool):
+        return bool
+    if isinstance(default, int):
+        return _Real if parameter.name in REAL_VALUED else int
+    if isinstance(default, float):
+        return _Real
+    if isinstance(default, str):
+        return str
+    if isinstance(default, tuple | list):
+        numeric = all(isinstance(v, int | float) for v in default)
+        return tuple[int | float, ...] if numeric else tuple[Any, ...]
+    return int | float | str | bool | None
+
+
+def _budget_fields(attack: LibraryAttack, threat: Bounded) -> dict[str, Any]:
+    """`eps` (with the library's budget name as an alias) and `norm`."""
+    defaults = {p.name: p.default for p in attack.parameters}
+    budget = defaults.get(threat.budget)
+    eps_default = float(budget) if isinstance(budget, int | float) else ...
+    aliases = AliasChoices("eps", threat.budget) if threat.budget != "eps" else None
+    norm_default = str(defaults.get("norm", threat.norms[0])).lower()
+    if norm_default not in threat.norms:
+        norm_default = threat.norms[0]
+    return {
+        "eps": (float, Field(default=eps_default, validation_alias=aliases)),
+        "norm": (Literal[threat.norms], norm_default),  # type: ignore[valid-type]
+    }
+
+
+def _schema(attack: LibraryAttack, threat: Threat) -> type[TorchattacksParams]:
+    """The parameter schema of one attack class."""
+    fields: dict[str, Any] = {}
+    names: dict[str, str] = {}
+    budget_names: set[str] = set()
+    if isinstance(threat, Bounded):
+        fields.update(_budget_fields(attack, threat))
+        budget_names = {threat.budget, "norm"}
+    for parameter in attack.parameters:
+        if parameter.name in budget_names:
+            names.setdefault("norm" if parameter.name == "norm" else "eps", parameter.name)
+            continue
+        if parameter.variadic or isinstance(parameter.default, Unreadable):
+            continue  # not writable in a suite: the library's default applies
+        default = None if parameter.name in FILLED_BY_ROBENCH else parameter.default
+        fields[parameter.name] = (_field_type(parameter), default)
+        names[parameter.name] = parameter.name
+    if attack.targeted and "targeted" not in fields:
+        fields["targeted"] = (Literal["random", "least-likely"] | None, None)
+    base = _BASES[type(threat)]
+    columns = base.columns + ((TARGET_COLUMN,) if "targeted" in fields else ())
+    schema: type[TorchattacksParams] = create_model(  # type: ignore[call-overload]
+        f"Torchattacks{attack.name}Params", __base__=base, **fields
+    )
+    schema.attack = attack.name
+    schema.threat = threat
+    schema.library_names = names
+    schema.targeted_modes = "targeted" in fields
+    schema.columns = columns
+    schema.__doc__ = f"torchattacks.{attack.name}, {schema.threat_summary()}."
+    return schema
+
+
+def _refused_schema(name: str, reason: str) -> type[TorchattacksParams]:
+    schema: type[RefusedParams] = create_model(  # type: ignore[call-overload]
+        f"Torchattacks{name}Params", __base__=RefusedParams
+    )
+    schema.attack = name
+    schema.reason = reason
+    schema.__doc__ = f"torchattacks.{name}, not available: {reason}."
+    return schema
+
+
+def attack_schema(name: str) -> type[TorchattacksParams]:
+    """The schema of torchattacks.`name` (a refusing one when it cannot run)."""
+    attack = library_attacks().get(name)
+    reason = refusal(name, known=attack is not None)
+    if attack is not None and reason is None:
+        needed = [p.name for p in attack.parameters if p.required and not p.variadic]
+        if not attack.takes_model or needed:
+            reason = (
+                f"it needs {', '.join(repr(n) for n in needed) or 'no model'}, which a suite "
+                "entry cannot give"
+            )
+    if attack is None or reason is not None:
+        return _refused_schema(name, reason or "unknown")
+    try:
+        return _schema(attack, THREATS[name])
+    except (TypeError, ValueError, NameError) as exc:  # a parameter pydantic cannot hold
+        return _refused_schema(name, f"robench cannot build a schema for its parameters ({exc})")
+
+
+def register_torchattacks_kinds() -> None:
+    """Register `torchattacks.NAME` for every class in torchattacks' `__all__`."""
+    try:
+        names = list(library_attacks())
+    except (OSError, SyntaxError) as exc:
+        logger.warning("could not read torchattacks' source (%s); no torchattacks.* kinds", exc)
+        return
+    for name in names:
+        kind = f"{KIND_PREFIX}{name}"
+        if kind not in PERTURBATIONS:  # a plugin may have registered it first
+            register_kind(kind, IMPLEMENTATION)(attack_schema(name))
+
+
+PERTURBATIONS.add_loader(register_torchattacks_kinds)
