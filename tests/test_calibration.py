@@ -182,11 +182,11 @@ def test_an_older_report_without_the_columns_loads_with_the_metrics_absent(
         assert "ece" not in set(report.to_pandas()["metric"])
 
 
-def test_report_of_a_timm_model_equals_torchmetrics_on_its_logits(tmp_path: Path) -> None:
-    """The real pipeline: `robench.evaluate` on the shipped nano ViT (a timm model) and
-    Fashion-MNIST tensors; the clean result's ECE, NLL and Brier equal torchmetrics and torch
-    on the logits computed here from the same images, and every result (clean, a corruption,
-    an attack) reports all three."""
+@pytest.fixture(scope="module")
+def nano(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, torch.Tensor, torch.Tensor]:
+    """`robench.evaluate` on the shipped nano ViT (a timm model) and 300 Fashion-MNIST test
+    images as tensors, clean, under Gaussian noise (severity 3) and FGSM; with the logits
+    computed here from the same images (the report's normalisation) and the labels."""
     import timm
 
     import robench
@@ -201,19 +201,29 @@ def test_report_of_a_timm_model_equals_torchmetrics_on_its_logits(tmp_path: Path
     test_split = open_dataset("fashion-mnist", preprocessing=Preprocessing((1, 28, 28)))
     x = torch.from_numpy(test_split.images[:300]).unsqueeze(1).float() / 255.0
     y = torch.tensor(test_split.targets[:300])
-    suite = tmp_path / "s.toml"
+    suite = tmp_path_factory.mktemp("suite") / "s.toml"
     suite.write_text(
         'name = "calibration"\nversion = 1\n[[perturbations]]\nkind = "clean"\n'
         '[[perturbations]]\nkind = "corruption"\ncorruptions = ["gaussian_noise"]\n'
         'severities = [3]\n[[perturbations]]\nkind = "fgsm"\neps = "4/255"\n'
     )
     report = robench.evaluate(model, str(suite), (x, y), batch_size=64, progress=False)
-    for result in report.results:
-        assert {"ece", "nll", "brier"} <= set(result.metrics), result.name
     mean = torch.tensor(report.model.normalization["mean"]).view(1, -1, 1, 1)
     std = torch.tensor(report.model.normalization["std"]).view(1, -1, 1, 1)
     with torch.no_grad():
         logits = model((x - mean) / std)
+    return report, logits, y
+
+
+def test_report_of_a_timm_model_equals_torchmetrics_on_its_logits(
+    nano: tuple[Any, torch.Tensor, torch.Tensor],
+) -> None:
+    """The real pipeline: the clean result's ECE, NLL and Brier equal torchmetrics and torch
+    on the model's logits, and every result (clean, a corruption, an attack) reports all
+    three."""
+    report, logits, y = nano
+    for result in report.results:
+        assert {"ece", "nll", "brier"} <= set(result.metrics), result.name
     clean = report.result("clean")
     assert clean is not None
     assert report.sample_values("clean", "prediction") == logits.argmax(-1).tolist()
@@ -225,8 +235,62 @@ def test_report_of_a_timm_model_equals_torchmetrics_on_its_logits(tmp_path: Path
     # The report's per-sample `ece` column: (confidence of the prediction, correct).
     pairs = np.asarray(report.sample_values("clean", "ece"))
     assert pairs[:, 0] == pytest.approx(logits.softmax(-1).amax(-1).numpy(), abs=1e-7)
-    # Shift makes this model less sure and less right: NLL rises under noise and the attack.
-    assert report.result("fgsm").metrics["nll"].value > clean.metrics["nll"].value  # type: ignore[union-attr]
+    assert pairs[:, 1].tolist() == (logits.argmax(-1) == y).float().tolist()
+    # Shift makes this model less sure and less right: NLL rises under the attack.
+    fgsm = next(r for r in report.results if r.kind == "fgsm")
+    assert fgsm.metrics["nll"].value > clean.metrics["nll"].value
+
+
+# --- figures: reliability diagrams and the ECE heatmap ----------------------------------
+
+
+def test_reliability_panels_per_perturbation_with_corruptions_pooled_per_severity(
+    nano: tuple[Any, torch.Tensor, torch.Tensor],
+) -> None:
+    from robench.results.plots.reliability import reliability_figure, reliability_panels
+
+    report = nano[0]
+    panels = reliability_panels({"nano": report})
+    names = [p.name for p in panels]
+    assert names[0] == "clean" and names[1] == "corruptions, severity 3" and len(names) == 3
+    clean = panels[0]
+    bins = clean.bins("nano")
+    assert sum(count for *_, count in bins) == 300
+    pairs = np.asarray(report.sample_values("clean", "ece"))
+    top = pairs[np.minimum((pairs[:, 0] * 15).astype(int), 14) == 14]
+    if len(top):  # the last bin: its mean confidence and accuracy, recomputed
+        assert bins[-1] == pytest.approx((top[:, 0].mean(), top[:, 1].mean(), len(top)))
+    fig = reliability_figure({"a": report, "b": report})
+    assert fig is not None
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    ece = 100 * report.result("clean").metrics["ece"].value
+    assert titles[0] == f"clean\nECE % {ece:.1f} / {ece:.1f}"
+    # Older reports have no per-sample ECE: no figure.
+    assert reliability_figure({"old": without_calibration(report)}) is None
+
+
+def test_heatmap_shows_ece_on_a_reversed_scale(
+    nano: tuple[Any, torch.Tensor, torch.Tensor],
+) -> None:
+    from robench.results.compare.html.figures import heatmap_figures, reliability_figures
+    from robench.results.plots.corruptions import corruption_heatmap_figure
+
+    report = nano[0]
+    fig = corruption_heatmap_figure({"nano": report}, metric="ece")
+    assert fig is not None
+    value = 100 * next(r for r in report.results if r.kind == "corruption").metrics["ece"].value
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert f"{value:.1f}" in texts
+    image = fig.axes[0].images[0]
+    assert image.cmap.name == "viridis_r"
+    assert image.norm.vmin == 0 and image.norm.vmax == 10 * np.ceil(value / 10)
+    assert "Calibration error" in fig.get_suptitle()
+    # The page: an ECE heatmap beside the accuracy one and reliability diagrams, only when
+    # the reports have ECE.
+    assert len(heatmap_figures({"nano": report})) == 2
+    assert len(reliability_figures({"nano": report})) == 1
+    old = without_calibration(report)
+    assert len(heatmap_figures({"old": old})) == 1 and reliability_figures({"old": old}) == []
 
 
 # --- the gate: calibration regressions, and reports from before the metrics ----------------

@@ -19,6 +19,7 @@ only, matplotlib imported when a figure is drawn.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -121,7 +122,12 @@ def reliability_figure(
     fig = new_figure(2.3 * ncols + 1.6, 2.45 * nrows + 1.1)
     models = list(dict.fromkeys(m for p in shown for m in p.pairs))
     colours = {m: MODEL_COLOURS[i % len(MODEL_COLOURS)] for i, m in enumerate(models)}
-    axes = fig.subplots(nrows, ncols, squeeze=False)
+    fig.suptitle(title, fontsize=11)
+    body = fig.subfigures(1, 1, squeeze=False)[0, 0]
+    # About 15 characters of 8 pt text an inch; constrained layout keeps it clear of the axes.
+    note = textwrap.fill(_note(shown, panels, models), int(15 * fig.get_figwidth()))
+    body.suptitle(note, x=0.01, ha="left", fontsize=NOTE_SIZE, color="0.25")
+    axes = body.subplots(nrows, ncols, squeeze=False)
     for k, panel in enumerate(shown):
         _draw_panel(axes[k // ncols][k % ncols], panel, colours)
     for ax in axes.flat[len(shown) :]:
@@ -130,7 +136,6 @@ def reliability_figure(
         ax.set_ylabel("accuracy", fontsize=8)
     for ax in axes[-1, :]:
         ax.set_xlabel("confidence", fontsize=8)
-    fig.suptitle(title, fontsize=11)
     fig.legend(
         [_line(colours[m]) for m in models],
         models,
@@ -138,7 +143,6 @@ def reliability_figure(
         fontsize=8,
         frameon=False,
     )
-    fig.text(0.01, 0.0, _note(shown, panels, models), fontsize=NOTE_SIZE, color="0.25")
     return fig
 
 
