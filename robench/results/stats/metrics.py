@@ -116,6 +116,9 @@ class Metric:
     # A record column the metric needs: results whose records lack it (an attack metric on
     # the clean result) do not report the metric.
     requires: str | None = None
+    # What it needs of a task's records, in words, for the error when a suite of another task
+    # asks for it ("class probabilities per sample").
+    needs: str | None = None
     # How `robench gate` pairs it: "binary" -> exact McNemar, "real" -> paired bootstrap.
     paired_test: PairedKind = "binary"
     # Reads its per-sample values of one result from a report; by default the report's
@@ -131,6 +134,11 @@ class Metric:
     def summarize(self, values: Sequence[PerSampleValue]) -> tuple[float, tuple[float, float]]:
         """The reported value and 95% interval of these per-sample values."""
         return self.aggregate(values), self.interval(values)
+
+    @property
+    def tasks_text(self) -> str:
+        """The tasks it applies to, in words: "image-classification or text-classification"."""
+        return " or ".join(self.task) if isinstance(self.task, tuple) else self.task
 
     def applies_to(self, task: str) -> bool:
         """Whether it reads `task`'s records."""
@@ -274,6 +282,7 @@ register(
         display=MetricDisplay("ECE", scale=100.0, unit="%", diff_unit="pp"),
         task=_CLASSIFIERS,
         requires="p_pred",
+        needs="class probabilities per sample",
         paired_test="statistic",
         aggregate=_ECE,
         interval=_ECE.interval,
@@ -291,6 +300,7 @@ register(
         display=MetricDisplay("NLL"),
         task=_CLASSIFIERS,
         requires="logp_target",
+        needs="class probabilities per sample",
         paired_test="real",
         interval=mean_bootstrap_interval,
         # Nats have no fixed scale (0.2 clean, 5 under attack): a drop relative to the baseline.
@@ -307,6 +317,7 @@ register(
         display=MetricDisplay("Brier"),
         task=_CLASSIFIERS,
         requires="p_sumsq",
+        needs="class probabilities per sample",
         paired_test="real",
         interval=mean_bootstrap_interval,
         gate_tolerance=GateTolerance(max_abs_drop=0.02),
