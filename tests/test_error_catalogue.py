@@ -293,6 +293,8 @@ CASES: dict[str, Callable[[Path, Path], Case]] = {
     "sanity-eps-flag": lambda t, d: Case(_eval(t, d, "--sanity-eps", "abc")),
     "sanity-budget-flag": lambda t, d: Case(_eval(t, d, "--sanity-budget", "fast")),
     "suite-wrong-task": lambda t, d: Case([*_eval(t, d), "-s", "text-smoke"]),
+    "calibration-metric-language-model": lambda t, d: Case(["eval", "transformer_lm_nano_pydocs", "-s", _suite(t, 'task = "language-modeling"\nmetrics = ["perplexity", "ece"]\n\n[[perturbations]]\nkind = "clean"\n'), "--data", "pydoc-topics", "-o", str(t / "out" / "r.json")]),
+    "calibration-metric-segmentation": lambda t, d: Case(["eval", "segmenter_nano_baseline_scenes", "-s", _suite(t, 'task = "semantic-segmentation"\nmetrics = ["miou", "brier"]\n\n[[perturbations]]\nkind = "clean"\n'), "-o", str(t / "out" / "r.json")]),
     "validate-fail": lambda t, d: Case(["validate", _suite(t, '\n[[perturbations]]\nkind = "fgsm"\nepsilon = "8/255"\n' + "#" * 200 + "\n")], prefix="fail"),
     "card-input-size": lambda t, d: Case(["eval", _write(t / "card.toml", f'name = "c"\narchitecture = "vit_nano_patch4_28"\ninput_size = [1, 0, 28]\ncheckpoint = "{CHECKPOINT}"\n'), "-s", "smoke"]),
     "std-nan": lambda t, d: Case(_eval(t, d, "--std", "nan")),

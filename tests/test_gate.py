@@ -266,7 +266,7 @@ def test_real_valued_metric_uses_the_paired_bootstrap(monkeypatch: pytest.Monkey
     per_sample = {"base": nll, "worse": nll + 0.2 + rng.normal(0, 0.3, 1000), "noisy": nll.copy()}
     per_sample["noisy"][:3] += 8.0  # mean +0.024 from three outliers: beyond tolerance, unsure
     nll_metric = metrics_module.Metric(
-        name="nll",
+        name="window_nll",  # not the registered `nll`: its own tolerance
         description="negative log-likelihood",
         higher_is_better=False,
         per_sample=lambda record: 0.0,
@@ -278,16 +278,22 @@ def test_real_valued_metric_uses_the_paired_bootstrap(monkeypatch: pytest.Monkey
 
     def report(name: str) -> Report:
         value = float(per_sample[name].mean())
-        return make_report(name, {"clean": 0.8}, extra_metrics={"wiki": {"nll": (value, False)}})
+        return make_report(
+            name, {"clean": 0.8}, extra_metrics={"wiki": {"window_nll": (value, False)}}
+        )
 
     policy = Policy(n_resamples=2000)
     worse = next(
-        c for c in run_gate(report("base"), report("worse"), policy).checks if c.metric == "nll"
+        c
+        for c in run_gate(report("base"), report("worse"), policy).checks
+        if c.metric == "window_nll"
     )
     assert worse.test is not None and worse.test.name == "paired bootstrap (2000 resamples)"
     assert worse.status is Status.regressed and worse.test.p_value == pytest.approx(1 / 2001)
     noisy = next(
-        c for c in run_gate(report("base"), report("noisy"), policy).checks if c.metric == "nll"
+        c
+        for c in run_gate(report("base"), report("noisy"), policy).checks
+        if c.metric == "window_nll"
     )
     assert noisy.status is Status.inconclusive
     assert noisy.test is not None and noisy.test.samples_needed is not None

@@ -30,9 +30,12 @@ def test_builtin_metrics_carry_everything() -> None:
     assert METRICS.names() == [
         "attack_success_rate",
         "bits_per_byte",
+        "brier",
         "byte_perplexity",
+        "ece",
         "mean_accuracy",
         "miou",
+        "nll",
         "perplexity",
         "perturbed_word_share",
         "pixel_accuracy",

@@ -32,7 +32,15 @@ def test_image_classification_is_registered_and_scores_top_k() -> None:
     logits = torch.tensor([[0.1, 0.9, 0.0], [0.8, 0.1, 0.3]])
     model = torch.nn.Identity()
     columns = task.score(model, logits, torch.tensor([1, 2]))
+    calibration = {name: columns.pop(name) for name in ("p_pred", "p_target", "logp_target")}
+    p_sumsq = columns.pop("p_sumsq")
     assert columns == {"y": [1, 2], "topk": [[1, 0, 2], [0, 2, 1]]}  # k capped at 3 classes
+    probs = logits.softmax(-1)
+    assert calibration["p_pred"] == pytest.approx([float(probs[0, 1]), float(probs[1, 0])])
+    assert calibration["p_target"] == pytest.approx([float(probs[0, 1]), float(probs[1, 2])])
+    assert calibration["logp_target"] == pytest.approx(probs[[0, 1], [1, 2]].log().tolist())
+    assert p_sumsq == pytest.approx((probs**2).sum(-1).tolist())
+    columns.update(calibration, p_sumsq=p_sumsq)
     records = records_of(columns)
     assert [task.target(r) for r in records] == [1, 2]
     assert [task.outputs(r) for r in records] == [{"prediction": 1}, {"prediction": 0}]

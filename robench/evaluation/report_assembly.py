@@ -122,10 +122,14 @@ def results(
                 columns[name] = [row.get(name) for row in ordered]
         values: dict[str, MetricValue] = {}
         for metric in metrics:
-            if metric.requires and ordered and metric.requires not in ordered[0]:
-                continue  # e.g. an attack's metric on the clean result
+            if metric.requires and any(metric.requires not in row for row in ordered):
+                # e.g. an attack's metric on the clean result, or a calibration metric on
+                # records of an older sample store resumed (they lack the scalars)
+                continue
             per_sample = list(map(metric.per_sample, ordered))
-            columns[metric.name] = per_sample
+            # Pairs (ECE's [confidence, correct], a ratio's terms) as lists, as JSON reads
+            # them back: a report equals itself re-read.
+            columns[metric.name] = [list(v) if isinstance(v, tuple) else v for v in per_sample]
             value, ci95 = metric.summarize(per_sample)
             if math.isnan(value):
                 continue  # no sample defines it (a perturbed-word share without a success)

@@ -159,7 +159,7 @@ def values_in_order(
         values[label] = {
             m.name: [m.per_sample(r) for r in rows]
             for m in metrics
-            if not (m.requires and rows and m.requires not in rows[0])
+            if not (m.requires and any(m.requires not in r for r in rows))
         }
     return values, order
 

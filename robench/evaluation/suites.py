@@ -151,10 +151,19 @@ class Suite(BaseModel):
         for name in self.metrics:
             if name not in METRICS:
                 raise ValueError(did_you_mean(name, METRICS.names(), "metric"))
-            if not METRICS.get(name).applies_to(self.task):
+            metric = METRICS.get(name)
+            if not metric.applies_to(self.task):
+                # e.g. "metric 'ece' needs class probabilities per sample, which
+                # language-modeling records do not keep (it is for image-classification ...)"
+                why = (
+                    f"needs {metric.needs}, which {self.task} records do not keep (it is for "
+                    f"{metric.tasks_text} models)"
+                    if metric.needs
+                    else f"is for {metric.tasks_text} models, not {self.task}"
+                )
                 raise ValueError(
-                    f"metric {name!r} is for {METRICS.get(name).task} models, not {self.task}; "
-                    f"this task's metrics: {', '.join(metrics_for_task(self.task))}"
+                    f"metric {name!r} {why}; drop it from the suite's metrics (this task's "
+                    f"metrics: {', '.join(metrics_for_task(self.task))})"
                 )
         return self
 

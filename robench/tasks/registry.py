@@ -50,9 +50,10 @@ def load_task(name: str) -> Task:
 
 register_task(
     "image-classification",
-    "images in [0, 1] -> class logits; top-k accuracy under attacks and corruptions",
+    "images in [0, 1] -> class logits; top-k accuracy and calibration (ECE, NLL, Brier) under "
+    "attacks and corruptions",
     "robench.tasks.image_classification:ImageClassification",
-    ("top1", "top5"),
+    ("top1", "top5", "ece", "nll", "brier"),
 )
 register_task(
     "language-modeling",
@@ -74,6 +75,15 @@ register_task(
     "texts -> class logits; top-1 accuracy, clean and under adversarial word and character "
     "attacks (TextAttack's recipes), with attack success rate, queries and perturbed words",
     "robench.tasks.text_classification:TextClassification",
-    ("top1", "attack_success_rate", "queries_mean", "queries_median", "perturbed_word_share"),
+    (
+        "top1",
+        "attack_success_rate",
+        "queries_mean",
+        "queries_median",
+        "perturbed_word_share",
+        "ece",
+        "nll",
+        "brier",
+    ),
     inputs="texts",
 )

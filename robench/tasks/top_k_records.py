@@ -1,8 +1,20 @@
 """`TopKRecords`: the per-sample record of a classifier, whatever its inputs are.
 
-A sample's record is `{"y": true class, "topk": the model's top-5 classes}`; `top1` and
-`top5` (results/stats/metrics.py) read it and the report keeps the top-1 class as `prediction`.
-Image and text classification share it, so their metrics and McNemar pairing are the same.
+A sample's record is `{"y": true class, "topk": the model's top-5 classes}` and four
+calibration scalars of its softmax probabilities p (float32, as the model's logits give them):
+
+- `p_pred`: p of the predicted (top-1) class, the confidence ECE bins;
+- `p_target`: p of the true class;
+- `logp_target`: log p of the true class (log-softmax, so NLL stays finite when p underflows);
+- `p_sumsq`: the sum of p_k squared over all classes. The multiclass Brier score of a sample,
+  sum_k (p_k - [k == y])^2 = p_sumsq - 2 p_target + 1 (Brier 1950; Ovadia et al. 2019),
+  needs it: the other three cannot give it, and one scalar keeps the record small.
+
+`top1` and `top5` read `y` and `topk`; `ece`, `nll` and `brier` the calibration scalars
+(results/stats/metrics.py). The report keeps the top-1 class as `prediction`. Image and text
+classification share the record, so their metrics and McNemar pairing are the same. Records
+written before the calibration scalars existed (a resumed older sample store) lack them: the
+calibration metrics declare `requires = "p_target"`, so they are simply not reported there.
 """
 
 from __future__ import annotations
@@ -23,8 +35,11 @@ class TopKRecords:
     def score(self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> Columns:
         with torch.inference_mode():  # cheaper than no_grad; nothing here needs autograd
             logits = model(inputs)
-        k = min(TOP_K, logits.shape[-1])
-        return {"y": targets.tolist(), "topk": logits.topk(k, dim=-1).indices.tolist()}
+            k = min(TOP_K, logits.shape[-1])
+            topk = logits.topk(k, dim=-1).indices
+            columns = {"y": targets.tolist(), "topk": topk.tolist()}
+            columns.update(calibration_columns(logits, targets, topk[:, 0]))
+        return columns
 
     def target(self, record: Record) -> Any:
         return record["y"]
@@ -32,3 +47,24 @@ class TopKRecords:
     def outputs(self, record: Record) -> dict[str, Any]:
         # An attack's own per-sample columns reach the report through its `columns`.
         return {"prediction": record["topk"][0]}
+
+
+def calibration_columns(
+    logits: torch.Tensor, targets: torch.Tensor, predicted: torch.Tensor
+) -> Columns:
+    """`p_pred`, `p_target`, `logp_target` and `p_sumsq` of logits (B, K), in float32 (as
+    torchmetrics and a direct torch computation take them, even under --amp)."""
+    logits = logits.float()
+    probs = logits.softmax(dim=-1)  # (B, K)
+    logp = logits.log_softmax(dim=-1)  # (B, K)
+    rows = targets.long().unsqueeze(1)  # (B, 1)
+    # One transfer to the host for the four columns: (4, B).
+    stacked = torch.stack(
+        (
+            probs.gather(1, predicted.long().unsqueeze(1)).squeeze(1),
+            probs.gather(1, rows).squeeze(1),
+            logp.gather(1, rows).squeeze(1),
+            probs.square().sum(dim=-1),
+        )
+    ).tolist()
+    return dict(zip(("p_pred", "p_target", "logp_target", "p_sumsq"), stacked, strict=True))

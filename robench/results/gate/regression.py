@@ -280,6 +280,15 @@ def _check(
     )
 
 
+def _metrics_the_candidate_lacks(baseline: Report, candidate: Report) -> list[str]:
+    """The baseline's metrics that no result of the candidate reports (e.g. ECE, NLL and
+    Brier against a candidate from before they existed): skipped with a note, while a metric
+    missing from only some of the candidate's results still refuses the gate."""
+    found = {name for result in candidate.results for name in result.metrics}
+    wanted = dict.fromkeys(name for result in baseline.results for name in result.metrics)
+    return [name for name in wanted if name not in found]
+
+
 def run_gate(baseline: Report, candidate: Report, policy: Policy | None = None) -> GateResult:
     """Check every perturbation and metric, and every aggregate, of the baseline against the
     candidate."""
@@ -287,8 +296,15 @@ def run_gate(baseline: Report, candidate: Report, policy: Policy | None = None) 
     notes = check_pairable(baseline, candidate)
     used_rules: set[int] = set()
     checks = []
+    unknown = _metrics_the_candidate_lacks(baseline, candidate)
+    if unknown:
+        notes.append(
+            f"not gated, the candidate report has none of these metrics (a report written "
+            f"before robench computed them, or a suite that does not ask for them): "
+            f"{', '.join(unknown)}."
+        )
     for pair in _paired_results(baseline, candidate):
-        for metric in pair[0].metrics:
+        for metric in (m for m in pair[0].metrics if m not in unknown):
             tolerance, rule = policy.tolerance_for(pair[0].name, metric)
             if rule is not None:
                 used_rules.add(rule)

@@ -6,6 +6,8 @@
   corruptions in ImageNet-C's order (noise, blur, weather, digital, then the 4 held-out extra
   ones, then unknown names alphabetically), columns the severities; the colour is the accuracy
   on one 0-100 % viridis scale shared by all panels, and every cell is written out in %.
+  `metric="ece"` draws the expected calibration error instead, on a reversed scale from 0 to
+  the largest cell (rounded up to 10 %), so darker is worse for both.
 - `accuracy_vs_severity_figure`: accuracy averaged over corruptions against severity (0 =
   clean), one line per model with a band; under it one small panel per corruption.
 - `plot_corruption_figures`: both as `<stem>-corruptions-heatmap.png` and
@@ -61,9 +63,12 @@ logger = logging.getLogger(__name__)
 # Corruption -> family, in the order figures list them: ImageNet-C's 15 benchmark corruptions
 # by family, then its 4 held-out extra ones (Hendrycks & Dietterich, ICLR 2019).
 CORRUPTION_FAMILIES: dict[str, str] = GROUP_OF  # display order and family rules
-_METRIC_NAMES = {"top1": "top-1", "top5": "top-5", "miou": "mIoU"}
+_METRIC_NAMES = {"top1": "top-1", "top5": "top-5", "miou": "mIoU", "ece": "ECE"}
 # Metrics that are not accuracies, by their own label.
-_METRIC_LABELS = {"miou": "mIoU (%)"}
+_METRIC_LABELS = {"miou": "mIoU (%)", "ece": "ECE (%)"}
+# Lower-is-better metrics: the colour map reversed (bright stays good) and a scale from 0 to
+# the largest cell rounded up to 10 %, as calibration errors rarely reach 100 %.
+_LOWER_IS_BETTER = {"ece"}
 _DATASET_STYLES: tuple[LineStyle, ...] = (
     "-",
     "--",
@@ -258,14 +263,28 @@ def _text_colour(rgba: Sequence[float]) -> str:
     return "black" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.179 else "white"
 
 
-def _heatmap_panel(
-    ax: Axes, grid: CorruptionGrid, rows: list[str], cols: list[int], show_rows: bool
-) -> AxesImage:
-    import numpy as np
+def _colour_scale(grids: Sequence[CorruptionGrid], metric: str) -> tuple[Any, Any]:
+    """The colour map and the 0-100 % (accuracies) or 0-ceiling (ECE) scale."""
     from matplotlib import colormaps
     from matplotlib.colors import Normalize
 
-    cmap, norm = colormaps[CMAP], Normalize(0.0, 100.0)
+    if metric not in _LOWER_IS_BETTER:
+        return colormaps[CMAP], Normalize(0.0, 100.0)
+    largest = max(c.percent for g in grids for c in g.cells.values())
+    return colormaps[CMAP].reversed(), Normalize(0.0, min(100.0, 10 * math.ceil(largest / 10)))
+
+
+def _heatmap_panel(
+    ax: Axes,
+    grid: CorruptionGrid,
+    rows: list[str],
+    cols: list[int],
+    show_rows: bool,
+    scale: tuple[Any, Any],
+) -> AxesImage:
+    import numpy as np
+
+    cmap, norm = scale
     data = np.full((len(rows), len(cols)), np.nan)
     for (corruption, severity), cell in grid.cells.items():
         data[rows.index(corruption), cols.index(severity)] = cell.percent
@@ -301,7 +320,8 @@ def _panel_title(grid: CorruptionGrid, name: str, within: set[tuple[str, int]] |
 def corruption_heatmap_figure(
     reports: Mapping[str, Report], *, metric: str = "top1", title: str | None = None
 ) -> Figure | None:
-    """Accuracy per (corruption, severity): one heatmap per model, None without corruptions.
+    """Accuracy (or ECE) per (corruption, severity): one heatmap per model, None without
+    corruptions.
 
     Panels sit side by side two at a time, then wrap; panels of one dataset share their rows
     and columns (the corruptions and severities any model was measured on; a cell a model
@@ -309,7 +329,7 @@ def corruption_heatmap_figure(
 
     Args:
         reports: model name (panel title) -> its report.
-        metric: an accuracy metric stored as a fraction.
+        metric: an accuracy metric stored as a fraction, or "ece" (darker is worse either way).
         title: the figure's title; by default it names the metric.
     """
     grids = corruption_grids(reports, metric=metric)
@@ -328,9 +348,11 @@ def corruption_heatmap_figure(
     panel_w, panel_h = 1.3 + 0.62 * max(most_cols, 3), 1.0 + 0.3 * most_rows
     width = max(ncols * panel_w + 1.2, 5.0)
     fig = new_figure(width, nrows * panel_h + 1.2)
+    quantity = "Calibration error" if metric in _LOWER_IS_BETTER else "Accuracy"
     fig.suptitle(
-        title or f"Accuracy under common corruptions ({_METRIC_NAMES.get(metric, metric)})"
+        title or f"{quantity} under common corruptions ({_METRIC_NAMES.get(metric, metric)})"
     )
+    scale = _colour_scale(grids, metric)
     body = fig.subfigures(1, 1, squeeze=False)[0, 0]
     shared = shared_cells(grids)
     gaps = any(len(g.cells) < len(rows[g.dataset]) * len(cols[g.dataset]) for g in grids)
@@ -344,7 +366,9 @@ def corruption_heatmap_figure(
     for k, grid in enumerate(grids):
         ax = axes[k // ncols][k % ncols]
         first = k % ncols == 0 or grids[k - k % ncols].dataset != grid.dataset
-        images.append(_heatmap_panel(ax, grid, rows[grid.dataset], cols[grid.dataset], first))
+        images.append(
+            _heatmap_panel(ax, grid, rows[grid.dataset], cols[grid.dataset], first, scale)
+        )
         name = _wrapped(
             _panel_name(grid, several), int(11 * panel_w)
         )  # 9 pt: ~11 characters an inch
@@ -508,7 +532,7 @@ def accuracy_vs_severity_figure(
 
     Args:
         reports: model name (legend) -> its report.
-        metric: an accuracy metric stored as a fraction.
+        metric: an accuracy metric stored as a fraction, or "ece" (darker is worse either way).
         title: the figure's title; by default it names the metric.
     """
     grids = corruption_grids(reports, metric=metric)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from robench._core.registry import Registry
 from robench.results.report.schema import Report
+from robench.results.stats.calibration import CalibrationError, mean_bootstrap_interval
 from robench.results.stats.paired_statistic import PairedStatistic
 from robench.results.stats.ratio_statistics import MedianOfMarked, RatioOfSums, bootstrap_interval
 from robench.results.stats.segmentation_metrics import CountsStatistic
@@ -115,6 +116,9 @@ class Metric:
     # A record column the metric needs: results whose records lack it (an attack metric on
     # the clean result) do not report the metric.
     requires: str | None = None
+    # What it needs of a task's records, in words, for the error when a suite of another task
+    # asks for it ("class probabilities per sample").
+    needs: str | None = None
     # How `robench gate` pairs it: "binary" -> exact McNemar, "real" -> paired bootstrap.
     paired_test: PairedKind = "binary"
     # Reads its per-sample values of one result from a report; by default the report's
@@ -130,6 +134,11 @@ class Metric:
     def summarize(self, values: Sequence[PerSampleValue]) -> tuple[float, tuple[float, float]]:
         """The reported value and 95% interval of these per-sample values."""
         return self.aggregate(values), self.interval(values)
+
+    @property
+    def tasks_text(self) -> str:
+        """The tasks it applies to, in words: "image-classification or text-classification"."""
+        return " or ".join(self.task) if isinstance(self.task, tuple) else self.task
 
     def applies_to(self, task: str) -> bool:
         """Whether it reads `task`'s records."""
@@ -241,6 +250,77 @@ register(
         display=MetricDisplay("top-5", scale=100.0, unit="%", diff_unit="pp"),
         task=("image-classification", "text-classification"),
         paired_test="binary",
+    )
+)
+
+
+# Calibration of a classifier (Guo et al. 2017; Ovadia et al., NeurIPS 2019), from the four
+# scalars its record keeps (tasks/top_k_records.py): `p_pred`, `p_target`, `logp_target` and
+# `p_sumsq`. All three are lower-is-better, reported with a 95% bootstrap interval over samples
+# (2,000 resamples, seed 0) and paired in gates by a bootstrap over samples. Records without
+# the scalars (an older sample store resumed) do not report them (`requires`).
+_CLASSIFIERS = ("image-classification", "text-classification")
+_ECE = CalibrationError()
+
+
+def _confidence_and_correct(record: Record) -> tuple[float, float]:
+    return (record["p_pred"], float(record["topk"][0] == record["y"]))
+
+
+def _brier(record: Record) -> float:
+    # sum_k (p_k - [k == y])^2 = sum_k p_k^2 - 2 p_y + 1
+    return float(record["p_sumsq"] - 2.0 * record["p_target"] + 1.0)
+
+
+register(
+    Metric(
+        name="ece",
+        description="expected calibration error: 15 equal-width confidence bins, L1, as Guo et "
+        "al. 2017 and torchmetrics' MulticlassCalibrationError (lower is better)",
+        higher_is_better=False,
+        per_sample=_confidence_and_correct,  # the report's `ece` column: [p_pred, correct]
+        display=MetricDisplay("ECE", scale=100.0, unit="%", diff_unit="pp"),
+        task=_CLASSIFIERS,
+        requires="p_pred",
+        needs="class probabilities per sample",
+        paired_test="statistic",
+        aggregate=_ECE,
+        interval=_ECE.interval,
+        statistic=_ECE,
+        gate_tolerance=GateTolerance(max_abs_drop=0.02),  # 2 pp of calibration error
+    )
+)
+register(
+    Metric(
+        name="nll",
+        description="negative log-likelihood of the true class, mean over samples in nats "
+        "(lower is better)",
+        higher_is_better=False,
+        per_sample=lambda record: -float(record["logp_target"]),
+        display=MetricDisplay("NLL"),
+        task=_CLASSIFIERS,
+        requires="logp_target",
+        needs="class probabilities per sample",
+        paired_test="real",
+        interval=mean_bootstrap_interval,
+        # Nats have no fixed scale (0.2 clean, 5 under attack): a drop relative to the baseline.
+        gate_tolerance=GateTolerance(max_rel_drop=0.05),
+    )
+)
+register(
+    Metric(
+        name="brier",
+        description="multiclass Brier score sum_k (p_k - [k == y])^2, mean over samples, in "
+        "[0, 2] (lower is better)",
+        higher_is_better=False,
+        per_sample=_brier,
+        display=MetricDisplay("Brier"),
+        task=_CLASSIFIERS,
+        requires="p_sumsq",
+        needs="class probabilities per sample",
+        paired_test="real",
+        interval=mean_bootstrap_interval,
+        gate_tolerance=GateTolerance(max_abs_drop=0.02),
     )
 )
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from robench.results.stats.paired_tests import bootstrap_p_value
 from robench.results.stats.ratio_statistics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from robench.results.stats.resample_weights import resampled_weights as _resampled
 
 # numpy is imported where used: the metric registry, `robench compare` and binary gates
 # import this module without it.
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     import numpy as np
 
 INTERSECT, UNION, PRED_AREA, LABEL_AREA = range(4)  # rows of an image's (4, K) counts
-_CHUNK = 2_000_000  # resampled image indices per chunk (bounded memory)
 
 
 def pixel_counts(pred: Any, labels: Any, num_classes: int, ignore_index: int = 255) -> np.ndarray:
@@ -201,25 +201,6 @@ class CountsStatistic:
         """`paired_bootstrap` of this statistic, with the arguments and result of
         `ratio_statistics.paired_statistic_bootstrap` (what a gate calls)."""
         return paired_bootstrap(self, baseline, candidate, n_resamples, seed, alternative)
-
-
-def _resampled(
-    n: int, n_resamples: int, seed: int, each: Callable[[np.ndarray], np.ndarray]
-) -> np.ndarray:
-    """`each(weights)` for `n_resamples` draws of n image indices with replacement, chunked;
-    `weights` (count, n) says how many times each image was drawn in each resample, so a
-    resample's summed counts are `weights @ counts` (no (count, n, 4, K) copy)."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    out = np.empty(n_resamples)
-    per_chunk = max(1, _CHUNK // max(n, 1))
-    for start in range(0, n_resamples, per_chunk):
-        count = min(per_chunk, n_resamples - start)
-        drawn = rng.integers(0, n, size=(count, n)) + n * np.arange(count)[:, None]
-        weights = np.bincount(drawn.ravel(), minlength=count * n).reshape(count, n)
-        out[start : start + count] = each(weights.astype(float))
-    return out
 
 
 def _totals(weights: np.ndarray, counts: np.ndarray) -> np.ndarray:

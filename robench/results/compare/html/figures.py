@@ -8,7 +8,10 @@ applies to, none when the reports have nothing for it, so the page leaves the pa
 - accuracy against eps from minimal-norm results' per-sample norms, with the fixed-eps PGD
   runs beside them, one figure per threat model, and accuracy against attack iterations
   (`curve_plots`);
-- accuracy per corruption x severity (`corruption_plots.corruption_heatmap_figure`);
+- accuracy per corruption x severity (`corruption_plots.corruption_heatmap_figure`), and
+  the expected calibration error per corruption x severity where the reports have ECE;
+- reliability diagrams per perturbation (`plots/reliability.py`), corruptions pooled per
+  severity;
 - language models: perplexity clean and under Word Swap, per model, with 95% intervals;
 - segmentation models: mIoU against the attack budget and per corruption x severity.
 """
@@ -31,6 +34,7 @@ from robench.results.plots.figures import (
     accuracy_vs_eps_figure,
     new_figure,
 )
+from robench.results.plots.reliability import reliability_figure
 from robench.results.report.schema import Report
 
 if TYPE_CHECKING:
@@ -146,7 +150,29 @@ def heatmap_figures(reports: Mapping[str, Report]) -> list[PageFigure]:
         "for each corruption (rows) and severity (columns), printed in every cell; darker is "
         "lower accuracy."
     )
-    return [inline_png(fig, "Accuracy per corruption and severity", alt)]
+    figures = [inline_png(fig, "Accuracy per corruption and severity", alt)]
+    ece = corruption_heatmap_figure(reports, metric="ece")
+    if ece is not None:
+        alt = (
+            "Heatmaps, one per model (" + _listing(list(reports)) + "): expected calibration "
+            "error in percent for each corruption (rows) and severity (columns), printed in "
+            "every cell; darker is a larger calibration error."
+        )
+        figures.append(inline_png(ece, "Calibration error (ECE) per corruption and severity", alt))
+    return figures
+
+
+def reliability_figures(reports: Mapping[str, Report]) -> list[PageFigure]:
+    """Reliability diagrams, one panel per perturbation, one line per model."""
+    fig = reliability_figure(reports)
+    if fig is None:
+        return []
+    alt = (
+        "Reliability diagrams, one panel per perturbation (corruptions pooled per severity): "
+        f"accuracy against confidence in 15 bins for {_listing(list(reports))}, with the "
+        "diagonal of perfect calibration; each panel's title gives each model's ECE in percent."
+    )
+    return [inline_png(fig, "Reliability per perturbation", alt)]
 
 
 def _perplexities(report: Report) -> list[tuple[str, float, tuple[float, float]]]:
@@ -226,6 +252,7 @@ FIGURES: tuple[Callable[[Mapping[str, Report]], list[PageFigure]], ...] = (
     budget_figures,
     curve_figures,
     heatmap_figures,
+    reliability_figures,
     perplexity_figures,
     segmentation_figures,
 )

@@ -1,0 +1,153 @@
+"""Calibration statistics: expected calibration error (ECE) and the bootstrap of a mean.
+
+ECE (Guo et al., ICML 2017, "On Calibration of Modern Neural Networks"; Naeini et al. 2015)
+bins the samples by the confidence of their predicted class and averages the gap between
+accuracy and mean confidence per bin, weighted by the bin's share of samples (L1). With 15
+equal-width bins, as torchmetrics' `MulticlassCalibrationError(n_bins=15, norm="l1")`:
+
+    ECE = sum_b |acc_b - conf_b| * n_b / n = (1 / n) * sum_b |sum_{i in b} (correct_i - conf_i)|
+
+Bin b holds the confidences in [b/15, (b+1)/15); a confidence of exactly 1 (a saturated
+float32 softmax) has a 16th bin of its own, as torchmetrics' `torch.bucketize(...,
+right=True)` gives it (Guo et al.'s bins are right-closed; the two differ only for
+confidences on a bin edge).
+
+The right-hand form is a function of per-bin sums, so a bootstrap resample's ECE is
+`|weights @ gaps|` (resample_weights.py): 2,000 resamples of 10,000 samples cost one matrix
+product. A sample's value is its (confidence, correct) pair; the report keeps those pairs as
+the `ece` column, which the gate's paired bootstrap reads. Torch-free.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from robench.results.stats.paired_tests import bootstrap_p_value
+from robench.results.stats.ratio_statistics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from robench.results.stats.resample_weights import resampled_weights
+
+if TYPE_CHECKING:
+    import numpy as np
+
+ECE_BINS = 15  # Guo et al. 2017, and torchmetrics' default
+
+
+def as_confidence_pairs(values: Sequence[Any] | np.ndarray) -> np.ndarray:
+    """Per-sample (confidence, correct) pairs as a float (n, 2) array."""
+    import numpy as np
+
+    array = np.asarray(values, dtype=float)
+    return array.reshape(-1, 2) if array.size else np.zeros((0, 2))
+
+
+@dataclass(frozen=True)
+class CalibrationError:
+    """ECE with `n_bins` equal-width bins (L1) of (confidence, correct) pairs; called on
+    pairs it returns a float (NaN for none); `interval` and `paired` bootstrap over samples."""
+
+    n_bins: int = ECE_BINS
+    unit: ClassVar[str] = "samples"  # what a resample draws (the gate's description)
+
+    def gaps(self, pairs: np.ndarray) -> np.ndarray:
+        """(n, n_bins + 1): each sample's correct - confidence, in its bin's column."""
+        import numpy as np
+
+        confidence, correct = pairs[:, 0], pairs[:, 1]
+        # floor(c * M): [b/M, (b+1)/M) -> b, and c == 1 -> M, the extra bin. A NaN confidence
+        # (non-finite logits) goes to bin 0 with a NaN gap, so the ECE is NaN, not a guess.
+        binned = np.nan_to_num(np.floor(confidence * self.n_bins), nan=0.0)
+        bins = np.clip(binned, 0, self.n_bins).astype(np.intp)
+        out = np.zeros((len(pairs), self.n_bins + 1))
+        out[np.arange(len(pairs)), bins] = correct - confidence
+        return out
+
+    def of_weights(self, weights: np.ndarray, gaps: np.ndarray) -> np.ndarray:
+        """ECE of each resample given by `weights` (count, n) over `gaps` (n, n_bins + 1)."""
+        import numpy as np
+
+        return np.abs(weights @ gaps).sum(axis=-1) / weights.sum(axis=-1)
+
+    def __call__(self, values: Sequence[Any] | np.ndarray) -> float:
+        import numpy as np
+
+        pairs = as_confidence_pairs(values)
+        if not len(pairs):
+            return math.nan
+        return float(self.of_weights(np.ones((1, len(pairs))), self.gaps(pairs))[0])
+
+    def interval(
+        self,
+        values: Sequence[Any] | np.ndarray,
+        n_resamples: int = BOOTSTRAP_RESAMPLES,
+        seed: int = BOOTSTRAP_SEED,
+    ) -> tuple[float, float]:
+        """95% percentile bootstrap interval over samples (seeded); (nan, nan) for none."""
+        pairs = as_confidence_pairs(values)
+        return weighted_interval(self.gaps(pairs), self.of_weights, n_resamples, seed)
+
+    def paired(
+        self,
+        baseline: Sequence[Any] | np.ndarray,
+        candidate: Sequence[Any] | np.ndarray,
+        n_resamples: int,
+        seed: int,
+        alternative: str,
+    ) -> tuple[float, tuple[float, float], float, float]:
+        """Paired bootstrap of ECE(candidate) - ECE(baseline) over the same samples, with
+        the arguments and result of `ratio_statistics.paired_statistic_bootstrap`."""
+        import numpy as np
+
+        base = self.gaps(as_confidence_pairs(baseline))
+        cand = self.gaps(as_confidence_pairs(candidate))
+        if base.shape != cand.shape:
+            raise ValueError(f"paired samples differ: {len(base)} vs {len(cand)}")
+        if not len(base):
+            raise ValueError("a paired bootstrap needs at least one sample")
+        ones = np.ones((1, len(base)))
+        observed = float(self.of_weights(ones, cand)[0] - self.of_weights(ones, base)[0])
+        diffs = resampled_weights(
+            len(base),
+            n_resamples,
+            seed,
+            lambda w: self.of_weights(w, cand) - self.of_weights(w, base),
+        )
+        low, high = np.percentile(diffs, [2.5, 97.5])
+        p_value = bootstrap_p_value(diffs, observed, alternative)
+        sd = float(np.std(diffs, ddof=1) * math.sqrt(len(base))) if len(diffs) > 1 else 0.0
+        return observed, (float(low), float(high)), p_value, sd
+
+
+def _weighted_mean(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
+    result: np.ndarray = (weights @ values)[:, 0] / weights.sum(axis=-1)
+    return result
+
+
+def weighted_interval(
+    features: np.ndarray,
+    statistic: Any,
+    n_resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> tuple[float, float]:
+    """95% percentile bootstrap interval of `statistic(weights, features)` over samples
+    (the rows of `features`); (nan, nan) for none."""
+    import numpy as np
+
+    if not len(features):
+        return (math.nan, math.nan)
+    replicates = resampled_weights(
+        len(features), n_resamples, seed, lambda w: statistic(w, features)
+    )
+    low, high = np.percentile(replicates, [2.5, 97.5])
+    return (float(low), float(high))
+
+
+def mean_bootstrap_interval(values: Sequence[Any]) -> tuple[float, float]:
+    """95% percentile bootstrap interval of the mean of real per-sample values (NLL, Brier
+    score), seeded as every reported bootstrap is (`BOOTSTRAP_SEED`)."""
+    import numpy as np
+
+    column = np.asarray(values, dtype=float).reshape(-1, 1)
+    return weighted_interval(column, _weighted_mean)
