@@ -28,9 +28,12 @@ from robench.results.stats.metrics import (
 
 def test_builtin_metrics_carry_everything() -> None:
     assert METRICS.names() == [
+        "abstention_rate",
+        "acr",
         "attack_success_rate",
         "bits_per_byte",
         "byte_perplexity",
+        "certified_accuracy",
         "mean_accuracy",
         "miou",
         "perplexity",

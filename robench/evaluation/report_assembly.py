@@ -121,7 +121,9 @@ def results(
             if any(name in row for row in ordered):
                 columns[name] = [row.get(name) for row in ordered]
         values: dict[str, MetricValue] = {}
-        for metric in metrics:
+        params = _result_params(job, times.summaries.get(planned.label))
+        # A metric with points (certified accuracy at each of `radii`) is one per point.
+        for metric in (member for m in metrics for member in m.expand(params)):
             if metric.requires and ordered and metric.requires not in ordered[0]:
                 continue  # e.g. an attack's metric on the clean result
             per_sample = list(map(metric.per_sample, ordered))
@@ -138,7 +140,7 @@ def results(
             PerturbationResult(
                 name=planned.label,
                 kind=planned.kind,
-                params=_result_params(job, times.summaries.get(planned.label)),
+                params=params,
                 dataset=dataset,
                 n_samples=len(indices),
                 metrics=values,
