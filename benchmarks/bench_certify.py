@@ -140,7 +140,7 @@ def main() -> None:
             "",
             f"Throughput ratio robench / loop: **{found['ratio']:.3f}** (median over samples; "
             f"per sample {', '.join(f'{r:.3f}' for r in found['ratios'])}); whole-batch "
-            f"rounds {', '.join(f'{r:.3f}' for r in found['whole'])}. Votes equal: "
+            f"rounds {', '.join(f'{r:.3f}' for r in found['whole']) or 'not run'}. Votes equal: "
             f"{found['equal']}. Goal: at least 0.95.",
             END,
         ]

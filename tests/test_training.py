@@ -122,3 +122,19 @@ def test_noise_sd_trains_under_noise_and_records_it(
     assert meta["config"]["noise_sd"] == 0.5
     with pytest.raises(ConfigError, match="noise-sd"):
         train(TrainConfig(**settings, out_dir=tmp_path / "bad", noise_sd=-1.0))  # type: ignore[arg-type]
+
+
+def test_noise_sd_is_refused_for_text_models_and_when_negative(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from robench.cli import app
+
+    out = tmp_path / "out"
+    for args in (
+        ["train", "transformer_lm_nano_pydocs", "--noise-sd", "0.25", "-o", str(out)],
+        ["train", "vit_nano_patch4_28", "--noise-sd", "-1", "-o", str(out)],
+    ):
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 2 and "--noise-sd" in result.output, result.output
+        assert "Traceback" not in result.output
+    assert not out.exists()
