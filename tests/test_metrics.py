@@ -28,10 +28,13 @@ from robench.results.stats.metrics import (
 
 def test_builtin_metrics_carry_everything() -> None:
     assert METRICS.names() == [
+        "abstention_rate",
+        "acr",
         "attack_success_rate",
         "bits_per_byte",
         "brier",
         "byte_perplexity",
+        "certified_accuracy",
         "ece",
         "mean_accuracy",
         "miou",

@@ -76,6 +76,10 @@ CASES: dict[str, Case] = {
     "square": Case(
         "autoattack", {"eps": "8/255", "attacks": ["square"], "n_queries": 50}, randomized=True
     ),
+    # Certifies per sample (noise from per-sample seeds); returns the clean images.
+    "randomized-smoothing": Case(
+        "randomized-smoothing", {"sigma": 0.25, "n0": 8, "n": 32, "batch": 40}, n_samples=32
+    ),
     # Unbounded, per sample, model-free; randomness from the seed only.
     "corruption": Case(
         "corruption", {"corruption": "gaussian_noise", "severity": 3}, randomized=True

@@ -80,3 +80,61 @@ def test_training_under_torchrun_uses_ddp_and_writes_one_checkpoint(
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("best val top-1") == 1  # only rank 0 reports
     assert (tmp_path / "best.safetensors").exists() and (tmp_path / "last.safetensors").exists()
+
+
+def test_noise_augmentation_is_gaussian_in_pixel_space_and_validates_on_fixed_noise() -> None:
+    import torch
+
+    from robench.training.noise import NoisyInputs, add_noise
+
+    images = torch.full((64, 1, 28, 28), 0.5)
+    noisy = add_noise(images, 0.25, torch.Generator().manual_seed(0))
+    residual = noisy - images
+    assert abs(float(residual.mean())) < 0.01 and float(residual.std()) == pytest.approx(0.25, 0.02)
+    assert float(noisy.max()) > 1  # unclipped, as Cohen et al.'s train.py
+    seen: list[torch.Tensor] = []
+    wrapper = NoisyInputs(lambda x: seen.append(x) or x, 0.25, 3, torch.device("cpu"))  # type: ignore[arg-type]
+    wrapper(images)
+    wrapper.reset()
+    wrapper(images)
+    assert torch.equal(seen[0], seen[1]) and not torch.equal(seen[0], images)
+
+
+@pytest.mark.slow
+def test_noise_sd_trains_under_noise_and_records_it(
+    tmp_path: Path, fashion_mnist_dir: Path
+) -> None:
+    settings = {
+        "model": "vit_nano_patch4_28",
+        "max_steps": 4,
+        "train_limit": 256,
+        "val_limit": 64,
+        "val_every": 2,
+        "batch_size": 32,
+    }
+    plain = train(TrainConfig(**settings, out_dir=tmp_path / "plain"))  # type: ignore[arg-type]
+    noisy = train(TrainConfig(**settings, out_dir=tmp_path / "noisy", noise_sd=0.5))  # type: ignore[arg-type]
+    again = train(TrainConfig(**settings, out_dir=tmp_path / "again", noise_sd=0.5))  # type: ignore[arg-type]
+    assert noisy.history == again.history  # seeded noise
+    assert noisy.history != plain.history
+    with safe_open(str(noisy.best_path), "pt") as f:
+        meta = json.loads(f.metadata()["robench.training.train"])
+    assert meta["config"]["noise_sd"] == 0.5
+    with pytest.raises(ConfigError, match="noise-sd"):
+        train(TrainConfig(**settings, out_dir=tmp_path / "bad", noise_sd=-1.0))  # type: ignore[arg-type]
+
+
+def test_noise_sd_is_refused_for_text_models_and_when_negative(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from robench.cli import app
+
+    out = tmp_path / "out"
+    for args in (
+        ["train", "transformer_lm_nano_pydocs", "--noise-sd", "0.25", "-o", str(out)],
+        ["train", "vit_nano_patch4_28", "--noise-sd", "-1", "-o", str(out)],
+    ):
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 2 and "--noise-sd" in result.output, result.output
+        assert "Traceback" not in result.output
+    assert not out.exists()

@@ -89,6 +89,7 @@ OPTION_RANGES: dict[str, Range] = {
     "--mean": Range(example="0.485,0.456,0.406"),
     "--sanity-eps": Range(0, low_open=True, example="8/255"),
     "--aux-loss-weight": Range(0, example="0.01"),  # 0: no load balancing
+    "--noise-sd": Range(0, example="0.25"),  # 0: no Gaussian noise augmentation
 }
 
 

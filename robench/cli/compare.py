@@ -43,6 +43,23 @@ def parse_budgets(text: str | None) -> list[float]:
     return budgets
 
 
+def parse_radii(text: str | None) -> list[float]:
+    """`0.25,0.5` -> [0.25, 0.5] (L2 radii, pixel units); [] when not given."""
+    if text is None:
+        return []
+    from robench._core.units import parse_pixel_value
+
+    radii = [
+        parse_pixel_value(part.strip(), "--at-radius") for part in text.split(",") if part.strip()
+    ]
+    if not radii or any(r < 0 for r in radii):
+        raise ConfigError(
+            f"--at-radius {text!r} must list L2 radii >= 0 (pixel units), e.g. --at-radius "
+            "0.25,0.5."
+        )
+    return radii
+
+
 def _with_reference(
     paths: list[Path], reference: Path | None
 ) -> tuple[list[tuple[str, Report]], int | None]:
@@ -57,7 +74,7 @@ def _with_reference(
 
 
 @handle_errors
-def compare_command(  # long: 75 lines of typer options and 23 of help; the code is 20
+def compare_command(  # long: 83 lines of typer options and 24 of help; the code is 21
     reports: Annotated[
         list[Path], typer.Argument(help="Report JSON files written by `robench eval`.")
     ],
@@ -93,6 +110,14 @@ def compare_command(  # long: 75 lines of typer options and 23 of help; the code
             "--at-eps",
             help="Comma-separated budgets, e.g. 1/255,3/255: a column of top-1 at each, read "
             "from every minimal-norm result's per-sample norms (up to its cap).",
+        ),
+    ] = None,
+    at_radius: Annotated[
+        str | None,
+        typer.Option(
+            "--at-radius",
+            help="Comma-separated L2 radii, e.g. 0.25,0.5: a column of certified accuracy at "
+            "each, read from every randomized-smoothing result's per-sample certificates.",
         ),
     ] = None,
     output: Annotated[
@@ -154,6 +179,7 @@ def compare_command(  # long: 75 lines of typer options and 23 of help; the code
       robench compare runs/resnet50-c.json runs/vit-c.json --per-corruption
       robench compare runs/*.json --format html -o page.html
       robench compare runs/fmn.json --at-eps 1/255,3/255 --ci
+      robench compare runs/certify-*.json --at-radius 0.25,0.5 --ci
       robench compare base.json new.json -o page.html --gate gate.json
       robench compare runs/*.json --import my_formats.py --format mine
     """
@@ -176,6 +202,7 @@ def compare_command(  # long: 75 lines of typer options and 23 of help; the code
         metrics=parse_metrics(metric),
         reference=reference_index,
         at_eps=parse_budgets(at_eps),
+        at_radius=parse_radii(at_radius),
     )
     if _fitting(name, fmt, output):
         from robench.results.compare.formats import markdown_fitting

@@ -44,7 +44,7 @@ class _TrainBar:
 
 @handle_errors
 @checked_ranges
-def train_command(  # long: 83 lines of typer options, 20 of help; 68 of code
+def train_command(  # long: 90 lines of typer options, 21 of help; 73 of code
     model: Annotated[
         str,
         typer.Argument(
@@ -119,6 +119,13 @@ def train_command(  # long: 83 lines of typer options, 20 of help; 68 of code
         float,
         typer.Option(help="Mixture-of-experts models: weight of the load-balancing loss (0: off)."),
     ] = 0.01,
+    noise_sd: Annotated[
+        float,
+        typer.Option(
+            help="Image models: std of Gaussian noise added to every training and validation "
+            "image's pixels (0-1 scale), as Cohen et al. train for randomized smoothing; 0: off."
+        ),
+    ] = 0.0,
     extra_word: Annotated[
         list[str] | None,
         typer.Option(
@@ -140,6 +147,7 @@ def train_command(  # long: 83 lines of typer options, 20 of help; 68 of code
     Examples:
       robench train vit_nano_elliptical_patch4_28 --epochs 10 -o runs/nano-ell
       robench train vit_nano_patch4_28 --max-steps 50 --train-limit 2000 -o /tmp/q
+      robench train vit_nano_patch4_28 --epochs 10 --noise-sd 0.25 -o runs/nano-noise
       robench train segmenter_nano_elliptical --max-steps 200 -o runs/seg
       torchrun --nproc_per_node=2 -m robench train vit_nano_patch4_28 --epochs 1
       robench train transformer_lm_nano_elliptical --data python-docs --max-steps 300 -o runs/lm
@@ -173,6 +181,11 @@ def train_command(  # long: 83 lines of typer options, 20 of help; 68 of code
     # Options left out take the trainer's own default (an image's or a language model's).
     optional = {"data": data, "batch_size": batch_size, "lr": lr}
     shared |= {name: value for name, value in optional.items() if value is not None}
+    if noise_sd and (trains_a_text_classifier(model) or trains_a_language_model(model)):
+        raise ConfigError(
+            f"--noise-sd adds Gaussian noise to image pixels, and {model} is not an image "
+            "model; leave it out."
+        )
     if trains_a_text_classifier(model):
         _train_text_classifier(
             **shared,
@@ -208,6 +221,7 @@ def train_command(  # long: 83 lines of typer options, 20 of help; 68 of code
         label_smoothing=label_smoothing,
         train_limit=train_limit,
         workers=workers,
+        noise_sd=noise_sd,
     )
     result = train(config, progress=_TrainBar())
     if not result.is_main:

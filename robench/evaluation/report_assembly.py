@@ -121,7 +121,9 @@ def results(
             if any(name in row for row in ordered):
                 columns[name] = [row.get(name) for row in ordered]
         values: dict[str, MetricValue] = {}
-        for metric in metrics:
+        params = _result_params(job, times.summaries.get(planned.label))
+        # A metric with points (certified accuracy at each of `radii`) is one per point.
+        for metric in (member for m in metrics for member in m.expand(params)):
             if metric.requires and any(metric.requires not in row for row in ordered):
                 # e.g. an attack's metric on the clean result, or a calibration metric on
                 # records of an older sample store resumed (they lack the scalars)
@@ -142,7 +144,7 @@ def results(
             PerturbationResult(
                 name=planned.label,
                 kind=planned.kind,
-                params=_result_params(job, times.summaries.get(planned.label)),
+                params=params,
                 dataset=dataset,
                 n_samples=len(indices),
                 metrics=values,

@@ -1,16 +1,18 @@
 """`train`: a small-scale, seeded trainer for registered image classifiers and segmenters.
 
 AdamW, linear warm-up then cosine decay, label smoothing, gradient clipping, periodic
-validation, the best checkpoint kept. Checkpoints are `.safetensors` with the ModelSpec in
-their metadata, so `robench eval` needs only the file. For ImageNet-scale runs use timm's own
-`train.py` with the registered model names (see README). Under `torchrun` it trains with
-DistributedDataParallel (gloo on CPU, nccl on GPU).
+validation, the best checkpoint kept; `noise_sd` trains (and validates) under Gaussian pixel
+noise for randomized smoothing (training/noise.py). Checkpoints are `.safetensors` with the
+ModelSpec in their metadata, so `robench eval` needs only the file. For ImageNet-scale runs
+use timm's own `train.py` with the registered model names (see README). Under `torchrun` it
+trains with DistributedDataParallel (gloo on CPU, nccl on GPU).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +37,7 @@ from robench.training.loop import (
     TrainSettings,
     optimizer_step,
 )
+from robench.training.noise import NoisyInputs, add_noise
 from robench.training.objectives import ImageObjective, objective_for
 
 logger = logging.getLogger(__name__)
@@ -48,6 +51,9 @@ class TrainConfig(TrainSettings):
     label_smoothing: float = 0.1
     train_limit: int | None = None
     workers: int = 0
+    # Std of Gaussian noise added to training (and validation) pixels, as Cohen et al. train
+    # for randomized smoothing (training/noise.py); 0: none.
+    noise_sd: float = 0.0
 
 
 @dataclass
@@ -70,6 +76,8 @@ def _validate(
     objective: ImageObjective, model: nn.Module, loader: DataLoader, device: torch.device
 ) -> float:
     model.eval()
+    if isinstance(model, NoisyInputs):
+        model.reset()  # every validation scores the same noisy images
     value = objective.validate(model, loader, device)
     model.train()
     return value
@@ -119,11 +127,16 @@ def train(config: TrainConfig, progress: TrainProgress | None = None) -> TrainRe
     image model, whose checkpoint it fine-tunes; its task (classification or segmentation)
     picks the loss and the validation metric (training/objectives.py)."""
     config.check()
+    if not (config.noise_sd >= 0 and math.isfinite(config.noise_sd)):
+        raise ConfigError(f"--noise-sd must be >= 0, got {config.noise_sd}; pass e.g. 0.25.")
     progress = progress or SilentProgress()
     dist = DistributedContext.from_env(config.device)
     seed_everything(config.seed)
     loaded, objective, train_set, val_set, n_out = _setup(config, dist)
     wrapped = loaded.model
+    scored: nn.Module = wrapped
+    if config.noise_sd:
+        scored = NoisyInputs(wrapped, config.noise_sd, config.seed, dist.device)
     train_loader, val_loader, sampler = _loaders(train_set, val_set, config, dist, objective)
     steps_per_epoch = len(train_loader)
     total = config.max_steps or max(1, round(config.epochs * steps_per_epoch))
@@ -142,6 +155,8 @@ def train(config: TrainConfig, progress: TrainProgress | None = None) -> TrainRe
             sampler.set_epoch(step // steps_per_epoch)
         for images, labels in train_loader:
             images, labels = images.to(dist.device), labels.to(dist.device)
+            if config.noise_sd:
+                images = add_noise(images, config.noise_sd)  # torch's seeded generator
             loss = objective.loss(model(images), labels, config.label_smoothing)
             optimizer_step(model, optimizer, loss, step, total, config)
             step += 1
@@ -149,7 +164,7 @@ def train(config: TrainConfig, progress: TrainProgress | None = None) -> TrainRe
             rate = seen * dist.world_size / max(1e-9, time.perf_counter() - tick)
             progress.update(step, loss.item(), rate)
             if step % config.val_every == 0 or step == total:
-                value = _validate(objective, wrapped, val_loader, dist.device)
+                value = _validate(objective, scored, val_loader, dist.device)
                 history.append({"step": step, "loss": loss.item(), objective.metric: value})
                 if dist.is_main:  # every rank validates the same images; one reports and saves
                     logger.info(

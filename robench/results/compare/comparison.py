@@ -344,19 +344,40 @@ def _with_accuracy_at(
     return extended
 
 
+def _with_certified_at(
+    reports: Sequence[tuple[str, Report]], at_radius: Sequence[float]
+) -> list[tuple[str, Report]]:
+    """The reports with `certified_accuracy@R` per randomized-smoothing result and radius of
+    `at_radius`; refused when no report has one."""
+    from robench.results.stats.certified_curves import is_certified, with_certified_at
+
+    if not any(is_certified(x) for _, report in reports for x in report.results):
+        raise ConfigError(
+            "--at-radius reads certified accuracy from randomized-smoothing results, and no "
+            'report has one; pass reports of a suite with kind = "randomized-smoothing" '
+            "(e.g. certify)."
+        )
+    return [(path, with_certified_at(r, at_radius, f"report {path}")) for path, r in reports]
+
+
 def build_comparison(
     reports: Sequence[tuple[str, Report]],
     *,
     metrics: Sequence[str] | None = None,
     reference: int | None = None,
     at_eps: Sequence[float] = (),
+    at_radius: Sequence[float] = (),
 ) -> Comparison:
     """Compare `(path, report)` pairs; `reference` is the index of the reference report.
-    `at_eps` adds, per minimal-norm result, a column of top-1 at each eps (`NAME@EPS`)."""
+    `at_eps` adds, per minimal-norm result, a column of top-1 at each eps (`NAME@EPS`);
+    `at_radius`, per randomized-smoothing result, certified accuracy at each L2 radius
+    (`certified_accuracy@R`)."""
     if not reports:
         raise ConfigError("compare needs at least one report; pass report JSON files.")
     if at_eps:
         reports = _with_accuracy_at(reports, at_eps)
+    if at_radius:
+        reports = _with_certified_at(reports, at_radius)
     if reference is not None and not 0 <= reference < len(reports):
         raise ValueError(f"reference index {reference} out of range")
     labels = row_labels(reports)

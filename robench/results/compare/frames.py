@@ -46,6 +46,23 @@ def _budgets(at_eps: Sequence[float | str] | str | None) -> list[float]:
     return budgets
 
 
+def _radii(at_radius: Sequence[float | str] | str | None) -> list[float]:
+    """`--at-radius` as numbers: `"0.25,0.5"`, `[0.25, 0.5]` or None."""
+    if at_radius is None:
+        return []
+    items = at_radius.split(",") if isinstance(at_radius, str) else at_radius
+    radii = [
+        parse_pixel_value(str(item).strip(), "at_radius") if isinstance(item, str) else float(item)
+        for item in items
+        if not isinstance(item, str) or item.strip()
+    ]
+    if not radii or any(not r >= 0 for r in radii):
+        raise ConfigError(
+            f"at_radius {at_radius!r} must list L2 radii >= 0, e.g. at_radius=[0.25, 0.5]."
+        )
+    return radii
+
+
 def _metrics(metric: str | Sequence[str] | None) -> list[str] | None:
     """`--metric` as a list: `"top1,top5"`, `["top1"]` or None (every metric)."""
     if metric is None:
@@ -139,13 +156,15 @@ def compare(
     ci: bool = False,
     at_eps: Sequence[float | str] | str | None = None,
     per_corruption: bool = False,
+    at_radius: Sequence[float | str] | str | None = None,
 ) -> pd.DataFrame:
     """The table of `robench compare REPORT... --format csv` as a DataFrame.
 
     `reports` are paths or `Report` objects. Options as on the command line: `reference`
     (`--reference`: a report, its path, or its index in `reports`), `metric` (`--metric`:
     `"top1,top5"` or a list), `ci` (`--ci`), `at_eps` (`--at-eps`: `"1/255,3/255"` or a list of
-    numbers in pixel units) and `per_corruption` (`--per-corruption`). Columns and
+    numbers in pixel units), `at_radius` (`--at-radius`: `"0.25,0.5"` or a list of L2 radii) and
+    `per_corruption` (`--per-corruption`). Columns and
     `frame.attrs` are described in this module's docstring.
     """
     sources: list[ReportSource] = (
@@ -156,6 +175,10 @@ def compare(
         return _per_corruption_frame(loaded)
     loaded, index = _with_reference(loaded, sources, reference)
     comparison = build_comparison(
-        loaded, metrics=_metrics(metric), reference=index, at_eps=_budgets(at_eps)
+        loaded,
+        metrics=_metrics(metric),
+        reference=index,
+        at_eps=_budgets(at_eps),
+        at_radius=_radii(at_radius),
     )
     return comparison_frame(comparison, ci)

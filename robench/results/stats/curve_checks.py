@@ -8,6 +8,8 @@
 - `converged`: an iterative attack whose accuracy against iterations still falls in its last
   20% of iterations had not converged; more steps would likely lower the number. A warning,
   and a sign the sanity battery's gradient-masking checks read too (docs/sanity.md).
+- `certificate_vs_attack` (`certificate_checks.py`): randomized-smoothing certificates held
+  to the empirical L2 attacks of the same report.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Sequence
 
 from robench._core.units import display_pixel_value
 from robench.results.report.schema import PerturbationResult, Report, SanityResult
+from robench.results.stats.certificate_checks import check_certificates
 from robench.results.stats.robustness_curves import (
     STILL_FALLING_SHARE,
     accuracy_at,
@@ -113,8 +116,8 @@ def check_convergence(report: Report) -> list[SanityResult]:
 
 
 def check_curves(report: Report) -> list[SanityResult]:
-    """Every curve check of a report."""
-    return check_minimal_norm(report) + check_convergence(report)
+    """Every curve check of a report, certificates against L2 attacks included."""
+    return check_minimal_norm(report) + check_convergence(report) + check_certificates(report)
 
 
 def curve_warnings(checks: Sequence[SanityResult]) -> list[str]:

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from robench._core.registry import Registry
 from robench.results.report.schema import Report
+from robench.results.stats import certificates
 from robench.results.stats.calibration import CalibrationError, mean_bootstrap_interval
 from robench.results.stats.paired_statistic import PairedStatistic
 from robench.results.stats.ratio_statistics import MedianOfMarked, RatioOfSums, bootstrap_interval
@@ -130,6 +131,11 @@ class Metric:
     statistic: PairedStatistic | None = None
     # The gate's allowed drop when no policy rule matches; None: the policy's `default`.
     gate_tolerance: GateTolerance | None = None
+    # A metric reported at each value of a list in a result's parameters (certified accuracy
+    # at each radius of `radii`): one metric `NAME@VALUE` per value, whose per-sample value
+    # is `per_sample_at(record, value)` (`at`, `expand`). None: a plain metric.
+    points: str | None = None
+    per_sample_at: Callable[[Record, float], PerSampleValue] | None = None
 
     def summarize(self, values: Sequence[PerSampleValue]) -> tuple[float, tuple[float, float]]:
         """The reported value and 95% interval of these per-sample values."""
@@ -143,6 +149,28 @@ class Metric:
     def applies_to(self, task: str) -> bool:
         """Whether it reads `task`'s records."""
         return task in self.task if isinstance(self.task, tuple) else task == self.task
+
+    def at(self, point: float) -> Metric:
+        """The member `NAME@POINT` of a metric with `points` (`certified_accuracy@0.25`)."""
+        if self.per_sample_at is None:
+            raise ValueError(f"metric {self.name!r} is not reported at points")
+        per_sample_at, shown = self.per_sample_at, f"{point:g}"
+        return replace(
+            self,
+            name=f"{self.name}@{shown}",
+            per_sample=lambda record: per_sample_at(record, point),
+            display=replace(self.display, label=f"{self.display.label}@{shown}"),
+            points=None,
+            per_sample_at=None,
+        )
+
+    def expand(self, params: Mapping[str, Any]) -> list[Metric]:
+        """What a result with these parameters reports of it: itself, or one member per
+        value of its `points` list (none when the result has no such list)."""
+        if self.points is None:
+            return [self]
+        listed = params.get(self.points)
+        return [self.at(float(p)) for p in listed] if isinstance(listed, list | tuple) else []
 
     def values_in(self, report: Report, result: str) -> Sequence[Any] | np.ndarray | None:
         """Its per-sample values of `result` in `report`, for paired tests; None if absent.
@@ -172,8 +200,20 @@ def extended_registry(*extra: Metric) -> Registry[Metric]:
 
 
 def find_metric(name: str) -> Metric | None:
-    """The registered metric `name`, or None for a metric robench does not know."""
-    return METRICS.get(name) if name in METRICS else None
+    """The registered metric `name` (or `NAME@POINT`, a member of a metric with `points`),
+    or None for a metric robench does not know."""
+    if name in METRICS:
+        return METRICS.get(name)
+    base, _, point = name.partition("@")
+    family = METRICS.get(base) if point and base in METRICS else None
+    if family is None or family.points is None:
+        return None
+    try:
+        value = float(point)
+    except ValueError:
+        return None
+    member = family.at(value) if math.isfinite(value) else None
+    return member if member is not None and member.name == name else None
 
 
 def metrics_for_task(task: str) -> list[str]:
@@ -498,5 +538,53 @@ register(
         ),
         MetricDisplay("perturbed words", scale=100.0, unit="%", diff_unit="pp"),
         higher_is_better=True,
+    )
+)
+
+
+# Randomized smoothing's certificates (results/stats/certificates.py): a certified result's
+# record adds the smoothed prediction, its certified L2 radius and whether it abstained.
+# Certified accuracy is reported at each radius of the entry's `radii`; the average certified
+# radius (ACR, wrong and abstained samples count 0) is a mean over samples, as a ratio of
+# sums (radius, 1) so that it has the bootstrap interval and paired bootstrap of the others.
+register(
+    Metric(
+        name="certified_accuracy",
+        description="certified accuracy at L2 radius R, `certified_accuracy@R` for each R of a "
+        "randomized-smoothing entry's `radii`: the smoothed classifier is right and its "
+        "certified radius > R (fraction of samples)",
+        higher_is_better=True,
+        per_sample=lambda record: certificates.certified_at(record, 0.0),
+        display=MetricDisplay("certified", scale=100.0, unit="%", diff_unit="pp"),
+        requires=certificates.RADIUS,
+        points="radii",
+        per_sample_at=certificates.certified_at,
+    )
+)
+_ACR = RatioOfSums(lambda x: x)
+register(
+    Metric(
+        name="acr",
+        description="average certified L2 radius of randomized smoothing over all samples "
+        "(wrong or abstained: 0), as Zhai et al. 2020 (MACER) report it",
+        higher_is_better=True,
+        per_sample=lambda record: (certificates.certified_radius_of(record), 1.0),
+        display=MetricDisplay("ACR"),
+        requires=certificates.RADIUS,
+        paired_test="statistic",
+        aggregate=_ACR,
+        interval=lambda values: bootstrap_interval(_ACR, values),
+        statistic=_ACR,
+    )
+)
+register(
+    Metric(
+        name="abstention_rate",
+        description="share of samples the smoothed classifier abstains on (pA <= 1/2; lower "
+        "is better)",
+        higher_is_better=False,
+        per_sample=lambda record: bool(record[certificates.ABSTAINED]),
+        display=MetricDisplay("abstained", scale=100.0, unit="%", diff_unit="pp"),
+        requires=certificates.ABSTAINED,
     )
 )

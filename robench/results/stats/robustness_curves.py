@@ -142,6 +142,13 @@ def eps_curve(
     cap = result_cap(result, where)
     if math.isinf(cap):
         cap = max((n for n in norms if math.isfinite(n)), default=0.0) or 1.0
+    return step_curve(result.name, norms, cap, points)
+
+
+def step_curve(name: str, norms: Sequence[float], cap: float, points: int = CURVE_POINTS) -> Curve:
+    """Accuracy against x from 0 to `cap` when a sample counts at x while its value is > x
+    (a minimal norm, a certified radius); every distinct value below the cap is a point, so
+    the steps are drawn where they are."""
     grid = {cap * i / (points - 1) for i in range(points)}
     grid |= {n for n in norms if 0 <= n <= cap}
     x = sorted(grid)
@@ -151,7 +158,7 @@ def eps_curve(
         while k < len(ordered) and ordered[k] <= eps:
             k += 1
         robust.append(len(ordered) - k)
-    return _curve(result.name, x, robust, len(norms))
+    return _curve(name, x, robust, len(norms))
 
 
 def iteration_curve(report: Report, result: PerturbationResult) -> Curve | None:

@@ -6,8 +6,9 @@ applies to, none when the reports have nothing for it, so the page leaves the pa
 - accuracy against the attack budget, one figure per threat model (`plots.accuracy_series`,
   `plots.accuracy_vs_eps_figure`), one line per model with its 95% band;
 - accuracy against eps from minimal-norm results' per-sample norms, with the fixed-eps PGD
-  runs beside them, one figure per threat model, and accuracy against attack iterations
-  (`curve_plots`);
+  runs beside them, one figure per threat model, certified accuracy against the L2 radius
+  from randomized-smoothing results (`plots/certified.py`), and accuracy against attack
+  iterations (`curve_plots`);
 - accuracy per corruption x severity (`corruption_plots.corruption_heatmap_figure`), and
   the expected calibration error per corruption x severity where the reports have ECE;
 - reliability diagrams per perturbation (`plots/reliability.py`), corruptions pooled per
@@ -24,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from robench.results.plots.certified import certified_figure
 from robench.results.plots.corruptions import corruption_heatmap_figure
 from robench.results.plots.curves import curve_norms, eps_curve_figure, iteration_figure
 from robench.results.plots.figures import (
@@ -115,8 +117,8 @@ def budget_figures(reports: Mapping[str, Report]) -> list[PageFigure]:
 
 
 def curve_figures(reports: Mapping[str, Report]) -> list[PageFigure]:
-    """Accuracy against eps from minimal norms (one figure per threat model) and against
-    attack iterations."""
+    """Accuracy against eps from minimal norms (one figure per threat model), certified
+    accuracy against the radius, and accuracy against attack iterations."""
     figures = []
     for norm in curve_norms(reports):
         fig = eps_curve_figure(reports, norm)
@@ -129,6 +131,13 @@ def curve_figures(reports: Mapping[str, Report]) -> list[PageFigure]:
             "pointwise 95% intervals, and the fixed-budget PGD results as markers with error bars."
         )
         figures.append(inline_png(fig, f"Accuracy against the {name} budget, minimal norms", alt))
+    fig = certified_figure(reports)
+    if fig is not None:
+        alt = (
+            "Step chart: certified accuracy in percent (randomized smoothing) against the L2 "
+            f"radius for {_listing(list(reports))}, with shaded pointwise 95% intervals."
+        )
+        figures.append(inline_png(fig, "Certified accuracy against the L2 radius", alt))
     fig = iteration_figure(reports)
     if fig is not None:
         alt = (

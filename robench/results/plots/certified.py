@@ -1,0 +1,63 @@
+"""The certified-accuracy figure (results/stats/certified_curves.py), on an Agg canvas like
+every robench figure: certified accuracy (%) against the L2 radius for every
+randomized-smoothing result, a step curve per result with its pointwise Wilson 95% band, one
+colour per model; the radii the suite listed are the ticks. matplotlib is imported when the
+figure is drawn."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from robench.results.plots.figures import MODEL_COLOURS, legend_beside, new_figure
+from robench.results.stats.certified_curves import certified_curve, is_certified, listed_radii
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from robench.results.report.schema import Report
+
+_LINE_STYLES = ("-", "--", ":", "-.")
+
+
+def certified_figure(reports: Mapping[str, Report]) -> Figure | None:
+    """Certified accuracy against the radius; None when no report has a certificate."""
+    fig = new_figure(7.6, 4.6)
+    ax = fig.add_subplot()
+    entries: list[tuple[Any, str]] = []
+    ticks: set[float] = {0.0}
+    right = 0.0
+    for i, (label, report) in enumerate(reports.items()):
+        colour = MODEL_COLOURS[i % len(MODEL_COLOURS)]
+        for j, result in enumerate(filter(is_certified, report.results)):
+            curve = certified_curve(report, result, where=f"the report of {label}")
+            if curve is None or curve.n == 0:
+                continue
+            values = [100 * v for v in curve.value]
+            low, high = [100 * v for v in curve.low], [100 * v for v in curve.high]
+            ax.fill_between(curve.x, low, high, step="post", color=colour, alpha=0.15, lw=0)
+            (line,) = ax.step(curve.x, values, where="post", color=colour,
+                              linestyle=_LINE_STYLES[j % len(_LINE_STYLES)])  # fmt: skip
+            sigma = result.params.get("sigma")
+            entries.append((line, f"{label}: {result.name} (σ {sigma}, n={curve.n})"))
+            ticks |= set(listed_radii(result))
+            right = max(right, curve.x[-1])
+    if not entries:
+        return None
+    shown = sorted(t for t in ticks if t <= right)
+    ax.set_xticks(shown, [f"{t:g}" for t in shown])
+    ax.set_xlim(0, right)
+    ax.set_ylim(0, 100)
+    ax.set_xlabel("L2 radius (pixel scale)")
+    ax.set_ylabel("certified accuracy (%)")
+    ax.grid(True, alpha=0.3)
+    fig.suptitle("Certified accuracy against the L2 radius (randomized smoothing)", fontsize=11)
+    ax.set_title(
+        "certified at r: the smoothed classifier is right and its radius > r (Cohen et al. "
+        "2019);\nbands: Wilson 95% intervals over samples",
+        fontsize=8,
+        loc="left",
+        color="0.25",
+    )
+    legend_beside(ax, entries)
+    return fig
