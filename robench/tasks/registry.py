@@ -77,3 +77,12 @@ register_task(
     ("top1", "attack_success_rate", "queries_mean", "queries_median", "perturbed_word_share"),
     inputs="texts",
 )
+register_task(
+    "sequence-classification",
+    "token or pixel sequences of up to several thousand positions (the Long Range Arena: "
+    "ListOps, text, retrieval pairs, images, Pathfinder) -> class logits; top-1 accuracy, clean "
+    "and under token substitution, pixel noise and occlusion",
+    "robench.tasks.sequence_classification:SequenceClassification",
+    ("top1",),
+    inputs="tokens",
+)
