@@ -241,7 +241,9 @@ class LRATransformer(nn.Module):
         x = self.embed_drop(x + self.positions.to(x.dtype))
         # Keys at padding take no part; a row without real tokens attends to all (no NaN).
         keys = real | ~real.any(dim=1, keepdim=True)  # (B, N)
-        mask = keys[:, None, None, :]  # (B, 1, 1, N): SDPA's boolean mask, True = attend
+        # (B, 1, 1, N): SDPA's boolean mask, True = attend; none when every key is real, which
+        # lets SDPA take its fused kernels (pixel tasks: no padding).
+        mask = None if bool(keys.all()) else keys[:, None, None, :]
         for block in self.blocks:
             x = block(x, attn_mask=mask)  # (B, N, C)
         x = self.norm(x)
