@@ -1,8 +1,8 @@
 """TEMPORARY stand-in for lra-data's `robench.data.lra` (issue 38 item 1, another branch):
-a tiny reader of the contract the sequence-classification task codes to, used only while
-`robench.data.lra` is absent from this branch. Once that package is merged, `install()`
-leaves the real one in place and these tests run on it through `write_split`'s TSV only
-where a test asks for the stand-in explicitly.
+a tiny reader of the contract the sequence-classification task codes to. Tests swap it in
+for `robench.data.lra` (`module()`, with monkeypatch), so they test the task, models, training
+and perturbations on data written here, whether or not the real readers are merged; the real
+readers have their own tests (lra-data's branch).
 
 Contract: `open_lra(path, task_name, split, max_length=None) -> SequenceDataset`, items
 `(tokens, label)` with tokens int64 (L,) or (2, L) for retrieval pairs; attributes
@@ -16,7 +16,6 @@ and pathfinder (fixed length, no padding).
 from __future__ import annotations
 
 import random
-import sys
 import types
 from pathlib import Path
 
@@ -61,14 +60,12 @@ def open_lra(path, task_name: str, split: str, max_length: int | None = None):
     return StandInSequences(rows, task_name)
 
 
-def install() -> None:
-    """Provide `robench.data.lra` when this branch does not have it yet."""
-    try:
-        import robench.data.lra  # noqa: F401
-    except ImportError:
-        module = types.ModuleType("robench.data.lra")
-        module.open_lra = open_lra  # type: ignore[attr-defined]
-        sys.modules["robench.data.lra"] = module
+def module() -> types.ModuleType:
+    """A stand-in `robench.data.lra` module; tests put it in sys.modules with monkeypatch
+    (so they read the stand-in's files even once the real package is merged)."""
+    found = types.ModuleType("robench.data.lra")
+    found.open_lra = open_lra  # type: ignore[attr-defined]
+    return found
 
 
 def write_split(

@@ -58,20 +58,22 @@ class _SequencePerturbation(DatasetPerturbation):
         """The edit of one sequence of `dataset`."""
         raise NotImplementedError
 
-    def perturb_dataset(self, dataset: Any, seed: int) -> Any:
-        kind = self.kind
+    def check_dataset(self, dataset: Any) -> None:
+        """Refuse another LRA task's data (pixels are not substituted as tokens, nor tokens
+        noised as pixels); sequences in memory are the model's task's."""
         task_name = getattr(dataset, "task_name", None)
         allowed = self.params.lra_tasks
         if task_name not in allowed and task_name != "in-memory":
             raise ConfigError(
-                f"{kind} edits {', '.join(allowed)} data, but this is {task_name} data; "
+                f"{self.kind} edits {', '.join(allowed)} data, but this is {task_name} data; "
                 "use token-substitution for token tasks, pixel-noise or pixel-occlusion for "
                 "pixel tasks."
             )
-        edit = self._edit(dataset)
-        key = f"{kind}:{self.params.model_dump_json()}"
-        edited = EditedSequences(dataset, edit, seed, key)
-        return edited
+
+    def perturb_dataset(self, dataset: Any, seed: int) -> Any:
+        self.check_dataset(dataset)
+        key = f"{self.kind}:{self.params.model_dump_json()}"
+        return EditedSequences(dataset, self._edit(dataset), seed, key)
 
 
 class TokenSubstitution(_SequencePerturbation):
@@ -99,13 +101,17 @@ class PixelOcclusion(_SequencePerturbation):
     Params = PixelOcclusionParams
     params: PixelOcclusionParams
 
-    def _edit(self, dataset: Any) -> Edit:
+    def check_dataset(self, dataset: Any) -> None:
+        """Also: the images are square and the patch fits in them."""
+        super().check_dataset(dataset)
         side = edits.image_side(int(dataset.max_length))
         if self.params.size > side:
             raise ConfigError(
                 f"pixel-occlusion size {self.params.size} exceeds the data's {side} x {side} "
                 f"images; pass size <= {side}."
             )
+
+    def _edit(self, dataset: Any) -> Edit:
         return functools.partial(
             _occlude, self.params.size, self.params.value, int(dataset.vocab_size)
         )
