@@ -81,6 +81,28 @@ def _choice(what: str, value: object, allowed: tuple[str, ...]) -> None:
         )
 
 
+def _check_arguments(given: dict[str, Any]) -> None:
+    """One ConfigError sentence for a bad constructor argument of `LRATransformer`."""
+    sizes = ("vocab_size", "num_classes", "max_length", "embed_dim", "depth", "num_heads")
+    for what in (*sizes, "mlp_dim"):
+        _positive_int(what, given[what])
+    _choice("positions", given["positions"], tuple(_POSITIONS))
+    _choice("pooling", given["pooling"], _POOLINGS)
+    if given["lra_task"] is not None:
+        _choice("lra_task", given["lra_task"], LRA_TASKS)
+    if given["embed_dim"] % given["num_heads"]:
+        raise ConfigError(
+            f"LRATransformer embed_dim {given['embed_dim']} is not a multiple of num_heads "
+            f"{given['num_heads']}; choose embed_dim = num_heads * head dimension."
+        )
+    pad_id, vocab_size = given["pad_id"], given["vocab_size"]
+    if pad_id is not None and not (isinstance(pad_id, int) and 0 <= pad_id < vocab_size):
+        raise ConfigError(
+            f"LRATransformer pad_id {pad_id!r} is not a token id in [0, {vocab_size}); pass "
+            "the data's padding id."
+        )
+
+
 class LRATransformer(nn.Module):
     """LRA sequence classifier (see the module docstring).
 
@@ -128,30 +150,7 @@ class LRATransformer(nn.Module):
         architecture: str = "lra_transformer",
     ) -> None:
         super().__init__()
-        for what, value in (
-            ("vocab_size", vocab_size),
-            ("num_classes", num_classes),
-            ("max_length", max_length),
-            ("embed_dim", embed_dim),
-            ("depth", depth),
-            ("num_heads", num_heads),
-            ("mlp_dim", mlp_dim),
-        ):
-            _positive_int(what, value)
-        _choice("positions", positions, tuple(_POSITIONS))
-        _choice("pooling", pooling, _POOLINGS)
-        if lra_task is not None:
-            _choice("lra_task", lra_task, LRA_TASKS)
-        if embed_dim % num_heads:
-            raise ConfigError(
-                f"LRATransformer embed_dim {embed_dim} is not a multiple of num_heads "
-                f"{num_heads}; choose embed_dim = num_heads * head dimension."
-            )
-        if pad_id is not None and not 0 <= pad_id < vocab_size:
-            raise ConfigError(
-                f"LRATransformer pad_id {pad_id} is not a token id in [0, {vocab_size}); pass "
-                "the data's padding id."
-            )
+        _check_arguments(locals())
         self.vocab_size, self.num_classes, self.max_length = vocab_size, num_classes, max_length
         self.pad_id, self.pair, self.lra_task = pad_id, bool(pair), lra_task
         self.embed_dim, self.depth, self.pooling = embed_dim, depth, pooling
