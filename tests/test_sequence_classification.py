@@ -292,3 +292,30 @@ def test_occlusion_larger_than_the_image_and_an_unknown_task_are_refused(
     args = ["lra_transformer_nano", "-c", str(lra["base"]), "-s", "lra-smoke", "--lra-task"]
     result = _eval(lra, *args, "sudoku", "--data", str(lra["listops"]), "-o", str(out))
     _refused(result, out, "is not an LRA task")
+
+
+def test_the_gate_pairs_two_models_per_sequence(lra: Any) -> None:
+    out = lra["root"] / "ell-tokens.json"
+    args = ["lra_transformer_nano_elliptical", "-c", str(lra["ell"]), "-s", "lra-tokens"]
+    assert _eval(lra, *args, "--data", str(lra["listops"]), "-o", str(out)).exit_code == 0
+    base_path = lra["root"] / "tokens.json"
+    if not base_path.exists():  # run alone: the first test's report
+        args = ["lra_transformer_nano", "-c", str(lra["base"]), "-s", "lra-tokens"]
+        assert _eval(lra, *args, "--data", str(lra["listops"]), "-o", str(base_path)).exit_code == 0
+    gate_json = lra["root"] / "gate.json"
+    gate = ["gate", "-b", str(base_path), "-c", str(out), "--json", str(gate_json)]
+    result = CliRunner().invoke(app, gate)
+    assert result.exit_code in (0, 1), result.output
+    checks = {c["name"]: c for c in json.loads(gate_json.read_text())["checks"]}
+    base, ell = _report(base_path)["samples"]["default"], _report(out)["samples"]["default"]
+    for name in ("clean", "substitution-1%", "substitution-5%", "substitution-10%"):
+        right_b = _correct(base, name)
+        right_e = _correct(ell, name)
+        lost = sum(b and not e for b, e in zip(right_b, right_e, strict=True))
+        won = sum(e and not b for b, e in zip(right_b, right_e, strict=True))
+        assert checks[f"{name}/top1"]["test"] == f"exact McNemar (b={lost}, c={won})"
+
+
+def _correct(samples: dict[str, Any], name: str) -> list[bool]:
+    predictions = samples["values"][name]["prediction"]
+    return [p == y for p, y in zip(predictions, samples["targets"], strict=True)]
