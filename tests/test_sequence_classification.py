@@ -94,12 +94,18 @@ def _report(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-def test_clean_and_substituted_top1_are_recomputed_from_predictions(lra: Any) -> None:
+def _tokens_report(lra: Any) -> Path:
+    """The baseline's lra-tokens report on the ListOps file, by the CLI (made once)."""
     out = lra["root"] / "tokens.json"
-    args = ["lra_transformer_nano", "-c", str(lra["base"]), "-s", "lra-tokens"]
-    result = _eval(lra, *args, "--data", str(lra["listops"]), "-o", str(out))
-    assert result.exit_code == 0, result.output
-    report = _report(out)
+    if not out.exists():
+        args = ["lra_transformer_nano", "-c", str(lra["base"]), "-s", "lra-tokens"]
+        result = _eval(lra, *args, "--data", str(lra["listops"]), "-o", str(out))
+        assert result.exit_code == 0, result.output
+    return out
+
+
+def test_clean_and_substituted_top1_are_recomputed_from_predictions(lra: Any) -> None:
+    report = _report(_tokens_report(lra))
     assert report["task"] == "sequence-classification"
     samples = report["samples"]["default"]
     docs, labels = _file(lra["listops"])
@@ -127,7 +133,7 @@ def test_the_python_api_agrees_with_the_cli_and_takes_sequences_in_memory(lra: A
         out=out,
         progress=False,
     )
-    cli = _report(lra["root"] / "tokens.json")
+    cli = _report(_tokens_report(lra))
     clean = next(r for r in cli["results"] if r["name"] == "clean")
     assert report.results[0].metrics["top1"].value == pytest.approx(
         clean["metrics"]["top1"]["value"]
@@ -298,10 +304,7 @@ def test_the_gate_pairs_two_models_per_sequence(lra: Any) -> None:
     out = lra["root"] / "ell-tokens.json"
     args = ["lra_transformer_nano_elliptical", "-c", str(lra["ell"]), "-s", "lra-tokens"]
     assert _eval(lra, *args, "--data", str(lra["listops"]), "-o", str(out)).exit_code == 0
-    base_path = lra["root"] / "tokens.json"
-    if not base_path.exists():  # run alone: the first test's report
-        args = ["lra_transformer_nano", "-c", str(lra["base"]), "-s", "lra-tokens"]
-        assert _eval(lra, *args, "--data", str(lra["listops"]), "-o", str(base_path)).exit_code == 0
+    base_path = _tokens_report(lra)
     gate_json = lra["root"] / "gate.json"
     gate = ["gate", "-b", str(base_path), "-c", str(out), "--json", str(gate_json)]
     result = CliRunner().invoke(app, gate)
@@ -319,3 +322,18 @@ def test_the_gate_pairs_two_models_per_sequence(lra: Any) -> None:
 def _correct(samples: dict[str, Any], name: str) -> list[bool]:
     predictions = samples["values"][name]["prediction"]
     return [p == y for p, y in zip(predictions, samples["targets"], strict=True)]
+
+
+def test_a_module_in_memory_is_evaluated_on_its_own_task(tmp_path: Path) -> None:
+    """An LRA model object (no checkpoint) on pairs held in memory: scored as loaded."""
+    torch.manual_seed(0)
+    model = create_language_model("lra_transformer_nano", **PAIR_KWARGS, max_length=32)
+    pairs = [(torch.randint(1, 64, (2, 20)), i % 2) for i in range(12)]
+    report = robench.evaluate(
+        model, data=pairs, out=tmp_path / "r.json", progress=False, allow_random_weights=True
+    )
+    assert report.task == "sequence-classification" and report.suite.name == "lra-smoke"
+    with torch.no_grad():
+        expected = model.eval()(torch.stack([p for p, _ in pairs])).argmax(1).tolist()
+    samples = report.samples["default"]
+    assert samples.values["clean"]["prediction"] == [expected[i] for i in samples.indices]
