@@ -35,8 +35,17 @@ CLASSIFICATION_ENTRIES = {
 }
 
 
+# LRA sequences (robench/perturbations/sequences): which tokens, noise, patch place.
+SEQUENCE_ENTRIES = {
+    "token-substitution": "rate = 0.1",
+    "pixel-noise": 'std = "16/255"',
+    "pixel-occlusion": "size = 4",
+}
+
+
 def test_every_registered_kind_is_covered() -> None:
     covered = set(IMAGE_ENTRIES) | set(TEXT_ENTRIES) | set(CLASSIFICATION_ENTRIES)
+    covered |= set(SEQUENCE_ENTRIES)
     # The torchattacks.* kinds: same seed, same images in tests/test_torchattacks_adapter.py.
     ours = {k for k in PERTURBATIONS.names() if not k.startswith("torchattacks.")}
     assert ours == covered
@@ -45,8 +54,8 @@ def test_every_registered_kind_is_covered() -> None:
 def _suite(tmp_path: Path, kind: str, body: str, task: str) -> Path:
     path = tmp_path / f"{kind}.toml"
     header = f'name = "det-{kind}"\nversion = 1\n'
-    if task == "text-classification":
-        header += 'task = "text-classification"\n'
+    if task in ("text-classification", "sequence-classification"):
+        header += f'task = "{task}"\n'
     if task == "language-modeling":
         header += (
             'task = "language-modeling"\nmetrics = ["perplexity"]\n'
@@ -101,3 +110,29 @@ def test_text_attack_kinds_are_deterministic(kind: str, tmp_path: Path) -> None:
     data = fixture.write_sst2(tmp_path / "SST-2")
     suite = _suite(tmp_path, kind, CLASSIFICATION_ENTRIES[kind], "text-classification")
     _twice(tmp_path, suite, "bag_of_words_classifier", str(data), limit=16, checkpoint=checkpoint)
+
+
+@pytest.mark.parametrize("kind", sorted(SEQUENCE_ENTRIES))
+def test_sequence_kinds_are_deterministic(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    import lra_standin as standin
+
+    from robench.models.checkpoints import save_safetensors
+    from robench.models.spec import ModelSpec, metadata_from_spec
+    from robench.models.zoo.lm_registry import create_language_model
+
+    monkeypatch.setitem(sys.modules, "robench.data.lra", standin.module())
+    task = "listops" if kind == "token-substitution" else "pathfinder"
+    data = standin.write_split(tmp_path / task, "test", 16, 0, task=task, length=(20, 64))
+    kwargs = {"vocab_size": standin.VOCAB[task], "num_classes": standin.CLASSES[task]}
+    kwargs |= {"lra_task": task, "max_length": 64, "pad_id": 0 if task == "listops" else None}
+    model = create_language_model("lra_transformer_nano_elliptical", **kwargs)
+    checkpoint = tmp_path / "lra.safetensors"
+    spec = ModelSpec(architecture="lra_transformer_nano_elliptical", model_kwargs=kwargs)
+    save_safetensors(model.state_dict(), checkpoint, metadata_from_spec(spec))
+    suite = _suite(tmp_path, kind, SEQUENCE_ENTRIES[kind], "sequence-classification")
+    model_name = "lra_transformer_nano_elliptical"
+    _twice(tmp_path, suite, model_name, str(data), limit=16, checkpoint=checkpoint)

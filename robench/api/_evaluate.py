@@ -42,6 +42,7 @@ SMOKE_SUITES = {
     "semantic-segmentation": "segmentation-smoke",
     "language-modeling": "text-smoke",
     "text-classification": "text-classification-smoke",
+    "sequence-classification": "lra-smoke",
 }
 # Options of a model given by name; a model held in memory takes `preprocessing=` instead.
 _NAMED_MODEL_ONLY = (

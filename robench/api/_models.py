@@ -7,6 +7,8 @@ wrapped here, by what it is:
   processor or tokenizer given or saved beside it (`models/sources/hf_objects.py`);
 - any module with `tokenizer=` a robench `Vocabulary`: a zoo word-level model, its
   `robench_task` or else language modelling;
+- a module whose task (`task=`, its `robench_task`) is sequence classification: an LRA
+  model reading token ids as they are;
 - a timm model (`pretrained_cfg`): an image model, `preprocessing=` over the data's size over
   its `pretrained_cfg`;
 - another `nn.Module`: an image model, `preprocessing=` over the data's size, else pixels in
@@ -180,6 +182,25 @@ def _word_level_model(module: nn.Module, task: str | None, options: ModelOptions
     )
 
 
+def _sequence_model(module: nn.Module, options: ModelOptions) -> LoadedModel:
+    """A sequence classifier (an LRA model) reading token ids (B, L), or pairs (B, 2, L)."""
+    name = options.name or type(module).__name__
+    extra = {"model_name": options.name} if options.name else None
+    return LoadedModel(
+        model=module.to(options.device).eval(),
+        name=name,
+        architecture=class_path(module),
+        model_kwargs={},
+        spec=ModelSpec(architecture=class_path(module)),
+        sources={},
+        card_path=None,
+        checkpoint=None,
+        preprocessing=None,
+        task="sequence-classification",
+        origin=memory_origin(module, extra),
+    )
+
+
 def _transformers_model(module: nn.Module, task: str | None, options: ModelOptions) -> LoadedModel:
     from robench.models.sources.hf_objects import (
         BUILDERS,
@@ -218,6 +239,8 @@ def wrap_model(module: nn.Module, options: ModelOptions) -> LoadedModel:
     if isinstance(options.tokenizer, Vocabulary):
         return check_outputs(_word_level_model(module, options.task, options))
     declared = options.task or getattr(module, "robench_task", None) or options.suite_task
+    if declared == "sequence-classification":
+        return check_outputs(_sequence_model(module, options))
     if declared is not None and declared not in IMAGE_TASKS:
         raise ConfigError(
             f"{type(module).__name__} is evaluated on {declared} but robench wraps a plain "
@@ -243,6 +266,8 @@ def _blank_inputs(loaded: LoadedModel) -> torch.Tensor:
         from robench.data.text.text_rows import encode_rows
 
         return encode_rows(["a text", "another text"]).to(device)
+    if loaded.task == "sequence-classification" and getattr(loaded.model, "pair", False):
+        return torch.zeros(2, 2, 8, dtype=torch.long, device=device)  # retrieval pairs
     return torch.zeros(2, 8, dtype=torch.long, device=device)
 
 
@@ -263,6 +288,7 @@ _LOGITS = {
     "semantic-segmentation": (4, "(batch, classes, height, width)"),
     "language-modeling": (3, "(batch, tokens, vocabulary)"),
     "text-classification": (2, "(batch, classes)"),
+    "sequence-classification": (2, "(batch, classes)"),
 }
 
 
@@ -287,7 +313,7 @@ def check_outputs(loaded: LoadedModel) -> LoadedModel:
             f"{shape}; make forward return the logits tensor (not a tuple, dict or "
             "probabilities), or pass task= for what the model does."
         )
-    classifies = loaded.task in IMAGE_TASKS or loaded.task == "text-classification"
+    classifies = loaded.task in (*IMAGE_TASKS, "text-classification", "sequence-classification")
     if classifies and loaded.spec.num_classes is None:
         loaded.spec = loaded.spec.model_copy(update={"num_classes": int(found.shape[1])})
     return loaded

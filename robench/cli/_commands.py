@@ -49,7 +49,8 @@ COMMANDS = {
     "train": LazyCommand(
         "robench.cli.train",
         "train_command",
-        "Train a registered image classifier, segmenter, language model or text classifier.",
+        "Train a registered image classifier, segmenter, language model, text or sequence "
+        "classifier.",
     ),
     "generate": LazyCommand(
         "robench.cli.generate",

@@ -30,7 +30,10 @@ def _models(pattern: str | None) -> list[tuple[str, str]]:
     cards = [
         (n, "model card") for n in bundled_cards() if not pattern or Registry.matches(n, pattern)
     ]
-    kinds = {"text-classification": "robench text classifier"}  # else a language model
+    kinds = {  # else a language model
+        "text-classification": "robench text classifier",
+        "sequence-classification": "robench LRA sequence classifier",
+    }
     language = [
         (n, kinds.get(language_model_task(n), "robench language model"))
         for n in list_language_models()

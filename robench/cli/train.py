@@ -1,5 +1,5 @@
 """`robench train`: small-scale training of a registered image classifier, segmenter, language
-model or text classifier."""
+model, text classifier or LRA sequence classifier."""
 
 from __future__ import annotations
 
@@ -79,12 +79,18 @@ def train_command(  # long: 90 lines of typer options, 21 of help; 73 of code
         ),
     ] = None,
     weight_decay: Annotated[
-        float, typer.Option(help="AdamW weight decay (not on biases/norms).")
-    ] = 0.05,
+        float | None,
+        typer.Option(
+            help="AdamW weight decay, not on biases/norms (default 0.05; sequence classifiers 0)."
+        ),
+    ] = None,
     warmup_steps: Annotated[
         int, typer.Option(help="Linear warm-up steps before cosine decay.")
     ] = 100,
-    label_smoothing: Annotated[float, typer.Option(help="Cross-entropy label smoothing.")] = 0.1,
+    label_smoothing: Annotated[
+        float | None,
+        typer.Option(help="Cross-entropy label smoothing (default 0.1; sequence classifiers 0)."),
+    ] = None,
     clip_grad: Annotated[float, typer.Option(help="Max gradient norm (0: off).")] = 1.0,
     seed: Annotated[int, typer.Option(help="Seed of initialisation, shuffling and subsets.")] = 0,
     device: Annotated[str, typer.Option(help="cpu, cuda or cuda:N.")] = "cpu",
@@ -126,6 +132,13 @@ def train_command(  # long: 90 lines of typer options, 21 of help; 73 of code
             "image's pixels (0-1 scale), as Cohen et al. train for randomized smoothing; 0: off."
         ),
     ] = 0.0,
+    lra_task: Annotated[
+        str | None,
+        typer.Option(
+            help="Sequence classifiers: the LRA task of --data (listops, text, retrieval, "
+            "image, pathfinder)."
+        ),
+    ] = None,
     extra_word: Annotated[
         list[str] | None,
         typer.Option(
@@ -134,7 +147,7 @@ def train_command(  # long: 90 lines of typer options, 21 of help; 73 of code
         ),
     ] = None,
 ) -> None:
-    """Train a registered image classifier, segmenter, language model or text classifier.
+    """Train a registered image classifier, segmenter, language model, text or sequence classifier.
 
     The checkpoint stores the model name, kwargs, normalisation, input size and class names
     (a language model: its training vocabulary; a text classifier: both), so `robench eval -c
@@ -143,6 +156,8 @@ def train_command(  # long: 90 lines of typer options, 21 of help; 73 of code
     models: the paper's recipe (Adam, lr 2.5e-4, warm-up + cosine, target length 256),
     validated by perplexity. Text classifiers: AdamW, validated by top-1; --init-from starts
     one from a pretrained language model (the paper's pretrain-then-fine-tune protocol).
+    Sequence classifiers (LRA): the paper's Adam, lr 1e-4, no weight decay, on --data of
+    --lra-task, validated by top-1 on its val split.
 
     Examples:
       robench train vit_nano_elliptical_patch4_28 --epochs 10 -o runs/nano-ell
@@ -154,10 +169,12 @@ def train_command(  # long: 90 lines of typer options, 21 of help; 73 of code
       robench train transformer_lm_nano_pydocs --data pydoc-topics --max-steps 50 -o runs/lm-ft
       robench train text_classifier_nano_elliptical --max-steps 600 -o runs/text
       robench train switch_classifier_nano --init-from runs/switch-lm/best.safetensors -o runs/sc
+      robench train lra_transformer_nano_elliptical --data LISTOPS_DIR --lra-task listops -o runs/lo
     """
     from robench._core.errors import ConfigError
     from robench._core.plugins import load_plugins
     from robench.training.train_lm import trains_a_language_model
+    from robench.training.train_sequence import trains_a_sequence_classifier
     from robench.training.train_text import trains_a_text_classifier
 
     kwargs = json_object(model_kwargs, "--model-kwargs")
@@ -181,16 +198,36 @@ def train_command(  # long: 90 lines of typer options, 21 of help; 73 of code
     # Options left out take the trainer's own default (an image's or a language model's).
     optional = {"data": data, "batch_size": batch_size, "lr": lr}
     shared |= {name: value for name, value in optional.items() if value is not None}
-    if noise_sd and (trains_a_text_classifier(model) or trains_a_language_model(model)):
+    if noise_sd and (
+        trains_a_text_classifier(model)
+        or trains_a_language_model(model)
+        or trains_a_sequence_classifier(model)
+    ):
         raise ConfigError(
             f"--noise-sd adds Gaussian noise to image pixels, and {model} is not an image "
             "model; leave it out."
         )
+    # Losses and regularisation of the classifiers' trainers, their own defaults when not given.
+    given = {"weight_decay": weight_decay, "label_smoothing": label_smoothing}
+    tuning: dict[str, Any] = {name: value for name, value in given.items() if value is not None}
+    if trains_a_sequence_classifier(model):
+        _train_sequence_classifier(
+            **shared,
+            lra_task=lra_task,
+            **tuning,
+            train_limit=train_limit,
+            workers=workers,
+        )
+        return
+    if lra_task is not None:
+        raise ConfigError(
+            f"--lra-task names the LRA task of a sequence classifier's data, and {model} is "
+            "not a sequence classifier; leave it out, or train e.g. lra_transformer_nano."
+        )
     if trains_a_text_classifier(model):
         _train_text_classifier(
             **shared,
-            weight_decay=weight_decay,
-            label_smoothing=label_smoothing,
+            **tuning,
             train_limit=train_limit,
             vocab_min_count=vocab_min_count,
             vocab_size=vocab_size,
@@ -217,8 +254,7 @@ def train_command(  # long: 90 lines of typer options, 21 of help; 73 of code
 
     config = TrainConfig(
         **shared,
-        weight_decay=weight_decay,
-        label_smoothing=label_smoothing,
+        **tuning,
         train_limit=train_limit,
         workers=workers,
         noise_sd=noise_sd,
@@ -257,6 +293,18 @@ def _train_text_classifier(**settings: Any) -> None:
         f"best validation top-1 {100 * result.best_val_top1:.2f}% (largest class "
         f"{100 * result.majority_share:.2f}%) after {result.steps} steps "
         f"({result.vocabulary_size} words, {len(result.classes)} classes): {result.best_path}"
+    )
+
+
+def _train_sequence_classifier(**settings: Any) -> None:
+    from robench.training.train_sequence import SequenceTrainConfig, train_sequence_classifier
+
+    config = SequenceTrainConfig(**settings)
+    result = train_sequence_classifier(config, progress=_TrainBar("seqs/s"))
+    typer.echo(
+        f"best validation top-1 {100 * result.best_val_top1:.2f}% (largest class "
+        f"{100 * result.majority_share:.2f}%) after {result.steps} steps "
+        f"({len(result.classes)} classes): {result.best_path}"
     )
 
 

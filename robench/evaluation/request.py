@@ -67,6 +67,7 @@ from robench.evaluation.speed import SpeedOptions, check_speed, prepare_model
 from robench.evaluation.suites import LoadedSuite, load_suite
 from robench.models.loading import LoadedModel, load_model
 from robench.models.spec import ModelSpec
+from robench.perturbations.base import DatasetPerturbation
 from robench.results.report.checks import check_attack_order
 from robench.results.report.schema import (
     DEFAULT_DATASET,
@@ -474,6 +475,9 @@ def evaluate(  # long: the run in order (set up, jobs, run, results, report); st
     )
     for gone in missing:
         logger.warning("not evaluated: %s: %s", gone.name, gone.reason)
+    for _, job in jobs:  # data a dataset perturbation cannot edit: refused before any job runs
+        if isinstance(job.planned.perturbation, DatasetPerturbation) and not job.prerendered:
+            job.planned.perturbation.check_dataset(job.data.dataset)
     sequential = plan_sequential(
         loaded_suite.suite.metrics, _target_halfwidth(request, loaded_suite), stop_rule
     )

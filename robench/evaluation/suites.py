@@ -109,7 +109,8 @@ class Suite(BaseModel):
     amp_attacks: bool = False
     # Options of the task's data (`robench list tasks`): for language modelling
     # `target_length` (scored tokens per window) and `context` (unscored tokens before them);
-    # for text classification `text_field` and `label_field` (the data's columns).
+    # for text classification `text_field` and `label_field` (the data's columns); for
+    # sequence classification `lra_task` (listops, text, retrieval, image, pathfinder).
     data_options: dict[str, int | str] = Field(default_factory=dict)
 
     @field_validator("sanity_eps", mode="before")

@@ -1,7 +1,8 @@
 """Build the model a user asked for: registered architecture, safe checkpoint, preprocessing.
 
 Image classifiers are timm models; language models are robench's own registry
-(`robench.models.zoo.lm_registry`) and take their vocabulary from the checkpoint. A MODEL
+(`robench.models.zoo.lm_registry`) and take their vocabulary from the checkpoint; so are the
+LRA sequence classifiers, sized by the model kwargs their checkpoint records. A MODEL
 with a source prefix (`hf:`, `hf-hub:`, `local-dir:`) or a timm pretrained tag without
 `--checkpoint` is built by its source (`robench.models.sources.registry`), whose image classifiers
 come back through `image_model`: the command line's preprocessing over the model's own
@@ -240,7 +241,9 @@ def load_model(
 
     vocabulary = None
     preprocessing: Preprocessing | None = None
-    if is_language_model(architecture):
+    if is_language_model(architecture) and _is_sequence_classifier(architecture):
+        network = _sequence_classifier(architecture, spec)
+    elif is_language_model(architecture):
         network, vocabulary = _language_model(architecture, spec, ckpt)
     else:
         network = _create(architecture, spec.num_classes, spec.model_kwargs)
@@ -331,6 +334,28 @@ def _language_model(
     if classes and "num_classes" not in kwargs:  # a text classifier: sized by its classes
         kwargs["num_classes"] = len(classes)
     return create_language_model(architecture, **kwargs), vocabulary
+
+
+def _is_sequence_classifier(architecture: str) -> bool:
+    from robench.models.zoo.lm_registry import language_model_task
+
+    return language_model_task(architecture) == "sequence-classification"
+
+
+def _sequence_classifier(architecture: str, spec: ModelSpec) -> nn.Module:
+    """A registered sequence classifier (LRA): its vocabulary size, classes, maximum length
+    and padding id are model kwargs, which `robench train` stores in the checkpoint."""
+    from robench.models.zoo.lm_registry import create_language_model
+
+    kwargs = dict(spec.model_kwargs)
+    if "vocab_size" not in kwargs:
+        raise ConfigError(
+            f"{architecture} needs its vocabulary size: pass --checkpoint with one written by "
+            '`robench train`, or --model-kwargs \'{"vocab_size": V, "num_classes": K}\'.'
+        )
+    if spec.num_classes is not None:
+        kwargs["num_classes"] = spec.num_classes
+    return create_language_model(architecture, **kwargs)
 
 
 def _load_from_source(

@@ -21,8 +21,9 @@ ZOO_MODELS: tuple[str, ...] = (
 )
 
 # Registered in robench's language-model registry (robench.models.zoo.lm_registry) by
-# robench.models.zoo.transformer_lm, moe_lm (Switch, GLaM) and text_classifier (whose builders
-# declare the text-classification task); tests/test_transformer_lm.py checks the two agree.
+# robench.models.zoo.transformer_lm, moe_lm (Switch, GLaM), text_classifier and lra_transformer
+# (whose builders declare the text- and sequence-classification tasks);
+# tests/test_transformer_lm.py checks the two agree.
 LANGUAGE_MODELS: tuple[str, ...] = (
     "glam_lm_medium",
     "glam_lm_medium_elliptical",
@@ -30,6 +31,10 @@ LANGUAGE_MODELS: tuple[str, ...] = (
     "glam_lm_nano_elliptical",
     "glam_lm_small",
     "glam_lm_small_elliptical",
+    "lra_transformer",
+    "lra_transformer_elliptical",
+    "lra_transformer_nano",
+    "lra_transformer_nano_elliptical",
     "switch_classifier_nano",
     "switch_classifier_nano_elliptical",
     "switch_lm_medium",

@@ -289,6 +289,11 @@ class DatasetPerturbation(Perturbation):
 
     uses_model: ClassVar[bool] = False
 
+    def check_dataset(self, dataset: Any) -> None:
+        """Raise a ConfigError when `dataset` is data this perturbation cannot edit (another
+        task's sequences, images smaller than a patch); the runner asks before any job runs,
+        so bad input stops a run before anything is scored. The default accepts any."""
+
     @abc.abstractmethod
     def perturb_dataset(self, dataset: Any, seed: int) -> Any:
         """The perturbed dataset: same length and item layout as `dataset`. If it has a

@@ -1,7 +1,7 @@
 """Tasks: what a model is asked to do, and everything that depends on it.
 
 A task (`image-classification`, `language-modeling`, `semantic-segmentation`,
-`text-classification`: `robench list tasks`) owns how a
+`text-classification`, `sequence-classification`: `robench list tasks`) owns how a
 batch is collated, how the model is run and scored into a per-sample record, which metrics
 read those records, and how the model and the data are checked before a run. The runner, the sample
 store, the report and the gate call the task and know nothing of labels or top-k.

@@ -87,3 +87,12 @@ register_task(
     ),
     inputs="texts",
 )
+register_task(
+    "sequence-classification",
+    "token or pixel sequences of up to several thousand positions (the Long Range Arena: "
+    "ListOps, text, retrieval pairs, images, Pathfinder) -> class logits; top-1 accuracy, clean "
+    "and under token substitution, pixel noise and occlusion",
+    "robench.tasks.sequence_classification:SequenceClassification",
+    ("top1",),
+    inputs="tokens",
+)

@@ -263,6 +263,16 @@ class EvalOptions(TypedDict, total=False):
             into=DATA_OPTIONS,
         ),
     ]
+    lra_task: Annotated[
+        str | None,
+        EvalOption(
+            None,
+            DATA,
+            "Sequence classifiers: the LRA task of the data (listops, text, retrieval, image, "
+            "pathfinder); default: the suite's, else the one the model was trained on.",
+            into=DATA_OPTIONS,
+        ),
+    ]
     seed: Annotated[
         int, EvalOption(0, SUITE, "Seed of the subset and of every attack.", in_plans=False)
     ]

@@ -6,7 +6,9 @@ model = timm.create_model("deit_tiny_elliptical_patch16_224")
 Language models live in robench's own registry (`robench.models.zoo.lm_registry`):
 `create_language_model("transformer_lm_nano_elliptical", vocab_size)`; so do the
 mixture-of-experts LMs (`moe_lm`) and the text classifiers (`text_classifier`,
-`create_language_model("text_classifier_nano", vocab_size, num_classes=8)`).
+`create_language_model("text_classifier_nano", vocab_size, num_classes=8)`) and the Long Range
+Arena sequence classifiers (`lra_transformer`: `create_language_model("lra_transformer_nano",
+vocab_size, num_classes=10, pad_id=0)`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from timm.models import model_entrypoint
 
 from robench.models.layers.elliptical_attention import is_elliptical as is_elliptical
 from robench.models.layers.elliptical_attention import set_differentiable as set_differentiable
+from robench.models.zoo import lra_transformer as lra_transformer  # registers LRA classifiers
 from robench.models.zoo import moe_lm as moe_lm  # registers Switch and GLaM language models
 from robench.models.zoo import segmenter as segmenter  # registers its models with timm
 from robench.models.zoo import text_classifier as text_classifier  # registers text classifiers

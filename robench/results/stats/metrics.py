@@ -277,7 +277,7 @@ register(
         higher_is_better=True,
         per_sample=_top_k(1),
         display=MetricDisplay("top-1", scale=100.0, unit="%", diff_unit="pp"),
-        task=("image-classification", "text-classification"),
+        task=("image-classification", "text-classification", "sequence-classification"),
         paired_test="binary",
     )
 )
@@ -288,7 +288,7 @@ register(
         higher_is_better=True,
         per_sample=_top_k(5),
         display=MetricDisplay("top-5", scale=100.0, unit="%", diff_unit="pp"),
-        task=("image-classification", "text-classification"),
+        task=("image-classification", "text-classification", "sequence-classification"),
         paired_test="binary",
     )
 )

@@ -1,0 +1,331 @@
+"""Long Range Arena classifiers as the Elliptical Attention paper configures them (Sec. 4.3,
+App. F.9, after the LRA setup of Chen et al. 2023 and Nystromformer's LRA code): a 2-layer
+pre-norm transformer, model width 64, 2 heads of 32, feed-forward (hidden) 128, dropout 0.1,
+learned (or fixed sinusoidal) positions, mean (or CLS) pooling and a two-layer ReLU head.
+
+`LRATransformer` maps token ids (B, L) to class logits (B, K); a retrieval model (`pair`)
+takes two documents (B, 2, L), encodes both with the same weights and classifies
+[u, v, u * v, u - v] of their pooled encodings u and v, as LRA's dual head does:
+
+    ids    -> padded to the model's `max_length` N (longer: refused)    (B, N)
+    x      = E[id] + positions (+ a CLS token in front), dropout         (B, N[+1], C)
+    x      = pre-norm timm Blocks, padding masked out of the keys        (B, N[+1], C)
+    pooled = LayerNorm(x) averaged over the real tokens, or the CLS row  (B, C)
+    logits = Linear(ReLU(Linear(pooled)))                                (B, K)
+
+Every row is padded to the same N inside `forward`, so a row's logits never depend on the
+rest of its batch, also under Elliptical Attention, whose estimate of M averages over all N
+positions (the paper's "full" estimator; padded positions included, as in LRA's pipelines,
+which pad every sequence to the task's length).
+
+Elliptical Attention (https://arxiv.org/abs/2406.13770) needs the values of a previous layer,
+so the paper places it on the final layer only: the `*_elliptical` models use
+`EllipticalAttention` in their last two blocks, the first of which is standard attention that
+only hands its values on (`configure_elliptical` makes the first elliptical layer standard).
+Same parameters and state_dict keys as the baseline, so one checkpoint loads into both.
+
+Registered in robench's model registry (`lm_registry`; builders take `vocab_size` and
+`num_classes`), declaring `robench_task = "sequence-classification"`:
+
+- `lra_transformer`, `lra_transformer_elliptical`: the paper's configuration, N = 2000
+  (ListOps; pass `max_length` for the other tasks: 4000 text and retrieval, 1024 images).
+- `lra_transformer_nano`, `lra_transformer_nano_elliptical`: width 32, 2 heads of 16,
+  feed-forward 64, N = 512: CPU-sized, for tests and the nano reproduction.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from timm.layers import Attention
+from timm.models.vision_transformer import Block
+from torch import Tensor, nn
+
+from robench._core.errors import ConfigError, DataError
+from robench.models.layers.elliptical_attention import EllipticalAttention, configure_elliptical
+from robench.models.zoo.lm_registry import LanguageModelBuilder, register_language_model
+from robench.models.zoo.transformer_lm import sinusoidal_positions
+
+__all__ = ["LRA_TASKS", "SEQUENCE_CLASSIFICATION", "LRATransformer"]
+
+SEQUENCE_CLASSIFICATION = "sequence-classification"
+# The five LRA tasks (Tay et al. 2021); a model records the one it was trained on.
+LRA_TASKS = ("listops", "text", "retrieval", "image", "pathfinder")
+# Model kwargs that go to configure_elliptical instead of LRATransformer.
+_ELLIPTICAL_OPTIONS = ("scaling", "estimator", "differentiable", "delta")
+
+
+def _learned_positions(length: int, dim: int) -> nn.Parameter:
+    """LRA's learned position embeddings, normal with std 0.02."""
+    return nn.Parameter(torch.randn(length, dim) * 0.02)
+
+
+def _fixed_positions(length: int, dim: int) -> Tensor:
+    return sinusoidal_positions(length, dim)
+
+
+_POSITIONS = {"learned": _learned_positions, "sinusoidal": _fixed_positions}
+_POOLINGS = ("mean", "cls")
+
+
+def _positive_int(what: str, value: object) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError(f"LRATransformer {what} must be an integer >= 1, got {value!r}.")
+
+
+def _choice(what: str, value: object, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ConfigError(
+            f"LRATransformer {what} must be one of {list(allowed)}, got {value!r}; pick one."
+        )
+
+
+def _check_arguments(given: dict[str, Any]) -> None:
+    """One ConfigError sentence for a bad constructor argument of `LRATransformer`."""
+    sizes = ("vocab_size", "num_classes", "max_length", "embed_dim", "depth", "num_heads")
+    for what in (*sizes, "mlp_dim"):
+        _positive_int(what, given[what])
+    _choice("positions", given["positions"], tuple(_POSITIONS))
+    _choice("pooling", given["pooling"], _POOLINGS)
+    if given["lra_task"] is not None:
+        _choice("lra_task", given["lra_task"], LRA_TASKS)
+    if given["embed_dim"] % given["num_heads"]:
+        raise ConfigError(
+            f"LRATransformer embed_dim {given['embed_dim']} is not a multiple of num_heads "
+            f"{given['num_heads']}; choose embed_dim = num_heads * head dimension."
+        )
+    pad_id, vocab_size = given["pad_id"], given["vocab_size"]
+    if pad_id is not None and not (isinstance(pad_id, int) and 0 <= pad_id < vocab_size):
+        raise ConfigError(
+            f"LRATransformer pad_id {pad_id!r} is not a token id in [0, {vocab_size}); pass "
+            "the data's padding id."
+        )
+
+
+class LRATransformer(nn.Module):
+    """LRA sequence classifier (see the module docstring).
+
+    Args:
+        vocab_size: number of token ids V (the data's vocabulary, padding included).
+        num_classes: number of classes K.
+        max_length: N, the longest sequence the model reads; longer ones are refused.
+        pad_id: the id that pads shorter sequences (masked out), or None (fixed length).
+        pair: a retrieval model, taking two documents (B, 2, L).
+        lra_task: the LRA task it was trained on (recorded; data of that task by default).
+        embed_dim: model width C (num_heads * head dimension).
+        depth: number of blocks.
+        num_heads: attention heads per block.
+        mlp_dim: hidden width of the feed-forward layers and of the classifier head.
+        dropout: dropout on the embeddings and the outputs of attention and feed-forward.
+        attn_dropout: dropout on the attention probabilities.
+        positions: "learned" (LRA's) or "sinusoidal" (fixed).
+        pooling: "mean" over the real tokens (LRA's) or "cls" (a learned CLS token).
+        elliptical_blocks: how many of the last blocks use `EllipticalAttention` (0: none;
+            2: Elliptical Attention on the final layer, fed by the one before).
+        architecture: name the report records (the registry sets the registered name).
+    """
+
+    robench_task = SEQUENCE_CLASSIFICATION
+    positions: Tensor  # (N[+1], C): a parameter when learned, a buffer when fixed
+
+    def __init__(
+        self,
+        vocab_size: int,
+        num_classes: int = 2,
+        *,
+        max_length: int = 2000,
+        pad_id: int | None = None,
+        pair: bool = False,
+        lra_task: str | None = None,
+        embed_dim: int = 64,
+        depth: int = 2,
+        num_heads: int = 2,
+        mlp_dim: int = 128,
+        dropout: float = 0.1,
+        attn_dropout: float = 0.1,
+        positions: str = "learned",
+        pooling: str = "mean",
+        elliptical_blocks: int = 0,
+        architecture: str = "lra_transformer",
+    ) -> None:
+        super().__init__()
+        _check_arguments(locals())
+        self.vocab_size, self.num_classes, self.max_length = vocab_size, num_classes, max_length
+        self.pad_id, self.pair, self.lra_task = pad_id, bool(pair), lra_task
+        self.embed_dim, self.depth, self.pooling = embed_dim, depth, pooling
+        self.architecture = architecture
+        # What robench.diagnostics.find_transformer reads.
+        self.has_class_token = pooling == "cls"
+        self.num_prefix_tokens = int(self.has_class_token)
+
+        self.token_embed = nn.Embedding(vocab_size, embed_dim)
+        nn.init.normal_(self.token_embed.weight, std=0.02)  # as LRA's embeddings
+        self.cls_token = nn.Parameter(torch.zeros(embed_dim)) if self.has_class_token else None
+        length = max_length + self.num_prefix_tokens
+        made = _POSITIONS[positions](length, embed_dim)
+        if isinstance(made, nn.Parameter):
+            self.positions = made
+        else:
+            self.register_buffer("positions", made, persistent=False)
+        self.embed_drop = nn.Dropout(dropout)
+        first_elliptical = depth - min(elliptical_blocks, depth)
+        self.blocks = nn.ModuleList(
+            Block(
+                embed_dim,
+                num_heads,
+                mlp_ratio=(mlp_dim + 0.5) / embed_dim,  # Block takes int(C * ratio) == mlp_dim
+                qkv_bias=True,
+                proj_drop=dropout,
+                attn_drop=attn_dropout,
+                attn_layer=EllipticalAttention if index >= first_elliptical else Attention,
+            )
+            for index in range(depth)
+        )
+        self.norm = nn.LayerNorm(embed_dim)
+        pooled = embed_dim * (4 if self.pair else 1)  # retrieval: [u, v, u * v, u - v]
+        self.head = nn.Sequential(
+            nn.Linear(pooled, mlp_dim), nn.ReLU(), nn.Linear(mlp_dim, num_classes)
+        )
+        self.blocks.apply(_init_linear)
+        self.head.apply(_init_linear)
+
+    def _padded(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
+        """Token ids (B, N) padded to `max_length`, and the mask of real tokens (B, N)."""
+        batch, length = tokens.shape
+        if length > self.max_length:
+            raise DataError(
+                f"{self.architecture} reads at most {self.max_length} tokens but got a "
+                f"sequence of {length}; evaluate data of at most {self.max_length} tokens, or "
+                "a model trained with a larger max_length."
+            )
+        real = torch.ones_like(tokens, dtype=torch.bool)
+        if self.pad_id is not None:
+            real = tokens != self.pad_id
+        fill = self.max_length - length
+        if fill:
+            tokens = torch.cat([tokens, tokens.new_full((batch, fill), self.pad_id or 0)], 1)
+            real = torch.cat([real, real.new_zeros((batch, fill))], dim=1)
+        return tokens, real
+
+    def _check_ids(self, tokens: Tensor) -> None:
+        if tokens.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8):
+            raise DataError(
+                f"{self.architecture} expects integer token ids, got {tokens.dtype}; pass the "
+                "token ids of an LRA dataset."
+            )
+        expected = 3 if self.pair else 2
+        if tokens.dim() != expected or (self.pair and tokens.shape[1] != 2):
+            shape = "(batch, 2, length): two documents" if self.pair else "(batch, length)"
+            raise DataError(
+                f"{self.architecture} expects token ids of shape {shape}, got "
+                f"{tuple(tokens.shape)}; {'pair the documents' if self.pair else 'pass one'} "
+                "sequence per sample."
+            )
+        if tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) >= self.vocab_size):
+            raise DataError(
+                f"{self.architecture} got token ids from {int(tokens.min())} to "
+                f"{int(tokens.max())}, outside its vocabulary [0, {self.vocab_size}); evaluate "
+                "data of the vocabulary it was trained on."
+            )
+
+    def encode(self, tokens: Tensor) -> Tensor:
+        """Pooled encodings (B, C) of token ids (B, L)."""
+        ids, real = self._padded(tokens.long())
+        x = self.token_embed(ids)  # (B, N, C)
+        if self.cls_token is not None:
+            cls = self.cls_token.expand(len(x), 1, -1).to(x.dtype)
+            x = torch.cat([cls, x], dim=1)  # (B, N + 1, C)
+            real = torch.cat([real.new_ones((len(x), 1)), real], dim=1)
+        x = self.embed_drop(x + self.positions.to(x.dtype))
+        # Keys at padding take no part; a row without real tokens attends to all (no NaN).
+        keys = real | ~real.any(dim=1, keepdim=True)  # (B, N)
+        # (B, 1, 1, N): SDPA's boolean mask, True = attend; none when every key is real, which
+        # lets SDPA take its fused kernels (pixel tasks: no padding).
+        mask = None if bool(keys.all()) else keys[:, None, None, :]
+        for block in self.blocks:
+            x = block(x, attn_mask=mask)  # (B, N, C)
+        x = self.norm(x)
+        if self.cls_token is not None:
+            return x[:, 0]  # (B, C)
+        keep = real[..., None].to(x.dtype)  # (B, N, 1)
+        return (x * keep).sum(dim=1) / keep.sum(dim=1).clamp(min=1.0)  # (B, C); empty: 0
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        """Class logits (B, K) of token ids (B, L), or of document pairs (B, 2, L)."""
+        self._check_ids(tokens)
+        if not self.pair:
+            return self.head(self.encode(tokens))
+        both = self.encode(tokens.flatten(0, 1)).view(len(tokens), 2, -1)  # (B, 2, C)
+        u, v = both[:, 0], both[:, 1]
+        return self.head(torch.cat([u, v, u * v, u - v], dim=-1))  # (B, K)
+
+
+def _init_linear(module: nn.Module) -> None:
+    """timm ViT's init for linear layers: truncated normal (std 0.02), zero bias."""
+    if isinstance(module, nn.Linear):
+        nn.init.trunc_normal_(module.weight, std=0.02)
+        if module.bias is not None:
+            nn.init.zeros_(module.bias)
+
+
+def _create(
+    variant: str, vocab_size: int, elliptical: bool, args: dict[str, Any], **kwargs: Any
+) -> LRATransformer:
+    """Build `variant`; `kwargs` override `args`; elliptical options applied."""
+    kwargs = dict(args, **kwargs)
+    options = {name: kwargs.pop(name) for name in _ELLIPTICAL_OPTIONS if name in kwargs}
+    if options and not elliptical:
+        raise ConfigError(
+            f"{variant} uses standard attention, so the elliptical options {sorted(options)} do "
+            f"not apply; use {variant}_elliptical."
+        )
+    if "elliptical_blocks" in kwargs:
+        raise ConfigError(
+            f"{variant} fixes where Elliptical Attention goes (nowhere in a baseline, the final "
+            "layer in an *_elliptical model); leave elliptical_blocks out."
+        )
+    blocks = 2 if elliptical else 0  # the final layer, fed by the values of the one before
+    model = LRATransformer(vocab_size, architecture=variant, elliptical_blocks=blocks, **kwargs)
+    if elliptical:
+        configure_elliptical(model, causal_estimator="full", **options)
+    return model
+
+
+def _sequence_classifier(builder: LanguageModelBuilder) -> LanguageModelBuilder:
+    """Register `builder` and mark it as a sequence classifier's (lm_registry.model_task)."""
+    builder.robench_task = SEQUENCE_CLASSIFICATION  # type: ignore[attr-defined]
+    return register_language_model(builder)
+
+
+# The paper's LRA configuration (App. F.9; Nystromformer's lra_config.py).
+_PAPER: dict[str, Any] = dict(
+    embed_dim=64, depth=2, num_heads=2, mlp_dim=128, dropout=0.1, attn_dropout=0.1
+)
+_NANO: dict[str, Any] = dict(
+    embed_dim=32, depth=2, num_heads=2, mlp_dim=64, dropout=0.1, attn_dropout=0.1, max_length=512
+)
+
+
+@_sequence_classifier
+def lra_transformer(vocab_size: int, **kwargs: Any) -> LRATransformer:
+    """The paper's LRA transformer: 2 layers, width 64, 2 heads of 32, hidden 128."""
+    return _create("lra_transformer", vocab_size, False, _PAPER, **kwargs)
+
+
+@_sequence_classifier
+def lra_transformer_elliptical(vocab_size: int, **kwargs: Any) -> LRATransformer:
+    """`lra_transformer` with Elliptical Attention on the final layer."""
+    return _create("lra_transformer_elliptical", vocab_size, True, _PAPER, **kwargs)
+
+
+@_sequence_classifier
+def lra_transformer_nano(vocab_size: int, **kwargs: Any) -> LRATransformer:
+    """2 layers, width 32, 2 heads of 16, hidden 64, 512 tokens: CPU-sized."""
+    return _create("lra_transformer_nano", vocab_size, False, _NANO, **kwargs)
+
+
+@_sequence_classifier
+def lra_transformer_nano_elliptical(vocab_size: int, **kwargs: Any) -> LRATransformer:
+    """`lra_transformer_nano` with Elliptical Attention on the final layer."""
+    return _create("lra_transformer_nano_elliptical", vocab_size, True, _NANO, **kwargs)

@@ -1,0 +1,88 @@
+"""The LRA perturbation kinds' parameters, validated without importing torch.
+
+Each entry is one result over the evaluated split; every sample is edited with randomness
+from (run seed, the entry's parameters, its index) only, so every batch size, model and
+process sees the same edited sequences. See docs/sequence-classification.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import Field, field_validator
+
+from robench._core.units import parse_pixel_value
+from robench.perturbations.base import PerturbationParams, register_kind
+
+SEQUENCE_CLASSIFICATION = "sequence-classification"
+
+
+class _SequenceParams(PerturbationParams):
+    # Unbounded: tokens are replaced outright, there is no eps-ball to check against.
+    unbounded: ClassVar[bool] = True
+    task: ClassVar[str | tuple[str, ...] | None] = SEQUENCE_CLASSIFICATION
+    # The LRA tasks whose data it edits (robench/data/lra's task names).
+    lra_tasks: ClassVar[tuple[str, ...]] = ()
+
+
+@register_kind(
+    "token-substitution",
+    "robench.perturbations.sequences.perturbation:TokenSubstitution",
+)
+class TokenSubstitutionParams(_SequenceParams):
+    """A share `rate` of each sequence's real tokens replaced by other vocabulary tokens."""
+
+    display: ClassVar[str | None] = "token substitution"
+    lra_tasks: ClassVar[tuple[str, ...]] = ("listops", "text", "retrieval")
+
+    # Share of each sequence's real (non-padding) tokens replaced, in (0, 1]; the count per
+    # sequence is rounded stochastically (unbiased), each replacement a uniformly drawn
+    # vocabulary token other than the padding and the token it replaces.
+    rate: float = Field(gt=0, le=1)
+
+
+def _intensity(value: Any, what: str) -> float:
+    parsed = parse_pixel_value(value, what)
+    if not 0 <= parsed <= 1:
+        raise ValueError(
+            f"{what} must lie in [0, 1] (intensity units, e.g. '32/255'), got {value!r}"
+        )
+    return parsed
+
+
+@register_kind("pixel-noise", "robench.perturbations.sequences.perturbation:PixelNoise")
+class PixelNoiseParams(_SequenceParams):
+    """Gaussian noise on every pixel's intensity, rounded and clipped to the intensity range."""
+
+    display: ClassVar[str | None] = "pixel noise"
+    lra_tasks: ClassVar[tuple[str, ...]] = ("image", "pathfinder")
+
+    # Standard deviation in intensity units ([0, 1] = the data's darkest to brightest token;
+    # "16/255" is 16 grey levels of an 8-bit image), > 0.
+    std: float
+
+    @field_validator("std", mode="before")
+    @classmethod
+    def _parse_std(cls, value: Any) -> float:
+        std = _intensity(value, "std")
+        if std <= 0:
+            raise ValueError(f"std must be > 0 (intensity units, e.g. '16/255'), got {value!r}")
+        return std
+
+
+@register_kind("pixel-occlusion", "robench.perturbations.sequences.perturbation:PixelOcclusion")
+class PixelOcclusionParams(_SequenceParams):
+    """A `size` x `size` square of the image painted `value`, at a random place per image."""
+
+    display: ClassVar[str | None] = "occlusion"
+    lra_tasks: ClassVar[tuple[str, ...]] = ("image", "pathfinder")
+
+    # Side of the square patch in pixels, >= 1 (at most the image's side, checked on the data).
+    size: int = Field(ge=1)
+    # Intensity painted over the patch, in [0, 1] (0: black, the LRA images' background).
+    value: float = 0.0
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _parse_value(cls, value: Any) -> float:
+        return _intensity(value, "value")

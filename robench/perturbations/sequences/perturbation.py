@@ -1,0 +1,134 @@
+"""The LRA perturbation kinds for the runner: each edits the evaluated dataset as a whole
+(`DatasetPerturbation`), lazily, sample i with the seed derive_seed(seed, kind and
+parameters, i), so any batch size or model sees the same edited sequences.
+
+The dataset is the sequence-classification task's (`tasks/sequence_data.SequenceData`):
+what each kind needs of it (vocabulary size, padding id, the LRA task) is read there, and a
+kind refuses data of another LRA task (pixels are not substituted as tokens, nor tokens
+noised as pixels) in one sentence before any sample is edited.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import torch
+from torch.utils.data import Dataset
+
+from robench._core.errors import ConfigError
+from robench._core.seeding import derive_seed
+from robench.perturbations.base import DatasetPerturbation
+from robench.perturbations.sequences import edits
+from robench.perturbations.sequences.params import (
+    PixelNoiseParams,
+    PixelOcclusionParams,
+    TokenSubstitutionParams,
+)
+
+Edit = Callable[[torch.Tensor, int], torch.Tensor]  # (tokens, seed) -> edited tokens
+
+
+class EditedSequences(Dataset[tuple[torch.Tensor, int]]):
+    """`dataset` with every item's tokens edited as it is read; its other attributes (pad_id,
+    targets, ...) are the dataset's."""
+
+    def __init__(self, dataset: Any, edit: Edit, seed: int, key: str) -> None:
+        self.dataset, self.edit, self.seed, self.key = dataset, edit, seed, key
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "dataset":  # not set yet (unpickling in a DataLoader worker)
+            raise AttributeError(name)
+        return getattr(self.dataset, name)
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+        tokens, label = self.dataset[index]
+        return self.edit(tokens, derive_seed(self.seed, self.key, index)), label
+
+
+class _SequencePerturbation(DatasetPerturbation):
+    kind: ClassVar[str]  # the registered kind's name
+    params: TokenSubstitutionParams | PixelNoiseParams | PixelOcclusionParams
+
+    def _edit(self, dataset: Any) -> Edit:
+        """The edit of one sequence of `dataset`."""
+        raise NotImplementedError
+
+    def check_dataset(self, dataset: Any) -> None:
+        """Refuse another LRA task's data (pixels are not substituted as tokens, nor tokens
+        noised as pixels); sequences in memory are the model's task's."""
+        task_name = getattr(dataset, "task_name", None)
+        allowed = self.params.lra_tasks
+        if task_name not in allowed and task_name != "in-memory":
+            raise ConfigError(
+                f"{self.kind} edits {', '.join(allowed)} data, but this is {task_name} data; "
+                "use token-substitution for token tasks, pixel-noise or pixel-occlusion for "
+                "pixel tasks."
+            )
+
+    def perturb_dataset(self, dataset: Any, seed: int) -> Any:
+        self.check_dataset(dataset)
+        key = f"{self.kind}:{self.params.model_dump_json()}"
+        return EditedSequences(dataset, self._edit(dataset), seed, key)
+
+
+class TokenSubstitution(_SequencePerturbation):
+    kind = "token-substitution"
+    Params = TokenSubstitutionParams
+    params: TokenSubstitutionParams
+
+    def _edit(self, dataset: Any) -> Edit:
+        return functools.partial(
+            _substitute, self.params.rate, int(dataset.vocab_size), dataset.pad_id
+        )
+
+
+class PixelNoise(_SequencePerturbation):
+    kind = "pixel-noise"
+    Params = PixelNoiseParams
+    params: PixelNoiseParams
+
+    def _edit(self, dataset: Any) -> Edit:
+        return functools.partial(_noise, self.params.std, int(dataset.vocab_size))
+
+
+class PixelOcclusion(_SequencePerturbation):
+    kind = "pixel-occlusion"
+    Params = PixelOcclusionParams
+    params: PixelOcclusionParams
+
+    def check_dataset(self, dataset: Any) -> None:
+        """Also: the images are square and the patch fits in them."""
+        super().check_dataset(dataset)
+        side = edits.image_side(int(dataset.max_length))
+        if self.params.size > side:
+            raise ConfigError(
+                f"pixel-occlusion size {self.params.size} exceeds the data's {side} x {side} "
+                f"images; pass size <= {side}."
+            )
+
+    def _edit(self, dataset: Any) -> Edit:
+        return functools.partial(
+            _occlude, self.params.size, self.params.value, int(dataset.vocab_size)
+        )
+
+
+# Module-level, so that DataLoader workers can pickle the edits.
+def _substitute(
+    rate: float, vocab_size: int, pad_id: int | None, tokens: torch.Tensor, seed: int
+) -> torch.Tensor:
+    return edits.substitute_tokens(tokens, rate, vocab_size, pad_id, seed)
+
+
+def _noise(std: float, vocab_size: int, tokens: torch.Tensor, seed: int) -> torch.Tensor:
+    return edits.add_pixel_noise(tokens, std, vocab_size, seed)
+
+
+def _occlude(
+    size: int, value: float, vocab_size: int, tokens: torch.Tensor, seed: int
+) -> torch.Tensor:
+    return edits.occlude(tokens, size, value, vocab_size, seed)

@@ -1,0 +1,207 @@
+"""Sequence classification: token or pixel sequences of up to several thousand positions ->
+class logits, as in the Long Range Arena (Tay et al. 2021): ListOps, byte-level text,
+retrieval of document pairs, grey-scale images and Pathfinder as pixel sequences.
+
+A batch is (token ids (B, L), or (B, 2, L) for retrieval pairs, padded with the data's padding
+id: tasks/sequence_data.py; class indices (B,)). The per-sample record is that of image and
+text classification, `{"y": true class, "topk": the model's top classes}`, so `top1` with its
+interval and the gate's McNemar pairing apply unchanged.
+
+The data is read by `robench.data.lra.open_lra(path, task_name, split)`; the LRA task comes
+from the `lra_task` data option (`--lra-task`, a suite's `[data_options]`), else the layout
+(`lra-listops`, ... of a suite's `[datasets.NAME]`), else the task the model was trained on.
+A sequence longer than the model reads, other padding, another vocabulary or single
+documents for a retrieval model are refused before anything runs.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+from robench._core.errors import AttackCheckError, ConfigError, DataError
+from robench.tasks.base import ModelCheck, Task
+from robench.tasks.sequence_data import SequenceData, collate_sequences
+from robench.tasks.top_k_records import TopKRecords
+
+if TYPE_CHECKING:
+    from robench.data.in_memory import InMemory
+    from robench.models.loading import LoadedModel
+
+LRA_TASKS = ("listops", "text", "retrieval", "image", "pathfinder")
+_LAYOUT_PREFIX = "lra-"
+
+
+class SequenceClassification(TopKRecords, Task):
+    name = "sequence-classification"
+    sanity_battery: ClassVar[bool] = False  # gradient attacks on pixels do not apply
+    default_data: ClassVar[str] = ""  # no built-in data: `open_data` asks for --data
+    # The LRA task of the data (None: the layout's, else the model's).
+    data_options: ClassVar[dict[str, Any]] = {"lra_task": None}
+
+    def open_data(
+        self,
+        path: str | InMemory,
+        model: LoadedModel,
+        *,
+        split: str,
+        layout: str | None,
+        class_map: Path | None,
+        options: dict[str, Any],
+    ) -> Any:
+        from robench.data.in_memory import InMemory
+
+        if class_map is not None:
+            raise ConfigError(
+                "--class-map maps image classes; LRA labels are fixed by each task. Leave "
+                "--class-map out."
+            )
+        network = model.model
+        if isinstance(path, InMemory):  # robench.evaluate(data=...): sequences in memory
+            from robench.tasks.sequence_memory import in_memory_sequences
+
+            data = SequenceData(in_memory_sequences(path, network), Path(path.name), None)
+        else:
+            if not path:
+                raise DataError(
+                    "sequence classification has no built-in data; pass --data with an LRA "
+                    "dataset (a ListOps TSV folder, a Pathfinder folder, ...) and --lra-task."
+                )
+            task_name = lra_task_name(options.get("lra_task"), layout, network)
+            data = SequenceData(_open_lra(path, task_name, split), Path(path), split)
+        check_fits(data, network, model.name)
+        return data
+
+    def batches(
+        self,
+        dataset: Dataset,
+        batches: Sequence[Sequence[int]],
+        device: torch.device,
+        workers: int = 0,
+    ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        pad_id = getattr(dataset, "pad_id", None)
+        loader = DataLoader(
+            dataset,
+            batch_sampler=[list(b) for b in batches],
+            num_workers=workers,
+            collate_fn=functools.partial(collate_sequences, pad_id=pad_id),
+        )
+        for tokens, labels in loader:
+            yield tokens.to(device), labels.to(device)
+
+    def check_data(
+        self, dataset: Dataset, model: nn.Module, inputs: torch.Tensor, *, mapped: bool
+    ) -> None:
+        """The labels must be among the model's outputs."""
+        with torch.no_grad():
+            n_outputs = model(inputs[:1]).shape[-1]
+        largest = max(getattr(dataset, "targets", []), default=-1)
+        if largest >= n_outputs:
+            raise DataError(
+                f"the data has labels up to {largest} but the model has {n_outputs} classes "
+                f"(0..{n_outputs - 1}); evaluate data of the LRA task the model was trained on."
+            )
+
+    def check_model(
+        self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, *, gradients: bool
+    ) -> ModelCheck:
+        """Logits (B, K), finite, the same for the same sequences twice."""
+        from robench.models.checks import train_mode_warnings
+
+        with torch.no_grad():
+            first, second = model(inputs), model(inputs)
+        if first.dim() != 2 or first.shape[0] != inputs.shape[0]:
+            raise ConfigError(
+                f"a sequence classifier must return logits (batch, classes); this model "
+                f"returned shape {tuple(first.shape)} for {inputs.shape[0]} sequences."
+            )
+        found = ModelCheck(randomized=not torch.equal(first, second))
+        found.warnings += train_mode_warnings(model)
+        if not torch.isfinite(first).all():
+            found.warnings.append("the model returned non-finite logits on the first batch")
+        if found.randomized:
+            found.warnings.append(
+                "the model is randomized: two passes over the same sequences differ, so "
+                "results vary between runs"
+            )
+        return found
+
+    def check_perturbed(
+        self, original: torch.Tensor, perturbed: torch.Tensor, perturbation: Any, *, name: str
+    ) -> None:
+        if perturbed.shape != original.shape:
+            raise AttackCheckError(
+                f"Perturbation {name!r} turned token ids of shape {tuple(original.shape)} into "
+                f"{tuple(perturbed.shape)}; it must keep every sequence's length."
+            )
+        self.check_inputs(perturbed, name=name)
+
+    def check_inputs(self, inputs: torch.Tensor, *, name: str) -> None:
+        if inputs.dtype != torch.long or (inputs.numel() and int(inputs.min()) < 0):
+            raise AttackCheckError(
+                f"Perturbation {name!r} produced inputs that are not token ids (int64, >= 0; "
+                f"got {inputs.dtype}); a sequence perturbation must return token ids."
+            )
+
+
+def lra_task_name(given: str | None, layout: str | None, network: nn.Module | None) -> str:
+    """The data's LRA task: `given` (the `lra_task` option), else the layout's, else the
+    one `network` was trained on."""
+    if given is None and layout is not None and layout.startswith(_LAYOUT_PREFIX):
+        given = layout.removeprefix(_LAYOUT_PREFIX)
+    given = given or getattr(network, "lra_task", None)
+    if given is None:
+        raise ConfigError(
+            "robench cannot tell which LRA task the data is; pass --lra-task (one of "
+            f"{', '.join(LRA_TASKS)}) or a model trained by `robench train`, which records it."
+        )
+    if given not in LRA_TASKS:
+        raise ConfigError(
+            f"--lra-task {given!r} is not an LRA task; choose one of {', '.join(LRA_TASKS)}."
+        )
+    return str(given)
+
+
+def _open_lra(path: str, task_name: str, split: str) -> Any:
+    """The LRA reader's dataset (robench/data/lra, lra-data's readers and generators)."""
+    from robench.data.lra import open_lra
+
+    return open_lra(path, task_name, split)
+
+
+def check_fits(data: SequenceData, network: nn.Module, name: str) -> None:
+    """Refuse data the model cannot read: longer sequences, another task's pairing, padding
+    or vocabulary (a model that does not say what it reads is not checked)."""
+    limit = getattr(network, "max_length", None)
+    longest = data.longest() if limit is not None and data.max_length > limit else 0
+    if limit is not None and longest > limit:
+        raise DataError(
+            f"{data.root} holds sequences of up to {longest} tokens but {name} reads at most "
+            f"{limit}; evaluate a model trained with max_length >= {longest}, or shorter "
+            "sequences."
+        )
+    pair = getattr(network, "pair", None)
+    if pair is not None and bool(pair) != data.pair:
+        has, wants = ("pairs of documents", "one") if data.pair else ("one document", "pairs")
+        raise DataError(
+            f"{data.root} is {data.task_name} data of {has} per sample but {name} reads "
+            f"{wants}; evaluate a model trained on {data.task_name}."
+        )
+    pad_id = getattr(network, "pad_id", data.pad_id)
+    if pad_id != data.pad_id:
+        raise DataError(
+            f"{data.root} pads with token {data.pad_id} but {name} was trained with padding "
+            f"{pad_id}; evaluate data of the LRA task and encoding the model was trained on."
+        )
+    vocab = getattr(network, "vocab_size", None)
+    if vocab is not None and data.vocab_size > vocab:
+        raise DataError(
+            f"{data.root} has a vocabulary of {data.vocab_size} tokens but {name} reads "
+            f"{vocab}; evaluate data of the LRA task the model was trained on."
+        )
