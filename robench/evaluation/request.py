@@ -65,6 +65,12 @@ from robench.evaluation.sequential import (
 )
 from robench.evaluation.speed import SpeedOptions, check_speed, prepare_model
 from robench.evaluation.suites import LoadedSuite, load_suite
+from robench.evaluation.transfer import (
+    load_surrogates,
+    plan_transfer,
+    surrogate_fingerprint,
+    with_surrogates,
+)
 from robench.models.loading import LoadedModel, load_model
 from robench.models.spec import ModelSpec
 from robench.results.report.checks import check_attack_order
@@ -126,6 +132,10 @@ class EvalRequest:
     resume: bool = False
     overwrite: bool = False
     allow_random_weights: bool = False  # evaluate a model that has no checkpoint
+    # Transfer attacks: the model attacks without a surrogate of their own are crafted on
+    # (robench/evaluation/transfer.py), and its weights.
+    surrogate: str | None = None
+    surrogate_checkpoint: Path | None = None
     sanity: bool = False  # run the sanity battery too (also on when the suite says so)
     sanity_eps: float | None = None  # battery budget; default: suite's, else its largest eps
     # How hard the battery tries: "auto" (at most 3x the suite's cost), "full" or "quick"
@@ -270,6 +280,7 @@ def _set_up(
     load_plugins(request.imports)
     given = request.suite
     loaded_suite = given if isinstance(given, LoadedSuite) else load_suite(given)
+    loaded_suite = plan_transfer(request, loaded_suite)  # --surrogate onto attack entries
     if request.data is None:
         request = replace(request, data=load_task(loaded_suite.suite.task).default_data)
     check_extras(request.model, loaded_suite, request.datasets)  # before anything is loaded
@@ -494,8 +505,12 @@ def evaluate(  # long: the run in order (set up, jobs, run, results, report); st
         logger.warning(warnings[-1])
     check_speed(speed, device, first.inputs)
     run_model = prepare_model(loaded.model, speed, first.inputs)
+    surrogates = load_surrogates(request, loaded_suite, loaded, first.inputs, device, speed)
+    jobs = with_surrogates(jobs, surrogates)
     env = capture_environment(device)
     fingerprint = run_fingerprint(request, loaded, loaded_suite, s.data, device, speed)
+    if surrogates:  # transfer: the surrogates' weights decide the records too
+        fingerprint["surrogates"] = surrogate_fingerprint(surrogates)
     if sequential is not None:  # its batches hold other samples than a fixed-n run's
         fingerprint["order"] = "sequential"
     records, times = _run(s, run_model, jobs, fingerprint, speed, progress, sequential)
