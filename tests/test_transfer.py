@@ -143,12 +143,14 @@ def test_the_report_records_the_surrogates_provenance(tmp_path: Path) -> None:
         '[[perturbations]]\nkind = "fgsm"\nname = "from-base"\neps = "4/255"\n'
         'surrogate = "vit_nano_patch4_28"\nsurrogate_checkpoint = "base.safetensors"\n'
         '[[perturbations]]\nkind = "fgsm"\nname = "from-option"\neps = "4/255"\n'
+        '[[perturbations]]\nkind = "fgsm"\nname = "from-itself"\neps = "4/255"\n'
+        'surrogate = "vit_nano_elliptical_fmnist"\n'
     )
     report = robench.evaluate(
         "vit_nano_elliptical_fmnist",
         str(suite),
         limit=8,
-        surrogate="vit_nano_elliptical_fmnist",
+        surrogate="vit_nano_fmnist",
         out=tmp_path / "r.json",
         progress=False,
     )
@@ -159,17 +161,20 @@ def test_the_report_records_the_surrogates_provenance(tmp_path: Path) -> None:
     assert own["checkpoint_sha256"] == card_sha
     assert own["preprocessing"]["input_size"] == [1, 28, 28]
     given = report.result("from-option").params["surrogate"]
-    assert given["name"] == "vit_nano_elliptical_fmnist"
-    assert given["card"].endswith("vit_nano_elliptical_fmnist.toml")
-    assert given["extensions"]["elliptical"]  # what the model's modules report of themselves
-    assert given["randomized"] is False
+    assert given["name"] == "vit_nano_fmnist"
+    assert given["card"].endswith("vit_nano_fmnist.toml")
+    assert given["checkpoint_sha256"] == card_sha and given["randomized"] is False
+    # Crafted on the evaluated model itself, it would be the white-box attack: not run.
+    (itself,) = report.missing
+    assert itself.name == "from-itself" and "is the evaluated model" in itself.reason
+    assert report.result("from-itself") is None
     # Resuming with another surrogate would mix two runs' records: refused.
     with pytest.raises(robench.InputError, match="surrogates"):
         robench.evaluate(
             "vit_nano_elliptical_fmnist",
             str(suite),
             limit=8,
-            surrogate="vit_nano_fmnist",
+            surrogate="vit_nano_elliptical_fmnist",
             out=tmp_path / "r.json",
             resume=True,
             progress=False,

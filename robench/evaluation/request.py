@@ -38,6 +38,7 @@ from robench.data.unreadable import check_bad_image_policy
 from robench.evaluation.battery import run_battery
 from robench.evaluation.datasets import RequestData, build_data, check_dataset_names
 from robench.evaluation.environment import capture_environment
+from robench.evaluation.eot_warnings import eot_warnings
 from robench.evaluation.fingerprint import input_paths, run_fingerprint
 from robench.evaluation.jobs import resolve_jobs
 from robench.evaluation.oom_fallback import is_out_of_memory
@@ -506,7 +507,11 @@ def evaluate(  # long: the run in order (set up, jobs, run, results, report); st
     check_speed(speed, device, first.inputs)
     run_model = prepare_model(loaded.model, speed, first.inputs)
     surrogates = load_surrogates(request, loaded_suite, loaded, first.inputs, device, speed)
-    jobs = with_surrogates(jobs, surrogates)
+    jobs, self_transfer = with_surrogates(jobs, surrogates)
+    missing += self_transfer
+    for warning in eot_warnings(loaded_suite.plan, first.checks.randomized, surrogates):
+        logger.warning(warning)
+        warnings.append(warning)
     env = capture_environment(device)
     fingerprint = run_fingerprint(request, loaded, loaded_suite, s.data, device, speed)
     if surrogates:  # transfer: the surrogates' weights decide the records too

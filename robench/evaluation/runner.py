@@ -78,6 +78,9 @@ class Surrogate:
 
     model: torch.nn.Module
     info: dict[str, Any]
+    # The evaluated model itself (same architecture, options and weights): its transfer
+    # results would be the white-box ones, so they are listed as missing instead.
+    is_target: bool = False
 
 
 @dataclass(frozen=True)

@@ -258,6 +258,9 @@ class PlannedPerturbation:
         from robench.perturbations.threat_models import NORMS  # torch-free
 
         params = self.params.model_dump()
+        for key in self.params.report_omits_none:
+            if params.get(key) is None:
+                params.pop(key, None)
         for key in ("eps", "step_size"):
             if isinstance(params.get(key), float):
                 params[f"{key}_display"] = display_pixel_value(params[key])

@@ -34,6 +34,7 @@ from robench.evaluation.speed import SpeedOptions, prepare_model
 from robench.evaluation.suites import LoadedSuite, PlannedPerturbation, SurrogateRef
 from robench.models.loaded_model import LoadedModel
 from robench.models.loading import load_model
+from robench.results.report.schema import MissingResult
 from robench.tasks import TASKS
 
 if TYPE_CHECKING:
@@ -178,21 +179,53 @@ def load_surrogates(
         randomized = _check_outputs(loaded.model, target.model, inputs, ref)
         info = model_info(loaded, randomized).model_dump(mode="json")
         network = prepare_model(loaded.model, speed, inputs)
-        surrogates[ref] = Surrogate(network, info)
+        surrogates[ref] = Surrogate(network, info, _same_model(loaded, target))
         logger.info("transfer: attacks of %s are crafted on %s", target.name, ref.describe())
     return surrogates
 
 
+def _same_model(surrogate: LoadedModel, target: LoadedModel) -> bool:
+    """Whether the surrogate is the evaluated model: same architecture, options and weights."""
+    return (
+        surrogate.weights_sha256 is not None
+        and surrogate.weights_sha256 == target.weights_sha256
+        and surrogate.architecture == target.architecture
+        and surrogate.model_kwargs == target.model_kwargs
+    )
+
+
 def with_surrogates(
     jobs: Sequence[tuple[str, Job]], surrogates: Mapping[SurrogateRef, Surrogate]
-) -> list[tuple[str, Job]]:
-    """Each transfer job given its loaded surrogate."""
-    return [
-        (key, replace(job, surrogate=surrogates[job.planned.surrogate]))
-        if job.planned.surrogate is not None
-        else (key, job)
-        for key, job in jobs
-    ]
+) -> tuple[list[tuple[str, Job]], list[MissingResult]]:
+    """Each transfer job given its loaded surrogate; a job whose surrogate is the evaluated
+    model is listed as missing (it would be its white-box attack, run again)."""
+    kept: list[tuple[str, Job]] = []
+    missing: list[MissingResult] = []
+    for key, job in jobs:
+        ref = job.planned.surrogate
+        if ref is None:
+            kept.append((key, job))
+            continue
+        surrogate = surrogates[ref]
+        if not surrogate.is_target:
+            kept.append((key, replace(job, surrogate=surrogate)))
+            continue
+        reason = (
+            f"its surrogate {ref.describe()} is the evaluated model (same architecture and "
+            "weights), so it would be the white-box attack; the suite's white-box entry "
+            "measures that."
+        )
+        logger.info("not evaluated: %s: %s", job.planned.label, reason)
+        missing.append(
+            MissingResult(
+                name=job.planned.label,
+                kind=job.planned.kind,
+                params=job.planned.report_params(),
+                dataset=key,
+                reason=reason,
+            )
+        )
+    return kept, missing
 
 
 def surrogate_fingerprint(surrogates: Mapping[SurrogateRef, Surrogate]) -> dict[str, Any]:
