@@ -237,6 +237,7 @@ ENGINE = [
     "evaluation/speed.py",
     "evaluation/environment.py",
     "evaluation/store_lock.py",
+    "evaluation/transfer.py",
     "results/report/schema.py",
     "results/gate/regression.py",
 ]

@@ -19,6 +19,7 @@ from robench.evaluation.datasets import RequestData
 from robench.evaluation.report_assembly import preprocessing_info
 from robench.evaluation.speed import SpeedOptions
 from robench.evaluation.suites import LoadedSuite
+from robench.evaluation.transfer import surrogate_paths
 from robench.models.loading import LoadedModel
 from robench.tasks.base import TaskData
 
@@ -39,9 +40,12 @@ def input_paths(request: EvalRequest, loaded_suite: LoadedSuite) -> dict[str, Pa
         *((f"--data {name}", path) for name, path in request.datasets.items()),
     ]
     return {
-        flag: Path(value)
-        for flag, value in given
-        if isinstance(value, (str, Path)) and value and Path(value).exists()
+        **{
+            flag: Path(value)
+            for flag, value in given
+            if isinstance(value, (str, Path)) and value and Path(value).exists()
+        },
+        **surrogate_paths(request, loaded_suite),
     }
 
 

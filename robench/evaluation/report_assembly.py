@@ -89,6 +89,8 @@ def _result_params(job: Job, summary: dict[str, Any] | None) -> dict[str, Any]:
     its inputs came from (computed on the fly, or read from a pre-rendered set), and a
     dataset perturbation what it did (`summary`, e.g. Word Swap's realised rate)."""
     params = job.planned.report_params()
+    if job.surrogate is not None:  # a transfer attack: where its images were crafted
+        params["surrogate"] = job.surrogate.info
     if job.planned.params.unbounded:
         params["source"] = "rendered" if job.prerendered else "on-the-fly"
         if job.prerendered:

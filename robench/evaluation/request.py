@@ -38,6 +38,7 @@ from robench.data.unreadable import check_bad_image_policy
 from robench.evaluation.battery import run_battery
 from robench.evaluation.datasets import RequestData, build_data, check_dataset_names
 from robench.evaluation.environment import capture_environment
+from robench.evaluation.eot_warnings import eot_warnings
 from robench.evaluation.fingerprint import input_paths, run_fingerprint
 from robench.evaluation.jobs import resolve_jobs
 from robench.evaluation.oom_fallback import is_out_of_memory
@@ -65,6 +66,12 @@ from robench.evaluation.sequential import (
 )
 from robench.evaluation.speed import SpeedOptions, check_speed, prepare_model
 from robench.evaluation.suites import LoadedSuite, load_suite
+from robench.evaluation.transfer import (
+    load_surrogates,
+    plan_transfer,
+    surrogate_fingerprint,
+    with_surrogates,
+)
 from robench.models.loading import LoadedModel, load_model
 from robench.models.spec import ModelSpec
 from robench.perturbations.base import DatasetPerturbation
@@ -127,6 +134,10 @@ class EvalRequest:
     resume: bool = False
     overwrite: bool = False
     allow_random_weights: bool = False  # evaluate a model that has no checkpoint
+    # Transfer attacks: the model attacks without a surrogate of their own are crafted on
+    # (robench/evaluation/transfer.py), and its weights.
+    surrogate: str | None = None
+    surrogate_checkpoint: Path | None = None
     sanity: bool = False  # run the sanity battery too (also on when the suite says so)
     sanity_eps: float | None = None  # battery budget; default: suite's, else its largest eps
     # How hard the battery tries: "auto" (at most 3x the suite's cost), "full" or "quick"
@@ -271,6 +282,7 @@ def _set_up(
     load_plugins(request.imports)
     given = request.suite
     loaded_suite = given if isinstance(given, LoadedSuite) else load_suite(given)
+    loaded_suite = plan_transfer(request, loaded_suite)  # --surrogate onto attack entries
     if request.data is None:
         request = replace(request, data=load_task(loaded_suite.suite.task).default_data)
     check_extras(request.model, loaded_suite, request.datasets)  # before anything is loaded
@@ -498,8 +510,16 @@ def evaluate(  # long: the run in order (set up, jobs, run, results, report); st
         logger.warning(warnings[-1])
     check_speed(speed, device, first.inputs)
     run_model = prepare_model(loaded.model, speed, first.inputs)
+    surrogates = load_surrogates(request, loaded_suite, loaded, first.inputs, device, speed)
+    jobs, self_transfer = with_surrogates(jobs, surrogates)
+    missing += self_transfer
+    for warning in eot_warnings(loaded_suite.plan, first.checks.randomized, surrogates):
+        logger.warning(warning)
+        warnings.append(warning)
     env = capture_environment(device)
     fingerprint = run_fingerprint(request, loaded, loaded_suite, s.data, device, speed)
+    if surrogates:  # transfer: the surrogates' weights decide the records too
+        fingerprint["surrogates"] = surrogate_fingerprint(surrogates)
     if sequential is not None:  # its batches hold other samples than a fixed-n run's
         fingerprint["order"] = "sequential"
     records, times = _run(s, run_model, jobs, fingerprint, speed, progress, sequential)

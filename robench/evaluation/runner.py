@@ -72,6 +72,18 @@ class EvalData:
 
 
 @dataclass(frozen=True)
+class Surrogate:
+    """The model a transfer attack is crafted on (robench/evaluation/transfer.py), and what
+    the report records of it (its provenance, as the evaluated model's)."""
+
+    model: torch.nn.Module
+    info: dict[str, Any]
+    # The evaluated model itself (same architecture, options and weights): its transfer
+    # results would be the white-box ones, so they are listed as missing instead.
+    is_target: bool = False
+
+
+@dataclass(frozen=True)
 class Job:
     """A planned perturbation and the data it runs on."""
 
@@ -79,6 +91,8 @@ class Job:
     data: EvalData
     # The data is already perturbed (a pre-rendered corruption): check it, do not perturb it.
     prerendered: bool = False
+    # Transfer: the attack runs on this model and the evaluated model scores its images.
+    surrogate: Surrogate | None = None
 
 
 def run_plan(
@@ -125,6 +139,7 @@ def run_plan(
             if summary:
                 times.summaries[planned.label] = dict(summary)
             scored = task.restrict_outputs(model, source.output_classes)
+            attacker = _attacked_model(task, job, scored)
             # Inputs made without the model may be scored in lower precision (--amp).
             model_free = perturbed_on_load or not planned.perturbation.uses_model
             precision = functools.partial(scoring_precision, speed, device, model_free)
@@ -141,6 +156,7 @@ def run_plan(
                     task.check_inputs(inputs, name=planned.label)
                 work = _BatchWork(
                     model=scored,
+                    attacker=attacker,
                     task=task,
                     job=job,
                     inputs=inputs,
@@ -177,6 +193,7 @@ class _BatchWork:
     """One loaded batch of a job, and how to perturb (unless already) and score any part."""
 
     model: torch.nn.Module
+    attacker: torch.nn.Module  # the model the attack runs on: `model`, or a surrogate
     task: Task
     job: Job
     inputs: torch.Tensor
@@ -198,7 +215,18 @@ class _BatchWork:
         if self.as_loaded:
             return score_seeded(model, task, rows, targets, seed, precision)
         samples = [derive_seed(self.seed, planned.label, i) for i in self.indices[start:stop]]
-        return perturb_and_score(model, task, planned, rows, targets, seed, precision, samples)
+        attacker = None if self.attacker is model else self.attacker
+        return perturb_and_score(
+            model, task, planned, rows, targets, seed, precision, samples, attacker
+        )
+
+
+def _attacked_model(task: Task, job: Job, scored: torch.nn.Module) -> torch.nn.Module:
+    """The model a job's attack runs on: the scored one, or a transfer attack's surrogate with
+    its outputs restricted as the scored one's are."""
+    if job.surrogate is None:
+        return scored
+    return task.restrict_outputs(job.surrogate.model, job.data.output_classes)
 
 
 def _loaded_data(job: Job, seed: int) -> tuple[Dataset, bool]:
@@ -238,21 +266,28 @@ def perturb_and_score(
     batch_seed: int,
     precision: Callable[[], AbstractContextManager[object]] = nullcontext,
     sample_seeds: Sequence[int] | None = None,
+    attacker: torch.nn.Module | None = None,
 ) -> Columns:
     """Perturb one batch, check the result, and score the model on it (the task's records),
     both in `precision` (float32 unless the runner's --amp applies: model-free perturbations,
     or attacks when the suite sets amp_attacks). A `PerSampleAttack` gets `sample_seeds`
     (by default the batch's seed with each row's position) and its per-sample columns join
-    the records."""
+    the records. `attacker`: a transfer attack's surrogate, which the attack runs on instead
+    of `model`; what the attack finds per sample is then the surrogate's, not kept."""
     seed_everything(batch_seed)
     perturbation = planned.perturbation
-    adaptive: Any = adaptive_attack(model) if planned.differentiable_m else nullcontext()
+    attacked = model if attacker is None else attacker
+    adaptive: Any = adaptive_attack(attacked) if planned.differentiable_m else nullcontext()
     extra: Columns = {}
     with adaptive, precision():  # float32 unless the suite runs attacks under --amp
         if isinstance(perturbation, PerSampleAttack):
             seeds = sample_seeds or [derive_seed(batch_seed, i) for i in range(len(inputs))]
-            perturbed, extra = perturbation.perturb_samples(model, inputs, targets, seeds)
+            perturbed, extra = perturbation.perturb_samples(attacked, inputs, targets, seeds)
         else:  # an attack's per-sample findings (its `columns`: minimal norms, first success)
-            perturbed, extra = perturbation.perturb_with_columns(model, inputs, targets, batch_seed)
+            perturbed, extra = perturbation.perturb_with_columns(
+                attacked, inputs, targets, batch_seed
+            )
     task.check_perturbed(inputs, perturbed, perturbation, name=planned.label)
+    if attacker is not None:  # the surrogate's first success or minimal norm: not the model's
+        extra = {}
     return {**score_seeded(model, task, perturbed, targets, batch_seed, precision), **extra}

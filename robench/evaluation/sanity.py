@@ -58,6 +58,7 @@ from robench.evaluation.sanity_budget import (
     battery_runs,
 )
 from robench.evaluation.suites import PlannedPerturbation
+from robench.models.checks import EOT_SUITE
 from robench.perturbations import PERTURBATIONS
 from robench.perturbations.threat_models import NORMS, ThreatModel
 from robench.results.report.checks import TOLERANCE  # one accuracy slack for every comparison
@@ -219,7 +220,8 @@ def _eot(b: _Battery, pgd: float) -> SanityResult:
         EOT,
         False,
         f"randomized model: AutoAttack rand (EOT) gives {_pct(rand)} vs {b.pgd_name} "
-        f"{_pct(pgd)} at eps {b.show(b.eps)}; quote the EOT number",
+        f"{_pct(pgd)} at eps {b.show(b.eps)}; quote the EOT number, and run the suite "
+        f"`{EOT_SUITE}` (robench eval MODEL -s {EOT_SUITE}: PGD and APGD with EOT)",
         eot=rand,
         pgd=pgd,
     )
@@ -332,7 +334,10 @@ def run_sanity(
             else:
                 logger.warning(
                     "sanity battery: the model is randomized, but the budget was set for a "
-                    "deterministic one; rerun with --sanity-budget full for the EOT check"
+                    "deterministic one; rerun with --sanity-budget full for the EOT check, "
+                    "and run the suite `%s` (robench eval MODEL -s %s: PGD and APGD with EOT)",
+                    EOT_SUITE,
+                    EOT_SUITE,
                 )
     if pgd is not None and ADAPTIVE in b.runs:  # e.g. Elliptical Attention: gradients through M
         step(ADAPTIVE)
@@ -351,7 +356,10 @@ def _gradients_and_randomness(b: _Battery) -> SanityResult:
         b.progress.finish()
     share = found.bad_gradient_share
     detail = f"{_pct(share)} of samples have zero or non-finite input gradients" + (
-        "; the model is randomized (two forward passes differ)" if found.randomized else ""
+        "; the model is randomized (two forward passes differ): attack it with expectation "
+        f"over transformation, robench eval MODEL -s {EOT_SUITE}"
+        if found.randomized
+        else ""
     )
     return _result(
         GRADIENTS,

@@ -7,6 +7,7 @@ See docs/formats.md for the format.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import hashlib
@@ -57,6 +58,32 @@ class PerturbationEntry(_Entry):
     # Adaptive attack on Elliptical models: let gradients flow through M during the attack
     # (the model's outputs are unchanged; no effect on other models).
     differentiable_m: bool = False
+    # Transfer attack: craft the adversarial images on this model (any MODEL `robench eval`
+    # takes) and score them on the evaluated one (docs/formats.md, "Transfer attacks").
+    surrogate: str | None = None
+    # The surrogate's weights; a relative path is relative to the suite file.
+    surrogate_checkpoint: str | None = None
+
+    @model_validator(mode="after")
+    def _surrogate_checkpoint_needs_a_surrogate(self) -> PerturbationEntry:
+        if self.surrogate_checkpoint is not None and self.surrogate is None:
+            raise ValueError(
+                f"entry {self.label!r} gives surrogate_checkpoint without surrogate; name the "
+                'surrogate model too, e.g. surrogate = "vit_nano_fmnist"'
+            )
+        return self
+
+
+@dataclass(frozen=True)
+class SurrogateRef:
+    """The model a transfer attack is crafted on: a MODEL as `robench eval` takes it, and
+    its checkpoint (None: the model's own weights, e.g. a shipped model card's)."""
+
+    model: str
+    checkpoint: Path | None = None
+
+    def describe(self) -> str:
+        return self.model + (f" ({self.checkpoint})" if self.checkpoint else "")
 
 
 class DatasetDeclaration(BaseModel):
@@ -216,6 +243,9 @@ class PlannedPerturbation:
     differentiable_m: bool = False
     dataset: str | None = None  # a named dataset of the request; None: the first one
     classes: str | None = None  # label space (shipped list or wnid file); None: all classes
+    # Transfer: the model the attack runs on (the evaluated model scores its images); None:
+    # the evaluated model itself (white-box).
+    surrogate: SurrogateRef | None = None
 
     @functools.cached_property
     def perturbation(self) -> Perturbation:
@@ -238,6 +268,9 @@ class PlannedPerturbation:
         from robench.perturbations.threat_models import NORMS  # torch-free
 
         params = self.params.model_dump()
+        for key in self.params.report_omits_none:
+            if params.get(key) is None:
+                params.pop(key, None)
         for key in ("eps", "step_size"):
             if isinstance(params.get(key), float):
                 params[f"{key}_display"] = display_pixel_value(params[key])
@@ -252,7 +285,17 @@ class PlannedPerturbation:
             params["differentiable_m"] = True
         if self.classes is not None:
             params["classes"] = self.classes
+        if self.surrogate is not None:  # the run adds the loaded surrogate's provenance
+            checkpoint = self.surrogate.checkpoint
+            params["surrogate"] = {
+                "name": self.surrogate.model,
+                "checkpoint": None if checkpoint is None else str(checkpoint),
+            }
         return params
+
+    def with_surrogate(self, surrogate: SurrogateRef | None) -> PlannedPerturbation:
+        """This entry crafted on `surrogate` (`--surrogate` for entries that name none)."""
+        return dataclasses.replace(self, surrogate=surrogate)
 
 
 @dataclass(frozen=True)
@@ -348,6 +391,18 @@ def plan_diagnostic(entry: DiagnosticEntry, suite_path: Path) -> PlannedDiagnost
         raise _describe_entry_error(suite_path, entry.label, exc, unknown) from None
 
 
+def _surrogate_ref(entry: PerturbationEntry, suite_path: Path) -> SurrogateRef | None:
+    """The entry's surrogate, its checkpoint relative to the suite file (as a model card's)."""
+    if entry.surrogate is None:
+        return None
+    checkpoint = None
+    if entry.surrogate_checkpoint is not None:
+        checkpoint = Path(entry.surrogate_checkpoint).expanduser()
+        if not checkpoint.is_absolute() and suite_path != PYTHON_SUITE_PATH:
+            checkpoint = suite_path.parent / checkpoint
+    return SurrogateRef(entry.surrogate, checkpoint)
+
+
 def plan_entry(entry: PerturbationEntry, suite_path: Path) -> list[PlannedPerturbation]:
     """The entry's planned results: one, or one per grid point (corruptions x severities)."""
     try:
@@ -366,6 +421,7 @@ def plan_entry(entry: PerturbationEntry, suite_path: Path) -> list[PlannedPertur
             entry.differentiable_m,
             entry.dataset,
             entry.classes,
+            _surrogate_ref(entry, suite_path),
         )
         for label, params in validated
     ]

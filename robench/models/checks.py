@@ -32,6 +32,10 @@ def train_mode_warnings(model: nn.Module) -> list[str]:
     ]
 
 
+# The shipped suite that attacks a randomized model with expectation over transformation
+# (attacks/eot.toml): what the randomness warnings and the sanity battery tell users to run.
+EOT_SUITE = "eot"
+
 # Images the randomness and output-form checks run on: any sample shows randomness, and the
 # checks run before every evaluation, so they stay cheap.
 _FORWARD_CHECK_SAMPLES = 8
@@ -50,8 +54,9 @@ def check_model(
     if randomized:
         warnings.append(
             "the model is randomized (two forward passes on the same input differ): single-"
-            "sample attacks overestimate its robustness; use expectation over transformation "
-            '(autoattack version = "rand").'
+            "sample attacks overestimate its robustness; attack it with expectation over "
+            f"transformation: run `robench eval MODEL -s {EOT_SUITE}` (PGD and APGD averaging "
+            "gradients over 20 passes), or give your attacks eot_samples."
         )
     sums = first.sum(dim=-1)
     if (

@@ -72,6 +72,9 @@ class PerturbationParams(BaseModel):
     # Modules of optional extras its implementation imports (robench/_core/extras.py), with
     # what needs them: a run checks them before it starts (PWWS: nltk's WordNet reader).
     modules: ClassVar[dict[str, str]] = {}
+    # Parameters left out of the report's `params` while None (not given): ones added after
+    # reports were written, so that old and new reports still compare equal.
+    report_omits_none: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def display_name(cls, kind: str, params: Mapping[str, Any]) -> str:
@@ -97,6 +100,11 @@ class PerturbationParams(BaseModel):
         """What the report records besides the parameters (a minimal-norm attack's `norm`
         and `threat_model`); bounded kinds get `norm` and `budget_display` from the runner."""
         return {}
+
+    def gradient_samples(self) -> int | None:
+        """The EOT samples its attack averages each gradient over (`eot_samples`), when given;
+        None for perturbations without EOT, or that were not given it."""
+        return None
 
     def passes_per_sample(self, classes: int = 10) -> int:
         """Model passes one sample costs (`FORWARD_PASS` = 1, `GRADIENT_PASS` = 3), the

@@ -179,6 +179,27 @@ class EvalOptions(TypedDict, total=False):
             "Evaluate a model without a checkpoint (random weights; e.g. a pipeline test).",
         ),
     ]
+    surrogate: Annotated[
+        str | None,
+        EvalOption(
+            None,
+            MODEL,
+            "Transfer attacks: craft the suite's attacks on this model (a MODEL as above) "
+            "and score their images on MODEL; entries that name their own `surrogate` keep "
+            "it. Its input size and classes must be MODEL's.",
+            metavar="MODEL",
+        ),
+    ]
+    surrogate_checkpoint: Annotated[
+        Path | str | None,
+        EvalOption(
+            None,
+            MODEL,
+            "The surrogate's weights (default: its own, e.g. a model card's).",
+            metavar="CKPT",
+            normalise=_path,
+        ),
+    ]
     split: Annotated[
         str,
         EvalOption("test", DATA, "Split: test or train (IDX data); test, valid or train (text)."),

@@ -1,8 +1,9 @@
 """Each sample's first successful iteration of an attack that runs in a library's own loop.
 
 `FirstWrong` wraps a classifier: every forward pass on the whole batch is one iterate of the
-attack (torchattacks' PGD evaluates iterate t, 0 being its start, in its t-th forward), and
-the wrapper keeps, per sample, the first call whose prediction was wrong. It costs an argmax
+attack (torchattacks' PGD evaluates iterate t, 0 being its start, in its t-th forward; under
+EOT, `passes` forwards per iterate), and the wrapper keeps, per sample, the first iterate a
+prediction was wrong on. It costs an argmax
 and a comparison per pass, with no synchronisation with the GPU
 (benchmarks/bench_attack_records.py).
 The last iterate, which the library returns without evaluating it, is scored by the runner's
@@ -20,10 +21,11 @@ from torch import nn
 class FirstWrong(nn.Module):
     """`model`, recording per sample the first forward call (0-based) that misclassified it."""
 
-    def __init__(self, model: nn.Module, labels: torch.Tensor) -> None:
+    def __init__(self, model: nn.Module, labels: torch.Tensor, passes: int = 1) -> None:
         super().__init__()
         self.model = model
         self.labels = labels
+        self.passes = passes  # forward passes per iterate (EOT samples of one gradient)
         self.calls = 0
         self.first = torch.full_like(labels, -1)  # (B,) -1: never wrong
         self.train(model.training)  # the wrapper is in the mode of what it wraps
@@ -32,7 +34,8 @@ class FirstWrong(nn.Module):
         logits = self.model(inputs)
         if inputs.shape[0] == self.labels.shape[0]:  # the whole batch: one iterate
             wrong = logits.detach().argmax(dim=-1) != self.labels  # (B,)
-            self.first = torch.where(wrong & (self.first < 0), self.calls, self.first)
+            iterate = self.calls // self.passes
+            self.first = torch.where(wrong & (self.first < 0), iterate, self.first)
             self.calls += 1
         return logits
 

@@ -88,6 +88,14 @@ class PGDParams(BoundedParams):
     # The loss ascended: cross-entropy; "segpgd" (segmentation only) weights correct and wrong
     # pixels by SegPGD's schedule (perturbations/adversarial/pixel_loss.py).
     loss: Literal["ce", "segpgd"] = "ce"
+    # Expectation over transformation (Athalye et al. 2018), for randomized models: each step
+    # follows the gradient averaged over this many forward-backward passes (torchattacks
+    # `EOTPGD`'s `eot_iter`; for L2 robench's EOT form of `PGDL2`); None: one pass (plain PGD).
+    eot_samples: PositiveInt | None = None
+
+    # Left out of a report's parameters when not given, so reports written before EOT existed
+    # still line up with new ones in `compare`.
+    report_omits_none: ClassVar[tuple[str, ...]] = ("eot_samples",)
 
     @field_validator("step_size", mode="before")
     @classmethod
@@ -101,11 +109,16 @@ class PGDParams(BoundedParams):
 
     @classmethod
     def display_name(cls, kind: str, params: Mapping[str, Any]) -> str:
-        return f"PGD-{params['steps']}" if "steps" in params else "PGD"
+        name = f"PGD-{params['steps']}" if "steps" in params else "PGD"
+        return f"EOT-{name}" if params.get("eot_samples") else name
+
+    def gradient_samples(self) -> int | None:
+        return self.eot_samples
 
     def passes_per_sample(self, classes: int = 10) -> int:
-        # A gradient per step; at eps 0 the ball is the image and nothing runs.
-        return FORWARD_PASS + (0 if self.eps == 0 else GRADIENT_PASS * self.steps)
+        # A gradient per step and EOT sample; at eps 0 the ball is the image and nothing runs.
+        per_step = GRADIENT_PASS * (self.eot_samples or 1)
+        return FORWARD_PASS + (0 if self.eps == 0 else per_step * self.steps)
 
 
 @register_kind("minimal-norm", "robench.perturbations.adversarial.minimal_norm:MinimalNorm")
@@ -205,7 +218,14 @@ class AutoAttackParams(BoundedParams):
     n_restarts: PositiveInt | None = None  # restarts of every attack (FAB-T always runs 1)
     n_iter: PositiveInt | None = None  # iterations of APGD, APGD-T and FAB (default 100)
     n_target_classes: PositiveInt = 9  # APGD-T / FAB-T targets, capped to classes - 1
-    eot_iter: PositiveInt | None = None  # EOT gradient samples of APGD (1; 20 in "rand")
+    # EOT gradient samples per step of APGD and APGD-T (1; 20 in "rand"); suites may also
+    # write `eot_samples`, PGD's name for it.
+    eot_iter: PositiveInt | None = Field(
+        default=None, validation_alias=AliasChoices("eot_iter", "eot_samples")
+    )
+
+    def gradient_samples(self) -> int | None:
+        return self.eot_iter
 
     @classmethod
     def display_name(cls, kind: str, params: Mapping[str, Any]) -> str:

@@ -105,6 +105,11 @@ class PGD(_TorchattacksPerturbation):
         self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
     ) -> torch.Tensor:
         p = self.params
+        if p.eot_samples is not None:
+            raise ConfigError(
+                "pgd eot_samples applies to classification; the label-map PGD of a "
+                "segmentation suite has no EOT form, so drop eot_samples from the entry."
+            )
         return dense_pgd(
             model,
             images,
@@ -124,7 +129,8 @@ class PGD(_TorchattacksPerturbation):
         """PGD, with each sample's first wrong iterate (`first_success`, classification)."""
         if labels.dim() > 1 or images.shape[0] == 0 or self.params.eps == 0:
             return self.perturb(model, images, labels, seed), {}
-        recorder = FirstWrong(model, labels.detach())
+        # Under EOT an iterate is evaluated eot_samples times: it is wrong on any of them.
+        recorder = FirstWrong(model, labels.detach(), passes=self.params.eot_samples or 1)
         adv = self.perturb(recorder, images, labels, seed)
         return adv, {"first_success": recorder.column()}
 
@@ -137,14 +143,16 @@ class PGD(_TorchattacksPerturbation):
                 f'pgd loss = "{p.loss}" weights pixels of label maps; for classification use '
                 'loss = "ce".'
             )
+        arguments = dict(eps=p.eps, alpha=p.resolved_step_size, steps=p.steps)
+        if p.eot_samples is not None:  # expectation over transformation (eot.py)
+            from robench.perturbations.adversarial.eot import EOTPGDL2
+
+            eot_class = {"linf": torchattacks.EOTPGD, "l2": EOTPGDL2}[p.norm]
+            return eot_class(
+                model, **arguments, eot_iter=p.eot_samples, random_start=p.random_start
+            )
         attack_class = getattr(torchattacks, self._LIBRARY_CLASS[p.norm])
-        return attack_class(
-            model,
-            eps=p.eps,
-            alpha=p.resolved_step_size,
-            steps=p.steps,
-            random_start=p.random_start,
-        )
+        return attack_class(model, **arguments, random_start=p.random_start)
 
 
 class SPSA(_TorchattacksPerturbation):

@@ -115,7 +115,11 @@ def report_rows(report: Report) -> list[list[str]]:
     rows = []
     for result in report.results:
         eps = budget_label(result.params)
-        label = f"{result.name} (eps {eps})" if eps else result.name
+        shown_params = [f"eps {eps}"] if eps else []
+        surrogate = result.params.get("surrogate")  # a transfer attack's source model
+        if isinstance(surrogate, Mapping) and surrogate.get("name"):
+            shown_params.append(f"from {surrogate['name']}")
+        label = f"{result.name} ({', '.join(shown_params)})" if shown_params else result.name
         for metric, value in result.metrics.items():
             display = metric_display(metric)
             scale = display.scale

@@ -19,4 +19,8 @@ ATTACK_NAMES: dict[str, DisplayName] = {}
 def attack_name(kind: str, params: Mapping[str, Any]) -> str:
     """The figure name of a result of `kind` with its report `params`."""
     name = ATTACK_NAMES.get(kind)
-    return kind if name is None else name(params)
+    shown = kind if name is None else name(params)
+    surrogate = params.get("surrogate")  # a transfer attack: "PGD-20 from vit_nano_fmnist"
+    if isinstance(surrogate, Mapping) and surrogate.get("name"):
+        shown += f" from {surrogate['name']}"
+    return shown

@@ -21,6 +21,8 @@ def _key(result: PerturbationResult) -> tuple[float, int] | None:
     eps = result.params.get("eps")
     if not isinstance(eps, float) or METRIC not in result.metrics:
         return None
+    if result.params.get("surrogate") is not None:  # transfer: iterative attacks may transfer
+        return None  # worse than one-step ones (Kurakin et al. 2017), no sign of a weak attack
     return (eps, result.n_samples)  # same eps, same (first n) samples
 
 

@@ -48,6 +48,7 @@ def check_minimal_norm(report: Report) -> list[SanityResult]:
             eps = pgd.params.get("eps")
             if (
                 pgd.kind != "pgd"
+                or pgd.params.get("surrogate") is not None  # transfer: no white-box bound
                 or pgd.dataset != curve.dataset
                 or _norm(pgd) != _norm(curve)
                 or not isinstance(eps, float)

@@ -1,0 +1,260 @@
+"""Transfer (black-box) attacks: adversarial images crafted on a surrogate, scored on the model.
+
+An attack entry that names a `surrogate` (a MODEL as `robench eval` takes it, with an optional
+`surrogate_checkpoint`), or every attack entry of a run given `--surrogate MODEL
+[--surrogate-checkpoint CKPT]` that names none, runs its attack on the surrogate; the evaluated
+model only scores the images, as it scores any attack's. So a transfer result has the same
+samples, seeds and per-sample records as the white-box result of the same entry, and pairs
+with it per sample: `robench gate WHITEBOX.json TRANSFER.json` tests one against the other
+when both ran the same suite, with and without `--surrogate`.
+
+A surrogate is loaded once per (model, checkpoint) through the same machinery as the evaluated
+model (robench/models/loading.py), in eval mode on the run's device, and checked before anything
+is written: it must take inputs of the evaluated model's size and predict as many classes,
+else the run stops with one sentence (exit 2). Each transfer result records its surrogate's
+provenance in `params.surrogate`, the same section as the report's `model` (name, card,
+checkpoint and its sha256, source, preprocessing), and its per-sample attack columns
+(`first_success`, `min_norm`) are left out: they would describe the surrogate.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from robench._core.errors import ConfigError, RobenchError, first_line
+from robench.evaluation.report_assembly import model_info
+from robench.evaluation.runner import Job, Surrogate
+from robench.evaluation.speed import SpeedOptions, prepare_model
+from robench.evaluation.suites import LoadedSuite, PlannedPerturbation, SurrogateRef
+from robench.models.loaded_model import LoadedModel
+from robench.models.loading import load_model
+from robench.results.report.schema import MissingResult
+from robench.tasks import TASKS
+
+if TYPE_CHECKING:
+    from robench.evaluation.request import EvalRequest
+
+logger = logging.getLogger(__name__)
+
+
+def _is_attack(planned: PlannedPerturbation) -> bool:
+    """Whether the entry's inputs are made with the model (an attack), so a surrogate can
+    make them instead; clean, corruptions and Word Swap never call the model."""
+    perturbation = planned.perturbation
+    return perturbation.uses_model and not perturbation.identity
+
+
+def plan_transfer(request: EvalRequest, loaded_suite: LoadedSuite) -> LoadedSuite:
+    """The suite with `--surrogate` given to every attack entry that names no surrogate of its
+    own; an entry that names one but is no attack is refused."""
+    given = None
+    if request.surrogate is not None:
+        given = SurrogateRef(request.surrogate, request.surrogate_checkpoint)
+    elif request.surrogate_checkpoint is not None:
+        raise ConfigError(
+            f"--surrogate-checkpoint {request.surrogate_checkpoint} was given without "
+            "--surrogate; name the surrogate model too (e.g. --surrogate vit_nano_fmnist)."
+        )
+    plan = []
+    for planned in loaded_suite.plan:
+        if planned.surrogate is not None and not _is_attack(planned):
+            raise ConfigError(
+                f"suite entry {planned.label!r} ({planned.kind}) names a surrogate, but it "
+                "does not use a model to make its inputs; drop `surrogate` from it (only "
+                "attacks transfer)."
+            )
+        if planned.surrogate is None and given is not None and _is_attack(planned):
+            planned = planned.with_surrogate(given)
+        plan.append(planned)
+    return replace(loaded_suite, plan=tuple(plan))
+
+
+def surrogate_refs(plan: Sequence[PlannedPerturbation]) -> list[SurrogateRef]:
+    """The distinct surrogates of a plan, in the order entries first name them."""
+    return list(dict.fromkeys(p.surrogate for p in plan if p.surrogate is not None))
+
+
+def _load(request: EvalRequest, ref: SurrogateRef, device: torch.device) -> LoadedModel:
+    loaded = load_model(
+        ref.model,
+        checkpoint=ref.checkpoint,
+        ema=request.ema,
+        trust_checkpoint=request.trust_checkpoint,
+        trust_remote_code=request.trust_remote_code,
+        device=device,
+    )
+    if not loaded.has_weights and not request.allow_random_weights:
+        raise ConfigError(
+            f"surrogate {ref.describe()} has no checkpoint, so its weights are random and its "
+            "attacks would mean nothing; give its weights (--surrogate-checkpoint, or "
+            "`surrogate_checkpoint` in the suite entry), or --allow-random-weights."
+        )
+    return loaded
+
+
+def _named(exc: RobenchError, message: str) -> RobenchError:
+    """`exc` with `message`, of the same class (so the same exit code) where it can be."""
+    try:
+        return type(exc)(message)
+    except TypeError:  # a subclass with another constructor
+        return ConfigError(message)
+
+
+def _check_input_size(surrogate: LoadedModel, target: LoadedModel, ref: SurrogateRef) -> None:
+    mine, theirs = surrogate.preprocessing, target.preprocessing
+    if mine is None or theirs is None or tuple(mine.input_size) == tuple(theirs.input_size):
+        return
+    raise ConfigError(
+        f"surrogate {ref.describe()} takes inputs of size "
+        f"{','.join(map(str, mine.input_size))} but {target.name} takes "
+        f"{','.join(map(str, theirs.input_size))}; a transfer attack needs a surrogate with the "
+        "evaluated model's input size, so pick one trained at that size."
+    )
+
+
+def _outputs(model: torch.nn.Module, inputs: torch.Tensor, what: str) -> torch.Tensor:
+    try:
+        with torch.inference_mode():
+            return model(inputs)
+    except (AssertionError, RuntimeError, ValueError, IndexError) as exc:
+        raise ConfigError(
+            f"{what} cannot run on the evaluated model's inputs of shape "
+            f"{tuple(inputs.shape[1:])} ({first_line(exc)}); a transfer attack needs a "
+            "surrogate that takes the evaluated model's inputs."
+        ) from None
+
+
+def _check_outputs(
+    surrogate: torch.nn.Module, target: torch.nn.Module, inputs: torch.Tensor, ref: SurrogateRef
+) -> bool:
+    """The surrogate must predict the evaluated model's classes (outputs of the same shape);
+    returns whether it is randomized (two passes on the same inputs differ)."""
+    few = inputs[:4]
+    what = f"surrogate {ref.describe()}"
+    first = _outputs(surrogate, few, what)
+    expected = _outputs(target, few, "the evaluated model")
+    if first.shape[1:] != expected.shape[1:]:
+        raise ConfigError(
+            f"{what} predicts {first.shape[1]} classes but the evaluated model predicts "
+            f"{expected.shape[1]}; a transfer attack needs a surrogate with the same classes "
+            "in the same order, so pick one trained on the same data."
+        )
+    return not torch.equal(first, _outputs(surrogate, few, what))
+
+
+def load_surrogates(
+    request: EvalRequest,
+    loaded_suite: LoadedSuite,
+    target: LoadedModel,
+    inputs: torch.Tensor,
+    device: torch.device,
+    speed: SpeedOptions,
+) -> dict[SurrogateRef, Surrogate]:
+    """Every surrogate of the plan, loaded, checked against the evaluated model on the first
+    batch `inputs`, prepared for the run's speed modes, with its provenance for the report."""
+    refs = surrogate_refs(loaded_suite.plan)
+    if not refs:
+        return {}
+    task = loaded_suite.suite.task
+    if TASKS.get(task).inputs != "images":
+        raise ConfigError(
+            f"transfer attacks (a surrogate) apply to image tasks; this suite is for {task}, "
+            "so drop --surrogate (and `surrogate` from the suite's entries)."
+        )
+    surrogates = {}
+    for ref in refs:
+        try:
+            loaded = _load(request, ref, device)
+        except RobenchError as exc:  # say which model failed: the loader's sentence may not
+            if str(exc).startswith("surrogate "):
+                raise
+            raise _named(exc, f"surrogate {ref.describe()}: {exc}") from None
+        _check_input_size(loaded, target, ref)
+        randomized = _check_outputs(loaded.model, target.model, inputs, ref)
+        info = model_info(loaded, randomized).model_dump(mode="json")
+        network = prepare_model(loaded.model, speed, inputs)
+        surrogates[ref] = Surrogate(network, info, _same_model(loaded, target))
+        logger.info("transfer: attacks of %s are crafted on %s", target.name, ref.describe())
+    return surrogates
+
+
+def _same_model(surrogate: LoadedModel, target: LoadedModel) -> bool:
+    """Whether the surrogate is the evaluated model: same architecture, options and weights."""
+    return (
+        surrogate.weights_sha256 is not None
+        and surrogate.weights_sha256 == target.weights_sha256
+        and surrogate.architecture == target.architecture
+        and surrogate.model_kwargs == target.model_kwargs
+    )
+
+
+def with_surrogates(
+    jobs: Sequence[tuple[str, Job]], surrogates: Mapping[SurrogateRef, Surrogate]
+) -> tuple[list[tuple[str, Job]], list[MissingResult]]:
+    """Each transfer job given its loaded surrogate; a job whose surrogate is the evaluated
+    model is listed as missing (it would be its white-box attack, run again)."""
+    kept: list[tuple[str, Job]] = []
+    missing: list[MissingResult] = []
+    for key, job in jobs:
+        ref = job.planned.surrogate
+        if ref is None:
+            kept.append((key, job))
+            continue
+        surrogate = surrogates[ref]
+        if not surrogate.is_target:
+            kept.append((key, replace(job, surrogate=surrogate)))
+            continue
+        reason = (
+            f"its surrogate {ref.describe()} is the evaluated model (same architecture and "
+            "weights), so it would be the white-box attack; the suite's white-box entry "
+            "measures that."
+        )
+        logger.info("not evaluated: %s: %s", job.planned.label, reason)
+        missing.append(
+            MissingResult(
+                name=job.planned.label,
+                kind=job.planned.kind,
+                params=job.planned.report_params(),
+                dataset=key,
+                reason=reason,
+            )
+        )
+    return kept, missing
+
+
+def surrogate_fingerprint(surrogates: Mapping[SurrogateRef, Surrogate]) -> dict[str, Any]:
+    """What the resume fingerprint adds for transfer runs: each surrogate's weights."""
+    return {
+        ref.describe(): {
+            "architecture": surrogate.info["architecture"],
+            "checkpoint_sha256": surrogate.info["checkpoint_sha256"],
+            "source": surrogate.info["source"],
+            "model_kwargs": surrogate.info["model_kwargs"],
+        }
+        for ref, surrogate in surrogates.items()
+    }
+
+
+def surrogate_paths(request: EvalRequest, loaded_suite: LoadedSuite) -> dict[str, Path]:
+    """The surrogates' files the run reads (checkpoints, model cards given as paths), so
+    that --out cannot overwrite one."""
+    given: list[tuple[str, object]] = [
+        ("--surrogate", request.surrogate),
+        ("--surrogate-checkpoint", request.surrogate_checkpoint),
+    ]
+    for planned in loaded_suite.plan:
+        if planned.surrogate is not None:
+            given.append((f"the surrogate of {planned.label!r}", planned.surrogate.model))
+            where = f"the surrogate checkpoint of {planned.label!r}"
+            given.append((where, planned.surrogate.checkpoint))
+    return {
+        flag: Path(value)
+        for flag, value in given
+        if isinstance(value, (str, Path)) and value and Path(value).exists()
+    }
