@@ -186,3 +186,22 @@ def test_bad_options_raise_config_errors() -> None:
         timm.create_model("fan_nano_4_p4_28", patch_size=2, img_size=28)
     model = timm.create_model("fan_nano_elliptical_4_p4_28", scaling="mean")
     assert {m.scaling for m in model.modules() if isinstance(m, EllipticalTokenMixing)} == {"mean"}
+
+
+@pytest.mark.parametrize("card", ["fan_nano_fmnist", "fan_nano_elliptical_fmnist"])
+def test_shipped_nano_fans_load_and_classify(
+    card: str, fmnist_test: tuple[torch.Tensor, torch.Tensor]
+) -> None:
+    """The shipped cards load by name (sha256 checked) and are trained: well above chance."""
+    from robench.models.loading import load_model
+    from robench.models.spec import bundled_cards
+
+    weights = bundled_cards()[card].with_suffix(".safetensors")
+    assert weights.stat().st_size < 2_000_000
+    loaded = load_model(card)
+    assert loaded.architecture.startswith("fan_nano")
+    assert ("elliptical" in card) == ("elliptical" in loaded.architecture)
+    images, labels = fmnist_test
+    with torch.inference_mode():
+        top1 = (loaded.model(images[:256]).argmax(dim=1) == labels[:256]).float().mean()
+    assert top1 > 0.7
