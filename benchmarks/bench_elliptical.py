@@ -1,11 +1,16 @@
-"""Forward-pass time and peak memory of DeiT-tiny Elliptical vs DeiT-tiny, same weights.
+"""Forward-pass time and peak memory of an Elliptical model vs its baseline, same weights.
 
 Run from the repository root:
 
     .venv/bin/python benchmarks/bench_elliptical.py            # writes reports/benchmarks.md
     .venv/bin/python benchmarks/bench_elliptical.py --rounds 5 --output /tmp/bench.md
+    .venv/bin/python benchmarks/bench_elliptical.py --family fan   # FAN-tiny, its own section
 
-Arms (all in one process, one set of weights):
+`--family deit` (default) compares DeiT-tiny arms and writes the head of the output file;
+`--family fan` compares `fan_tiny_12_p16_224` with `fan_tiny_elliptical_12_p16_224` (the paper's
+Table 4 pair) and replaces only its marked section of the output file.
+
+DeiT arms (all in one process, one set of weights; FAN has the first two only):
 
 - `deit`: timm's `deit_tiny_patch16_224` (fused scaled_dot_product_attention).
 - `elliptical`: robench's `deit_tiny_elliptical_patch16_224` (M folded into Q, fused kernel).
@@ -37,7 +42,7 @@ from pathlib import Path
 
 import timm
 import torch
-from report_sections import cpu_name, load_average
+from report_sections import cpu_name, load_average, write_section
 from timm.models.vision_transformer import VisionTransformer
 from torch import Tensor, nn
 from torch.profiler import ProfilerActivity, profile
@@ -45,9 +50,39 @@ from torch.profiler import ProfilerActivity, profile
 import robench.models.zoo  # noqa: F401  (registers deit_tiny_elliptical_patch16_224)
 from robench.models.layers import EllipticalAttention, configure_elliptical
 
-TIME_TARGET = 1.02  # elliptical / deit, CPU
+TIME_TARGET = 1.02  # elliptical / baseline, CPU
 MEMORY_TARGET = 1.01
 MEMORY_MODES = ("inference", "total", "autograd")
+
+
+@dataclass(frozen=True)
+class Family:
+    """A baseline/Elliptical pair of timm model names with the same state dict."""
+
+    baseline_arm: str
+    baseline: str
+    elliptical: str
+    title: str
+    source: str  # who defines the baseline
+
+
+FAMILIES = {
+    "deit": Family(
+        "deit",
+        "deit_tiny_patch16_224",
+        "deit_tiny_elliptical_patch16_224",
+        "DeiT-tiny, 224x224",
+        "timm",
+    ),
+    "fan": Family(
+        "fan",
+        "fan_tiny_12_p16_224",
+        "fan_tiny_elliptical_12_p16_224",
+        "FAN-tiny, 224x224",
+        "robench, NVlabs' definition",
+    ),
+}
+FAN_MARKERS = ("<!-- bench_elliptical_fan -->", "<!-- /bench_elliptical_fan -->")
 
 
 NOTES = """## Reading the numbers
@@ -72,6 +107,13 @@ NOTES = """## Reading the numbers
 - The naive arm keeps a view of the whole qkv tensor (3x larger) and builds the N x N logits
   with diag_embed and an explicit softmax, as the paper's Algorithm 1 does.
 """
+
+FAN_NOTES = """Reading: FAN's token mixing has its own `q` and `kv` projections, so the
+carried V_{l-1} is a slice of the `kv` output; the elliptical layer adds the same few element-wise
+passes per layer l >= 2 as in DeiT (|V_l - V_{l-1}| summed over positions, max-scaling,
+Q *= m, one copy of V_l). A FAN block also runs the channel-attention MLP with two depthwise
+convolutions, so attention is a smaller share of a block's time than in DeiT; the "Reading the
+numbers" notes of the DeiT benchmark at the top of this file apply."""
 
 
 class NaiveEllipticalAttention(EllipticalAttention):
@@ -104,14 +146,14 @@ class Arm:
     memory: dict[tuple[str, int], int] = field(default_factory=dict)  # (mode, batch) -> bytes
 
 
-def build_arms(device: torch.device, naive: bool) -> list[Arm]:
+def build_arms(device: torch.device, naive: bool, family: Family) -> list[Arm]:
     torch.manual_seed(0)
-    deit = timm.create_model("deit_tiny_patch16_224").eval()
-    state = deit.state_dict()
-    elliptical = timm.create_model("deit_tiny_elliptical_patch16_224").eval()
+    baseline = timm.create_model(family.baseline).eval()
+    state = baseline.state_dict()
+    elliptical = timm.create_model(family.elliptical).eval()
     elliptical.load_state_dict(state, strict=True)
-    arms = [Arm("deit", deit), Arm("elliptical", elliptical)]
-    if naive:
+    arms = [Arm(family.baseline_arm, baseline), Arm("elliptical", elliptical)]
+    if naive and family.baseline_arm == "deit":
         model = VisionTransformer(
             patch_size=16, embed_dim=192, depth=12, num_heads=3, attn_layer=NaiveEllipticalAttention
         ).eval()
@@ -249,7 +291,11 @@ def tables(device: torch.device, arms: list[Arm], batches: list[int], threads: l
             lines.append(" | ".join(cells) + " |")
     if device.type == "cpu":
         ell = next(a for a in arms if a.name == "elliptical")
-        lines += ["", "Targets on CPU, elliptical / deit: time <= 1.02, memory <= 1.01.", ""]
+        lines += [
+            "",
+            f"Targets on CPU, elliptical / {base.name}: time <= 1.02, memory <= 1.01.",
+            "",
+        ]
         for batch in batches:
             times = ", ".join(
                 f"{_paired(ell, base, (n, batch)):.3f} at {n} thread(s) "
@@ -275,43 +321,31 @@ def machine() -> str:
     )
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[8, 32])
-    parser.add_argument("--threads", type=int, nargs="+", default=[torch.get_num_threads()])
-    parser.add_argument("--rounds", type=int, default=30, help="interleaved rounds per setting")
-    parser.add_argument("--warmup", type=int, default=3, help="untimed forwards per arm")
-    parser.add_argument("--no-naive", action="store_true", help="skip the diag_embed arm")
-    parser.add_argument("--output", type=Path, default=Path("reports/benchmarks.md"))
-    args = parser.parse_args(argv)
-
-    devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
-    started, load_before = datetime.datetime.now(datetime.timezone.utc), load_average()
-    sections = []
-    for device in devices:
-        threads = args.threads if device.type == "cpu" else [torch.get_num_threads()]
-        arms = build_arms(device, naive=not args.no_naive)
-        diff = max_naive_difference(arms, torch.rand(2, 3, 224, 224, device=device))
-        for batch in args.batch_sizes:
-            measure(device, arms, batch, threads, args)
-        sections += [tables(device, arms, args.batch_sizes, threads), ""]
-        sections += [f"max |elliptical - naive| logit difference: {diff:.2e}", ""]
-    report = "\n".join(
+def header(family: Family, args: argparse.Namespace, started: datetime.datetime, load: str) -> str:
+    """The run's record: date, machine, load, command, models and method."""
+    base = family.baseline_arm
+    naive = " --no-naive" if args.no_naive and base == "deit" else ""
+    models = (
+        f"- models: `{family.baseline}` ({family.source}) vs `{family.elliptical}` (robench), "
+        "same random weights"
+    )
+    if base == "deit":
+        models += "; `naive` = paper Algorithm 1 (diag_embed + explicit softmax)"
+    else:
+        models += " (Elliptical Attention in token-mixing layers 2-12; class attention standard)"
+    return "\n".join(
         [
-            "# Benchmark: Elliptical Attention overhead (DeiT-tiny, 224x224)",
-            "",
             f"- date: {started:%Y-%m-%d %H:%M} UTC",
             f"- machine: {machine()}",
-            f"- load average (1, 5, 15 min) before: {load_before}; after: {load_average()}",
-            f"- command: `python benchmarks/bench_elliptical.py --rounds {args.rounds} "
-            f"--warmup {args.warmup} --batch-sizes {' '.join(map(str, args.batch_sizes))} "
-            f"--threads {' '.join(map(str, args.threads))}`",
-            "- models: `deit_tiny_patch16_224` (timm) vs `deit_tiny_elliptical_patch16_224` "
-            "(robench), same random weights; `naive` = paper Algorithm 1 (diag_embed + explicit "
-            "softmax)",
+            f"- load average (1, 5, 15 min) before: {load}; after: {load_average()}",
+            f"- command: `python benchmarks/bench_elliptical.py --family {args.family} "
+            f"--rounds {args.rounds} --warmup {args.warmup} --batch-sizes "
+            f"{' '.join(map(str, args.batch_sizes))} --threads "
+            f"{' '.join(map(str, args.threads))}{naive}`",
+            models,
             "- time: eval, `torch.inference_mode()`, one process, arms interleaved in rotated "
             f"order for {args.rounds} rounds after {args.warmup} warm-up passes; median "
-            "milliseconds and the median over rounds of the per-round ratio to `deit`",
+            f"milliseconds and the median over rounds of the per-round ratio to `{base}`",
             "- memory (CPU): peak of the running sum of allocation/free events recorded by "
             "`torch.profiler.profile(profile_memory=True)` during one forward = activation peak "
             "(inference: under `torch.inference_mode()`; autograd: grad recording on, as in "
@@ -319,15 +353,61 @@ def main(argv: list[str] | None = None) -> None:
             "inference activation peak + parameters + input, what `torch.cuda.max_memory_allocated`"
             " measures on a GPU; on CUDA the activation peak is `max_memory_allocated` minus what "
             "was allocated before the forward",
-            "- targets (CPU, elliptical / deit): time <= 1.02, memory <= 1.01",
+            f"- targets (CPU, elliptical / {base}): time <= 1.02, memory <= 1.01",
+        ]
+    )
+
+
+def write_report(path: Path, family: Family, text: str) -> None:
+    """DeiT: the head of the file, up to the first marked section of another benchmark;
+    FAN: its own marked section. Every other section is left as it was."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if family.baseline_arm == "fan":
+        write_section(path, "\n".join([FAN_MARKERS[0], text, FAN_MARKERS[1]]), *FAN_MARKERS)
+        return
+    old = path.read_text() if path.exists() else ""
+    rest = old[old.index("\n<!-- ") :] if "\n<!-- " in old else ""
+    path.write_text(text + "\n" + rest)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--family", choices=sorted(FAMILIES), default="deit")
+    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[8, 32])
+    parser.add_argument("--threads", type=int, nargs="+", default=[torch.get_num_threads()])
+    parser.add_argument("--rounds", type=int, default=30, help="interleaved rounds per setting")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed forwards per arm")
+    parser.add_argument("--no-naive", action="store_true", help="skip the diag_embed arm")
+    parser.add_argument("--output", type=Path, default=Path("reports/benchmarks.md"))
+    args = parser.parse_args(argv)
+    family = FAMILIES[args.family]
+
+    devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
+    started, load_before = datetime.datetime.now(datetime.timezone.utc), load_average()
+    sections = []
+    for device in devices:
+        threads = args.threads if device.type == "cpu" else [torch.get_num_threads()]
+        arms = build_arms(device, naive=not args.no_naive, family=family)
+        diff = max_naive_difference(arms, torch.rand(2, 3, 224, 224, device=device))
+        for batch in args.batch_sizes:
+            measure(device, arms, batch, threads, args)
+        sections += [tables(device, arms, args.batch_sizes, threads), ""]
+        if len(arms) > 2:
+            sections += [f"max |elliptical - naive| logit difference: {diff:.2e}", ""]
+    level = "#" if family.baseline_arm == "deit" else "##"
+    script = "benchmarks/bench_elliptical.py" + (" --family fan" if level == "##" else "")
+    report = "\n".join(
+        [
+            f"{level} Benchmark: Elliptical Attention overhead ({family.title}) ({script})",
+            "",
+            header(family, args, started, load_before),
             "",
             *sections,
-            NOTES,
+            NOTES if family.baseline_arm == "deit" else FAN_NOTES,
         ]
     )
     print(report)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(report + "\n")
+    write_report(args.output, family, report)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ NAMES = list_robench_models()
 SLOW = {
     "deit_base_elliptical_patch16_224",
     "deit_small_elliptical_patch16_224",
+    "fan_small_12_p16_224",
+    "fan_small_elliptical_12_p16_224",
     "segmenter_tiny_baseline",
     "segmenter_tiny_elliptical",
 }
@@ -23,6 +25,12 @@ def test_registry_lists_robench_models() -> None:
         "deit_base_elliptical_patch16_224",
         "deit_small_elliptical_patch16_224",
         "deit_tiny_elliptical_patch16_224",
+        "fan_nano_4_p4_28",
+        "fan_nano_elliptical_4_p4_28",
+        "fan_small_12_p16_224",
+        "fan_small_elliptical_12_p16_224",
+        "fan_tiny_12_p16_224",
+        "fan_tiny_elliptical_12_p16_224",
         "segmenter_nano_baseline",
         "segmenter_nano_elliptical",
         "segmenter_tiny_baseline",

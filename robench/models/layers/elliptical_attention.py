@@ -54,6 +54,7 @@ from robench._core.errors import ConfigError
 
 __all__ = [
     "EllipticalAttention",
+    "EllipticalMetricMixin",
     "configure_elliptical",
     "consistent_weights",
     "elliptical_weights",
@@ -210,7 +211,7 @@ def consistent_weights(
 
 
 def _values_estimate(
-    layer: EllipticalAttention, k: Tensor, v: Tensor, v_prev: Tensor | None, owned: bool
+    layer: EllipticalMetricMixin, k: Tensor, v: Tensor, v_prev: Tensor | None, owned: bool
 ) -> Tensor:
     if v_prev is None:
         raise RuntimeError(
@@ -228,14 +229,14 @@ def _values_estimate(
 
 
 def _random_estimate(
-    layer: EllipticalAttention, k: Tensor, v: Tensor, v_prev: Tensor | None, owned: bool
+    layer: EllipticalMetricMixin, k: Tensor, v: Tensor, v_prev: Tensor | None, owned: bool
 ) -> Tensor:
     B, H, _, D = k.shape
     return torch.rand(B, H, 1, D, device=k.device, dtype=k.dtype)  # global RNG
 
 
 def _consistent_estimate(
-    layer: EllipticalAttention, k: Tensor, v: Tensor, v_prev: Tensor | None, owned: bool
+    layer: EllipticalMetricMixin, k: Tensor, v: Tensor, v_prev: Tensor | None, owned: bool
 ) -> Tensor:
     return _consistent_raw(k, v, layer.delta, layer.scale)
 
@@ -243,7 +244,7 @@ def _consistent_estimate(
 @dataclass(frozen=True)
 class _Estimator:
     # (layer, k, v, v_prev, owned) -> unscaled m; `owned`: v_prev may be overwritten in place
-    estimate: Callable[[EllipticalAttention, Tensor, Tensor, Tensor | None, bool], Tensor]
+    estimate: Callable[[EllipticalMetricMixin, Tensor, Tensor, Tensor | None, bool], Tensor]
     uses_previous_values: bool
     randomized: bool
     causal_estimators: tuple[str, ...]
@@ -289,18 +290,19 @@ def _attn_bias(n: int, logits: Tensor, attn_mask: Tensor | None, is_causal: bool
     return attn_mask
 
 
-class EllipticalAttention(Attention):
-    """timm `Attention` with the Elliptical metric M in the logits (see the module docstring).
+class EllipticalMetricMixin:
+    """Options, robench hooks and the metric M of an elliptical attention layer.
 
-    Takes exactly timm's `Attention` constructor arguments and has the same parameters, so
-    `VisionTransformer(attn_layer=EllipticalAttention)` loads a plain ViT/DeiT checkpoint
-    strictly. Options live in plain attributes set by `configure_elliptical`: `scaling`,
-    `estimator`, `causal_estimator`, `differentiable`, `delta`, `is_first`. Set
-    `layer.fused_attn = False` for the explicit-softmax reference path.
-
-    The fused path scales the Q part of the qkv projection's output in place (unless M carries
-    gradient), so a forward hook on `qkv` that keeps its output sees Q * m there.
+    Mixed in before an attention module that computes per-head keys and values of shape
+    (B, H, N, D) and has a logit `scale`: the module calls `self._metric(k, v)` in its forward
+    and multiplies Q by the result (see `EllipticalAttention.forward`). `configure_elliptical`
+    links every module of a model that has this mixin, so attention layers of another layout
+    (FAN's token mixing, robench/models/layers/fan.py) share the carry of V_{l-1} with no copy of
+    this logic. Options live in plain attributes: `scaling`, `estimator`, `causal_estimator`,
+    `differentiable`, `delta`, `is_first`, `is_last`.
     """
+
+    scale: float  # the host attention's logit scale, 1 / sqrt(D) (the consistent estimator's f)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -329,7 +331,7 @@ class EllipticalAttention(Attention):
 
     @classmethod
     def robench_report_section(
-        cls, layers: list[EllipticalAttention]
+        cls, layers: list[EllipticalMetricMixin]
     ) -> tuple[str, dict[str, Any]]:
         """robench's report hook: the options of the model's elliptical layers."""
         last = layers[-1]
@@ -338,17 +340,17 @@ class EllipticalAttention(Attention):
         using_m = sum(not layer.is_first for layer in layers)
         return "elliptical", {"layers": using_m, **{name: getattr(last, name) for name in options}}
 
-    def extra_repr(self) -> str:
+    def _elliptical_repr(self) -> str:
         return (
             f"scaling={self.scaling!r}, estimator={self.estimator!r}, "
             f"causal_estimator={self.causal_estimator!r}, differentiable={self.differentiable}, "
-            f"delta={self.delta}, is_first={self.is_first}, fused_attn={self.fused_attn}"
+            f"delta={self.delta}, is_first={self.is_first}"
         )
 
     def _carry(self) -> _ValueCarry:
         if self.carry is None:
             raise ConfigError(
-                "EllipticalAttention is not configured; call "
+                f"{type(self).__name__} is not configured; call "
                 "robench.models.layers.configure_elliptical(model) once after building the model."
             )
         return self.carry
@@ -372,6 +374,22 @@ class EllipticalAttention(Attention):
         else:  # a compact private copy instead of keeping the whole (3, B, H, N, D) qkv alive
             carry.put(v.clone(memory_format=torch.contiguous_format), owned=True)
         return m
+
+
+class EllipticalAttention(EllipticalMetricMixin, Attention):
+    """timm `Attention` with the Elliptical metric M in the logits (see the module docstring).
+
+    Takes exactly timm's `Attention` constructor arguments and has the same parameters, so
+    `VisionTransformer(attn_layer=EllipticalAttention)` loads a plain ViT/DeiT checkpoint
+    strictly. Options are those of `EllipticalMetricMixin`, set by `configure_elliptical`. Set
+    `layer.fused_attn = False` for the explicit-softmax reference path.
+
+    The fused path scales the Q part of the qkv projection's output in place (unless M carries
+    gradient), so a forward hook on `qkv` that keeps its output sees Q * m there.
+    """
+
+    def extra_repr(self) -> str:
+        return f"{self._elliptical_repr()}, fused_attn={self.fused_attn}"
 
     def forward(
         self, x: Tensor, attn_mask: Tensor | None = None, is_causal: bool = False
@@ -420,8 +438,8 @@ class EllipticalAttention(Attention):
 # Model-level helpers.
 
 
-def _elliptical_layers(model: nn.Module) -> list[EllipticalAttention]:
-    return [m for m in model.modules() if isinstance(m, EllipticalAttention)]
+def _elliptical_layers(model: nn.Module) -> list[EllipticalMetricMixin]:
+    return [m for m in model.modules() if isinstance(m, EllipticalMetricMixin)]
 
 
 def configure_elliptical(
@@ -433,7 +451,10 @@ def configure_elliptical(
     delta: float = 1.0,
     causal_estimator: str = "full",
 ) -> int:
-    """Set the options of every `EllipticalAttention` in `model` and link them in order.
+    """Set the options of every elliptical layer in `model` and link them in order.
+
+    Elliptical layers are the modules with `EllipticalMetricMixin`: `EllipticalAttention` and
+    FAN's `EllipticalTokenMixing`.
 
     Layers are found in `model.modules()` order (the order blocks run in); the first one is
     standard attention that only stores its values, and all share one carry for V_{l-1}.
@@ -471,8 +492,8 @@ def configure_elliptical(
 
 
 def is_elliptical(model: nn.Module) -> bool:
-    """True when `model` contains at least one `EllipticalAttention` layer."""
-    return any(isinstance(m, EllipticalAttention) for m in model.modules())
+    """True when `model` contains at least one elliptical layer (`EllipticalMetricMixin`)."""
+    return any(isinstance(m, EllipticalMetricMixin) for m in model.modules())
 
 
 class set_differentiable:

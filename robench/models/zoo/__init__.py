@@ -2,6 +2,7 @@
 
 import robench.models.zoo, timm
 model = timm.create_model("deit_tiny_elliptical_patch16_224")
+model = timm.create_model("fan_tiny_elliptical_12_p16_224")  # FAN (robench/models/zoo/fan.py)
 
 Language models live in robench's own registry (`robench.models.zoo.lm_registry`):
 `create_language_model("transformer_lm_nano_elliptical", vocab_size)`; so do the
@@ -20,6 +21,7 @@ from timm.models import model_entrypoint
 
 from robench.models.layers.elliptical_attention import is_elliptical as is_elliptical
 from robench.models.layers.elliptical_attention import set_differentiable as set_differentiable
+from robench.models.zoo import fan as fan  # registers FAN-ViT and its Elliptical twins with timm
 from robench.models.zoo import lra_transformer as lra_transformer  # registers LRA classifiers
 from robench.models.zoo import moe_lm as moe_lm  # registers Switch and GLaM language models
 from robench.models.zoo import segmenter as segmenter  # registers its models with timm

@@ -1,0 +1,438 @@
+"""Fully Attentional Networks (FAN, ViT variant), with Elliptical twins, registered in timm.
+
+Paper: Zhou et al., "Understanding The Robustness in Vision Transformers", ICML 2022,
+https://arxiv.org/abs/2204.12451; the definition follows NVlabs/FAN models/fan.py. timm does not
+ship FAN; after `import robench.models.zoo`, `timm.create_model(name)` builds:
+
+- `fan_tiny_12_p16_224` (embed 192, 12 blocks, 4 heads, 7.3M parameters) and
+  `fan_small_12_p16_224` (embed 384, 12 blocks, 8 heads, 28.3M parameters): a convolutional
+  patch stem (four 3x3 stride-2 conv+BN, GELU between), Fourier positional encoding (XCiT's),
+  blocks of token-mixing self-attention and the attentional channel MLP (layer scale 1.0), then
+  two CaiT-style class-attention blocks (`tokens_norm=True`), a LayerNorm and the linear head
+  on the class token. Module and parameter names are NVlabs', so the state dict of a released
+  checkpoint (`fan_vit_tiny.pth.tar`, `fan_vit_small.pth.tar`) loads strictly.
+- `fan_{tiny,small}_elliptical_12_p16_224`: the same networks (same parameters and keys) with
+  Elliptical Attention in the token-mixing layers from the second on (the first has no previous
+  layer's values); class attention stays standard. The paper's Table 4 "FAN-Elliptical".
+- `fan_nano_4_p4_28` and `fan_nano_elliptical_4_p4_28`: a Fashion-MNIST FAN (28x28x1, a two-conv
+  stem of stride 4, embed 64, 4 blocks of 4 heads, MLP ratio 2) for tests and reproduction.
+
+No weights are published by robench; NVlabs' checkpoints load through `robench eval -c` (they
+hold the weights under `state_dict`) or `model.load_state_dict`. `checkpoint_filter_fn` also
+takes the XCiT-style layout the released filter accepts (`pos_embeder.`, fused class-attention
+`qkv`). Elliptical builders accept `robench.models.layers.configure_elliptical`'s options as
+model kwargs, e.g. `timm.create_model("fan_tiny_elliptical_12_p16_224", scaling="mean")`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+from typing import Any
+
+import torch
+from timm.data import IMAGENET_DEFAULT_MEAN, IMAGENET_DEFAULT_STD
+from timm.layers import DropPath, Mlp, to_2tuple, trunc_normal_
+from timm.models import build_model_with_cfg, generate_default_cfgs, register_model
+from timm.models.cait import ClassAttn
+from timm.models.xcit import PositionalEncodingFourier
+from torch import Tensor, nn
+
+from robench._core.errors import ConfigError
+from robench.models.layers.elliptical_attention import configure_elliptical
+from robench.models.layers.fan import ChannelProcessing, EllipticalTokenMixing, TokenMixing
+
+__all__ = ["FAN", "checkpoint_filter_fn"]  # timm's register_model appends the model names
+
+# Model kwargs that go to configure_elliptical instead of FAN.
+_ELLIPTICAL_OPTIONS = ("scaling", "estimator", "differentiable", "delta", "causal_estimator")
+
+# Output width of each stride-2 conv of the patch stem, as a divisor of embed_dim, per patch
+# size (released ConvPatchEmbed); GELU sits between the convs.
+_STEM_DIVISORS: dict[int, tuple[int, ...]] = {16: (8, 4, 2, 1), 8: (4, 2, 1), 4: (4, 1)}
+
+
+def _conv3x3_bn(in_chans: int, out_chans: int) -> nn.Sequential:
+    return nn.Sequential(
+        nn.Conv2d(in_chans, out_chans, kernel_size=3, stride=2, padding=1, bias=False),
+        nn.BatchNorm2d(out_chans),
+    )
+
+
+class ConvPatchEmbed(nn.Module):
+    """Patch embedding by stride-2 3x3 conv+BN stages: (B, C, H, W) -> (B, N, D), (Hp, Wp)."""
+
+    def __init__(
+        self, patch_size: int, in_chans: int, embed_dim: int, act_layer: type[nn.Module]
+    ) -> None:
+        super().__init__()
+        if patch_size not in _STEM_DIVISORS:
+            raise ConfigError(
+                f"FAN's convolutional stem supports patch sizes {sorted(_STEM_DIVISORS)}, got "
+                f"{patch_size}; pick one of those."
+            )
+        layers: list[nn.Module] = []
+        width = in_chans
+        for index, divisor in enumerate(_STEM_DIVISORS[patch_size]):
+            if index:
+                layers.append(act_layer())
+            layers.append(_conv3x3_bn(width, embed_dim // divisor))
+            width = embed_dim // divisor
+        self.proj = nn.Sequential(*layers)
+        self.patch_size = patch_size
+
+    def forward(self, x: Tensor) -> tuple[Tensor, tuple[int, int]]:
+        x = self.proj(x)  # (B, D, Hp, Wp)
+        Hp, Wp = x.shape[2], x.shape[3]
+        return x.flatten(2).transpose(1, 2), (Hp, Wp)
+
+
+class FANBlock(nn.Module):
+    """Token mixing then channel processing, each a pre-norm residual with layer scale."""
+
+    def __init__(
+        self,
+        dim: int,
+        num_heads: int,
+        mlp_ratio: float,
+        qkv_bias: bool,
+        drop: float,
+        attn_drop: float,
+        drop_path: float,
+        act_layer: type[nn.Module],
+        norm_layer: Any,
+        eta: float,
+        attn_layer: type[TokenMixing],
+    ) -> None:
+        super().__init__()
+        self.norm1 = norm_layer(dim)
+        self.attn = attn_layer(
+            dim, num_heads=num_heads, qkv_bias=qkv_bias, attn_drop=attn_drop, proj_drop=drop
+        )
+        self.drop_path = DropPath(drop_path) if drop_path > 0.0 else nn.Identity()
+        self.norm2 = norm_layer(dim)
+        self.mlp = ChannelProcessing(
+            dim,
+            num_heads=num_heads,
+            qkv_bias=qkv_bias,
+            attn_drop=attn_drop,
+            mlp_hidden_dim=int(dim * mlp_ratio),
+            act_layer=act_layer,
+            drop=drop,
+        )
+        self.gamma1 = nn.Parameter(eta * torch.ones(dim))
+        self.gamma2 = nn.Parameter(eta * torch.ones(dim))
+
+    def forward(self, x: Tensor, H: int, W: int) -> Tensor:
+        x = x + self.drop_path(self.gamma1 * self.attn(self.norm1(x)))
+        return x + self.drop_path(self.gamma2 * self.mlp(self.norm2(x), H, W))
+
+
+class ClassAttentionBlock(nn.Module):
+    """FAN's class-attention block (CaiT's class attention, FAN's residual wiring).
+
+    As released: the patch tokens also receive gamma1 * norm1(x) in the first residual, and
+    with `tokens_norm` the second residual adds norm2(x) to itself for patch tokens, while the
+    class token gets gamma2 * MLP(norm2(x)). Only the class token reaches the head.
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        num_heads: int,
+        mlp_ratio: float,
+        qkv_bias: bool,
+        drop: float,
+        attn_drop: float,
+        act_layer: type[nn.Module],
+        norm_layer: Any,
+        eta: float,
+        tokens_norm: bool,
+    ) -> None:
+        super().__init__()
+        self.norm1 = norm_layer(dim)
+        self.attn = ClassAttn(
+            dim, num_heads=num_heads, qkv_bias=qkv_bias, attn_drop=attn_drop, proj_drop=drop
+        )
+        self.norm2 = norm_layer(dim)
+        self.mlp = Mlp(dim, int(dim * mlp_ratio), act_layer=act_layer, drop=drop)
+        self.gamma1 = nn.Parameter(eta * torch.ones(dim))
+        self.gamma2 = nn.Parameter(eta * torch.ones(dim))
+        self.tokens_norm = tokens_norm
+
+    def forward(self, x: Tensor) -> Tensor:
+        x_norm1 = self.norm1(x)  # (B, 1 + N, C)
+        x_attn = torch.cat([self.attn(x_norm1), x_norm1[:, 1:]], dim=1)
+        x = x + self.gamma1 * x_attn
+        if self.tokens_norm:
+            x = self.norm2(x)
+        else:
+            x = torch.cat([self.norm2(x[:, 0:1]), x[:, 1:]], dim=1)
+        cls_token = self.gamma2 * self.mlp(x[:, 0:1])
+        return x + torch.cat([cls_token, x[:, 1:]], dim=1)
+
+
+class FAN(nn.Module):
+    """FAN-ViT: conv stem, Fourier positions, FAN blocks, class attention, head (timm API)."""
+
+    def __init__(
+        self,
+        img_size: int | tuple[int, int] = 224,
+        patch_size: int = 16,
+        in_chans: int = 3,
+        num_classes: int = 1000,
+        embed_dim: int = 768,
+        depth: int = 12,
+        num_heads: int = 12,
+        mlp_ratio: float = 4.0,
+        qkv_bias: bool = True,
+        drop_rate: float = 0.0,
+        attn_drop_rate: float = 0.0,
+        drop_path_rate: float = 0.0,
+        cls_attn_layers: int = 2,
+        eta: float = 1.0,
+        tokens_norm: bool = False,
+        attn_layer: type[TokenMixing] = TokenMixing,
+        global_pool: str = "token",
+    ) -> None:
+        super().__init__()
+        if any(side % patch_size for side in to_2tuple(img_size)):
+            raise ConfigError(f"FAN needs patch_size {patch_size} to divide img_size {img_size}.")
+        if global_pool != "token":
+            raise ConfigError(
+                f"FAN classifies its class token: global_pool must be 'token', not {global_pool!r}."
+            )
+        norm_layer = partial(nn.LayerNorm, eps=1e-6)
+        act_layer = nn.GELU
+        self.num_classes = num_classes
+        self.global_pool = global_pool
+        self.num_features = self.head_hidden_size = self.embed_dim = embed_dim
+        self.num_prefix_tokens = 1
+        self.patch_embed = ConvPatchEmbed(patch_size, in_chans, embed_dim, act_layer)
+        self.pos_embed = PositionalEncodingFourier(dim=embed_dim)
+        self.pos_drop = nn.Dropout(p=drop_rate)
+        # As released, every block gets the same drop-path rate (no linear decay).
+        block = partial(
+            FANBlock,
+            embed_dim,
+            num_heads,
+            mlp_ratio,
+            qkv_bias,
+            drop_rate,
+            attn_drop_rate,
+            drop_path_rate,
+            act_layer,
+            norm_layer,
+            eta,
+        )
+        self.blocks = nn.ModuleList([block(attn_layer) for _ in range(depth)])
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dim))
+        self.cls_attn_blocks = nn.ModuleList(
+            ClassAttentionBlock(
+                embed_dim,
+                num_heads,
+                mlp_ratio,
+                qkv_bias,
+                drop_rate,
+                attn_drop_rate,
+                act_layer,
+                norm_layer,
+                eta,
+                tokens_norm,
+            )
+            for _ in range(cls_attn_layers)
+        )
+        self.norm = norm_layer(embed_dim)
+        self.head: nn.Module = nn.Linear(embed_dim, num_classes) if num_classes else nn.Identity()
+        self._init_weights()
+
+    def _init_weights(self) -> None:
+        """The released initialisation: truncated normal (0.02) for linear layers and the class
+        token, unit LayerNorms, He-normal (fan-out) for the depthwise convs of the channel MLP;
+        the stem and the positional projection keep torch's defaults."""
+        trunc_normal_(self.cls_token, std=0.02)
+        for module in self.modules():
+            if isinstance(module, nn.Linear):
+                trunc_normal_(module.weight, std=0.02)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
+            elif isinstance(module, nn.LayerNorm):
+                nn.init.ones_(module.weight)
+                nn.init.zeros_(module.bias)
+            elif isinstance(module, nn.Conv2d) and module.groups > 1:  # the depthwise convs
+                kh, kw = module.kernel_size
+                fan_out = kh * kw * module.out_channels // module.groups
+                nn.init.normal_(module.weight, 0.0, (2.0 / fan_out) ** 0.5)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
+
+    @torch.jit.ignore
+    def no_weight_decay(self) -> set[str]:
+        return {"pos_embed", "cls_token"}
+
+    def get_classifier(self) -> nn.Module:
+        return self.head
+
+    def reset_classifier(self, num_classes: int, global_pool: str | None = None) -> None:
+        self.num_classes = num_classes
+        self.head = nn.Linear(self.num_features, num_classes) if num_classes else nn.Identity()
+
+    def forward_features(self, x: Tensor) -> Tensor:
+        """Images (B, C, H, W) -> normalised tokens (B, 1 + N, D), class token first."""
+        B = x.shape[0]
+        x, (Hp, Wp) = self.patch_embed(x)  # (B, N, D)
+        pos = self.pos_embed(B, Hp, Wp)  # (B, D, Hp, Wp)
+        x = self.pos_drop(x + pos.reshape(B, -1, x.shape[1]).transpose(1, 2))
+        for block in self.blocks:
+            x = block(x, Hp, Wp)
+        x = torch.cat([self.cls_token.expand(B, -1, -1), x], dim=1)
+        for block in self.cls_attn_blocks:
+            x = block(x)
+        return self.norm(x)
+
+    def forward_head(self, x: Tensor, pre_logits: bool = False) -> Tensor:
+        x = x[:, 0]  # the class token
+        return x if pre_logits else self.head(x)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.forward_head(self.forward_features(x))
+
+
+def checkpoint_filter_fn(state_dict: Mapping[str, Tensor], model: nn.Module) -> dict[str, Tensor]:
+    """The released filter: unwrap `model`, rename `pos_embeder.` to `pos_embed.` and split a
+    fused class-attention `qkv` into `q`, `k`, `v` (XCiT-style layouts)."""
+    state = dict(state_dict.get("model", state_dict))  # type: ignore[arg-type]
+    for key in [k for k in state if k.startswith("pos_embeder.")]:
+        state[key.replace("pos_embeder.", "pos_embed.", 1)] = state.pop(key)
+    for i in range(len(getattr(model, "cls_attn_blocks", ()))):
+        prefix = f"cls_attn_blocks.{i}.attn."
+        for kind in ("weight", "bias"):
+            fused = state.pop(f"{prefix}qkv.{kind}", None)
+            if fused is not None:
+                for name, part in zip("qkv", fused.reshape(3, -1, *fused.shape[1:]), strict=True):
+                    state[f"{prefix}{name}.{kind}"] = part
+    return state
+
+
+def _create_fan(
+    variant: str, pretrained: bool, elliptical: bool, model_args: dict[str, Any], **kwargs: Any
+) -> FAN:
+    """Build `variant` with timm's builder; `kwargs` override `model_args`."""
+    kwargs = dict(model_args, **kwargs)
+    if pretrained:
+        raise ConfigError(
+            f"{variant} has no pretrained weights in robench; create it with pretrained=False "
+            "and load a checkpoint into it (NVlabs' FAN-ViT checkpoints of its size load strictly)."
+        )
+    options = {name: kwargs.pop(name) for name in _ELLIPTICAL_OPTIONS if name in kwargs}
+    if options and not elliptical:
+        raise ConfigError(
+            f"{variant} uses standard attention, so the elliptical options {sorted(options)} do "
+            "not apply; use its *_elliptical_* twin."
+        )
+    if elliptical:
+        kwargs["attn_layer"] = EllipticalTokenMixing
+    model: FAN = build_model_with_cfg(
+        FAN,
+        variant,
+        pretrained=False,
+        pretrained_filter_fn=checkpoint_filter_fn,
+        **kwargs,
+    )
+    if elliptical:
+        configure_elliptical(model, **options)
+    return model
+
+
+def _fan_cfg(**kwargs: Any) -> dict[str, Any]:
+    """The released default cfg (no weights URL)."""
+    return {
+        "url": "",
+        "num_classes": 1000,
+        "input_size": (3, 224, 224),
+        "pool_size": None,
+        "crop_pct": 1.0,
+        "interpolation": "bicubic",
+        "fixed_input_size": True,
+        "mean": IMAGENET_DEFAULT_MEAN,
+        "std": IMAGENET_DEFAULT_STD,
+        "first_conv": "patch_embed.proj.0.0",
+        "classifier": "head",
+        "license": "other",  # NVIDIA Source Code License-NC for the released weights
+        **kwargs,
+    }
+
+
+def _nano_cfg() -> dict[str, Any]:
+    """Fashion-MNIST input: 1x28x28, normalised with the training set's mean and std."""
+    return _fan_cfg(
+        num_classes=10,
+        input_size=(1, 28, 28),
+        interpolation="bilinear",
+        mean=(0.2860,),
+        std=(0.3530,),
+        first_conv="patch_embed.proj.0.0",
+    )
+
+
+default_cfgs = generate_default_cfgs(
+    {
+        "fan_tiny_12_p16_224": _fan_cfg(),
+        "fan_small_12_p16_224": _fan_cfg(),
+        "fan_tiny_elliptical_12_p16_224": _fan_cfg(),
+        "fan_small_elliptical_12_p16_224": _fan_cfg(),
+        "fan_nano_4_p4_28": _nano_cfg(),
+        "fan_nano_elliptical_4_p4_28": _nano_cfg(),
+    }
+)
+
+# Released fan_tiny_12_p16_224 / fan_small_12_p16_224 (eta 1.0, tokens_norm True, qkv_bias).
+_TINY: dict[str, Any] = dict(patch_size=16, embed_dim=192, depth=12, num_heads=4, tokens_norm=True)
+_SMALL: dict[str, Any] = dict(patch_size=16, embed_dim=384, depth=12, num_heads=8, tokens_norm=True)
+_NANO: dict[str, Any] = dict(
+    img_size=28,
+    in_chans=1,
+    patch_size=4,
+    num_classes=10,
+    embed_dim=64,
+    depth=4,
+    num_heads=4,
+    mlp_ratio=2.0,
+    tokens_norm=True,
+)
+
+
+@register_model
+def fan_tiny_12_p16_224(pretrained: bool = False, **kwargs: Any) -> FAN:
+    """FAN-T-ViT (embed 192, 12 blocks, 4 heads)."""
+    return _create_fan("fan_tiny_12_p16_224", pretrained, False, _TINY, **kwargs)
+
+
+@register_model
+def fan_small_12_p16_224(pretrained: bool = False, **kwargs: Any) -> FAN:
+    """FAN-S-ViT (embed 384, 12 blocks, 8 heads)."""
+    return _create_fan("fan_small_12_p16_224", pretrained, False, _SMALL, **kwargs)
+
+
+@register_model
+def fan_tiny_elliptical_12_p16_224(pretrained: bool = False, **kwargs: Any) -> FAN:
+    """FAN-T-ViT with Elliptical Attention in token-mixing layers 2-12 (same keys)."""
+    return _create_fan("fan_tiny_elliptical_12_p16_224", pretrained, True, _TINY, **kwargs)
+
+
+@register_model
+def fan_small_elliptical_12_p16_224(pretrained: bool = False, **kwargs: Any) -> FAN:
+    """FAN-S-ViT with Elliptical Attention in token-mixing layers 2-12 (same keys)."""
+    return _create_fan("fan_small_elliptical_12_p16_224", pretrained, True, _SMALL, **kwargs)
+
+
+@register_model
+def fan_nano_4_p4_28(pretrained: bool = False, **kwargs: Any) -> FAN:
+    """Tiny Fashion-MNIST FAN with standard token mixing (the baseline of the nano pair)."""
+    return _create_fan("fan_nano_4_p4_28", pretrained, False, _NANO, **kwargs)
+
+
+@register_model
+def fan_nano_elliptical_4_p4_28(pretrained: bool = False, **kwargs: Any) -> FAN:
+    """`fan_nano_4_p4_28` with Elliptical Attention in token-mixing layers 2-4 (same keys)."""
+    return _create_fan("fan_nano_elliptical_4_p4_28", pretrained, True, _NANO, **kwargs)
