@@ -44,6 +44,7 @@ def test_builtin_metrics_carry_everything() -> None:
         "pixel_accuracy",
         "queries_mean",
         "queries_median",
+        "smoothed_accuracy",
         "top1",
         "top5",
         "word_perplexity",

@@ -35,6 +35,7 @@ SEGMENTER = "segmenter_nano_elliptical --num-classes 150 --allow-random-weights"
 MODELS = {
     "cifar10-c": "vit_nano_patch4_28 --allow-random-weights",
     "certify-smoke": "vit_nano_patch4_28 --allow-random-weights",  # Fashion-MNIST
+    "certify-smoothadv": "vit_nano_patch4_28 --allow-random-weights",  # Fashion-MNIST
     "ade20k-c": SEGMENTER,
     "segmentation-adversarial": SEGMENTER,
 }

@@ -5,13 +5,15 @@ text classifiers (TextAttack's recipes), `sequences/` token substitution, pixel 
 occlusion on LRA sequences.
 
 Importing this package registers every built-in kind (`clean`, `fgsm`, `fgm`, `pgd`, `spsa`,
-`autoattack`, `minimal-norm`, `randomized-smoothing`, `corruption`, `word-swap`,
-`deepwordbug`, `pruthi`, `pwws`, `token-substitution`, `pixel-noise`, `pixel-occlusion`, and,
-on first listing, `torchattacks.NAME` for every torchattacks attack class) by its parameter
-schema only: no torch, no attack or corruption library. Implementations are imported when a
-perturbation is built. Threat models (L-inf, L2, L1, L0) are rows of `threat_models.NORMS`; a
-bounded kind's `norm` parameter picks one. `certification/` holds randomized smoothing's
-certificates (Cohen et al., ICML 2019); `sequences/` the Long Range Arena's edits.
+`autoattack`, `minimal-norm`, `randomized-smoothing`, `smoothed-pgd`, `corruption`,
+`word-swap`, `deepwordbug`, `pruthi`, `pwws`, `token-substitution`, `pixel-noise`,
+`pixel-occlusion`, and, on first listing, `torchattacks.NAME` for every torchattacks attack
+class) by its parameter schema only: no torch, no attack or corruption library.
+Implementations are imported when a perturbation is built. Threat models (L-inf, L2, L1, L0)
+are rows of `threat_models.NORMS`; a bounded kind's `norm` parameter picks one.
+`certification/` holds randomized smoothing's certificates (Cohen et al., ICML 2019) and the
+attack on the smoothed classifier that can test them (`smoothed-pgd`, SmoothAdv);
+`sequences/` the Long Range Arena's edits.
 
 May import: `robench.models`, `robench.data`, `robench.results`, `robench._core`.
 """

@@ -1,19 +1,54 @@
-"""Parameters of the `randomized-smoothing` kind, validated without torch (suites, `robench
-list perturbations`); the implementation (`smoothing.py`) is imported when a run needs it."""
+"""Parameters of the `randomized-smoothing` and `smoothed-pgd` kinds, validated without torch
+(suites, `robench list perturbations`); the implementations (`smoothing.py`,
+`smoothed_pgd.py`) are imported when a run needs them."""
 
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
 
 from pydantic import PositiveInt, field_validator
 
-from robench.perturbations.base import FORWARD_PASS, PerturbationParams, register_kind
-from robench.results.stats.certificates import COLUMNS
+from robench.perturbations.base import (
+    FORWARD_PASS,
+    GRADIENT_PASS,
+    BoundedParams,
+    PerturbationParams,
+    register_kind,
+)
+from robench.results.stats.certificates import COLUMNS, PREDICT_COLUMNS
 
 # Radii (L2, pixel units) certified accuracy is reported at when the suite lists none: the
 # grid of Cohen et al.'s CIFAR-10 table, up to 1.
 DEFAULT_RADII = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+def _positive(value: Any, what: str) -> float:
+    from robench._core.units import parse_pixel_value
+
+    parsed = parse_pixel_value(value, what)
+    if not parsed > 0:
+        raise ValueError(f"{what} must be > 0 (pixel units), got {parsed:g}")
+    return parsed
+
+
+def _sigma(value: Any) -> float:
+    return _positive(value, "sigma")
+
+
+def _count(value: Any) -> Any:
+    # pydantic would take 100.0 (and "100") as 100; a count written as 1e5 or 0.5 is a
+    # mistake worth a sentence.
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"must be a positive integer, got {value!r}")
+    return value
+
+
+def _alpha(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
+        raise ValueError(f"alpha must lie strictly between 0 and 1, got {value!r}")
+    return value
 
 
 @register_kind(
@@ -39,31 +74,9 @@ class RandomizedSmoothingParams(PerturbationParams):
     # L2 radii (pixel units) certified accuracy is reported at: `certified_accuracy@R`.
     radii: tuple[float, ...] = DEFAULT_RADII
 
-    @field_validator("sigma", mode="before")
-    @classmethod
-    def _positive_sigma(cls, value: Any) -> float:
-        from robench._core.units import parse_pixel_value
-
-        sigma = parse_pixel_value(value, "sigma")
-        if not sigma > 0:
-            raise ValueError(f"sigma must be > 0 (pixel units), got {sigma:g}")
-        return sigma
-
-    @field_validator("n0", "n", "batch", mode="before")
-    @classmethod
-    def _whole_number(cls, value: Any) -> Any:
-        # pydantic would take 100.0 (and "100") as 100; a count written as 1e5 or 0.5 is a
-        # mistake worth a sentence.
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise ValueError(f"must be a positive integer, got {value!r}")
-        return value
-
-    @field_validator("alpha", mode="before")
-    @classmethod
-    def _probability(cls, value: Any) -> Any:
-        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
-            raise ValueError(f"alpha must lie strictly between 0 and 1, got {value!r}")
-        return value
+    _positive_sigma = field_validator("sigma", mode="before")(_sigma)
+    _whole_number = field_validator("n0", "n", "batch", mode="before")(_count)
+    _probability = field_validator("alpha", mode="before")(_alpha)
 
     @field_validator("radii", mode="before")
     @classmethod
@@ -80,3 +93,48 @@ class RandomizedSmoothingParams(PerturbationParams):
     def passes_per_sample(self, classes: int = 10) -> int:
         # A forward per noisy copy, and the runner's re-run of the clean image.
         return FORWARD_PASS * (self.n0 + self.n + 1)
+
+
+@register_kind("smoothed-pgd", "robench.perturbations.certification.smoothed_pgd:SmoothedPGD")
+class SmoothedPGDParams(BoundedParams):
+    """PGD-L2 on the smoothed classifier g (Salman et al., NeurIPS 2019, SmoothAdv): each step
+    ascends the cross-entropy of the mean softmax of the base classifier over `noise_samples`
+    Gaussian copies (std `sigma`, fresh each step), and the adversarial image is classified by
+    Cohen et al.'s PREDICT (`n` copies, binomial test at `alpha`; it may abstain). Records the
+    smoothed prediction there (`smoothed_prediction`, `abstained`; metric
+    `smoothed_accuracy`); the scored `top1` is the base classifier's. Only this attack tests a
+    `randomized-smoothing` certificate of the same sigma (the `certificate_vs_attack` check)."""
+
+    display: ClassVar[str | None] = "SmoothAdv-PGD"
+    columns: ClassVar[tuple[str, ...]] = PREDICT_COLUMNS
+
+    norm: Literal["l2"] = "l2"  # threat model: the certificate's L2 ball
+    sigma: float  # std of the smoothing noise, pixel units: the certificate's sigma
+    noise_samples: PositiveInt = 8  # m, noise draws per step (Salman et al.: 1 to 8)
+    steps: PositiveInt = 10  # gradient steps
+    step_size: float | None = None  # pixel units; None means eps / 4, as `pgd`
+    n: PositiveInt = 100_000  # PREDICT's noise draws at the adversarial image
+    alpha: float = 0.001  # PREDICT returns a class other than g's with probability <= alpha
+    batch: PositiveInt = 1_000  # noisy copies per forward pass in PREDICT
+
+    _positive_sigma = field_validator("sigma", mode="before")(_sigma)
+    _whole_number = field_validator("noise_samples", "steps", "n", "batch", mode="before")(_count)
+    _probability = field_validator("alpha", mode="before")(_alpha)
+
+    @field_validator("step_size", mode="before")
+    @classmethod
+    def _parse_step_size(cls, value: Any) -> float | None:
+        return None if value is None else _positive(value, "step_size")
+
+    @property
+    def resolved_step_size(self) -> float:
+        return self.eps / 4 if self.step_size is None else self.step_size
+
+    @classmethod
+    def display_name(cls, kind: str, params: Mapping[str, Any]) -> str:
+        return f"SmoothAdv-PGD-{params['steps']}" if "steps" in params else "SmoothAdv-PGD"
+
+    def passes_per_sample(self, classes: int = 10) -> int:
+        # m gradients per step (none at eps 0), PREDICT's n forwards and the runner's re-run.
+        attack = 0 if self.eps == 0 else GRADIENT_PASS * self.steps * self.noise_samples
+        return attack + FORWARD_PASS * (self.n + 1)

@@ -1,85 +1,117 @@
-"""Always-on check of randomized-smoothing certificates against empirical L2 attacks in the
-same report (`certificate_vs_attack`).
+"""Always-on check of randomized-smoothing certificates against attacks on the smoothed
+classifier in the same report (`certificate_vs_attack`).
 
-A sample certified at r (right, radius > r) that an L2 attack flipped within r: PGD-L2 at eps
-r (its per-sample `top1` false), or FMN/FAB-L2 (`min_norm` <= r, at each radius the
-certificate lists up to the attack's cap). Per sample a sound certificate fails with
-probability at most alpha, so the check warns when such samples outnumber what alpha allows
-(the count a Binomial(certified, alpha) exceeds with probability below 5%).
+A certificate (Cohen et al., Theorem 1) is about the smoothed classifier g of its sigma: with
+probability >= 1 - alpha, g predicts the certified class everywhere within the radius. Only
+an attack whose outcome is g's prediction can contradict it: `smoothed-pgd` (SmoothAdv's
+PGD-L2 on g, then Cohen et al.'s PREDICT at the adversarial image) at the certificate's sigma.
+A sample certified right beyond r (radius > r) whose smoothed prediction at that attack's
+image, within r = its eps, is another class is a violation; an abstention is not (PREDICT
+declined to name a class). A violation needs the certificate to fail (probability <= the
+certificate's alpha) or PREDICT to return a class other than g's (<= the attack's alpha), so
+the check warns when violations outnumber what a Binomial(certified, alpha_cert +
+alpha_predict) gives with probability 95%: then the certificate is unsound (check sigma, n,
+alpha, or the noise the model saw).
 
-What it can and cannot say: robench's attacks run on the model as evaluated, the base
-classifier f, while the certificate is about the smoothed classifier g (f's vote under
-Gaussian noise). f may be broken inside g's certified radius without any contradiction (f is
-typically less robust than g, and may be wrong where g is right). So a warning proves an
-unsound certificate only when the attack's predictions are g's; for base-classifier attacks
-it says that the base classifier is far less robust than its smoothed version there, and
-the detail says so.
+Attacks on the base classifier f (PGD-L2, FMN-L2) get no check: f may be broken inside g's
+certified radius without any contradiction (f is typically much less robust than g), so
+comparing them with a certificate proves nothing; a log line says so when they are all a
+report holds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+import math
 
 from robench.results.report.schema import PerturbationResult, Report, SanityResult
-from robench.results.stats.certified_curves import certified_radii, is_certified, listed_radii
-from robench.results.stats.robustness_curves import NORM_COLUMN, norm_values
+from robench.results.stats import certificates as cert
+from robench.results.stats.certified_curves import certified_radii, is_certified
 
-SURPRISE = 0.05  # warn at more breaks than a sound certificate gives with probability 1 - this
+logger = logging.getLogger(__name__)
+
+SURPRISE = 0.05  # warn at more violations than a sound certificate gives with prob. 1 - this
+SMOOTHED_ATTACK = "smoothed-pgd"  # the kind that attacks g and records PREDICT at its image
+_BASE_L2 = ("pgd", "minimal-norm")  # L2 attacks on the base classifier: they test no certificate
 
 
 def _allowed(certified: int, alpha: float) -> int:
-    """The most breaks a sound certificate gives with probability >= 1 - SURPRISE."""
+    """The most violations a sound certificate gives with probability >= 1 - SURPRISE."""
     from scipy.stats import binom
 
-    return int(binom.ppf(1 - SURPRISE, certified, alpha)) if certified else 0
+    return int(binom.ppf(1 - SURPRISE, certified, min(alpha, 1.0))) if certified else 0
 
 
-def _l2(result: PerturbationResult) -> bool:
-    return str(result.params.get("norm", "linf")).lower() == "l2"
+def _number(value: object) -> float | None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    return float(value) if ok else None  # type: ignore[arg-type]
 
 
-def _breaks(
-    report: Report, cert: PerturbationResult, attack: PerturbationResult
-) -> Iterator[tuple[float, list[bool]]]:
-    """(radius r, attack flipped the sample within r) pairs to hold the certificate to."""
-    if attack.kind == "pgd":  # at its eps: flipped when the re-run is wrong
-        correct = report.sample_values(attack.name, "top1")
-        eps = attack.params.get("eps")
-        if correct is not None and isinstance(eps, float):
-            yield eps, [not ok for ok in correct]
-    elif attack.kind == "minimal-norm":  # at each listed radius up to its cap
-        norms = report.sample_values(attack.name, NORM_COLUMN)
-        cap = attack.params.get("eps")
-        if norms is None or not isinstance(cap, float):
-            return
-        values = norm_values(norms)
-        for radius in listed_radii(cert):
-            if 0 < radius <= cap:
-                yield radius, [n <= radius for n in values]
+def _tests(cert_result: PerturbationResult, attack: PerturbationResult) -> bool:
+    """Whether `attack` attacks the smoothed classifier `cert_result` certifies."""
+    sigma, attack_sigma = (
+        _number(cert_result.params.get("sigma")),
+        _number(attack.params.get("sigma")),
+    )
+    return (
+        attack.kind == SMOOTHED_ATTACK
+        and attack.dataset == cert_result.dataset
+        and sigma is not None
+        and attack_sigma is not None
+        and math.isclose(sigma, attack_sigma)
+    )
+
+
+def _flips(report: Report, attack: PerturbationResult, targets: list[int]) -> list[bool] | None:
+    """Per sample: the smoothed prediction at the attack's image names a class other than the
+    label (an abstention is no flip); None without PREDICT columns."""
+    predictions = report.sample_values(attack.name, cert.PREDICTION)
+    if predictions is None:
+        return None
+    return [p is not None and p != y for p, y in zip(predictions, targets, strict=False)]
 
 
 def check_certificates(report: Report) -> list[SanityResult]:
-    """One check per (randomized-smoothing result, L2 attack, radius) on one dataset."""
+    """One check per (randomized-smoothing result, smoothed-pgd result of its sigma)."""
     checks = []
-    for cert in filter(is_certified, report.results):
-        radii = certified_radii(report, cert)
-        alpha = cert.params.get("alpha")
-        if radii is None or not isinstance(alpha, float):
+    for certified in filter(is_certified, report.results):
+        radii = certified_radii(report, certified)
+        alpha = _number(certified.params.get("alpha"))
+        if radii is None or alpha is None:
             continue
+        targets = report.samples[certified.dataset].targets
+        tested = False
         for attack in report.results:
-            if attack.dataset != cert.dataset or not _l2(attack):
+            eps, attack_alpha = (
+                _number(attack.params.get("eps")),
+                _number(attack.params.get("alpha")),
+            )
+            flipped = _flips(report, attack, targets) if _tests(certified, attack) else None
+            if flipped is None or eps is None or attack_alpha is None:
                 continue
-            for radius, flipped in _breaks(report, cert, attack):
-                n = min(len(radii), len(flipped))  # both hold the first n sorted indices
-                beyond = [i for i in range(n) if radii[i] > radius]
-                broken = sum(flipped[i] for i in beyond)
-                allowed = _allowed(len(beyond), alpha)
-                checks.append(_check(cert, attack, radius, n, len(beyond), broken, allowed))
+            tested = True
+            n = min(len(radii), len(flipped))  # both hold the first n sorted indices
+            beyond = [i for i in range(n) if radii[i] > eps]
+            broken = sum(flipped[i] for i in beyond)
+            allowed = _allowed(len(beyond), alpha + attack_alpha)
+            checks.append(_check(certified, attack, eps, n, len(beyond), broken, allowed))
+        if not tested and any(_base_l2(a) for a in report.results):
+            logger.info(
+                "certificate %s is not compared with this report's L2 attacks: they attack "
+                "the base classifier, which may be broken inside the smoothed classifier's "
+                "radius; a smoothed-pgd entry of sigma %s tests the certificate",
+                certified.name,
+                certified.params.get("sigma"),
+            )
     return checks
 
 
+def _base_l2(result: PerturbationResult) -> bool:
+    return result.kind in _BASE_L2 and str(result.params.get("norm", "linf")).lower() == "l2"
+
+
 def _check(
-    cert: PerturbationResult,
+    certificate: PerturbationResult,
     attack: PerturbationResult,
     radius: float,
     n: int,
@@ -89,20 +121,18 @@ def _check(
 ) -> SanityResult:
     ok = broken <= allowed
     detail = (
-        f"{attack.name} flipped {broken} of the {certified} samples {cert.name} certifies "
-        f"beyond L2 radius {radius:g} within that radius ({n} samples; a sound certificate "
-        f"allows {allowed} at alpha {cert.params.get('alpha')})"
+        f"the smoothed classifier's prediction at {attack.name}'s images names another class "
+        f"on {broken} of the {certified} samples {certificate.name} certifies beyond L2 radius "
+        f"{radius:g} ({n} samples; a sound certificate allows {allowed} at alpha "
+        f"{certificate.params.get('alpha')} plus PREDICT's {attack.params.get('alpha')})"
     )
     if not ok:
         detail += (
-            ": if the attack's predictions are the smoothed classifier's, the certificate is "
-            "unsound (check sigma, n and alpha); robench's attacks run on the base classifier, "
-            "which may be broken inside the smoothed classifier's radius without a "
-            "contradiction, so here it shows the base classifier far less robust than its "
-            "certificate"
+            ": the certificate is unsound; check sigma, n and alpha, and that the model "
+            "certified is the model attacked"
         )
     return SanityResult(
-        name=f"certificate_vs_attack:{cert.name}:{attack.name}@{radius:g}",
+        name=f"certificate_vs_attack:{certificate.name}:{attack.name}@{radius:g}",
         status="pass" if ok else "warn",
         detail=detail + ".",
         values={"radius": radius, "certified": certified, "broken": broken, "allowed": allowed},

@@ -37,6 +37,8 @@ RADIUS = "radius"  # sigma Phi^-1(pA), or 0.0 when abstained
 ABSTAINED = "abstained"  # pA <= 1/2: the smoothed classifier gives no prediction
 PREDICTION = "smoothed_prediction"  # cA, or None when abstained
 COLUMNS = (CANDIDATE, COUNT_SELECTION, COUNT_ESTIMATION, P_LOWER, RADIUS, ABSTAINED, PREDICTION)
+# What an attack on the smoothed classifier (`smoothed-pgd`) records: PREDICT at its image.
+PREDICT_COLUMNS = (PREDICTION, ABSTAINED)
 
 
 def clopper_pearson_lower(successes: int, trials: int, alpha: float) -> float:
@@ -66,6 +68,16 @@ def certify_counts(
     """(pA, radius or None when abstaining) from the candidate's estimation count nA of n."""
     p_lower = clopper_pearson_lower(count_estimation, n, alpha)
     return p_lower, certified_radius(p_lower, sigma)
+
+
+def predict_abstains(count_top: int, count_runner_up: int, alpha: float) -> bool:
+    """Cohen et al.'s PREDICT: abstain unless the two-sided binomial test of the top class's
+    count against the runner-up's (p = 1/2) rejects at level alpha; a returned class is the
+    smoothed classifier's with probability >= 1 - alpha."""
+    from scipy.stats import binomtest
+
+    trials = count_top + count_runner_up
+    return trials == 0 or binomtest(count_top, trials, 0.5).pvalue > alpha
 
 
 def correct_and_certified(record: Mapping[str, Any]) -> bool:

@@ -542,11 +542,20 @@ register(
 )
 
 
-# Randomized smoothing's certificates (results/stats/certificates.py): a certified result's
-# record adds the smoothed prediction, its certified L2 radius and whether it abstained.
-# Certified accuracy is reported at each radius of the entry's `radii`; the average certified
-# radius (ACR, wrong and abstained samples count 0) is a mean over samples, as a ratio of
-# sums (radius, 1) so that it has the bootstrap interval and paired bootstrap of the others.
+# Randomized smoothing (results/stats/certificates.py): records add the smoothed prediction
+# (None: abstained), the certified L2 radius; certified accuracy is at each of `radii`; ACR
+# (wrong, abstained: 0) is a ratio of sums (radius, 1) for a bootstrap interval.
+register(
+    Metric(
+        name="smoothed_accuracy",
+        description="accuracy of the smoothed classifier (CERTIFY's prediction, or PREDICT at "
+        "a smoothed-pgd image; an abstention counts wrong)",
+        higher_is_better=True,
+        per_sample=lambda record: record[certificates.PREDICTION] == record["y"],
+        display=MetricDisplay("smoothed", scale=100.0, unit="%", diff_unit="pp"),
+        requires=certificates.PREDICTION,
+    )
+)
 register(
     Metric(
         name="certified_accuracy",
