@@ -70,7 +70,7 @@ def transfer_rows(reports: list[dict[str, Any]]) -> list[str]:
     rows = []
     for report in reports:
         target = report["model"]["name"]
-        for white_box in ("fgsm", "pgd-10"):
+        for white_box in ("fgsm", "pgd-10", "mi-fgsm", "di-fgsm", "vmi-fgsm"):
             for result in report["results"]:
                 surrogate = result["params"].get("surrogate")
                 if not result["name"].startswith(f"{white_box}-from-") or surrogate is None:
