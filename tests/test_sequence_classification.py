@@ -256,8 +256,11 @@ def test_training_writes_a_checkpoint_that_evaluates_without_naming_the_task(
     lra: Any, tmp_path: Path
 ) -> None:
     data = tmp_path / "data"
-    train = write_listops(data, seed=5, rows=32, max_tokens=30)["train"]
-    longest = max(len(_listops_ids(source)) for source, _ in train)
+    write_listops(data, seed=5, rows=32, max_tokens=30)
+    # A validation expression longer than every training one (34 tokens): the model must
+    # read it too, or validation would be refused after training started.
+    with (data / "basic_val.tsv").open("a") as handle:
+        handle.write("( [MAX " + " ".join(str(i % 10) for i in range(32)) + " ] )\t9\n")
     args = ["train", "lra_transformer_nano_elliptical", "--data", str(data), "--lra-task"]
     args += [
         "listops",
@@ -275,8 +278,8 @@ def test_training_writes_a_checkpoint_that_evaluates_without_naming_the_task(
     assert "best validation top-1" in result.stdout
     best = tmp_path / "r" / "best.safetensors"
     loaded = load_model("lra_transformer_nano_elliptical", checkpoint=best)
-    # Sized by the data: the longest training expression, as the reader reads it.
-    assert loaded.model.lra_task == "listops" and loaded.model.max_length == longest
+    # Sized by the data: the longest training or validation expression.
+    assert loaded.model.lra_task == "listops" and loaded.model.max_length == 34
     out = tmp_path / "eval.json"
     result = _eval(lra, "lra_transformer_nano_elliptical", "-c", str(best), "-s", "lra-smoke",
                    "--data", str(data), "--split", "train", "-o", str(out))  # fmt: skip
