@@ -13,13 +13,22 @@ from PIL import Image
 from tests.lra_oracles import parse, random_expression
 
 
-def write_listops(root: Path, seed: int = 0, rows: int = 12) -> dict[str, list[tuple[str, int]]]:
-    """basic_{train,val,test}.tsv of random expressions (LRA's print) and their values."""
+def write_listops(
+    root: Path, seed: int = 0, rows: int = 12, max_tokens: int | None = None
+) -> dict[str, list[tuple[str, int]]]:
+    """basic_{train,val,test}.tsv of random expressions (LRA's print) and their values;
+    `max_tokens` bounds an expression's length (parentheses not counted: the readers drop
+    them), as LRA's generator bounds its lengths, by drawing again."""
     rng = random.Random(seed)
     written = {}
     root.mkdir(parents=True, exist_ok=True)
     for split in ("train", "val", "test"):
-        data = [(s, parse(s)[0]) for s in (random_expression(rng) for _ in range(rows))]
+        data = []
+        while len(data) < rows:
+            source = random_expression(rng)
+            value, length, _, _ = parse(source)
+            if max_tokens is None or length <= max_tokens:
+                data.append((source, value))
         lines = ["Source\tTarget", *(f"{s}\t{v}" for s, v in data)]
         (root / f"basic_{split}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
         written[split] = data
@@ -52,14 +61,16 @@ def write_aclimdb(root: Path, seed: int = 0) -> dict[str, list[tuple[bytes, int]
     return reviews
 
 
-def write_aan(root: Path, seed: int = 0) -> dict[str, list[tuple[int, bytes, bytes]]]:
+def write_aan(
+    root: Path, seed: int = 0, pairs_per_split: int = 6
+) -> dict[str, list[tuple[int, bytes, bytes]]]:
     """new_aan_pairs.{train,eval,test}.tsv: label, id1, id2, text1, text2 (no header)."""
     rng = random.Random(seed)
     root.mkdir(parents=True, exist_ok=True)
     pairs = {}
     for split, name in (("train", "train"), ("val", "eval"), ("test", "test")):
         rows = []
-        for _ in range(6):
+        for _ in range(pairs_per_split):
             label = rng.randint(0, 1)
             one, two = (_text(rng, rng.randint(1, 200)) for _ in range(2))
             rows.append((label, one.encode(), two.encode()))

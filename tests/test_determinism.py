@@ -113,22 +113,23 @@ def test_text_attack_kinds_are_deterministic(kind: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("kind", sorted(SEQUENCE_ENTRIES))
-def test_sequence_kinds_are_deterministic(
-    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import sys
-
-    import lra_standin as standin
-
+def test_sequence_kinds_are_deterministic(kind: str, tmp_path: Path) -> None:
     from robench.models.checkpoints import save_safetensors
     from robench.models.spec import ModelSpec, metadata_from_spec
     from robench.models.zoo.lm_registry import create_language_model
+    from tests.lra_fixtures import write_listops, write_pathfinder_release
 
-    monkeypatch.setitem(sys.modules, "robench.data.lra", standin.module())
-    task = "listops" if kind == "token-substitution" else "pathfinder"
-    data = standin.write_split(tmp_path / task, "test", 16, 0, task=task, length=(20, 64))
-    kwargs = {"vocab_size": standin.VOCAB[task], "num_classes": standin.CLASSES[task]}
-    kwargs |= {"lra_task": task, "max_length": 64, "pad_id": 0 if task == "listops" else None}
+    # LRA data in the released layouts: ListOps TSVs, or Pathfinder images whose test split
+    # (the last 10%) is 16 images of 32 x 32.
+    if kind == "token-substitution":
+        task, data = "listops", tmp_path / "listops"
+        write_listops(data, rows=16)
+        kwargs = {"vocab_size": 16, "num_classes": 10, "max_length": 512, "pad_id": 0}
+    else:
+        task, data = "pathfinder", tmp_path / "pathfinder"
+        write_pathfinder_release(data, files=2, per_file=80)
+        kwargs = {"vocab_size": 256, "num_classes": 2, "max_length": 1024, "pad_id": None}
+    kwargs["lra_task"] = task
     model = create_language_model("lra_transformer_nano_elliptical", **kwargs)
     checkpoint = tmp_path / "lra.safetensors"
     spec = ModelSpec(architecture="lra_transformer_nano_elliptical", model_kwargs=kwargs)

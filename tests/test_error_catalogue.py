@@ -18,7 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import lra_standin as standin
 import numpy as np
 import pytest
 import torch
@@ -31,6 +30,7 @@ from tests.lra_fixtures import (
     listops_too_long,
     pathfinder_without_metadata,
     retrieval_with_one_document,
+    write_listops,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -126,14 +126,17 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-# LRA data in the test stand-in's layout (tests/lra_standin.py), read by its reader.
-LRA_STANDIN = {"robench.tasks.sequence_classification._open_lra": standin.open_lra}
+# ListOps in the released layout (basic_test.tsv), for a random-weight model of 48 positions.
 LRA_MODEL = '{"vocab_size": 16, "num_classes": 10, "pad_id": 0, "max_length": 48}'
 LRA_NOISE = 'task = "sequence-classification"\n[[perturbations]]\nkind = "clean"\n[[perturbations]]\nkind = "pixel-noise"\nstd = "8/255"\n'
 
 
-def _lra_eval(tmp: Path, suite: str, lengths: tuple[int, int]) -> list[str]:
-    data = standin.write_split(tmp / "listops", "test", 8, 0, length=lengths)
+def _lra_eval(tmp: Path, suite: str, longer_than_model: bool) -> list[str]:
+    data = tmp / "listops"
+    write_listops(data, rows=8, max_tokens=48)
+    if longer_than_model:  # one expression of 62 tokens
+        with (data / "basic_test.tsv").open("a") as handle:
+            handle.write("( [SM " + " ".join(str(i % 10) for i in range(60)) + " ] )\t0\n")
     model = ["lra_transformer_nano", "--model-kwargs", LRA_MODEL, "--allow-random-weights"]
     return [
         "eval",
@@ -364,8 +367,8 @@ CASES: dict[str, Callable[[Path, Path], Case]] = {
     "lra-retrieval-one-document": lambda t, d: Case(_eval(t, d, folder=_lra(t, retrieval_with_one_document))),
     "lra-pathfinder-no-metadata": lambda t, d: Case(_eval(t, d, folder=_lra(t, pathfinder_without_metadata))),
     "generate-not-empty": lambda t, d: Case(["generate", "lra-listops", _write(Path(_folder(t / "full")) / "keep.txt", "mine").rsplit("/", 1)[0]]),
-    "lra-sequence-over-model-length": lambda t, d: Case(_lra_eval(t, "lra-smoke", (60, 70)), patches=LRA_STANDIN),
-    "lra-perturbation-other-task": lambda t, d: Case(_lra_eval(t, _suite(t, LRA_NOISE), (10, 40)), patches=LRA_STANDIN),
+    "lra-sequence-over-model-length": lambda t, d: Case(_lra_eval(t, "lra-smoke", True)),
+    "lra-perturbation-other-task": lambda t, d: Case(_lra_eval(t, _suite(t, LRA_NOISE), False)),
     "bad-images-policy": lambda t, d: Case(_eval(t, d, "--bad-images", "ignore")),
     "bad-images-all-unreadable": lambda t, d: Case(_eval(t, d, "--bad-images", "skip", "--limit", "1", folder=_all_unreadable(t))),
     "out-is-checkpoint": lambda t, d: Case(["eval", MODEL, "-s", str(d / "clean.toml"), "-d", str(d / "imgs"), "-c", (c := _checkpoint_copy(t)), "-o", c]),

@@ -1,18 +1,17 @@
-"""The sequence-classification task (LRA) end to end, on sequences written here in the
-stand-in layout (tests/lra_standin.py) and nano LRA transformers nobody tuned: clean and
-perturbed top-1 recomputed from the per-sample predictions and the files' labels, the
-retrieval variant on document pairs, the CLI and `robench.evaluate` agreeing, the Elliptical
-model differing from the baseline in its final layer only, training, and bad input refused in
-one sentence with nothing written."""
+"""The sequence-classification task (LRA) end to end, on files in the LRA release's layouts
+(tests/lra_fixtures.py: ListOps TSVs, AAN retrieval pairs, Pathfinder images and metadata)
+read by robench's readers, and nano LRA transformers nobody tuned: clean and perturbed top-1
+recomputed from the per-sample predictions and the files' labels, the retrieval variant on
+document pairs, the CLI and `robench.evaluate` agreeing, the Elliptical model differing from
+the baseline in its final layer only, training, and bad input refused in one sentence with
+nothing written."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-import lra_standin as standin
 import numpy as np
 import pytest
 import torch
@@ -24,10 +23,14 @@ from robench.models.checkpoints import save_safetensors
 from robench.models.loading import load_model
 from robench.models.spec import ModelSpec, metadata_from_spec
 from robench.models.zoo.lm_registry import create_language_model
+from tests.lra_fixtures import write_aan, write_listops, write_pathfinder_release
 
 TOKENS_KWARGS = {"vocab_size": 16, "num_classes": 10, "pad_id": 0, "lra_task": "listops"}
-PAIR_KWARGS = {"vocab_size": 64, "num_classes": 2, "pad_id": 0, "pair": True}
-PIXEL_KWARGS = {"vocab_size": 256, "num_classes": 2, "lra_task": "pathfinder", "max_length": 64}
+PAIR_KWARGS = {"vocab_size": 257, "num_classes": 2, "pad_id": 0, "pair": True, "max_length": 256}
+PIXEL_KWARGS = {"vocab_size": 256, "num_classes": 2, "lra_task": "pathfinder", "max_length": 1024}
+# ListOps token ids as docs/datasets.md gives them (0 is padding; parentheses are dropped),
+# written out here rather than taken from the reader, so the test checks the reader too.
+LISTOPS_IDS = {t: i for i, t in enumerate(["[MAX", "[MIN", "[MED", "[SM", "]", *"0123456789"], 1)}
 
 
 def _checkpoint(path: Path, architecture: str, kwargs: dict[str, Any], seed: int = 0) -> Path:
@@ -43,39 +46,62 @@ def _checkpoint(path: Path, architecture: str, kwargs: dict[str, Any], seed: int
     return path
 
 
+def _listops_ids(source: str) -> torch.Tensor:
+    return torch.tensor([LISTOPS_IDS[t] for t in source.split() if t not in ("(", ")")])
+
+
+def _long_listops(root: Path) -> Path:
+    """ListOps whose test split ends with a 62-token expression, past the models' 48."""
+    write_listops(root, seed=2, rows=8, max_tokens=48)
+    long = "( [SM " + " ".join(str(i % 10) for i in range(60)) + " ] )"
+    with (root / "basic_test.tsv").open("a") as handle:
+        handle.write(f"{long}\t{sum(i % 10 for i in range(60)) % 10}\n")
+    return root
+
+
 @pytest.fixture(scope="module")
 def lra(tmp_path_factory: pytest.TempPathFactory) -> Any:
     root = tmp_path_factory.mktemp("lra")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(sys.modules, "robench.data.lra", standin.module())
-        files = {
-            "listops": standin.write_split(root / "listops", "test", 40, 1, length=(10, 40)),
-            "long": standin.write_split(root / "long", "test", 8, 2, length=(60, 70)),
-            "retrieval": standin.write_split(
-                root / "retrieval", "test", 24, 3, task="retrieval", length=(10, 30)
+    # The test splits as the files hold them: (documents, label) per sample, token ids as
+    # the layouts define them (ListOps' table above; AAN bytes + 1; Pathfinder grey levels).
+    listops = write_listops(root / "listops", seed=1, rows=40, max_tokens=48)["test"]
+    pairs = write_aan(root / "retrieval", seed=3, pairs_per_split=24)["test"]
+    images = write_pathfinder_release(root / "pathfinder", files=3, per_file=80, seed=4)
+    test_images = images[int(len(images) * 0.9) :]  # LRA's split: the last 10% is the test
+    return {
+        "listops": root / "listops",
+        "long": _long_listops(root / "long"),
+        "retrieval": root / "retrieval",
+        "pathfinder": root / "pathfinder",
+        "files": {
+            "listops": ([[_listops_ids(s)] for s, _ in listops], [v for _, v in listops]),
+            "retrieval": (
+                [[torch.tensor(list(d)) + 1 for d in (a, b)] for _, a, b in pairs],
+                [label for label, _, _ in pairs],
             ),
-            "pathfinder": standin.write_split(
-                root / "pathfinder", "test", 24, 4, task="pathfinder", length=(64, 64)
+            "pathfinder": (
+                [[torch.from_numpy(p).long().flatten()] for p, _ in test_images],
+                [label for _, label in test_images],
             ),
-            "base": _checkpoint(root / "base.safetensors", "lra_transformer_nano", TOKENS_KWARGS),
-            "ell": _checkpoint(
-                root / "ell.safetensors", "lra_transformer_nano_elliptical", TOKENS_KWARGS
-            ),
-            "pair": _checkpoint(root / "pair.safetensors", "lra_transformer_nano", PAIR_KWARGS),
-            "pixels": _checkpoint(root / "px.safetensors", "lra_transformer_nano", PIXEL_KWARGS),
-            "root": root,
-        }
-        yield files
+        },
+        "base": _checkpoint(root / "base.safetensors", "lra_transformer_nano", TOKENS_KWARGS),
+        "ell": _checkpoint(
+            root / "ell.safetensors", "lra_transformer_nano_elliptical", TOKENS_KWARGS
+        ),
+        "pair": _checkpoint(root / "pair.safetensors", "lra_transformer_nano", PAIR_KWARGS),
+        "pixels": _checkpoint(root / "px.safetensors", "lra_transformer_nano", PIXEL_KWARGS),
+        "root": root,
+    }
 
 
 def _eval(lra: Any, *args: str) -> Any:
     return CliRunner().invoke(app, ["eval", *args])
 
 
-def _file(root: Path) -> tuple[list[list[torch.Tensor]], list[int]]:
-    rows = [line.split("\t") for line in (root / "test.tsv").read_text().splitlines()]
-    docs = [[torch.tensor([int(t) for t in d.split()]) for d in row[1:]] for row in rows]
-    return docs, [int(row[0]) for row in rows]
+def _file(lra: Any, task: str) -> tuple[list[list[torch.Tensor]], list[int]]:
+    """The test split's documents and labels, as the fixture wrote them."""
+    docs, labels = lra["files"][task]
+    return docs, labels
 
 
 def _logits(checkpoint: Path, architecture: str, docs: list[list[torch.Tensor]]) -> torch.Tensor:
@@ -86,7 +112,7 @@ def _logits(checkpoint: Path, architecture: str, docs: list[list[torch.Tensor]])
 
 
 def _pair(docs: list[torch.Tensor]) -> torch.Tensor:
-    """Two documents (2, L), the shorter padded with the stand-in's padding id 0."""
+    """Two documents (2, L), the shorter padded with the layout's padding id 0."""
     return torch.nn.utils.rnn.pad_sequence(docs, batch_first=True, padding_value=0)
 
 
@@ -108,7 +134,7 @@ def test_clean_and_substituted_top1_are_recomputed_from_predictions(lra: Any) ->
     report = _report(_tokens_report(lra))
     assert report["task"] == "sequence-classification"
     samples = report["samples"]["default"]
-    docs, labels = _file(lra["listops"])
+    docs, labels = _file(lra, "listops")
     assert samples["targets"] == [labels[i] for i in samples["indices"]]
     expected = _logits(lra["base"], "lra_transformer_nano", docs).argmax(1).tolist()
     clean = samples["values"]["clean"]["prediction"]
@@ -138,7 +164,7 @@ def test_the_python_api_agrees_with_the_cli_and_takes_sequences_in_memory(lra: A
     assert report.results[0].metrics["top1"].value == pytest.approx(
         clean["metrics"]["top1"]["value"]
     )
-    docs, labels = _file(lra["listops"])
+    docs, labels = _file(lra, "listops")
     memory = [(d[0], y) for d, y in zip(docs, labels, strict=True)]
     again = robench.evaluate(
         "lra_transformer_nano",
@@ -160,7 +186,8 @@ def test_retrieval_pairs_are_encoded_with_shared_weights_and_scored(lra: Any) ->
     result = _eval(lra, *args, "retrieval", "--data", str(lra["retrieval"]), "-o", str(out))
     assert result.exit_code == 0, result.output
     samples = _report(out)["samples"]["default"]
-    docs, _ = _file(lra["retrieval"])
+    docs, labels = _file(lra, "retrieval")
+    assert samples["targets"] == [labels[i] for i in samples["indices"]]
     expected = _logits(lra["pair"], "lra_transformer_nano", docs).argmax(1).tolist()
     assert samples["values"]["clean"]["prediction"] == [expected[i] for i in samples["indices"]]
     model = load_model("lra_transformer_nano", checkpoint=lra["pair"]).model
@@ -185,6 +212,15 @@ def test_pixel_suite_runs_noise_and_occlusion_on_pathfinder(lra: Any) -> None:
     names = [r["name"] for r in report["results"]]
     assert names == ["clean", "noise-8/255", "noise-32/255", "occlusion-4", "occlusion-8"]
     assert report["datasets"]["default"]["kind"] == "lra-pathfinder"
+    samples = report["samples"]["default"]
+    docs, labels = _file(lra, "pathfinder")  # the metadata's labels of the last 10%
+    assert samples["targets"] == [labels[i] for i in samples["indices"]]
+    expected = _logits(lra["pixels"], "lra_transformer_nano", docs).argmax(1).tolist()
+    assert samples["values"]["clean"]["prediction"] == [expected[i] for i in samples["indices"]]
+    for entry in report["results"]:
+        predictions = samples["values"][entry["name"]]["prediction"]
+        recomputed = np.mean([p == y for p, y in zip(predictions, samples["targets"], strict=True)])
+        assert entry["metrics"]["top1"]["value"] == pytest.approx(recomputed)
 
 
 def test_the_elliptical_model_differs_from_the_baseline_in_its_final_layer_only(
@@ -219,9 +255,12 @@ def test_the_elliptical_model_differs_from_the_baseline_in_its_final_layer_only(
 def test_training_writes_a_checkpoint_that_evaluates_without_naming_the_task(
     lra: Any, tmp_path: Path
 ) -> None:
-    data = standin.write_split(tmp_path / "data", "train", 32, 5, length=(10, 30))
-    standin.write_split(data, "val", 16, 6, length=(10, 30))
-    standin.write_split(data, "test", 16, 7, length=(10, 30))
+    data = tmp_path / "data"
+    write_listops(data, seed=5, rows=32, max_tokens=30)
+    # A validation expression longer than every training one (34 tokens): the model must
+    # read it too, or validation would be refused after training started.
+    with (data / "basic_val.tsv").open("a") as handle:
+        handle.write("( [MAX " + " ".join(str(i % 10) for i in range(32)) + " ] )\t9\n")
     args = ["train", "lra_transformer_nano_elliptical", "--data", str(data), "--lra-task"]
     args += [
         "listops",
@@ -239,10 +278,11 @@ def test_training_writes_a_checkpoint_that_evaluates_without_naming_the_task(
     assert "best validation top-1" in result.stdout
     best = tmp_path / "r" / "best.safetensors"
     loaded = load_model("lra_transformer_nano_elliptical", checkpoint=best)
-    assert loaded.model.lra_task == "listops" and loaded.model.max_length <= 30
+    # Sized by the data: the longest training or validation expression.
+    assert loaded.model.lra_task == "listops" and loaded.model.max_length == 34
     out = tmp_path / "eval.json"
     result = _eval(lra, "lra_transformer_nano_elliptical", "-c", str(best), "-s", "lra-smoke",
-                   "--data", str(data), "-o", str(out))  # fmt: skip
+                   "--data", str(data), "--split", "train", "-o", str(out))  # fmt: skip
     assert result.exit_code == 0, result.output
     assert _report(out)["model"]["extensions"]["elliptical"]["layers"] == 1
 
@@ -289,12 +329,12 @@ def test_occlusion_larger_than_the_image_and_an_unknown_task_are_refused(
     suite = tmp_path / "suite.toml"
     suite.write_text(
         'name = "big"\nversion = 1\ntask = "sequence-classification"\n'
-        '[[perturbations]]\nkind = "pixel-occlusion"\nsize = 9\n'
+        '[[perturbations]]\nkind = "pixel-occlusion"\nsize = 33\n'
     )
     out = tmp_path / "big.json"
     args = ["lra_transformer_nano", "-c", str(lra["pixels"]), "-s", str(suite)]
     result = _eval(lra, *args, "--data", str(lra["pathfinder"]), "-o", str(out))
-    _refused(result, out, "exceeds the data's 8 x 8 images")
+    _refused(result, out, "exceeds the data's 32 x 32 images")
     args = ["lra_transformer_nano", "-c", str(lra["base"]), "-s", "lra-smoke", "--lra-task"]
     result = _eval(lra, *args, "sudoku", "--data", str(lra["listops"]), "-o", str(out))
     _refused(result, out, "is not an LRA task")
@@ -327,7 +367,7 @@ def _correct(samples: dict[str, Any], name: str) -> list[bool]:
 def test_a_module_in_memory_is_evaluated_on_its_own_task(tmp_path: Path) -> None:
     """An LRA model object (no checkpoint) on pairs held in memory: scored as loaded."""
     torch.manual_seed(0)
-    model = create_language_model("lra_transformer_nano", **PAIR_KWARGS, max_length=32)
+    model = create_language_model("lra_transformer_nano", **{**PAIR_KWARGS, "max_length": 32})
     pairs = [(torch.randint(1, 64, (2, 20)), i % 2) for i in range(12)]
     report = robench.evaluate(
         model, data=pairs, out=tmp_path / "r.json", progress=False, allow_random_weights=True

@@ -10,11 +10,9 @@ documented command is covered the day it is written.
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import lra_standin as standin
 import numpy as np
 import pytest
 from PIL import Image
@@ -27,6 +25,7 @@ from robench.data.imagenet_classes import (
     read_wnid_list,
     shipped_label_spaces,
 )
+from tests.lra_fixtures import write_listops, write_pathfinder_release
 
 SUITES = bundled_dir("attacks")
 # Runs the command's model with random weights: the placeholders' data have 1000 (ImageNet)
@@ -39,7 +38,8 @@ MODELS = {
     "ade20k-c": SEGMENTER,
     "segmentation-adversarial": SEGMENTER,
 }
-# LRA suites: a random-weight nano LRA transformer sized for the stand-in data below.
+# LRA suites: a random-weight nano LRA transformer sized for the LRA data below (ListOps'
+# vocabulary of 16 ids; Pathfinder's 32 x 32 = 1024 grey levels).
 LRA_TOKENS_MODEL = (
     'lra_transformer_nano --allow-random-weights --model-kwargs {"vocab_size":16,'
     '"num_classes":10,"pad_id":0}'
@@ -48,7 +48,7 @@ MODELS |= {
     "lra-tokens": LRA_TOKENS_MODEL,
     "lra-smoke": LRA_TOKENS_MODEL,
     "lra-pixels": 'lra_transformer_nano --allow-random-weights --model-kwargs {"vocab_size":256,'
-    '"num_classes":2}',
+    '"num_classes":2,"max_length":1024}',
 }
 IMAGENET_MODEL = "vit_nano_patch4_28 --num-classes 1000 --allow-random-weights"
 # Values that change how fast a command runs, not what it computes (2 cores run the tests).
@@ -134,14 +134,21 @@ def _sst2(root: Path) -> Path:
     return root
 
 
-def _lra(task: str) -> Callable[[Path], Path]:
-    """A test split in the LRA stand-in's layout (tests/lra_standin.py; 8 x 8 pixel images)."""
-    return lambda root: standin.write_split(root, "test", 4, 0, task=task, length=(10, 64))
+def _listops(root: Path) -> Path:
+    """ListOps in the released layout (basic_{train,val,test}.tsv; tests/lra_fixtures.py)."""
+    write_listops(root, rows=4)
+    return root
+
+
+def _pathfinder(root: Path) -> Path:
+    """A Pathfinder difficulty folder (imgs/ + metadata/): its test split is 2 images."""
+    write_pathfinder_release(root, files=1, per_file=20)
+    return root / "curv_baseline"
 
 
 PLACEHOLDERS: dict[str, Callable[[Path], Path]] = {
-    "LISTOPS_DIR": _lra("listops"),
-    "PATHFINDER_DIR": _lra("pathfinder"),
+    "LISTOPS_DIR": _listops,
+    "PATHFINDER_DIR": _pathfinder,
     "SST2_ROOT": _sst2,
     "ADE20K_ROOT": _ade20k,
     "IMAGENET_VAL": _imagenet_val,
@@ -200,11 +207,7 @@ def test_the_headers_document_commands_and_these_are_found() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("suite", "command"), DOCUMENTED)
-def test_a_documented_suite_command_runs(
-    tmp_path: Path, suite: str, command: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    if suite.startswith("lra-"):  # LRA data in the stand-in's layout, read by the stand-in
-        monkeypatch.setitem(sys.modules, "robench.data.lra", standin.module())
+def test_a_documented_suite_command_runs(tmp_path: Path, suite: str, command: str) -> None:
     for before, after in FASTER.items():
         command = command.replace(before, after)
     words = command.split()

@@ -66,6 +66,9 @@ class SequenceData(Dataset[tuple[torch.Tensor, int]]):
         (the wrapped dataset's max_length when it pads nothing)."""
         if self.pad_id is None:
             return self.max_length
+        lengths = getattr(self.dataset, "lengths", None)
+        if callable(lengths):  # robench.data.lra's readers know them without padding each item
+            return max(lengths(), default=0)
         longest = 0
         for index in range(len(self)):
             real = self[index][0] != self.pad_id  # (L,) or (2, L)

@@ -2,13 +2,13 @@
 
 The data is an LRA task read by `robench.data.lra.open_lra` (a released layout, or what
 robench's ListOps and Pathfinder generators wrote); the model is sized by it: vocabulary,
-classes, padding id, pairing (retrieval) and maximum length (the data's longest sequence
-unless `--model-kwargs` gives `max_length`) become model kwargs, stored in the checkpoint's
-ModelSpec with the LRA task, so `robench eval -c best.safetensors` rebuilds the model and
-reads data of its task with nothing else. The paper's recipe (App. F.9: Adam, lr 1e-4, no
-weight decay, warm-up) is the default, with the shared warm-up and cosine schedule in place
-of its linear decay; validation is top-1 on the validation split; the best checkpoint is
-kept.
+classes, padding id, pairing (retrieval) and maximum length (the longest training or
+validation sequence unless `--model-kwargs` gives `max_length`) become model kwargs, stored
+in the checkpoint's ModelSpec with the LRA task, so `robench eval -c best.safetensors`
+rebuilds the model and reads data of its task with nothing else. The paper's recipe (App.
+F.9: Adam, lr 1e-4, no weight decay, warm-up) is the default, with the shared warm-up and
+cosine schedule in place of its linear decay; validation is top-1 on the validation split;
+the best checkpoint is kept.
 """
 
 from __future__ import annotations
@@ -89,8 +89,13 @@ def _open(config: SequenceTrainConfig, split: str) -> SequenceData:
     return SequenceData(open_lra(config.data, task_name, split), Path(config.data), split)
 
 
-def _model_kwargs(config: SequenceTrainConfig, train: SequenceData) -> dict[str, Any]:
-    """What the model takes from the data, under the user's --model-kwargs."""
+def _model_kwargs(
+    config: SequenceTrainConfig, train: SequenceData, val: SequenceData
+) -> dict[str, Any]:
+    """What the model takes from the data, under the user's --model-kwargs. Its length is
+    the longest training or validation sequence: not the reader's padded length (LRA's 2000
+    or 4000), since the model pads every batch to its length, and not the training split's
+    alone, or a longer validation sequence would be refused after the model is built."""
     kwargs = {
         "vocab_size": train.vocab_size,
         "num_classes": len(train.classes),
@@ -99,11 +104,12 @@ def _model_kwargs(config: SequenceTrainConfig, train: SequenceData) -> dict[str,
         "lra_task": train.task_name,
         **config.model_kwargs,
     }
+    longest = max(train.longest(), val.longest())
     if "max_length" not in config.model_kwargs:
-        kwargs["max_length"] = train.longest()
-    elif train.longest() > kwargs["max_length"]:
+        kwargs["max_length"] = longest
+    elif longest > kwargs["max_length"]:
         raise ConfigError(
-            f"the training data holds sequences of up to {train.longest()} tokens but "
+            f"the training and validation data hold sequences of up to {longest} tokens but "
             f"--model-kwargs sets max_length {kwargs['max_length']}; raise max_length or leave "
             "it out (the data's longest)."
         )
@@ -162,7 +168,7 @@ def train_sequence_classifier(
             f"{config.train_split} split (vocabulary or pairing differ); validate on a split of "
             "the same task and encoding."
         )
-    kwargs = _model_kwargs(config, train)
+    kwargs = _model_kwargs(config, train, val)
     network = create_language_model(config.model, **kwargs).to(device).train()
     check_fits(val, network, config.model)
     spec = ModelSpec(
