@@ -261,6 +261,31 @@ def _attack_checks(b: _Battery, step: Callable[[str], None], results: list[Sanit
     return pgd
 
 
+def _randomness_checks(
+    b: _Battery,
+    step: Callable[[str], None],
+    results: list[SanityResult],
+    pgd: float | None,
+) -> None:
+    """The gradients check, then, for a model it finds randomized, EOT-PGD (when the budget
+    planned it) or a pointer to the EOT suite."""
+    step(GRADIENTS)
+    results.append(_gradients_and_randomness(b))
+    if pgd is None or not results[-1].values.get("randomized"):
+        return
+    if EOT in b.runs:
+        step(EOT)
+        results.append(_eot(b, pgd))
+        return
+    logger.warning(
+        "sanity battery: the model is randomized, but the budget was set for a deterministic "
+        "one; rerun with --sanity-budget full for the EOT check, and run the suite `%s` "
+        "(robench eval MODEL -s %s: PGD and APGD with EOT)",
+        EOT_SUITE,
+        EOT_SUITE,
+    )
+
+
 def run_sanity(
     model: torch.nn.Module,
     dataset: Dataset,
@@ -325,20 +350,7 @@ def run_sanity(
     results: list[SanityResult] = []
     pgd = _attack_checks(b, step, results) if SWEEP in b.runs else None
     if GRADIENTS in b.runs:
-        step(GRADIENTS)
-        results.append(_gradients_and_randomness(b))
-        if pgd is not None and results[-1].values.get("randomized"):
-            if EOT in b.runs:
-                step(EOT)
-                results.append(_eot(b, pgd))
-            else:
-                logger.warning(
-                    "sanity battery: the model is randomized, but the budget was set for a "
-                    "deterministic one; rerun with --sanity-budget full for the EOT check, "
-                    "and run the suite `%s` (robench eval MODEL -s %s: PGD and APGD with EOT)",
-                    EOT_SUITE,
-                    EOT_SUITE,
-                )
+        _randomness_checks(b, step, results, pgd)
     if pgd is not None and ADAPTIVE in b.runs:  # e.g. Elliptical Attention: gradients through M
         step(ADAPTIVE)
         results.append(_adaptive(b, pgd))
