@@ -164,6 +164,23 @@ def _word_level_model(module: nn.Module, task: str | None, options: ModelOptions
     network: nn.Module = module
     if task == "text-classification":
         network = WordLevelTextClassifier(module, options.tokenizer)
+    return _memory_model(module, network, task, options, vocabulary=options.tokenizer)
+
+
+def _sequence_model(module: nn.Module, options: ModelOptions) -> LoadedModel:
+    """A sequence classifier (an LRA model) reading token ids (B, L), or pairs (B, 2, L)."""
+    return _memory_model(module, module, "sequence-classification", options)
+
+
+def _memory_model(
+    module: nn.Module,
+    network: nn.Module,
+    task: str,
+    options: ModelOptions,
+    vocabulary: Any = None,
+) -> LoadedModel:
+    """The LoadedModel of a zoo module held in memory that takes its inputs as they are (no
+    image preprocessing): `network` is what runs, `module` what its provenance names."""
     name = options.name or type(module).__name__
     extra = {"model_name": options.name} if options.name else None
     return LoadedModel(
@@ -177,26 +194,7 @@ def _word_level_model(module: nn.Module, task: str | None, options: ModelOptions
         checkpoint=None,
         preprocessing=None,
         task=task,
-        vocabulary=options.tokenizer,
-        origin=memory_origin(module, extra),
-    )
-
-
-def _sequence_model(module: nn.Module, options: ModelOptions) -> LoadedModel:
-    """A sequence classifier (an LRA model) reading token ids (B, L), or pairs (B, 2, L)."""
-    name = options.name or type(module).__name__
-    extra = {"model_name": options.name} if options.name else None
-    return LoadedModel(
-        model=module.to(options.device).eval(),
-        name=name,
-        architecture=class_path(module),
-        model_kwargs={},
-        spec=ModelSpec(architecture=class_path(module)),
-        sources={},
-        card_path=None,
-        checkpoint=None,
-        preprocessing=None,
-        task="sequence-classification",
+        vocabulary=vocabulary,
         origin=memory_origin(module, extra),
     )
 
