@@ -25,6 +25,7 @@ IMAGE_ENTRIES = {
     "corruption": 'corruption = "gaussian_noise"\nseverity = 3',
     "minimal-norm": 'eps = "8/255"\nsteps = 5',
     "randomized-smoothing": "sigma = 0.25\nn0 = 5\nn = 20\nbatch = 25",
+    "smoothed-pgd": "eps = 0.25\nsigma = 0.25\nnoise_samples = 2\nsteps = 2\nn = 20\nbatch = 25",
 }
 TEXT_ENTRIES = {"clean": "", "word-swap": "rate = 0.05"}
 # Text classifiers' attacks: random characters (DeepWordBug, Pruthi), WordNet (PWWS).
