@@ -15,6 +15,7 @@ from typing import Any
 from typer.testing import CliRunner
 
 from robench.cli import app
+from robench.results.stats.metrics import metric_display
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ("vit_nano_fmnist", "vit_nano_elliptical_fmnist")
@@ -131,7 +132,9 @@ def assert_page_holds_every_job(sweep_dir: Path) -> None:
                 (sweep_dir / "reports" / suite / f"{model}__seed0.json").read_text()
             )
             for result in report["results"]:
-                for metric in result["metrics"].values():
-                    assert f"{100 * metric['value']:.2f}" in page, (suite, model, result["name"])
+                for name, metric in result["metrics"].items():
+                    # in display units: percent for accuracies and ECE, raw for NLL and Brier
+                    shown = metric["value"] * metric_display(name).scale
+                    assert f"{shown:.2f}" in page, (suite, model, result["name"], name)
             href = f"../reports/{suite}/{model}__seed0.json"
             assert href in page

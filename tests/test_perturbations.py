@@ -80,6 +80,20 @@ CASES: dict[str, Case] = {
     "randomized-smoothing": Case(
         "randomized-smoothing", {"sigma": 0.25, "n0": 8, "n": 32, "batch": 40}, n_samples=32
     ),
+    # PGD-L2 on the smoothed classifier (an EOT over the smoothing noise), scored by PREDICT.
+    "smoothed-pgd": Case(
+        "smoothed-pgd",
+        {
+            "eps": EPS_L2,
+            "norm": "l2",
+            "sigma": 0.25,
+            "noise_samples": 2,
+            "steps": 3,
+            "n": 20,
+            "batch": 25,
+        },
+        n_samples=16,
+    ),
     # Unbounded, per sample, model-free; randomness from the seed only.
     "corruption": Case(
         "corruption", {"corruption": "gaussian_noise", "severity": 3}, randomized=True
