@@ -20,7 +20,7 @@ import numpy as np
 
 from robench._core.errors import DataError
 from robench.data.lra.byte_tokens import BYTE_OFFSET, PAD_ID, VOCAB_SIZE, raw_bytes
-from robench.data.lra.sequences import SequenceDataset, fitted
+from robench.data.lra.sequences import SequenceDataset, cut_note, fitted
 
 KIND = "lra-retrieval"
 TASK_NAME = "retrieval"
@@ -97,12 +97,7 @@ def open_aan(
     length = DEFAULT_LENGTH if max_length is None else max_length
     cut_asked = truncate if truncate is not None else max_length is None
     pairs, targets, cut = read_pairs(path, length, cut_asked)
-    note = (
-        f"{cut} of {2 * len(pairs)} documents were cut to their first {length} bytes, as LRA "
-        "cuts them"
-        if cut
-        else None
-    )
+    note = cut_note(cut, 2 * len(pairs), "documents", length)
     return SequenceDataset(
         root=root,
         kind=KIND,

@@ -23,7 +23,7 @@ import numpy as np
 
 from robench._core.errors import DataError
 from robench.data.lra.byte_tokens import BYTE_OFFSET, PAD_ID, VOCAB_SIZE, raw_bytes
-from robench.data.lra.sequences import SequenceDataset, fitted
+from robench.data.lra.sequences import SequenceDataset, cut_note, fitted
 
 logger = logging.getLogger(__name__)
 
@@ -88,12 +88,7 @@ def open_imdb(
             files.append(path.relative_to(root).as_posix())
     if not sequences:
         raise DataError(f"{split_dir}/neg and /pos hold no .txt reviews; expected aclImdb.")
-    note = (
-        f"{cut_count} of {len(sequences)} reviews were cut to their first {length} bytes, as LRA "
-        "cuts them"
-        if cut_count
-        else None
-    )
+    note = cut_note(cut_count, len(sequences), "reviews", length)
     return SequenceDataset(
         root=root,
         kind=KIND,

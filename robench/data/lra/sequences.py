@@ -148,6 +148,14 @@ class SequenceDataset(Dataset[tuple[torch.Tensor, int]]):
         )
 
 
+def cut_note(cut: int, total: int, what: str, length: int) -> str | None:
+    """The dataset's preprocessing note when `cut` of `total` byte documents (`what`: "reviews",
+    "documents") were cut to `length` bytes; None when none was."""
+    if not cut:
+        return None
+    return f"{cut} of {total} {what} were cut to their first {length} bytes, as LRA cuts them"
+
+
 def compact(tokens: Sequence[int] | np.ndarray) -> np.ndarray:
     """Token ids as the smallest unsigned array that holds them (ids here are below 65536)."""
     array = np.asarray(tokens)
