@@ -186,7 +186,16 @@ def test_the_runnable_examples_run_as_written_and_write_nothing(
     work, scratch = tmp_path / "work", tmp_path / "tmp"
     work.mkdir()
     scratch.mkdir()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(scratch)}
+    # Importing timm imports torch's inductor config, which creates its cache folder in the
+    # temporary folder (and sets TORCHINDUCTOR_CACHE_DIR in the importing process, so the
+    # outcome would depend on which tests ran first): torch's, not the examples', so it goes
+    # elsewhere.
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "TMPDIR": str(scratch),
+        "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "torchinductor"),
+    }
     done = subprocess.run(
         [sys.executable, str(script)],
         cwd=work,

@@ -62,6 +62,6 @@ COMMANDS = {
         "demo_command",
         "Baseline vs Elliptical nano models: attacks, corruptions and diagnostics on "
         "Fashion-MNIST, Word Swap perplexity on the Python docs, segmentation of built-in scenes, "
-        "text classifiers under word attacks, figures.",
+        "text classifiers under word attacks, certified radii by randomized smoothing, figures.",
     ),
 }

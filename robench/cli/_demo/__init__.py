@@ -12,8 +12,10 @@ Word Swap (`demo-text`, the paper's Table 1 protocol), and baseline vs Elliptica
 Segmenter on the built-in fashion scenes (`demo-segmentation`: clean, corruptions, PGD, and an
 overlay of predicted masks; `_demo/segmentation.py`), and baseline vs Elliptical nano text
 classifier under TextAttack's DeepWordBug and PWWS (`demo-text-classification`,
-`_demo/text_classification.py`). Without the shipped checkpoints (a trimmed install) it trains
-the image and language models briefly instead and skips the Segmenters and classifiers.
+`_demo/text_classification.py`), and the noise-trained nano ViT pair certified by randomized
+smoothing (`certify-smoke`: certified accuracy against the L2 radius; `_demo/certification.py`).
+Without the shipped checkpoints (a trimmed install) it trains the image and language models
+briefly instead and skips the Segmenters, classifiers and certificates.
 `index.html` beside the reports shows the comparisons on one self-contained page.
 """
 
@@ -30,6 +32,8 @@ import torch
 
 from robench._core.extras import install_command
 from robench._core.progress import Progress
+from robench.cli._demo.certification import SUFFIX as CERTIFICATION_SUFFIX
+from robench.cli._demo.certification import CertificationDemo, evaluate_certification_demo
 from robench.cli._demo.segmentation import SUFFIX as SEGMENTATION_SUFFIX
 from robench.cli._demo.segmentation import SegmentationDemo, evaluate_segmentation_demo
 from robench.cli._demo.text_classification import SUFFIX as TEXT_CLASSIFICATION_SUFFIX
@@ -100,6 +104,8 @@ class DemoResult:
     segmentation: SegmentationDemo | None = None
     # Baseline vs Elliptical nano text classifier; none without the checkpoints or WordNet.
     text_classification: TextClassificationDemo | None = None
+    # Noise-trained baseline vs Elliptical nano ViT, certified; none without the checkpoints.
+    certification: CertificationDemo | None = None
     # Sections left out for a missing optional extra: report suffix -> the line saying so.
     skipped: dict[str, str] = field(default_factory=dict)
     figures: list[Path] = field(default_factory=list)
@@ -370,6 +376,10 @@ def run_demo(out_dir: Path, *, quick: bool = False, progress: Progress | None = 
     subword, segmentation, classification = _evaluate_optional_sections(
         out_dir, plan, skipped, command, step, progress
     )
+    step("certification: noise-trained baseline vs Elliptical nano ViT, randomized smoothing")
+    certification = evaluate_certification_demo(
+        out_dir, quick=plan is PLANS["quick"], command=command, progress=progress
+    )
     comparison = build_comparison([(str(p), r) for p, r in reports], metrics=["top1"])
     corruption_comparison = build_comparison([(str(p), r) for p, r in corrupted], metrics=["top1"])
     text_comparison = build_comparison(
@@ -402,6 +412,11 @@ def run_demo(out_dir: Path, *, quick: bool = False, progress: Progress | None = 
             (INDEX_TITLES[TEXT_CLASSIFICATION_SUFFIX], classification.reports,
              classification.comparison)
         )  # fmt: skip
+    if certification is not None:
+        sections.append(
+            (INDEX_TITLES[CERTIFICATION_SUFFIX], certification.reports, certification.comparison)
+        )
+        figures += [certification.figure] if certification.figure is not None else []
     write_index(out_dir, sections, extra_figures=segmentation_figures(segmentation))
     step("done")
     return DemoResult(
@@ -415,6 +430,7 @@ def run_demo(out_dir: Path, *, quick: bool = False, progress: Progress | None = 
         subword_comparison,
         segmentation,
         classification,
+        certification,
         skipped,
         figures,
         _written_since(out_dir, started),
@@ -436,6 +452,7 @@ INDEX_TITLES = {
     "-subword": "A subword language model (its own BPE tokenizer) under Word Swap",
     SEGMENTATION_SUFFIX: "Semantic segmentation: nano Segmenters on fashion scenes",
     TEXT_CLASSIFICATION_SUFFIX: "Text classification under DeepWordBug and PWWS",
+    CERTIFICATION_SUFFIX: "Certified robustness: randomized smoothing at sigma 0.25",
 }
 
 

@@ -78,6 +78,11 @@ class RandomizedSmoothingParams(PerturbationParams):
     _whole_number = field_validator("n0", "n", "batch", mode="before")(_count)
     _probability = field_validator("alpha", mode="before")(_alpha)
 
+    @classmethod
+    def threat_summary(cls) -> str | None:
+        # Not an attack: a per-sample guarantee, over every L2 perturbation within the radius.
+        return "certified L2 (no eps; a radius per sample)"
+
     @field_validator("radii", mode="before")
     @classmethod
     def _radii(cls, value: Any) -> Any:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from robench.results.plots.figures import MODEL_COLOURS, legend_beside, new_figure
+from robench.results.plots.figures import MODEL_COLOURS, new_figure
 from robench.results.stats.certified_curves import certified_curve, is_certified, listed_radii
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ _LINE_STYLES = ("-", "--", ":", "-.")
 
 def certified_figure(reports: Mapping[str, Report]) -> Figure | None:
     """Certified accuracy against the radius; None when no report has a certificate."""
-    fig = new_figure(7.6, 4.6)
+    fig = new_figure(7.6, 5.0)
     ax = fig.add_subplot()
     entries: list[tuple[Any, str]] = []
     ticks: set[float] = {0.0}
@@ -59,5 +59,14 @@ def certified_figure(reports: Mapping[str, Report]) -> Figure | None:
         loc="left",
         color="0.25",
     )
-    legend_beside(ax, entries)
+    # Below the axes, one entry per line: the labels (model, result, sigma, n) are long, and
+    # beside the axes they squeezed the curves into a third of the width.
+    fig.legend(
+        [h for h, _ in entries],
+        [t for _, t in entries],
+        loc="outside lower center",
+        ncols=1,
+        fontsize=8,
+        frameon=False,
+    )
     return fig
