@@ -35,6 +35,7 @@ name: str = suite.suite.name
 options: robench.EvalOptions = {"limit": 64, "amp": "bf16", "mean": (0.5,)}
 model = torch.nn.Linear(784, 10)
 report = robench.evaluate(model, suite="smoke", data="fashion-mnist", limit=64, batch_size=32)
+transfer = robench.evaluate("vit_nano_fmnist", surrogate=model, surrogate_name="linear")
 frame: pandas.DataFrame = report.to_pandas()
 samples: pandas.DataFrame = robench.samples_frame(report)
 verdict: bool = robench.gate(baseline=report, candidate=report).passed
@@ -62,6 +63,7 @@ WRONG = [
         'Unexpected keyword argument "limt" for "evaluate"',
     ),
     ('robench.evaluate(torch.nn.Linear(2, 2), batch_size="8")', 'Argument "batch_size"'),
+    ('robench.evaluate("vit_nano_fmnist", surrogate=3)', 'Argument "surrogate"'),
     ('robench.evaluate("vit_nano_fmnist").to_pandas(strict=True)', "to_pandas"),
 ]
 

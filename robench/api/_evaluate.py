@@ -23,6 +23,7 @@ from robench.api._caller_state import preserved
 from robench.api._data import as_engine_data, float_image_size
 from robench.api._models import ModelOptions, given_spec, wrap_model
 from robench.api._progress import make_progress
+from robench.api._surrogate import SurrogateOptions, engine_surrogate
 from robench.evaluation.options import KEYWORDS, EvalOptions, EvalTarget
 from robench.evaluation.options.request_options import check_keywords, request_from_options
 from robench.evaluation.request import EvalRequest
@@ -65,7 +66,16 @@ def option_names() -> list[str]:
 
 
 # evaluate's own keywords besides **options, for the close matches of a misspelt one.
-_OWN_KEYWORDS = ("task", "model_name", "preprocessing", "tokenizer", "image_processor", "progress")
+_OWN_KEYWORDS = (
+    "task",
+    "model_name",
+    "preprocessing",
+    "tokenizer",
+    "image_processor",
+    "surrogate_name",
+    "surrogate_preprocessing",
+    "progress",
+)
 
 
 def _chosen_suite(suite: Any) -> LoadedSuite | None:
@@ -141,6 +151,7 @@ def _run(
     data: Any,
     out: str | Path | None,
     model_options: ModelOptions,
+    surrogate_options: SurrogateOptions,
     progress: bool,
     options: dict[str, Any],
 ) -> Report:
@@ -162,6 +173,9 @@ def _run(
     loaded = _wrap(model, model_options)
     _refuse_named_model_options(loaded, options)
     _refuse_memory_options(loaded, model_options)
+    options["surrogate"] = engine_surrogate(
+        options.get("surrogate"), surrogate_options, model_options
+    )
     spec = given_spec(model_options.preprocessing) if loaded is None else ModelSpec()
     with tempfile.TemporaryDirectory(prefix="robench-") as scratch:
         request = request_from_options(
@@ -196,6 +210,8 @@ def evaluate(
     preprocessing: Mapping[str, Any] | Any = None,
     tokenizer: Any = None,
     image_processor: Any = None,
+    surrogate_name: str | None = None,
+    surrogate_preprocessing: Mapping[str, Any] | Any = None,
     progress: bool = True,
     **options: Unpack[EvalOptions],
 ) -> Report:
@@ -220,6 +236,9 @@ def evaluate(
     task: the task to evaluate the model on, overriding what is inferred.
     out: where to write the report (and its `.samples.jsonl` store, for `resume=True`);
         None writes nothing.
+    surrogate: a transfer attack's surrogate for every attack entry that names none: a MODEL
+        name as `--surrogate` takes it, or an image classifier `nn.Module` held in memory
+        (pixels in [0, 1], a timm model, or normalised input given surrogate_preprocessing=).
     model_name: a model object's name in the report (default: its class name).
     preprocessing: `dict(mean=..., std=..., size=(C, H, W), interpolation=..., crop_pct=...)`
         (pixel units in [0, 1]): normalisation goes inside the wrapped model, so eps stays in
@@ -227,6 +246,9 @@ def evaluate(
     tokenizer, image_processor: a transformers model's, when not saved at its name_or_path
         (a robench word-level model: tokenizer= its Vocabulary). A model given by name takes
         none of model_name, tokenizer and image_processor: its source gives them.
+    surrogate_name, surrogate_preprocessing: model_name= and preprocessing= of a transfer
+        attack's surrogate held in memory (`surrogate=` an nn.Module, which is wrapped as
+        `model` is; a surrogate given by name takes neither).
     progress: show a progress bar in a terminal or notebook (else log records); False: none.
     **options: `robench eval`'s options by their Python names (`option_names()`): limit,
         batch_size, seed, device, resume, overwrite, sanity, target_halfwidth, amp,
@@ -243,14 +265,20 @@ def evaluate(
         tokenizer=tokenizer,
         image_processor=image_processor,
     )
+    surrogate_options = SurrogateOptions(surrogate_name, surrogate_preprocessing)
     module = model if isinstance(model, nn.Module) else None
+    surrogate = options.get("surrogate")
+    surrogate_module = surrogate if isinstance(surrogate, nn.Module) else None
     try:
         if isinstance(model, EvalRequest):  # the engine's own form, as robench eval runs it
             alone = not options and data is None and suite == DEFAULT_SUITE
-            return _run_engine_request(model, alone and model_options == ModelOptions(), progress)
-        with preserved(module):
+            alone = alone and model_options == ModelOptions()
+            alone = alone and surrogate_options == SurrogateOptions()
+            return _run_engine_request(model, alone, progress)
+        with preserved(module), preserved(surrogate_module):
             given = {name: value for name, value in options.items() if name != "out"}
-            return _run(model, suite, data, options.get("out"), model_options, progress, given)
+            out = options.get("out")
+            return _run(model, suite, data, out, model_options, surrogate_options, progress, given)
     except RobenchError as exc:
         if exc.exit_code != EXIT_USAGE or isinstance(exc, InputError):
             raise

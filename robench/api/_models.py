@@ -62,10 +62,13 @@ class ModelOptions:
     data_size: tuple[int, int, int] | None = None  # the in-memory data's image size, if float
     data_name: str | None = None  # the data's name or path, for NATIVE_SIZES
     suite_task: str | None = None  # the task of a suite the caller chose (not the default)
+    # The keyword that gave `preprocessing`, as errors and config_sources name it.
+    keyword: str = "preprocessing"
 
 
-def given_spec(preprocessing: Any) -> ModelSpec:
-    """`preprocessing=` as a ModelSpec (mean, std, input size, interpolation, crop)."""
+def given_spec(preprocessing: Any, keyword: str = "preprocessing") -> ModelSpec:
+    """`preprocessing=` (or the `keyword=` that gave it) as a ModelSpec (mean, std, input
+    size, interpolation, crop)."""
     if preprocessing is None:
         return ModelSpec()
     if isinstance(preprocessing, Preprocessing):
@@ -78,13 +81,13 @@ def given_spec(preprocessing: Any) -> ModelSpec:
         unknown = sorted(set(preprocessing) - set(_PREPROCESSING_KEYS))
         if unknown:
             raise ConfigError(
-                f"preprocessing= has unknown key(s) {', '.join(map(repr, unknown))}; it takes "
+                f"{keyword}= has unknown key(s) {', '.join(map(repr, unknown))}; it takes "
                 "mean, std, size (C, H, W), interpolation and crop_pct."
             )
         values = {_PREPROCESSING_KEYS[k]: v for k, v in preprocessing.items() if v is not None}
     else:
         raise ConfigError(
-            f"preprocessing= is a {type(preprocessing).__name__}; pass a dict such as "
+            f"{keyword}= is a {type(preprocessing).__name__}; pass a dict such as "
             "dict(mean=(0.5,), std=(0.5,), size=(1, 28, 28)) or a robench Preprocessing."
         )
     values = {k: tuple(v) if isinstance(v, (list, tuple)) else v for k, v in values.items()}
@@ -92,7 +95,7 @@ def given_spec(preprocessing: Any) -> ModelSpec:
         return ModelSpec.model_validate(values)
     except ValueError as exc:
         raise ConfigError(
-            f"preprocessing= is invalid ({first_line(exc)}); give mean and std per channel in "
+            f"{keyword}= is invalid ({first_line(exc)}); give mean and std per channel in "
             "[0, 1] pixel units and size as (C, H, W)."
         ) from None
 
@@ -112,7 +115,7 @@ def check_device(module: nn.Module, device: str) -> None:
 
 def _image_spec(module: nn.Module, options: ModelOptions) -> tuple[ModelSpec, ModelSpec | None]:
     """(the caller's layer, the model's own layer: None for timm's pretrained_cfg)."""
-    given = given_spec(options.preprocessing)
+    given = given_spec(options.preprocessing, options.keyword)
     if given.input_size is None and options.data_size is not None:
         given = given.model_copy(update={"input_size": options.data_size})
     timm_cfg = isinstance(getattr(module, "pretrained_cfg", None), Mapping)
@@ -122,7 +125,7 @@ def _image_spec(module: nn.Module, options: ModelOptions) -> tuple[ModelSpec, Mo
     if size is None:
         raise ConfigError(
             f"robench does not know the input size of {type(module).__name__}; pass "
-            "preprocessing=dict(size=(C, H, W)), or images as float tensors of that size."
+            f"{options.keyword}=dict(size=(C, H, W)), or images as float tensors of that size."
         )
     channels = size[0]
     own = ModelSpec(input_size=size, mean=(0.0,) * channels, std=(1.0,) * channels)
@@ -145,6 +148,7 @@ def _image_model(module: nn.Module, task: str, options: ModelOptions) -> LoadedM
         task=task,
         classes=list(classes) if classes else None,
         device=options.device,
+        overrides_label=f"{options.keyword}=",
     )
 
 
@@ -218,7 +222,7 @@ def _transformers_model(module: nn.Module, task: str | None, options: ModelOptio
         model=module,
         name=options.name or type(module).__name__,
         origin=memory_origin(module, extra),
-        given=given_spec(options.preprocessing),
+        given=given_spec(options.preprocessing, options.keyword),
         processor=options.image_processor,
         tokenizer=options.tokenizer,
         device=options.device,
@@ -227,18 +231,25 @@ def _transformers_model(module: nn.Module, task: str | None, options: ModelOptio
 
 
 def wrap_model(module: nn.Module, options: ModelOptions) -> LoadedModel:
-    """The caller's module as a LoadedModel of its task (see the module docstring)."""
+    """The caller's module as a LoadedModel of its task (see the module docstring), its
+    outputs checked on blank inputs."""
+    return check_outputs(build_model(module, options))
+
+
+def build_model(module: nn.Module, options: ModelOptions) -> LoadedModel:
+    """The caller's module as a LoadedModel of its task, its outputs not checked yet: a
+    transfer attack's surrogate is checked against the evaluated model instead."""
     from robench.data.text.vocabulary import Vocabulary
     from robench.models.sources.hf_objects import is_transformers_model
 
     check_device(module, options.device)
     if is_transformers_model(module):
-        return check_outputs(_transformers_model(module, options.task, options))
+        return _transformers_model(module, options.task, options)
     if isinstance(options.tokenizer, Vocabulary):
-        return check_outputs(_word_level_model(module, options.task, options))
+        return _word_level_model(module, options.task, options)
     declared = options.task or getattr(module, "robench_task", None) or options.suite_task
     if declared == "sequence-classification":
-        return check_outputs(_sequence_model(module, options))
+        return _sequence_model(module, options)
     if declared is not None and declared not in IMAGE_TASKS:
         raise ConfigError(
             f"{type(module).__name__} is evaluated on {declared} but robench wraps a plain "
@@ -248,7 +259,7 @@ def wrap_model(module: nn.Module, options: ModelOptions) -> LoadedModel:
     loaded = _image_model(module, declared or "image-classification", options)
     if declared is None and _output_dims(loaded) == 4:  # per-pixel logits: a segmenter
         loaded = replace(loaded, task="semantic-segmentation")
-    return check_outputs(loaded)
+    return loaded
 
 
 # What a forward pass on inputs of the wrong size or kind raises.

@@ -27,7 +27,7 @@ from robench.cli._parsing import dataset_map, float_list, input_size, json_objec
 from robench.cli._ranges import OPTION_RANGES, check_range
 from robench.cli._registry_options import choices_metavar, import_plugins, registry_choice
 from robench.evaluation.options import EVAL_OPTIONS
-from robench.evaluation.options.eval_option import PANELS, EvalOption
+from robench.evaluation.options.eval_option import PANELS, EvalOption, ModelObject
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -48,6 +48,7 @@ def _value_type(option: EvalOption) -> Any:
     """The one type typer parses a "value" option as: a path, a number or text."""
     union = typing.get_origin(option.type) in (types.UnionType, typing.Union)
     members = set(typing.get_args(option.type)) - {type(None)} if union else {option.type}
+    members.discard(ModelObject)  # a model held in memory is Python's; the command line's is text
     if Path in members:
         return Path
     (single,) = members

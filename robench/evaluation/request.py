@@ -135,8 +135,9 @@ class EvalRequest:
     overwrite: bool = False
     allow_random_weights: bool = False  # evaluate a model that has no checkpoint
     # Transfer attacks: the model attacks without a surrogate of their own are crafted on
-    # (robench/evaluation/transfer.py), and its weights.
-    surrogate: str | None = None
+    # (robench/evaluation/transfer.py), and its weights. A MODEL string; or a model held in
+    # memory, wrapped (`robench.evaluate(..., surrogate=module)` wraps an nn.Module).
+    surrogate: str | LoadedModel | None = None
     surrogate_checkpoint: Path | None = None
     sanity: bool = False  # run the sanity battery too (also on when the suite says so)
     sanity_eps: float | None = None  # battery budget; default: suite's, else its largest eps

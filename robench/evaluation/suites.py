@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -27,6 +27,9 @@ from robench._core.units import display_pixel_value, parse_pixel_value
 from robench.diagnostics.params import DIAGNOSTICS, DiagnosticParams
 from robench.perturbations import PERTURBATIONS
 from robench.perturbations.base import Perturbation, PerturbationParams
+
+if TYPE_CHECKING:  # torch-free here: `robench validate` reads suites
+    from robench.models.loaded_model import LoadedModel
 
 
 class _Entry(BaseModel):
@@ -74,15 +77,31 @@ class PerturbationEntry(_Entry):
         return self
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class SurrogateRef:
     """The model a transfer attack is crafted on: a MODEL as `robench eval` takes it, and
-    its checkpoint (None: the model's own weights, e.g. a shipped model card's)."""
+    its checkpoint (None: the model's own weights, e.g. a shipped model card's); or a model
+    held in memory (`robench.evaluate(..., surrogate=module)`), wrapped already, whose name
+    is `model`."""
 
     model: str
     checkpoint: Path | None = None
+    # The model held in memory, as robench.evaluate wrapped it; None for a MODEL to load.
+    loaded: LoadedModel | None = None
+
+    def _key(self) -> tuple[str, Path | None, int | None]:
+        # A model held in memory is itself: never the same as a MODEL of the same name.
+        return (self.model, self.checkpoint, None if self.loaded is None else id(self.loaded))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SurrogateRef) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
     def describe(self) -> str:
+        if self.loaded is not None:
+            return f"{self.model} (in memory)"
         return self.model + (f" ({self.checkpoint})" if self.checkpoint else "")
 
 

@@ -6,15 +6,18 @@ An attack entry that names a `surrogate` (a MODEL as `robench eval` takes it, wi
 model only scores the images, as it scores any attack's. So a transfer result has the same
 samples, seeds and per-sample records as the white-box result of the same entry, and pairs
 with it per sample: `robench gate WHITEBOX.json TRANSFER.json` tests one against the other
-when both ran the same suite, with and without `--surrogate`.
+when both ran the same suite, with and without `--surrogate`. From Python, `surrogate=` also
+takes an nn.Module held in memory, which `robench.evaluate` wraps as it wraps the evaluated
+model (robench/api/_surrogate.py) and the request carries as a `LoadedModel`.
 
 A surrogate is loaded once per (model, checkpoint) through the same machinery as the evaluated
 model (robench/models/loading.py), in eval mode on the run's device, and checked before anything
 is written: it must take inputs of the evaluated model's size and predict as many classes,
-else the run stops with one sentence (exit 2). Each transfer result records its surrogate's
-provenance in `params.surrogate`, the same section as the report's `model` (name, card,
-checkpoint and its sha256, source, preprocessing), and its per-sample attack columns
-(`first_success`, `min_norm`) are left out: they would describe the surrogate.
+else the run stops with one sentence (exit 2); one held in memory is checked the same way.
+Each transfer result records its surrogate's provenance in `params.surrogate`, the same
+section as the report's `model` (name, card, checkpoint and its sha256, source,
+preprocessing; `source.source` "memory" for one held in memory), and its per-sample attack
+columns (`first_success`, `min_norm`) are left out: they would describe the surrogate.
 """
 
 from __future__ import annotations
@@ -50,17 +53,38 @@ def _is_attack(planned: PlannedPerturbation) -> bool:
     return perturbation.uses_model and not perturbation.identity
 
 
-def plan_transfer(request: EvalRequest, loaded_suite: LoadedSuite) -> LoadedSuite:
-    """The suite with `--surrogate` given to every attack entry that names no surrogate of its
-    own; an entry that names one but is no attack is refused."""
-    given = None
-    if request.surrogate is not None:
-        given = SurrogateRef(request.surrogate, request.surrogate_checkpoint)
-    elif request.surrogate_checkpoint is not None:
+def _given_surrogate(request: EvalRequest) -> SurrogateRef | None:
+    """`--surrogate` (with `--surrogate-checkpoint`), or the model held in memory that
+    `robench.evaluate(..., surrogate=module)` wrapped; None when none was given."""
+    surrogate, checkpoint = request.surrogate, request.surrogate_checkpoint
+    if isinstance(surrogate, LoadedModel):
+        if checkpoint is not None:
+            raise ConfigError(
+                f"surrogate_checkpoint {checkpoint} was given for the surrogate "
+                f"{surrogate.name}, which is held in memory with its own weights; drop "
+                "surrogate_checkpoint (it gives the weights of a surrogate loaded by name)."
+            )
+        return SurrogateRef(surrogate.name, loaded=surrogate)
+    if surrogate is None and checkpoint is not None:
         raise ConfigError(
-            f"--surrogate-checkpoint {request.surrogate_checkpoint} was given without "
-            "--surrogate; name the surrogate model too (e.g. --surrogate vit_nano_fmnist)."
+            f"--surrogate-checkpoint {checkpoint} was given without --surrogate; name the "
+            "surrogate model too (e.g. --surrogate vit_nano_fmnist)."
         )
+    if surrogate is None:
+        return None
+    if not isinstance(surrogate, str):  # e.g. an nn.Module set in an EvalRequest by hand
+        raise ConfigError(
+            f"the surrogate is a {type(surrogate).__name__}; give a MODEL name as --surrogate "
+            "takes it, or pass the module to robench.evaluate(model, suite, data, "
+            "surrogate=module), which wraps it."
+        )
+    return SurrogateRef(surrogate, checkpoint)
+
+
+def plan_transfer(request: EvalRequest, loaded_suite: LoadedSuite) -> LoadedSuite:
+    """The suite with `--surrogate` (or an in-memory surrogate) given to every attack entry
+    that names no surrogate of its own; an entry that names one but is no attack is refused."""
+    given = _given_surrogate(request)
     plan = []
     for planned in loaded_suite.plan:
         if planned.surrogate is not None and not _is_attack(planned):
@@ -81,6 +105,8 @@ def surrogate_refs(plan: Sequence[PlannedPerturbation]) -> list[SurrogateRef]:
 
 
 def _load(request: EvalRequest, ref: SurrogateRef, device: torch.device) -> LoadedModel:
+    if ref.loaded is not None:  # held in memory: wrapped on `device`, with its own weights
+        return ref.loaded
     loaded = load_model(
         ref.model,
         checkpoint=ref.checkpoint,
@@ -121,13 +147,20 @@ def _check_input_size(surrogate: LoadedModel, target: LoadedModel, ref: Surrogat
 def _outputs(model: torch.nn.Module, inputs: torch.Tensor, what: str) -> torch.Tensor:
     try:
         with torch.inference_mode():
-            return model(inputs)
-    except (AssertionError, RuntimeError, ValueError, IndexError) as exc:
+            found = model(inputs)
+    except (AssertionError, RuntimeError, ValueError, IndexError, TypeError) as exc:
         raise ConfigError(
             f"{what} cannot run on the evaluated model's inputs of shape "
             f"{tuple(inputs.shape[1:])} ({first_line(exc)}); a transfer attack needs a "
             "surrogate that takes the evaluated model's inputs."
         ) from None
+    if not isinstance(found, torch.Tensor) or found.dim() < 2:  # a module held in memory
+        shown = tuple(found.shape) if isinstance(found, torch.Tensor) else type(found).__name__
+        raise ConfigError(
+            f"{what} returned {shown} for {len(inputs)} inputs, not logits (batch, classes); "
+            "a transfer attack needs a surrogate whose forward returns the logits tensor."
+        )
+    return found
 
 
 def _check_outputs(
@@ -139,6 +172,12 @@ def _check_outputs(
     what = f"surrogate {ref.describe()}"
     first = _outputs(surrogate, few, what)
     expected = _outputs(target, few, "the evaluated model")
+    if first.dim() != expected.dim():  # e.g. a module held in memory returning images
+        raise ConfigError(
+            f"{what} returns outputs of shape {tuple(first.shape[1:])} per input but the "
+            f"evaluated model returns {tuple(expected.shape[1:])}; a transfer attack needs a "
+            "surrogate that predicts the same classes, so pass one that returns its logits."
+        )
     if first.shape[1:] != expected.shape[1:]:
         raise ConfigError(
             f"{what} predicts {first.shape[1]} classes but the evaluated model predicts "
@@ -249,7 +288,7 @@ def surrogate_paths(request: EvalRequest, loaded_suite: LoadedSuite) -> dict[str
         ("--surrogate-checkpoint", request.surrogate_checkpoint),
     ]
     for planned in loaded_suite.plan:
-        if planned.surrogate is not None:
+        if planned.surrogate is not None and planned.surrogate.loaded is None:
             given.append((f"the surrogate of {planned.label!r}", planned.surrogate.model))
             where = f"the surrogate checkpoint of {planned.label!r}"
             given.append((where, planned.surrogate.checkpoint))

@@ -73,6 +73,7 @@ def memory_image_model(
     classes: list[str] | None = None,
     resize: dict[str, str] | None = None,
     device: torch.device | str = "cpu",
+    overrides_label: str = "preprocessing=",
 ) -> LoadedModel:
     """An image network held in memory, normalisation inside, as `load_model` builds one:
     `given` (the caller's preprocessing) over `own` (timm's pretrained_cfg, an image
@@ -93,6 +94,6 @@ def memory_image_model(
         own_label=own_label,
         resize=resize,
         device=device,
-        overrides_label="preprocessing=",
+        overrides_label=overrides_label,  # the keyword that gave `given`
     )
     return replace(loaded, task=task, task_declared=True)

@@ -17,7 +17,7 @@ pydantic: `robench eval --help` is drawn from it.
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 
 from robench._core.units import parse_pixel_value
 from robench.evaluation.options.eval_option import (
@@ -35,6 +35,11 @@ from robench.evaluation.options.eval_option import (
     EvalOption,
     options_of,
 )
+
+if TYPE_CHECKING:
+    from torch.nn import Module as ModelObject
+else:  # the TypedDicts' annotations are read at run time, without importing torch
+    from robench.evaluation.options.eval_option import ModelObject
 
 __all__ = ["EVAL_OPTIONS", "KEYWORDS", "EvalOptions", "EvalTarget", "plan_options"]
 
@@ -179,8 +184,9 @@ class EvalOptions(TypedDict, total=False):
             "Evaluate a model without a checkpoint (random weights; e.g. a pipeline test).",
         ),
     ]
+    # From Python also an nn.Module held in memory (robench.evaluate wraps it as a model).
     surrogate: Annotated[
-        str | None,
+        str | ModelObject | None,
         EvalOption(
             None,
             MODEL,

@@ -51,6 +51,13 @@ REQUEST, OVERRIDES, DATA_OPTIONS, SPEED_OPTIONS, COMMAND_LINE = (
 COMPOUND_FIELDS = ("overrides", "data_options", "speed", "command")
 
 
+class ModelObject:
+    """`torch.nn.Module` in the options' annotations at run time: these modules import no
+    torch, and type checkers see the real class (robench/evaluation/options/__init__.py). An
+    option whose type holds it also takes, from Python, a model held in memory; the command
+    line writes the option's other types (a MODEL string)."""
+
+
 @dataclass(frozen=True)
 class EvalOption:
     """One option of an evaluation; `name` and `type` come from its TypedDict key."""

@@ -1,0 +1,77 @@
+"""`robench.evaluate(..., surrogate=module)`: a transfer attack's surrogate held in memory.
+
+A MODEL string goes to the engine as it is (`load_model`, exactly as `--surrogate MODEL`). An
+`nn.Module` is wrapped here by the builder that wraps the evaluated model held in memory
+(`_models.build_model`): a timm model's `pretrained_cfg`, else pixels in [0, 1] at the data's
+size, with `surrogate_preprocessing=` over either as `preprocessing=` is over the model's, and
+`surrogate_name=` (else the class name) as its name. Its outputs are not checked on blank
+inputs here: the engine checks every surrogate against the evaluated model on the first batch
+(robench/evaluation/transfer.py: input size, classes), so a module is refused with the same
+sentences as a surrogate given by name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from torch import nn
+
+from robench._core.errors import ConfigError, RobenchError
+from robench.api._models import IMAGE_TASKS, ModelOptions, build_model
+from robench.models.loaded_model import LoadedModel
+
+
+@dataclass
+class SurrogateOptions:
+    """What `robench.evaluate` was told about a surrogate held in memory."""
+
+    name: str | None = None  # surrogate_name=
+    preprocessing: Any = None  # surrogate_preprocessing=: a dict, or a robench Preprocessing
+
+    @property
+    def given(self) -> list[str]:
+        return [
+            keyword
+            for keyword, value in (
+                ("surrogate_name", self.name),
+                ("surrogate_preprocessing", self.preprocessing),
+            )
+            if value is not None
+        ]
+
+
+def engine_surrogate(
+    surrogate: Any, options: SurrogateOptions, model_options: ModelOptions
+) -> str | LoadedModel | None:
+    """`surrogate=` as the engine's request takes it: a name as it is, a module wrapped on
+    the run's device at the data's size (`model_options`, filled in for the evaluated model)."""
+    if surrogate is not None and not isinstance(surrogate, (str, nn.Module)):
+        raise ConfigError(
+            f"surrogate= is a {type(surrogate).__name__}; pass a model name (as --surrogate "
+            "takes it) or a torch nn.Module image classifier (timm or your own)."
+        )
+    if not isinstance(surrogate, nn.Module):
+        if options.given:
+            what = "loaded by name, which gives its own" if surrogate else "not given"
+            raise ConfigError(
+                f"{', '.join(options.given)} describe a surrogate held in memory, and the "
+                f"surrogate is {what}; drop them (or pass surrogate= an nn.Module)."
+            )
+        return surrogate
+    wrapping = ModelOptions(
+        name=options.name,
+        preprocessing=options.preprocessing,
+        keyword="surrogate_preprocessing",
+        device=model_options.device,
+        data_size=model_options.data_size,
+        data_name=model_options.data_name,
+        # An image suite's task; another task's suite is refused by the engine, which
+        # says that transfer attacks apply to image tasks.
+        suite_task=model_options.suite_task if model_options.suite_task in IMAGE_TASKS else None,
+    )
+    try:
+        return build_model(surrogate, wrapping)
+    except RobenchError as exc:  # say which model failed: the builder's sentence may not
+        name = options.name or type(surrogate).__name__
+        raise ConfigError(f"surrogate {name} (in memory): {exc}") from None
