@@ -38,7 +38,7 @@ def demo_command(
     models with `demo-text` (`text-smoke` with --quick), the nano Segmenters with
     `demo-segmentation` (fewer scenes with --quick), the nano text classifiers with
     `demo-text-classification` (fewer texts with --quick), the noise-trained nano ViTs with
-    `certify-smoke` (fewer images with --quick), prints the
+    `demo-certify` (fewer images with --quick), prints the
     paper-style comparison and a per-corruption table on stdout, writes reports, figures and
     one self-contained page of them all (index.html) to --out-dir, then lists the files it
     wrote. Progress goes to stderr. Tables fit the terminal (piped: COLUMNS, else 120); the
@@ -189,7 +189,7 @@ class DemoPrinter:
             return
         self.heading(
             "Certified robustness: the nano ViTs fine-tuned under Gaussian noise sigma 0.25, "
-            "randomized smoothing (n 1,000, alpha 0.001): clean top-1 of the base classifier, "
+            "randomized smoothing (n 500, alpha 0.001): clean top-1 of the base classifier, "
             "certified accuracy at L2 radii 0-0.5 (a lower bound no attack can lower), average "
             "certified radius, abstentions (%):"
         )
