@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from robench._core.progress import Progress
-from robench.evaluation.request import EvalRequest, evaluate
+from robench.cli._demo.pairs import evaluate_roles
 from robench.models.spec import bundled_cards
 from robench.results.compare.comparison import Comparison, build_comparison
 from robench.results.report.schema import Report
@@ -73,21 +73,10 @@ def evaluate_certification_demo(
                        ", ".join(missing))  # fmt: skip
         return None
     samples = limit or SAMPLES["quick" if quick else "full"]
-    reports = []
-    for role, model in DEMO_SMOOTHED.items():
-        path = out_dir / f"{role}{SUFFIX}.json"
-        logger.info("demo: certifying %s (%s): suite %s on %d images", role, model, SUITE, samples)
-        request = EvalRequest(
-            suite=SUITE,
-            data=None,  # the task's built-in data: Fashion-MNIST
-            out=path,
-            model=model,
-            limit=samples,
-            batch_size=100,
-            overwrite=True,
-            command=command,
-        )
-        reports.append((path, evaluate(request, progress=progress)))
+    reports = evaluate_roles(
+        out_dir, DEMO_SMOOTHED, suite=SUITE, suffix=SUFFIX, limit=samples, batch_size=100,
+        command=command, progress=progress, unit="images",
+    )  # fmt: skip
     comparison = build_comparison([(str(p), r) for p, r in reports], metrics=METRICS)
     named = {
         f"{report.model.name} ({role})": report

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from robench._core.progress import Progress
-from robench.evaluation.request import EvalRequest, evaluate
+from robench.cli._demo.pairs import evaluate_roles
 from robench.evaluation.shared_samples import sharing_perturbed_samples
 from robench.models.loading import LoadedModel, load_model
 from robench.models.spec import bundled_cards
@@ -112,25 +112,12 @@ def evaluate_segmentation_demo(
     if models is None:
         return None
     scenes = limit or SCENES["quick" if quick else "full"]
-    reports = []
     with sharing_perturbed_samples():  # both models see the same corrupted scenes
-        for role, model in models.items():
-            path = out_dir / f"{role}{SUFFIX}.json"
-            logger.info(
-                "demo: evaluating %s (%s): suite %s on %d scenes", role, model, SUITE, scenes
-            )
-            request = EvalRequest(
-                suite=SUITE,
-                data=None,  # the task's built-in data: fashion scenes
-                out=path,
-                model=model,
-                limit=scenes,
-                batch_size=32,
-                overwrite=True,
-                command=command,
-                allow_random_weights=allow_random_weights,
-            )
-            reports.append((path, evaluate(request, progress=progress)))
+        reports = evaluate_roles(
+            out_dir, models, suite=SUITE, suffix=SUFFIX, limit=scenes, batch_size=32,
+            command=command, progress=progress, unit="scenes",
+            allow_random_weights=allow_random_weights,
+        )  # fmt: skip
     comparison = build_comparison([(str(p), r) for p, r in reports], metrics=METRICS)
     loaded = {role: load_model(model) for role, model in models.items()}
     # Panel titles: the role, then the model (card) name, which is too long for one line.

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from robench._core.errors import DataError
 from robench._core.progress import Progress
-from robench.evaluation.request import EvalRequest, evaluate
+from robench.cli._demo.pairs import evaluate_roles
 from robench.models.spec import bundled_cards
 from robench.results.compare.comparison import Comparison, build_comparison
 from robench.results.report.schema import Report
@@ -68,21 +68,10 @@ def evaluate_text_classification_demo(
         logger.warning("text-classification section skipped: %s", error)
         return None
     samples = limit or SAMPLES["quick" if quick else "full"]
-    reports = []
-    for role, model in DEMO_CLASSIFIERS.items():
-        path = out_dir / f"{role}{SUFFIX}.json"
-        logger.info("demo: evaluating %s (%s): suite %s on %d texts", role, model, SUITE, samples)
-        request = EvalRequest(
-            suite=SUITE,
-            data=None,  # the task's built-in data: python-docs-sections
-            out=path,
-            model=model,
-            limit=samples,
-            batch_size=64,
-            overwrite=True,
-            command=command,
-        )
-        reports.append((path, evaluate(request, progress=progress)))
+    reports = evaluate_roles(
+        out_dir, DEMO_CLASSIFIERS, suite=SUITE, suffix=SUFFIX, limit=samples, batch_size=64,
+        command=command, progress=progress, unit="texts",
+    )  # fmt: skip
     comparison = build_comparison([(str(p), r) for p, r in reports], metrics=METRICS)
     examples = [
         _example(role, report) for role, (_, report) in zip(DEMO_CLASSIFIERS, reports, strict=True)
