@@ -17,21 +17,18 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import os
 import shlex
 import shutil
-import subprocess
-import sys
 import time
 from datetime import date
 from pathlib import Path
 
 from report_sections import load_average, write_section
+from reproduction_common import paired_difference, robench_one_thread
 
 from robench._core.version import __version__
 from robench.models.checkpoints import sha256_file
 from robench.results.report.schema import Report, read_report
-from robench.results.stats.paired_tests import mcnemar_exact
 
 ROOT = Path(__file__).resolve().parents[1]
 # Role -> (the shipped card fine-tuned, the card shipped after noise training).
@@ -55,25 +52,14 @@ def train_argv(card: str, args: argparse.Namespace, out: Path) -> list[str]:
     ]  # fmt: skip
 
 
-def _robench(argv: list[str]) -> float:
-    """Run `robench ARGV` on one thread (bit-exact reruns); the CPU seconds it used."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    before = os.times()
-    subprocess.run([sys.executable, "-m", "robench", *argv], check=True, env=env, cwd=ROOT)
-    after = os.times()
-    return (after.children_user + after.children_system) - (
-        before.children_user + before.children_system
-    )
-
-
 def _train_and_evaluate(role: str, args: argparse.Namespace) -> Report:
     """Fine-tune one model under noise and certify it (each skipped when done)."""
     folder = args.runs / role
     if not (folder / "best.safetensors").exists():
-        _robench(train_argv(CARDS[role][0], args, folder)[1:])
+        robench_one_thread(train_argv(CARDS[role][0], args, folder)[1:])
     report = folder / "certify.json"
     if not report.exists():
-        _robench(
+        robench_one_thread(
             ["eval", "-c", str(folder / "best.safetensors"), "--suite",
              SUITE, "--limit", str(args.limit), "--seed", "0", "--overwrite", "-o", str(report)]
         )  # fmt: skip
@@ -91,14 +77,6 @@ def _cell(report: Report, result: str, metric: str, scale: float) -> str:
     return f"{scale * value:.{digits}f} [{scale * low:.{digits}f}, {scale * high:.{digits}f}]"
 
 
-def _paired(base: list[bool], ell: list[bool]) -> str:
-    """Elliptical - baseline (points) on the same images, exact McNemar p."""
-    only_base = sum(1 for x, y in zip(base, ell, strict=True) if x and not y)
-    only_ell = sum(1 for x, y in zip(base, ell, strict=True) if y and not x)
-    diff = 100 * (only_ell - only_base) / max(len(base), 1)
-    return f"{diff:+.1f} ({only_base} / {only_ell}, p = {mcnemar_exact(only_base, only_ell):.2g})"
-
-
 def _certified(report: Report, radius: float) -> list[bool]:
     """Per image: the smoothed prediction is right and certified beyond `radius`."""
     predictions = report.sample_values(SMOOTHING, "smoothed_prediction") or []
@@ -112,7 +90,7 @@ def _rows(base: Report, ell: Report) -> list[str]:
     abstentions."""
     rows = []
     for result in ("clean", "pgd-l2-0.25", "pgd-l2-0.5"):
-        paired = _paired(
+        paired = paired_difference(
             [bool(v) for v in base.sample_values(result, "top1") or []],
             [bool(v) for v in ell.sample_values(result, "top1") or []],
         )
@@ -123,7 +101,7 @@ def _rows(base: Report, ell: Report) -> list[str]:
     smoothing = next(r for r in base.results if r.name == SMOOTHING)
     for name in sorted(m for m in smoothing.metrics if m.startswith("certified_accuracy@")):
         radius = float(name.split("@", 1)[1])
-        paired = _paired(_certified(base, radius), _certified(ell, radius))
+        paired = paired_difference(_certified(base, radius), _certified(ell, radius))
         rows.append(
             f"| certified accuracy at r = {radius:g} | {_cell(base, SMOOTHING, name, 100)} | "
             f"{_cell(ell, SMOOTHING, name, 100)} | {paired} |"

@@ -18,21 +18,19 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import math
-import os
 import shlex
 import shutil
-import subprocess
 import sys
 import time
 from datetime import date
 from pathlib import Path
 
 from report_sections import load_average, write_section
+from reproduction_common import paired_difference, robench_one_thread
 
 from robench._core.version import __version__
 from robench.models.checkpoints import sha256_file
 from robench.results.report.schema import Report, read_report
-from robench.results.stats.paired_tests import mcnemar_exact
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = {"baseline": "fan_nano_4_p4_28", "elliptical": "fan_nano_elliptical_4_p4_28"}
@@ -59,28 +57,17 @@ def train_argv(model: str, seed: int, args: argparse.Namespace, out: Path) -> li
     ]  # fmt: skip
 
 
-def _robench(argv: list[str]) -> float:
-    """Run `robench ARGV` on one thread (bit-exact reruns); the CPU seconds it used."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    before = os.times()
-    subprocess.run([sys.executable, "-m", "robench", *argv], check=True, env=env, cwd=ROOT)
-    after = os.times()
-    return (after.children_user + after.children_system) - (
-        before.children_user + before.children_system
-    )
-
-
 def _train_and_evaluate(role: str, seed: int, args: argparse.Namespace) -> tuple[Report, float]:
     """Train one model and evaluate it (both skipped when done); its report and the CPU
     seconds its training took (kept in the run folder, so a rerun still reports them)."""
     folder = args.runs / f"{role}-seed{seed}"
     cpu_file = folder / "train_cpu_seconds.txt"
     if not (folder / "best.safetensors").exists():
-        seconds = _robench(train_argv(MODELS[role], seed, args, folder)[1:])
+        seconds = robench_one_thread(train_argv(MODELS[role], seed, args, folder)[1:])
         cpu_file.write_text(f"{seconds:.1f}\n")
     report = folder / "autoattack.json"
     if not report.exists():
-        _robench(
+        robench_one_thread(
             ["eval", "-c", str(folder / "best.safetensors"), "--suite", SUITE, "--limit",
              str(args.limit), "--seed", "0", "--overwrite", "-o", str(report)]
         )  # fmt: skip
@@ -99,12 +86,10 @@ def _cell(report: Report, result: str) -> str:
 
 def _paired(base: Report, ell: Report, result: str) -> str:
     """Elliptical - baseline top-1 (pp) on the same images, exact McNemar p."""
-    b = base.sample_values(result, "top1") or []
-    e = ell.sample_values(result, "top1") or []
-    only_base = sum(1 for x, y in zip(b, e, strict=True) if x and not y)
-    only_ell = sum(1 for x, y in zip(b, e, strict=True) if y and not x)
-    diff = 100 * (only_ell - only_base) / max(len(b), 1)
-    return f"{diff:+.1f} ({only_base} / {only_ell}, p = {mcnemar_exact(only_base, only_ell):.2g})"
+    return paired_difference(
+        [bool(v) for v in base.sample_values(result, "top1") or []],
+        [bool(v) for v in ell.sample_values(result, "top1") or []],
+    )
 
 
 def _rows(seed: int, base: Report, ell: Report) -> list[str]:
