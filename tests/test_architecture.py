@@ -152,11 +152,13 @@ LIGHT_COMMANDS = [
     ["list", "suites"],
     ["list", "perturbations"],
     ["list", "metrics"],
+    ["list", "formats"],
     ["schema"],
     ["validate", "smoke", "demo"],
     ["validate", str(CARDS / "vit_nano_elliptical_fmnist.toml")],  # a card: sha256, architecture
     ["compare", str(REPORTS / "baseline.json"), str(REPORTS / "elliptical.json")],
     ["gate", "-b", str(REPORTS / "baseline.json"), "-c", str(REPORTS / "baseline.json")],
+    ["gate", "--help"],  # --output's help names the gate formats: their module is loaded
 ]
 
 _PROBE = """

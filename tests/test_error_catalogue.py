@@ -396,6 +396,8 @@ CASES: dict[str, Callable[[Path, Path], Case]] = {
     "report-not-a-report": lambda t, d: Case(["compare", _write(t / "other.json", '{"hello": 1}')]),
     "gate-other-suite": lambda t, d: Case(["gate", "-b", _report(t, d, "a.json", None), "-c", _report(t, d, "b.json", lambda r: _set(r, "suite.name", "other"))]),
     "gate-junit-directory": lambda t, d: Case(["gate", "-b", _report(t, d, "a.json", None), "-c", _report(t, d, "b.json", None), "--junit", str(t / "out")]),
+    "gate-unknown-output-format": lambda t, d: Case(["gate", "-b", _report(t, d, "a.json", None), "-c", _report(t, d, "b.json", None), "--output", f"sumary={t / 'gate.md'}"]),
+    "gate-output-not-name-path": lambda t, d: Case(["gate", "-b", _report(t, d, "a.json", None), "-c", _report(t, d, "b.json", None), "--output", str(t / "gate.md")]),
     "gate-writes-baseline": lambda t, d: Case(["gate", "--sequential", "-b", _report(t, d, "base.json", None), "--candidate-model", MODEL, "-c", str(t / "base.json")]),
     "compare-output-is-report": lambda t, d: Case(["compare", _report(t, d, "r.json", None), "-f", "markdown", "-o", str(t / "r.json")]),
     "sweep-negative-seed": lambda t, d: Case(["sweep", _write(t / "plan.toml", f'suites = ["smoke"]\nseeds = [-1]\n[[models]]\nmodel = "{MODEL}"\n')]),

@@ -1,7 +1,8 @@
 """docs/extending.md's plugins work: each file in examples/plugins/ adds one kind of thing
 (a perturbation, a metric, a task, a model source, an output format, a dataset layout)
 without touching robench's own files, and a real command uses it: `robench list ... --import`,
-`robench eval ... --import --limit 8`, `robench compare --import ... --format NAME`."""
+`robench eval ... --import --limit 8`, `robench compare --import ... --format NAME`,
+`robench gate --import ... --output NAME=PATH`."""
 
 from __future__ import annotations
 
@@ -178,6 +179,43 @@ def test_a_plugin_report_format_is_chosen_by_eval(tmp_path: Path) -> None:
     # A name no one registered is refused as a choice, before anything runs.
     refused = runner.invoke(app, [*args, "--overwrite", "--format", "tvs"])
     assert refused.exit_code == 2 and "'tvs' is not one of" in refused.stderr
+
+
+def test_a_plugin_gate_format_is_written_by_gate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hostile import refused
+    from report_factory import flip, make_report, write
+
+    from robench.results.gate.formats import GATE_FORMATS
+    from robench.results.gate.policy import read_policy
+    from robench.results.gate.regression import run_gate
+    from robench.results.report.schema import read_report
+
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    plugin = str(PLUGINS / "tsv_format.py")
+    baseline = make_report("base", {"clean": 0.8, "fgsm": 0.5}, n=200)
+    base = write(baseline, tmp_path / "base.json")
+    cand = write(flip(baseline, "fgsm", to_wrong=30), tmp_path / "cand.json")
+    args = ["gate", "-b", str(base), "-c", str(cand)]
+    out = tmp_path / "out" / "gate.tsv"
+    # --import is read first wherever it stands, so --output may name the plugin's format.
+    result = runner.invoke(app, [*args, "--output", f"tsv={out}", "--strict", "--import", plugin])
+    assert result.exit_code == 1, result.output  # 15 pp off fgsm/top1: a regression
+    gated = run_gate(read_report(base), read_report(cand), read_policy(None))
+    assert out.read_text(encoding="utf-8") == GATE_FORMATS.get("tsv")(gated, True)
+    header, *rows = [line.split("\t") for line in out.read_text().splitlines()]
+    assert header[0] == "check" and header[-1] == "status"
+    checks = {row[0]: row for row in rows}
+    assert set(checks) == {check.name for check in gated.checks}
+    assert checks["fgsm/top1"][1:4] == ["0.5000", "0.3500", "0.1500"]
+    assert checks["fgsm/top1"][-1] == "regressed" and checks["clean/top1"][-1] == "pass"
+    # Refused before the gate runs, nothing written: a plugin's file over an input report, and
+    # a name no one registered (with the close one the plugin has).
+    args += ["--import", plugin]
+    refused([*args, "--output", f"tsv={cand}"], tmp_path, f"--output {cand} is --candidate")
+    line = refused([*args, "--output", f"tvs={tmp_path / 'x.tsv'}"], tmp_path, "'tvs' is not one")
+    assert "(did you mean 'tsv'?)" in line
 
 
 def test_a_plugin_dataset_layout_is_detected_and_read(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""`robench gate`: paired checks, classification, exit codes, summary and JUnit XML."""
+"""`robench gate`: paired checks, classification, exit codes, summary, JUnit XML and the
+files `--output NAME=PATH` writes."""
 
 from __future__ import annotations
 
@@ -179,6 +180,65 @@ def test_junit_marks_inconclusive_as_skipped_or_failure(tmp_path: Path) -> None:
     case = ET.parse(junit).getroot().find("./testsuite/testcase[@name='fgsm/top1']")
     failure = case.find("failure") if case is not None else None
     assert failure is not None and failure.get("type") == "inconclusive"
+
+
+def test_output_writes_each_format_as_its_own_option_does(tmp_path: Path) -> None:
+    """`--output NAME=PATH` is `--NAME PATH` for robench's formats, --strict included."""
+    baseline = make_report("deit_tiny", {"clean": 0.80, "fgsm": 0.50}, n=50)
+    candidate = flip(baseline, "fgsm", to_wrong=2)  # inconclusive: --strict changes the JUnit
+    files = {"summary": "gate.md", "junit": "gate.xml", "json": "gate.json"}
+    args: list[str] = []
+    for name, file in files.items():
+        args += [f"--{name}", str(tmp_path / file), "-o", f"{name}={tmp_path / 'out' / file}"]
+    result = _invoke(tmp_path, baseline, candidate, *args, "--strict")
+    assert result.exit_code == 4, result.output
+    for file in files.values():
+        written = (tmp_path / "out" / file).read_text(encoding="utf-8")
+        assert written == (tmp_path / file).read_text(encoding="utf-8")
+    assert 'type="inconclusive"' in (tmp_path / "out" / "gate.xml").read_text(encoding="utf-8")
+
+
+def test_a_format_that_fails_leaves_no_file(tmp_path: Path, baseline: Report) -> None:
+    """Every file is rendered before the first is written: a broken plugin format leaves
+    neither its file nor the summary asked for before it."""
+    from robench.results.gate.formats import GATE_FORMATS
+    from robench.results.report.output_formats import register_format
+
+    @register_format("gate", "broken", ".txt")
+    def broken(result: object, strict: bool) -> str:
+        raise RuntimeError("a plugin's bug")
+
+    try:
+        args = ["--summary", str(tmp_path / "gate.md"), "-o", f"broken={tmp_path / 'b.txt'}"]
+        result = _invoke(tmp_path, baseline, baseline, *args)
+    finally:
+        GATE_FORMATS.unregister("broken")
+    assert result.exit_code == 3, result.output
+    assert "unexpected RuntimeError: a plugin's bug" in result.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["base.json", "cand.json"]
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("sumary=gate.md", "'sumary' is not one of 'json', 'junit', 'summary' (did you mean"),
+        ("tsv=gate.tsv", "'tsv' is not one of 'json', 'junit', 'summary'; see"),  # no --import
+        ("gate.md", "'gate.md' is not NAME=PATH (a gate format and a file, e.g. summary="),
+        ("=gate.md", "'=gate.md' is not NAME=PATH"),
+        ("summary=", "'summary=' is not NAME=PATH"),
+    ],
+)
+def test_a_bad_output_is_refused_before_the_gate_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, baseline: Report, value: str, message: str
+) -> None:
+    from hostile import refused
+
+    monkeypatch.chdir(tmp_path)
+    write(baseline, tmp_path / "base.json")
+    write(flip(baseline, "clean", to_wrong=30), tmp_path / "cand.json")
+    args = ["gate", "-b", "base.json", "-c", "cand.json", "--summary", "s.md", "--output", value]
+    line = refused(args, tmp_path, "Invalid value for '--output' / '-o': " + message)
+    assert line.endswith("see `robench gate --help`."), line
 
 
 def test_policy_file(tmp_path: Path, baseline: Report) -> None:

@@ -39,6 +39,10 @@ SEQUENTIAL = ["--sequential", "--candidate-model", "vit_nano_fmnist"]
         (["-c", "cand.json", "--junit", "hard.json"], "--junit hard.json is --baseline"),
         (["-c", "cand.json", "--json", "link.json"], "--json link.json is --baseline"),
         (["-c", "cand.json", "--json", "g", "--summary", "g"], "--summary g and --json g"),
+        (["-c", "cand.json", "--output", "junit=link.json"], "--output link.json is --baseline"),
+        (["-c", "cand.json", "-o", "json=./cand.json"], "--output cand.json is --candidate"),
+        (["-c", "cand.json", "--summary", "g", "-o", "json=g"], "--summary g and --output g"),
+        ([*SEQUENTIAL, "-o", "summary=base.json"], "--output base.json is --baseline"),
         (["-c", "cand.json", "--policy", "cand.json", "--summary", "cand.json"], "--summary"),
     ],
 )

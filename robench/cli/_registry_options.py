@@ -9,6 +9,7 @@ the message, and the help's `<a|b|c>`, that an `Enum` choice gives.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -27,7 +28,7 @@ def choices_metavar(registry: Registry[Any]) -> str:
 def registry_choice(registry: Registry[Any], group: str) -> Callable[[str], str]:
     """A parser that takes a registered name; for another it first loads the entry points of
     `group` (installed packages' plugins; not on every run, as that reads every package's
-    metadata), then refuses it as a choice option would."""
+    metadata), then refuses it as a choice option would, naming close matches."""
 
     def parse(value: str) -> str:
         if value not in registry:
@@ -35,8 +36,11 @@ def registry_choice(registry: Registry[Any], group: str) -> Callable[[str], str]
 
             _load(lambda: load_entry_points((group,)))
         if value not in registry:
-            names = ", ".join(repr(name) for name in registry.names())
-            raise typer.BadParameter(f"{value!r} is not one of {names}.")
+            names = registry.names()
+            close = difflib.get_close_matches(value, names, n=3, cutoff=0.5)
+            hint = f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
+            shown = ", ".join(map(repr, names))
+            raise typer.BadParameter(f"{value!r} is not one of {shown}{hint}.")
         return value
 
     return parse

@@ -3,7 +3,8 @@
 Besides the exit code, the gate writes what CI systems show: a markdown summary (`--summary`,
 and appended to `$GITHUB_STEP_SUMMARY` when set), JUnit XML with one testcase per check and a
 JSON summary (`--json`, read back by `robench compare --format html --gate`), all rendered by
-`robench.results.gate.formats`.
+`robench.results.gate.formats`, and any other registered gate format, a plugin's included
+(`--import PLUGIN --output NAME=PATH`; robench/cli/_gate_outputs.py).
 """
 
 from __future__ import annotations
@@ -18,31 +19,21 @@ from rich.markup import escape
 
 from robench._core.errors import EXIT_OK, ConfigError
 from robench._core.overwrite_guard import refuse_overwriting_inputs
-from robench.cli._output import err, handle_errors, out
-from robench.results.gate.formats import (
-    GATE_FORMATS,
-    STATUS_STYLE,
-    markdown_table,
-    rich_table,
-    summary_markdown,
+from robench._core.plugins import FORMAT_ENTRY_POINT_GROUP
+from robench.cli._gate_outputs import (
+    GateOutput,
+    check_writable_outputs,
+    gate_outputs,
+    output_help,
+    parse_output,
+    write_outputs,
 )
+from robench.cli._output import err, handle_errors, out
+from robench.cli._registry_options import import_plugins
+from robench.results.gate.formats import STATUS_STYLE, markdown_table, rich_table
 from robench.results.gate.policy import Policy, read_policy
 from robench.results.gate.regression import GateResult, Status, exit_code, run_gate
 from robench.results.report.schema import Report, check_writable, read_report
-
-
-def _write_outputs(result: GateResult, paths: dict[str, Path | None], strict: bool) -> None:
-    """Write each format of `GATE_FORMATS` given a path; the summary also goes to
-    `$GITHUB_STEP_SUMMARY` when set (GitHub Actions shows it on the run's page)."""
-    for name, path in paths.items():
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(str(GATE_FORMATS.get(name)(result, strict)), encoding="utf-8")
-    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if step_summary:
-        with open(step_summary, "a", encoding="utf-8") as fh:
-            fh.write(summary_markdown(result) + "\n")
-
 
 _DEFAULT_CANDIDATE = Path("runs/gate/candidate.json")
 
@@ -95,36 +86,36 @@ def _check_options(
 
 
 def _check_outputs(
-    files: dict[str, Path | None],
+    files: list[GateOutput],
     inputs: dict[str, Path | None],
     baseline: Report,
     sequential_out: Path | None,
 ) -> None:
     """Refuse, before any work, a file the gate writes that is one it reads (or another
     output): `-c base.json` with --sequential would replace the baseline by the candidate."""
-    outputs: dict[str, Path | None] = {}
+    outputs: list[tuple[str, Path | None]] = []
     if sequential_out is not None:  # first, so a clash with another output names that one
         from robench.evaluation.sample_store import samples_path_for
 
-        outputs["--candidate"] = sequential_out
-        outputs["--candidate's samples file"] = samples_path_for(sequential_out)
+        outputs += [
+            ("--candidate", sequential_out),
+            ("--candidate's samples file", samples_path_for(sequential_out)),
+        ]
         # What the candidate's evaluation reads: the baseline's suite file and data.
         inputs["the baseline's suite"] = Path(baseline.suite.path) if baseline.suite.path else None
         for name, info in baseline.datasets.items():
             inputs[f"the baseline's data {name}"] = Path(info.path) if info.path else None
-    outputs |= {f"--{name}": path for name, path in files.items()}
+    outputs += [(file.option, file.path) for file in files]
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    outputs["$GITHUB_STEP_SUMMARY"] = Path(step_summary) if step_summary else None
+    outputs.append(("$GITHUB_STEP_SUMMARY", Path(step_summary) if step_summary else None))
     refuse_overwriting_inputs(outputs, inputs, "the gate")
-    for name, path in files.items():
-        if path is not None:
-            check_writable(path, f"--{name}", "gate" + GATE_FORMATS.get(name).suffixes[0])
+    check_writable_outputs(files)
     if sequential_out is not None:
         check_writable(sequential_out, "--candidate")
 
 
 @handle_errors
-def gate_command(  # long: 49 lines of typer options and 25 of help; the code is 34
+def gate_command(  # long: 69 lines of typer options and 30 of help; the code is 34
     baseline: Annotated[
         Path, typer.Option("--baseline", "-b", help="Report of the accepted model (committed).")
     ],
@@ -172,6 +163,26 @@ def gate_command(  # long: 49 lines of typer options and 25 of help; the code is
         Path | None, typer.Option(help="With --sequential: the candidate's checkpoint.")
     ] = None,
     device: Annotated[str, typer.Option(help="With --sequential: cpu, cuda or cuda:N.")] = "cpu",
+    output: Annotated[
+        list[GateOutput] | None,
+        typer.Option(
+            "--output",
+            "-o",
+            # NAME is checked against GATE_FORMATS once --import has registered a plugin's.
+            parser=parse_output,
+            metavar="NAME=PATH",
+            help=output_help(),
+        ),
+    ] = None,
+    imports: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--import",
+            is_eager=True,  # loaded before --output's NAME is checked, wherever it stands
+            callback=import_plugins((FORMAT_ENTRY_POINT_GROUP,)),
+            help="Module or .py file that registers gate formats (repeatable).",
+        ),
+    ] = None,
 ) -> None:
     """Gate a candidate report against a baseline with paired tests; exit 1 on a regression.
 
@@ -181,6 +192,10 @@ def gate_command(  # long: 49 lines of typer options and 25 of help; the code is
     estimate of the samples needed. Aggregates over results are checks too (paired bootstrap
     over samples). Both reports must share suite, version and samples.
     Built-in policy: alpha 0.05; clean top1 may drop 1 pp, everything else 2 pp.
+
+    --summary, --junit and --json write robench's own formats; --output NAME=PATH writes any
+    registered gate format (repeatable: the gate writes several files in one run, a format and
+    a path each), a plugin's too (--import; docs/extending.md).
 
     With --sequential the gate evaluates the candidate model itself, chunk by chunk, and
     stops once one top1/top5 check has regressed or all have passed (anytime-valid paired
@@ -195,11 +210,12 @@ def gate_command(  # long: 49 lines of typer options and 25 of help; the code is
       robench gate -b base.json -c new.json --junit gate.xml
       robench gate -b base.json -c new.json --json gate.json
       robench gate -b base.json -c new.json --strict
+      robench gate -b base.json -c new.json --import my_formats.py --output mine=gate.mine
       robench gate --sequential -b base.json --candidate-model vit_nano_elliptical_fmnist
     """
     _check_options(candidate, sequential, candidate_model, checkpoint)
     # Each file option names a format of GATE_FORMATS (its option is `--NAME`).
-    paths = {"summary": summary, "junit": junit, "json": json_path}
+    files = gate_outputs({"summary": summary, "junit": junit, "json": json_path}, output)
     inputs: dict[str, Path | None] = {
         "--baseline": baseline,
         "--policy": policy,
@@ -210,7 +226,7 @@ def gate_command(  # long: 49 lines of typer options and 25 of help; the code is
         inputs["--candidate"] = candidate
     base_report = read_report(baseline)
     sequential_out = (candidate or _DEFAULT_CANDIDATE) if sequential else None
-    _check_outputs(paths, inputs, base_report, sequential_out)
+    _check_outputs(files, inputs, base_report, sequential_out)
     result = _gate(
         base_report, candidate, read_policy(policy), sequential, candidate_model, checkpoint, device
     )
@@ -218,7 +234,7 @@ def gate_command(  # long: 49 lines of typer options and 25 of help; the code is
         out.print(rich_table(result))
     else:
         typer.echo(markdown_table(result))
-    _write_outputs(result, paths, strict)
+    write_outputs(result, files, strict)
     for note in result.notes:
         err.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
     for check in result.checks:

@@ -103,8 +103,9 @@ def markdown_table(result: GateResult) -> str:
     return "\n".join(lines)
 
 
-# The files `robench gate` writes (--summary, --junit, --json) are the formats registered in
-# GATE_FORMATS (results/report/output_formats.py): name -> rendering and suffix.
+# The files `robench gate` writes (--summary, --junit, --json, and --output NAME=PATH for any
+# name) are the formats registered in GATE_FORMATS (results/report/output_formats.py): name ->
+# rendering and suffix.
 
 
 @register_format("gate", "summary", ".md")

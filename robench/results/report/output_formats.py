@@ -6,7 +6,8 @@ One table, `OUTPUT_FORMATS`, holds a `Registry` of `OutputFormat`s per kind of r
 - `compare`: a `Comparison`, `render(cmp, ci)` (html also takes `gate=`); `robench compare
   --format`;
 - `per-corruption`: a `PerCorruption` table, `render(table)`; `compare --per-corruption`;
-- `gate`: a `GateResult`, `render(result, strict)`; `robench gate --summary/--junit/--json`.
+- `gate`: a `GateResult`, `render(result, strict)`; `robench gate --summary/--junit/--json`,
+  and any of them by name with `robench gate --output NAME=PATH`.
 
 A format is registered with `@register_format(kind, name, *suffixes)` on its rendering
 function (robench's own in `results/compare/tables.py`, `results/compare/formats.py`,
