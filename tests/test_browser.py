@@ -85,6 +85,7 @@ def _png_size(path: Path) -> tuple[int, int]:
 
 def test_screenshot_of_the_demo_page(tmp_path: Path) -> None:
     from robench.cli._demo import INDEX_TITLES, write_index
+    from robench.cli._demo.certification import METRICS as CERTIFICATION_METRICS
     from robench.cli._demo.segmentation import METRICS as SEGMENTATION_METRICS
     from robench.cli._demo.text_classification import METRICS as CLASSIFICATION_METRICS
     from robench.results.compare.comparison import build_comparison
@@ -99,6 +100,7 @@ def test_screenshot_of_the_demo_page(tmp_path: Path) -> None:
         "-subword": ["bits_per_byte", "perplexity"],
         "-segmentation": list(SEGMENTATION_METRICS),
         "-text-classification": list(CLASSIFICATION_METRICS),
+        "-certify": list(CERTIFICATION_METRICS),
     }
     groups = []
     for suffix, title in INDEX_TITLES.items():
