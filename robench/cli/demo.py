@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 @handle_errors
 def demo_command(
     quick: Annotated[
-        bool, typer.Option("--quick", help="Under 30 seconds: fewer samples.")
+        bool, typer.Option("--quick", help="Fewer samples: about 35 seconds on 2 idle cores.")
     ] = False,
     out_dir: Annotated[
         Path, typer.Option("--out-dir", "-o", help="Where reports and figures go.")
