@@ -396,30 +396,7 @@ def run_demo(out_dir: Path, *, quick: bool = False, progress: Progress | None = 
     roles = list(models)
     figures = _figures(models, [(roles[i], r) for i, (_, r) in enumerate(reports)], out_dir)
     figures += _corruption_figures([(roles[i], r) for i, (_, r) in enumerate(corrupted)], out_dir)
-    step("writing the page")
-    sections = [
-        (INDEX_TITLES[""], reports, comparison),
-        (INDEX_TITLES["-corruptions"], corrupted, corruption_comparison),
-        (INDEX_TITLES["-text"], text, text_comparison),
-    ]
-    if subword_comparison is not None:
-        sections.append((INDEX_TITLES["-subword"], subword, subword_comparison))
-    if segmentation is not None:
-        sections.append(segmentation_section(segmentation))
-        figures += segmentation.figures
-    if classification is not None:
-        sections.append(
-            (INDEX_TITLES[TEXT_CLASSIFICATION_SUFFIX], classification.reports,
-             classification.comparison)
-        )  # fmt: skip
-    if certification is not None:
-        sections.append(
-            (INDEX_TITLES[CERTIFICATION_SUFFIX], certification.reports, certification.comparison)
-        )
-        figures += [certification.figure] if certification.figure is not None else []
-    write_index(out_dir, sections, extra_figures=segmentation_figures(segmentation))
-    step("done")
-    return DemoResult(
+    result = DemoResult(
         reports,
         comparison,
         corrupted,
@@ -433,8 +410,39 @@ def run_demo(out_dir: Path, *, quick: bool = False, progress: Progress | None = 
         certification,
         skipped,
         figures,
-        _written_since(out_dir, started),
     )
+    step("writing the page")
+    _write_page(result, out_dir)
+    step("done")
+    result.files = _written_since(out_dir, started)
+    return result
+
+
+def _write_page(result: DemoResult, out_dir: Path) -> None:
+    """`index.html` of every section the demo ran; the sections' own figures join
+    `result.figures`."""
+    sections = [
+        (INDEX_TITLES[""], result.reports, result.comparison),
+        (INDEX_TITLES["-corruptions"], result.corruption_reports, result.corruption_comparison),
+        (INDEX_TITLES["-text"], result.text_reports, result.text_comparison),
+    ]
+    if result.subword_comparison is not None:
+        sections.append((INDEX_TITLES["-subword"], result.subword_reports,
+                         result.subword_comparison))  # fmt: skip
+    if (segmentation := result.segmentation) is not None:
+        sections.append(segmentation_section(segmentation))
+        result.figures += segmentation.figures
+    if (classification := result.text_classification) is not None:
+        sections.append(
+            (INDEX_TITLES[TEXT_CLASSIFICATION_SUFFIX], classification.reports,
+             classification.comparison)
+        )  # fmt: skip
+    if (certification := result.certification) is not None:
+        sections.append(
+            (INDEX_TITLES[CERTIFICATION_SUFFIX], certification.reports, certification.comparison)
+        )
+        result.figures += [certification.figure] if certification.figure is not None else []
+    write_index(out_dir, sections, extra_figures=segmentation_figures(result.segmentation))
 
 
 def _corruption_figures(reports: list[tuple[str, Report]], out_dir: Path) -> list[Path]:
