@@ -3,12 +3,12 @@ noise and certified by randomized smoothing at sigma 0.25 (Cohen, Rosenfeld and 
 
 Both shipped noise-trained models (`DEMO_SMOOTHED`, model cards in models/, fine-tuned from
 the demo's nano pair by benchmarks/reproduction_certify.py) are evaluated with the
-`demo-certify` suite on the same Fashion-MNIST test images: clean top-1, CERTIFY with
-n 500 noisy copies per image (certified accuracy at radii 0 to 0.5, the average certified
-radius, abstentions) and PGD-L2 at 0.25 and 0.5 on the base classifier. reports/reproduction.md
-certifies the same pair with n 1,000 on 200 images. The section compares
-them and draws certified accuracy against the L2 radius (`certified_accuracy.png`, also on
-the page). Certificates are lower bounds that no attack can lower, unlike the other sections'
+`demo-certify` suite on the same Fashion-MNIST test images: clean top-1, CERTIFY with n 500
+noisy copies per image (certified accuracy at radii 0 to 0.5, the average certified radius,
+abstentions) and PGD-L2 at 0.25 and 0.5 on the base classifier; reports/reproduction.md
+certifies the same pair with n 1,000 on 200 images. The section compares them and draws
+certified accuracy against the L2 radius (`certified_accuracy.png`, also on the page).
+Certificates are lower bounds that no attack can lower, unlike the other sections'
 accuracies under attack. Without the checkpoints the section is skipped with a warning.
 """
 
