@@ -45,7 +45,7 @@ from torch import Tensor, nn
 from robench._core.errors import ConfigError, DataError
 from robench.models.layers.elliptical_attention import EllipticalAttention, configure_elliptical
 from robench.models.zoo.lm_registry import LanguageModelBuilder, register_language_model
-from robench.models.zoo.transformer_lm import sinusoidal_positions
+from robench.models.zoo.transformer_lm import init_linear, sinusoidal_positions
 
 __all__ = ["LRA_TASKS", "SEQUENCE_CLASSIFICATION", "LRATransformer"]
 
@@ -187,8 +187,8 @@ class LRATransformer(nn.Module):
         self.head = nn.Sequential(
             nn.Linear(pooled, mlp_dim), nn.ReLU(), nn.Linear(mlp_dim, num_classes)
         )
-        self.blocks.apply(_init_linear)
-        self.head.apply(_init_linear)
+        self.blocks.apply(init_linear)
+        self.head.apply(init_linear)
 
     def _padded(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
         """Token ids (B, N) padded to `max_length`, and the mask of real tokens (B, N)."""
@@ -259,14 +259,6 @@ class LRATransformer(nn.Module):
         both = self.encode(tokens.flatten(0, 1)).view(len(tokens), 2, -1)  # (B, 2, C)
         u, v = both[:, 0], both[:, 1]
         return self.head(torch.cat([u, v, u * v, u - v], dim=-1))  # (B, K)
-
-
-def _init_linear(module: nn.Module) -> None:
-    """timm ViT's init for linear layers: truncated normal (std 0.02), zero bias."""
-    if isinstance(module, nn.Linear):
-        nn.init.trunc_normal_(module.weight, std=0.02)
-        if module.bias is not None:
-            nn.init.zeros_(module.bias)
 
 
 def _create(

@@ -47,7 +47,7 @@ from robench.data.text.classifier_tokens import PAD_ID
 from robench.models.layers.elliptical_attention import EllipticalAttention, configure_elliptical
 from robench.models.zoo.lm_registry import LanguageModelBuilder, register_language_model
 from robench.models.zoo.moe_lm import SWITCH_NANO_ARGS, moe_layer_plan, total_aux_loss
-from robench.models.zoo.transformer_lm import sinusoidal_positions
+from robench.models.zoo.transformer_lm import init_linear, sinusoidal_positions
 
 __all__ = ["PRETRAINED_BACKBONES", "TEXT_CLASSIFICATION", "TextClassifier", "backbone_keys"]
 
@@ -158,8 +158,8 @@ class TextClassifier(nn.Module):
         )
         self.norm = nn.LayerNorm(embed_dim)
         self.head = nn.Linear(embed_dim, num_classes)
-        self.blocks.apply(_init_linear)
-        _init_linear(self.head)
+        self.blocks.apply(init_linear)
+        init_linear(self.head)
         # As TransformerLM: the sqrt(C)-scaled embedding has unit variance.
         nn.init.normal_(self.token_embed.weight, std=embed_dim**-0.5)
         self.register_buffer(
@@ -204,14 +204,6 @@ class TextClassifier(nn.Module):
         pooled = (x * keep).sum(dim=1) / keep.sum(dim=1).clamp(min=1.0)  # (B, C); empty: 0
         self.aux_loss = total_aux_loss(self)
         return self.head(pooled)  # (B, K)
-
-
-def _init_linear(module: nn.Module) -> None:
-    """timm ViT's init for linear layers: truncated normal (std 0.02), zero bias."""
-    if isinstance(module, nn.Linear):
-        nn.init.trunc_normal_(module.weight, std=0.02)
-        if module.bias is not None:
-            nn.init.zeros_(module.bias)
 
 
 def _create(

@@ -68,8 +68,9 @@ def sinusoidal_positions(
     return pe.to(dtype or torch.get_default_dtype())
 
 
-def _init_weights(module: nn.Module) -> None:
-    """timm ViT's init for the blocks' linear layers: truncated normal (std 0.02), zero bias."""
+def init_linear(module: nn.Module) -> None:
+    """timm ViT's init for linear layers: truncated normal (std 0.02), zero bias (applied
+    by every robench sequence model: language models, text classifiers, LRA models)."""
     if isinstance(module, nn.Linear):
         nn.init.trunc_normal_(module.weight, std=0.02)
         if module.bias is not None:
@@ -153,7 +154,7 @@ class TransformerLM(nn.Module):
             for index in range(depth)
         )
         self.norm = nn.LayerNorm(embed_dim)
-        self.blocks.apply(_init_weights)
+        self.blocks.apply(init_linear)
         # Embedding init as in Vaswani et al. / fairseq: the sqrt(C)-scaled embedding has unit
         # variance and the tied head starts with logits of order 1.
         nn.init.normal_(self.token_embed.weight, std=embed_dim**-0.5)
