@@ -31,6 +31,7 @@ import numpy as np
 from PIL import Image
 
 from robench._core.errors import DataError
+from robench.data.cifar10_c import CIFAR10_CLASSES
 from robench.data.image_folder import IMAGE_ERRORS, IMAGE_EXTENSIONS
 from robench.data.lra.sequences import SequenceDataset
 
@@ -38,18 +39,6 @@ KIND = "lra-image"
 TASK_NAME = "image"
 SIDE = 32
 LENGTH = SIDE * SIDE
-CIFAR10_CLASSES = [
-    "airplane",
-    "automobile",
-    "bird",
-    "cat",
-    "deer",
-    "dog",
-    "frog",
-    "horse",
-    "ship",
-    "truck",
-]
 TRAIN_FILES = tuple(f"data_batch_{i}.bin" for i in range(1, 6))
 TEST_FILE = "test_batch.bin"
 _RECORD = 1 + 3 * LENGTH
