@@ -27,7 +27,11 @@ import torch
 
 from robench.perturbations.base import PerSampleAttack
 from robench.perturbations.certification.params import SmoothedPGDParams
-from robench.perturbations.certification.smoothing import noise_generator, sample_counts
+from robench.perturbations.certification.smoothing import (
+    in_eval_mode,
+    noise_generator,
+    sample_counts,
+)
 from robench.results.stats import certificates as cert
 
 
@@ -100,9 +104,7 @@ class SmoothedPGD(PerSampleAttack):
     ) -> tuple[torch.Tensor, dict[str, list[Any]]]:
         columns: dict[str, list[Any]] = {name: [] for name in self.params.columns}
         adversarials = []
-        was_training = model.training
-        model.eval()
-        try:
+        with in_eval_mode(model):
             for image, label, seed in zip(inputs.detach(), targets.tolist(), seeds, strict=True):
                 generator = noise_generator(seed, image.device)
                 with torch.enable_grad():
@@ -112,6 +114,4 @@ class SmoothedPGD(PerSampleAttack):
                 adversarials.append(adversarial)
                 columns[cert.PREDICTION].append(prediction)
                 columns[cert.ABSTAINED].append(prediction is None)
-        finally:
-            model.train(was_training)
         return torch.stack(adversarials), columns

@@ -16,7 +16,8 @@ under torchrun. The scored input is the clean image; the certificate is in the c
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +49,18 @@ class Certificate:
             cert.ABSTAINED: abstained,
             cert.PREDICTION: None if abstained else self.candidate,
         }
+
+
+@contextlib.contextmanager
+def in_eval_mode(model: torch.nn.Module) -> Iterator[None]:
+    """`model` in eval mode inside the block (the smoothed classifier's base classifier is
+    deterministic), its own mode restored on exit."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)
 
 
 def noise_generator(seed: int, device: torch.device) -> torch.Generator:
@@ -110,15 +123,10 @@ class RandomizedSmoothing(PerSampleAttack):
         seeds: Sequence[int],
     ) -> tuple[torch.Tensor, dict[str, list[Any]]]:
         columns: dict[str, list[Any]] = {name: [] for name in self.params.columns}
-        was_training = model.training
-        model.eval()
-        try:
-            with torch.no_grad():
-                for image, seed in zip(inputs.detach(), seeds, strict=True):
-                    generator = noise_generator(seed, image.device)
-                    found = certify(model, image, self.params, generator).columns()
-                    for name, value in found.items():
-                        columns[name].append(value)
-        finally:
-            model.train(was_training)
+        with in_eval_mode(model), torch.no_grad():
+            for image, seed in zip(inputs.detach(), seeds, strict=True):
+                generator = noise_generator(seed, image.device)
+                found = certify(model, image, self.params, generator).columns()
+                for name, value in found.items():
+                    columns[name].append(value)
         return inputs.detach(), columns
