@@ -87,7 +87,7 @@ def test_folded_options_are_fields_of_what_they_fold_into() -> None:
 
 def test_choices_written_as_literals_are_the_librarys() -> None:
     from robench.data.unreadable import BAD_IMAGE_POLICIES
-    from robench.evaluation.sanity_budget import SANITY_MODES
+    from robench.evaluation.sanity.budget import SANITY_MODES
     from robench.evaluation.speed import AMP_DTYPES
 
     def literal(name: str) -> tuple[str, ...]:

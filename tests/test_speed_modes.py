@@ -17,8 +17,8 @@ from robench._core.errors import ConfigError
 from robench.cli import app
 from robench.evaluation.oom_fallback import SplitOnOutOfMemory, _smaller, is_out_of_memory
 from robench.evaluation.request import EvalRequest, evaluate
-from robench.evaluation.sample_store import samples_path_for
 from robench.evaluation.speed import SpeedOptions, check_speed
+from robench.evaluation.store.sample_store import samples_path_for
 from robench.perturbations.base import PERTURBATIONS
 from robench.results.report.schema import Report, SpeedInfo, precision_note, scoring_precision_of
 from robench.tasks.image_classification import ImageClassification

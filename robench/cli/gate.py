@@ -95,7 +95,7 @@ def _check_outputs(
     output): `-c base.json` with --sequential would replace the baseline by the candidate."""
     outputs: list[tuple[str, Path | None]] = []
     if sequential_out is not None:  # first, so a clash with another output names that one
-        from robench.evaluation.sample_store import samples_path_for
+        from robench.evaluation.store.sample_store import samples_path_for
 
         outputs += [
             ("--candidate", sequential_out),

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, cast
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from torch.utils.data import Dataset
 
@@ -30,13 +31,30 @@ from robench.results.report.schema import (
 from robench.tasks.base import Task, TaskData
 
 if TYPE_CHECKING:
-    from robench.evaluation.request import EvalRequest
+    from robench.data.in_memory import InMemory
 
 logger = logging.getLogger(__name__)
 
 
+class DataRequest(Protocol):
+    """What opening and sampling the datasets reads of a request (an `EvalRequest` is one)."""
+
+    split: str
+    class_map: Path | None
+    data_options: dict[str, Any]
+    classes: str | None
+    subset: str | None
+    limit: int | None
+    seed: int
+    bad_images: str
+    workers: int
+
+    @property
+    def datasets(self) -> dict[str, str | InMemory]: ...
+
+
 def _open_datasets(
-    request: EvalRequest,
+    request: DataRequest,
     loaded: LoadedModel,
     task: Task,
     loaded_suite: LoadedSuite,
@@ -63,7 +81,7 @@ def _open_datasets(
     return opened
 
 
-def _data_options(request: EvalRequest, loaded_suite: LoadedSuite, task: Task) -> dict[str, Any]:
+def _data_options(request: DataRequest, loaded_suite: LoadedSuite, task: Task) -> dict[str, Any]:
     """The task's data options: flags over the suite's over the task's defaults."""
     given = {**loaded_suite.suite.data_options, **request.data_options}
     unknown = sorted(set(given) - set(task.data_options))
@@ -245,7 +263,7 @@ class RequestData:
 
 
 def build_data(
-    request: EvalRequest,
+    request: DataRequest,
     loaded: LoadedModel,
     task: Task,
     loaded_suite: LoadedSuite,

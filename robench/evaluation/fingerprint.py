@@ -1,7 +1,7 @@
 """What a run reads and what decides its records: the resume fingerprint.
 
 A sample store is resumed only when its fingerprint matches the run's (robench.evaluation
-.sample_store), so everything that changes a sample's record belongs here: the checkpoint,
+.store.sample_store), so everything that changes a sample's record belongs here: the checkpoint,
 the suite, the chosen indices, the preprocessing and the data's files.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
@@ -19,15 +19,33 @@ from robench.evaluation.datasets import RequestData
 from robench.evaluation.report_assembly import preprocessing_info
 from robench.evaluation.speed import SpeedOptions
 from robench.evaluation.suites import LoadedSuite
-from robench.evaluation.transfer import surrogate_paths
+from robench.evaluation.transfer import SurrogateChoice, surrogate_paths
 from robench.models.loading import LoadedModel
 from robench.tasks.base import TaskData
 
 if TYPE_CHECKING:
-    from robench.evaluation.request import EvalRequest
+    from robench.data.in_memory import InMemory
 
 
-def input_paths(request: EvalRequest, loaded_suite: LoadedSuite) -> dict[str, Path]:
+class FingerprintRequest(SurrogateChoice, Protocol):
+    """What the run's inputs and fingerprint read of a request (an `EvalRequest` is one)."""
+
+    checkpoint: Path | None
+    model: str | None
+    class_map: Path | None
+    subset: str | None
+    classes: str | None
+    imports: tuple[str, ...]
+    split: str
+    limit: int | None
+    seed: int
+    batch_size: int
+
+    @property
+    def datasets(self) -> dict[str, str | InMemory]: ...
+
+
+def input_paths(request: FingerprintRequest, loaded_suite: LoadedSuite) -> dict[str, Path]:
     """Files and folders the run reads, by the flag that names them."""
     given: list[tuple[str, object]] = [
         ("--checkpoint", request.checkpoint),
@@ -71,7 +89,7 @@ def _file_list_sha256(root: Path, dataset: TaskData) -> str:
 
 
 def _input_fingerprint(
-    request: EvalRequest, loaded: LoadedModel, datasets: Mapping[str, TaskData]
+    request: FingerprintRequest, loaded: LoadedModel, datasets: Mapping[str, TaskData]
 ) -> dict[str, Any]:
     """What else decides a sample's record: preprocessing, the data, the sample count.
 
@@ -101,7 +119,7 @@ def _input_fingerprint(
 
 
 def run_fingerprint(
-    request: EvalRequest,
+    request: FingerprintRequest,
     loaded: LoadedModel,
     loaded_suite: LoadedSuite,
     data: RequestData,

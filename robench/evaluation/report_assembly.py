@@ -15,7 +15,7 @@ from torch.utils.data import Dataset
 from robench._core.model_hooks import report_sections
 from robench.data.preprocessing import Preprocessing
 from robench.evaluation.runner import Job, RunTimes
-from robench.evaluation.sample_store import SampleRecords
+from robench.evaluation.store.sample_store import SampleRecords
 from robench.evaluation.suites import LoadedSuite
 from robench.models.loading import LoadedModel
 from robench.results.report.schema import (

@@ -35,7 +35,6 @@ from robench._core.seeding import seed_everything
 from robench._core.version import __version__
 from robench.data.in_memory import InMemory
 from robench.data.unreadable import check_bad_image_policy
-from robench.evaluation.battery import run_battery
 from robench.evaluation.datasets import RequestData, build_data, check_dataset_names
 from robench.evaluation.environment import capture_environment
 from robench.evaluation.eot_warnings import eot_warnings
@@ -45,15 +44,7 @@ from robench.evaluation.oom_fallback import is_out_of_memory
 from robench.evaluation.report_assembly import diagnostics, model_info, results, suite_info
 from robench.evaluation.required_extras import check_extras
 from robench.evaluation.runner import Job, RunTimes, run_plan
-from robench.evaluation.sample_store import (
-    SampleRecords,
-    SampleStore,
-    check_fresh_start,
-    merge_records,
-    missing_folders,
-    remove_empty_folders,
-    samples_path_for,
-)
+from robench.evaluation.sanity.battery import run_battery
 from robench.evaluation.sequential import (
     SequentialRun,
     StoppingRule,
@@ -65,6 +56,15 @@ from robench.evaluation.sequential import (
     with_sequence_intervals,
 )
 from robench.evaluation.speed import SpeedOptions, check_speed, prepare_model
+from robench.evaluation.store.sample_store import (
+    SampleRecords,
+    SampleStore,
+    check_fresh_start,
+    merge_records,
+    missing_folders,
+    remove_empty_folders,
+    samples_path_for,
+)
 from robench.evaluation.suites import LoadedSuite, load_suite
 from robench.evaluation.transfer import (
     load_surrogates,

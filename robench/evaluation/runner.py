@@ -39,8 +39,8 @@ from robench._core.progress import NoProgress, Progress
 from robench._core.seeding import derive_seed, seed_everything
 from robench.evaluation.oom_fallback import SplitOnOutOfMemory
 from robench.evaluation.perturbed_samples import PerturbedSamples
-from robench.evaluation.sample_store import SampleStore
 from robench.evaluation.speed import SpeedOptions, scoring_precision, to_memory_format
+from robench.evaluation.store.sample_store import SampleStore
 from robench.evaluation.suites import PlannedPerturbation
 from robench.perturbations.base import DatasetPerturbation, PerSampleAttack, SamplePerturbation
 from robench.tasks.base import Columns, Task

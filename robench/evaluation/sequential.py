@@ -28,7 +28,7 @@ from typing import Any, Literal, Protocol
 from robench._core.errors import ConfigError
 from robench._core.seeding import derive_seed
 from robench.evaluation.runner import Job, RunTimes
-from robench.evaluation.sample_store import SampleRecords
+from robench.evaluation.store.sample_store import SampleRecords
 from robench.results.report.schema import PerturbationResult, SequentialInfo
 from robench.results.stats.confidence_sequences import (
     covers,

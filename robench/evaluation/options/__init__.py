@@ -57,7 +57,7 @@ def _pixels(value: float | str) -> float:
 
 
 def _sanity_mode(value: str) -> str:
-    from robench.evaluation.sanity_budget import check_mode
+    from robench.evaluation.sanity.budget import check_mode
 
     return check_mode(value)
 
