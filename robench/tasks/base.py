@@ -83,6 +83,20 @@ class Task(abc.ABC):
     sanity_battery: ClassVar[bool] = True
     # Data options suites and flags may set (e.g. {"target_length": 256}); others are refused.
     data_options: ClassVar[dict[str, Any]] = {}
+    # The dimensions of its models' logits and their shape in words: a model object held in
+    # memory is checked against them on blank inputs (models/sources/memory.py).
+    logits: ClassVar[tuple[int, str]] = (2, "(batch, classes)")
+    # Whether its logits are per class along dimension 1 (the model's class count is read
+    # off them).
+    classifies: ClassVar[bool] = True
+
+    @property
+    def inputs(self) -> str:
+        """What its models read, as registered (`TaskEntry.inputs`): "images", "tokens" or
+        "texts"; a model object of the task is wrapped by it (models/sources/memory.py)."""
+        from robench.tasks.registry import TASKS
+
+        return TASKS.get(self.name).inputs
 
     @abc.abstractmethod
     def open_data(

@@ -69,6 +69,8 @@ class LanguageModeling(Task):
         "context": 0,
         "text_field": "text",
     }
+    logits: ClassVar[tuple[int, str]] = (3, "(batch, tokens, vocabulary)")
+    classifies: ClassVar[bool] = False
 
     def open_data(
         self,

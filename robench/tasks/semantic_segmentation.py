@@ -102,6 +102,7 @@ def _output_shape(network: nn.Module, input_size: tuple[int, ...]) -> tuple[int,
 class SemanticSegmentation(PixelInputs, Task):
     name = "semantic-segmentation"
     default_data: ClassVar[str] = BUILTIN_SCENES
+    logits: ClassVar[tuple[int, str]] = (4, "(batch, classes, height, width)")
 
     def open_data(
         self,
