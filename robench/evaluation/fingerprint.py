@@ -50,6 +50,7 @@ def input_paths(request: FingerprintRequest, loaded_suite: LoadedSuite) -> dict[
     given: list[tuple[str, object]] = [
         ("--checkpoint", request.checkpoint),
         ("--suite", loaded_suite.path),
+        *((f"the suite's include {path}", path) for path in loaded_suite.includes),
         ("the model card", request.model),
         ("--class-map", request.class_map),
         ("--subset", request.subset),

@@ -104,7 +104,8 @@ class ImageClassification(TopKRecords, PixelInputs, Task):
     def restrict_to_classes(self, dataset: Any, classes: str) -> TaskData:
         """The data's samples of the listed ImageNet wnids (a shipped list such as
         "imagenet-a", or a file), labelled by their position in the list."""
-        from robench.data.label_space import read_label_space, restrict_to_label_space
+        from robench.data.label_space import read_label_space
+        from robench.data.label_space_view import restrict_to_label_space
 
         view: TaskData = restrict_to_label_space(dataset, read_label_space(classes))
         return view
