@@ -262,7 +262,7 @@ def evaluate(  # long: 47 lines of docstring (the API's reference); the code is 
         preprocessing=preprocessing,
         tokenizer=tokenizer,
         image_processor=image_processor,
-        tasks=load_task,
+        tasks=TASKS.get,
     )
     surrogate_options = SurrogateOptions(surrogate_name, surrogate_preprocessing)
     module = model if isinstance(model, nn.Module) else None
@@ -271,7 +271,7 @@ def evaluate(  # long: 47 lines of docstring (the API's reference); the code is 
     try:
         if isinstance(model, EvalRequest):  # the engine's own form, as robench eval runs it
             alone = not options and data is None and suite == DEFAULT_SUITE
-            alone = alone and model_options == MemoryOptions(tasks=load_task)
+            alone = alone and model_options == MemoryOptions(tasks=TASKS.get)
             alone = alone and surrogate_options == SurrogateOptions()
             return _run_engine_request(model, alone, progress)
         with preserved(module), preserved(surrogate_module):
