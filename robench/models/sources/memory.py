@@ -34,6 +34,7 @@ from robench._core.errors import ConfigError, first_line
 from robench.data.preprocessing import Preprocessing
 from robench.models.in_memory import class_path, memory_image_model, memory_origin
 from robench.models.loaded_model import LoadedModel, module_device, text_model
+from robench.models.loading import pretrained_cfg_spec
 from robench.models.sources.registry import MemoryOptions, SourceRequest
 from robench.models.spec import ModelSpec
 
@@ -151,9 +152,6 @@ def _image_model(module: nn.Module, task: str, request: SourceRequest) -> Loaded
     """An image network: normalisation inside, the caller's preprocessing over its own."""
     options = request.memory
     given, own = _image_spec(module, options)
-    classes = getattr(getattr(module, "pretrained_cfg", None) or {}, "get", lambda _k: None)(
-        "label_names"
-    )
     return memory_image_model(
         module,
         name=options.name or type(module).__name__,
@@ -163,7 +161,7 @@ def _image_model(module: nn.Module, task: str, request: SourceRequest) -> Loaded
         own_label="timm pretrained_cfg" if own is None else "pixels in [0, 1]",
         origin=memory_origin(module, {"model_name": options.name} if options.name else None),
         task=task,
-        classes=list(classes) if classes else None,
+        classes=pretrained_cfg_spec(module).classes,
         device=request.device,
         overrides_label=f"{options.keyword}=",
     )
