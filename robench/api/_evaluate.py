@@ -198,7 +198,7 @@ def _run_engine_request(request: EvalRequest, alone: bool, progress: bool) -> Re
     return run_request(request, progress=make_progress(progress))
 
 
-def evaluate(  # long: 47 lines of docstring (the API's reference); the code is 27
+def evaluate(  # long: 45 lines of docstring (the API's reference); the code is 26
     model: str | nn.Module | EvalRequest,
     suite: str | Path | Mapping[str, Any] | Sequence[Mapping[str, Any]] = DEFAULT_SUITE,
     data: Any = None,
@@ -250,7 +250,9 @@ def evaluate(  # long: 47 lines of docstring (the API's reference); the code is 
     progress: show a progress bar in a terminal or notebook (else log records); False: none.
     **options: `robench eval`'s options by their Python names (`option_names()`): limit,
         batch_size, seed, device, resume, overwrite, sanity, target_halfwidth, amp,
-        channels_last, target_length, ... Each defaults as on the command line.
+        channels_last, target_length, ... Each defaults as on the command line, but `device`
+        for a model object: its own device (cpu without parameters), where every parameter and
+        buffer must be.
 
     The caller's model is left as it was (training mode, requires_grad, gradients, device,
     hooks, and the global random generators), also when the call raises. Bad input raises
@@ -262,7 +264,7 @@ def evaluate(  # long: 47 lines of docstring (the API's reference); the code is 
         preprocessing=preprocessing,
         tokenizer=tokenizer,
         image_processor=image_processor,
-        tasks=load_task,
+        tasks=TASKS.get,
     )
     surrogate_options = SurrogateOptions(surrogate_name, surrogate_preprocessing)
     module = model if isinstance(model, nn.Module) else None
@@ -271,7 +273,7 @@ def evaluate(  # long: 47 lines of docstring (the API's reference); the code is 
     try:
         if isinstance(model, EvalRequest):  # the engine's own form, as robench eval runs it
             alone = not options and data is None and suite == DEFAULT_SUITE
-            alone = alone and model_options == MemoryOptions(tasks=load_task)
+            alone = alone and model_options == MemoryOptions(tasks=TASKS.get)
             alone = alone and surrogate_options == SurrogateOptions()
             return _run_engine_request(model, alone, progress)
         with preserved(module), preserved(surrogate_module):

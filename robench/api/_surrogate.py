@@ -21,7 +21,7 @@ from robench._core.errors import ConfigError, RobenchError
 from robench.models.loaded_model import LoadedModel
 from robench.models.loading import load_model
 from robench.models.sources.registry import MemoryOptions
-from robench.tasks import TASKS, load_task
+from robench.tasks import TASKS
 
 
 @dataclass
@@ -71,7 +71,7 @@ def engine_surrogate(
         # An image suite's task; another task's suite is refused by the engine, which
         # says that transfer attacks apply to image tasks.
         suite_task=suite_task if suite_task and TASKS.get(suite_task).inputs == "images" else None,
-        tasks=load_task,
+        tasks=TASKS.get,
         check_outputs=False,  # checked against the evaluated model (evaluation/transfer.py)
     )
     try:

@@ -100,9 +100,11 @@ def _create(architecture: str, num_classes: int | None, kwargs: dict[str, Any]) 
 
 
 def pretrained_cfg_spec(model: nn.Module) -> ModelSpec:
-    """The preprocessing timm's `pretrained_cfg` gives (empty fields for another module)."""
+    """The preprocessing and class names timm's `pretrained_cfg` gives (the one reader of
+    it; empty fields for another module)."""
     cfg = dict(getattr(model, "pretrained_cfg", None) or {})
     fields: dict[str, Any] = {key: cfg.get(key) for key in _PREPROCESSING_FIELDS}
+    fields["classes"] = list(cfg["label_names"]) if cfg.get("label_names") else None
     return ModelSpec.model_validate(
         {k: (tuple(v) if isinstance(v, list) else v) for k, v in fields.items()}
     )
@@ -158,6 +160,7 @@ def image_model(
     (`overrides`, or what `overrides_label` names) over the model's own (`own`, else timm's
     `pretrained_cfg`)."""
     own = own if own is not None else pretrained_cfg_spec(network)
+    own = own.model_copy(update={"classes": None})  # the class names are `classes`
     spec, sources = _layer([(overrides_label, overrides), (own_label, own)])
     spec = spec.model_copy(update={"architecture": architecture, "classes": classes})
     preprocessing, mean, std = _preprocessing(spec, name, resize)

@@ -90,14 +90,6 @@ class Task(abc.ABC):
     # off them).
     classifies: ClassVar[bool] = True
 
-    @property
-    def inputs(self) -> str:
-        """What its models read, as registered (`TaskEntry.inputs`): "images", "tokens" or
-        "texts"; a model object of the task is wrapped by it (models/sources/memory.py)."""
-        from robench.tasks.registry import TASKS
-
-        return TASKS.get(self.name).inputs
-
     @abc.abstractmethod
     def open_data(
         self,

@@ -5,7 +5,7 @@
   processor or tokenizer given or saved beside it (`hf_objects.py`);
 - any module with `tokenizer=` a robench `Vocabulary`: a zoo word-level model, its
   `robench_task` or else language modelling;
-- another module: by what its task's models read (`Task.inputs`: `WRAPPERS`): images get the
+- another module: by what its task's models read (`TaskEntry.inputs`, `WRAPPERS`): images get the
   normalisation layer (`preprocessing=` over the data's size over a timm model's
   `pretrained_cfg`, else pixels in [0, 1] as they are), token ids go in as they are (an LRA
   sequence classifier), and texts need a vocabulary or a transformers model.
@@ -13,7 +13,8 @@
 A module's task is `task=`, else its `robench_task`, else the suite's; an image network that
 names none gets semantic segmentation when it returns per-pixel logits (B, K, H, W) and
 image classification otherwise. One forward pass on blank inputs then checks that the output
-is logits of the task's shape (`check_outputs`, by `Task.logits`).
+is logits of the task's shape (`check_outputs`, by `Task.logits`). The models layer cannot
+import the tasks: the caller hands down their registry (`MemoryOptions.tasks`).
 
 The model runs on its own device unless told otherwise (a module without parameters on cpu),
 and must be there as a whole, every parameter and buffer (`check_device`); the caller's model
@@ -23,7 +24,7 @@ is never moved.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import torch
@@ -33,6 +34,7 @@ from robench._core.errors import ConfigError, first_line
 from robench.data.preprocessing import Preprocessing
 from robench.models.in_memory import class_path, memory_image_model, memory_origin
 from robench.models.loaded_model import LoadedModel, module_device, text_model
+from robench.models.loading import pretrained_cfg_spec
 from robench.models.sources.registry import MemoryOptions, SourceRequest
 from robench.models.spec import ModelSpec
 
@@ -50,15 +52,22 @@ _PREPROCESSING_KEYS = {
 _IMAGE_CLASSIFICATION = "image-classification"
 
 
-class ModelTask(Protocol):
-    """What this source reads of a task (`robench.tasks.base.Task`)."""
+class TaskEntry(Protocol):
+    """What this source reads of a task's registration (`robench.tasks.registry.TaskEntry`):
+    what its models read, and its `Task` class (`logits`, `classifies`)."""
 
     @property
     def inputs(self) -> str: ...  # "images", "tokens" or "texts"
-    @property
-    def logits(self) -> tuple[int, str]: ...  # dimensions of its logits, their shape in words
-    @property
-    def classifies(self) -> bool: ...  # logits (batch, classes, ...): records num_classes
+    def load(self) -> Any: ...
+
+
+@dataclass(frozen=True)
+class _Task:
+    """A task as this source uses it."""
+
+    inputs: str  # what its models read: how a module is wrapped, what blank inputs are
+    logits: tuple[int, str]  # dimensions of its logits and their shape in words
+    classifies: bool  # logits per class along dimension 1: the class count is read off them
 
 
 def given_spec(preprocessing: Any, keyword: str = "preprocessing") -> ModelSpec:
@@ -143,9 +152,6 @@ def _image_model(module: nn.Module, task: str, request: SourceRequest) -> Loaded
     """An image network: normalisation inside, the caller's preprocessing over its own."""
     options = request.memory
     given, own = _image_spec(module, options)
-    classes = getattr(getattr(module, "pretrained_cfg", None) or {}, "get", lambda _k: None)(
-        "label_names"
-    )
     return memory_image_model(
         module,
         name=options.name or type(module).__name__,
@@ -155,7 +161,7 @@ def _image_model(module: nn.Module, task: str, request: SourceRequest) -> Loaded
         own_label="timm pretrained_cfg" if own is None else "pixels in [0, 1]",
         origin=memory_origin(module, {"model_name": options.name} if options.name else None),
         task=task,
-        classes=list(classes) if classes else None,
+        classes=pretrained_cfg_spec(module).classes,
         device=request.device,
         overrides_label=f"{options.keyword}=",
     )
@@ -173,7 +179,7 @@ def _text_model(module: nn.Module, task: str, request: SourceRequest) -> LoadedM
     )
 
 
-# What a task's models read (`Task.inputs`) -> how a plain module of it is wrapped.
+# What a task's models read (`TaskEntry.inputs`) -> how a plain module of it is wrapped.
 WRAPPERS: dict[str, Callable[[nn.Module, str, SourceRequest], LoadedModel]] = {
     "images": _image_model,
     "tokens": _token_model,
@@ -243,14 +249,15 @@ def _transformers_model(module: nn.Module, request: SourceRequest) -> LoadedMode
     return BUILDERS[found](hf_request)
 
 
-def _task(options: MemoryOptions, name: str) -> ModelTask:
+def _task(options: MemoryOptions, name: str) -> _Task:
     if options.tasks is None:
         raise ConfigError(
-            f"the memory source needs the task lookup to wrap a model of {name}; pass "
-            "MemoryOptions(tasks=robench.tasks.load_task)."
+            f"the memory source needs the task registry to wrap a model of {name}; pass "
+            "MemoryOptions(tasks=robench.tasks.TASKS.get)."
         )
-    task: ModelTask = options.tasks(name)
-    return task
+    entry: TaskEntry = options.tasks(name)
+    implementation = entry.load()
+    return _Task(entry.inputs, implementation.logits, implementation.classifies)
 
 
 def _module_model(module: nn.Module, request: SourceRequest) -> LoadedModel:
@@ -330,7 +337,7 @@ def _output_dims(loaded: LoadedModel, inputs: str) -> int:
     return found.dim() if isinstance(found, torch.Tensor) else -1
 
 
-def check_outputs(loaded: LoadedModel, task: ModelTask) -> LoadedModel:
+def check_outputs(loaded: LoadedModel, task: _Task) -> LoadedModel:
     """One forward pass on blank inputs: the model must return logits of its task's shape
     (`task.logits`). Records the number of classes of a classifier or segmenter."""
     inputs = _blank_inputs(loaded, task.inputs)

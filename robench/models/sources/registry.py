@@ -62,8 +62,8 @@ class MemoryOptions:
     suite_task: str | None = None  # the task of a suite the caller chose (not the default)
     # The keyword that gave `preprocessing`, as errors and config_sources name it.
     keyword: str = "preprocessing"
-    # A task by name (`robench.tasks.load_task`): what its models read and return. The models
-    # layer cannot import the tasks, so the caller hands the lookup down.
+    # A task's registration by name (`robench.tasks.TASKS.get`): what its models read and
+    # return. The models layer cannot import the tasks, so the caller hands the lookup down.
     tasks: Callable[[str], Any] | None = None
     # One forward pass on blank inputs checks the outputs; a transfer attack's surrogate is
     # checked against the evaluated model instead (evaluation/transfer.py).
