@@ -29,7 +29,7 @@ class Candidate:
     model: str | None
     checkpoint: Path | None
     out: Path
-    device: str = "cpu"
+    device: str = "auto"
     workers: int = 0
     command: list[str] = field(default_factory=list)
 

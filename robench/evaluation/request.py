@@ -29,6 +29,7 @@ from robench._core.errors import (
     RobenchError,
     first_line,
 )
+from robench._core.fp32_precision import float32_precision
 from robench._core.plugins import load_plugins
 from robench._core.progress import Progress
 from robench._core.seeding import seed_everything
@@ -121,7 +122,7 @@ class EvalRequest:
     classes: str | None = None
     batch_size: int = 64
     seed: int = 0
-    device: str = "cpu"
+    device: str = "auto"
     workers: int = 0
     # An unreadable image: "stop" the run (exit 2), or "skip" it (read every sample once
     # first, leave the unreadable ones out of every perturbation, list them in the report).
@@ -459,7 +460,7 @@ def _after_the_suite(
     return sanity, sanity_budget, found
 
 
-def evaluate(  # long: the run in order (set up, jobs, run, results, report); steps are functions
+def evaluate(
     request: EvalRequest,
     progress: Progress | None = None,
     stop_rule: StoppingRule | None = None,
@@ -471,7 +472,18 @@ def evaluate(  # long: the run in order (set up, jobs, run, results, report); st
     A sequential run (`request.target_halfwidth`, the suite's, or a gate's `stop_rule`)
     evaluates the samples in a seeded random order, chunk by chunk, until the rule is met.
     `model`: a model already loaded (`robench.evaluate` wraps one held in memory), used
-    instead of loading `request.model`."""
+    instead of loading `request.model`. CUDA matmul and convolutions run in IEEE float32
+    unless `request.speed.tf32`; the caller's settings are restored afterwards."""
+    with float32_precision(request.speed.tf32):
+        return _evaluate(request, progress, stop_rule, model)
+
+
+def _evaluate(  # long: the run in order (set up, jobs, run, results, report); steps are functions
+    request: EvalRequest,
+    progress: Progress | None,
+    stop_rule: StoppingRule | None,
+    model: LoadedModel | None,
+) -> Report:
     started = time.perf_counter()
     s = _set_up(request, progress, model)
     request, loaded_suite, loaded, task, device = (
@@ -517,7 +529,7 @@ def evaluate(  # long: the run in order (set up, jobs, run, results, report); st
     for warning in eot_warnings(loaded_suite.plan, first.checks.randomized, surrogates):
         logger.warning(warning)
         warnings.append(warning)
-    env = capture_environment(device)
+    env = capture_environment(device, speed.precision(device))
     fingerprint = run_fingerprint(request, loaded, loaded_suite, s.data, device, speed)
     if surrogates:  # transfer: the surrogates' weights decide the records too
         fingerprint["surrogates"] = surrogate_fingerprint(surrogates)

@@ -358,7 +358,15 @@ class EvalOptions(TypedDict, total=False):
         bool,
         EvalOption(False, OUTPUT, "Discard an interrupted run's results.", in_plans=False),
     ]
-    device: Annotated[str, EvalOption("cpu", SPEED, "cpu, cuda or cuda:N.")]
+    device: Annotated[
+        str,
+        EvalOption(
+            "auto",
+            SPEED,
+            "auto (cuda when a GPU is available, else cpu), cpu, cuda or cuda:N; the report "
+            "records the device used, with its name.",
+        ),
+    ]
     batch_size: Annotated[
         int, EvalOption(64, SPEED, "Samples per batch (attacks, scoring).", short="-b")
     ]
@@ -380,6 +388,16 @@ class EvalOptions(TypedDict, total=False):
             "stay float32 unless the suite sets amp_attacks); recorded in the report.",
             form="choice",
             choices="robench.evaluation.speed:AMP_DTYPES",
+            into=SPEED_OPTIONS,
+        ),
+    ]
+    tf32: Annotated[
+        bool,
+        EvalOption(
+            False,
+            SPEED,
+            "Let CUDA matrix products and convolutions round float32 to TF32 (faster on "
+            "tensor-core GPUs, 10 mantissa bits); default: IEEE float32. Recorded in the report.",
             into=SPEED_OPTIONS,
         ),
     ]
