@@ -30,7 +30,7 @@ class Candidate:
     checkpoint: Path | None
     out: Path
     device: str = "auto"
-    workers: int = 0
+    workers: int | str = "auto"
     command: list[str] = field(default_factory=list)
 
 

@@ -36,6 +36,7 @@ from robench._core.seeding import seed_everything
 from robench._core.version import __version__
 from robench.data.in_memory import InMemory
 from robench.data.unreadable import check_bad_image_policy
+from robench.data.workers import check_workers, resolve_workers
 from robench.evaluation.battery import run_battery
 from robench.evaluation.datasets import RequestData, build_data, check_dataset_names
 from robench.evaluation.environment import capture_environment
@@ -123,7 +124,7 @@ class EvalRequest:
     batch_size: int = 64
     seed: int = 0
     device: str = "auto"
-    workers: int = 0
+    workers: int | str = "auto"  # a count, or "auto" (robench/data/workers.py)
     # An unreadable image: "stop" the run (exit 2), or "skip" it (read every sample once
     # first, leave the unreadable ones out of every perturbation, list them in the report).
     bad_images: str = "stop"
@@ -231,10 +232,7 @@ def _check_request(request: EvalRequest) -> None:
     if request.limit is not None and request.limit < 1:
         raise ConfigError(f"--limit must be at least 1, got {request.limit}.")
     check_bad_image_policy(request.bad_images)
-    if request.workers < 0:
-        raise ConfigError(
-            f"--workers must be 0 (load data in the main process) or more, got {request.workers}."
-        )
+    check_workers(request.workers)
     if request.resume and request.overwrite:
         raise ConfigError(
             "--resume keeps an interrupted run's results and --overwrite discards them; pass "
@@ -396,7 +394,7 @@ def _run(
             batch_size=request.batch_size,
             seed=request.seed,
             device=dist.device,
-            workers=request.workers,
+            workers=resolve_workers(request.workers, s.data.opened.values()),
             progress=progress if dist.is_main else None,
             shard=(dist.rank, dist.world_size),
             speed=speed,

@@ -56,6 +56,12 @@ def _pixels(value: float | str) -> float:
     return parse_pixel_value(value, "--sanity-eps")
 
 
+def _workers(value: int | str) -> int | str:
+    from robench.data.workers import check_workers
+
+    return check_workers(value)
+
+
 def _sanity_mode(value: str) -> str:
     from robench.evaluation.sanity_budget import check_mode
 
@@ -371,12 +377,15 @@ class EvalOptions(TypedDict, total=False):
         int, EvalOption(64, SPEED, "Samples per batch (attacks, scoring).", short="-b")
     ]
     workers: Annotated[
-        int,
+        int | str,
         EvalOption(
-            0,
+            "auto",
             SPEED,
-            "Data-loading worker processes; corruptions are computed in them (the "
+            "Data-loading worker processes: auto (0 for in-memory and array data, min(8, "
+            "CPUs) for image files), or a count; corruptions are computed in them (the "
             "results do not depend on the number).",
+            form="count",
+            normalise=_workers,
         ),
     ]
     amp: Annotated[
