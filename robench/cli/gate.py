@@ -162,7 +162,10 @@ def gate_command(  # long: 69 lines of typer options and 30 of help; the code is
     checkpoint: Annotated[
         Path | None, typer.Option(help="With --sequential: the candidate's checkpoint.")
     ] = None,
-    device: Annotated[str, typer.Option(help="With --sequential: cpu, cuda or cuda:N.")] = "cpu",
+    device: Annotated[
+        str,
+        typer.Option(help="With --sequential: auto (cuda when available), cpu, cuda or cuda:N."),
+    ] = "auto",
     output: Annotated[
         list[GateOutput] | None,
         typer.Option(

@@ -18,6 +18,7 @@ from robench._core.errors import ConfigError, DataError
 from robench._core.progress import Progress
 from robench.data.subset import indices_sha256, resolve_subset, select_indices
 from robench.data.unreadable import Unreadable, find_unreadable
+from robench.data.workers import resolve_workers
 from robench.evaluation.jobs import data_key
 from robench.evaluation.runner import EvalData
 from robench.evaluation.suites import LoadedSuite
@@ -142,7 +143,7 @@ def _sample_indices(dataset: TaskData, subset: str | None, limit: int | None, se
 
 
 def _leave_out_unreadable(
-    data: dict[str, EvalData], workers: int, progress: Progress | None
+    data: dict[str, EvalData], workers: int | str, progress: Progress | None
 ) -> tuple[dict[str, EvalData], dict[str, list[Unreadable]]]:
     """`--bad-images skip`: the data without its unreadable samples, and those samples."""
     kept, skipped = {}, {}
@@ -150,7 +151,7 @@ def _leave_out_unreadable(
         found = find_unreadable(
             source.dataset,
             source.indices,
-            workers=workers,
+            workers=resolve_workers(workers, [source.dataset]),
             progress=progress,
             name=f"reading {name} images",
         )

@@ -16,6 +16,7 @@ import torch
 
 from robench._core.version import __version__
 from robench.evaluation.datasets import RequestData
+from robench.evaluation.environment import describe_device
 from robench.evaluation.report_assembly import preprocessing_info
 from robench.evaluation.speed import SpeedOptions
 from robench.evaluation.suites import LoadedSuite
@@ -135,7 +136,8 @@ def run_fingerprint(
         "indices_sha256": data.indices_sha256,
         "seed": request.seed,
         "batch_size": request.batch_size,
-        "device": device.type,
+        # The GPU model too: CUDA's random draws, and kernels' rounding, differ between them.
+        "device": describe_device(device),
         "robench_version": __version__,
     }
     fingerprint.update(_input_fingerprint(request, loaded, data.opened))
@@ -145,4 +147,6 @@ def run_fingerprint(
         fingerprint["data_options"] = data.options
     if speed.amp is not None:  # changes numbers; channels-last and compile do not
         fingerprint["amp"] = speed.amp
+    if speed.tf32 and device.type == "cuda":  # so does TF32 (only when CUDA honours it)
+        fingerprint["tf32"] = True
     return fingerprint

@@ -29,12 +29,14 @@ from robench._core.errors import (
     RobenchError,
     first_line,
 )
+from robench._core.fp32_precision import float32_precision
 from robench._core.plugins import load_plugins
 from robench._core.progress import Progress
 from robench._core.seeding import seed_everything
 from robench._core.version import __version__
 from robench.data.in_memory import InMemory
 from robench.data.unreadable import check_bad_image_policy
+from robench.data.workers import check_workers, resolve_workers
 from robench.evaluation.datasets import RequestData, build_data, check_dataset_names
 from robench.evaluation.environment import capture_environment
 from robench.evaluation.eot_warnings import eot_warnings
@@ -121,8 +123,8 @@ class EvalRequest:
     classes: str | None = None
     batch_size: int = 64
     seed: int = 0
-    device: str = "cpu"
-    workers: int = 0
+    device: str = "auto"
+    workers: int | str = "auto"  # a count, or "auto" (robench/data/workers.py)
     # An unreadable image: "stop" the run (exit 2), or "skip" it (read every sample once
     # first, leave the unreadable ones out of every perturbation, list them in the report).
     bad_images: str = "stop"
@@ -230,10 +232,7 @@ def _check_request(request: EvalRequest) -> None:
     if request.limit is not None and request.limit < 1:
         raise ConfigError(f"--limit must be at least 1, got {request.limit}.")
     check_bad_image_policy(request.bad_images)
-    if request.workers < 0:
-        raise ConfigError(
-            f"--workers must be 0 (load data in the main process) or more, got {request.workers}."
-        )
+    check_workers(request.workers)
     if request.resume and request.overwrite:
         raise ConfigError(
             "--resume keeps an interrupted run's results and --overwrite discards them; pass "
@@ -395,7 +394,7 @@ def _run(
             batch_size=request.batch_size,
             seed=request.seed,
             device=dist.device,
-            workers=request.workers,
+            workers=resolve_workers(request.workers, s.data.opened.values()),
             progress=progress if dist.is_main else None,
             shard=(dist.rank, dist.world_size),
             speed=speed,
@@ -459,7 +458,7 @@ def _after_the_suite(
     return sanity, sanity_budget, found
 
 
-def evaluate(  # long: the run in order (set up, jobs, run, results, report); steps are functions
+def evaluate(
     request: EvalRequest,
     progress: Progress | None = None,
     stop_rule: StoppingRule | None = None,
@@ -471,7 +470,18 @@ def evaluate(  # long: the run in order (set up, jobs, run, results, report); st
     A sequential run (`request.target_halfwidth`, the suite's, or a gate's `stop_rule`)
     evaluates the samples in a seeded random order, chunk by chunk, until the rule is met.
     `model`: a model already loaded (`robench.evaluate` wraps one held in memory), used
-    instead of loading `request.model`."""
+    instead of loading `request.model`. CUDA matmul and convolutions run in IEEE float32
+    unless `request.speed.tf32`; the caller's settings are restored afterwards."""
+    with float32_precision(request.speed.tf32):
+        return _evaluate(request, progress, stop_rule, model)
+
+
+def _evaluate(  # long: the run in order (set up, jobs, run, results, report); steps are functions
+    request: EvalRequest,
+    progress: Progress | None,
+    stop_rule: StoppingRule | None,
+    model: LoadedModel | None,
+) -> Report:
     started = time.perf_counter()
     s = _set_up(request, progress, model)
     request, loaded_suite, loaded, task, device = (
@@ -517,7 +527,7 @@ def evaluate(  # long: the run in order (set up, jobs, run, results, report); st
     for warning in eot_warnings(loaded_suite.plan, first.checks.randomized, surrogates):
         logger.warning(warning)
         warnings.append(warning)
-    env = capture_environment(device)
+    env = capture_environment(device, speed.precision(device))
     fingerprint = run_fingerprint(request, loaded, loaded_suite, s.data, device, speed)
     if surrogates:  # transfer: the surrogates' weights decide the records too
         fingerprint["surrogates"] = surrogate_fingerprint(surrogates)

@@ -167,7 +167,8 @@ def run_plan(
                     first_row=number * batch_size,
                     indices=batch,
                 )
-                columns = splitter.run(len(batch), work, f"{planned.label} batch {number}")
+                own = planned.perturbation.own_batch  # smoothing's `batch`, `query_batch`
+                columns = splitter.run(len(batch), work, f"{planned.label} batch {number}", own)
                 store.append(planned.label, batch, columns)
                 progress.advance(len(batch))
             times.seconds[planned.label] = time.perf_counter() - start

@@ -23,7 +23,7 @@ from typing import Any
 from robench._core.errors import ConfigError
 from robench._core.registry import did_you_mean
 from robench._core.units import display_pixel_value
-from robench.results.report.schema import AggregateResult, Report, precision_note
+from robench.results.report.schema import AggregateResult, Report, device_type_note, precision_note
 from robench.results.stats.aggregates import find_aggregate
 
 # Re-exported: how a metric is shown comes from the metric registry.
@@ -125,9 +125,7 @@ def _dataset_notes(labels: list[str], reports: list[Report]) -> list[str]:
     datasets = {(r.data.kind, r.data.split, r.data.n_total, r.data.classes) for r in reports}
     if len(datasets) > 1:
         notes.append("the reports were evaluated on different datasets (kind, split or size).")
-    precision = precision_note(reports, labels)
-    if precision:
-        notes.append(precision)
+    notes += [n for n in (precision_note(reports, labels), device_type_note(reports, labels)) if n]
     groups: dict[str, list[str]] = {}
     for label, report in zip(labels, reports, strict=True):
         groups.setdefault(report.data.indices_sha256, []).append(label)

@@ -57,12 +57,15 @@ class Environment(_Strict):
     timm: str
     torchattacks: str | None  # None when not installed
     pyautoattack: str | None
-    device: str  # e.g. "cpu", "cuda:0 (NVIDIA H100)"
+    device: str  # e.g. "cpu (AMD EPYC 7763 64-Core Processor)", "cuda:0 (NVIDIA H100)"
     num_threads: int  # torch intra-op threads
     git_sha: str | None  # of the working directory's repository, when there is one
     # How reproducible the numbers are: torch's determinism flags, how robench seeds, and
     # where a library is not deterministic on GPU (absent in reports before 0.1.0's schema 4).
     determinism: dict[str, Any] = Field(default_factory=dict)
+    # The arithmetic of the run (SpeedOptions.precision): "fp32" (IEEE), "tf32" (--tf32 on
+    # CUDA), "bf16 autocast, attacks fp32", ...; None in reports before robench recorded it.
+    precision: str | None = None
 
 
 class ModelInfo(_Strict):
@@ -213,24 +216,41 @@ class SpeedInfo(_Strict):
 
 
 def scoring_precision_of(report: Report) -> str:
-    """The precisions a report scored in: "float32", "bf16" (clean and corruption inputs;
-    attacks float32), or "bf16, attacks too" (the suite's amp_attacks)."""
+    """The arithmetic a report computed in (`Environment.precision`): "fp32", "tf32",
+    "bf16 autocast, attacks fp32" (clean and corruption inputs under --amp) or "bf16 autocast"
+    (the suite's amp_attacks too); reports from before robench recorded it are read from
+    their speed modes (float32 matmul then)."""
+    if report.environment.precision is not None:
+        return report.environment.precision
     speed = report.speed
     amp = speed.amp if speed else None
     if amp is None:
-        return "float32"
-    return f"{amp}, attacks too" if speed is not None and speed.amp_attacks else amp
+        return "fp32"
+    return f"{amp} autocast" + ("" if speed is not None and speed.amp_attacks else ", attacks fp32")
 
 
 def precision_note(reports: list[Report], names: list[str]) -> str | None:
-    """A sentence when reports scored in different precisions."""
+    """A sentence when reports computed in different precisions."""
     precisions = [scoring_precision_of(r) for r in reports]
     if len(set(precisions)) < 2:
         return None
     shown = ", ".join(f"{name} {p}" for name, p in zip(names, precisions, strict=True))
     return (
-        f"the reports scored in different precisions ({shown}; --amp and the suite's "
-        "amp_attacks), so their differences include the precision's."
+        f"the reports computed in different precisions ({shown}; --amp, --tf32 and the "
+        "suite's amp_attacks), so their differences include the precision's."
+    )
+
+
+def device_type_note(reports: list[Report], names: list[str]) -> str | None:
+    """A sentence when reports ran on different kinds of device (CPU, CUDA, ...)."""
+    kinds = [r.environment.device.split(" ", 1)[0].split(":", 1)[0] for r in reports]
+    if len(set(kinds)) < 2:
+        return None
+    shown = ", ".join(f"{name} {kind}" for name, kind in zip(names, kinds, strict=True))
+    return (
+        f"the reports ran on different devices ({shown}): CPU and GPU draw different random "
+        "numbers and round differently, so randomized attacks and certificates agree in "
+        "distribution only and samples near a decision boundary may differ."
     )
 
 
