@@ -126,6 +126,9 @@ class EvalRequest:
     # An unreadable image: "stop" the run (exit 2), or "skip" it (read every sample once
     # first, leave the unreadable ones out of every perturbation, list them in the report).
     bad_images: str = "stop"
+    # Count samples whose data or model outputs are NaN or inf instead of refusing the run
+    # (robench/tasks/finite_values.py).
+    allow_nonfinite: bool = False
     imports: tuple[str, ...] = ()
     overrides: ModelSpec = field(default_factory=ModelSpec)
     ema: bool = False
@@ -399,6 +402,8 @@ def _run(
             progress=progress if dist.is_main else None,
             shard=(dist.rank, dist.world_size),
             speed=speed,
+            model_name=s.loaded.name,
+            allow_nonfinite=request.allow_nonfinite,
         )
         if sequential is None:
             times = run([job for _, job in jobs])

@@ -39,6 +39,7 @@ from robench.models.loaded_model import LoadedModel
 from robench.models.loading import load_model
 from robench.results.report.schema import MissingResult
 from robench.tasks import TASKS
+from robench.tasks.finite_values import ALLOW_FLAG, non_finite_rows
 
 if TYPE_CHECKING:
     from robench.evaluation.request import EvalRequest
@@ -164,13 +165,23 @@ def _outputs(model: torch.nn.Module, inputs: torch.Tensor, what: str) -> torch.T
 
 
 def _check_outputs(
-    surrogate: torch.nn.Module, target: torch.nn.Module, inputs: torch.Tensor, ref: SurrogateRef
+    surrogate: torch.nn.Module,
+    target: torch.nn.Module,
+    inputs: torch.Tensor,
+    ref: SurrogateRef,
+    allow_nonfinite: bool = False,
 ) -> bool:
     """The surrogate must predict the evaluated model's classes (outputs of the same shape);
     returns whether it is randomized (two passes on the same inputs differ)."""
     few = inputs[:4]
     what = f"surrogate {ref.describe()}"
     first = _outputs(surrogate, few, what)
+    if non_finite_rows(first) and not allow_nonfinite:
+        raise ConfigError(
+            f"{what} returns NaN or inf logits on the first batch (sample(s) "
+            f"{', '.join(map(str, non_finite_rows(first)))}), so attacks crafted on it mean "
+            f"nothing; check its weights, or pass {ALLOW_FLAG} to run them anyway."
+        )
     expected = _outputs(target, few, "the evaluated model")
     if first.dim() != expected.dim():  # e.g. a module held in memory returning images
         raise ConfigError(
@@ -215,7 +226,9 @@ def load_surrogates(
                 raise
             raise _named(exc, f"surrogate {ref.describe()}: {exc}") from None
         _check_input_size(loaded, target, ref)
-        randomized = _check_outputs(loaded.model, target.model, inputs, ref)
+        randomized = _check_outputs(
+            loaded.model, target.model, inputs, ref, request.allow_nonfinite
+        )
         info = model_info(loaded, randomized).model_dump(mode="json")
         network = prepare_model(loaded.model, speed, inputs)
         surrogates[ref] = Surrogate(network, info, _same_model(loaded, target))

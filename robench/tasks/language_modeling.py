@@ -30,6 +30,7 @@ from robench.data.in_memory import InMemory
 from robench.data.text.rolling_windows import DocumentWindows, collate_documents
 from robench.data.text.windows import IGNORE_INDEX, LanguageModelingWindows, collate_windows
 from robench.tasks.base import Columns, ModelCheck, Record, Task
+from robench.tasks.finite_values import require_finite
 
 if TYPE_CHECKING:
     from robench.models.loading import LoadedModel
@@ -150,6 +151,7 @@ class LanguageModeling(Task):
                 logits = model(inputs[chunk])
                 nll += window_nll(logits, targets[chunk, 0]).tolist()
                 step = max(1, _SCORE_CHUNK_ELEMENTS // (length * logits.shape[-1]))
+        require_finite(torch.tensor(nll, dtype=torch.float64), "losses")
         scored = targets[:, 0] != IGNORE_INDEX
         return {
             "nll": nll,
@@ -287,6 +289,7 @@ def score_documents(model: nn.Module, inputs: torch.Tensor, targets: torch.Tenso
             logits = model(flat_inputs[rows, :longest])
             nll[rows] = window_nll(logits, flat_targets[rows, 0, :longest])
             vocab, done = logits.shape[-1], done + len(rows)
+    require_finite(nll.view(batch, n_windows), "losses")
     return {
         "nll": nll.view(batch, n_windows).sum(dim=1).tolist(),
         "tokens": scored.view(batch, -1).sum(dim=1).tolist(),

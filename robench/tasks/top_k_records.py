@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from robench.tasks.base import Columns, Record
+from robench.tasks.finite_values import require_finite
 
 TOP_K = 5  # predictions kept per sample: enough for top-1 and top-5 accuracy
 
@@ -35,6 +36,7 @@ class TopKRecords:
     def score(self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> Columns:
         with torch.inference_mode():  # cheaper than no_grad; nothing here needs autograd
             logits = model(inputs)
+            require_finite(logits, "logits")
             k = min(TOP_K, logits.shape[-1])
             topk = logits.topk(k, dim=-1).indices
             columns = {"y": targets.tolist(), "topk": topk.tolist()}

@@ -253,6 +253,15 @@ class EvalOptions(TypedDict, total=False):
             metavar="stop|skip",
         ),
     ]
+    allow_nonfinite: Annotated[
+        bool,
+        EvalOption(
+            False,
+            DATA,
+            "Count samples whose data or model outputs (logits, losses) hold NaN or inf, "
+            "instead of stopping the run at the first one (exit 2, naming the sample).",
+        ),
+    ]
     target_length: Annotated[
         int | None,
         EvalOption(
