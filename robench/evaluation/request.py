@@ -42,6 +42,7 @@ from robench.evaluation.eot_warnings import eot_warnings
 from robench.evaluation.fingerprint import input_paths, run_fingerprint
 from robench.evaluation.jobs import resolve_jobs
 from robench.evaluation.oom_fallback import is_out_of_memory
+from robench.evaluation.options.applicability import check_applicable
 from robench.evaluation.report_assembly import diagnostics, model_info, results, suite_info
 from robench.evaluation.required_extras import check_extras
 from robench.evaluation.runner import Job, RunTimes, run_plan
@@ -286,6 +287,7 @@ def _set_up(
     load_plugins(request.imports)
     given = request.suite
     loaded_suite = given if isinstance(given, LoadedSuite) else load_suite(given)
+    check_applicable(request, loaded_suite)  # options the suite cannot use: refused
     loaded_suite = plan_transfer(request, loaded_suite)  # --surrogate onto attack entries
     if request.data is None:
         request = replace(request, data=load_task(loaded_suite.suite.task).default_data)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from robench._core.errors import ConfigError, RobenchError, first_line
+from robench.evaluation.options.applicability import applies_to_entry
 from robench.evaluation.report_assembly import model_info
 from robench.evaluation.runner import Job, Surrogate
 from robench.evaluation.speed import SpeedOptions, prepare_model
@@ -48,10 +49,11 @@ logger = logging.getLogger(__name__)
 
 
 def _is_attack(planned: PlannedPerturbation) -> bool:
-    """Whether the entry's inputs are made with the model (an attack), so a surrogate can
-    make them instead; clean, corruptions and Word Swap never call the model."""
-    perturbation = planned.perturbation
-    return perturbation.uses_model and not perturbation.identity
+    """Whether the entry's inputs are made with the model by an attack whose images a
+    surrogate can make instead: the option table's rule for --surrogate
+    (robench/evaluation/options/applicability.py); not clean, corruptions, Word Swap or
+    certification."""
+    return applies_to_entry("surrogate", planned)
 
 
 def _given_surrogate(request: EvalRequest) -> SurrogateRef | None:
@@ -91,7 +93,8 @@ def plan_transfer(request: EvalRequest, loaded_suite: LoadedSuite) -> LoadedSuit
         if planned.surrogate is not None and not _is_attack(planned):
             raise ConfigError(
                 f"suite entry {planned.label!r} ({planned.kind}) names a surrogate, but it "
-                "does not use a model to make its inputs; drop `surrogate` from it (only "
+                "is not an attack whose images another model can craft (it uses no model, or "
+                "certifies the evaluated model itself); drop `surrogate` from it (only "
                 "attacks transfer)."
             )
         if planned.surrogate is None and given is not None and _is_attack(planned):

@@ -185,6 +185,9 @@ class Perturbation(abc.ABC):
     uses_model: ClassVar[bool] = True
     # Returns its inputs unchanged (clean): the runner scores loaded batches directly.
     identity: ClassVar[bool] = False
+    # Its images can be crafted on another model and scored on the evaluated one (transfer,
+    # --surrogate); False where the outcome is the evaluated model's own (certification).
+    transferable: ClassVar[bool] = True
 
     def __init__(self, params: PerturbationParams) -> None:
         self.params = params

@@ -93,6 +93,7 @@ class SmoothedPGD(PerSampleAttack):
     """SmoothAdv's PGD-L2 per sample, and the smoothed prediction at its image."""
 
     Params = SmoothedPGDParams
+    transferable = False  # a certificate is the evaluated model's own
     params: SmoothedPGDParams
 
     def perturb_samples(

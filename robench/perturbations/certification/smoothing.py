@@ -113,6 +113,7 @@ class RandomizedSmoothing(PerSampleAttack):
     """CERTIFY per sample; the clean images are returned (and scored) unchanged."""
 
     Params = RandomizedSmoothingParams
+    transferable = False  # a certificate is the evaluated model's own
     params: RandomizedSmoothingParams
 
     def perturb_samples(
