@@ -10,6 +10,7 @@ resumes with `resume=True` and ends in the same report.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -264,6 +265,31 @@ def _check_sequential(
         )
 
 
+def _load_model(request: EvalRequest, device: torch.device) -> LoadedModel:
+    """The request's model; an architecture that rejects --model-kwargs while it is built
+    (FAN with num_heads = 5: "dim 64 must be divisible by num_heads") is the input's fault."""
+    try:
+        return load_model(
+            request.model,
+            checkpoint=request.checkpoint,
+            overrides=request.overrides,
+            ema=request.ema,
+            trust_checkpoint=request.trust_checkpoint,
+            trust_remote_code=request.trust_remote_code,
+            device=device,
+        )
+    except RobenchError:
+        raise
+    except (ValueError, AssertionError, TypeError) as exc:
+        kwargs = request.overrides.model_kwargs
+        if not kwargs:
+            raise
+        raise ConfigError(
+            f"{request.model} cannot be built with --model-kwargs {json.dumps(kwargs)} "
+            f"({first_line(exc)}); pass values its architecture accepts, or drop them."
+        ) from None
+
+
 @dataclass
 class _Setup:
     """What `evaluate` has loaded before it runs: the suite, the model, its task, the data."""
@@ -297,15 +323,7 @@ def _set_up(
     dist = DistributedContext.from_env(request.device)  # torchrun: shard batches over ranks
     _check_sequential(request, loaded_suite, dist)
     seed_everything(request.seed)  # a model without a checkpoint is initialised reproducibly
-    loaded = model or load_model(
-        request.model,
-        checkpoint=request.checkpoint,
-        overrides=request.overrides,
-        ema=request.ema,
-        trust_checkpoint=request.trust_checkpoint,
-        trust_remote_code=request.trust_remote_code,
-        device=dist.device,
-    )
+    loaded = model or _load_model(request, dist.device)
     if not loaded.has_weights and not request.allow_random_weights:
         raise ConfigError(
             f"{loaded.name} has no checkpoint, so its weights are random and its numbers "
