@@ -170,6 +170,21 @@ BOUNDS: dict[str, Bound] = {
     **dict.fromkeys(("p_init", "gamma", "rho"), _FRACTION),
 }  # fmt: skip
 
+# The values a string parameter takes, by (attack, parameter), as each class's code tests them
+# (`if self.loss == "ce"` ... with no else: any other string silently computed nothing).
+CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("APGD", "loss"): ("ce", "dlr"),
+    ("UPGD", "loss"): ("ce", "dlr", "margin"),
+    ("Square", "loss"): ("ce", "margin"),
+    ("AutoAttack", "version"): ("standard", "plus", "rand"),
+    ("TIFGSM", "kernel_name"): ("gaussian", "linear", "uniform"),
+    ("PGDRS", "noise_type"): ("guassian", "uniform"),  # torchattacks' spelling
+    ("PGDRSL2", "noise_type"): ("guassian", "uniform"),
+    ("Pixle", "pixel_mapping"): (
+        "random", "similarity", "similarity_random", "distance", "distance_random",
+    ),
+}  # fmt: skip
+
 # Parameters robench fills when a suite leaves them out (the adapter, at run time):
 # `seed`: the batch's seed, so a run's --seed governs the attack (AutoAttack's default, None,
 # would seed from the clock); `n_classes`: the model's number of outputs (torchattacks

@@ -32,6 +32,7 @@ from pydantic import AliasChoices, BeforeValidator, Field, create_model, model_v
 from robench._core.units import parse_pixel_value
 from robench.perturbations.adversarial.torchattacks_catalogue import (
     BOUNDS,
+    CHOICES,
     FILLED_BY_ROBENCH,
     LIBRARY_NORMS,
     REAL_VALUED,
@@ -223,8 +224,12 @@ def _field_type(parameter: LibraryParameter) -> Any:
     return int | float | str | bool | None
 
 
-def _bounded(parameter: LibraryParameter) -> Any:
-    """The field's type with the bounds its meaning allows (catalogue `BOUNDS`), for numbers."""
+def _bounded(attack: str, parameter: LibraryParameter) -> Any:
+    """The field's type with the bounds its meaning allows (catalogue `BOUNDS`) for numbers,
+    and the values the class tests for (catalogue `CHOICES`) for strings."""
+    choices = CHOICES.get((attack, parameter.name))
+    if choices is not None:
+        return Literal[choices]  # type: ignore[valid-type]
     field_type = _field_type(parameter)
     bound = BOUNDS.get(parameter.name)
     numeric = field_type in (int, _Real)
@@ -261,7 +266,7 @@ def _schema(attack: LibraryAttack, threat: Threat) -> type[TorchattacksParams]:
         if parameter.variadic or isinstance(parameter.default, Unreadable):
             continue  # not writable in a suite: the library's default applies
         default = None if parameter.name in FILLED_BY_ROBENCH else parameter.default
-        fields[parameter.name] = (_bounded(parameter), default)
+        fields[parameter.name] = (_bounded(attack.name, parameter), default)
         names[parameter.name] = parameter.name
     if attack.targeted and "targeted" not in fields:
         fields["targeted"] = (Literal["random", "least-likely"] | None, None)
