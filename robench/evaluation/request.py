@@ -91,6 +91,7 @@ from robench.results.report.schema import (
 from robench.results.stats.curve_checks import check_curves
 from robench.tasks import TASKS, load_task
 from robench.tasks.base import ModelCheck, Task
+from robench.tasks.finite_values import nonfinite_allowed
 
 logger = logging.getLogger(__name__)
 
@@ -377,6 +378,9 @@ def _check_first_batches(s: _Setup) -> _FirstBatches:
     # suite does not pay for a backward pass.
     gradients = request.sanity or s.suite.suite.sanity or _has_attacks(s.suite)
     default_batch = first_batches[s.data.default]
+    if gradients:  # the gradient checks' loss would fail on targets outside the outputs
+        with nonfinite_allowed(True):  # here only targets; the runner names NaN's sample
+            _first_forward(loaded, lambda: task.score(scored_default, *default_batch))
     checks = _first_forward(
         loaded, lambda: task.check_model(scored_default, *default_batch, gradients=gradients)
     )
