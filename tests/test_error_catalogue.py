@@ -285,11 +285,13 @@ def _nan_checkpoint(tmp: Path) -> str:
     return str(tmp / "nan.safetensors")
 
 
-# Plugins that fail in their own code: each error names the plugin and its file.
+# Plugins that fail in their own code: each error names the plugin and its file. What they
+# register stays registered for the rest of the session, so each fails only when asked for
+# by name (or, the detector, on a folder marked for it).
 PLUGIN_GHOST_KIND = 'from robench.registry import register_perturbation, PerturbationParams\n\nclass P(PerturbationParams):\n    pass\n\nregister_perturbation("ghost", "no_such_module_for_robench:Ghost")(P)\n'
 PLUGIN_FORMAT_NONE = 'from robench.registry import register_format\n\n@register_format("gate", "nothing", ".txt")\ndef render(result, strict):\n    return None\n'
 PLUGIN_SOURCE_JUNK = 'from robench.registry import register_source\n\nregister_source("junk", f"{__name__}:build", "returns junk", "junk:x")\n\ndef build(request):\n    return 42\n'
-PLUGIN_DETECTOR = 'from robench.registry import register_dataset\n\ndef opener(*args):\n    raise RuntimeError("never")\n\ndef detect(root):\n    raise KeyError("detector bug")\n\nregister_dataset("boom", opener, detect=detect, shape="x")\n'
+PLUGIN_DETECTOR = 'from robench.registry import register_dataset\n\ndef opener(*args):\n    raise RuntimeError("never")\n\ndef detect(root):\n    if (root / "raise-here").exists():\n        raise KeyError("detector bug")\n    return False\n\nregister_dataset("boom", opener, detect=detect, shape="x")\n'
 CERTIFY_ONLY = '\n[[perturbations]]\nkind = "clean"\n\n[[perturbations]]\nkind = "randomized-smoothing"\nsigma = 0.25\nn0 = 4\nn = 8\nbatch = 8\n'
 
 
@@ -367,7 +369,7 @@ CASES: dict[str, Callable[[Path, Path], Case]] = {
     "plugin-lazy-missing": lambda t, d: Case(_eval(t, d, "-s", _suite(t, '\n[[perturbations]]\nkind = "ghost"\n'), "--import", _write(t / "ghost.py", PLUGIN_GHOST_KIND))),
     "plugin-renderer-returns-none": lambda t, d: Case(["gate", "-b", _report(t, d, "a.json", None), "-c", _report(t, d, "b.json", None), "--import", _write(t / "fmt.py", PLUGIN_FORMAT_NONE), "--output", f"nothing={t / 'gate.txt'}"]),
     "plugin-source-not-a-model": lambda t, d: Case(["eval", "junk:x", "-s", str(d / "clean.toml"), "-d", str(d / "imgs"), "--import", _write(t / "src.py", PLUGIN_SOURCE_JUNK), "-o", str(t / "out" / "r.json")]),
-    "plugin-detector-raises": lambda t, d: Case(_eval(t, d, "--import", _write(t / "det.py", PLUGIN_DETECTOR))),
+    "plugin-detector-raises": lambda t, d: Case(_eval(t, d, "--import", _write(t / "det.py", PLUGIN_DETECTOR), folder=_write(Path(_folder(t / "marked")) / "raise-here", "").rsplit("/", 1)[0])),
     "no-checkpoint": lambda t, d: Case(["eval", "vit_nano_patch4_28", "-s", str(d / "clean.toml"), "-d", str(d / "imgs"), "-o", str(t / "out" / "r.json")]),
     "surrogate-input-size": lambda t, d: Case(_eval(t, d, "-s", _suite(t, _fgsm('"1/255"')), "--surrogate", "resnet18", "--allow-random-weights")),
     "surrogate-classes": lambda t, d: Case(_eval(t, d, "-s", _suite(t, _fgsm('"1/255"')), "--surrogate", _write(t / "five.toml", 'name = "five"\narchitecture = "vit_nano_patch4_28"\nnum_classes = 5\n'), "--allow-random-weights")),
