@@ -20,10 +20,12 @@ from typing import Any
 from torch import nn
 from typing_extensions import Unpack
 
-from robench._core.errors import EXIT_USAGE, ConfigError, InputError, RobenchError
+from robench._core.distributed import resolve_device
+from robench._core.errors import EXIT_USAGE, ConfigError, DataError, InputError, RobenchError
 from robench._core.plugins import load_plugins
 from robench.api._caller_state import preserved
-from robench.api._data import as_engine_data, float_image_size
+from robench.api._data import as_engine_data, float_image_size, why_no_image_size
+from robench.api._keywords import check_keyword_values, check_preprocessing
 from robench.api._progress import make_progress
 from robench.api._surrogate import SurrogateOptions, engine_surrogate
 from robench.evaluation.options import KEYWORDS, EvalOptions, EvalTarget
@@ -74,6 +76,20 @@ _OWN_KEYWORDS = (
     "surrogate_preprocessing",
     "progress",
 )
+
+
+def _check_suite_type(suite: Any) -> None:
+    """suite= is a name, a path, a dict of a suite file's shape or a list of entries."""
+    entries = isinstance(suite, Sequence) and not isinstance(suite, str | bytes)
+    if isinstance(suite, str | Path | Mapping) or (
+        entries and all(isinstance(entry, Mapping) for entry in suite)
+    ):
+        return
+    raise ConfigError(
+        f"suite={suite!r:.60} ({type(suite).__name__}) is not a suite; pass a shipped suite's name "
+        '("smoke"), a suite .toml path, a dict of a suite file\'s shape, or a list of '
+        '[[perturbations]] entries as dicts (e.g. [{"kind": "fgsm", "eps": "8/255"}]).'
+    )
 
 
 def _chosen_suite(suite: Any) -> LoadedSuite | None:
@@ -151,6 +167,13 @@ def _run(
     options: dict[str, Any],
 ) -> Report:
     check_keywords(options, option_names(), also_suggest=_OWN_KEYWORDS)
+    own = {"task": model_options.task, "model_name": model_options.name, "progress": progress}
+    check_keyword_values(options, {**own, "surrogate_name": surrogate_options.name})
+    _check_suite_type(suite)
+    check_preprocessing(model_options.preprocessing)
+    check_preprocessing(surrogate_options.preprocessing, "surrogate_preprocessing")
+    if options.get("device") is not None:  # before the model is moved there
+        resolve_device(str(options["device"]))
     if options.get("resume") and out is None:
         raise ConfigError(
             "resume=True continues the per-sample results of an earlier run saved with out=; "
@@ -165,7 +188,13 @@ def _run(
     if engine_data is None:  # the task's built-in data, whose image size is known
         named = model_options.task or model_options.suite_task or "image-classification"
         model_options.data_name = load_task(named).default_data if named in TASKS else None
-    loaded = _load(model, model_options, options.get("device"))
+    try:
+        loaded = _load(model, model_options, options.get("device"))
+    except ConfigError:  # "no input size" often means the data is not float images: say so
+        reason = why_no_image_size(engine_data) if model_options.data_size is None else None
+        if reason is None:
+            raise
+        raise DataError(reason) from None
     if loaded is not None and not options.get("device"):  # the device follows the model
         options["device"] = str(loaded.device)
     device = str(options.get("device") or "cpu")

@@ -24,6 +24,7 @@ from typing import Any
 
 from robench._core.errors import DataError
 from robench._core.lazy import LazyEntry
+from robench._core.plugins import call_plugin
 from robench._core.registry import did_you_mean
 from robench.data.builtin import BUILTIN_DATASETS, BuiltinDataset
 from robench.data.cifar10_c import Cifar10C, looks_like_cifar10_c
@@ -273,10 +274,15 @@ def open_dataset(
     if class_map is not None and not isinstance(class_map, ClassMap):
         class_map = read_class_map(class_map)
     if layout is not None:
-        return LAYOUTS[layout].opener(root, preprocessing, split, class_map)
-    for entry in LAYOUTS.values():
-        if entry.detect is not None and entry.detect(root):
-            return entry.opener(root, preprocessing, split, class_map)
+        opener = LAYOUTS[layout].opener
+        return call_plugin(f"data layout {layout!r}", opener, root, preprocessing, split, class_map)
+    for name, entry in LAYOUTS.items():
+        detect = entry.detect
+        if detect is not None and call_plugin(f"data layout {name!r}'s detector", detect, root):
+            opener = entry.opener
+            return call_plugin(
+                f"data layout {name!r}", opener, root, preprocessing, split, class_map
+            )
     _not_text(root)  # no image layout: say so if it is text
     shapes = "; ".join(f"{name}: {e.shape}" for name, e in LAYOUTS.items() if e.detect)
     raise DataError(

@@ -48,7 +48,7 @@ class DataRequest(Protocol):
     limit: int | None
     seed: int
     bad_images: str
-    workers: int
+    workers: int | str  # a count, or "auto" (data/workers.resolve_workers)
 
     @property
     def datasets(self) -> dict[str, str | InMemory]: ...
@@ -120,7 +120,13 @@ def check_dataset_names(loaded_suite: LoadedSuite, names: list[str]) -> None:
 
 
 def _check_limit(limit: int | None, available: int, path: object) -> None:
-    """A --limit beyond the default dataset would silently evaluate fewer samples."""
+    """A --limit beyond the default dataset would silently evaluate fewer samples; data
+    with no samples at all (a header-only file) is said to be empty, whatever the limit."""
+    if available == 0:
+        raise DataError(
+            f"{path} holds no samples (a header-only or empty file, or a folder without "
+            "data files); check that it is the data you meant and that it has rows."
+        )
     if limit is not None and limit > available:
         raise ConfigError(
             f"--limit {limit} exceeds the {available} samples of {path}; pass --limit "

@@ -13,6 +13,7 @@ from torch import nn
 from torch.utils.data import Dataset
 
 from robench._core.model_hooks import report_sections
+from robench._core.plugins import call_plugin
 from robench.data.preprocessing import Preprocessing
 from robench.evaluation.runner import Job, RunTimes
 from robench.evaluation.store.sample_store import SampleRecords
@@ -130,7 +131,9 @@ def results(
                 # e.g. an attack's metric on the clean result, or a calibration metric on
                 # records of an older sample store resumed (they lack the scalars)
                 continue
-            per_sample = list(map(metric.per_sample, ordered))
+            per_sample: list[Any] = call_plugin(
+                f"metric {metric.name!r}", list, map(metric.per_sample, ordered)
+            )
             # Pairs (ECE's [confidence, correct], a ratio's terms) as lists, as JSON reads
             # them back: a report equals itself re-read.
             columns[metric.name] = [list(v) if isinstance(v, tuple) else v for v in per_sample]

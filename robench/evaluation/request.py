@@ -10,6 +10,7 @@ resumes with `resume=True` and ends in the same report.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -43,6 +44,7 @@ from robench.evaluation.eot_warnings import eot_warnings
 from robench.evaluation.fingerprint import input_paths, run_fingerprint
 from robench.evaluation.jobs import resolve_jobs
 from robench.evaluation.oom_fallback import is_out_of_memory
+from robench.evaluation.options.applicability import check_applicable
 from robench.evaluation.report_assembly import diagnostics, model_info, results, suite_info
 from robench.evaluation.required_extras import check_extras
 from robench.evaluation.runner import Job, RunTimes, run_plan
@@ -91,6 +93,7 @@ from robench.results.report.schema import (
 from robench.results.stats.curve_checks import check_curves
 from robench.tasks import TASKS, load_task
 from robench.tasks.base import ModelCheck, Task
+from robench.tasks.finite_values import nonfinite_allowed
 
 logger = logging.getLogger(__name__)
 
@@ -128,6 +131,9 @@ class EvalRequest:
     # An unreadable image: "stop" the run (exit 2), or "skip" it (read every sample once
     # first, leave the unreadable ones out of every perturbation, list them in the report).
     bad_images: str = "stop"
+    # Count samples whose data or model outputs are NaN or inf instead of refusing the run
+    # (robench/tasks/finite_values.py).
+    allow_nonfinite: bool = False
     imports: tuple[str, ...] = ()
     overrides: ModelSpec = field(default_factory=ModelSpec)
     ema: bool = False
@@ -259,6 +265,31 @@ def _check_sequential(
         )
 
 
+def _load_model(request: EvalRequest, device: torch.device) -> LoadedModel:
+    """The request's model; an architecture that rejects --model-kwargs while it is built
+    (FAN with num_heads = 5: "dim 64 must be divisible by num_heads") is the input's fault."""
+    try:
+        return load_model(
+            request.model,
+            checkpoint=request.checkpoint,
+            overrides=request.overrides,
+            ema=request.ema,
+            trust_checkpoint=request.trust_checkpoint,
+            trust_remote_code=request.trust_remote_code,
+            device=device,
+        )
+    except RobenchError:
+        raise
+    except (ValueError, AssertionError, TypeError) as exc:
+        kwargs = request.overrides.model_kwargs
+        if not kwargs:
+            raise
+        raise ConfigError(
+            f"{request.model} cannot be built with --model-kwargs {json.dumps(kwargs)} "
+            f"({first_line(exc)}); pass values its architecture accepts, or drop them."
+        ) from None
+
+
 @dataclass
 class _Setup:
     """What `evaluate` has loaded before it runs: the suite, the model, its task, the data."""
@@ -282,6 +313,7 @@ def _set_up(
     load_plugins(request.imports)
     given = request.suite
     loaded_suite = given if isinstance(given, LoadedSuite) else load_suite(given)
+    check_applicable(request, loaded_suite)  # options the suite cannot use: refused
     loaded_suite = plan_transfer(request, loaded_suite)  # --surrogate onto attack entries
     if request.data is None:
         request = replace(request, data=load_task(loaded_suite.suite.task).default_data)
@@ -291,15 +323,7 @@ def _set_up(
     dist = DistributedContext.from_env(request.device)  # torchrun: shard batches over ranks
     _check_sequential(request, loaded_suite, dist)
     seed_everything(request.seed)  # a model without a checkpoint is initialised reproducibly
-    loaded = model or load_model(
-        request.model,
-        checkpoint=request.checkpoint,
-        overrides=request.overrides,
-        ema=request.ema,
-        trust_checkpoint=request.trust_checkpoint,
-        trust_remote_code=request.trust_remote_code,
-        device=dist.device,
-    )
+    loaded = model or _load_model(request, dist.device)
     if not loaded.has_weights and not request.allow_random_weights:
         raise ConfigError(
             f"{loaded.name} has no checkpoint, so its weights are random and its numbers "
@@ -353,6 +377,9 @@ def _check_first_batches(s: _Setup) -> _FirstBatches:
     # suite does not pay for a backward pass.
     gradients = request.sanity or s.suite.suite.sanity or _has_attacks(s.suite)
     default_batch = first_batches[s.data.default]
+    if gradients:  # the gradient checks' loss would fail on targets outside the outputs
+        with nonfinite_allowed(True):  # here only targets; the runner names NaN's sample
+            _first_forward(loaded, lambda: task.score(scored_default, *default_batch))
     checks = _first_forward(
         loaded, lambda: task.check_model(scored_default, *default_batch, gradients=gradients)
     )
@@ -398,6 +425,8 @@ def _run(
             progress=progress if dist.is_main else None,
             shard=(dist.rank, dist.world_size),
             speed=speed,
+            model_name=s.loaded.name,
+            allow_nonfinite=request.allow_nonfinite,
         )
         if sequential is None:
             times = run([job for _, job in jobs])

@@ -189,6 +189,9 @@ class Perturbation(abc.ABC):
     # The parameter sizing its model calls when not --batch-size (own_batch.py), set per
     # instance: the out-of-memory fallback halves it when memory runs out in those calls.
     own_batch: OwnBatch | None = None
+    # Its images can be crafted on another model and scored on the evaluated one (transfer,
+    # --surrogate); False where the outcome is the evaluated model's own (certification).
+    transferable: ClassVar[bool] = True
 
     def __init__(self, params: PerturbationParams) -> None:
         self.params = params

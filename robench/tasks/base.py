@@ -22,6 +22,7 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
 from robench._core.errors import ConfigError
+from robench.tasks.finite_values import check_data_finite
 
 if TYPE_CHECKING:
     from robench.data.in_memory import InMemory
@@ -188,6 +189,12 @@ class Task(abc.ABC):
     def check_inputs(self, inputs: torch.Tensor, *, name: str) -> None:
         """Raise AttackCheckError when already-perturbed inputs (pre-rendered or perturbed on
         load) are not valid inputs of this task (for images: finite, in [0, 1])."""
+
+    def check_data_values(self, inputs: torch.Tensor, indices: Sequence[int]) -> None:
+        """Raise DataError naming the sample (its dataset index, from `indices`) when a batch
+        as read from the data is not valid input: NaN or inf by default (image tasks also
+        check [0, 1]). Unlike `check_inputs`, the data is at fault, not a perturbation."""
+        check_data_finite(inputs, indices)
 
     def restrict_to_classes(self, dataset: Any, classes: str) -> TaskData:
         """`dataset` restricted to the label space `classes` (`--classes`, a suite entry's

@@ -30,6 +30,7 @@ from robench.data.in_memory import InMemory
 from robench.data.text.rolling_windows import DocumentWindows, collate_documents
 from robench.data.text.windows import IGNORE_INDEX, LanguageModelingWindows, collate_windows
 from robench.tasks.base import Columns, ModelCheck, Record, Task, device_batches
+from robench.tasks.finite_values import require_finite
 
 if TYPE_CHECKING:
     from robench.models.loading import LoadedModel
@@ -146,6 +147,7 @@ class LanguageModeling(Task):
                 nll.append(window_nll(logits, targets[chunk, 0]))
                 done = chunk.stop
                 step = max(1, _SCORE_CHUNK_ELEMENTS // (length * logits.shape[-1]))
+        require_finite(torch.cat(nll), "losses")
         scored = targets[:, 0] != IGNORE_INDEX
         return _window_columns(torch.cat(nll), scored.sum(dim=1), targets[:, 1:3].sum(dim=-1))
 
@@ -281,6 +283,7 @@ def score_documents(model: nn.Module, inputs: torch.Tensor, targets: torch.Tenso
             logits = model(flat_inputs[rows, :longest])
             nll[rows] = window_nll(logits, flat_targets[rows, 0, :longest])
             vocab, done = logits.shape[-1], done + len(rows)
+    require_finite(nll.view(batch, n_windows), "losses")
     return _window_columns(
         nll.view(batch, n_windows).sum(dim=1),
         scored.view(batch, -1).sum(dim=1),

@@ -33,6 +33,7 @@ from robench.data.segmentation.label_maps import (
 from robench.models.checks import train_mode_warnings
 from robench.results.stats.segmentation_metrics import batch_pixel_counts, pixel_counts
 from robench.tasks.base import Columns, ModelCheck, Record, Task, device_batches
+from robench.tasks.finite_values import require_finite
 from robench.tasks.pixel_inputs import PixelInputs
 
 if TYPE_CHECKING:
@@ -161,6 +162,7 @@ class SemanticSegmentation(PixelInputs, Task):
     def score(self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> Columns:
         with torch.inference_mode():
             logits = model(inputs)
+            require_finite(logits, "segmentation logits")
             predictions = predicted_maps(logits, targets)
         n_classes = logits.shape[1]
         if isinstance(predictions, torch.Tensor):  # one size: the batch's counts at once

@@ -66,7 +66,8 @@ class SequenceClassification(TopKRecords, Task):
         if isinstance(path, InMemory):  # robench.evaluate(data=...): sequences in memory
             from robench.tasks.sequence_memory import in_memory_sequences
 
-            data = SequenceData(in_memory_sequences(path, network), Path(path.name), None)
+            memory = in_memory_sequences(path, network, options.get("lra_task"))
+            data = SequenceData(memory, Path(path.name), None)
         else:
             if not path:
                 raise DataError(

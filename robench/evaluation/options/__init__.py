@@ -32,6 +32,7 @@ from robench.evaluation.options.eval_option import (
     SPEED,
     SPEED_OPTIONS,
     SUITE,
+    AppliesTo,
     EvalOption,
     options_of,
 )
@@ -42,6 +43,10 @@ else:  # the TypedDicts' annotations are read at run time, without importing tor
     from robench.evaluation.options.eval_option import ModelObject
 
 __all__ = ["EVAL_OPTIONS", "KEYWORDS", "EvalOptions", "EvalTarget", "plan_options"]
+
+
+# The tasks whose inputs are images (robench/tasks: `Task.inputs == "images"`).
+IMAGE_TASKS = ("image-classification", "semantic-segmentation")
 
 
 def _path(value: Any) -> Path:
@@ -198,8 +203,10 @@ class EvalOptions(TypedDict, total=False):
             MODEL,
             "Transfer attacks: craft the suite's attacks on this model (a MODEL as above) "
             "and score their images on MODEL; entries that name their own `surrogate` keep "
-            "it. Its input size and classes must be MODEL's.",
+            "it. Its input size and classes must be MODEL's. Image suites with an attack "
+            "entry only (not certification).",
             metavar="MODEL",
+            applies_to=AppliesTo(IMAGE_TASKS, kinds="transferable"),
         ),
     ]
     surrogate_checkpoint: Annotated[
@@ -257,6 +264,15 @@ class EvalOptions(TypedDict, total=False):
             "the run, or skip it (every sample is read once first; the skipped ones are left "
             "out of every perturbation and listed in the report).",
             metavar="stop|skip",
+        ),
+    ]
+    allow_nonfinite: Annotated[
+        bool,
+        EvalOption(
+            False,
+            DATA,
+            "Count samples whose data or model outputs (logits, losses) hold NaN or inf, "
+            "instead of stopping the run at the first one (exit 2, naming the sample).",
         ),
     ]
     target_length: Annotated[

@@ -52,6 +52,17 @@ REQUEST, OVERRIDES, DATA_OPTIONS, SPEED_OPTIONS, COMMAND_LINE = (
 COMPOUND_FIELDS = ("overrides", "data_options", "speed", "command")
 
 
+@dataclass(frozen=True)
+class AppliesTo:
+    """Where an option means something: suites of `tasks` (empty: any task), with at least
+    one entry of `kinds` (a key of robench/evaluation/options/applicability.py's
+    `KIND_RULES`; empty: any entry). Given elsewhere it would be ignored, so it is refused
+    (`check_applicable`), and the run's code reads the same rule (`applies_to_entry`)."""
+
+    tasks: tuple[str, ...] = ()
+    kinds: str = ""
+
+
 class ModelObject:
     """`torch.nn.Module` in the options' annotations at run time: these modules import no
     torch, and type checkers see the real class (robench/evaluation/options/__init__.py). An
@@ -78,6 +89,7 @@ class EvalOption:
     argument: bool = False  # the command line's positional argument
     # A Python value -> the EvalRequest's (e.g. "r.json" -> Path); None values stay None.
     normalise: Callable[[Any], Any] | None = None
+    applies_to: AppliesTo | None = None  # None: every suite
     name: str = field(default="", compare=False)
     type: Any = field(default=None, compare=False)  # the Python type users pass
 

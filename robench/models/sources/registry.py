@@ -32,10 +32,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from robench._core.errors import ConfigError
+from robench._core.errors import ConfigError, PluginError
 from robench._core.extras import missing_extra
 from robench._core.lazy import LazyEntry, import_object
-from robench._core.plugins import SOURCE_ENTRY_POINT_GROUP, declared_entry_points
+from robench._core.plugins import (
+    SOURCE_ENTRY_POINT_GROUP,
+    call_plugin,
+    declared_entry_points,
+    defined_in,
+)
 from robench._core.registry import Registry
 
 if TYPE_CHECKING:
@@ -125,10 +130,20 @@ class LazySource(LazyEntry):
     def build(self, request: SourceRequest) -> LoadedModel:
         """The model the builder makes of `request` (imports the builder's module), after
         checking that the optional extras it needs are installed."""
+        from robench.models.loaded_model import LoadedModel
+
         error = self.missing_extra(request.name)
         if error is not None:
             raise error
-        return self.load()(request)  # type: ignore[no-any-return]
+        builder = self.load()
+        built = call_plugin(f"model source {self.prefix!r}", builder, request)
+        if not isinstance(built, LoadedModel):
+            raise PluginError(
+                f"model source {self.prefix!r} ({defined_in(builder)}) returned a "
+                f"{type(built).__name__}, not a LoadedModel; its builder must return one "
+                "(docs/extending.md, A model source)."
+            )
+        return built
 
     def claim(self, name: str) -> bool:
         return bool(import_object(self.claims)(name))

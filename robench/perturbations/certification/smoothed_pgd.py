@@ -113,6 +113,7 @@ class SmoothedPGD(PerSampleAttack):
     forward pass), and the smoothed prediction at its image."""
 
     Params = SmoothedPGDParams
+    transferable = False  # a certificate is the evaluated model's own
     params: SmoothedPGDParams
 
     def __init__(self, params: SmoothedPGDParams) -> None:

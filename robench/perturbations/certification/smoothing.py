@@ -168,6 +168,7 @@ class RandomizedSmoothing(PerSampleAttack):
     images are returned (and scored) unchanged."""
 
     Params = RandomizedSmoothingParams
+    transferable = False  # a certificate is the evaluated model's own
     params: RandomizedSmoothingParams
 
     def __init__(self, params: RandomizedSmoothingParams) -> None:

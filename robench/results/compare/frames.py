@@ -15,7 +15,6 @@ value column's perturbation, metric, aggregate, higher_is_better and unit).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +23,13 @@ from robench._core.errors import ConfigError, as_input_errors
 from robench._core.units import parse_pixel_value
 from robench.results.compare.comparison import Comparison, build_comparison
 from robench.results.compare.formats import cell_numbers
-from robench.results.report.frames import ReportSource, load_report, load_reports, source_name
+from robench.results.report.frames import (
+    ReportSource,
+    load_report,
+    load_reports,
+    report_sources,
+    source_name,
+)
 from robench.results.report.schema import Report
 
 if TYPE_CHECKING:
@@ -167,9 +172,7 @@ def compare(
     `per_corruption` (`--per-corruption`). Columns and
     `frame.attrs` are described in this module's docstring.
     """
-    sources: list[ReportSource] = (
-        [reports] if isinstance(reports, (Report, str, os.PathLike)) else list(reports)
-    )
+    sources = report_sources(reports)
     loaded = load_reports(sources)
     if per_corruption:
         return _per_corruption_frame(loaded)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -87,6 +89,28 @@ def _bootstrap(
         result.p_value,
         mean_samples_needed(result.mean_diff, sd, policy.alpha, policy.power),
     )
+
+
+def _finite_numbers(value: Any) -> bool:
+    """A finite number, or a list of them (a ratio's terms, ECE's [confidence, correct])."""
+    if isinstance(value, numbers.Real):  # numpy's scalars too
+        return math.isfinite(value)
+    if isinstance(value, list | tuple):
+        return all(_finite_numbers(v) for v in value)
+    return False
+
+
+def _check_numbers(values: Any, which: str, perturbation: str, metric: str) -> None:
+    """The per-sample values a paired test reads must be finite numbers: a hand-edited or
+    corrupted report (a string, NaN) is refused with the sample, not a numpy traceback."""
+    listed = values.tolist() if hasattr(values, "tolist") else values  # a numpy array
+    for position, value in enumerate(listed):
+        if not _finite_numbers(value):
+            raise ConfigError(
+                f"cannot gate: the {which} report's {perturbation}/{metric} value of sample "
+                f"{position} is {value!r:.40}, not a finite number; regenerate that report "
+                "with `robench eval` (per-sample values are numbers robench wrote)."
+            )
 
 
 def _statistic_bootstrap(
@@ -344,6 +368,8 @@ def _paired_test(
     cand = registered.values_in(candidate, perturbation)
     if base is None or cand is None:
         return None
+    _check_numbers(base, "baseline", perturbation, metric)
+    _check_numbers(cand, "candidate", perturbation, metric)
     if len(base) != len(cand):
         raise ConfigError(
             f"cannot gate: {perturbation}/{metric} has {len(base)} per-sample values in the "

@@ -359,15 +359,28 @@ class Report(_Strict):
         return report_frame(self)
 
     @as_input_errors
+    @as_input_errors
     def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Write the report as `robench eval --out` writes it (the same JSON, atomically);
-        an existing file is replaced only with `overwrite=True`. Returns the path."""
+        an existing file is replaced only with `overwrite=True`. Returns the path. A path
+        robench cannot write (a folder that is not writable, or missing) is `InputError`."""
+        if not isinstance(path, str | os.PathLike):
+            raise ConfigError(
+                f"Report.save takes the path of the JSON file to write, not a "
+                f"{type(path).__name__}; pass e.g. report.save('runs/report.json')."
+            )
         target = Path(path)
         if target.is_file() and not overwrite:  # a directory: write_report says so
             raise ConfigError(
                 f"{target} already exists; pass overwrite=True to replace it, or another path."
             )
-        write_report(self, target)
+        try:
+            write_report(self, target)
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot write the report to {target} ({exc.strerror or type(exc).__name__}); "
+                "pass a path in a folder that exists and you can write to."
+            ) from None
         return target
 
     def _repr_html_(self) -> str:
