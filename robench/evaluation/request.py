@@ -44,6 +44,7 @@ from robench.evaluation.jobs import resolve_jobs
 from robench.evaluation.oom_fallback import is_out_of_memory
 from robench.evaluation.report_assembly import diagnostics, model_info, results, suite_info
 from robench.evaluation.required_extras import check_extras
+from robench.evaluation.cost import summed
 from robench.evaluation.runner import Job, RunTimes, run_plan
 from robench.evaluation.sample_store import (
     SampleRecords,
@@ -432,6 +433,7 @@ def _run(
         # size any rank ran on, and where that rank first split.
         sizes = dist.gather((times.batch_size_used, times.batch_size_note))
         times.batch_size_used, times.batch_size_note = min(sizes, key=lambda size: size[0])
+        times.passes = summed(dist.gather(times.passes))  # every rank's counted passes
     return records, times
 
 
