@@ -31,9 +31,7 @@ def _queries(records: Sequence[Mapping[str, Any]]) -> int | None:
     return int(sum(counted)) if counted else None
 
 
-def result_cost(
-    count: PassCount | None, records: Sequence[Mapping[str, Any]]
-) -> ResultCost | None:
+def result_cost(count: PassCount | None, records: Sequence[Mapping[str, Any]]) -> ResultCost | None:
     """The report's cost of one result from its counted passes (None when nothing ran in
     this process: a result resumed whole) and its per-sample records (text attacks' queries,
     per sample of the result)."""
