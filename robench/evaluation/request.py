@@ -36,6 +36,7 @@ from robench._core.version import __version__
 from robench.data.in_memory import InMemory
 from robench.data.unreadable import check_bad_image_policy
 from robench.evaluation.battery import run_battery
+from robench.evaluation.cost import summed
 from robench.evaluation.datasets import RequestData, build_data, check_dataset_names
 from robench.evaluation.environment import capture_environment
 from robench.evaluation.eot_warnings import eot_warnings
@@ -44,7 +45,6 @@ from robench.evaluation.jobs import resolve_jobs
 from robench.evaluation.oom_fallback import is_out_of_memory
 from robench.evaluation.report_assembly import diagnostics, model_info, results, suite_info
 from robench.evaluation.required_extras import check_extras
-from robench.evaluation.cost import summed
 from robench.evaluation.runner import Job, RunTimes, run_plan
 from robench.evaluation.sample_store import (
     SampleRecords,

@@ -164,9 +164,9 @@ def compare(
     `reports` are paths or `Report` objects. Options as on the command line: `reference`
     (`--reference`: a report, its path, or its index in `reports`), `metric` (`--metric`:
     `"top1,top5"` or a list), `ci` (`--ci`), `cost` (`--cost`: a `NAME/passes_per_sample`
-    column per result, missing where a report did not count it), `at_eps` (`--at-eps`: `"1/255,3/255"` or a list of
-    numbers in pixel units), `at_radius` (`--at-radius`: `"0.25,0.5"` or a list of L2 radii) and
-    `per_corruption` (`--per-corruption`). Columns and
+    column per result, missing where a report did not count it), `at_eps` (`--at-eps`:
+    `"1/255,3/255"` or a list of numbers in pixel units), `at_radius` (`--at-radius`:
+    `"0.25,0.5"` or a list of L2 radii) and `per_corruption` (`--per-corruption`). Columns and
     `frame.attrs` are described in this module's docstring.
     """
     sources: list[ReportSource] = (
