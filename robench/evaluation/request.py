@@ -38,6 +38,7 @@ from robench._core.version import __version__
 from robench.data.in_memory import InMemory
 from robench.data.unreadable import check_bad_image_policy
 from robench.data.workers import check_workers, resolve_workers
+from robench.evaluation.cost import summed
 from robench.evaluation.datasets import RequestData, build_data, check_dataset_names
 from robench.evaluation.environment import capture_environment
 from robench.evaluation.eot_warnings import eot_warnings
@@ -460,6 +461,7 @@ def _run(
         # size any rank ran on, and where that rank first split.
         sizes = dist.gather((times.batch_size_used, times.batch_size_note))
         times.batch_size_used, times.batch_size_note = min(sizes, key=lambda size: size[0])
+        times.passes = summed(dist.gather(times.passes))  # every rank's counted passes
     return records, times
 
 

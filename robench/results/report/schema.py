@@ -23,8 +23,8 @@ from robench.results.report.report_v1 import upgrade_v1
 if TYPE_CHECKING:
     import pandas as pd
 
-SCHEMA_VERSION = 4
-READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4)  # version 1 reports are upgraded on read
+SCHEMA_VERSION = 5
+READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4, 5)  # version 1 reports are upgraded on read
 
 DEFAULT_DATASET = "default"  # the name of a request's dataset when it names none
 
@@ -40,6 +40,25 @@ class MetricValue(_Strict):
     higher_is_better: bool  # direction, used by tables and gates
 
 
+class ResultCost(_Strict):
+    """The model passes a result spent, counted at the model by hooks (never estimated):
+    robench/models/pass_counter.py. A pass is one sample through the model (a batch of 64 is
+    64); the runner's re-run of the model to score the perturbed inputs is included and
+    counted apart in `scoring_forward`. A transfer attack's passes on its surrogate count too."""
+
+    forward: int  # forward passes, in samples, the scoring re-run included
+    backward: int  # backward passes through the model, in samples
+    scoring_forward: int  # of `forward`: the runner's re-run to score (one per sample here)
+    samples: int  # samples run in this process (parts resumed from an earlier run: not counted)
+    forward_per_sample: float  # forward / samples
+    backward_per_sample: float  # backward / samples
+    passes_per_sample: float  # (forward + backward) / samples: compare's cost column
+    # Text attacks: the queries the attack reports making (its own count, summed over the
+    # result's samples), and per sample; None for attacks that do not report queries.
+    queries: int | None = None
+    queries_per_sample: float | None = None
+
+
 class PerturbationResult(_Strict):
     name: str  # unique label within the suite
     kind: str  # registered perturbation kind
@@ -48,6 +67,8 @@ class PerturbationResult(_Strict):
     n_samples: int  # samples this perturbation was evaluated on
     metrics: dict[str, MetricValue]  # metric name -> value
     wall_time_s: float  # time spent on this perturbation (0 for resumed parts)
+    # The model passes it spent, counted (schema 5); None in older reports: cost unknown.
+    cost: ResultCost | None = None
 
 
 class Environment(_Strict):
