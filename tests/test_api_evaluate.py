@@ -383,7 +383,8 @@ BAD_INPUTS: dict[str, tuple[Any, dict[str, Any], str]] = {
         {"suite": [{"kind": "pgd", "eps": "8/255", "stepz": 3}]},
         "unknown key 'stepz'",
     ),
-    "model on another device": (SmallNet, {"device": "cuda:0"}, "the model is on cpu"),
+    # meta stands for another device on any machine (cuda:0 is refused first where no GPU is).
+    "model on another device": (SmallNet, {"device": "meta"}, "the model is on cpu"),
     "unknown keyword": (SmallNet, {"batchsize": 8}, "Did you mean 'batch_size'"),
     "an engine field as a keyword": (SmallNet, {"command": ["x"]}, "option 'command'"),
     "a module that cannot run on the built-in data": (
