@@ -13,9 +13,9 @@ from torch import nn
 from robench._core import seeding
 from robench._core.distributed import resolve_device
 from robench._core.errors import ConfigError, DeviceMemoryError
-from robench._core.fp32_precision import float32_precision, precision_settings
 from robench._core.seeding import derive_seed
 from robench.evaluation.environment import capture_environment, describe_device
+from robench.evaluation.fp32_precision import float32_precision, precision_settings
 from robench.evaluation.oom_fallback import SplitOnOutOfMemory, is_out_of_memory
 from robench.evaluation.speed import SpeedOptions
 from robench.perturbations.base import build_perturbation

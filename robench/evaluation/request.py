@@ -30,7 +30,6 @@ from robench._core.errors import (
     RobenchError,
     first_line,
 )
-from robench._core.fp32_precision import float32_precision
 from robench._core.plugins import load_plugins
 from robench._core.progress import Progress
 from robench._core.seeding import seed_everything
@@ -38,16 +37,17 @@ from robench._core.version import __version__
 from robench.data.in_memory import InMemory
 from robench.data.unreadable import check_bad_image_policy
 from robench.data.workers import check_workers, resolve_workers
+from robench.evaluation.checks.eot_warnings import eot_warnings
+from robench.evaluation.checks.required_extras import check_extras
 from robench.evaluation.cost import summed
 from robench.evaluation.datasets import RequestData, build_data, check_dataset_names
 from robench.evaluation.environment import capture_environment
-from robench.evaluation.eot_warnings import eot_warnings
 from robench.evaluation.fingerprint import input_paths, run_fingerprint
+from robench.evaluation.fp32_precision import float32_precision
 from robench.evaluation.jobs import resolve_jobs
 from robench.evaluation.oom_fallback import is_out_of_memory
 from robench.evaluation.options.applicability import check_applicable
 from robench.evaluation.report_assembly import diagnostics, model_info, results, suite_info
-from robench.evaluation.required_extras import check_extras
 from robench.evaluation.runner import Job, RunTimes, run_plan
 from robench.evaluation.sanity.battery import run_battery
 from robench.evaluation.sequential import (

@@ -15,7 +15,7 @@ The three modes timm's validate.py offers (`--amp --amp-dtype`, `--channels-last
   once on the first batch, so a machine where it cannot compile refuses before the run.
 
 and, beyond timm's, `tf32`: CUDA matrix products and convolutions in TF32 instead of IEEE
-float32, robench's default (robench/_core/fp32_precision.py); it changes numbers, so it
+float32, robench's default (robench/evaluation/fp32_precision.py); it changes numbers, so it
 enters the resume fingerprint.
 
 channels_last and compile change floating-point rounding only, not what is computed, so they
