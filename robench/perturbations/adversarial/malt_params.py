@@ -13,7 +13,7 @@ The implementation is `robench.perturbations.adversarial.malt`; the ranking,
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from pydantic import PositiveInt, model_validator
 
