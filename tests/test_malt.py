@@ -172,15 +172,22 @@ def test_refuses_models_with_too_few_classes_and_targets_beyond_candidates() -> 
 
 
 @pytest.mark.parametrize(
-    "suite",
+    ("suite", "norm", "eps"),
     [
-        "malt",
-        "robustbench-cifar10-linf-malt",
-        "robustbench-cifar10-l2-malt",
-        "robustbench-imagenet-linf-malt",
+        ("malt", "linf", 1 / 255),
+        ("robustbench-cifar10-linf-malt", "linf", 8 / 255),
+        ("robustbench-cifar10-l2-malt", "l2", 0.5),
+        ("robustbench-imagenet-linf-malt", "linf", 4 / 255),
     ],
 )
-def test_shipped_suites_load(suite: str) -> None:
+def test_shipped_suites_run_malt_with_the_codes_defaults(suite: str, norm: str, eps: float) -> None:
     loaded = load_suite(suite)
-    kinds = [planned.kind for planned in loaded.plan]
-    assert "malt" in kinds
+    params = next(p.params for p in loaded.plan if p.kind == "malt")
+    assert params.norm == norm and params.eps == pytest.approx(eps)
+    assert params.ranking == "malt"
+    # odeliamel/MALT: MALTAttack(k=9, testk=100); APGD-T as AutoAttack standard runs it.
+    assert (params.n_target_classes, params.candidates) == (9, 100)
+    assert (params.n_iter, params.n_restarts) == (100, 1)
+    if suite != "malt":
+        assert [p.kind for p in loaded.plan] == ["clean", "malt"]
+        assert "RobustBench" in loaded.suite.description

@@ -2,11 +2,12 @@
 
 What a result cost is counted, never estimated: `PassCounter.counting(*modules)` puts a
 forward hook on each module for the duration of a `with` block. The hook adds the batch size
-of every output it sees (a batch of 64 is 64 forward passes) and routes the output through an
-identity `autograd.Function` whose backward adds the batch size of the gradient reaching the
-output: one backward pass per sample each time autograd goes back through the model (FAB's
-gradient of every logit, `backward(retain_graph=True)` K times, is K backward passes). A
-forward under `torch.no_grad()` builds no graph and so can never count a backward.
+of every output it sees (a batch of 64 is 64 forward passes) and, when the output is part of
+a graph, registers a tensor hook on it that adds the batch size of every gradient reaching it:
+one backward pass per sample each time autograd goes back through the model (FAB's gradient of
+every logit, `backward(retain_graph=True)` K times, is K backward passes). A forward under
+`torch.no_grad()` builds no graph and so can never count a backward. The output is returned
+as it is (not wrapped nor copied), so an attack that edits its logits in place still can.
 
 The hooks go on the outermost module the attacks call (the one the runner hands them), so
 nested modules are not counted twice, and the model object the attack sees is the caller's
@@ -17,6 +18,7 @@ an attack's output, so the report can say how many of the forward passes were th
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
@@ -48,18 +50,10 @@ class PassCount:
         )
 
 
-class _CountBackward(torch.autograd.Function):
-    """The identity on a model's output, counting the samples of every backward through it."""
-
-    @staticmethod
-    def forward(ctx: Any, output: torch.Tensor, count: PassCount) -> torch.Tensor:
-        ctx.count = count
-        return output.view_as(output)
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
-        ctx.count.backward += int(grad.shape[0]) if grad.dim() else 1
-        return grad, None
+def _count_backward(count: PassCount, grad: torch.Tensor) -> None:
+    """A tensor hook on a model's output: its gradient's batch size is one backward pass per
+    sample through the model."""
+    count.backward += int(grad.shape[0]) if grad.dim() else 1
 
 
 def _first_tensor(output: Any) -> torch.Tensor | None:
@@ -96,9 +90,10 @@ class PassCounter:
         self.count.forward += rows
         if _SCORING.get():
             self.count.scoring_forward += rows
-        if isinstance(output, torch.Tensor) and output.requires_grad:
-            return _CountBackward.apply(output, self.count)
-        return None  # a backward through a tuple's tensors is not counted: none in robench
+        if tensor.requires_grad:  # count every backward that reaches this output
+            count = self.count  # the job's at forward time, even if its backward comes later
+            tensor.register_hook(functools.partial(_count_backward, count))
+        return None  # the output itself is left as it is
 
     @contextmanager
     def counting(self, *modules: nn.Module) -> Iterator[PassCount]:
