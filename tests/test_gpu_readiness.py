@@ -4,6 +4,7 @@ out-of-memory fallback halving the batch that ran out (exceptions injected)."""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ import torch
 from torch import nn
 
 from robench._core import seeding
-from robench._core.distributed import resolve_device
+from robench._core.distributed import on_cuda_device, resolve_device
 from robench._core.errors import ConfigError, DeviceMemoryError
 from robench._core.seeding import derive_seed
 from robench.evaluation.environment import capture_environment, describe_device
@@ -39,6 +40,21 @@ def test_auto_picks_cuda_only_where_a_gpu_is(monkeypatch: pytest.MonkeyPatch) ->
         resolve_device("cuda:2")
     with pytest.raises(ConfigError, match="use auto, cpu, cuda or cuda:N"):
         resolve_device("gpu")
+
+
+def test_cuda_n_is_the_current_device_while_robench_evaluates(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    chosen: list[int] = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "device", lambda index: chosen.append(index) or nullcontext())
+    with on_cuda_device("cuda:1"):
+        pass
+    for other in ("cpu", "cuda", "auto", "cuda:7", "gpu"):  # nothing to set, or refused later
+        with on_cuda_device(other):
+            pass
+    assert chosen == [1]
 
 
 def test_the_seed_reaches_the_gpus_before_cuda_is_initialised(

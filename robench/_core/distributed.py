@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping, Sized
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -55,6 +56,21 @@ def resolve_device(name: str) -> torch.device:
                 f"cuda:{count - 1}; pick one of them."
             )
     return device
+
+
+def on_cuda_device(name: str) -> AbstractContextManager[object]:
+    """`cuda:N`'s GPU as CUDA's current device inside the block, the caller's restored after:
+    library code that allocates on "the" GPU (`device="cuda"`, `torch.cuda.synchronize()`)
+    then uses the run's. A no-op for any other device; `resolve_device` reports bad ones."""
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        return nullcontext()
+    if device.type != "cuda" or device.index is None or not torch.cuda.is_available():
+        return nullcontext()
+    if device.index >= torch.cuda.device_count():
+        return nullcontext()
+    return torch.cuda.device(device.index)
 
 
 @dataclass

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import torch
 from torch import nn
 
-from robench._core.distributed import DistributedContext
+from robench._core.distributed import DistributedContext, on_cuda_device
 from robench._core.errors import (
     EXIT_USAGE,
     ConfigError,
@@ -502,8 +502,9 @@ def evaluate(
     evaluates the samples in a seeded random order, chunk by chunk, until the rule is met.
     `model`: a model already loaded (`robench.evaluate` wraps one held in memory), used
     instead of loading `request.model`. CUDA matmul and convolutions run in IEEE float32
-    unless `request.speed.tf32`; the caller's settings are restored afterwards."""
-    with float32_precision(request.speed.tf32):
+    unless `request.speed.tf32`, and `cuda:N` is CUDA's current device; the caller's
+    settings are restored afterwards."""
+    with float32_precision(request.speed.tf32), on_cuda_device(request.device):
         return _evaluate(request, progress, stop_rule, model)
 
 

@@ -120,8 +120,8 @@ def _vote(
 ) -> torch.Tensor:
     """`counts` (S, K) plus the votes of the base classifier on the pending copies, forwarded
     in parts of at most `own.size` rows."""
-    noisy, owner = torch.cat(pending), torch.cat(owners)
     with own.calls():
+        noisy, owner = torch.cat(pending), torch.cat(owners)
         for part in own.parts(len(noisy)):
             logits = model(noisy[part])  # (b, K)
             if counts is None:
