@@ -172,6 +172,8 @@ def _run(
     _check_suite_type(suite)
     check_preprocessing(model_options.preprocessing)
     check_preprocessing(surrogate_options.preprocessing, "surrogate_preprocessing")
+    if options.get("device") == "auto":  # the default: an object's own device, else cuda/cpu
+        del options["device"]
     if options.get("device") is not None:  # before the model is moved there
         resolve_device(str(options["device"]))
     if options.get("resume") and out is None:
