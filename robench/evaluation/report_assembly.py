@@ -131,7 +131,7 @@ def results(
                 # e.g. an attack's metric on the clean result, or a calibration metric on
                 # records of an older sample store resumed (they lack the scalars)
                 continue
-            per_sample = call_plugin(
+            per_sample: list[Any] = call_plugin(
                 f"metric {metric.name!r}", list, map(metric.per_sample, ordered)
             )
             # Pairs (ECE's [confidence, correct], a ratio's terms) as lists, as JSON reads

@@ -233,7 +233,9 @@ def _bounded(attack: str, parameter: LibraryParameter) -> Any:
     field_type = _field_type(parameter)
     bound = BOUNDS.get(parameter.name)
     numeric = field_type in (int, _Real)
-    return Annotated[field_type, Field(**bound.constraints())] if bound and numeric else field_type
+    if bound is None or not numeric:
+        return field_type
+    return Annotated[field_type, Field(ge=bound.ge, gt=bound.gt, le=bound.le)]
 
 
 def _budget_fields(attack: LibraryAttack, threat: Bounded) -> dict[str, Any]:
