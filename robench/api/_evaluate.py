@@ -18,11 +18,10 @@ from typing import Any
 from torch import nn
 from typing_extensions import Unpack
 
-from robench._core.distributed import resolve_device
 from robench._core.errors import EXIT_USAGE, ConfigError, DataError, InputError, RobenchError
 from robench.api._caller_state import preserved
 from robench.api._data import as_engine_data, float_image_size, why_no_image_size
-from robench.api._keywords import check_keyword_values, check_preprocessing
+from robench.api._keywords import check_device_name, check_keyword_values, check_preprocessing
 from robench.api._models import ModelOptions, given_spec, wrap_model
 from robench.api._progress import make_progress
 from robench.api._surrogate import SurrogateOptions, engine_surrogate
@@ -177,8 +176,7 @@ def _run(
     _check_suite_type(suite)
     check_preprocessing(model_options.preprocessing)
     check_preprocessing(surrogate_options.preprocessing, "surrogate_preprocessing")
-    if options.get("device") is not None:  # before the model is moved there
-        resolve_device(str(options["device"]))
+    check_device_name(options.get("device"))  # before the model is moved there
     if options.get("resume") and out is None:
         raise ConfigError(
             "resume=True continues the per-sample results of an earlier run saved with out=; "
