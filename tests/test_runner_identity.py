@@ -12,7 +12,7 @@ from torch.utils.data import Dataset
 
 from robench._core.errors import DataError
 from robench.evaluation.runner import EvalData, Job, run_plan
-from robench.evaluation.sample_store import SampleStore
+from robench.evaluation.store.sample_store import SampleStore
 from robench.evaluation.suites import PlannedPerturbation
 from robench.perturbations.clean import Clean, CleanParams
 from robench.tasks import load_task

@@ -1,6 +1,6 @@
 """The Python API is as strict as the command line: every keyword of `robench.evaluate`
 goes through the option table's types (robench/evaluation/options) and the ranges of its
-numbers (robench/_core/option_ranges.py), and a wrong one is one `InputError` sentence.
+numbers (robench/evaluation/options/ranges.py), and a wrong one is one `InputError` sentence.
 
 Typer parses and checks the command line's values; from Python they arrive as they are, so
 `limit="abc"` once failed deep inside the sampler with a TypeError and `seed=2**70` inside
@@ -19,9 +19,9 @@ import torch
 from torch import nn
 
 from robench._core.errors import ConfigError
-from robench._core.option_ranges import OPTION_RANGES, check_range, flag_of
 from robench.evaluation.options import EVAL_OPTIONS
 from robench.evaluation.options.eval_option import ModelObject
+from robench.evaluation.options.ranges import OPTION_RANGES, check_range, flag_of
 
 # evaluate's own keywords of a simple type (the others are checked where they are used).
 OWN_TYPES: dict[str, Any] = {

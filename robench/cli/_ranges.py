@@ -1,5 +1,5 @@
 """`checked_ranges`: the command line's numbers checked against the one table of valid
-ranges (robench/_core/option_ranges.py, which the Python API reads too)."""
+ranges (robench/evaluation/options/ranges.py, which the Python API reads too)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from robench._core.option_ranges import OPTION_RANGES, Range, check_range, flag_of
+from robench.evaluation.options.ranges import OPTION_RANGES, Range, check_range, flag_of
 
 __all__ = ["OPTION_RANGES", "Range", "check_range", "checked_ranges", "flag_of"]
 

@@ -15,8 +15,9 @@ from torch.utils.data import Dataset
 from robench._core.model_hooks import report_sections
 from robench._core.plugins import call_plugin
 from robench.data.preprocessing import Preprocessing
+from robench.evaluation.cost import result_cost
 from robench.evaluation.runner import Job, RunTimes
-from robench.evaluation.sample_store import SampleRecords
+from robench.evaluation.store.sample_store import SampleRecords
 from robench.evaluation.suites import LoadedSuite
 from robench.models.loading import LoadedModel
 from robench.results.report.schema import (
@@ -154,6 +155,7 @@ def results(
                 n_samples=len(indices),
                 metrics=values,
                 wall_time_s=round(times.seconds.get(planned.label, 0.0), 3),
+                cost=result_cost(times.passes.get(planned.label), ordered),
             )
         )
         # A dataset's sample list is that of its result with the most samples (max_samples

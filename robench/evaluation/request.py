@@ -36,26 +36,20 @@ from robench._core.seeding import seed_everything
 from robench._core.version import __version__
 from robench.data.in_memory import InMemory
 from robench.data.unreadable import check_bad_image_policy
-from robench.evaluation.battery import run_battery
+from robench.data.workers import check_workers, resolve_workers
+from robench.evaluation.checks.eot_warnings import eot_warnings
+from robench.evaluation.checks.required_extras import check_extras
+from robench.evaluation.cost import summed
 from robench.evaluation.datasets import RequestData, build_data, check_dataset_names
 from robench.evaluation.environment import capture_environment
-from robench.evaluation.eot_warnings import eot_warnings
 from robench.evaluation.fingerprint import input_paths, run_fingerprint
+from robench.evaluation.fp32_precision import float32_precision
 from robench.evaluation.jobs import resolve_jobs
 from robench.evaluation.oom_fallback import is_out_of_memory
 from robench.evaluation.options.applicability import check_applicable
 from robench.evaluation.report_assembly import diagnostics, model_info, results, suite_info
-from robench.evaluation.required_extras import check_extras
 from robench.evaluation.runner import Job, RunTimes, run_plan
-from robench.evaluation.sample_store import (
-    SampleRecords,
-    SampleStore,
-    check_fresh_start,
-    merge_records,
-    missing_folders,
-    remove_empty_folders,
-    samples_path_for,
-)
+from robench.evaluation.sanity.battery import run_battery
 from robench.evaluation.sequential import (
     SequentialRun,
     StoppingRule,
@@ -67,6 +61,15 @@ from robench.evaluation.sequential import (
     with_sequence_intervals,
 )
 from robench.evaluation.speed import SpeedOptions, check_speed, prepare_model
+from robench.evaluation.store.sample_store import (
+    SampleRecords,
+    SampleStore,
+    check_fresh_start,
+    merge_records,
+    missing_folders,
+    remove_empty_folders,
+    samples_path_for,
+)
 from robench.evaluation.suites import LoadedSuite, load_suite
 from robench.evaluation.transfer import (
     load_surrogates,
@@ -124,8 +127,8 @@ class EvalRequest:
     classes: str | None = None
     batch_size: int = 64
     seed: int = 0
-    device: str = "cpu"
-    workers: int = 0
+    device: str = "auto"
+    workers: int | str = "auto"  # a count, or "auto" (robench/data/workers.py)
     # An unreadable image: "stop" the run (exit 2), or "skip" it (read every sample once
     # first, leave the unreadable ones out of every perturbation, list them in the report).
     bad_images: str = "stop"
@@ -236,10 +239,7 @@ def _check_request(request: EvalRequest) -> None:
     if request.limit is not None and request.limit < 1:
         raise ConfigError(f"--limit must be at least 1, got {request.limit}.")
     check_bad_image_policy(request.bad_images)
-    if request.workers < 0:
-        raise ConfigError(
-            f"--workers must be 0 (load data in the main process) or more, got {request.workers}."
-        )
+    check_workers(request.workers)
     if request.resume and request.overwrite:
         raise ConfigError(
             "--resume keeps an interrupted run's results and --overwrite discards them; pass "
@@ -422,7 +422,7 @@ def _run(
             batch_size=request.batch_size,
             seed=request.seed,
             device=dist.device,
-            workers=request.workers,
+            workers=resolve_workers(request.workers, s.data.opened.values()),
             progress=progress if dist.is_main else None,
             shard=(dist.rank, dist.world_size),
             speed=speed,
@@ -461,6 +461,7 @@ def _run(
         # size any rank ran on, and where that rank first split.
         sizes = dist.gather((times.batch_size_used, times.batch_size_note))
         times.batch_size_used, times.batch_size_note = min(sizes, key=lambda size: size[0])
+        times.passes = summed(dist.gather(times.passes))  # every rank's counted passes
     return records, times
 
 
@@ -488,7 +489,7 @@ def _after_the_suite(
     return sanity, sanity_budget, found
 
 
-def evaluate(  # long: the run in order (set up, jobs, run, results, report); steps are functions
+def evaluate(
     request: EvalRequest,
     progress: Progress | None = None,
     stop_rule: StoppingRule | None = None,
@@ -500,7 +501,18 @@ def evaluate(  # long: the run in order (set up, jobs, run, results, report); st
     A sequential run (`request.target_halfwidth`, the suite's, or a gate's `stop_rule`)
     evaluates the samples in a seeded random order, chunk by chunk, until the rule is met.
     `model`: a model already loaded (`robench.evaluate` wraps one held in memory), used
-    instead of loading `request.model`."""
+    instead of loading `request.model`. CUDA matmul and convolutions run in IEEE float32
+    unless `request.speed.tf32`; the caller's settings are restored afterwards."""
+    with float32_precision(request.speed.tf32):
+        return _evaluate(request, progress, stop_rule, model)
+
+
+def _evaluate(  # long: the run in order (set up, jobs, run, results, report); steps are functions
+    request: EvalRequest,
+    progress: Progress | None,
+    stop_rule: StoppingRule | None,
+    model: LoadedModel | None,
+) -> Report:
     started = time.perf_counter()
     s = _set_up(request, progress, model)
     request, loaded_suite, loaded, task, device = (
@@ -546,7 +558,7 @@ def evaluate(  # long: the run in order (set up, jobs, run, results, report); st
     for warning in eot_warnings(loaded_suite.plan, first.checks.randomized, surrogates):
         logger.warning(warning)
         warnings.append(warning)
-    env = capture_environment(device)
+    env = capture_environment(device, speed.precision(device))
     fingerprint = run_fingerprint(request, loaded, loaded_suite, s.data, device, speed)
     if surrogates:  # transfer: the surrogates' weights decide the records too
         fingerprint["surrogates"] = surrogate_fingerprint(surrogates)

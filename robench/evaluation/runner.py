@@ -40,9 +40,10 @@ from robench._core.progress import NoProgress, Progress
 from robench._core.seeding import derive_seed, seed_everything
 from robench.evaluation.oom_fallback import SplitOnOutOfMemory
 from robench.evaluation.perturbed_samples import PerturbedSamples
-from robench.evaluation.sample_store import SampleStore
 from robench.evaluation.speed import SpeedOptions, scoring_precision, to_memory_format
+from robench.evaluation.store.sample_store import SampleStore
 from robench.evaluation.suites import PlannedPerturbation
+from robench.models.pass_counter import PassCount, PassCounter, scoring
 from robench.perturbations.base import DatasetPerturbation, PerSampleAttack, SamplePerturbation
 from robench.tasks.base import Columns, Task
 from robench.tasks.finite_values import (
@@ -57,11 +58,13 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class RunTimes:
-    """Wall time spent per perturbation in this process (resumed parts count 0), what each
-    dataset perturbation reported doing (its data's `perturbation_summary`), and the batch
-    size the model ran on (smaller than asked when the GPU ran out of memory)."""
+    """Wall time spent per perturbation in this process (resumed parts count 0), the model
+    passes it counted there (robench/evaluation/cost.py), what each dataset perturbation
+    reported doing (its data's `perturbation_summary`), and the batch size the model ran on
+    (smaller than asked when the GPU ran out of memory)."""
 
     seconds: dict[str, float] = field(default_factory=dict)
+    passes: dict[str, PassCount] = field(default_factory=dict)
     summaries: dict[str, dict[str, Any]] = field(default_factory=dict)
     batch_size_used: int = 0
     batch_size_note: str | None = None  # where batches were first split, when they were
@@ -131,7 +134,14 @@ def run_plan(
     speed = speed or SpeedOptions()
     times = RunTimes()
     splitter = SplitOnOutOfMemory(batch_size)
-    with _long_lived_objects_frozen(), nonfinite_allowed(allow_nonfinite):
+    # Every pass of the model (and of transfer attacks' surrogates), per job (cost.py).
+    counter = PassCounter()
+    surrogates = [job.surrogate.model for job in jobs if job.surrogate is not None]
+    with (
+        _long_lived_objects_frozen(),
+        nonfinite_allowed(allow_nonfinite),
+        counter.counting(model, *surrogates),
+    ):
         for job in jobs:
             planned, source = job.planned, job.data
             chosen = source.indices
@@ -158,6 +168,7 @@ def run_plan(
             # every batch, about 1% of a clean evaluation (benchmarks/bench_harness.py).
             identity = planned.perturbation.identity
             loaded = task.batches(dataset, [batch for _, batch in todo], device, workers)
+            counter.count = PassCount()  # this job's
             for position, ((number, batch), (inputs, targets)) in enumerate(
                 zip(todo, loaded, strict=True)
             ):
@@ -180,9 +191,12 @@ def run_plan(
                     indices=batch,
                     model_name=model_name,
                 )
-                columns = splitter.run(len(batch), work, f"{planned.label} batch {number}")
+                own = planned.perturbation.own_batch  # smoothing's `batch`, `query_batch`
+                columns = splitter.run(len(batch), work, f"{planned.label} batch {number}", own)
                 store.append(planned.label, batch, columns)
                 progress.advance(len(batch))
+                counter.count.samples += len(batch)
+            times.passes[planned.label] = counter.count
             times.seconds[planned.label] = time.perf_counter() - start
             progress.finish()
     times.batch_size_used, times.batch_size_note = splitter.size, splitter.note
@@ -291,7 +305,7 @@ def score_seeded(
     """The task's records of the model on a batch as given, seeded from the batch's seed.
     The reported metrics come from this re-run, never from an attack's own bookkeeping."""
     seed_everything(derive_seed(batch_seed, "rerun"))
-    with precision():
+    with precision(), scoring():  # the counted passes of this re-run are marked as scoring
         return task.score(model, perturbed, targets)
 
 

@@ -26,7 +26,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 
@@ -42,10 +42,24 @@ from robench.results.report.schema import MissingResult
 from robench.tasks import TASKS
 from robench.tasks.finite_values import ALLOW_FLAG, non_finite_rows
 
-if TYPE_CHECKING:
-    from robench.evaluation.request import EvalRequest
-
 logger = logging.getLogger(__name__)
+
+
+class SurrogateChoice(Protocol):
+    """The surrogate a request names (an `EvalRequest` is one)."""
+
+    surrogate: str | LoadedModel | None
+    surrogate_checkpoint: Path | None
+
+
+class SurrogateLoading(SurrogateChoice, Protocol):
+    """...and how its surrogates are loaded (`load_model`'s trust and weight options)."""
+
+    ema: bool
+    trust_checkpoint: bool
+    trust_remote_code: bool
+    allow_random_weights: bool
+    allow_nonfinite: bool
 
 
 def _is_attack(planned: PlannedPerturbation) -> bool:
@@ -56,7 +70,7 @@ def _is_attack(planned: PlannedPerturbation) -> bool:
     return applies_to_entry("surrogate", planned)
 
 
-def _given_surrogate(request: EvalRequest) -> SurrogateRef | None:
+def _given_surrogate(request: SurrogateChoice) -> SurrogateRef | None:
     """`--surrogate` (with `--surrogate-checkpoint`), or the model held in memory that
     `robench.evaluate(..., surrogate=module)` wrapped; None when none was given."""
     surrogate, checkpoint = request.surrogate, request.surrogate_checkpoint
@@ -84,7 +98,7 @@ def _given_surrogate(request: EvalRequest) -> SurrogateRef | None:
     return SurrogateRef(surrogate, checkpoint)
 
 
-def plan_transfer(request: EvalRequest, loaded_suite: LoadedSuite) -> LoadedSuite:
+def plan_transfer(request: SurrogateChoice, loaded_suite: LoadedSuite) -> LoadedSuite:
     """The suite with `--surrogate` (or an in-memory surrogate) given to every attack entry
     that names no surrogate of its own; an entry that names one but is no attack is refused."""
     given = _given_surrogate(request)
@@ -108,7 +122,7 @@ def surrogate_refs(plan: Sequence[PlannedPerturbation]) -> list[SurrogateRef]:
     return list(dict.fromkeys(p.surrogate for p in plan if p.surrogate is not None))
 
 
-def _load(request: EvalRequest, ref: SurrogateRef, device: torch.device) -> LoadedModel:
+def _load(request: SurrogateLoading, ref: SurrogateRef, device: torch.device) -> LoadedModel:
     if ref.loaded is not None:  # held in memory: wrapped on `device`, with its own weights
         return ref.loaded
     loaded = load_model(
@@ -202,7 +216,7 @@ def _check_outputs(
 
 
 def load_surrogates(
-    request: EvalRequest,
+    request: SurrogateLoading,
     loaded_suite: LoadedSuite,
     target: LoadedModel,
     inputs: torch.Tensor,
@@ -296,7 +310,7 @@ def surrogate_fingerprint(surrogates: Mapping[SurrogateRef, Surrogate]) -> dict[
     }
 
 
-def surrogate_paths(request: EvalRequest, loaded_suite: LoadedSuite) -> dict[str, Path]:
+def surrogate_paths(request: SurrogateChoice, loaded_suite: LoadedSuite) -> dict[str, Path]:
     """The surrogates' files the run reads (checkpoints, model cards given as paths), so
     that --out cannot overwrite one."""
     given: list[tuple[str, object]] = [

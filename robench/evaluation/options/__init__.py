@@ -61,8 +61,14 @@ def _pixels(value: float | str) -> float:
     return parse_pixel_value(value, "--sanity-eps")
 
 
+def _workers(value: int | str) -> int | str:
+    from robench.data.workers import check_workers
+
+    return check_workers(value)
+
+
 def _sanity_mode(value: str) -> str:
-    from robench.evaluation.sanity_budget import check_mode
+    from robench.evaluation.sanity.budget import check_mode
 
     return check_mode(value)
 
@@ -374,17 +380,28 @@ class EvalOptions(TypedDict, total=False):
         bool,
         EvalOption(False, OUTPUT, "Discard an interrupted run's results.", in_plans=False),
     ]
-    device: Annotated[str, EvalOption("cpu", SPEED, "cpu, cuda or cuda:N.")]
+    device: Annotated[
+        str,
+        EvalOption(
+            "auto",
+            SPEED,
+            "auto (cuda when a GPU is available, else cpu), cpu, cuda or cuda:N; the report "
+            "records the device used, with its name.",
+        ),
+    ]
     batch_size: Annotated[
         int, EvalOption(64, SPEED, "Samples per batch (attacks, scoring).", short="-b")
     ]
     workers: Annotated[
-        int,
+        int | str,
         EvalOption(
-            0,
+            "auto",
             SPEED,
-            "Data-loading worker processes; corruptions are computed in them (the "
+            "Data-loading worker processes: auto (0 for in-memory and array data, min(8, "
+            "CPUs) for image files), or a count; corruptions are computed in them (the "
             "results do not depend on the number).",
+            form="count",
+            normalise=_workers,
         ),
     ]
     amp: Annotated[
@@ -396,6 +413,16 @@ class EvalOptions(TypedDict, total=False):
             "stay float32 unless the suite sets amp_attacks); recorded in the report.",
             form="choice",
             choices="robench.evaluation.speed:AMP_DTYPES",
+            into=SPEED_OPTIONS,
+        ),
+    ]
+    tf32: Annotated[
+        bool,
+        EvalOption(
+            False,
+            SPEED,
+            "Let CUDA matrix products and convolutions round float32 to TF32 (faster on "
+            "tensor-core GPUs, 10 mantissa bits); default: IEEE float32. Recorded in the report.",
             into=SPEED_OPTIONS,
         ),
     ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from robench._core.errors import ConfigError
 from robench.evaluation.options import EVAL_OPTIONS
@@ -25,8 +25,16 @@ from robench.evaluation.options.eval_option import (
 )
 
 if TYPE_CHECKING:
-    from robench.evaluation.request import EvalRequest
     from robench.evaluation.suites import LoadedSuite, PlannedPerturbation
+
+
+class OptionValues(Protocol):
+    """What the rule reads of a request (an `EvalRequest` is one): where each option lands.
+    Declared here, not imported, so that no import circle runs through `request.py`."""
+
+    overrides: Any
+    data_options: dict[str, Any]
+    speed: Any
 
 
 @dataclass(frozen=True)
@@ -57,7 +65,7 @@ def applies_to_entry(option: str, planned: PlannedPerturbation) -> bool:
     return rule is None or not rule.kinds or KIND_RULES[rule.kinds].test(planned)
 
 
-def _value(request: EvalRequest, option: EvalOption) -> Any:
+def _value(request: OptionValues, option: EvalOption) -> Any:
     """The request's value of `option`, wherever it lands."""
     where: dict[str, Callable[[], Any]] = {
         REQUEST: lambda: getattr(request, option.name, None),
@@ -68,7 +76,7 @@ def _value(request: EvalRequest, option: EvalOption) -> Any:
     return where[option.into]() if option.into in where else None
 
 
-def check_applicable(request: EvalRequest, loaded_suite: LoadedSuite) -> None:
+def check_applicable(request: OptionValues, loaded_suite: LoadedSuite) -> None:
     """Refuse an option given for a suite it cannot apply to (its task, or no entry of the
     kinds it needs)."""
     suite = loaded_suite.suite

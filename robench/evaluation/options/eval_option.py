@@ -30,6 +30,7 @@ CLI_FORMS: dict[str, str] = {
     "value": "value",  # --limit 64
     "choice": "value",  # --amp bf16: a key of the table `choices` names
     "pixels": "value",  # --sanity-eps 8/255: a number or a fraction
+    "count": "value",  # --workers 4, or --workers auto
     "switch": "switch",  # --sanity
     "repeated": "repeated",  # --import a.py --import b
     "floats": "comma",  # --mean 0.485,0.456,0.406

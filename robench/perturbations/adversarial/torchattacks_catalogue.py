@@ -129,6 +129,9 @@ class Bound:
     gt: float | None = None
     le: float | None = None
 
+    def constraints(self) -> dict[str, float]:
+        return {k: v for k, v in vars(self).items() if v is not None}
+
 
 _COUNT = Bound(ge=1)  # a number of steps, queries, restarts or samples: at least one
 _POSITIVE = Bound(gt=0)  # a step size, constant or scale: zero or less means no attack

@@ -235,7 +235,8 @@ def _bounded(attack: str, parameter: LibraryParameter) -> Any:
     numeric = field_type in (int, _Real)
     if bound is None or not numeric:
         return field_type
-    return Annotated[field_type, Field(ge=bound.ge, gt=bound.gt, le=bound.le)]
+    constraints: dict[str, Any] = bound.constraints()
+    return Annotated[field_type, Field(**constraints)]
 
 
 def _budget_fields(attack: LibraryAttack, threat: Bounded) -> dict[str, Any]:

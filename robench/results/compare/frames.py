@@ -162,14 +162,16 @@ def compare(
     at_eps: Sequence[float | str] | str | None = None,
     per_corruption: bool = False,
     at_radius: Sequence[float | str] | str | None = None,
+    cost: bool = False,
 ) -> pd.DataFrame:
     """The table of `robench compare REPORT... --format csv` as a DataFrame.
 
     `reports` are paths or `Report` objects. Options as on the command line: `reference`
     (`--reference`: a report, its path, or its index in `reports`), `metric` (`--metric`:
-    `"top1,top5"` or a list), `ci` (`--ci`), `at_eps` (`--at-eps`: `"1/255,3/255"` or a list of
-    numbers in pixel units), `at_radius` (`--at-radius`: `"0.25,0.5"` or a list of L2 radii) and
-    `per_corruption` (`--per-corruption`). Columns and
+    `"top1,top5"` or a list), `ci` (`--ci`), `cost` (`--cost`: a `NAME/passes_per_sample`
+    column per result, missing where a report did not count it), `at_eps` (`--at-eps`:
+    `"1/255,3/255"` or a list of numbers in pixel units), `at_radius` (`--at-radius`:
+    `"0.25,0.5"` or a list of L2 radii) and `per_corruption` (`--per-corruption`). Columns and
     `frame.attrs` are described in this module's docstring.
     """
     sources = report_sources(reports)
@@ -183,5 +185,6 @@ def compare(
         reference=index,
         at_eps=_budgets(at_eps),
         at_radius=_radii(at_radius),
+        cost=cost,
     )
     return comparison_frame(comparison, ci)

@@ -36,7 +36,12 @@ from robench.results.gate.checks import (
 )
 from robench.results.gate.checks import format_amount as format_amount
 from robench.results.gate.policy import Policy, Tolerance
-from robench.results.report.schema import PerturbationResult, Report, precision_note
+from robench.results.report.schema import (
+    PerturbationResult,
+    Report,
+    device_type_note,
+    precision_note,
+)
 from robench.results.stats.metrics import find_metric, higher_is_better, metric_display
 from robench.results.stats.paired_statistic import PairedStatistic
 from robench.results.stats.paired_tests import (
@@ -233,9 +238,8 @@ def check_pairable(baseline: Report, candidate: Report) -> list[str]:
         other = candidate.datasets[name].path
         if data.path != other:
             notes.append(f"data paths of {name!r} differ ({data.path} vs {other}).")
-    precision = precision_note([baseline, candidate], ["baseline", "candidate"])
-    if precision:
-        notes.append(precision)
+    pair, names = [baseline, candidate], ["baseline", "candidate"]
+    notes += [n for n in (precision_note(pair, names), device_type_note(pair, names)) if n]
     baseline_names = {r.name for r in baseline.results}
     extra = [r.name for r in candidate.results if r.name not in baseline_names]
     if extra:
