@@ -214,7 +214,9 @@ def test_a_format_that_fails_leaves_no_file(tmp_path: Path, baseline: Report) ->
     finally:
         GATE_FORMATS.unregister("broken")
     assert result.exit_code == 3, result.output
-    assert "unexpected RuntimeError: a plugin's bug" in result.stderr
+    assert "gate output format 'broken'" in result.stderr
+    assert "raised RuntimeError: a plugin's bug" in result.stderr
+    assert "unexpected" not in result.stderr
     assert sorted(path.name for path in tmp_path.iterdir()) == ["base.json", "cand.json"]
 
 

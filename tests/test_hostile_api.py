@@ -30,7 +30,7 @@ CLEAN = [{"kind": "clean"}]
 FGSM = [{"kind": "fgsm", "eps": "1/255"}]
 
 
-def _model(seed: int = 0) -> nn.Module:
+def _model(seed: int = 0) -> nn.Sequential:
     torch.manual_seed(seed)
     return nn.Sequential(nn.Flatten(), nn.Linear(28 * 28, 10))
 
@@ -78,7 +78,7 @@ class _Diverged(nn.Module):
 def test_a_model_with_nan_weights_is_refused_not_scored() -> None:
     model = _model()
     with torch.no_grad():
-        model[1].weight.fill_(float("nan"))
+        next(model.parameters()).fill_(float("nan"))
     _refused(lambda: _evaluate(model), "non-finite logits", "sample 0", "Sequential")
 
 
@@ -113,7 +113,7 @@ def test_images_on_the_0_255_scale_are_the_data_s_fault_not_an_attack_s() -> Non
 def test_a_surrogate_with_nan_weights_is_refused() -> None:
     surrogate = _model(1)
     with torch.no_grad():
-        surrogate[1].bias.fill_(float("inf"))
+        list(surrogate.parameters())[1].fill_(float("inf"))
     _refused(
         lambda: _evaluate(suite=[*CLEAN, *FGSM], surrogate=surrogate), "surrogate", "NaN or inf"
     )
@@ -129,6 +129,8 @@ def test_a_surrogate_with_only_certification_is_refused_as_an_option_that_cannot
 
 class _Counter(nn.Module):
     """Updates its own buffer in every forward (a call counter)."""
+
+    calls: torch.Tensor
 
     def __init__(self) -> None:
         super().__init__()
@@ -167,8 +169,10 @@ def test_bad_keywords_are_one_sentence(keywords: dict[str, Any], phrase: str) ->
 
 def test_evaluate_s_own_keywords_are_typed_too() -> None:
     x, y = _data(4)
-    _refused(lambda: robench.evaluate(_model(), CLEAN, (x, y), progress="yes"), "progress")
-    _refused(lambda: robench.evaluate(_model(), CLEAN, (x, y), task=3), "task")
+    yes: Any = "yes"
+    three: Any = 3
+    _refused(lambda: robench.evaluate(_model(), CLEAN, (x, y), progress=yes), "progress")
+    _refused(lambda: robench.evaluate(_model(), CLEAN, (x, y), task=three), "task")
 
 
 @pytest.mark.parametrize(
@@ -190,10 +194,13 @@ def report() -> Any:
 
 
 def test_results_functions_check_their_arguments(report: Any, tmp_path: Path) -> None:
-    _refused(lambda: robench.reports_frame(42), "is not a report")
-    _refused(lambda: robench.samples_frame([report, report]), "a list of 2", "not a report")
-    _refused(lambda: robench.compare(42), "is not a report")
-    _refused(lambda: robench.gate(report, report, policy=0.1), "is not a gate policy")
+    number: Any = 42
+    both: Any = [report, report]
+    fraction: Any = 0.1
+    _refused(lambda: robench.reports_frame(number), "is not a report")
+    _refused(lambda: robench.samples_frame(both), "a list of 2", "not a report")
+    _refused(lambda: robench.compare(number), "is not a report")
+    _refused(lambda: robench.gate(report, report, policy=fraction), "is not a gate policy")
     (tmp_path / "file").write_text("x")
     _refused(lambda: report.save(tmp_path / "file" / "r.json"), "is a file")
     _refused(lambda: report.save(42), "path")

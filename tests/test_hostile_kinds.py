@@ -34,6 +34,7 @@ HOSTILE: dict[str, tuple[str, dict[str, Any], str]] = {
     "pgd": (IMAGES, {"eps": "1/255", "steps": 0}, "steps"),
     "spsa": (IMAGES, {"eps": "1/255", "nb_sample": 0}, "nb_sample"),
     "autoattack": (IMAGES, {"eps": "1/255", "version": "fast"}, "version"),
+    "malt": (IMAGES, {"eps": "8/255", "n_iter": 0}, "n_iter"),
     "minimal-norm": (IMAGES, {"eps": "8/255", "method": "fmn", "steps": -1}, "steps"),
     "corruption": (IMAGES, {"corruption": "gaussian_noise", "severity": 9}, "severity"),
     "randomized-smoothing": (IMAGES, {"sigma": 0.25, "n0": 10, "n": 0}, "n"),

@@ -20,12 +20,11 @@ from typing import Any
 from torch import nn
 from typing_extensions import Unpack
 
-from robench._core.distributed import resolve_device
 from robench._core.errors import EXIT_USAGE, ConfigError, DataError, InputError, RobenchError
 from robench._core.plugins import load_plugins
 from robench.api._caller_state import preserved
 from robench.api._data import as_engine_data, float_image_size, why_no_image_size
-from robench.api._keywords import check_keyword_values, check_preprocessing
+from robench.api._keywords import check_device_name, check_keyword_values, check_preprocessing
 from robench.api._progress import make_progress
 from robench.api._surrogate import SurrogateOptions, engine_surrogate
 from robench.evaluation.options import KEYWORDS, EvalOptions, EvalTarget
@@ -174,8 +173,7 @@ def _run(
     check_preprocessing(surrogate_options.preprocessing, "surrogate_preprocessing")
     if options.get("device") == "auto":  # the default: an object's own device, else cuda/cpu
         del options["device"]
-    if options.get("device") is not None:  # before the model is moved there
-        resolve_device(str(options["device"]))
+    check_device_name(options.get("device"))  # before the model is moved there
     if options.get("resume") and out is None:
         raise ConfigError(
             "resume=True continues the per-sample results of an earlier run saved with out=; "

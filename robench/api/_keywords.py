@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
+import torch
 from torch import nn
 
 from robench._core.errors import ConfigError
@@ -128,3 +129,14 @@ def check_preprocessing(preprocessing: Any, keyword: str = "preprocessing") -> N
                 f"{keyword}=dict({key}=({OPTION_RANGES[flag].example.replace(',', ', ')}))."
             )
         check_range(flag, items, shown=f"({keyword}['{key}'] = {value!r})")
+
+
+def check_device_name(device: Any) -> None:
+    """`device=` must name a device torch knows ("banana" failed inside torch); whether it
+    is there, and whether the model is on it, is checked where the model is wrapped."""
+    if not isinstance(device, str):
+        return  # None, or a type the option table refuses
+    try:
+        torch.device(device)
+    except RuntimeError:
+        raise ConfigError(f"device={device!r} is not a device; use cpu, cuda or cuda:N.") from None

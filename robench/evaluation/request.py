@@ -580,7 +580,8 @@ def _evaluate(  # long: the run in order (set up, jobs, run, results, report); s
         if check.status == "warn":
             logger.warning("check %s: %s", check.name, check.detail)
             warnings.append(check.detail)
-    sanity, sanity_budget, found = _after_the_suite(s, first, suite_results, progress)
+    with nonfinite_allowed(request.allow_nonfinite):  # the battery scores as the run did
+        sanity, sanity_budget, found = _after_the_suite(s, first, suite_results, progress)
     report = Report(
         robench_version=__version__,
         created_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
