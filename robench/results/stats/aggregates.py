@@ -40,6 +40,7 @@ from robench.results.stats.aggregate_samples import (
     shared_block,
 )
 from robench.results.stats.alexnet_reference import alexnet_reference
+from robench.results.stats.bootstrap import percentile_interval
 from robench.results.stats.metrics import MetricDisplay
 
 # numpy is imported where it is used: `robench compare` reads reports without it.
@@ -318,8 +319,6 @@ def compute_one(
     report: Report, aggregate: Aggregate, name: str, dataset: str, n_boot: int, seed: int
 ) -> AggregateResult:
     """`aggregate` on `dataset`'s corruption results, with its bootstrap interval."""
-    import numpy as np
-
     results = corruption_groups(report).get(dataset, [])
     plan = aggregate.plan(report, dataset, results)
     if plan.reason is not None or plan.value is None or plan.details is None:
@@ -332,7 +331,7 @@ def compute_one(
     blocks, caveat = found
     point = point_accuracies(blocks)
     replicates = plan.value(bootstrap_accuracies(blocks, n_boot, seed))
-    low, high = np.nanpercentile(replicates, [2.5, 97.5])
+    low, high = percentile_interval(replicates)
     details = {c: float(v) for c, v in plan.details(point).items()}
     return _result(
         aggregate,
