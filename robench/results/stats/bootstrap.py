@@ -159,17 +159,6 @@ def centred_interval(
     return (max(bounds[0], estimate - half), min(bounds[1], estimate + half))
 
 
-def percentile_interval(replicates: np.ndarray) -> tuple[float, float]:
-    """95% percentile interval of the finite replicates; (nan, nan) for none."""
-    import numpy as np
-
-    finite = replicates[np.isfinite(replicates)]
-    if finite.size == 0:
-        return (math.nan, math.nan)
-    low, high = np.percentile(finite, [2.5, 97.5])
-    return (float(low), float(high))
-
-
 def bootstrap_p_value(replicates: np.ndarray, observed: float, alternative: str) -> float:
     """p-value of "no difference" from bootstrap replicates of a difference: the replicates
     shifted to a zero mean are compared with the observed value, with the +1 correction so it
@@ -198,6 +187,6 @@ def paired_summary(
     diffs = diffs[np.isfinite(diffs)]
     if len(diffs) == 0:
         return observed, (math.nan, math.nan), 1.0, 0.0
-    interval = percentile_interval(diffs)
+    interval = centred_interval(observed, diffs)
     sd = float(np.std(diffs, ddof=1) * math.sqrt(n)) if len(diffs) > 1 else 0.0
     return observed, interval, bootstrap_p_value(diffs, observed, alternative), sd

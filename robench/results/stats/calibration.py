@@ -28,9 +28,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from robench.results.stats.bootstrap import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
+    UNBOUNDED,
     bootstrap,
+    centred_interval,
     paired_summary,
-    percentile_interval,
     weighted_mean,
 )
 
@@ -89,14 +90,17 @@ class CalibrationError:
         n_resamples: int = BOOTSTRAP_RESAMPLES,
         seed: int = BOOTSTRAP_SEED,
     ) -> tuple[float, float]:
-        """95% bootstrap interval over samples (seeded); (nan, nan) for none."""
+        """95% bootstrap interval over samples (seeded), centred on the ECE and within
+        [0, 1]; (nan, nan) for none."""
+        import numpy as np
+
         pairs = as_confidence_pairs(values)
         if not len(pairs):
             return (math.nan, math.nan)
-        replicates = bootstrap(
-            self.of_weights, self.gaps(pairs), n_resamples=n_resamples, seed=seed
-        )
-        return percentile_interval(replicates)
+        gaps = self.gaps(pairs)
+        estimate = float(self.of_weights(np.ones((1, len(pairs))), gaps)[0])
+        replicates = bootstrap(self.of_weights, gaps, n_resamples=n_resamples, seed=seed)
+        return centred_interval(estimate, replicates, (0.0, 1.0))
 
     def paired(
         self,
@@ -128,12 +132,15 @@ class CalibrationError:
         return paired_summary(observed, diffs, len(base), alternative)
 
 
-def mean_bootstrap_interval(values: Sequence[Any]) -> tuple[float, float]:
+def mean_bootstrap_interval(
+    values: Sequence[Any], bounds: tuple[float, float] = UNBOUNDED
+) -> tuple[float, float]:
     """95% bootstrap interval of the mean of real per-sample values (NLL, Brier score),
-    seeded as every reported bootstrap is; (nan, nan) for none."""
+    centred on the mean and within `bounds`, seeded as every reported bootstrap is; (nan,
+    nan) for none."""
     import numpy as np
 
     column = np.asarray(values, dtype=float).reshape(-1)
     if not len(column):
         return (math.nan, math.nan)
-    return percentile_interval(bootstrap(weighted_mean, column))
+    return centred_interval(float(column.mean()), bootstrap(weighted_mean, column), bounds)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
-from robench.results.stats.bootstrap import bootstrap, bootstrap_p_value, percentile_interval
+from robench.results.stats.bootstrap import bootstrap, bootstrap_p_value, centred_interval
 
 # numpy is imported where it is used: `robench compare` reads reports without it.
 if TYPE_CHECKING:
@@ -101,7 +101,8 @@ def discordant_pairs(
 
 
 class BootstrapResult(NamedTuple):
-    """Mean of candidate - baseline, its 95% percentile interval and a bootstrap p-value."""
+    """Mean of candidate - baseline, its 95% interval (`bootstrap.centred_interval`) and a
+    bootstrap p-value."""
 
     mean_diff: float
     ci95: tuple[float, float]
@@ -119,7 +120,7 @@ def paired_bootstrap(
     """Paired bootstrap of the mean difference `candidate - baseline` over samples.
 
     Each resample draws n sample indices with replacement and keeps both values of a sample
-    together. The interval is the 2.5/97.5 percentile interval; the p-value compares the
+    together. The interval is `bootstrap.centred_interval`; the p-value compares the
     observed mean with the resampled means re-centred on zero (the null of no difference),
     with the +1 correction so it is never exactly 0. Deterministic for a given seed.
     """
@@ -146,7 +147,9 @@ def paired_bootstrap(
         weighted=False,
     )
     return BootstrapResult(
-        observed, percentile_interval(means), bootstrap_p_value(means, observed, alternative)
+        observed,
+        centred_interval(observed, means),
+        bootstrap_p_value(means, observed, alternative),
     )
 
 

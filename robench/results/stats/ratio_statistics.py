@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from robench.results.stats.bootstrap import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
+    UNBOUNDED,
     bootstrap,
+    centred_interval,
     paired_summary,
-    percentile_interval,
 )
 
 # numpy is imported where it is used: `robench compare` reads reports without it.
@@ -33,17 +34,29 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class RatioOfSums:
     """`transform(sum(num) / sum(den))` of an (n, 2) array of per-sample pairs, or of a
-    stack of resamples (..., n, 2); called on pairs, returns a float."""
+    stack of resamples (..., n, 2); called on pairs, returns a float.
+
+    `transform` is increasing (exp for a perplexity), so the interval is taken on the ratio,
+    where the bootstrap is closer to normal, and transformed: the interval of a perplexity
+    is exp of the interval of the mean NLL, and holds the perplexity as that holds the NLL."""
 
     transform: Callable[[np.ndarray], np.ndarray]
+    bounds: tuple[float, float] = UNBOUNDED  # the values the ratio can take
     unit: ClassVar[str] = "samples"  # what a resample draws (the gate's description)
+
+    def ratios(self, pairs: np.ndarray) -> np.ndarray:
+        """The statistic before `transform`: sum num / sum den."""
+        import numpy as np
+
+        num, den = pairs[..., 0].sum(axis=-1), pairs[..., 1].sum(axis=-1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.asarray(num / den)
 
     def values(self, pairs: np.ndarray) -> np.ndarray:
         import numpy as np
 
-        num, den = pairs[..., 0].sum(axis=-1), pairs[..., 1].sum(axis=-1)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            return np.asarray(self.transform(num / den))
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.asarray(self.transform(self.ratios(pairs)))
 
     def __call__(self, pairs: Sequence[Any]) -> float:
         array = as_pairs(pairs)
@@ -74,7 +87,7 @@ class MedianOfMarked(RatioOfSums):
 
     transform: Callable[[np.ndarray], np.ndarray] = _identity
 
-    def values(self, pairs: np.ndarray) -> np.ndarray:
+    def ratios(self, pairs: np.ndarray) -> np.ndarray:
         import numpy as np
 
         marked = np.where(pairs[..., 1] > 0, pairs[..., 0], np.nan)
@@ -97,16 +110,24 @@ def bootstrap_interval(
     n_resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = BOOTSTRAP_SEED,
 ) -> tuple[float, float]:
-    """95% bootstrap interval of `statistic` over samples; (nan, nan) if none. The
-    resamples are the drawn pairs themselves (`weighted=False`): a median needs them."""
+    """95% bootstrap interval of `statistic` over samples, centred on its value and within
+    its `bounds`; (nan, nan) if none or undefined. The resamples are the drawn pairs
+    themselves (`weighted=False`): a median needs them."""
     pairs = as_pairs(values)
     if len(pairs) == 0:
         return (math.nan, math.nan)
+    import numpy as np
+
     replicates = bootstrap(
-        statistic.values, pairs, n_resamples=n_resamples, seed=seed, weighted=False
+        statistic.ratios, pairs, n_resamples=n_resamples, seed=seed, weighted=False
     )
     # A resample may leave a statistic undefined (no attacked sample drawn): left out.
-    return percentile_interval(replicates)
+    low, high = centred_interval(float(statistic.ratios(pairs)), replicates, statistic.bounds)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return (
+            float(statistic.transform(np.float64(low))),
+            float(statistic.transform(np.float64(high))),
+        )
 
 
 def paired_statistic_bootstrap(

@@ -27,8 +27,8 @@ from robench.results.stats.bootstrap import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
     bootstrap,
+    centred_interval,
     paired_summary,
-    percentile_interval,
 )
 
 # numpy is imported where used: the metric registry, `robench compare` and binary gates
@@ -220,15 +220,16 @@ def bootstrap_interval(
     n_resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = BOOTSTRAP_SEED,
 ) -> tuple[float, float]:
-    """95% bootstrap interval of `statistic` over images; (nan, nan) if none.
-    Resamples whose value is NaN (no scored class drawn) are left out."""
+    """95% bootstrap interval of `statistic` over images, centred on its value and within
+    [0, 1]; (nan, nan) if none. Resamples whose value is NaN (no scored class drawn) are left
+    out."""
     counts = as_counts(values)
     if len(counts) == 0:
         return (math.nan, math.nan)
     replicates = bootstrap(
         lambda w, c: statistic.of_totals(_totals(w, c)), counts, n_resamples=n_resamples, seed=seed
     )
-    return percentile_interval(replicates)
+    return centred_interval(float(statistic.values(counts)), replicates, (0.0, 1.0))
 
 
 def paired_bootstrap(
