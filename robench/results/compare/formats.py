@@ -368,14 +368,17 @@ def cell_numbers(cmp: Comparison, ci: bool) -> dict[str, Callable[[Cell], float 
 
 @register_format("compare", "csv", ".csv")
 def csv_comparison(cmp: Comparison, ci: bool) -> str:
-    """Plain numbers in display units (percent for accuracies), one column per cell kind."""
+    """Plain numbers in display units (percent for accuracies), one column per cell kind,
+    each as `repr` writes it: the shortest text that reads back as the same float."""
     kinds = cell_numbers(cmp, ci)
     header = ["model", "report"]
     header += [f"{c.id}{suffix}" for suffix in kinds for c in cmp.columns]
     lines = [header]
     for row in cmp.rows:
         numbers = [number(cmp.cell(row, c)) for number in kinds.values() for c in cmp.columns]
-        lines.append([row, cmp.sources[row], *("" if n is None else f"{n:.4f}" for n in numbers)])
+        lines.append(
+            [row, cmp.sources[row], *("" if n is None else repr(float(n)) for n in numbers)]
+        )
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerows(lines)
     return buffer.getvalue().rstrip("\n")
@@ -390,12 +393,12 @@ def json_comparison(cmp: Comparison, ci: bool) -> str:
         for column in cmp.columns:
             cell = cmp.cell(row, column)
             shown: dict[str, object] = {
-                "value": round(cell.value, 6),
-                "ci95": [round(cell.ci95[0], 6), round(cell.ci95[1], 6)],
+                "value": cell.value,
+                "ci95": [cell.ci95[0], cell.ci95[1]],
                 "mark": cell.mark or None,
             }
             if cell.diff is not None:
-                shown["diff"] = round(cell.diff, 6)
+                shown["diff"] = cell.diff
             cells[column.id] = shown
         rows.append({"model": row, "report": cmp.sources[row], "cells": cells})
     columns = [

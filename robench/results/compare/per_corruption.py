@@ -205,7 +205,7 @@ def csv_per_corruption(table: PerCorruption) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["corruption", *table.models])
     for row in table.corruptions:
-        writer.writerow([row, *(f"{table.cells[row, m][0]:.4f}" for m in table.models)])
+        writer.writerow([row, *(repr(float(table.cells[row, m][0])) for m in table.models)])
     return buffer.getvalue().rstrip("\n")
 
 
@@ -217,7 +217,7 @@ def json_per_corruption(table: PerCorruption) -> str:
             "severities": table.severities.get(row),
             "cells": {
                 m: {
-                    "value": round(table.cells[row, m][0], 6),
+                    "value": table.cells[row, m][0],
                     "mark": table.cells[row, m][1] or None,
                 }
                 for m in table.models
