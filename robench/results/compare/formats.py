@@ -393,12 +393,12 @@ def json_comparison(cmp: Comparison, ci: bool) -> str:
         for column in cmp.columns:
             cell = cmp.cell(row, column)
             shown: dict[str, object] = {
-                "value": cell.value,
-                "ci95": [cell.ci95[0], cell.ci95[1]],
+                "value": round(cell.value, 6),
+                "ci95": [round(cell.ci95[0], 6), round(cell.ci95[1], 6)],
                 "mark": cell.mark or None,
             }
             if cell.diff is not None:
-                shown["diff"] = cell.diff
+                shown["diff"] = round(cell.diff, 6)
             cells[column.id] = shown
         rows.append({"model": row, "report": cmp.sources[row], "cells": cells})
     columns = [

@@ -217,7 +217,7 @@ def json_per_corruption(table: PerCorruption) -> str:
             "severities": table.severities.get(row),
             "cells": {
                 m: {
-                    "value": table.cells[row, m][0],
+                    "value": round(table.cells[row, m][0], 6),
                     "mark": table.cells[row, m][1] or None,
                 }
                 for m in table.models
