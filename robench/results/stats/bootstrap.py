@@ -53,8 +53,8 @@ _CACHE_BYTES = 64_000_000  # kept draws: 2,000 resamples of up to 32,000 samples
 
 
 def _per_chunk(n: int, width: int) -> int:
-    """Resamples per chunk: `_CHUNK` drawn indices, or `_CHUNK` entries of `width` per
-    resample that the statistic holds (summed counts of many results)."""
+    """Resamples per chunk: at most `_CHUNK` drawn indices, and at most 4 x `_CHUNK`
+    numbers the statistic holds (`width` per resample: summed counts of many results)."""
     return max(1, min(_CHUNK // max(n, 1), _CHUNK * 4 // max(width, 1)))
 
 

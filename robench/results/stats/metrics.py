@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from robench._core.registry import Registry
 from robench.results.report.schema import Report
 from robench.results.stats import certificates
+from robench.results.stats.bootstrap import Z_95 as Z_95
 from robench.results.stats.calibration import CalibrationError, mean_bootstrap_interval
 from robench.results.stats.paired_statistic import PairedStatistic
 from robench.results.stats.ratio_statistics import MedianOfMarked, RatioOfSums, bootstrap_interval
@@ -36,7 +37,6 @@ from robench.results.stats.segmentation_metrics import CountsStatistic
 if TYPE_CHECKING:
     import numpy as np
 
-Z_95 = 1.959963984540054  # two-sided 95% normal quantile
 
 # A sample's value: correct or not, a real number, or a (numerator, denominator) pair of a
 # ratio-of-sums metric (a window's NLL and its token count).
