@@ -4,6 +4,7 @@ reports and against what the command line prints for the same reports."""
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import math
@@ -299,15 +300,74 @@ def test_compare_frame_equals_the_cli_csv(
     frame = robench.compare(paths, **keywords)
     expected = _cli_csv(args)
     assert list(frame.columns) == list(expected.columns)
-    pd.testing.assert_frame_equal(frame, expected, check_dtype=False, atol=5e-5, rtol=0)
+    pd.testing.assert_frame_equal(frame, expected, check_dtype=False, atol=1e-12, rtol=1e-12)
     assert frame.attrs["columns"][0]["id"] == frame.columns[2]
+
+
+def test_compare_csv_writes_every_float_repr_exact() -> None:
+    """Machines read the CSV: each number is the frame's float as `repr` writes it, so it
+    reads back bit for bit (the CSV used to round to 4 decimals)."""
+    paths = [str(DEMO / name) for name in DEMO_PAIRS["corruptions"]]
+    frame = robench.compare(paths, ci=True, reference=0)
+    result = runner.invoke(app, ["compare", *paths, "--ci", "-r", paths[0], "-f", "csv"])
+    rows = list(csv.reader(io.StringIO(result.stdout)))
+    assert rows[0] == list(frame.columns)
+    cells = [
+        (text, frame.iloc[i, j]) for i, row in enumerate(rows[1:]) for j, text in enumerate(row)
+    ]
+    numbers = [(text, value) for text, value in cells[2:] if isinstance(value, float)]
+    assert numbers and all(text == repr(float(value)) for text, value in numbers if text)
+    assert any(len(text.split(".")[-1]) > 4 for text, _ in numbers)  # more than 4 decimals
+    per = robench.compare(paths, per_corruption=True)
+    text = runner.invoke(app, ["compare", *paths, "--per-corruption", "-f", "csv"]).stdout
+    read = pd.read_csv(io.StringIO(text), float_precision="round_trip")
+    pd.testing.assert_frame_equal(per, read, check_dtype=False, atol=0, rtol=0)
+
+
+def test_compare_frame_shows_all_its_columns() -> None:
+    """In a notebook (`_repr_html_`) and printed, every column is shown: no `...` column and
+    no `[2 rows x 47 columns]` summary."""
+    paths = [str(DEMO / name) for name in DEMO_PAIRS["corruptions"]]
+    frame = robench.compare(paths, ci=True)
+    assert len(frame.columns) > 40  # more than pandas shows by default (20)
+    with pd.option_context("display.width", 80):
+        html, text = frame._repr_html_(), repr(frame)
+    assert html is not None
+    assert all(f"<th>{column}</th>" in html for column in frame.columns)
+    assert all(column in text for column in frame.columns)
+    assert "..." not in html and "..." not in text and "columns]" not in text
+    assert all(len(line) <= 80 for line in text.splitlines())  # wrapped in blocks
+    derived = frame[frame.columns[:30]]
+    assert "..." not in derived._repr_html_()
+
+
+def test_reports_frame_and_gate_json_keep_every_float_as_stored(tmp_path: Path) -> None:
+    paths = [DEMO / "baseline-corruptions.json", DEMO / "elliptical-corruptions.json"]
+    frame = robench.reports_frame(list(map(str, paths)))
+    for path in paths:
+        report = read_report(path)
+        rows = frame[(frame.report == str(path)) & (frame.kind != "aggregate")]
+        for row in rows.itertuples(index=False):
+            stored = report.result(row.perturbation)
+            assert stored is not None
+            measured = stored.metrics[row.metric]
+            assert (row.value, row.ci_low, row.ci_high) == (measured.value, *measured.ci95)
+    _, _, summary = _cli_gate(tmp_path, paths[0], paths[1])
+    base, cand = (read_report(p) for p in paths)
+    for check in summary["checks"]:
+        if check["aggregate"]:
+            continue
+        for report, key in ((base, "baseline"), (cand, "candidate")):
+            stored = report.result(check["perturbation"])
+            assert stored is not None
+            assert check[key] == stored.metrics[check["metric"]].value  # bit for bit
 
 
 def test_compare_metric_filter_and_notes_match_the_cli() -> None:
     paths = [str(DEMO / "baseline.json"), str(BASELINE)]
     frame = robench.compare(paths, metric="top1")
     expected = _cli_csv([*paths, "--metric", "top1"])
-    pd.testing.assert_frame_equal(frame, expected, check_dtype=False, atol=5e-5, rtol=0)
+    pd.testing.assert_frame_equal(frame, expected, check_dtype=False, atol=1e-12, rtol=1e-12)
     assert list(frame.columns) == ["model", "report", "clean/top1"]  # other suites' dropped
     notes = runner.invoke(app, ["compare", *paths, "-m", "top1", "-f", "csv"]).stderr
     assert frame.attrs["notes"] and all(
@@ -321,7 +381,7 @@ def test_compare_at_eps_and_per_corruption_match_the_cli(tmp_path: Path) -> None
     path = str(write(report, tmp_path / "fmn.json"))
     frame = robench.compare([path], at_eps="1/255,3/255", ci=True)
     expected = _cli_csv([path, "--at-eps", "1/255,3/255", "--ci"])
-    pd.testing.assert_frame_equal(frame, expected, check_dtype=False, atol=5e-5, rtol=0)
+    pd.testing.assert_frame_equal(frame, expected, check_dtype=False, atol=1e-12, rtol=1e-12)
     assert frame["fmn@1/255/top1"].iloc[0] == pytest.approx(60.0)  # norms > 1/255: 3 of 5
     assert (
         robench.compare([report], at_eps=[1 / 255, 3 / 255], ci=True)
@@ -331,7 +391,7 @@ def test_compare_at_eps_and_per_corruption_match_the_cli(tmp_path: Path) -> None
     paths = [str(DEMO / n) for n in DEMO_PAIRS["corruptions"]]
     per = robench.compare(paths, per_corruption=True)
     cli = _cli_csv([*paths, "--per-corruption"])
-    pd.testing.assert_frame_equal(per, cli, check_dtype=False, atol=5e-5, rtol=0)
+    pd.testing.assert_frame_equal(per, cli, check_dtype=False, atol=1e-12, rtol=1e-12)
     assert per.corruption.iloc[-1] == "mean"
 
 

@@ -28,9 +28,10 @@ from robench.cli._gate_outputs import (
     parse_output,
     write_outputs,
 )
-from robench.cli._output import err, handle_errors, out
+from robench.cli._output import err, handle_errors, out, table_width
 from robench.cli._registry_options import import_plugins
-from robench.results.gate.formats import STATUS_STYLE, markdown_table, rich_table
+from robench.results.gate.checks import policy_text
+from robench.results.gate.formats import STATUS_STYLE
 from robench.results.gate.policy import Policy, read_policy
 from robench.results.gate.regression import GateResult, Status, exit_code, run_gate
 from robench.results.report.schema import Report, check_writable, read_report
@@ -194,7 +195,7 @@ def gate_command(  # long: 69 lines of typer options and 30 of help; the code is
     correctness) decides: significant at alpha -> regressed, otherwise inconclusive with an
     estimate of the samples needed. Aggregates over results are checks too (paired bootstrap
     over samples). Both reports must share suite, version and samples.
-    Built-in policy: alpha 0.05; clean top1 may drop 1 pp, everything else 2 pp.
+    Built-in policy: {policy}.
 
     --summary, --junit and --json write robench's own formats; --output NAME=PATH writes any
     registered gate format (repeatable: the gate writes several files in one run, a format and
@@ -233,10 +234,12 @@ def gate_command(  # long: 69 lines of typer options and 30 of help; the code is
     result = _gate(
         base_report, candidate, read_policy(policy), sequential, candidate_model, checkpoint, device
     )
+    from robench.results.gate.tables import RichGate, markdown_fitting
+
     if out.is_terminal:
-        out.print(rich_table(result))
+        out.print(RichGate(result))
     else:
-        typer.echo(markdown_table(result))
+        typer.echo(markdown_fitting(result, table_width()))
     write_outputs(result, files, strict)
     for note in result.notes:
         err.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
@@ -260,3 +263,8 @@ def gate_command(  # long: 69 lines of typer options and 30 of help; the code is
     )
     if code != EXIT_OK:
         raise typer.Exit(code)
+
+
+# The built-in policy in words, from the policy and the metric registry (each metric's
+# `gate_tolerance`), so the help stays true when a tolerance changes.
+gate_command.__doc__ = (gate_command.__doc__ or "").replace("{policy}", policy_text(Policy()))

@@ -377,14 +377,17 @@ def cell_numbers(cmp: Comparison, ci: bool) -> dict[str, Callable[[Cell], float 
 
 @register_format("compare", "csv", ".csv")
 def csv_comparison(cmp: Comparison, ci: bool) -> str:
-    """Plain numbers in display units (percent for accuracies), one column per cell kind."""
+    """Plain numbers in display units (percent for accuracies), one column per cell kind,
+    each as `repr` writes it: the shortest text that reads back as the same float."""
     kinds = cell_numbers(cmp, ci)
     header = ["model", "report"]
     header += [f"{c.id}{suffix}" for suffix in kinds for c in cmp.columns]
     lines = [header]
     for row in cmp.rows:
         numbers = [number(cmp.cell(row, c)) for number in kinds.values() for c in cmp.columns]
-        lines.append([row, cmp.sources[row], *("" if n is None else f"{n:.4f}" for n in numbers)])
+        lines.append(
+            [row, cmp.sources[row], *("" if n is None else repr(float(n)) for n in numbers)]
+        )
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerows(lines)
     return buffer.getvalue().rstrip("\n")

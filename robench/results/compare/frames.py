@@ -5,7 +5,9 @@ The frame is the one `robench compare --format csv` writes, built from the same
 defaults: a row per report (`model`, `report`), a column per perturbation and metric
 (`fgsm/top1`; an aggregate by its name, `mce`) in display units (percent for accuracies, as
 the table shows them), then with a reference a ` diff` column each, and with `ci=True` a
-` ci_low` and ` ci_high` column each. Numbers are not rounded (the CSV writes 4 decimals).
+` ci_low` and ` ci_high` column each. Numbers are not rounded, nor are the CSV's (`repr`:
+`pandas.read_csv` of it gives the frame's floats). The frame is a `ComparisonFrame`
+(`shown_frame.py`): a DataFrame that shows all its columns, in a notebook and as text.
 `--per-corruption` is `per_corruption=True`: a row per corruption and a column per model.
 
 What the CSV cannot hold is in `frame.attrs`: `notes` (what was dropped or differs, the
@@ -116,7 +118,7 @@ def comparison_frame(cmp: Comparison, ci: bool) -> pd.DataFrame:
     for suffix, number in kinds.items():
         for column in cmp.columns:
             table[f"{column.id}{suffix}"] = [number(cmp.cell(row, column)) for row in cmp.rows]
-    frame = pd.DataFrame(table)
+    frame = _shown(pd.DataFrame(table))
     frame.attrs = {
         "title": cmp.title,
         "reference": cmp.reference,
@@ -149,7 +151,14 @@ def _per_corruption_frame(reports: list[tuple[str, Report]]) -> pd.DataFrame:
         }
     )
     frame.attrs = {"notes": list(table.notes), "severities": dict(table.severities)}
-    return frame
+    return _shown(frame)
+
+
+def _shown(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` as a `ComparisonFrame`, which shows all its columns."""
+    from robench.results.compare.shown_frame import ComparisonFrame
+
+    return ComparisonFrame(frame)
 
 
 @as_input_errors

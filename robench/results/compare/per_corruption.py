@@ -205,7 +205,7 @@ def csv_per_corruption(table: PerCorruption) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["corruption", *table.models])
     for row in table.corruptions:
-        writer.writerow([row, *(f"{table.cells[row, m][0]:.4f}" for m in table.models)])
+        writer.writerow([row, *(repr(float(table.cells[row, m][0])) for m in table.models)])
     return buffer.getvalue().rstrip("\n")
 
 

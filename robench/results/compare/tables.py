@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from rich.cells import cell_len, chop_cells
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
-from rich.measure import Measurement
 from rich.table import Table
 
+from robench.results.report.fitting import Layout as Layout
+from robench.results.report.fitting import first_that_fits as first_that_fits
 from robench.results.report.output_formats import REPORT_FORMATS as REPORT_FORMATS
 from robench.results.report.output_formats import register_format
 from robench.results.report.schema import Report
@@ -29,26 +30,7 @@ from robench.results.stats.metrics import higher_is_better, metric_display
 
 ARROWS = {True: "↑", False: "↓"}
 
-Layout = Callable[[int], RenderableType]  # spare width (cells) -> renderable
-
-_UNBOUNDED = 1_000_000  # a width no layout reaches, to measure what a layout needs
 _BREAK = re.compile(r"(?<=[-_])")  # a word too long for its column breaks after '-' or '_'
-
-
-def first_that_fits(
-    console: Console, options: ConsoleOptions, layouts: dict[str, Layout]
-) -> tuple[str, RenderableType]:
-    """The first of `layouts` (widest first) that fits the console, with its name; the last
-    one when none does. A layout fits when its minimum width does; it is then built again
-    with the width left over (`spare`) to share out, e.g. to keep header words whole."""
-    wide = options.update_width(_UNBOUNDED)
-    last = list(layouts)[-1]
-    for name, build in layouts.items():
-        renderable = build(0)
-        spare = options.max_width - Measurement.get(console, wide, renderable).minimum
-        if spare >= 0 or name == last:
-            return name, build(spare) if spare > 0 else renderable
-    raise AssertionError("unreachable: the last layout is always returned")
 
 
 def _pieces(word: str) -> list[str]:

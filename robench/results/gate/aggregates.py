@@ -12,7 +12,6 @@ else `[default]` (2 points of mCE x100, or 2 pp, built in). docs/ci.md documents
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -34,6 +33,7 @@ from robench.results.stats.aggregate_samples import (
     shared_block,
 )
 from robench.results.stats.aggregates import Aggregate, Plan, corruption_groups, find_aggregate
+from robench.results.stats.bootstrap import paired_summary
 from robench.results.stats.paired_tests import mean_samples_needed
 
 # numpy is imported where it is used: `robench compare` (and a gate of binary metrics) reads
@@ -51,7 +51,7 @@ class PairedAggregate:
     baseline: float
     candidate: float
     difference: float  # candidate - baseline, stored units
-    ci95: tuple[float, float]  # 95% percentile interval of the difference
+    ci95: tuple[float, float]  # 95% interval of the difference (`bootstrap`)
     p_worse: float  # one-sided bootstrap p-value of "candidate worse"
     sd_per_sample: float  # bootstrap sd of the difference x sqrt(n)
     n: int  # paired samples (of the aggregate's dataset)
@@ -117,14 +117,11 @@ def paired_aggregate(
 
     base, cand = float(value_b(split(point, _PREFIX[0]))), float(value_c(split(point, _PREFIX[1])))
     diffs = value_c(split(boot, _PREFIX[1])) - value_b(split(boot, _PREFIX[0]))
-    diff = cand - base
-    worse = -1.0 if aggregate.higher_is_better else 1.0  # sign of a change for the worse
-    drop, drops = worse * diff, worse * diffs
-    p_worse = (1 + int(np.sum(drops - drop >= drop))) / (1 + n_boot)
-    low, high = np.percentile(diffs, [2.5, 97.5])
+    # one-sided "candidate worse": a rise of a lower-is-better aggregate, a fall otherwise
+    worse = "less" if aggregate.higher_is_better else "greater"
     n = int(blocks[0].indices.size)
-    sd = float(np.std(diffs, ddof=1)) * math.sqrt(n) if n_boot > 1 else 0.0
-    return PairedAggregate(base, cand, diff, (float(low), float(high)), p_worse, sd, n)
+    diff, ci95, p_worse, sd = paired_summary(cand - base, np.asarray(diffs), n, worse)
+    return PairedAggregate(base, cand, diff, ci95, p_worse, sd, n)
 
 
 def _skip(stored: AggregateResult, other: AggregateResult | None) -> str | None:

@@ -179,6 +179,44 @@ def tolerance_text(display: MetricDisplay, tolerance: Tolerance, allowed: float 
     if tolerance.max_abs_drop is not None:
         parts.append(display_amount(display, tolerance.max_abs_drop))
     if tolerance.max_rel_drop is not None:
-        parts.append(f"{tolerance.max_rel_drop:.0%} rel.")
+        parts.append(f"{_percent(tolerance.max_rel_drop)} rel.")
     text = " and ".join(parts)
     return text if len(parts) == 1 else f"{text} (= {display_amount(display, allowed)})"
+
+
+def _percent(fraction: float) -> str:
+    """0.005 -> `0.5%` (not `0%`, as `:.0%` would round it)."""
+    return f"{100 * fraction:g}%"
+
+
+def _limit_text(metric: str, tolerance: Tolerance) -> str:
+    """A tolerance in words and the metric's display units: `2.00 pp`, `5% of the baseline`."""
+    if tolerance.ignore:
+        return "ignored"
+    display = metric_display(metric)
+    parts = []
+    if tolerance.max_abs_drop is not None:
+        parts.append(display_amount(display, tolerance.max_abs_drop))
+    if tolerance.max_rel_drop is not None:
+        parts.append(f"{_percent(tolerance.max_rel_drop)} of the baseline")
+    return " and ".join(parts)
+
+
+def policy_text(policy: Policy) -> str:
+    """What `policy` allows, in words (`gate --help` shows the built-in policy's): alpha, each
+    rule, each metric's own default (grouped), then the default for any other check."""
+    parts = [f"alpha {policy.alpha:g}, p-values adjusted by {policy.multiple_testing}"]
+    parts += [
+        f"{rule.perturbation}/{rule.metric} may drop {_limit_text(rule.metric, rule)}"
+        for rule in policy.rules
+    ]
+    groups: dict[str, list[str]] = {}
+    for metric, tolerance in policy.metric_defaults.items():
+        groups.setdefault(_limit_text(metric, tolerance), []).append(metric)
+    parts += [f"{', '.join(names)} {text}" for text, names in groups.items()]
+    default = policy.default
+    other = _limit_text("top1", default)
+    if default.max_abs_drop is not None and not default.ignore:
+        other = f"{default.max_abs_drop:g} in stored units ({other} of an accuracy)"
+    parts.append(f"any other metric or aggregate {other}")
+    return "; ".join(parts)

@@ -12,8 +12,6 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
-from rich.markup import escape
-from rich.table import Table
 
 from robench._core.errors import ConfigError
 from robench._core.toml_files import describe_validation_error
@@ -186,17 +184,6 @@ def junit_text(result: GateResult, strict: bool) -> str:
     buffer = io.BytesIO()
     junit_xml(result, strict).write(buffer, encoding="utf-8", xml_declaration=True)
     return buffer.getvalue().decode("utf-8")
-
-
-def rich_table(result: GateResult) -> Table:
-    table = Table(title=f"robench gate: {result.status.value}", title_justify="left")
-    for i, name in enumerate(HEADER):
-        table.add_column(name, justify="right" if 0 < i < 5 or i in (6, 7) else "left")
-    for check in result.checks:
-        cells = [escape(cell) for cell in check_row(check)]
-        cells[-1] = f"[{STATUS_STYLE[check.status]}]{cells[-1]}[/]"
-        table.add_row(*cells)
-    return table
 
 
 # --- JSON summary ---------------------------------------------------------------------------

@@ -10,8 +10,9 @@ one dataset, and two reports' rows when a gate pairs them), so the outcomes of o
 different corruptions stay together. Blocks on different datasets (a clean result measured on
 another dataset) are resampled independently.
 
-A draw is held as counts per sample (how often each position was drawn), so a replicate's
-sums are one matrix product: counts (replicates, n) @ values (n, rows x m).
+A draw is held as counts per sample (how often each position was drawn: `bootstrap`,
+weighted), so a replicate's sums are one matrix product: counts (replicates, n) @ values
+(n, rows x m).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from robench.results.report.schema import PerturbationResult, Report
+from robench.results.stats.bootstrap import bootstrap
 from robench.results.stats.segmentation_metrics import CountsStatistic
 
 # numpy is imported where it is used: `robench compare` reads reports without it.
@@ -30,8 +32,6 @@ if TYPE_CHECKING:
 # result name -> its statistic (top-1 accuracy, mIoU): a float64 scalar, or one value per
 # bootstrap replicate.
 Accuracies = Mapping[str, "np.ndarray"]
-
-_CHUNK = 8_000_000  # summed entries per chunk of replicates (bounded memory: ~100 MB)
 
 
 @dataclass(frozen=True)
@@ -133,24 +133,23 @@ def bootstrap_accuracies(blocks: Sequence[Block], n_boot: int, seed: int) -> dic
 
     if n_boot < 1:
         raise ValueError(f"n_boot must be >= 1, got {n_boot}")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed)  # one stream: blocks are resampled independently
     found: dict[str, np.ndarray] = {}
     for block in blocks:
         rows, n, width = block.values.shape
         if n == 0:
             found.update({name: np.full(n_boot, np.nan) for name in block.names})
             continue
-        stats = np.empty((n_boot, rows))
         # (n, rows x m): one matrix product sums every row's vectors for a chunk of draws
         values = np.ascontiguousarray(block.values.transpose(1, 0, 2).reshape(n, rows * width))
-        per_chunk = max(1, min(_CHUNK // n, _CHUNK // (rows * width)))
-        for start in range(0, n_boot, per_chunk):
-            count = min(per_chunk, n_boot - start)
-            draws = rng.integers(0, n, size=(count, n))  # (count, n) positions
-            draws += np.arange(count)[:, None] * n  # one bin range per replicate
-            counts = np.bincount(draws.ravel(), minlength=count * n).reshape(count, n)
-            sums = (counts.astype(np.float32) @ values).reshape(count, rows, width)
-            stats[start : start + count] = block.statistic.of_sums(sums.astype(np.float64), n)
+
+        def of_weights(
+            weights: np.ndarray, values: np.ndarray, rows: int = rows, block: Block = block
+        ) -> np.ndarray:
+            sums = (weights.astype(np.float32) @ values).reshape(len(weights), rows, -1)
+            return block.statistic.of_sums(sums.astype(np.float64), values.shape[0])
+
+        stats = bootstrap(of_weights, values, n_resamples=n_boot, seed=rng, width=rows * width)
         found.update({name: stats[:, i] for i, name in enumerate(block.names)})
     return found
 

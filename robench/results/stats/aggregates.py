@@ -3,9 +3,9 @@
 An `Aggregate` is registered once with its direction, display and a `plan`: which results of
 one dataset it reads (its members, and a clean result for relative mCE) and how it combines
 their top-1 accuracies. `compute_aggregates` runs the plans on a report's corruption results,
-one group per dataset that holds any, and attaches a 95% percentile bootstrap interval over
-samples, paired across the members (`aggregate_samples`). docs/formats.md ("Aggregates")
-gives the definitions.
+one group per dataset that holds any, and attaches a 95% bootstrap interval over samples
+(`bootstrap.centred_interval`), paired across the members (`aggregate_samples`).
+docs/formats.md ("Aggregates") gives the definitions.
 
 With E(f,c,s) model f's top-1 error on corruption c at severity s and AlexNet's errors from
 `alexnet_reference`:
@@ -40,6 +40,7 @@ from robench.results.stats.aggregate_samples import (
     shared_block,
 )
 from robench.results.stats.alexnet_reference import alexnet_reference
+from robench.results.stats.bootstrap import centred_interval
 from robench.results.stats.metrics import MetricDisplay
 
 # numpy is imported where it is used: `robench compare` reads reports without it.
@@ -318,8 +319,6 @@ def compute_one(
     report: Report, aggregate: Aggregate, name: str, dataset: str, n_boot: int, seed: int
 ) -> AggregateResult:
     """`aggregate` on `dataset`'s corruption results, with its bootstrap interval."""
-    import numpy as np
-
     results = corruption_groups(report).get(dataset, [])
     plan = aggregate.plan(report, dataset, results)
     if plan.reason is not None or plan.value is None or plan.details is None:
@@ -331,15 +330,16 @@ def compute_one(
         return _result(aggregate, name, dataset, plan, reason=reason)
     blocks, caveat = found
     point = point_accuracies(blocks)
+    value = float(plan.value(point))
     replicates = plan.value(bootstrap_accuracies(blocks, n_boot, seed))
-    low, high = np.nanpercentile(replicates, [2.5, 97.5])
+    low, high = centred_interval(value, replicates)
     details = {c: float(v) for c, v in plan.details(point).items()}
     return _result(
         aggregate,
         name,
         dataset,
         plan,
-        value=float(plan.value(point)),
+        value=value,
         ci95=(float(low), float(high)),
         reason=caveat,
         details=details,

@@ -13,7 +13,7 @@ right=True)` gives it (Guo et al.'s bins are right-closed; the two differ only f
 confidences on a bin edge).
 
 The right-hand form is a function of per-bin sums, so a bootstrap resample's ECE is
-`|weights @ gaps|` (resample_weights.py): 2,000 resamples of 10,000 samples cost one matrix
+`|weights @ gaps|` (`bootstrap`, weighted): 2,000 resamples of 10,000 samples cost one matrix
 product. A sample's value is its (confidence, correct) pair; the report keeps those pairs as
 the `ece` column, which the gate's paired bootstrap reads. Torch-free.
 """
@@ -25,9 +25,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from robench.results.stats.paired_tests import bootstrap_p_value
-from robench.results.stats.ratio_statistics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
-from robench.results.stats.resample_weights import resampled_weights
+from robench.results.stats.bootstrap import (
+    BOOTSTRAP_RESAMPLES,
+    BOOTSTRAP_SEED,
+    UNBOUNDED,
+    bootstrap,
+    centred_interval,
+    paired_summary,
+    weighted_mean,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -84,9 +90,17 @@ class CalibrationError:
         n_resamples: int = BOOTSTRAP_RESAMPLES,
         seed: int = BOOTSTRAP_SEED,
     ) -> tuple[float, float]:
-        """95% percentile bootstrap interval over samples (seeded); (nan, nan) for none."""
+        """95% bootstrap interval over samples (seeded), centred on the ECE and within
+        [0, 1]; (nan, nan) for none."""
+        import numpy as np
+
         pairs = as_confidence_pairs(values)
-        return weighted_interval(self.gaps(pairs), self.of_weights, n_resamples, seed)
+        if not len(pairs):
+            return (math.nan, math.nan)
+        gaps = self.gaps(pairs)
+        estimate = float(self.of_weights(np.ones((1, len(pairs))), gaps)[0])
+        replicates = bootstrap(self.of_weights, gaps, n_resamples=n_resamples, seed=seed)
+        return centred_interval(estimate, replicates, (0.0, 1.0))
 
     def paired(
         self,
@@ -96,8 +110,8 @@ class CalibrationError:
         seed: int,
         alternative: str,
     ) -> tuple[float, tuple[float, float], float, float]:
-        """Paired bootstrap of ECE(candidate) - ECE(baseline) over the same samples, with
-        the arguments and result of `ratio_statistics.paired_statistic_bootstrap`."""
+        """Paired bootstrap of ECE(candidate) - ECE(baseline) over the same samples
+        (`bootstrap.paired_summary`)."""
         import numpy as np
 
         base = self.gaps(as_confidence_pairs(baseline))
@@ -108,46 +122,25 @@ class CalibrationError:
             raise ValueError("a paired bootstrap needs at least one sample")
         ones = np.ones((1, len(base)))
         observed = float(self.of_weights(ones, cand)[0] - self.of_weights(ones, base)[0])
-        diffs = resampled_weights(
-            len(base),
-            n_resamples,
-            seed,
-            lambda w: self.of_weights(w, cand) - self.of_weights(w, base),
+        diffs = bootstrap(
+            lambda w, b, c: self.of_weights(w, c) - self.of_weights(w, b),
+            base,
+            cand,
+            n_resamples=n_resamples,
+            seed=seed,
         )
-        low, high = np.percentile(diffs, [2.5, 97.5])
-        p_value = bootstrap_p_value(diffs, observed, alternative)
-        sd = float(np.std(diffs, ddof=1) * math.sqrt(len(base))) if len(diffs) > 1 else 0.0
-        return observed, (float(low), float(high)), p_value, sd
+        return paired_summary(observed, diffs, len(base), alternative)
 
 
-def _weighted_mean(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
-    result: np.ndarray = (weights @ values)[:, 0] / weights.sum(axis=-1)
-    return result
-
-
-def weighted_interval(
-    features: np.ndarray,
-    statistic: Any,
-    n_resamples: int = BOOTSTRAP_RESAMPLES,
-    seed: int = BOOTSTRAP_SEED,
+def mean_bootstrap_interval(
+    values: Sequence[Any], bounds: tuple[float, float] = UNBOUNDED
 ) -> tuple[float, float]:
-    """95% percentile bootstrap interval of `statistic(weights, features)` over samples
-    (the rows of `features`); (nan, nan) for none."""
+    """95% bootstrap interval of the mean of real per-sample values (NLL, Brier score),
+    centred on the mean and within `bounds`, seeded as every reported bootstrap is; (nan,
+    nan) for none."""
     import numpy as np
 
-    if not len(features):
+    column = np.asarray(values, dtype=float).reshape(-1)
+    if not len(column):
         return (math.nan, math.nan)
-    replicates = resampled_weights(
-        len(features), n_resamples, seed, lambda w: statistic(w, features)
-    )
-    low, high = np.percentile(replicates, [2.5, 97.5])
-    return (float(low), float(high))
-
-
-def mean_bootstrap_interval(values: Sequence[Any]) -> tuple[float, float]:
-    """95% percentile bootstrap interval of the mean of real per-sample values (NLL, Brier
-    score), seeded as every reported bootstrap is (`BOOTSTRAP_SEED`)."""
-    import numpy as np
-
-    column = np.asarray(values, dtype=float).reshape(-1, 1)
-    return weighted_interval(column, _weighted_mean)
+    return centred_interval(float(column.mean()), bootstrap(weighted_mean, column), bounds)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from robench._core.registry import Registry
 from robench.results.report.schema import Report
 from robench.results.stats import certificates
+from robench.results.stats.bootstrap import Z_95 as Z_95
 from robench.results.stats.calibration import CalibrationError, mean_bootstrap_interval
 from robench.results.stats.paired_statistic import PairedStatistic
 from robench.results.stats.ratio_statistics import MedianOfMarked, RatioOfSums, bootstrap_interval
@@ -36,7 +37,6 @@ from robench.results.stats.segmentation_metrics import CountsStatistic
 if TYPE_CHECKING:
     import numpy as np
 
-Z_95 = 1.959963984540054  # two-sided 95% normal quantile
 
 # A sample's value: correct or not, a real number, or a (numerator, denominator) pair of a
 # ratio-of-sums metric (a window's NLL and its token count).
@@ -64,7 +64,9 @@ def wilson_interval(successes: int, n: int, z: float = Z_95) -> tuple[float, flo
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    # The score test accepts p itself, so the interval holds p; rounding alone can put p a
+    # hair outside it (1.0 above an upper end of 0.9999999999999998): keep p inside.
+    return (min(p, max(0.0, centre - half)), max(p, min(1.0, centre + half)))
 
 
 def mean(values: Sequence[PerSampleValue]) -> float:
@@ -247,10 +249,12 @@ def ratio_metric(
     display: MetricDisplay,
     task: str,
     gate_tolerance: GateTolerance | None = None,
+    bounds: tuple[float, float] = (0.0, math.inf),
 ) -> Metric:
     """A lower-is-better metric `transform(sum num / sum den)` of per-sample pairs, with a
-    bootstrap interval over samples and a paired bootstrap in gates."""
-    statistic = RatioOfSums(transform)
+    bootstrap interval over samples (the ratio within `bounds`) and a paired bootstrap in
+    gates."""
+    statistic = RatioOfSums(transform, bounds)
     return Metric(
         name=name,
         description=description,
@@ -342,7 +346,7 @@ register(
         requires="logp_target",
         needs="class probabilities per sample",
         paired_test="real",
-        interval=mean_bootstrap_interval,
+        interval=lambda values: mean_bootstrap_interval(values, (0.0, math.inf)),
         # Nats have no fixed scale (0.2 clean, 5 under attack): a drop relative to the baseline.
         gate_tolerance=GateTolerance(max_rel_drop=0.05),
     )
@@ -359,7 +363,7 @@ register(
         requires="p_sumsq",
         needs="class probabilities per sample",
         paired_test="real",
-        interval=mean_bootstrap_interval,
+        interval=lambda values: mean_bootstrap_interval(values, (0.0, 2.0)),
         gate_tolerance=GateTolerance(max_abs_drop=0.02),
     )
 )
@@ -467,6 +471,7 @@ register(
 # `changed_words` of its `words`. TextAttack's summary numbers, each over the samples it
 # defines them on, as ratios of sums with a bootstrap interval and a paired bootstrap in gates.
 _TEXT = "text-classification"
+_FRACTION, _NONNEGATIVE = (0.0, 1.0), (0.0, math.inf)  # the values a statistic can take
 
 
 def _attacked(record: Record) -> bool:
@@ -481,7 +486,7 @@ def _attack_metric(
     higher_is_better: bool,
     statistic: RatioOfSums | None = None,
 ) -> Metric:
-    statistic = statistic or RatioOfSums(lambda x: x)
+    statistic = statistic or RatioOfSums(lambda x: x, _NONNEGATIVE)
     return Metric(
         name=name,
         description=description,
@@ -505,6 +510,7 @@ register(
         lambda r: (float(r["outcome"] == "succeeded"), float(_attacked(r))),
         MetricDisplay("success", scale=100.0, unit="%", diff_unit="pp"),
         higher_is_better=False,
+        statistic=RatioOfSums(lambda x: x, _FRACTION),
     )
 )
 register(
@@ -524,7 +530,7 @@ register(
         lambda r: (float(r["queries"]) * _attacked(r), float(_attacked(r))),
         MetricDisplay("median queries"),
         higher_is_better=True,
-        statistic=MedianOfMarked(),
+        statistic=MedianOfMarked(bounds=_NONNEGATIVE),
     )
 )
 register(
@@ -538,6 +544,7 @@ register(
         ),
         MetricDisplay("perturbed words", scale=100.0, unit="%", diff_unit="pp"),
         higher_is_better=True,
+        statistic=RatioOfSums(lambda x: x, _FRACTION),
     )
 )
 
@@ -570,7 +577,7 @@ register(
         per_sample_at=certificates.certified_at,
     )
 )
-_ACR = RatioOfSums(lambda x: x)
+_ACR = RatioOfSums(lambda x: x, _NONNEGATIVE)
 register(
     Metric(
         name="acr",

@@ -5,8 +5,8 @@ models. For per-sample accuracies (correct / wrong) the exact McNemar test looks
 discordant pairs, b = baseline right & candidate wrong and c = baseline wrong & candidate
 right; under "no difference" each discordant pair falls either way with probability 1/2, so
 b ~ Binomial(b + c, 1/2). For per-sample real values (losses, perplexity or mCE
-contributions) a paired bootstrap resamples samples, keeping each sample's two values
-together.
+contributions) a paired bootstrap (`bootstrap`) resamples samples, keeping each sample's two
+values together.
 
 Sample sizes use Connor's (1987) normal approximation for McNemar's test and the usual
 paired-mean formula for real values; both take the observed effect as the true one.
@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
+from robench.results.stats.bootstrap import bootstrap, bootstrap_p_value, centred_interval
+
 # numpy is imported where it is used: `robench compare` reads reports without it.
 if TYPE_CHECKING:
     import numpy as np
@@ -26,8 +28,6 @@ if TYPE_CHECKING:
 Alternative = Literal["two-sided", "greater", "less"]
 """`greater`: b > c for McNemar (candidate worse), mean(candidate - baseline) > 0 for the
 bootstrap; `less` the opposite; `two-sided` either way."""
-
-_BOOTSTRAP_CHUNK = 4_000_000  # resample indices drawn per chunk (bounded memory)
 
 
 def binomial_upper_tail(n: int, k: int) -> float:
@@ -101,7 +101,8 @@ def discordant_pairs(
 
 
 class BootstrapResult(NamedTuple):
-    """Mean of candidate - baseline, its 95% percentile interval and a bootstrap p-value."""
+    """Mean of candidate - baseline, its 95% interval (`bootstrap.centred_interval`) and a
+    bootstrap p-value."""
 
     mean_diff: float
     ci95: tuple[float, float]
@@ -119,7 +120,7 @@ def paired_bootstrap(
     """Paired bootstrap of the mean difference `candidate - baseline` over samples.
 
     Each resample draws n sample indices with replacement and keeps both values of a sample
-    together. The interval is the 2.5/97.5 percentile interval; the p-value compares the
+    together. The interval is `bootstrap.centred_interval`; the p-value compares the
     observed mean with the resampled means re-centred on zero (the null of no difference),
     with the +1 correction so it is never exactly 0. Deterministic for a given seed.
     """
@@ -137,35 +138,19 @@ def paired_bootstrap(
         raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
     if alternative not in _MCNEMAR:
         raise ValueError(f"alternative must be one of {sorted(_MCNEMAR)}, got {alternative!r}")
-    diffs = cand - base
-    n = diffs.size
-    observed = float(diffs.mean())
-    rng = np.random.default_rng(seed)
-    per_chunk = max(1, _BOOTSTRAP_CHUNK // n)
-    means = np.empty(n_resamples)
-    for start in range(0, n_resamples, per_chunk):
-        count = min(per_chunk, n_resamples - start)
-        idx = rng.integers(0, n, size=(count, n))
-        means[start : start + count] = diffs[idx].mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    return BootstrapResult(
-        observed, (float(low), float(high)), bootstrap_p_value(means, observed, alternative)
+    observed = float((cand - base).mean())
+    means = bootstrap(
+        lambda drawn: drawn.mean(axis=1),
+        cand - base,
+        n_resamples=n_resamples,
+        seed=seed,
+        weighted=False,
     )
-
-
-def bootstrap_p_value(replicates: np.ndarray, observed: float, alternative: str) -> float:
-    """p-value of "no difference" from bootstrap replicates of a difference: the replicates
-    shifted to a zero mean are compared with the observed value, with the +1 correction so it
-    is never exactly 0."""
-    import numpy as np
-
-    null = replicates - observed
-    exceed = {
-        "two-sided": np.abs(null) >= abs(observed),
-        "greater": null >= observed,
-        "less": null <= observed,
-    }[alternative]
-    return (1 + int(exceed.sum())) / (1 + len(replicates))
+    return BootstrapResult(
+        observed,
+        centred_interval(observed, means),
+        bootstrap_p_value(means, observed, alternative),
+    )
 
 
 def _z(alpha: float, power: float) -> tuple[float, float]:

@@ -5,7 +5,7 @@ perplexities: windows differ in length, and the corpus-level number is what lm-e
 and the paper report. Each window's record contributes a (numerator, denominator) pair; the
 statistic of a set of windows is `transform(sum numerators / sum denominators)`.
 
-Intervals and paired gates resample windows (a percentile bootstrap, seeded, so a report is
+Intervals and paired gates resample windows (`bootstrap`, seeded, so a report is
 reproducible), keeping each window's pair together. This module is torch-free.
 """
 
@@ -17,31 +17,46 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from robench.results.stats.paired_tests import bootstrap_p_value
+from robench.results.stats.bootstrap import (
+    BOOTSTRAP_RESAMPLES,
+    BOOTSTRAP_SEED,
+    UNBOUNDED,
+    bootstrap,
+    centred_interval,
+    paired_summary,
+)
 
 # numpy is imported where it is used: `robench compare` reads reports without it.
 if TYPE_CHECKING:
     import numpy as np
 
-BOOTSTRAP_RESAMPLES = 2_000  # for a reported interval; gates use their policy's count
-BOOTSTRAP_SEED = 0
-_CHUNK = 2_000_000  # resampled indices per chunk (bounded memory)
-
 
 @dataclass(frozen=True)
 class RatioOfSums:
     """`transform(sum(num) / sum(den))` of an (n, 2) array of per-sample pairs, or of a
-    stack of resamples (..., n, 2); called on pairs, returns a float."""
+    stack of resamples (..., n, 2); called on pairs, returns a float.
+
+    `transform` is increasing (exp for a perplexity), so the interval is taken on the ratio,
+    where the bootstrap is closer to normal, and transformed: the interval of a perplexity
+    is exp of the interval of the mean NLL, and holds the perplexity as that holds the NLL."""
 
     transform: Callable[[np.ndarray], np.ndarray]
+    bounds: tuple[float, float] = UNBOUNDED  # the values the ratio can take
     unit: ClassVar[str] = "samples"  # what a resample draws (the gate's description)
+
+    def ratios(self, pairs: np.ndarray) -> np.ndarray:
+        """The statistic before `transform`: sum num / sum den."""
+        import numpy as np
+
+        num, den = pairs[..., 0].sum(axis=-1), pairs[..., 1].sum(axis=-1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.asarray(num / den)
 
     def values(self, pairs: np.ndarray) -> np.ndarray:
         import numpy as np
 
-        num, den = pairs[..., 0].sum(axis=-1), pairs[..., 1].sum(axis=-1)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            return np.asarray(self.transform(num / den))
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.asarray(self.transform(self.ratios(pairs)))
 
     def __call__(self, pairs: Sequence[Any]) -> float:
         array = as_pairs(pairs)
@@ -72,7 +87,7 @@ class MedianOfMarked(RatioOfSums):
 
     transform: Callable[[np.ndarray], np.ndarray] = _identity
 
-    def values(self, pairs: np.ndarray) -> np.ndarray:
+    def ratios(self, pairs: np.ndarray) -> np.ndarray:
         import numpy as np
 
         marked = np.where(pairs[..., 1] > 0, pairs[..., 0], np.nan)
@@ -89,40 +104,30 @@ def as_pairs(values: Sequence[Any] | np.ndarray) -> np.ndarray:
     return array.reshape(-1, 2) if array.size else np.zeros((0, 2))
 
 
-def _resampled(
-    n: int, n_resamples: int, seed: int, each: Callable[[np.ndarray], np.ndarray]
-) -> np.ndarray:
-    """`each(indices)` for `n_resamples` draws of n indices with replacement, chunked."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    out = np.empty(n_resamples)
-    per_chunk = max(1, _CHUNK // max(n, 1))
-    for start in range(0, n_resamples, per_chunk):
-        count = min(per_chunk, n_resamples - start)
-        out[start : start + count] = each(rng.integers(0, n, size=(count, n)))
-    return out
-
-
 def bootstrap_interval(
     statistic: RatioOfSums,
     values: Sequence[Any],
     n_resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = BOOTSTRAP_SEED,
 ) -> tuple[float, float]:
-    """95% percentile bootstrap interval of `statistic` over samples; (nan, nan) if none."""
-    import numpy as np
-
+    """95% bootstrap interval of `statistic` over samples, centred on its value and within
+    its `bounds`; (nan, nan) if none or undefined. The resamples are the drawn pairs
+    themselves (`weighted=False`): a median needs them."""
     pairs = as_pairs(values)
     if len(pairs) == 0:
         return (math.nan, math.nan)
-    replicates = _resampled(len(pairs), n_resamples, seed, lambda i: statistic.values(pairs[i]))
+    import numpy as np
+
+    replicates = bootstrap(
+        statistic.ratios, pairs, n_resamples=n_resamples, seed=seed, weighted=False
+    )
     # A resample may leave a statistic undefined (no attacked sample drawn): left out.
-    replicates = replicates[np.isfinite(replicates)]
-    if len(replicates) == 0:
-        return (math.nan, math.nan)
-    low, high = np.percentile(replicates, [2.5, 97.5])
-    return (float(low), float(high))
+    low, high = centred_interval(float(statistic.ratios(pairs)), replicates, statistic.bounds)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return (
+            float(statistic.transform(np.float64(low))),
+            float(statistic.transform(np.float64(high))),
+        )
 
 
 def paired_statistic_bootstrap(
@@ -133,26 +138,16 @@ def paired_statistic_bootstrap(
     seed: int,
     alternative: str,
 ) -> tuple[float, tuple[float, float], float, float]:
-    """Paired bootstrap of `statistic(candidate) - statistic(baseline)` over samples.
-
-    Returns (observed difference, 95% percentile interval, one- or two-sided p-value of "no
-    difference" with the +1 correction, bootstrap sd of the difference x sqrt(n): the
-    per-sample sd that sample-size estimates use). `alternative` as in `stats`.
-    """
-    import numpy as np
-
+    """Paired bootstrap of `statistic(candidate) - statistic(baseline)` over samples
+    (`bootstrap.paired_summary`). `alternative` as in `stats`."""
     base, cand = as_pairs(baseline), as_pairs(candidate)
     observed = float(statistic.values(cand) - statistic.values(base))
-    diffs = _resampled(
-        len(base),
-        n_resamples,
-        seed,
-        lambda i: statistic.values(cand[i]) - statistic.values(base[i]),
+    diffs = bootstrap(
+        lambda b, c: statistic.values(c) - statistic.values(b),
+        base,
+        cand,
+        n_resamples=n_resamples,
+        seed=seed,
+        weighted=False,
     )
-    diffs = diffs[np.isfinite(diffs)]  # resamples where the statistic is undefined
-    if len(diffs) == 0:
-        return observed, (math.nan, math.nan), 1.0, 0.0
-    low, high = np.percentile(diffs, [2.5, 97.5])
-    p_value = bootstrap_p_value(diffs, observed, alternative)
-    sd = float(np.std(diffs, ddof=1) * math.sqrt(len(base))) if n_resamples > 1 else 0.0
-    return observed, (float(low), float(high)), p_value, sd
+    return paired_summary(observed, diffs, len(base), alternative)

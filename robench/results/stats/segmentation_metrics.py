@@ -12,8 +12,8 @@ the summed counts (mmseg `total_area_to_metrics`):
 
 A class that is predicted but absent from the labels has U > 0 and I = 0: IoU 0, counted.
 A class neither predicted nor labelled is left out. mmseg reports these x 100; these are
-fractions. Intervals resample images (a seeded percentile bootstrap, as `ratio_statistics`
-does for perplexity), keeping each image's (4, K) counts together.
+fractions. Intervals resample images (`bootstrap`, seeded, as `ratio_statistics` does for
+perplexity), keeping each image's (4, K) counts together.
 """
 
 from __future__ import annotations
@@ -23,9 +23,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from robench.results.stats.paired_tests import bootstrap_p_value
-from robench.results.stats.ratio_statistics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
-from robench.results.stats.resample_weights import resampled_weights as _resampled
+from robench.results.stats.bootstrap import (
+    BOOTSTRAP_RESAMPLES,
+    BOOTSTRAP_SEED,
+    bootstrap,
+    centred_interval,
+    paired_summary,
+)
 
 # numpy is imported where used: the metric registry, `robench compare` and binary gates
 # import this module without it.
@@ -216,21 +220,16 @@ def bootstrap_interval(
     n_resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = BOOTSTRAP_SEED,
 ) -> tuple[float, float]:
-    """95% percentile bootstrap interval of `statistic` over images; (nan, nan) if none.
-    Resamples whose value is NaN (no scored class drawn) are left out of the percentiles."""
-    import numpy as np
-
+    """95% bootstrap interval of `statistic` over images, centred on its value and within
+    [0, 1]; (nan, nan) if none. Resamples whose value is NaN (no scored class drawn) are left
+    out."""
     counts = as_counts(values)
     if len(counts) == 0:
         return (math.nan, math.nan)
-    replicates = _resampled(
-        len(counts), n_resamples, seed, lambda w: statistic.of_totals(_totals(w, counts))
+    replicates = bootstrap(
+        lambda w, c: statistic.of_totals(_totals(w, c)), counts, n_resamples=n_resamples, seed=seed
     )
-    replicates = replicates[~np.isnan(replicates)]
-    if len(replicates) == 0:
-        return (math.nan, math.nan)
-    low, high = np.percentile(replicates, [2.5, 97.5])
-    return (float(low), float(high))
+    return centred_interval(float(statistic.values(counts)), replicates, (0.0, 1.0))
 
 
 def paired_bootstrap(
@@ -242,31 +241,21 @@ def paired_bootstrap(
     alternative: str = "two-sided",
 ) -> tuple[float, tuple[float, float], float, float]:
     """Paired bootstrap of `statistic(candidate) - statistic(baseline)` over the same images:
-    each resample draws image indices once and sums both runs' counts at them.
-
-    Returns (observed difference, 95% percentile interval, p-value of "no difference" with
-    the +1 correction, bootstrap sd of the difference x sqrt(n)), as
-    `ratio_statistics.paired_statistic_bootstrap` does. Resamples where the statistic is
-    undefined for either run (NaN) are left out.
+    each resample draws image indices once and sums both runs' counts at them
+    (`bootstrap.paired_summary`). Resamples where the statistic is undefined for either run
+    (NaN) are left out.
     """
-    import numpy as np
-
     base, cand = as_counts(baseline), as_counts(candidate)
     if base.shape != cand.shape:
         raise ValueError(f"paired counts differ in shape: {base.shape} vs {cand.shape}")
     if len(base) == 0:
         raise ValueError("paired_bootstrap needs at least one image")
     observed = float(statistic.values(cand) - statistic.values(base))
-    diffs = _resampled(
-        len(base),
-        n_resamples,
-        seed,
-        lambda w: statistic.of_totals(_totals(w, cand)) - statistic.of_totals(_totals(w, base)),
+    diffs = bootstrap(
+        lambda w, b, c: statistic.of_totals(_totals(w, c)) - statistic.of_totals(_totals(w, b)),
+        base,
+        cand,
+        n_resamples=n_resamples,
+        seed=seed,
     )
-    diffs = diffs[~np.isnan(diffs)]
-    if len(diffs) == 0:
-        return observed, (math.nan, math.nan), math.nan, math.nan
-    low, high = np.percentile(diffs, [2.5, 97.5])
-    p_value = bootstrap_p_value(diffs, observed, alternative)
-    sd = float(np.std(diffs, ddof=1) * math.sqrt(len(base))) if len(diffs) > 1 else 0.0
-    return observed, (float(low), float(high)), p_value, sd
+    return paired_summary(observed, diffs, len(base), alternative)

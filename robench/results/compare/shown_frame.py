@@ -1,0 +1,31 @@
+"""The DataFrame `robench.compare` returns: a pandas DataFrame that shows all its columns.
+
+pandas shows at most `display.max_columns` columns: 20 in Jupyter, and in a terminal as many as
+fit, then `...` and `[2 rows x 17 columns]`. A comparison's columns are its results, so a hidden
+column hides a result. `ComparisonFrame` renders every column, in a notebook (`_repr_html_`)
+and as text (`repr`, wrapped in blocks at `display.width`, as `robench compare` stacks its
+table), and is a DataFrame in every other respect (derived frames keep the class). It imports
+pandas: `compare/frames.py` loads it when called.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+_ALL_COLUMNS = ("display.max_columns", None, "display.max_colwidth", None)
+
+
+class ComparisonFrame(pd.DataFrame):
+    """A DataFrame shown with all its columns."""
+
+    @property
+    def _constructor(self) -> type[ComparisonFrame]:
+        return ComparisonFrame
+
+    def _repr_html_(self) -> str | None:
+        with pd.option_context(*_ALL_COLUMNS):
+            return super()._repr_html_()
+
+    def __repr__(self) -> str:
+        with pd.option_context(*_ALL_COLUMNS, "display.expand_frame_repr", True):
+            return super().__repr__()
