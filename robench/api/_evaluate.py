@@ -26,6 +26,7 @@ from robench.api._progress import make_progress
 from robench.api._surrogate import SurrogateOptions, engine_surrogate
 from robench.evaluation.options import KEYWORDS, EvalOptions, EvalTarget
 from robench.evaluation.options.request_options import check_keywords, request_from_options
+from robench.evaluation.preflight import Preflight, check_names
 from robench.evaluation.request import EvalRequest
 from robench.evaluation.request import evaluate as run_request
 from robench.evaluation.suites import LoadedSuite, load_suite, suite_from_data
@@ -156,6 +157,16 @@ def _run(
     options: dict[str, Any],
 ) -> Report:
     check_keywords(options, option_names(), also_suggest=_OWN_KEYWORDS)
+    check_names(  # a wrong name or a missing file said before anything is loaded
+        Preflight(
+            model=model if isinstance(model, str) else None,
+            checkpoint=options.get("checkpoint"),
+            suite=suite if isinstance(suite, (str, Path)) else None,
+            surrogate=options.get("surrogate"),
+            surrogate_checkpoint=options.get("surrogate_checkpoint"),
+            imports=tuple(options.get("imports") or ()),
+        )
+    )
     if options.get("resume") and out is None:
         raise ConfigError(
             "resume=True continues the per-sample results of an earlier run saved with out=; "
