@@ -21,6 +21,7 @@ from typing_extensions import Unpack
 from robench._core.errors import EXIT_USAGE, ConfigError, InputError, RobenchError
 from robench.api._caller_state import preserved
 from robench.api._data import as_engine_data, float_image_size
+from robench.api._logging import prefixed_warnings
 from robench.api._models import ModelOptions, given_spec, wrap_model
 from robench.api._progress import make_progress
 from robench.api._surrogate import SurrogateOptions, engine_surrogate
@@ -165,6 +166,7 @@ def _run(
             surrogate=options.get("surrogate"),
             surrogate_checkpoint=options.get("surrogate_checkpoint"),
             imports=tuple(options.get("imports") or ()),
+            source_refusals=bool(options.get("ema")) or options.get("num_classes") is not None,
         )
     )
     if options.get("resume") and out is None:
@@ -281,15 +283,18 @@ def evaluate(  # long: 47 lines of docstring (the API's reference); the code is 
     surrogate = options.get("surrogate")
     surrogate_module = surrogate if isinstance(surrogate, nn.Module) else None
     try:
-        if isinstance(model, EvalRequest):  # the engine's own form, as robench eval runs it
-            alone = not options and data is None and suite == DEFAULT_SUITE
-            alone = alone and model_options == ModelOptions()
-            alone = alone and surrogate_options == SurrogateOptions()
-            return _run_engine_request(model, alone, progress)
-        with preserved(module), preserved(surrogate_module):
-            given = {name: value for name, value in options.items() if name != "out"}
-            out = options.get("out")
-            return _run(model, suite, data, out, model_options, surrogate_options, progress, given)
+        with prefixed_warnings():  # `warning: ...` as the CLI prints it, when nobody logs
+            if isinstance(model, EvalRequest):  # the engine's own form, as robench eval runs it
+                alone = not options and data is None and suite == DEFAULT_SUITE
+                alone = alone and model_options == ModelOptions()
+                alone = alone and surrogate_options == SurrogateOptions()
+                return _run_engine_request(model, alone, progress)
+            with preserved(module), preserved(surrogate_module):
+                given = {name: value for name, value in options.items() if name != "out"}
+                out = options.get("out")
+                return _run(
+                    model, suite, data, out, model_options, surrogate_options, progress, given
+                )
     except RobenchError as exc:
         if exc.exit_code != EXIT_USAGE or isinstance(exc, InputError):
             raise

@@ -90,6 +90,7 @@ def _check_names_early(options: dict[str, Any]) -> None:
             surrogate=options.get("surrogate"),
             surrogate_checkpoint=options.get("surrogate_checkpoint"),
             imports=tuple(options.get("imports") or ()),
+            source_refusals=bool(options.get("ema")) or options.get("num_classes") is not None,
         )
     )
 

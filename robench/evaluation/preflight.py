@@ -34,6 +34,9 @@ class Preflight:
     surrogate: object = None  # a MODEL name, or a module held in memory (not checked)
     surrogate_checkpoint: str | Path | None = None
     imports: tuple[str, ...] = ()
+    # Options a model loaded from a source refuses (--ema, --num-classes): that refusal is
+    # the loader's first answer, so the source's target is then left to it.
+    source_refusals: bool = False
 
 
 def check_names(given: Preflight) -> None:
@@ -46,7 +49,11 @@ def check_names(given: Preflight) -> None:
     if isinstance(given.suite, (str, Path)):
         _check_suite(str(given.suite))
     if isinstance(given.model, str):
-        check_model_name(given.model, has_checkpoint=given.checkpoint is not None)
+        check_model_name(
+            given.model,
+            has_checkpoint=given.checkpoint is not None,
+            sourced_refused=given.source_refusals,
+        )
     if isinstance(given.surrogate, str):
         check_model_name(given.surrogate, has_checkpoint=given.surrogate_checkpoint is not None)
 
@@ -71,9 +78,10 @@ def _check_suite(name_or_path: str) -> None:
     load_suite(name_or_path)
 
 
-def check_model_name(name: str, *, has_checkpoint: bool) -> None:
+def check_model_name(name: str, *, has_checkpoint: bool, sourced_refused: bool = False) -> None:
     """MODEL as `load_model` resolves it: a source prefix, a model card, robench's zoo or
-    language models, a timm architecture or pretrained tag."""
+    language models, a timm architecture or pretrained tag. `sourced_refused`: options a
+    source refuses were given (the loader says so first; its target is not checked here)."""
     from robench.models.sources.registry import SOURCES, split_source
 
     if _has_model_plugins():
@@ -82,7 +90,7 @@ def check_model_name(name: str, *, has_checkpoint: bool) -> None:
     if found is not None:
         source, target = found
         check = _SOURCE_CHECKS.get(source.prefix)
-        if check is not None:
+        if check is not None and not (has_checkpoint or sourced_refused):
             error = source.missing_extra(name)
             if error is not None:
                 raise error
@@ -97,7 +105,7 @@ def check_model_name(name: str, *, has_checkpoint: bool) -> None:
     if name in cards:
         _check_card(cards[name], has_checkpoint, missing="")
         return
-    _check_registered(name, has_checkpoint, [f"{p}:" for p in SOURCES.names()])
+    _check_registered(name, has_checkpoint, sourced_refused, [f"{p}:" for p in SOURCES.names()])
 
 
 def _has_model_plugins() -> bool:
@@ -122,7 +130,9 @@ def _check_card(path: Path, has_checkpoint: bool, missing: str) -> None:
         _check_checkpoint((path.parent / card.checkpoint).resolve())
 
 
-def _check_registered(name: str, has_checkpoint: bool, prefixes: list[str]) -> None:
+def _check_registered(
+    name: str, has_checkpoint: bool, sourced_refused: bool, prefixes: list[str]
+) -> None:
     """robench's zoo and language models, then timm's names from the catalogue."""
     from robench.models.timm_catalogue import trusted_catalogue
     from robench.models.zoo_names import LANGUAGE_MODELS, ZOO_MODELS
@@ -135,7 +145,7 @@ def _check_registered(name: str, has_checkpoint: bool, prefixes: list[str]) -> N
     architecture = name.partition(".")[0]
     if name in catalogue.pretrained and not has_checkpoint:
         hub_id = catalogue.pretrained[name]
-        if hub_id:  # no Hub weights: the loader's own sentence says so
+        if hub_id and not sourced_refused:  # no Hub weights: the loader's own sentence says so
             from robench.models.sources.hf_cache import find_cached_repo
 
             find_cached_repo(hub_id)
