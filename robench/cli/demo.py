@@ -212,13 +212,15 @@ class DemoPrinter:
             self.text(f"  a DeepWordBug success, {example}", indent="    ")
 
     def _certification(self, result: DemoResult) -> None:
+        from robench.cli._demo import CERTIFIED_AT_ZERO
+
         if result.certification is None:
             return
         self.heading(
             "Certified robustness: the nano ViTs fine-tuned under Gaussian noise sigma 0.25, "
             "randomized smoothing (n 500, alpha 0.001): clean top-1 of the base classifier, "
             "certified accuracy at L2 radii 0-0.5 (a lower bound no attack can lower), average "
-            "certified radius, abstentions (%):"
+            "certified radius, abstentions (%). " + CERTIFIED_AT_ZERO
         )
         self.comparison(result.certification.comparison)
 

@@ -470,8 +470,9 @@ def _write_page(result: DemoResult, out_dir: Path) -> None:
     `result.figures`."""
     sections = [
         (INDEX_TITLES[""], result.reports, result.comparison),
-        (INDEX_TITLES["-corruptions"], result.corruption_reports, result.corruption_comparison),
-    ]
+        (INDEX_TITLES["-corruptions"], result.corruption_reports,
+         corruption_overview(result.corruption_reports)),
+    ]  # fmt: skip
     if result.text_comparison is not None:
         sections.append((INDEX_TITLES["-text"], result.text_reports, result.text_comparison))
     if result.subword_comparison is not None:
@@ -490,7 +491,53 @@ def _write_page(result: DemoResult, out_dir: Path) -> None:
             (INDEX_TITLES[CERTIFICATION_SUFFIX], certification.reports, certification.comparison)
         )
         result.figures += [certification.figure] if certification.figure is not None else []
-    write_index(out_dir, sections, extra_figures=segmentation_figures(result.segmentation))
+    write_index(
+        out_dir,
+        sections,
+        extra_figures=segmentation_figures(result.segmentation),
+        about=section_notes(result.subword_reports),
+    )
+
+
+def corruption_overview(reports: list[tuple[Path, Report]]) -> Comparison:
+    """The corruption section's leaderboard on the page: clean top-1 and the mean corruption
+    accuracy with its interval, not a column per corruption x severity (46 in the full demo);
+    the heatmap beside it and the reports hold every one."""
+    comparison = build_comparison(
+        [(str(p), r) for p, r in reports], metrics=["top1", "mean_corruption_accuracy"]
+    )
+    kept = [c for c in comparison.columns if c.aggregate or c.perturbation == "clean"]
+    if len(kept) == len(comparison.columns) or not kept:
+        return comparison
+    note = (
+        f"{len(comparison.columns) - len(kept)} corruption x severity columns are in the "
+        "heatmap below and in the reports; the table keeps clean top-1 and the mean over them."
+    )
+    return replace(comparison, columns=kept, notes=[*comparison.notes, note])
+
+
+# Why the certification table's two accuracies differ (the page and the printed heading).
+CERTIFIED_AT_ZERO = (
+    "Clean top-1 is the base classifier's on the clean images; certified accuracy at radius 0 "
+    "is the smoothed classifier's (the majority vote of the base classifier under Gaussian "
+    "noise, an abstention counting as wrong). They are two classifiers, so they differ: a "
+    "model fine-tuned under noise can be more accurate smoothed than alone."
+)
+
+
+def section_notes(subword: list[tuple[Path, Report]]) -> dict[str, str]:
+    """Section title -> what the page says above its table instead of the suite's
+    description, where that description would mislead."""
+    notes = {INDEX_TITLES[CERTIFICATION_SUFFIX]: CERTIFIED_AT_ZERO}
+    for _, report in subword:
+        corpus, data = report.data.corpus or {}, report.data
+        notes[INDEX_TITLES["-subword"]] = (
+            f"Clean and Word Swap 2.5% ('AAA'), scored over whole test documents "
+            f"({data.n_samples} of {data.n_total}), read in windows of at most "
+            f"{corpus.get('max_length', '?')} BPE tokens; the suite's target length applies "
+            "to the word-level models, not to this one."
+        )
+    return notes
 
 
 def _corruption_figures(reports: list[tuple[str, Report]], out_dir: Path) -> list[Path]:
@@ -537,9 +584,11 @@ def write_index(
     groups: list[tuple[str, list[tuple[Path, Report]], Comparison]],
     *,
     extra_figures: Mapping[str, Sequence[PageFigure]] | None = None,
+    about: Mapping[str, str] | None = None,
 ) -> Path:
     """`OUT_DIR/index.html`: one section per (title, reports, comparison), self-contained;
-    `extra_figures` (section title -> figures) follow the figures drawn from the reports."""
+    `extra_figures` (section title -> figures) follow the figures drawn from the reports;
+    `about` (section title -> text) replaces a section's suite description."""
     from robench.results.compare.html import build_section, render_page
 
     sections = []
@@ -550,7 +599,8 @@ def write_index(
             [(path.name, report) for path, report in reports], comparison, title=title
         )
         extra = list((extra_figures or {}).get(title, []))
-        sections.append(replace(section, figures=[*section.figures, *extra]))
+        shown = (about or {}).get(title, section.about)
+        sections.append(replace(section, figures=[*section.figures, *extra], about=shown))
     page = render_page(sections, title="robench demo: baseline vs Elliptical nano models")
     path = out_dir / "index.html"
     path.write_text(page, encoding="utf-8")
