@@ -243,9 +243,15 @@ def _list_files(out_dir: Path, files: list[Path], figures: set[Path]) -> None:
             else "other"
         )
         kinds.setdefault(kind, []).append(name)
+    # Wrapped to the terminal (piped: COLUMNS, else 120): the reports' line alone ran to 330
+    # characters, one line that a terminal broke mid-name.
+    width = err.width if err.is_terminal else table_width()
     err.print(f"wrote {len(files)} files in {out_dir}:", highlight=False, soft_wrap=True)
     samples = " (each with its .samples.jsonl)" if any(".samples." in p.name for p in files) else ""
     for kind in ("page", "reports", "figures", "other"):
         if kind in kinds:
             tail = samples if kind == "reports" else ""
-            err.print(f"  {kind}: {', '.join(kinds[kind])}{tail}", highlight=False, soft_wrap=True)
+            line = f"  {kind}: {', '.join(kinds[kind])}{tail}"
+            wrapped = textwrap.fill(line, width, subsequent_indent="    ", break_long_words=False,
+                                    break_on_hyphens=False)  # fmt: skip
+            err.print(wrapped, highlight=False, soft_wrap=True)
