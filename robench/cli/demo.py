@@ -48,8 +48,9 @@ def demo_command(
     smoothing (`demo-certify`), with a per-corruption table. --quick runs every section on
     fewer samples (the tour's suites for the ViT pair).
 
-    Measured on 2 cores (reports/benchmarks.md, "robench demo: the tour and every section"):
-    TIMINGS
+    Measured on the 2-core machine (reports/benchmarks.md): the tour took 53 s of CPU time
+    (user + system) and 441 s wall at load 16-22 (2026-11-28, shared; idle wall not yet
+    measured); --full took 120.5 s wall and 191 s of CPU time at load 0.7-1.6 (2026-11-26).
 
     Each phase's line on stderr says what is left and about how long it will take. Tables fit
     the terminal (piped: COLUMNS, else 120); the reports and the page keep every column. A
