@@ -1,5 +1,10 @@
 """The embedded default: baseline vs Elliptical nano ViT on Fashion-MNIST, end to end.
 
+`robench demo` runs the tour (`PLANS["tour"]`): the attack and corruption halves below on the
+quick plan's samples, their figures and the page. `--full` and `--quick` run every section
+(`DemoPlan.every_section`), as described here. Each phase is planned and sized before it
+starts (`planned_phases`, `phases.py`), so its line can say what is left.
+
 Evaluates the checkpoints shipped in `models/` (their cards) under the `demo` suite (FGSM,
 PGD, SPSA and AutoAttack at Fashion-MNIST budgets, plus the paper's diagnostics), writes the
 reports, compares them in a paper-style table and draws the paper's figures: CLS attention
