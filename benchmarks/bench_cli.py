@@ -59,7 +59,8 @@ WRONG_INPUT: dict[str, list[str]] = {
     "eval: unknown suite": [*ROBENCH, "eval", "vit_nano_elliptical_fmnist", "--suite", "smok"],
     "eval: unknown model": [*ROBENCH, "eval", "vit_nano_elliptical_fmnis"],
     "eval: missing checkpoint": [*ROBENCH, "eval", "-c", "no/such/model.safetensors"],
-    "eval: timm tag not cached": [*ROBENCH, "eval", "resnet50.no_such_tag_in1k"],
+    "eval: timm tag not cached": [*ROBENCH, "eval", "resnet50.a1_in1k"],  # HF_HOME: empty
+    "eval: unknown timm tag": [*ROBENCH, "eval", "resnet50.no_such_tag_in1k"],
     "eval: Hub repo not cached": [*ROBENCH, "eval", "hf-hub:timm/no_such_model"],
 }
 COMMANDS.update(WRONG_INPUT)
@@ -210,6 +211,8 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=ROOT / "reports" / "benchmarks.md")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-cli-") as scratch:
+        # An empty Hugging Face cache: "not cached" stays true on a machine that has the tag.
+        os.environ["HF_HOME"] = str(Path(scratch) / "hf-home")
         trees = {"after": ROOT}
         if args.before:
             trees["before"] = export_tree(args.before, Path(scratch))

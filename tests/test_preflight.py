@@ -72,6 +72,9 @@ WRONG = {
                            "checkpoint missing.safetensors does not exist"),
     "timm tag not cached": (["eval", "resnet50.a1_in1k"],
                             "timm/resnet50.a1_in1k is not in the local Hugging Face cache"),
+    "unknown timm tag": (["eval", "resnet50.a1_in1kk"],
+                         "timm has no pretrained tag 'a1_in1kk' for resnet50 (closest: "
+                         "resnet50.a1_in1k"),
     "hub repo not cached": (["eval", "hf-hub:timm/vit_tiny_patch16_224.augreg_in21k"],
                             "is not in the local Hugging Face cache"),
     "missing folder": (["eval", "local-dir:/no/such/folder"],
@@ -115,7 +118,7 @@ def test_a_bad_perturbation_in_a_suite_file_is_answered_before_torch(tmp_path: P
         "transformer_lm_nano",  # robench's language models
         "resnet18",  # a timm architecture
         "resnet50.a1_in1k",  # with a checkpoint: the architecture of a tag
-        "resnet50.no_such_tag",  # a known architecture: the loader names the closest tags
+        "resnet50.no_such_tag",  # with a checkpoint, a tag is not looked up
     ],
 )
 def test_known_names_pass(name: str) -> None:

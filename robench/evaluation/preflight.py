@@ -151,12 +151,28 @@ def _check_registered(
             find_cached_repo(hub_id)
         return
     if architecture in catalogue.architectures or architecture in ZOO_MODELS:
-        return  # a known architecture (with a tag, the loader names the closest tags)
+        if "." in name and not has_checkpoint and not sourced_refused:
+            _check_tag(name, architecture, catalogue.pretrained)
+        return
     from robench.models.names import unknown_model_message
     from robench.models.spec import bundled_cards
 
     known = catalogue.names() | set(ZOO_MODELS) | set(LANGUAGE_MODELS) | set(bundled_cards())
     raise ConfigError(unknown_model_message(name, known=sorted(known | set(prefixes))))
+
+
+def _check_tag(name: str, architecture: str, pretrained: dict[str, str]) -> None:
+    """A tag timm does not have for a known architecture: the sentence of the timm source's
+    `is_pretrained_tag`, with its closest tags."""
+    import difflib
+
+    tags = [tag for tag in pretrained if tag.partition(".")[0] == architecture]
+    close = difflib.get_close_matches(name, tags, n=3, cutoff=0.5)
+    hint = f" (closest: {', '.join(close)})" if close else ""
+    raise ConfigError(
+        f"timm has no pretrained tag {name.partition('.')[2]!r} for {architecture}{hint}; "
+        f"`robench list models '{architecture}.*'` lists its tags."
+    )
 
 
 def _local_folder(target: str) -> None:
