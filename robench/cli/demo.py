@@ -24,21 +24,24 @@ if TYPE_CHECKING:
 def demo_command(
     full: Annotated[
         bool,
-        typer.Option("--full", help="Every section, at full size; see the timings below."),
+        typer.Option("--full", help="Every section, at full size (timings below)."),
     ] = False,
     quick: Annotated[
         bool,
-        typer.Option("--quick", help="Every section, on fewer samples; see the timings below."),
+        typer.Option("--quick", help="Every section, on fewer samples."),
     ] = False,
     out_dir: Annotated[
         Path, typer.Option("--out-dir", "-o", help="Where reports and figures go.")
     ] = Path("runs/demo"),
 ) -> None:
-    """A tour of robench on the shipped nano models and built-in data: baseline vs
-    Elliptical nano ViT on Fashion-MNIST under attacks (clean, FGSM and PGD-5 at 8/255, the
-    `smoke` suite, 200 images) and the 15 ImageNet-C corruptions (`corruptions-smoke`, 100
-    images), their figures, one self-contained page of it all (index.html in --out-dir), and
-    the attacks' comparison table on stdout.
+    """A tour on the shipped nano models: baseline vs Elliptical nano ViT under attacks and
+    corruptions, figures and a page; --full adds language models, segmentation, text
+    classification and certified robustness.
+
+    The tour evaluates the nano ViT pair on Fashion-MNIST under the `smoke` suite (clean, FGSM
+    and PGD-5 at 8/255) on 200 images and `corruptions-smoke` (4 corruptions, one per group, at
+    severities 1, 3, 5) on 100, draws their figures, writes one self-contained page of it all
+    (index.html in --out-dir) and prints the attacks' comparison table on stdout.
 
     --full runs every section: the `demo` and `demo-corruptions` suites on 500 and 250
     images, the nano language models under Word Swap on the Python docs (`demo-text`), a
