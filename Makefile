@@ -14,7 +14,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 PIP_INSTALL := $(BIN)/python -m pip install --quiet --constraint constraints.txt
 
-.PHONY: demo demo-reports test lint gate baseline install lock data slurm-test-deps clean
+.PHONY: demo demo-reports test test-gpu lint gate baseline install lock data slurm-test-deps clean
 
 # The tour (attacks and corruptions on the nano ViT pair, the page) into runs/demo/ (ignored by
 # git); `robench demo --full` runs every section, `make demo-reports` refreshes the committed copy.
@@ -26,6 +26,10 @@ demo-reports: install data
 
 test: install data lint
 	$(BIN)/python -m pytest
+
+# The tests that need a CUDA GPU (tests/test_gpu.py; skipped by `make test` without one).
+test-gpu: install data
+	$(BIN)/python -m pytest -m gpu -rs
 
 lint: install
 	$(BIN)/ruff check robench tests benchmarks

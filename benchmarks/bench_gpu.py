@@ -1,47 +1,58 @@
-"""GPU throughput of robench's clean pass, PGD-20 and AutoAttack: DeiT-tiny vs Elliptical.
+"""GPU acceptance run: `make test-gpu`, then robench's real runner against bare library loops.
 
-Run from the repository root on a machine with a CUDA GPU:
+Run from the repository root on a machine with a CUDA GPU (the whole script is sized for 10
+minutes on one H100; every phase writes its numbers when it ends, so a run cut off still
+reports what it finished):
 
-    .venv/bin/python benchmarks/bench_gpu.py             # writes reports/benchmarks.md
-    .venv/bin/python benchmarks/bench_gpu.py --rounds 3 --output /tmp/gpu.md
-    .venv/bin/python benchmarks/bench_gpu.py --device cpu --quick --output /tmp/gpu_quick.md
+    .venv/bin/python benchmarks/bench_gpu.py              # writes reports/benchmarks.md
+    .venv/bin/python benchmarks/bench_gpu.py --device cpu --quick --output /tmp/gpu.md
+
+A GPU machine that comes with its own PyTorch (2.11 or newer) and none of robench's other
+dependencies: prepare, on a machine with the internet, a folder of the wheels robench needs
+besides torch (pip resolves them for the GPU machine's Python and platform),
+
+    pip download -d wheels --python-version 3.11 --only-binary=:all: \\
+        torchattacks pyautoattack pydantic orjson imagecorruptions-imaug timm safetensors \\
+        typer rich scipy statsmodels numpy pillow
+
+(pyautoattack is the PyPI name of AutoAttack's package; constraints.txt pins the versions),
+copy it and the repository over, and install robench beside the machine's torch in one line:
+
+    pip install --no-index --find-links wheels --no-deps wheels/*.whl && pip install --no-deps -e .
+
+Phases, in order (`--phases` picks some):
+
+1. `tests`: `pytest -m gpu` (what `make test-gpu` runs), its summary line recorded.
+2. `throughput`: for DeiT-tiny and DeiT-small at 224x224, the baseline (timm) and its
+   Elliptical twin (robench), random weights seeded as `robench eval --seed 0` seeds them:
+   seeded random images written as PNG files into an image folder, each labelled with the
+   model's own top-1 prediction (clean accuracy 100%, so every attack starts on every point);
+   `robench eval` (a subprocess, the real runner: data loading, seeding, checks, OOM
+   splitting, scoring) runs clean, PGD-20 and AutoAttack standard, each attack of AutoAttack
+   also alone so that APGD-T, FAB-T and Square run on every point (in the sequential standard
+   evaluation APGD-CE leaves them nothing on random weights). Images/s come from each result's
+   `wall_time_s` in the report. Beside each, the bare loop on the same model, images and batch
+   size: a forward pass (clean), torchattacks' PGD, pyautoattack's AutoAttack, then the
+   scoring pass; the ratio robench / bare is what the acceptance asks to be >= 0.9.
+3. `certify`: `robench.evaluate` of randomized smoothing on DeiT-tiny: seconds per sample and
+   the peak GPU memory above what was allocated before.
 
 Without a CUDA device, `--device cuda` (the default) measures nothing: it writes the section
 with every row "not measured" and the reason, and exits 0. A CPU run (`--device cpu`, meant
-only to prove the code works) must name its `--output`, so CPU numbers never land in the report
-as GPU numbers.
-
-Models: timm's `deit_tiny_patch16_224` and robench's `deit_tiny_elliptical_patch16_224`, built
-by `robench.models.loading.load_model` (random weights, ImageNet normalisation inside the
-model, so both take [0, 1] pixels), the baseline's random weights copied into the elliptical
-model. Inputs: seeded uniform random 224x224 RGB images, already on the device. Each image is
-labelled with the model's own clean prediction, so clean accuracy is 100% and every attack
-starts on every point.
-
-Workloads, each run the way `robench eval` runs a batch: robench's perturbation
-(`build_perturbation(kind, params).perturb(model, images, labels, seed)`) and then the scoring
-forward pass on its output under `torch.inference_mode()`:
-
-- `clean`: robench's identity perturbation (a copy) and the forward pass.
-- `pgd-20`: L-inf eps 4/255 (the paper's DeiT setting), 20 steps of 1/255, random start
-  (torchattacks' PGD through robench).
-- `autoattack`: AutoAttack standard, L-inf eps 4/255 (pyautoattack through robench).
-
-Time: float32, eval mode, `torch.cuda.synchronize()` before and after each timed block, one
-untimed warm-up batch of each workload per model (`--warmup`), then `--rounds` rounds with
-the models interleaved (baseline, elliptical | elliptical, baseline | ...). Reported per
-workload and model: the median over rounds of images per second, and the median over rounds
-of the per-round ratio elliptical / baseline. The section between the `bench_gpu` markers of
-the output file is replaced, or appended when absent.
+only to prove the code works; tests/test_bench_gpu.py runs it with --quick) must name its
+`--output`, so CPU numbers never land in the report as GPU numbers.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
-import statistics
+import json
+import subprocess
+import sys
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -53,48 +64,47 @@ from report_sections import cpu_name, load_average, write_section
 ROOT = Path(__file__).resolve().parents[1]
 REPORT = ROOT / "reports" / "benchmarks.md"
 START, END = "<!-- bench_gpu -->", "<!-- /bench_gpu -->"
-BASELINE, ELLIPTICAL = "deit_tiny_patch16_224", "deit_tiny_elliptical_patch16_224"
-MODELS = (BASELINE, ELLIPTICAL)
+MODELS = (
+    "deit_tiny_patch16_224",
+    "deit_tiny_elliptical_patch16_224",
+    "deit_small_patch16_224",
+    "deit_small_elliptical_patch16_224",
+)
+QUICK_MODELS = MODELS[:1]
+# --quick runs these workloads only (the standard AutoAttack runs each of its four attacks).
+QUICK_WORKLOADS = ("clean", "pgd-20", "autoattack")
 EPS = 4 / 255  # L-inf budget of the paper's DeiT experiments
 NOT_MEASURED = "not measured"
 GPU_COMMAND = "python benchmarks/bench_gpu.py"
+SEED = 0
+CLASSES = 1000
 
 
 @dataclass(frozen=True)
 class Workload:
-    kind: str  # a registered perturbation kind (robench.perturbations)
-    params: dict[str, Any]  # its parameters, as a suite would give them
-    images: int  # images per round on a GPU
-    quick_images: int  # images per round with --quick
-    what: str  # how the section describes it
+    entry: dict[str, Any]  # the suite entry robench runs
+    images: int  # images on a GPU
+    quick_images: int  # images with --quick
+    # Overrides that keep a --quick CPU run short (fewer iterations and queries).
+    quick: dict[str, Any] = field(default_factory=dict)
 
 
+_AA = {"kind": "autoattack", "eps": EPS, "norm": "linf"}
+_AA_QUICK = {"n_iter": 2, "n_queries": 4, "n_target_classes": 1}
 WORKLOADS: dict[str, Workload] = {
-    "clean": Workload("clean", {}, 2048, 4, "identity perturbation + forward pass"),
+    "clean": Workload({"kind": "clean"}, 1024, 4),
     "pgd-20": Workload(
-        "pgd",
-        {"eps": EPS, "steps": 20, "step_size": 1 / 255, "random_start": True, "norm": "linf"},
-        512,
-        4,
-        "L-inf 4/255, 20 steps of 1/255, random start",
-    ),
-    "autoattack": Workload(
-        "autoattack",
-        {"eps": EPS, "version": "standard", "norm": "linf"},
+        {"kind": "pgd", "eps": EPS, "steps": 20, "step_size": 1 / 255, "random_start": True},
         256,
         2,
-        "standard (APGD-CE, APGD-T, FAB-T, Square), L-inf 4/255",
+        {"steps": 2},
     ),
+    **{
+        name: Workload({**_AA, "version": "custom", "attacks": [name]}, 64, 2, _AA_QUICK)
+        for name in ("apgd-ce", "apgd-t", "fab-t", "square")
+    },
+    "autoattack": Workload({**_AA, "version": "standard"}, 64, 2, _AA_QUICK),
 }
-
-
-@dataclass
-class Measurement:
-    images: int
-    images_per_s: list[float] = field(default_factory=list)  # one per round
-    correct: int = 0  # images still predicted as labelled after the perturbation (last round)
-    # CUDA only: the most memory a round allocated above what was allocated before it.
-    peak_gib: float | None = None
 
 
 def _package(name: str) -> str:
@@ -104,187 +114,333 @@ def _package(name: str) -> str:
         return "absent"
 
 
-def _rate(images_per_s: float) -> str:
-    """One decimal from 10 images/s up, three significant digits below (slow CPU runs)."""
-    return f"{images_per_s:.1f}" if images_per_s >= 10 else f"{images_per_s:.3g}"
-
-
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
 
 
-def build_models(device: torch.device) -> dict[str, torch.nn.Module]:
-    """Both models through robench's loader, the baseline's random weights in both."""
+@dataclass
+class Results:
+    """What the phases measured so far; `save` writes it after every phase."""
+
+    args: argparse.Namespace
+    started: datetime.datetime
+    device_name: str
+    tests: str | None = None
+    rows: list[dict[str, Any]] = field(default_factory=list)  # throughput, one per result
+    certify: dict[str, Any] | None = None
+    loads: list[str] = field(default_factory=list)
+
+    def save(self) -> None:
+        payload = {"device": self.device_name, "tests": self.tests, "rows": self.rows}
+        payload["certify"] = self.certify
+        self.args.json.write_text(json.dumps(payload, indent=2) + "\n")
+        write_section(self.args.output, measured_section(self), START, END)
+
+
+# --- throughput: the data robench eval reads ---------------------------------------------
+
+
+def load_seeded(name: str, device: torch.device) -> torch.nn.Module:
+    """The model as `robench eval NAME --allow-random-weights --seed 0` builds it."""
+    from robench._core.seeding import seed_everything
     from robench.models.loading import load_model
 
-    torch.manual_seed(0)
-    models = {name: load_model(name, device=device).model for name in MODELS}
-    # NormalizedModel(network): copy the network's weights, keep each model's own layers.
-    state = models[BASELINE].model.state_dict()  # type: ignore[union-attr]
-    models[ELLIPTICAL].model.load_state_dict(state, strict=True)  # type: ignore[union-attr]
-    return models
+    seed_everything(SEED)
+    return load_model(name, device=device).model.eval()
 
 
-def make_batches(
-    n: int, batch_size: int, model: torch.nn.Module, device: torch.device
-) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """`n` seeded random images on `device`, in batches, labelled with `model`'s own clean
-    prediction (so every image starts correctly classified)."""
+def make_images(n: int, model: torch.nn.Module, device: torch.device, batch: int) -> Any:
+    """`n` seeded random uint8 images (n, 3, 224, 224) and the model's top-1 label of each."""
     generator = torch.Generator().manual_seed(n)
-    images = torch.rand(n, 3, 224, 224, generator=generator).to(device)  # (n, 3, 224, 224)
-    batches = []
-    for chunk in images.split(batch_size):
-        with torch.inference_mode():
-            labels = model(chunk).argmax(-1)  # (B,)
-        batches.append((chunk, labels.clone()))
-    return batches
+    pixels = torch.randint(0, 256, (n, 3, 224, 224), dtype=torch.uint8, generator=generator)
+    labels = []
+    with torch.inference_mode():
+        for chunk in pixels.split(batch):
+            labels.append(model(chunk.to(device).float().div(255)).argmax(-1).cpu())
+    return pixels, torch.cat(labels)
 
 
-def run_batches(
+def write_folder(root: Path, pixels: torch.Tensor, labels: torch.Tensor) -> Path:
+    """An image folder of PNG files, one class folder per label, and its class map (all
+    ImageNet-size classes, so the folder's indices are the model's)."""
+    from PIL import Image
+
+    names = [f"c{i:04d}" for i in range(CLASSES)]
+    for i, (image, label) in enumerate(zip(pixels, labels.tolist(), strict=True)):
+        folder = root / names[label]
+        folder.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(image.permute(1, 2, 0).numpy()).save(folder / f"{i:05d}.png")
+    class_map = root.parent / f"{root.name}.classes.txt"
+    class_map.write_text("\n".join(names) + "\n")
+    return class_map
+
+
+def write_suite(path: Path, quick: bool) -> None:
+    """The suite robench runs: every workload, each on its first `images` samples."""
+    lines = ['name = "bench-gpu"', "version = 1", ""]
+    for name, workload in WORKLOADS.items():
+        if quick and name not in QUICK_WORKLOADS:
+            continue
+        entry = {**workload.entry, **(workload.quick if quick else {}), "name": name}
+        entry["max_samples"] = workload.quick_images if quick else workload.images
+        lines.append("[[perturbations]]")
+        lines += [f"{key} = {json.dumps(value)}" for key, value in entry.items()]
+        lines.append("")
+    path.write_text("\n".join(lines))
+
+
+def robench_eval(args: argparse.Namespace, name: str, work: Path, folder: Path) -> Any:
+    """`robench eval` in a subprocess; the report it wrote."""
+    from robench.results.report.schema import Report
+
+    out = work / f"{name}.json"
+    command = [
+        *(sys.executable, "-m", "robench", "eval", name, "--allow-random-weights"),
+        *("-s", str(work / "suite.toml"), "--data", str(folder)),
+        *("--class-map", str(work / f"{folder.name}.classes.txt"), "--crop-pct", "1.0"),
+        *("-b", str(args.batch_size), "--device", args.device, "--seed", str(SEED)),
+        *("-o", str(out), "--overwrite", "--format", "markdown"),
+    ]
+    subprocess.run(command, check=True, cwd=work, stdout=subprocess.DEVNULL)
+    return Report.model_validate_json(out.read_text())
+
+
+# --- throughput: the bare loops ------------------------------------------------------------
+
+
+def _bare_clean(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return x
+
+
+def _bare_pgd(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, steps: int) -> Any:
+    import torchattacks
+
+    return torchattacks.PGD(model, eps=EPS, alpha=1 / 255, steps=steps, random_start=True)(x, y)
+
+
+def _bare_autoattack(
+    model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, entry: dict[str, Any]
+) -> Any:
+    from pyautoattack import AutoAttack
+
+    attack = AutoAttack(model, norm="Linf", eps=EPS, version=entry["version"], seed=SEED)
+    attack.verbose = False
+    if entry.get("attacks"):
+        attack.attacks_to_run = list(entry["attacks"])
+    _cut_short(attack, entry)
+    adv, _ = attack.run_standard_evaluation(x, y, batch_size=len(x))
+    return adv
+
+
+def _cut_short(attack: Any, entry: dict[str, Any]) -> None:
+    """--quick's fewer iterations, queries and targets, set as robench sets them."""
+    if "n_iter" in entry:
+        for apgd in (attack.apgd, attack.apgd_targeted):
+            apgd.n_iter = apgd.n_iter_orig = entry["n_iter"]
+            apgd.n_iter_2 = max(int(0.22 * entry["n_iter"]), 1)
+            apgd.n_iter_min = max(int(0.06 * entry["n_iter"]), 1)
+            apgd.size_decr = max(int(0.03 * entry["n_iter"]), 1)
+        attack.fab.n_iter = entry["n_iter"]
+    if "n_queries" in entry:
+        attack.square.n_queries = entry["n_queries"]
+    if "n_target_classes" in entry:
+        attack.apgd_targeted.n_target_classes = entry["n_target_classes"]
+        attack.fab.n_target_classes = entry["n_target_classes"]
+
+
+def bare_attack(name: str, entry: dict[str, Any]) -> Callable[..., torch.Tensor]:
+    """The bare loop's attack for workload `name` (entry: its suite entry)."""
+    if name == "clean":
+        return _bare_clean
+    if name == "pgd-20":
+        return lambda model, x, y: _bare_pgd(model, x, y, entry["steps"])
+    return lambda model, x, y: _bare_autoattack(model, x, y, entry)
+
+
+def bare_seconds(
+    attack: Callable[..., torch.Tensor],
     model: torch.nn.Module,
-    perturbation: Any,
-    batches: Sequence[tuple[torch.Tensor, torch.Tensor]],
+    pixels: torch.Tensor,
+    labels: torch.Tensor,
+    batch: int,
     device: torch.device,
-) -> tuple[float, int, float | None]:
-    """Seconds for perturbing and scoring every batch (synchronised), how many images are
-    still predicted as labelled, and (CUDA) the peak GiB allocated above the start."""
+) -> tuple[float, int]:
+    """Seconds to attack and score every batch (synchronised), and the points still correct."""
     _sync(device)
+    start, correct = time.perf_counter(), 0
+    for x8, y in zip(pixels.split(batch), labels.split(batch), strict=True):
+        x, y = x8.to(device).float().div(255), y.to(device)
+        adversarial = attack(model, x, y)
+        with torch.inference_mode():
+            correct += int((model(adversarial).argmax(-1) == y).sum())
+    _sync(device)
+    return time.perf_counter() - start, correct
+
+
+# --- phases --------------------------------------------------------------------------------
+
+
+def phase_tests(results: Results) -> None:
+    found = subprocess.run(
+        [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    lines = [line for line in found.stdout.splitlines() if line.strip()]
+    results.tests = f"exit {found.returncode}: {lines[-1] if lines else 'no output'}"
+
+
+def phase_throughput(results: Results, device: torch.device, work: Path) -> None:
+    args = results.args
+    write_suite(work / "suite.toml", args.quick)
+    n = max(w.quick_images if args.quick else w.images for w in WORKLOADS.values())
+    for name in QUICK_MODELS if args.quick else MODELS:
+        model = load_seeded(name, device)
+        pixels, labels = make_images(n, model, device, args.batch_size)
+        write_folder(work / name, pixels, labels)
+        report = robench_eval(args, name, work, work / name)
+        for result in report.results:
+            workload = WORKLOADS[result.name]
+            entry = {**workload.entry, **(workload.quick if args.quick else {})}
+            count = result.n_samples
+            seconds, correct = bare_seconds(
+                bare_attack(result.name, entry),
+                model,
+                pixels[:count],
+                labels[:count],
+                args.batch_size,
+                device,
+            )
+            ours = count / result.wall_time_s if result.wall_time_s > 0 else float("nan")
+            results.rows.append(
+                {
+                    "model": name,
+                    "workload": result.name,
+                    "images": count,
+                    "robench_images_per_s": ours,
+                    "bare_images_per_s": count / seconds,
+                    "ratio": ours * seconds / count,
+                    "robench_top1": result.metrics["top1"].value,
+                    "bare_still_correct": correct,
+                }
+            )
+        results.save()  # each model's rows as soon as they exist
+
+
+def phase_certify(results: Results, device: torch.device) -> None:
+    import robench
+
+    args = results.args
+    model = load_seeded(MODELS[0], device)
+    n, count, n0, batch = (2, 20, 4, 12) if args.quick else (32, 10_000, 100, 1000)
+    pixels, labels = make_images(n, model, device, args.batch_size)
+    entry = {"kind": "randomized-smoothing", "name": "rs", "sigma": 0.25, "n0": n0, "n": count}
+    entry["batch"] = batch
     resident = 0
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
         resident = torch.cuda.memory_allocated(device)
-    start = time.perf_counter()
-    correct = torch.zeros((), dtype=torch.long, device=device)
-    for seed, (images, labels) in enumerate(batches):
-        perturbed = perturbation.perturb(model, images, labels, seed)
-        with torch.inference_mode():
-            correct += (model(perturbed).argmax(-1) == labels).sum()
-    _sync(device)
-    seconds = time.perf_counter() - start
-    if device.type != "cuda":
-        return seconds, int(correct), None
-    return seconds, int(correct), (torch.cuda.max_memory_allocated(device) - resident) / 2**30
+    report = robench.evaluate(
+        model,
+        [entry],
+        (pixels.float().div(255), labels),
+        model_name=MODELS[0],
+        batch_size=args.batch_size,
+        device=args.device,
+        seed=SEED,
+        progress=False,
+    )
+    (result,) = report.results
+    peak = None
+    if device.type == "cuda":
+        peak = (torch.cuda.max_memory_allocated(device) - resident) / 2**30
+    results.certify = {
+        "model": MODELS[0],
+        "samples": result.n_samples,
+        "n": count,
+        "seconds_per_sample": result.wall_time_s / result.n_samples,
+        "peak_gib_above_resident": peak,
+        "precision": report.environment.precision,
+    }
+    results.save()
 
 
-def measure(
-    name: str,
-    n_images: int,
-    batch_size: int,
-    rounds: int,
-    warmup: int,
-    models: dict[str, torch.nn.Module],
-    device: torch.device,
-) -> dict[str, Measurement]:
-    """One workload on both models: `warmup` untimed batches each, then interleaved rounds."""
-    from robench.perturbations.base import build_perturbation
-
-    spec = WORKLOADS[name]
-    perturbation = build_perturbation(spec.kind, spec.params)
-    batches = {m: make_batches(n_images, batch_size, models[m], device) for m in MODELS}
-    results = {m: Measurement(images=n_images) for m in MODELS}
-    for m in MODELS:
-        run_batches(models[m], perturbation, batches[m][:warmup], device)
-    for r in range(rounds):
-        for m in MODELS if r % 2 == 0 else MODELS[::-1]:
-            seconds, correct, peak = run_batches(models[m], perturbation, batches[m], device)
-            result = results[m]
-            result.images_per_s.append(n_images / seconds)
-            result.correct = correct
-            if peak is not None:
-                result.peak_gib = max(peak, result.peak_gib or 0.0)
-    return results
+# --- the report section ---------------------------------------------------------------------
 
 
 def _header(device: str, started: datetime.datetime) -> list[str]:
     return [
         START,
-        "## GPU throughput: clean, PGD-20 and AutoAttack, DeiT-tiny vs Elliptical "
+        "## GPU acceptance: make test-gpu, robench eval vs bare library loops "
         "(benchmarks/bench_gpu.py)",
         "",
         f"- date: {started:%Y-%m-%d %H:%M} UTC",
         f"- device: {device}; torch {torch.__version__}, timm {_package('timm')}, "
         f"torchattacks {_package('torchattacks')}, pyautoattack {_package('pyautoattack')}",
-        f"- models: `{BASELINE}` (timm, baseline) vs `{ELLIPTICAL}` (robench), the same random "
-        "weights, 224x224 inputs; float32, eval mode",
+        "- models: DeiT-tiny and DeiT-small at 224x224, the baseline (timm) and the Elliptical "
+        "twin (robench), random weights seeded as `robench eval --seed 0`; IEEE float32",
+        "- throughput: `robench eval` (image folder of PNGs, the real runner) against the bare "
+        "torchattacks / pyautoattack loop on the same model, images and batch size; labels: "
+        "each model's top-1, so every attack starts on every point",
     ]
 
 
-def _workload_lines() -> list[str]:
-    return [f"- `{name}`: {spec.what}" for name, spec in WORKLOADS.items()]
-
-
 TABLE_HEAD = [
-    "| workload | model | images | images/s (median) | ratio elliptical / baseline "
-    "| still correct after | peak GPU memory GiB above resident |",
-    "|---|---|---:|---:|---:|---:|---:|",
+    "| model | workload | images | robench images/s | bare images/s | robench / bare "
+    "| robench top-1 after | bare still correct |",
+    "|---|---|---:|---:|---:|---:|---:|---:|",
 ]
 
 
 def not_measured_section(reason: str, started: datetime.datetime) -> str:
-    """The section when no GPU could be used: every (workload, model) row "not measured"."""
-    lines = [*_header("no CUDA device", started), *_workload_lines(), ""]
+    """The section when no GPU could be used: every (model, workload) row "not measured"."""
+    lines = [*_header("no CUDA device", started), ""]
     lines += [f"**Not measured.** {reason}", "", *TABLE_HEAD]
-    for name in WORKLOADS:
-        for model in MODELS:
-            cells = [name, f"`{model}`", *[NOT_MEASURED] * 5]
+    for model in MODELS:
+        for workload in WORKLOADS:
+            cells = [f"`{model}`", workload, *[NOT_MEASURED] * 6]
             lines.append("| " + " | ".join(cells) + " |")
-    lines.append(END)
+    lines += ["", f"- make test-gpu: {NOT_MEASURED}", f"- certify: {NOT_MEASURED}", END]
     return "\n".join(lines)
 
 
-def measured_section(
-    args: argparse.Namespace,
-    device: torch.device,
-    results: dict[str, dict[str, Measurement]],
-    started: datetime.datetime,
-    loads: tuple[str, str],
-) -> str:
-    if device.type == "cuda":
-        name = f"{torch.cuda.get_device_name(device)} (CUDA {torch.version.cuda})"
-        tf32 = (
-            f"TF32 matmul {torch.backends.cuda.matmul.allow_tf32}, "
-            f"TF32 cuDNN {torch.backends.cudnn.allow_tf32}"
-        )
-    else:
-        name, tf32 = f"CPU {cpu_name()}, {torch.get_num_threads()} threads", "no TF32"
+def _rate(value: float) -> str:
+    return f"{value:.1f}" if value >= 10 else f"{value:.3g}"
+
+
+def measured_section(results: Results) -> str:
+    args = results.args
     command = f"{GPU_COMMAND} --device {args.device}{' --quick' if args.quick else ''}"
     lines = [
-        *_header(name, started),
-        f"- load average (1, 5, 15 min) before: {loads[0]}; after: {loads[1]}",
-        f"- command: `{command}`; batch {args.batch_size}, {args.rounds} round(s) in "
-        f"ABBA order after {args.warmup} untimed warm-up batch(es) per model; {tf32}",
-        "- work per batch: robench's perturbation (`build_perturbation(...).perturb`) and the "
-        "scoring forward pass under `torch.inference_mode()`, as `robench eval` does; images "
-        "already on the device, labelled with each model's own clean prediction (random "
-        "weights: clean accuracy 100% by construction, every attack starts on every point)",
-        *_workload_lines(),
+        *_header(results.device_name, results.started),
+        f"- command: `{command}`; batch {args.batch_size}; load average before: "
+        f"{results.loads[0] if results.loads else 'n/a'}",
         "",
         *TABLE_HEAD,
     ]
-    for workload, per_model in results.items():
-        base = per_model[BASELINE].images_per_s
-        for model, m in per_model.items():
-            ratios = [e / b for e, b in zip(m.images_per_s, base, strict=True)]
-            peak = "n/a" if m.peak_gib is None else f"{m.peak_gib:.2f}"
-            lines.append(
-                f"| {workload} | `{model}` | {m.images} | "
-                f"{_rate(statistics.median(m.images_per_s))} | {statistics.median(ratios):.3f} | "
-                f"{m.correct} / {m.images} | {peak} |"
-            )
-    lines += [
-        "",
-        "AutoAttack runs each of its attacks only on the points that survived the previous "
-        "ones. On these random weights its first attack, APGD-CE (100 iterations), breaks "
-        "about every point (on CPU, 8 images: APGD-CE alone and standard both left 0 of 8 "
-        "correct, in the same time), so this row is mostly APGD-CE's throughput: a robust "
-        "model, on which APGD-T, FAB-T and Square also run, costs far more per image. "
-        '"Still correct after" counts the points that survived every attack. Peak GPU '
-        "memory: the most a round allocated above what was already allocated before it.",
-    ]
-    if device.type != "cuda":
-        lines.append("")
-        lines.append("**CPU run: these numbers only show that the code runs; not GPU numbers.**")
+    for row in results.rows:
+        lines.append(
+            f"| `{row['model']}` | {row['workload']} | {row['images']} | "
+            f"{_rate(row['robench_images_per_s'])} | {_rate(row['bare_images_per_s'])} | "
+            f"{row['ratio']:.2f} | {row['robench_top1']:.3f} | {row['bare_still_correct']} / "
+            f"{row['images']} |"
+        )
+    lines += ["", f"- make test-gpu: {results.tests or NOT_MEASURED}"]
+    certify = results.certify
+    if certify is None:
+        lines.append(f"- certify: {NOT_MEASURED}")
+    else:
+        peak = certify["peak_gib_above_resident"]
+        lines.append(
+            f"- certify (`robench.evaluate`, randomized smoothing, n = {certify['n']}, "
+            f"{certify['samples']} samples of `{certify['model']}`): "
+            f"{certify['seconds_per_sample']:.3g} s per sample, peak memory above resident "
+            f"{'n/a' if peak is None else f'{peak:.2f} GiB'}"
+        )
+    if torch.device(args.device).type != "cuda":
+        lines += ["", "**CPU run: these numbers only show that the code runs; not GPU numbers.**"]
     lines.append(END)
     return "\n".join(lines)
 
@@ -292,47 +448,39 @@ def measured_section(
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--device", default="cuda", help="cuda (default), cuda:N or cpu")
+    parser.add_argument("--batch-size", type=int, default=128, help="images per batch (128)")
     parser.add_argument(
-        "--batch-size",
-        type=int,
-        default=128,
-        help="images per batch for every workload (default 128: DeiT-tiny with input "
-        "gradients needs ~4 GiB at 128, and one size keeps the workloads comparable)",
+        "--phases",
+        nargs="+",
+        choices=("tests", "throughput", "certify"),
+        default=["tests", "throughput", "certify"],
     )
-    parser.add_argument(
-        "--images",
-        type=int,
-        help="images per round for every workload (default: "
-        + ", ".join(f"{n} {w.images}" for n, w in WORKLOADS.items())
-        + "; --quick: "
-        + ", ".join(f"{n} {w.quick_images}" for n, w in WORKLOADS.items())
-        + ")",
-    )
-    parser.add_argument("--rounds", type=int, default=5, help="timed rounds (default 5)")
-    parser.add_argument(
-        "--warmup", type=int, default=1, help="untimed batches per model first (default 1)"
-    )
-    parser.add_argument("--workloads", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS))
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="a few images, batch 2, one round, no warm-up: proves every workload runs "
-        "(e.g. on CPU), times nothing worth reading",
+        help="the DeiT-tiny baseline only, a few images, batch 2, clean, PGD and AutoAttack "
+        "standard cut short: proves every phase runs (e.g. on CPU), times nothing worth "
+        "reading; skips the tests phase off CUDA",
     )
-    parser.add_argument(
-        "--output",
-        type=Path,
-        help="file to write the section into (default for CUDA: "
-        "reports/benchmarks.md; required for a CPU run)",
-    )
+    parser.add_argument("--output", type=Path, help="file to write the section into")
+    parser.add_argument("--json", type=Path, help="the numbers as JSON (default: OUTPUT.json)")
     args = parser.parse_args(argv)
     if args.quick:
-        args.batch_size, args.rounds, args.warmup = 2, 1, 0
+        args.batch_size = 2
+        if not args.device.startswith("cuda") and "tests" in args.phases:
+            args.phases.remove("tests")
     if args.output is None:
         if not args.device.startswith("cuda"):
             parser.error("a CPU run must name --output: CPU numbers never go into the report")
         args.output = REPORT
+    args.json = args.json or args.output.with_suffix(".json")
     return args
+
+
+def _device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return f"{torch.cuda.get_device_name(device)} (CUDA {torch.version.cuda})"
+    return f"CPU {cpu_name()}, {torch.get_num_threads()} threads"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -349,17 +497,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(section)
         write_section(args.output, section, START, END)
         return 0
-    before = load_average()
-    models = build_models(device)
-    results = {}
-    for name in args.workloads:
-        spec = WORKLOADS[name]
-        n = args.images or (spec.quick_images if args.quick else spec.images)
-        results[name] = measure(name, n, args.batch_size, args.rounds, args.warmup, models, device)
-        print(name, {m: r.images_per_s for m, r in results[name].items()}, flush=True)
-    section = measured_section(args, device, results, started, (before, load_average()))
-    print(section)
-    write_section(args.output, section, START, END)
+    results = Results(args, started, _device_name(device), loads=[load_average()])
+    results.save()
+    with tempfile.TemporaryDirectory(prefix="bench_gpu_") as work:
+        if "tests" in args.phases:
+            phase_tests(results)
+            results.save()
+        if "throughput" in args.phases:
+            phase_throughput(results, device, Path(work))
+        if "certify" in args.phases:
+            phase_certify(results, device)
+    print(measured_section(results))
     return 0
 
 

@@ -48,7 +48,7 @@ from robench.data import open_dataset
 from robench.data.subset import select_indices
 from robench.evaluation.request import EvalRequest, evaluate
 from robench.evaluation.runner import score_seeded
-from robench.evaluation.sample_store import SampleStore
+from robench.evaluation.store.sample_store import SampleStore
 from robench.models.loading import load_model
 from robench.tasks.registry import load_task
 

@@ -144,7 +144,7 @@ def interleaved(
     from robench._core.batching import batch_indices
     from robench._core.seeding import derive_seed
     from robench.evaluation.runner import score_seeded
-    from robench.evaluation.sample_store import SampleStore
+    from robench.evaluation.store.sample_store import SampleStore
     from robench.models.loading import load_model
     from robench.tasks.registry import load_task
 

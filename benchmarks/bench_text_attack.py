@@ -33,6 +33,7 @@ from report_sections import cpu_name, load_average, write_section
 
 from robench.data.text.labeled_texts import read_labeled_texts
 from robench.models.loading import load_model
+from robench.perturbations.own_batch import OwnBatch
 from robench.perturbations.text.attack_constraints import AttackConstraints
 from robench.perturbations.text.attack_params import DeepWordBugParams
 from robench.perturbations.text.greedy_search import AttackOutcome, run_searches
@@ -43,6 +44,10 @@ MODEL = "text_classifier_nano_elliptical_docs"
 BUDGET = 200
 CPU = torch.device("cpu")
 START, END = "<!-- bench_text_attack:start -->", "<!-- bench_text_attack:end -->"
+
+
+def _calls_of(rows: int) -> OwnBatch:
+    return OwnBatch("deepwordbug", "query_batch", rows)
 
 
 def _run(model, texts, labels, batched: bool) -> tuple[list[AttackOutcome], float]:
@@ -57,9 +62,9 @@ def _run(model, texts, labels, batched: bool) -> tuple[list[AttackOutcome], floa
 
     start = time.perf_counter()
     if batched:
-        outcomes = run_searches(searches(), text_scorer(model, CPU, 256))
+        outcomes = run_searches(searches(), text_scorer(model, CPU, _calls_of(256)))
     else:
-        one = text_scorer(model, CPU, 1)
+        one = text_scorer(model, CPU, _calls_of(1))
         outcomes = [run_searches([search], one)[0] for search in searches()]
     return outcomes, time.perf_counter() - start
 

@@ -14,6 +14,17 @@ from robench.data.idx import read_idx
 FASHION_MNIST_DIR = BUILTIN_DATASETS["fashion-mnist"].path  # installed by `make data`
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `gpu` are skipped where torch sees no CUDA GPU (CI): the summary counts
+    them as skipped, with the reason."""
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (make test-gpu on a GPU machine)")
+    for item in items:
+        if item.get_closest_marker("gpu") is not None:
+            item.add_marker(skip)
+
+
 def _load_split(split: str, n: int) -> tuple[torch.Tensor, torch.Tensor]:
     prefix = "t10k" if split == "test" else "train"
     images = read_idx(FASHION_MNIST_DIR / f"{prefix}-images-idx3-ubyte.gz")[:n]

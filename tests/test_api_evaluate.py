@@ -15,6 +15,7 @@ from torch import nn
 from typer.testing import CliRunner
 
 import robench
+from robench._core.errors import ConfigError
 from robench.cli import app
 from robench.results.report.schema import Report
 
@@ -382,7 +383,8 @@ BAD_INPUTS: dict[str, tuple[Any, dict[str, Any], str]] = {
         {"suite": [{"kind": "pgd", "eps": "8/255", "stepz": 3}]},
         "unknown key 'stepz'",
     ),
-    "model on another device": (SmallNet, {"device": "cuda:0"}, "the model is on cpu"),
+    # meta stands for another device on any machine (cuda:0 is refused first where no GPU is).
+    "model on another device": (SmallNet, {"device": "meta"}, "the model is on cpu"),
     "unknown keyword": (SmallNet, {"batchsize": 8}, "Did you mean 'batch_size'"),
     "an engine field as a keyword": (SmallNet, {"command": ["x"]}, "option 'command'"),
     "a module that cannot run on the built-in data": (
@@ -418,3 +420,46 @@ def test_bad_input_is_one_sentence_value_error_and_nothing_is_written(
     message = str(caught.value)
     assert words in message and "\n" not in message and "Traceback" not in message
     assert list(tmp_path.iterdir()) == []
+
+
+class _Parameterless(nn.Module):
+    """Logits read straight off the pixels: a model without parameters or buffers."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.flatten(1)[:, :10] * 10
+
+
+def test_the_device_follows_the_model_and_a_model_without_parameters_runs_on_cpu() -> None:
+    report = robench.evaluate(_Parameterless(), [{"kind": "clean"}], _tensors(8), progress=False)
+    assert report.environment.device.startswith("cpu")
+    on_cpu = robench.evaluate(SmallNet(), [{"kind": "clean"}], _tensors(8), progress=False)
+    assert on_cpu.environment.device.startswith("cpu")
+
+
+@pytest.mark.parametrize("first", ["cpu", "meta"])
+def test_a_model_on_two_devices_is_refused_naming_both(first: str) -> None:
+    """A `meta` tensor among the parameters stands for a second device: whichever comes
+    first (and so is the default device), the other is found and both are named."""
+    model = SmallNet()
+    ghost = nn.Parameter(torch.empty(3, device="meta"))
+    if first == "meta":
+        model.features[0].weight = nn.Parameter(torch.empty(4, 1, 3, 3, device="meta"))
+    else:
+        model.head.register_parameter("ghost", ghost)
+    with pytest.raises(robench.InputError) as caught:
+        robench.evaluate(model, [{"kind": "clean"}], _tensors(8), progress=False)
+    message = str(caught.value)
+    assert "\n" not in message and "cpu" in message and "meta" in message
+
+
+def test_every_tensor_is_checked_against_the_device_index_included() -> None:
+    """The index counts (cuda:1 is not cuda:0), and a buffer counts as a parameter does."""
+    from robench.models.sources.memory import check_device
+
+    model = SmallNet()
+    check_device(model, "cpu")
+    with pytest.raises(ConfigError, match="the model is on cpu but device='cuda:1'"):
+        check_device(model, "cuda:1")
+    model.features[1].register_buffer("late", torch.empty(1, device="meta"))
+    with pytest.raises(ConfigError, match="on cpu and on meta"):
+        check_device(model, "cpu")

@@ -256,20 +256,54 @@ def test_results_rooms_import_in_one_direction() -> None:
             )
 
 
-@pytest.mark.parametrize("part", ["models", "results", "_core"])
-def test_no_import_circles_between_modules(part: str) -> None:
-    """No two modules of the part import each other, directly or through others (imports
-    inside functions and under TYPE_CHECKING count, as the code reads)."""
+def _module_name(path: Path) -> str:
+    """robench/evaluation/sanity/checks.py -> robench.evaluation.sanity.checks."""
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    return ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the robench modules it imports, as the code reads: imports inside functions
+    and under TYPE_CHECKING count, and `from robench.x import y` names the module x.y too
+    when y is one (a package's face and its submodule are both imported)."""
+    paths = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
     graph: dict[str, set[str]] = {}
-    for path in (PACKAGE / part).rglob("*.py"):
-        rel = path.relative_to(PACKAGE.parent).with_suffix("")
-        module = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
-        graph[module] = set(_imports(path))
-    known = set(graph)
-    for module in graph:
-        graph[module] = {name for name in graph[module] if name in known and name != module}
-    cycles = _cycles(graph)
+    for module, path in paths.items():
+        found = set(_imports(path))
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found |= {f"{node.module}.{alias.name}" for alias in node.names}
+        graph[module] = {name for name in found if name in paths and name != module}
+    return graph
+
+
+def test_no_import_circle_anywhere() -> None:
+    """No two modules of robench import each other, directly or through others: each module
+    stands above everything it imports, so it can be read (and moved) without what uses it."""
+    cycles = _cycles(_import_graph())
     assert not cycles, f"import circles: {cycles}"
+
+
+def test_the_circle_finder_finds_a_circle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+MAX_MODULES = 20  # STYLE.md: a folder of more modules is several concerns
+
+
+def test_no_folder_holds_more_than_20_modules() -> None:
+    """A folder's modules are its .py files other than `__init__.py` (the package's face);
+    a subpackage is a room of its own and counts in its own folder."""
+    crowded = {}
+    for folder in [PACKAGE, *(p for p in PACKAGE.rglob("*") if p.is_dir())]:
+        modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
+        if len(modules) > MAX_MODULES:
+            crowded[str(folder.relative_to(PACKAGE.parent))] = len(modules)
+    assert not crowded, (
+        f"folders of more than {MAX_MODULES} modules: give a concern a subpackage: {crowded}"
+    )
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -329,7 +329,9 @@ def test_reports_scored_in_different_precisions_get_a_note() -> None:
     same = build_comparison([("a.json", base), ("b.json", _paper_report("deit_tiny"))])
     assert not any("precisions" in note for note in same.notes)
     mixed = build_comparison([("a.json", base), ("b.json", amp)])
-    assert any("#1 float32, deit_tiny @" in note and "#2 bf16" in note for note in mixed.notes)
+    assert any(
+        "#1 fp32, deit_tiny @" in note and "#2 bf16 autocast" in note for note in mixed.notes
+    )
     assert any("different precisions" in note for note in check_pairable(base, amp))
 
 

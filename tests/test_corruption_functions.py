@@ -20,11 +20,12 @@ from robench.perturbations.corruptions import (
     ALL,
     EXTRA,
     GROUPS,
+    IMPLEMENTATIONS,
     SEVERITIES,
     STANDARD,
     corrupt_image,
 )
-from robench.perturbations.corruptions.apply import CorruptionInputError, luma
+from robench.perturbations.corruptions.apply import _IMPLEMENTATIONS, CorruptionInputError, luma
 from robench.perturbations.corruptions.fast import FAST_NAMES, corrupt_fast
 from robench.perturbations.corruptions.reference import SEEDED_BY_ARGUMENT, corrupt_reference
 
@@ -76,6 +77,13 @@ def test_names_follow_imagenet_c() -> None:
     for group, names in GROUPS.items():
         assert list(names) == get_corruption_names(group)
     assert len(ALL) == len(set(ALL)) == 19
+
+
+def test_the_package_names_the_implementations_apply_runs() -> None:
+    # The package lists them without importing apply (numpy); apply's table is what runs.
+    assert tuple(_IMPLEMENTATIONS) == IMPLEMENTATIONS
+    with pytest.raises(CorruptionInputError, match="Did you mean 'fast'"):
+        corrupt_image(np.zeros((8, 8), np.uint8), "fog", 1, 0, implementation="fats")
 
 
 def test_import_stays_light() -> None:

@@ -21,8 +21,8 @@ from typer.testing import CliRunner
 from robench._core.errors import ResumeError
 from robench.cli import app
 from robench.evaluation.interrupts import Interrupted, resume_command, stop_cleanly
-from robench.evaluation.sample_store import SampleStore, merge_records, samples_path_for
-from robench.evaluation.store_lock import lock_path_for
+from robench.evaluation.store.lock import lock_path_for
+from robench.evaluation.store.sample_store import SampleStore, merge_records, samples_path_for
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from robench.cli import app
 from robench.evaluation.request import EvalRequest, evaluate
-from robench.evaluation.sample_store import SampleStore
+from robench.evaluation.store.sample_store import SampleStore
 from robench.results.report.schema import report_json_schema
 
 pytestmark = pytest.mark.slow

@@ -276,6 +276,30 @@ def _plugin(tmp: Path) -> str:
     return _write(tmp / "plugin.py", "import sys\n\nsys.exit(0)\n")
 
 
+def _nan_checkpoint(tmp: Path) -> str:
+    """The shipped model's weights, diverged to NaN."""
+    from safetensors.torch import load_file, save_file
+
+    weights = {k: torch.full_like(v, float("nan")) for k, v in load_file(CHECKPOINT).items()}
+    save_file(weights, tmp / "nan.safetensors")
+    return str(tmp / "nan.safetensors")
+
+
+# Plugins that fail in their own code: each error names the plugin and its file. What they
+# register stays registered for the rest of the session, so each fails only when asked for
+# by name (or, the detector, on a folder marked for it).
+PLUGIN_GHOST_KIND = 'from robench.registry import register_perturbation, PerturbationParams\n\nclass P(PerturbationParams):\n    pass\n\nregister_perturbation("ghost", "no_such_module_for_robench:Ghost")(P)\n'
+PLUGIN_FORMAT_NONE = 'from robench.registry import register_format\n\n@register_format("gate", "nothing", ".txt")\ndef render(result, strict):\n    return None\n'
+PLUGIN_SOURCE_JUNK = 'from robench.registry import register_source\n\nregister_source("junk", f"{__name__}:build", "returns junk", "junk:x")\n\ndef build(request):\n    return 42\n'
+PLUGIN_DETECTOR = 'from robench.registry import register_dataset\n\ndef opener(*args):\n    raise RuntimeError("never")\n\ndef detect(root):\n    if (root / "raise-here").exists():\n        raise KeyError("detector bug")\n    return False\n\nregister_dataset("boom", opener, detect=detect, shape="x")\n'
+CERTIFY_ONLY = '\n[[perturbations]]\nkind = "clean"\n\n[[perturbations]]\nkind = "randomized-smoothing"\nsigma = 0.25\nn0 = 4\nn = 8\nbatch = 8\n'
+
+
+def _header_only_listops(tmp: Path) -> str:
+    write_listops(tmp / "header-only", rows=0)
+    return str(tmp / "header-only")
+
+
 def _out_of_memory(*args: object, **kwargs: object) -> None:
     """CUDA running out of memory, simulated on this CPU."""
     raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 1 GiB")
@@ -312,6 +336,8 @@ CASES: dict[str, Callable[[Path, Path], Case]] = {
     "eps-not-a-number": lambda t, d: Case([*_eval(t, d), "-s", _suite(t, _fgsm('"abc"'))]),
     "eps-division-by-zero": lambda t, d: Case([*_eval(t, d), "-s", _suite(t, _fgsm('"1/0"'))]),
     "steps-zero": lambda t, d: Case([*_eval(t, d), "-s", _suite(t, '\n[[perturbations]]\nkind = "pgd"\neps = "1/255"\nsteps = 0\n')]),
+    "torchattacks-parameter-out-of-range": lambda t, d: Case(["validate", _suite(t, '\n[[perturbations]]\nkind = "torchattacks.PGD"\nsteps = -1\n')], prefix="fail"),
+    "torchattacks-norm-unsupported": lambda t, d: Case([*_eval(t, d), "-s", _suite(t, '\n[[perturbations]]\nkind = "torchattacks.FAB"\nnorm = "l1"\neps = 1.0\n')]),
     "torchattacks-unknown-attack": lambda t, d: Case([*_eval(t, d), "-s", _suite(t, '\n[[perturbations]]\nkind = "torchattacks.CWW"\n')]),
     "torchattacks-unknown-parameter": lambda t, d: Case([*_eval(t, d), "-s", _suite(t, '\n[[perturbations]]\nkind = "torchattacks.PGD"\nstepz = 3\n')]),
     "torchattacks-eps-unbounded": lambda t, d: Case([*_eval(t, d), "-s", _suite(t, '\n[[perturbations]]\nkind = "torchattacks.CW"\neps = 0.5\n')]),
@@ -340,10 +366,15 @@ CASES: dict[str, Callable[[Path, Path], Case]] = {
     "gpu-memory-single-sample": lambda t, d: Case(_eval(t, d, "-b", "4"), patches=OOM_IN_RUN),
     "plugin-exits": lambda t, d: Case(_eval(t, d, "--import", _plugin(t))),
     "plugin-missing": lambda t, d: Case(_eval(t, d, "--import", str(t / "missing.py"))),
+    "plugin-lazy-missing": lambda t, d: Case(_eval(t, d, "-s", _suite(t, '\n[[perturbations]]\nkind = "ghost"\n'), "--import", _write(t / "ghost.py", PLUGIN_GHOST_KIND))),
+    "plugin-renderer-returns-none": lambda t, d: Case(["gate", "-b", _report(t, d, "a.json", None), "-c", _report(t, d, "b.json", None), "--import", _write(t / "fmt.py", PLUGIN_FORMAT_NONE), "--output", f"nothing={t / 'gate.txt'}"]),
+    "plugin-source-not-a-model": lambda t, d: Case(["eval", "junk:x", "-s", str(d / "clean.toml"), "-d", str(d / "imgs"), "--import", _write(t / "src.py", PLUGIN_SOURCE_JUNK), "-o", str(t / "out" / "r.json")]),
+    "plugin-detector-raises": lambda t, d: Case(_eval(t, d, "--import", _write(t / "det.py", PLUGIN_DETECTOR), folder=_write(Path(_folder(t / "marked")) / "raise-here", "").rsplit("/", 1)[0])),
     "no-checkpoint": lambda t, d: Case(["eval", "vit_nano_patch4_28", "-s", str(d / "clean.toml"), "-d", str(d / "imgs"), "-o", str(t / "out" / "r.json")]),
     "surrogate-input-size": lambda t, d: Case(_eval(t, d, "-s", _suite(t, _fgsm('"1/255"')), "--surrogate", "resnet18", "--allow-random-weights")),
     "surrogate-classes": lambda t, d: Case(_eval(t, d, "-s", _suite(t, _fgsm('"1/255"')), "--surrogate", _write(t / "five.toml", 'name = "five"\narchitecture = "vit_nano_patch4_28"\nnum_classes = 5\n'), "--allow-random-weights")),
     "surrogate-not-an-attack": lambda t, d: Case(_eval(t, d, "-s", _suite(t, f'\n[[perturbations]]\nkind = "clean"\nsurrogate = "{MODEL}"\n'))),
+    "surrogate-cannot-apply": lambda t, d: Case(_eval(t, d, "-s", _suite(t, CERTIFY_ONLY), "--surrogate", MODEL)),
     "surrogate-checkpoint-alone": lambda t, d: Case(_eval(t, d, "--surrogate-checkpoint", str(CHECKPOINT))),
     "checkpoint-missing": lambda t, d: Case(_eval(t, d, "-c", str(t / "missing.pt"))),
     "checkpoint-empty": lambda t, d: Case(_eval(t, d, "-c", _write(t / "empty.pt", b""))),
@@ -352,6 +383,9 @@ CASES: dict[str, Callable[[Path, Path], Case]] = {
     "checkpoint-needs-trust": lambda t, d: Case(_eval(t, d, "-c", _pickled_objects(t))),
     "checkpoint-other-architecture": lambda t, d: Case(["eval", "resnet18", "-c", _checkpoint_copy(t), "-s", str(d / "clean.toml"), "-d", str(d / "imgs"), "-o", str(t / "out" / "r.json")]),
     "checkpoint-other-classes": lambda t, d: Case(_eval(t, d, "--num-classes", "5")),
+    "model-kwargs-rejected": lambda t, d: Case(["eval", "fan_nano_fmnist", "-s", str(d / "clean.toml"), "-d", str(d / "imgs"), "--model-kwargs", '{"num_heads": 5}', "-o", str(t / "out" / "r.json")]),
+    "model-nonfinite": lambda t, d: Case(_eval(t, d, "-c", _nan_checkpoint(t))),
+    "data-no-samples": lambda t, d: Case([*_lra_eval(t, "lra-smoke", False)[:-4], "-d", _header_only_listops(t), "-o", str(t / "out" / "r.json")]),
     "data-missing": lambda t, d: Case(_eval(t, d, folder="missing")),
     "data-empty": lambda t, d: Case(_eval(t, d, folder=_folder(t / "empty"))),
     "data-is-file": lambda t, d: Case(_eval(t, d, folder="clean.toml")),
@@ -395,6 +429,7 @@ CASES: dict[str, Callable[[Path, Path], Case]] = {
     "report-newer-schema": lambda t, d: Case(["compare", _report(t, d, "new.json", lambda r: _set(r, "schema_version", 99))]),
     "report-not-a-report": lambda t, d: Case(["compare", _write(t / "other.json", '{"hello": 1}')]),
     "gate-other-suite": lambda t, d: Case(["gate", "-b", _report(t, d, "a.json", None), "-c", _report(t, d, "b.json", lambda r: _set(r, "suite.name", "other"))]),
+    "gate-sample-not-a-number": lambda t, d: Case(["gate", "-b", _report(t, d, "a.json", None), "-c", _report(t, d, "b.json", lambda r: r["samples"]["default"]["values"]["clean"]["nll"].__setitem__(1, "abc"))]),
     "gate-junit-directory": lambda t, d: Case(["gate", "-b", _report(t, d, "a.json", None), "-c", _report(t, d, "b.json", None), "--junit", str(t / "out")]),
     "gate-unknown-output-format": lambda t, d: Case(["gate", "-b", _report(t, d, "a.json", None), "-c", _report(t, d, "b.json", None), "--output", f"sumary={t / 'gate.md'}"]),
     "gate-output-not-name-path": lambda t, d: Case(["gate", "-b", _report(t, d, "a.json", None), "-c", _report(t, d, "b.json", None), "--output", str(t / "gate.md")]),

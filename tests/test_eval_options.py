@@ -43,7 +43,7 @@ def _synopsis() -> str:
 
 def test_the_readme_synopsis_lists_every_option_and_no_other() -> None:
     synopsis = _synopsis()
-    flags = set(re.findall(r"--[a-z][a-z-]*", synopsis))
+    flags = set(re.findall(r"--[a-z][a-z0-9-]*", synopsis))
     long_flags = {option.flags[0] for option in EVAL_OPTIONS.values() if option.flags}
     assert long_flags - flags == set(), "options missing from the README's synopsis"
     assert flags - long_flags == set(), "the README's synopsis lists flags eval does not take"
@@ -87,7 +87,7 @@ def test_folded_options_are_fields_of_what_they_fold_into() -> None:
 
 def test_choices_written_as_literals_are_the_librarys() -> None:
     from robench.data.unreadable import BAD_IMAGE_POLICIES
-    from robench.evaluation.sanity_budget import SANITY_MODES
+    from robench.evaluation.sanity.budget import SANITY_MODES
     from robench.evaluation.speed import AMP_DTYPES
 
     def literal(name: str) -> tuple[str, ...]:

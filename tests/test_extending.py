@@ -125,6 +125,35 @@ def test_a_plugin_task_is_listed_and_evaluated(tmp_path: Path) -> None:
     assert metrics["accuracy"] == _results(plain)["clean"]["metrics"]["top1"]["value"]
 
 
+def test_a_plugin_task_evaluates_a_model_held_in_memory() -> None:
+    """The plugin's one file (its task, the data reader it inherits, its registration) is all
+    `robench.evaluate(module, task=...)` needs: the module is wrapped as its task's models
+    are (images), and the records are image classification's on the same samples."""
+    import torch
+    from torch import nn
+
+    import robench
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(28 * 28, 10))
+    images, labels = torch.rand(16, 1, 28, 28), torch.randint(0, 10, (16,))
+    clean = [{"kind": "clean"}]
+    plugin = str(PLUGINS / "confidence_task.py")
+    suite = {"name": "confidence", "version": 1, "task": "image-confidence", "perturbations": clean}
+    report = robench.evaluate(
+        model, suite, (images, labels), task="image-confidence", imports=[plugin], progress=False
+    )
+    assert report.task == "image-confidence"
+    assert len(report.samples["default"].targets) == 16
+    result = report.results[0]
+    metrics = {name: value.value for name, value in result.metrics.items()}
+    assert set(metrics) == {"accuracy", "confidence", "overconfidence"}
+    assert 0.1 <= metrics["confidence"] <= 1.0
+    classic = robench.evaluate(model, clean, (images, labels), progress=False)
+    assert metrics["accuracy"] == classic.results[0].metrics["top1"].value
+    assert model.training  # the caller's model is left as it was
+
+
 def test_a_plugin_model_source_loads_the_same_weights(tmp_path: Path) -> None:
     plugin = str(PLUGINS / "safetensors_source.py")
     assert "safetensors:\tmodel source" in _invoke(

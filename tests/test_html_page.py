@@ -171,6 +171,9 @@ def _check_board_matches_json(board: Board, payload: dict) -> None:
     for row in payload["rows"]:
         for column, cell in row["cells"].items():
             key = (row["model"], column)
+            if cell["value"] is None:  # a cost the (schema 4) report did not count
+                assert board.values[key] == "unknown" and not board.marks[key]
+                continue
             assert board.keys[key] == cell["value"]
             assert board.values[key] == f"{cell['value']:.2f}"
             assert board.marks[key] == (cell["mark"] or "")
@@ -179,12 +182,13 @@ def _check_board_matches_json(board: Board, payload: dict) -> None:
 def test_page_of_the_demo_reports_shows_the_json_numbers_and_marks(tmp_path: Path) -> None:
     page = tmp_path / "page.html"
     _compare(*IMAGE_REPORTS, "--format", "html", "-o", page)
-    payload = json.loads(_compare(*IMAGE_REPORTS, "--format", "json"))
+    # The page always shows the cost column (json with --cost).
+    payload = json.loads(_compare(*IMAGE_REPORTS, "--format", "json", "--cost"))
     root = parse_html(page.read_text(encoding="utf-8"))
     (board,) = boards(root)
     _check_board_matches_json(board, payload)
     assert set(board.rows) == {"vit_nano_fmnist", "vit_nano_elliptical_fmnist"}
-    assert len(board.ids) == 16  # 8 results (demo suite v2) x top1, top5
+    assert len(board.ids) == 24  # 8 results (demo suite v2) x top1, top5, passes per sample
     assert set(board.marks.values()) == {"best", ""}  # two models: no second best
     # Each column's best is the larger value (every column is an accuracy, higher is better).
     for column in board.ids:
@@ -192,7 +196,9 @@ def test_page_of_the_demo_reports_shows_the_json_numbers_and_marks(tmp_path: Pat
         best = [row for row in board.rows if board.marks[row, column] == "best"]
         if len(set(values.values())) > 1:
             assert best == [max(values, key=values.__getitem__)]
-    assert set(board.arrows) == {"↑"}
+    accuracies = [i for i, c in enumerate(board.ids) if not c.endswith("/passes_per_sample")]
+    assert {board.arrows[i] for i in accuracies} == {"↑"}
+    assert {a for i, a in enumerate(board.arrows) if i not in accuracies} == {"↓"}  # cost
 
 
 def test_page_with_three_models_underlines_the_second_best(tmp_path: Path) -> None:
@@ -202,7 +208,7 @@ def test_page_with_three_models_underlines_the_second_best(tmp_path: Path) -> No
         for name, (clean, fgsm) in accuracies.items()
     ]
     page = _compare(*reports, "--format", "html", "--metric", "top1")
-    payload = json.loads(_compare(*reports, "--format", "json", "--metric", "top1"))
+    payload = json.loads(_compare(*reports, "--format", "json", "--metric", "top1", "--cost"))
     (board,) = boards(parse_html(page))
     _check_board_matches_json(board, payload)
     assert board.marks["a", "clean/top1"] == "best"
@@ -315,7 +321,7 @@ def test_html_without_output_goes_to_stdout_and_output_suffix_picks_html(tmp_pat
 @pytest.mark.slow
 def test_language_model_page_bolds_the_lower_perplexity(text_reports: list[Path]) -> None:
     page = _compare(*text_reports, "--format", "html")
-    payload = json.loads(_compare(*text_reports, "--format", "json"))
+    payload = json.loads(_compare(*text_reports, "--format", "json", "--cost"))
     root = parse_html(page)
     (board,) = boards(root)
     _check_board_matches_json(board, payload)

@@ -68,6 +68,19 @@ CASES: dict[str, Case] = {
         randomized=True,
         bites=True,
     ),
+    # MALT's ranking, then APGD-T on the 2 best-ranked targets.
+    "malt": Case(
+        "malt",
+        {"eps": "8/255", "n_iter": 10, "n_target_classes": 2},
+        randomized=True,
+        bites=True,
+    ),
+    "malt-l2": Case(
+        "malt",
+        {"eps": EPS_L2, "norm": "l2", "n_iter": 10, "n_target_classes": 2},
+        randomized=True,
+        bites=True,
+    ),
     "square-l2": Case(
         "autoattack",
         {"eps": EPS_L2, "norm": "L2", "attacks": ["square"], "n_queries": 50},
@@ -380,7 +393,7 @@ def test_misclassified_samples_stay_misclassified(
     assert wrong.any()
     _, adv = run(case, 0)
     assert (_predictions(trained_classifier, adv[wrong]) != labels[wrong]).all()
-    if case.kind == "autoattack":  # AutoAttack does not even touch them
+    if case.kind in ("autoattack", "malt"):  # AutoAttack and MALT do not even touch them
         assert torch.equal(adv[wrong], images[wrong])
 
 

@@ -62,7 +62,7 @@ def type_text(hint: Any) -> str:
 def _with_a_model_object(name: str) -> str:
     """Whether a keyword applies to a model held in memory (robench/api/_evaluate.py)."""
     from robench.api._evaluate import _NAMED_MODEL_ONLY
-    from robench.api._models import _PREPROCESSING_KEYS
+    from robench.models.sources.memory import _PREPROCESSING_KEYS
 
     if name not in _NAMED_MODEL_ONLY:
         return "accepted"

@@ -10,9 +10,9 @@ import torch
 from torch import nn
 from torch.utils.data import Dataset
 
-from robench._core.errors import AttackCheckError
+from robench._core.errors import DataError
 from robench.evaluation.runner import EvalData, Job, run_plan
-from robench.evaluation.sample_store import SampleStore
+from robench.evaluation.store.sample_store import SampleStore
 from robench.evaluation.suites import PlannedPerturbation
 from robench.perturbations.clean import Clean, CleanParams
 from robench.tasks import load_task
@@ -72,7 +72,8 @@ def test_clean_scores_batches_as_loaded(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 def test_clean_data_outside_the_unit_range_stops_on_the_first_batch(tmp_path: Path) -> None:
-    with pytest.raises(AttackCheckError, match=r"'clean'.*outside \[0, 1\]"):
+    """The data is at fault, not a perturbation: exit 2 naming the sample."""
+    with pytest.raises(DataError, match=r"sample 2 of the data .*outside \[0, 1\]"):
         _run(_Pixels(10, bad={2: 2.0}), tmp_path)
-    with pytest.raises(AttackCheckError, match=r"'clean'.*non-finite"):
+    with pytest.raises(DataError, match=r"sample\(s\) 0 of the data hold NaN or inf"):
         _run(_Pixels(10, bad={0: float("nan")}), tmp_path / "nan")

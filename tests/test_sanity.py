@@ -9,7 +9,7 @@ import torch
 from torch import nn
 from torch.utils.data import TensorDataset
 
-from robench.evaluation.sanity import QUICK_BUDGET, run_sanity
+from robench.evaluation.sanity.checks import QUICK_BUDGET, run_sanity
 from robench.models.layers.elliptical_attention import EllipticalAttention
 from robench.results.report.checks import TOLERANCE
 
@@ -269,9 +269,9 @@ eps = "8/255"
 def test_the_battery_takes_the_suite_s_threat_model(
     suite: str, sanity_eps: float | None, norm: str, eps: float, tmp_path, monkeypatch
 ) -> None:
-    from robench.evaluation import sanity
-    from robench.evaluation.battery import run_battery
     from robench.evaluation.request import EvalRequest
+    from robench.evaluation.sanity import checks as sanity
+    from robench.evaluation.sanity.battery import run_battery
     from robench.evaluation.suites import load_suite
     from robench.tasks import load_task
 

@@ -14,8 +14,7 @@ from torch import nn
 from torch.utils.data import TensorDataset
 
 from robench.evaluation.runner import perturb_and_score
-from robench.evaluation.sanity import run_sanity
-from robench.evaluation.sanity_budget import (
+from robench.evaluation.sanity.budget import (
     CAP_FACTOR,
     FLOOR_BUDGET,
     FULL_BUDGET,
@@ -26,6 +25,7 @@ from robench.evaluation.sanity_budget import (
     choose_budget,
     fit_budget,
 )
+from robench.evaluation.sanity.checks import run_sanity
 from robench.evaluation.suites import PlannedPerturbation
 from robench.perturbations import PERTURBATIONS
 from robench.tasks import load_task
@@ -273,9 +273,9 @@ def test_the_flag_beats_the_suite_s_budget_which_beats_auto(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from robench.evaluation import sanity
-    from robench.evaluation.battery import run_battery
     from robench.evaluation.request import EvalRequest
+    from robench.evaluation.sanity import checks as sanity
+    from robench.evaluation.sanity.battery import run_battery
     from robench.evaluation.suites import load_suite
 
     key = f'sanity_budget = "{in_suite}"\n' if in_suite else ""

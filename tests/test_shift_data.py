@@ -28,7 +28,7 @@ from robench.data.imagenet_classes import (
     read_wnid_list,
     shipped_label_spaces,
 )
-from robench.data.label_space import LabelSpaceView
+from robench.data.label_space_view import LabelSpaceView
 
 RGB_16 = Preprocessing((3, 16, 16), interpolation="bilinear")
 RGB_32 = Preprocessing((3, 32, 32))

@@ -17,8 +17,8 @@ from robench._core.errors import ConfigError
 from robench.cli import app
 from robench.evaluation.oom_fallback import SplitOnOutOfMemory, _smaller, is_out_of_memory
 from robench.evaluation.request import EvalRequest, evaluate
-from robench.evaluation.sample_store import samples_path_for
 from robench.evaluation.speed import SpeedOptions, check_speed
+from robench.evaluation.store.sample_store import samples_path_for
 from robench.perturbations.base import PERTURBATIONS
 from robench.results.report.schema import Report, SpeedInfo, precision_note, scoring_precision_of
 from robench.tasks.image_classification import ImageClassification
@@ -124,7 +124,8 @@ def test_a_suite_may_run_its_attacks_under_amp(
     assert scored == [on, on] and attacked == [on]
     assert report.speed.amp_attacks is on
     assert any("attacks ran in bf16" in w for w in report.warnings) is on
-    assert scoring_precision_of(report) == ("bf16, attacks too" if on else "float32")
+    assert scoring_precision_of(report) == ("bf16 autocast" if on else "fp32")
+    assert report.environment.precision == scoring_precision_of(report)
 
 
 def test_precision_note_tells_attacks_in_amp_apart() -> None:
@@ -135,7 +136,7 @@ def test_precision_note_tells_attacks_in_amp_apart() -> None:
     )
     assert precision_note([clean_only, clean_only], ["a", "b"]) is None
     note = precision_note([clean_only, attacks_too], ["a", "b"])
-    assert note is not None and "a bf16, b bf16, attacks too" in note
+    assert note is not None and "a bf16 autocast, attacks fp32, b bf16 autocast" in note
 
 
 class _OutOfMemoryAbove(nn.Module):

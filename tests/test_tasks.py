@@ -219,24 +219,24 @@ def test_elliptical_models_reach_the_engine_through_hooks() -> None:
 
 
 # evaluate() and everything it and the runner call under evaluation/, plus the report and the
-# gate. Not here: sanity.py (the battery is for image classifiers: `Task.sanity_battery`)
+# gate. Not here: sanity/checks.py (the battery is for image classifiers: `Task.sanity_battery`)
 # and suites.py (its `label` is a suite entry's result name, not a class label).
 ENGINE = [
     "evaluation/request.py",
     "evaluation/datasets.py",
     "evaluation/fingerprint.py",
     "evaluation/report_assembly.py",
-    "evaluation/battery.py",
+    "evaluation/sanity/battery.py",
     "evaluation/runner.py",
     "evaluation/jobs.py",
-    "evaluation/sample_store.py",
+    "evaluation/store/sample_store.py",
     "evaluation/perturbed_samples.py",
     "evaluation/shared_samples.py",
     "evaluation/oom_fallback.py",
     "evaluation/interrupts.py",
     "evaluation/speed.py",
     "evaluation/environment.py",
-    "evaluation/store_lock.py",
+    "evaluation/store/lock.py",
     "evaluation/transfer.py",
     "results/report/schema.py",
     "results/gate/regression.py",

@@ -16,6 +16,12 @@ for it with `task = "image-confidence"`:
     robench eval vit_nano_fmnist --suite confidence.toml \
         --import examples/plugins/confidence_task.py
 
+and from Python, on a model held in memory (wrapped as the task's registration says: its
+models read images):
+
+    robench.evaluate(module, "confidence.toml", (images, labels), task="image-confidence",
+                     imports=["examples/plugins/confidence_task.py"])
+
 Everything task-specific lives in the `Task` subclass (here: image classification's data,
 batches and checks, with a richer `score`); the runner, the sample store, the report and the
 gate are unchanged. The task is registered by its "module:Class" path, built when a run first

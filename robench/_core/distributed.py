@@ -33,13 +33,27 @@ logger = logging.getLogger(__name__)
 
 
 def resolve_device(name: str) -> torch.device:
-    """`cpu`, `cuda` or `cuda:N`, refusing CUDA on a machine without a GPU."""
+    """`auto` (CUDA when a GPU is available, else the CPU), `cpu`, `cuda` or `cuda:N`,
+    refusing CUDA on a machine without a GPU and a GPU index the machine lacks."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
         device = torch.device(name)
     except RuntimeError:
-        raise ConfigError(f"--device {name!r} is not a device; use cpu, cuda or cuda:N.") from None
+        raise ConfigError(
+            f"--device {name!r} is not a device; use auto, cpu, cuda or cuda:N."
+        ) from None
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("--device cuda was given but no CUDA GPU is available; use --device cpu.")
+        raise ConfigError(
+            f"--device {name} was given but no CUDA GPU is available; use --device cpu (or auto)."
+        )
+    if device.type == "cuda" and device.index is not None:
+        count = torch.cuda.device_count()
+        if device.index >= count:
+            raise ConfigError(
+                f"--device {name}: this machine has {count} CUDA GPU(s), cuda:0 to "
+                f"cuda:{count - 1}; pick one of them."
+            )
     return device
 
 

@@ -81,6 +81,13 @@ class AttackCheckError(RobenchError):
     exit_code = EXIT_RUNTIME
 
 
+class PluginError(RobenchError):
+    """Code a plugin registered (a renderer, reader, detector, metric, model source) raised
+    or returned the wrong type: exit 3, the message naming the plugin and where it lives."""
+
+    exit_code = EXIT_RUNTIME
+
+
 class InputError(RobenchError, ValueError):
     """Bad input to the Python API (`robench.evaluate`): a ValueError, as Python callers
     expect, with the sentence `robench eval` prints; `kind` names the error robench raised

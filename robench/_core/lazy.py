@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from robench._core.errors import ConfigError, first_line
+
 
 def import_object(path: str) -> Any:
     """The object a "package.module:attribute" path names, its module imported now."""
@@ -35,8 +37,17 @@ class LazyEntry:
     target: str  # "package.module:attribute"
 
     def load(self) -> Any:
-        """The implementation, its module imported now (once: Python caches modules)."""
-        return import_object(self.target)
+        """The implementation, its module imported now (once: Python caches modules). A
+        module or attribute that is not there (a plugin registered a path that does not
+        exist) is one ConfigError naming the entry and its path."""
+        try:
+            return import_object(self.target)
+        except (ImportError, AttributeError) as exc:
+            raise ConfigError(
+                f"{self.name!r} is registered as {self.target!r}, which cannot be imported "
+                f"({type(exc).__name__}: {first_line(exc)}); install the module the plugin "
+                "needs, or fix the path it registered."
+            ) from None
 
 
 def lazy_exports(package: str, sources: Mapping[str, str]) -> Callable[[str], Any]:

@@ -16,16 +16,20 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import inspect
 import logging
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from importlib.metadata import EntryPoints, entry_points
 from pathlib import Path
+from typing import Any, TypeVar
 
-from robench._core.errors import ConfigError
+from robench._core.errors import ConfigError, PluginError, RobenchError, first_line
 from robench._core.lazy import LazyEntry
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 ENTRY_POINT_GROUP = "robench.models"
 FORMAT_ENTRY_POINT_GROUP = "robench.formats"
@@ -130,3 +134,39 @@ def load_plugins(imports: Iterable[str], groups: Iterable[str] = PLUGIN_GROUPS) 
     load_entry_points(groups)
     for target in imports:
         import_user_module(target)
+
+
+def defined_in(function: Callable[..., Any]) -> str:
+    """Where a registered function lives, for an error: `module.name (file)`; a plugin file
+    loaded with --import is named by its path, not its internal module name."""
+    module = getattr(function, "__module__", None) or "?"
+    name = getattr(function, "__qualname__", None) or type(function).__name__
+    try:
+        path = inspect.getsourcefile(function)
+    except TypeError:
+        path = None
+    if module.startswith("robench_user_") and path:
+        return f"{name} in {path}"
+    return f"{module}.{name}" + (f" ({path})" if path else "")
+
+
+def call_plugin(
+    what: str,
+    function: Callable[..., T],
+    *args: Any,
+    shown: Callable[..., Any] | None = None,
+    **kwargs: Any,
+) -> T:
+    """`function(*args, **kwargs)`, a registered extension (`what`: "metric 'top3'", "gate
+    output format 'tsv'"); an exception inside it is one PluginError sentence naming it and
+    where it is defined (`shown`'s definition when `function` only applies it), not robench's
+    "unexpected" error. robench's own errors pass."""
+    try:
+        return function(*args, **kwargs)
+    except RobenchError:
+        raise
+    except Exception as exc:
+        raise PluginError(
+            f"{what} ({defined_in(shown or function)}) raised {type(exc).__name__}: "
+            f"{first_line(exc, 'no message')}; fix or remove that plugin."
+        ) from exc

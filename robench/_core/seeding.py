@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import Callable
+from typing import Any
 
 
 def derive_seed(seed: int, *parts: object) -> int:
@@ -20,10 +22,30 @@ def seed_everything(seed: int) -> None:
     import numpy as np  # here, so that derive_seed alone stays light (text perturbations)
     import torch
 
+    """Seed Python, numpy, the CPU generator and every accelerator's generators.
+
+    The CPU generator directly: torch.manual_seed costs ~70 us a call (a dynamo guard and
+    bookkeeping for every backend), paid twice per batch. The GPUs' generators are seeded
+    whenever the machine has GPUs, not only once CUDA is initialised: torch queues the seed
+    of a GPU not yet in use and applies it when CUDA starts, so a seed set before the model
+    is moved (`robench train`, a model built before `.to(device)`) still reaches the GPU.
+    CPU and GPU generators are different algorithms: the same seed gives different draws.
+    """
     random.seed(seed)
     np.random.seed(seed % 2**32)
-    # The CPU generator directly: torch.manual_seed costs ~70 us a call (a dynamo guard and
-    # CUDA bookkeeping), paid twice per batch; CUDA generators only once CUDA is in use.
     torch.default_generator.manual_seed(seed)
-    if torch.cuda.is_initialized():
-        torch.cuda.manual_seed_all(seed)
+    for seed_all in _accelerator_seeders(torch):
+        seed_all(seed)
+
+
+def _accelerator_seeders(torch: Any) -> list[Callable[[int], None]]:
+    """The seed-every-device function of each accelerator (CUDA, XPU, MPS) this machine has."""
+    seeders = [
+        module.manual_seed_all
+        for module in (getattr(torch, "cuda", None), getattr(torch, "xpu", None))
+        if module is not None and module.is_available()
+    ]
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():  # one generator: its manual_seed
+        seeders.append(torch.mps.manual_seed)
+    return seeders

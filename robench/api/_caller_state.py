@@ -7,7 +7,9 @@ N steps must carry on exactly where it stopped.
   dict hooks), so hooks robench added are gone and the caller's are back in order;
 - each parameter's `requires_grad`, its `.grad` (taken away during the run, so no attack
   gradient accumulates into it) and its tensor (`param.data`: device, dtype, memory format;
-  `.to(device)` on a module swaps them), and each buffer's tensor;
+  `.to(device)` on a module swaps them), and each buffer's tensor and its values (a
+  forward that updates a buffer in place, a step counter or BatchNorm's running statistics
+  in train mode, is undone: the caller gets the values it had);
 - a transformers config's `pad_token_id` (robench sets it for a text classifier without one);
 - the random number generators robench seeds (Python, numpy, torch CPU and CUDA).
 """
@@ -49,7 +51,10 @@ class _Snapshot:
     params: list[tuple[nn.Parameter, torch.Tensor, bool, torch.Tensor | None]] = field(
         default_factory=list
     )
-    buffers: list[tuple[nn.Module, str, torch.Tensor | None]] = field(default_factory=list)
+    # (module, name, the buffer tensor, a copy of its values)
+    buffers: list[tuple[nn.Module, str, torch.Tensor | None, torch.Tensor | None]] = field(
+        default_factory=list
+    )
     pad_token_id: Any = _UNSET
     rng: tuple[Any, ...] = ()
 
@@ -63,7 +68,8 @@ def _take(module: nn.Module) -> _Snapshot:
             if isinstance(hooks, dict):
                 shot.hooks.append((sub, name, OrderedDict(hooks)))
         for name, buffer in sub._buffers.items():
-            shot.buffers.append((sub, name, buffer))
+            values = buffer.detach().clone() if buffer is not None else None
+            shot.buffers.append((sub, name, buffer, values))
     for param in module.parameters():
         shot.params.append((param, param.data, param.requires_grad, param.grad))
         param.grad = None  # no attack gradient accumulates into the caller's
@@ -82,8 +88,11 @@ def _restore(module: nn.Module, shot: _Snapshot) -> None:
         current.update(hooks)
     for sub, was_training in shot.training:
         sub.training = was_training
-    for sub, name, buffer in shot.buffers:
+    for sub, name, buffer, values in shot.buffers:
         sub._buffers[name] = buffer
+        if buffer is not None and values is not None:
+            with torch.no_grad():
+                buffer.copy_(values)
     for param, data, requires_grad, grad in shot.params:
         if param.data is not data:
             param.data = data

@@ -73,6 +73,8 @@ def _from_dataset(dataset: Dataset, name: str) -> InMemory:
         )
     if isinstance(dataset, TensorDataset) and len(dataset.tensors) == 2:
         return _from_tensors(*dataset.tensors, name=name)
+    if len(dataset) == 0:  # type: ignore[arg-type]
+        raise DataError(f"{name} has no samples; pass a dataset with at least one.")
     targets = getattr(dataset, "targets", None)
     if targets is not None and len(targets) != len(dataset):  # type: ignore[arg-type]
         targets = None
@@ -177,3 +179,25 @@ def float_image_size(data: Any) -> tuple[int, int, int] | None:
         return None
     shape = tuple(image.shape) if image.dim() == 3 else (1, *image.shape)
     return (int(shape[0]), int(shape[1]), int(shape[2]))
+
+
+def why_no_image_size(data: Any) -> str | None:
+    """Why in-memory `data` cannot give an image model its input size (the first input is
+    not a float image tensor), as the fix to say; None when it could or there is no data."""
+    if isinstance(data, Mapping):
+        data = next(iter(data.values()), None)
+    if not isinstance(data, InMemory) or len(data) == 0:
+        return None
+    first = data.item(0)[0]
+    if isinstance(first, str):
+        return (
+            f"{data.name} holds texts, but the model takes images; pass images as float "
+            "tensors (x, y) in [0, 1], or a text model (or task=) for texts."
+        )
+    image = _tensor(first)
+    if image is not None and not image.is_floating_point():
+        return (
+            f"{data.name} holds {image.dtype} images, but robench takes images as floats in "
+            "[0, 1]; pass x.float() / 255 for 0..255 pixels."
+        )
+    return None

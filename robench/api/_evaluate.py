@@ -1,8 +1,10 @@
 """`robench.evaluate(model, suite, data, **options) -> Report`: `robench eval` from Python.
 
 One engine (`robench.evaluation.request.evaluate`, which the CLI runs): the caller's model is
-wrapped into a `LoadedModel` (`_models.py`), its data into what a task opens (`_data.py`), the
-keywords into an `EvalRequest`; the samples and records are the CLI's, so the numbers are too.
+loaded as every model is (`robench.models.loading.load_model`: an object held in memory by the
+`memory` source, on its own device unless `device=` says otherwise), its data into what a task
+opens (`_data.py`), the keywords into an `EvalRequest`; the samples and records are the CLI's,
+so the numbers are too.
 Nothing is written unless `out=` is given (the run's per-sample store lives in a temporary
 folder deleted afterwards), and the caller's model is left as it was (`_caller_state.py`).
 """
@@ -18,11 +20,13 @@ from typing import Any
 from torch import nn
 from typing_extensions import Unpack
 
-from robench._core.errors import EXIT_USAGE, ConfigError, InputError, RobenchError
+from robench._core.distributed import resolve_device
+from robench._core.errors import EXIT_USAGE, ConfigError, DataError, InputError, RobenchError
+from robench._core.plugins import load_plugins
 from robench.api._caller_state import preserved
-from robench.api._data import as_engine_data, float_image_size
+from robench.api._data import as_engine_data, float_image_size, why_no_image_size
+from robench.api._keywords import check_keyword_values, check_preprocessing
 from robench.api._logging import prefixed_warnings
-from robench.api._models import ModelOptions, given_spec, wrap_model
 from robench.api._progress import make_progress
 from robench.api._surrogate import SurrogateOptions, engine_surrogate
 from robench.evaluation.options import KEYWORDS, EvalOptions, EvalTarget
@@ -32,21 +36,17 @@ from robench.evaluation.request import EvalRequest
 from robench.evaluation.request import evaluate as run_request
 from robench.evaluation.suites import LoadedSuite, load_suite, suite_from_data
 from robench.models.loaded_model import LoadedModel
+from robench.models.loading import load_model
+from robench.models.sources.memory import given_spec
+from robench.models.sources.registry import MemoryOptions
 from robench.models.spec import ModelSpec
 from robench.results.report.schema import Report
 from robench.tasks import TASKS, load_task
 
 logger = logging.getLogger(__name__)
 
+# Stands for the model's task's smoke suite (`TaskEntry.smoke_suite`).
 DEFAULT_SUITE = "smoke"
-# The default suite of each task: `suite="smoke"` on a model of another task means its smoke.
-SMOKE_SUITES = {
-    "image-classification": "smoke",
-    "semantic-segmentation": "segmentation-smoke",
-    "language-modeling": "text-smoke",
-    "text-classification": "text-classification-smoke",
-    "sequence-classification": "lra-smoke",
-}
 # Options of a model given by name; a model held in memory takes `preprocessing=` instead.
 _NAMED_MODEL_ONLY = (
     "checkpoint",
@@ -80,6 +80,20 @@ _OWN_KEYWORDS = (
 )
 
 
+def _check_suite_type(suite: Any) -> None:
+    """suite= is a name, a path, a dict of a suite file's shape or a list of entries."""
+    entries = isinstance(suite, Sequence) and not isinstance(suite, str | bytes)
+    if isinstance(suite, str | Path | Mapping) or (
+        entries and all(isinstance(entry, Mapping) for entry in suite)
+    ):
+        return
+    raise ConfigError(
+        f"suite={suite!r:.60} ({type(suite).__name__}) is not a suite; pass a shipped suite's name "
+        '("smoke"), a suite .toml path, a dict of a suite file\'s shape, or a list of '
+        '[[perturbations]] entries as dicts (e.g. [{"kind": "fgsm", "eps": "8/255"}]).'
+    )
+
+
 def _chosen_suite(suite: Any) -> LoadedSuite | None:
     """A suite file or name the caller chose, read once (None for the default, whose task
     follows the model's, and for entries built in Python, validated once the task is known)."""
@@ -94,7 +108,7 @@ def _suite(suite: Any, chosen: LoadedSuite | None, task: str | None) -> str | Lo
     if chosen is not None:
         return chosen
     if isinstance(suite, str):
-        return SMOKE_SUITES.get(task, suite) if task is not None else suite
+        return (TASKS.get(task).smoke_suite or suite) if task is not None else suite
     return suite_from_data(suite, task or "image-classification")
 
 
@@ -108,15 +122,12 @@ def _suite_task(suite: Any, chosen: LoadedSuite | None) -> str | None:
     return None
 
 
-def _wrap(model: Any, options: ModelOptions) -> LoadedModel | None:
+def _load(model: Any, options: MemoryOptions, device: str | None) -> LoadedModel | None:
+    """A model object as a LoadedModel (the `memory` source), on `device` or else its own; a
+    name is left to the engine, which loads it as `robench eval MODEL` does."""
     if isinstance(model, str) or model is None:
         return None
-    if not isinstance(model, nn.Module):
-        raise ConfigError(
-            f"model= is a {type(model).__name__}; pass a model name (as `robench eval` takes "
-            "it) or a torch nn.Module (timm, transformers or your own)."
-        )
-    return wrap_model(model, options)
+    return load_model(model, device=device, memory=options)
 
 
 def _refuse_named_model_options(loaded: LoadedModel | None, options: dict[str, Any]) -> None:
@@ -131,7 +142,7 @@ def _refuse_named_model_options(loaded: LoadedModel | None, options: dict[str, A
         )
 
 
-def _refuse_memory_options(loaded: LoadedModel | None, options: ModelOptions) -> None:
+def _refuse_memory_options(loaded: LoadedModel | None, options: MemoryOptions) -> None:
     """A model loaded by name takes its name and tokenizer or image processor from its
     source; the keywords that describe a model held in memory would be ignored."""
     given = {
@@ -152,12 +163,19 @@ def _run(
     suite: Any,
     data: Any,
     out: str | Path | None,
-    model_options: ModelOptions,
+    model_options: MemoryOptions,
     surrogate_options: SurrogateOptions,
     progress: bool,
     options: dict[str, Any],
 ) -> Report:
     check_keywords(options, option_names(), also_suggest=_OWN_KEYWORDS)
+    own = {"task": model_options.task, "model_name": model_options.name, "progress": progress}
+    check_keyword_values(options, {**own, "surrogate_name": surrogate_options.name})
+    _check_suite_type(suite)
+    check_preprocessing(model_options.preprocessing)
+    check_preprocessing(surrogate_options.preprocessing, "surrogate_preprocessing")
+    if options.get("device") is not None:  # before the model is moved there
+        resolve_device(str(options["device"]))
     check_names(  # a wrong name or a missing file said before anything is loaded
         Preflight(
             model=model if isinstance(model, str) else None,
@@ -174,20 +192,29 @@ def _run(
             "resume=True continues the per-sample results of an earlier run saved with out=; "
             "pass the same out= (or drop resume=True)."
         )
+    load_plugins(options.get("imports") or ())  # a plugin's task, before the model is wrapped
     engine_data = as_engine_data(data)
     model_options.data_size = float_image_size(engine_data)
     model_options.data_name = engine_data if isinstance(engine_data, str) else None
-    model_options.device = str(options.get("device") or "cpu")
     chosen = _chosen_suite(suite)
     model_options.suite_task = _suite_task(suite, chosen)
     if engine_data is None:  # the task's built-in data, whose image size is known
         named = model_options.task or model_options.suite_task or "image-classification"
         model_options.data_name = load_task(named).default_data if named in TASKS else None
-    loaded = _wrap(model, model_options)
+    try:
+        loaded = _load(model, model_options, options.get("device"))
+    except ConfigError:  # "no input size" often means the data is not float images: say so
+        reason = why_no_image_size(engine_data) if model_options.data_size is None else None
+        if reason is None:
+            raise
+        raise DataError(reason) from None
+    if loaded is not None and not options.get("device"):  # the device follows the model
+        options["device"] = str(loaded.device)
+    device = str(options.get("device") or "cpu")
     _refuse_named_model_options(loaded, options)
     _refuse_memory_options(loaded, model_options)
     options["surrogate"] = engine_surrogate(
-        options.get("surrogate"), surrogate_options, model_options
+        options.get("surrogate"), surrogate_options, model_options, device
     )
     spec = given_spec(model_options.preprocessing) if loaded is None else ModelSpec()
     with tempfile.TemporaryDirectory(prefix="robench-") as scratch:
@@ -213,7 +240,7 @@ def _run_engine_request(request: EvalRequest, alone: bool, progress: bool) -> Re
     return run_request(request, progress=make_progress(progress))
 
 
-def evaluate(  # long: 47 lines of docstring (the API's reference); the code is 27
+def evaluate(  # long: 45 lines of docstring (the API's reference); the code is 26
     model: str | nn.Module | EvalRequest,
     suite: str | Path | Mapping[str, Any] | Sequence[Mapping[str, Any]] = DEFAULT_SUITE,
     data: Any = None,
@@ -265,18 +292,21 @@ def evaluate(  # long: 47 lines of docstring (the API's reference); the code is 
     progress: show a progress bar in a terminal or notebook (else log records); False: none.
     **options: `robench eval`'s options by their Python names (`option_names()`): limit,
         batch_size, seed, device, resume, overwrite, sanity, target_halfwidth, amp,
-        channels_last, target_length, ... Each defaults as on the command line.
+        channels_last, target_length, ... Each defaults as on the command line, but `device`
+        for a model object: its own device (cpu without parameters), where every parameter and
+        buffer must be.
 
     The caller's model is left as it was (training mode, requires_grad, gradients, device,
     hooks, and the global random generators), also when the call raises. Bad input raises
     `robench.InputError` (a ValueError) with the sentence `robench eval` would print.
     """
-    model_options = ModelOptions(
+    model_options = MemoryOptions(
         task=task,
         name=model_name,
         preprocessing=preprocessing,
         tokenizer=tokenizer,
         image_processor=image_processor,
+        tasks=TASKS.get,
     )
     surrogate_options = SurrogateOptions(surrogate_name, surrogate_preprocessing)
     module = model if isinstance(model, nn.Module) else None
@@ -286,7 +316,7 @@ def evaluate(  # long: 47 lines of docstring (the API's reference); the code is 
         with prefixed_warnings():  # `warning: ...` as the CLI prints it, when nobody logs
             if isinstance(model, EvalRequest):  # the engine's own form, as robench eval runs it
                 alone = not options and data is None and suite == DEFAULT_SUITE
-                alone = alone and model_options == ModelOptions()
+                alone = alone and model_options == MemoryOptions(tasks=TASKS.get)
                 alone = alone and surrogate_options == SurrogateOptions()
                 return _run_engine_request(model, alone, progress)
             with preserved(module), preserved(surrogate_module):

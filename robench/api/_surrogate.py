@@ -1,8 +1,8 @@
 """`robench.evaluate(..., surrogate=module)`: a transfer attack's surrogate held in memory.
 
 A MODEL string goes to the engine as it is (`load_model`, exactly as `--surrogate MODEL`). An
-`nn.Module` is wrapped here by the builder that wraps the evaluated model held in memory
-(`_models.build_model`): a timm model's `pretrained_cfg`, else pixels in [0, 1] at the data's
+`nn.Module` is loaded here as the evaluated model held in memory is (`load_model`, the
+`memory` source): a timm model's `pretrained_cfg`, else pixels in [0, 1] at the data's
 size, with `surrogate_preprocessing=` over either as `preprocessing=` is over the model's, and
 `surrogate_name=` (else the class name) as its name. Its outputs are not checked on blank
 inputs here: the engine checks every surrogate against the evaluated model on the first batch
@@ -18,8 +18,10 @@ from typing import Any
 from torch import nn
 
 from robench._core.errors import ConfigError, RobenchError
-from robench.api._models import IMAGE_TASKS, ModelOptions, build_model
 from robench.models.loaded_model import LoadedModel
+from robench.models.loading import load_model
+from robench.models.sources.registry import MemoryOptions
+from robench.tasks import TASKS
 
 
 @dataclass
@@ -42,7 +44,7 @@ class SurrogateOptions:
 
 
 def engine_surrogate(
-    surrogate: Any, options: SurrogateOptions, model_options: ModelOptions
+    surrogate: Any, options: SurrogateOptions, model_options: MemoryOptions, device: str
 ) -> str | LoadedModel | None:
     """`surrogate=` as the engine's request takes it: a name as it is, a module wrapped on
     the run's device at the data's size (`model_options`, filled in for the evaluated model)."""
@@ -59,19 +61,21 @@ def engine_surrogate(
                 f"surrogate is {what}; drop them (or pass surrogate= an nn.Module)."
             )
         return surrogate
-    wrapping = ModelOptions(
+    suite_task = model_options.suite_task
+    wrapping = MemoryOptions(
         name=options.name,
         preprocessing=options.preprocessing,
         keyword="surrogate_preprocessing",
-        device=model_options.device,
         data_size=model_options.data_size,
         data_name=model_options.data_name,
         # An image suite's task; another task's suite is refused by the engine, which
         # says that transfer attacks apply to image tasks.
-        suite_task=model_options.suite_task if model_options.suite_task in IMAGE_TASKS else None,
+        suite_task=suite_task if suite_task and TASKS.get(suite_task).inputs == "images" else None,
+        tasks=TASKS.get,
+        check_outputs=False,  # checked against the evaluated model (evaluation/transfer.py)
     )
     try:
-        return build_model(surrogate, wrapping)
+        return load_model(surrogate, device=device, memory=wrapping)
     except RobenchError as exc:  # say which model failed: the builder's sentence may not
         name = options.name or type(surrogate).__name__
         raise ConfigError(f"surrogate {name} (in memory): {exc}") from None

@@ -19,6 +19,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from robench._core.errors import ConfigError
 from robench._core.lazy import import_object
 from robench._core.plugins import FORMAT_ENTRY_POINT_GROUP
 from robench._core.registry import Registry
@@ -41,6 +42,7 @@ _TEXT_TYPES: dict[str, Any] = {
     "size": str,
     "json": str,
     "pixels": str,
+    "count": str,
 }
 
 
@@ -128,6 +130,17 @@ def _checked(option: EvalOption, parsed: Any, text: str) -> Any:
     return parsed
 
 
+def _whole(option: EvalOption, text: str) -> int:
+    """A count's text as a number; anything else is one ConfigError naming the flag."""
+    try:
+        return int(text)
+    except ValueError:
+        flag = option.flags[0]
+        raise ConfigError(
+            f"{flag} {text!r} is neither auto nor a whole number; pass one, e.g. {flag} auto."
+        ) from None
+
+
 # Form -> the command line's text as the Python value (None: not given).
 _PARSERS: dict[str, Callable[[EvalOption, Any], Any]] = {
     "value": lambda option, value: value,
@@ -139,6 +152,7 @@ _PARSERS: dict[str, Callable[[EvalOption, Any], Any]] = {
     "size": lambda o, text: _checked(o, input_size(text), text),
     "pixels": lambda o, text: _checked(o, parse_pixel_value(text, o.flags[0]), text),
     "json": lambda o, text: json_object(text, o.flags[0]),
+    "count": lambda o, text: text if text == "auto" else _checked(o, _whole(o, text), text),
 }
 
 

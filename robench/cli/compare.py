@@ -74,7 +74,7 @@ def _with_reference(
 
 
 @handle_errors
-def compare_command(  # long: 83 lines of typer options and 24 of help; the code is 21
+def compare_command(  # long: 92 lines of typer options and 25 of help; the code is 22
     reports: Annotated[
         list[Path], typer.Argument(help="Report JSON files written by `robench eval`.")
     ],
@@ -139,6 +139,15 @@ def compare_command(  # long: 83 lines of typer options and 24 of help; the code
             help="With --format html: show the checks of this `robench gate --json` file.",
         ),
     ] = None,
+    cost: Annotated[
+        bool,
+        typer.Option(
+            "--cost",
+            help="Show each result's counted model passes per sample (forward + backward; "
+            '"unknown" for reports written before robench counted them). Always on the html '
+            "page.",
+        ),
+    ] = False,
     per_corruption: Annotated[
         bool,
         typer.Option(
@@ -180,6 +189,7 @@ def compare_command(  # long: 83 lines of typer options and 24 of help; the code
       robench compare runs/*.json --format html -o page.html
       robench compare runs/fmn.json --at-eps 1/255,3/255 --ci
       robench compare runs/certify-*.json --at-radius 0.25,0.5 --ci
+      robench compare runs/aa.json runs/malt.json --cost
       robench compare base.json new.json -o page.html --gate gate.json
       robench compare runs/*.json --import my_formats.py --format mine
     """
@@ -203,6 +213,7 @@ def compare_command(  # long: 83 lines of typer options and 24 of help; the code
         reference=reference_index,
         at_eps=parse_budgets(at_eps),
         at_radius=parse_radii(at_radius),
+        cost=cost or name == "html",
     )
     if _fitting(name, fmt, output):
         from robench.results.compare.formats import markdown_fitting

@@ -95,7 +95,7 @@ def _check_outputs(
     output): `-c base.json` with --sequential would replace the baseline by the candidate."""
     outputs: list[tuple[str, Path | None]] = []
     if sequential_out is not None:  # first, so a clash with another output names that one
-        from robench.evaluation.sample_store import samples_path_for
+        from robench.evaluation.store.sample_store import samples_path_for
 
         outputs += [
             ("--candidate", sequential_out),
@@ -162,7 +162,10 @@ def gate_command(  # long: 69 lines of typer options and 30 of help; the code is
     checkpoint: Annotated[
         Path | None, typer.Option(help="With --sequential: the candidate's checkpoint.")
     ] = None,
-    device: Annotated[str, typer.Option(help="With --sequential: cpu, cuda or cuda:N.")] = "cpu",
+    device: Annotated[
+        str,
+        typer.Option(help="With --sequential: auto (cuda when available), cpu, cuda or cuda:N."),
+    ] = "auto",
     output: Annotated[
         list[GateOutput] | None,
         typer.Option(

@@ -18,10 +18,11 @@ def _models(pattern: str | None) -> list[tuple[str, str]]:
     import timm
 
     from robench._core.plugins import load_entry_points
-    from robench.models.sources.registry import SOURCES, load_source_entry_points
+    from robench.models.sources.registry import in_stage, load_source_entry_points
     from robench.models.spec import bundled_cards
     from robench.models.zoo import list_robench_models
     from robench.models.zoo.lm_registry import language_model_task, list_language_models
+    from robench.tasks import TASKS
 
     load_entry_points()
     load_source_entry_points()
@@ -30,19 +31,14 @@ def _models(pattern: str | None) -> list[tuple[str, str]]:
     cards = [
         (n, "model card") for n in bundled_cards() if not pattern or Registry.matches(n, pattern)
     ]
-    kinds = {  # else a language model
-        "text-classification": "robench text classifier",
-        "sequence-classification": "robench LRA sequence classifier",
-    }
-    language = [
-        (n, kinds.get(language_model_task(n), "robench language model"))
+    language = [  # each described as its task says (`TaskEntry.model_label`)
+        (n, TASKS.get(language_model_task(n)).model_label)
         for n in list_language_models()
         if not pattern or Registry.matches(n, pattern)
     ]
-    sources = [
+    sources = [  # timm's tags show as timm's own rows; objects and names as themselves
         (f"{s.prefix}:", f"model source: {s.description} (e.g. {s.example})")
-        for s in (SOURCES.get(p) for p in SOURCES.names())
-        if not s.claims  # a prefix-less source (timm tags) shows as timm's own rows
+        for s in in_stage("prefix")
         if not pattern or Registry.matches(f"{s.prefix}:", pattern)
     ]
     timm_rows = [(n, "robench" if n in ours else "timm") for n in names]

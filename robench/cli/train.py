@@ -93,7 +93,10 @@ def train_command(  # long: 90 lines of typer options, 21 of help; 73 of code
     ] = None,
     clip_grad: Annotated[float, typer.Option(help="Max gradient norm (0: off).")] = 1.0,
     seed: Annotated[int, typer.Option(help="Seed of initialisation, shuffling and subsets.")] = 0,
-    device: Annotated[str, typer.Option(help="cpu, cuda or cuda:N.")] = "cpu",
+    device: Annotated[
+        str,
+        typer.Option(help="auto (cuda when a GPU is available, else cpu), cpu, cuda or cuda:N."),
+    ] = "auto",
     train_limit: Annotated[
         int | None, typer.Option(help="Train on a seeded subset of N images.")
     ] = None,

@@ -17,10 +17,23 @@ def _check_suite(path: Path) -> str:
     from robench.evaluation.suites import load_suite
 
     loaded = load_suite(str(path))
+    included = f", includes {', '.join(p.name for p in loaded.includes)}" if loaded.includes else ""
     return (
         f"suite {loaded.suite.name} v{loaded.suite.version}: {len(loaded.plan)} perturbations, "
-        f"{len(loaded.diagnostics)} diagnostics"
+        f"{len(loaded.diagnostics)} diagnostics{included}"
     )
+
+
+def _resolved_suite(path: Path) -> str:
+    """The suite as TOML with its includes resolved, headed by the files it was read from
+    and the sha256 its reports record (checked by `_check_suite` first)."""
+    from robench._core.toml_files import dump_toml
+    from robench.evaluation.suite_files import read_suite_file, resolve_suite_path
+
+    found = resolve_suite_path(str(path))
+    source = read_suite_file(found)
+    files = ", ".join(str(p) for p in (found, *source.includes))
+    return f"# resolved from {files}; sha256 {source.sha256}\n{dump_toml(source.data)}"
 
 
 def _card_checker(deep: bool) -> Callable[[Path], str]:
@@ -57,6 +70,14 @@ def validate_command(
             help="Module or .py file that registers models; implies --deep (repeatable).",
         ),
     ] = None,
+    resolved: Annotated[
+        bool,
+        typer.Option(
+            "--resolved",
+            help="Print each suite as TOML with its includes resolved (stdout); the check "
+            "lines go to stderr.",
+        ),
+    ] = False,
 ) -> None:
     """Validate suites and model cards (schema, perturbation parameters, checkpoint hashes).
 
@@ -67,6 +88,7 @@ def validate_command(
       robench validate
       robench validate my-suite.toml models/vit_nano_fmnist.toml
       robench validate --deep my-card.toml --import my_models.py
+      robench validate --resolved robustbench-cifar10-l2 > l2-resolved.toml
     """
     from robench._core.plugins import PLUGIN_GROUPS, SUITE_GROUPS, load_plugins
     from robench.evaluation.suites import bundled_suites
@@ -86,15 +108,24 @@ def validate_command(
         targets = [(p, _check_suite) for p in bundled_suites().values()]
         targets += [(p, check_card) for p in bundled_cards().values()]
     failures = 0
+    # Under --resolved stdout carries the suites (one suite: a TOML file as it is), so the
+    # check lines go to stderr.
+    say = (
+        (lambda line: err.print(escape(line), highlight=False, soft_wrap=True))
+        if resolved
+        else typer.echo
+    )
     for path, check in targets:
         try:
-            typer.echo(f"ok   {path}: {check(path)}")
+            say(f"ok   {path}: {check(path)}")
+            if resolved and check is _check_suite:
+                typer.echo(_resolved_suite(path))
         except RobenchError as exc:
             failures += 1
             err.print(f"[bold red]fail[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
     if failures:
         raise typer.Exit(EXIT_USAGE)
-    typer.echo(f"{len(targets)} file(s) valid")
+    say(f"{len(targets)} file(s) valid")
 
 
 def _looks_like_card(path: Path) -> bool:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import difflib
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,9 @@ from typing import Any
 
 from robench._core.errors import DataError
 from robench._core.lazy import LazyEntry
+from robench._core.plugins import call_plugin
 from robench._core.registry import did_you_mean
+from robench.data.builtin import BUILTIN_DATASETS, BuiltinDataset
 from robench.data.cifar10_c import Cifar10C, looks_like_cifar10_c
 from robench.data.class_map import ClassMap, read_class_map
 from robench.data.corruption_family import CorruptionFamily
@@ -39,7 +40,8 @@ from robench.data.imagenet_shift import (
     LabelSpaceFolder,
     looks_like_imagenet_v2,
 )
-from robench.data.label_space import LabelSpace, read_label_space, restrict_to_label_space
+from robench.data.label_space import LabelSpace, read_label_space
+from robench.data.label_space_view import restrict_to_label_space
 from robench.data.labeled import LabeledImages
 from robench.data.preprocessing import Preprocessing
 from robench.data.subset import indices_sha256, select_indices
@@ -47,6 +49,7 @@ from robench.data.subset import indices_sha256, select_indices
 __all__ = [
     "BUILTIN_DATASETS",
     "LAYOUTS",
+    "BuiltinDataset",
     "ClassMap",
     "CorruptionFamily",
     "LabelSpace",
@@ -64,32 +67,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-
-@dataclass(frozen=True)
-class BuiltinDataset:
-    """A dataset robench knows by name."""
-
-    # Where the Debian package installs the data.
-    default_path: Path
-    # Environment variable that points robench at another copy (e.g. a non-Debian machine).
-    env_var: str
-    # How to install it when it is missing (the end of an error message).
-    install_hint: str
-
-    @property
-    def path(self) -> Path:
-        """The environment variable's directory when set, else the default location."""
-        return Path(os.environ.get(self.env_var) or self.default_path)
-
-
-BUILTIN_DATASETS: dict[str, BuiltinDataset] = {
-    "fashion-mnist": BuiltinDataset(
-        default_path=Path("/usr/share/datasets/fashion-mnist"),
-        env_var="ROBENCH_FASHION_MNIST_DIR",
-        install_hint="run `make data` or `apt-get install dataset-fashion-mnist`, or set "
-        "ROBENCH_FASHION_MNIST_DIR to a directory of its IDX files",
-    ),
-}
 
 _Opener = Callable[[Path, Preprocessing, str, "ClassMap | None"], LabeledImages]
 
@@ -297,10 +274,15 @@ def open_dataset(
     if class_map is not None and not isinstance(class_map, ClassMap):
         class_map = read_class_map(class_map)
     if layout is not None:
-        return LAYOUTS[layout].opener(root, preprocessing, split, class_map)
-    for entry in LAYOUTS.values():
-        if entry.detect is not None and entry.detect(root):
-            return entry.opener(root, preprocessing, split, class_map)
+        opener = LAYOUTS[layout].opener
+        return call_plugin(f"data layout {layout!r}", opener, root, preprocessing, split, class_map)
+    for name, entry in LAYOUTS.items():
+        detect = entry.detect
+        if detect is not None and call_plugin(f"data layout {name!r}'s detector", detect, root):
+            opener = entry.opener
+            return call_plugin(
+                f"data layout {name!r}", opener, root, preprocessing, split, class_map
+            )
     _not_text(root)  # no image layout: say so if it is text
     shapes = "; ".join(f"{name}: {e.shape}" for name, e in LAYOUTS.items() if e.detect)
     raise DataError(

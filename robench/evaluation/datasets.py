@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, cast
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from torch.utils.data import Dataset
 
@@ -17,6 +18,7 @@ from robench._core.errors import ConfigError, DataError
 from robench._core.progress import Progress
 from robench.data.subset import indices_sha256, resolve_subset, select_indices
 from robench.data.unreadable import Unreadable, find_unreadable
+from robench.data.workers import resolve_workers
 from robench.evaluation.jobs import data_key
 from robench.evaluation.runner import EvalData
 from robench.evaluation.suites import LoadedSuite
@@ -30,13 +32,30 @@ from robench.results.report.schema import (
 from robench.tasks.base import Task, TaskData
 
 if TYPE_CHECKING:
-    from robench.evaluation.request import EvalRequest
+    from robench.data.in_memory import InMemory
 
 logger = logging.getLogger(__name__)
 
 
+class DataRequest(Protocol):
+    """What opening and sampling the datasets reads of a request (an `EvalRequest` is one)."""
+
+    split: str
+    class_map: Path | None
+    data_options: dict[str, Any]
+    classes: str | None
+    subset: str | None
+    limit: int | None
+    seed: int
+    bad_images: str
+    workers: int | str  # a count, or "auto" (data/workers.resolve_workers)
+
+    @property
+    def datasets(self) -> dict[str, str | InMemory]: ...
+
+
 def _open_datasets(
-    request: EvalRequest,
+    request: DataRequest,
     loaded: LoadedModel,
     task: Task,
     loaded_suite: LoadedSuite,
@@ -63,7 +82,7 @@ def _open_datasets(
     return opened
 
 
-def _data_options(request: EvalRequest, loaded_suite: LoadedSuite, task: Task) -> dict[str, Any]:
+def _data_options(request: DataRequest, loaded_suite: LoadedSuite, task: Task) -> dict[str, Any]:
     """The task's data options: flags over the suite's over the task's defaults."""
     given = {**loaded_suite.suite.data_options, **request.data_options}
     unknown = sorted(set(given) - set(task.data_options))
@@ -101,7 +120,13 @@ def check_dataset_names(loaded_suite: LoadedSuite, names: list[str]) -> None:
 
 
 def _check_limit(limit: int | None, available: int, path: object) -> None:
-    """A --limit beyond the default dataset would silently evaluate fewer samples."""
+    """A --limit beyond the default dataset would silently evaluate fewer samples; data
+    with no samples at all (a header-only file) is said to be empty, whatever the limit."""
+    if available == 0:
+        raise DataError(
+            f"{path} holds no samples (a header-only or empty file, or a folder without "
+            "data files); check that it is the data you meant and that it has rows."
+        )
     if limit is not None and limit > available:
         raise ConfigError(
             f"--limit {limit} exceeds the {available} samples of {path}; pass --limit "
@@ -124,7 +149,7 @@ def _sample_indices(dataset: TaskData, subset: str | None, limit: int | None, se
 
 
 def _leave_out_unreadable(
-    data: dict[str, EvalData], workers: int, progress: Progress | None
+    data: dict[str, EvalData], workers: int | str, progress: Progress | None
 ) -> tuple[dict[str, EvalData], dict[str, list[Unreadable]]]:
     """`--bad-images skip`: the data without its unreadable samples, and those samples."""
     kept, skipped = {}, {}
@@ -132,7 +157,7 @@ def _leave_out_unreadable(
         found = find_unreadable(
             source.dataset,
             source.indices,
-            workers=workers,
+            workers=resolve_workers(workers, [source.dataset]),
             progress=progress,
             name=f"reading {name} images",
         )
@@ -245,7 +270,7 @@ class RequestData:
 
 
 def build_data(
-    request: EvalRequest,
+    request: DataRequest,
     loaded: LoadedModel,
     task: Task,
     loaded_suite: LoadedSuite,

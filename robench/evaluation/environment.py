@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 from importlib.metadata import PackageNotFoundError, version
@@ -78,10 +79,29 @@ def _sha_or_none(text: str) -> str | None:
 
 
 def describe_device(device: torch.device) -> str:
+    """The device a run used, with its model: "cuda:0 (NVIDIA H100 80GB HBM3)",
+    "cpu (AMD EPYC 7763 64-Core Processor)", or the bare type where the model is unknown."""
     if device.type == "cuda":
         index = device.index if device.index is not None else torch.cuda.current_device()
         return f"cuda:{index} ({torch.cuda.get_device_name(index)})"
+    if device.type == "cpu":
+        name = cpu_name()
+        return f"cpu ({name})" if name else "cpu"
     return device.type
+
+
+@functools.cache
+def cpu_name() -> str | None:
+    """The CPU's model name: Linux's /proc/cpuinfo, else what the platform reports."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
+            for line in info:
+                key, _, value = line.partition(":")
+                if key.strip() in ("model name", "Model", "Hardware") and value.strip():
+                    return value.strip()
+    except OSError:  # not Linux
+        pass
+    return platform.processor() or None
 
 
 SEEDING = (
@@ -110,7 +130,9 @@ def determinism(device: torch.device) -> dict[str, object]:
     return settings
 
 
-def capture_environment(device: torch.device) -> Environment:
+def capture_environment(device: torch.device, precision: str = "fp32") -> Environment:
+    """The machine and software of a run on `device` computing in `precision`
+    (SpeedOptions.precision)."""
     return Environment(
         python=platform.python_version(),
         platform=platform.platform(),
@@ -119,6 +141,7 @@ def capture_environment(device: torch.device) -> Environment:
         torchattacks=package_version("torchattacks"),
         pyautoattack=package_version("pyautoattack"),
         device=describe_device(device),
+        precision=precision,
         num_threads=torch.get_num_threads(),
         git_sha=git_sha(),
         determinism=determinism(device),

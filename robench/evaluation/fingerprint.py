@@ -1,7 +1,7 @@
 """What a run reads and what decides its records: the resume fingerprint.
 
 A sample store is resumed only when its fingerprint matches the run's (robench.evaluation
-.sample_store), so everything that changes a sample's record belongs here: the checkpoint,
+.store.sample_store), so everything that changes a sample's record belongs here: the checkpoint,
 the suite, the chosen indices, the preprocessing and the data's files.
 """
 
@@ -10,28 +10,48 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
 from robench._core.version import __version__
 from robench.evaluation.datasets import RequestData
+from robench.evaluation.environment import describe_device
 from robench.evaluation.report_assembly import preprocessing_info
 from robench.evaluation.speed import SpeedOptions
 from robench.evaluation.suites import LoadedSuite
-from robench.evaluation.transfer import surrogate_paths
+from robench.evaluation.transfer import SurrogateChoice, surrogate_paths
 from robench.models.loading import LoadedModel
 from robench.tasks.base import TaskData
 
 if TYPE_CHECKING:
-    from robench.evaluation.request import EvalRequest
+    from robench.data.in_memory import InMemory
 
 
-def input_paths(request: EvalRequest, loaded_suite: LoadedSuite) -> dict[str, Path]:
+class FingerprintRequest(SurrogateChoice, Protocol):
+    """What the run's inputs and fingerprint read of a request (an `EvalRequest` is one)."""
+
+    checkpoint: Path | None
+    model: str | None
+    class_map: Path | None
+    subset: str | None
+    classes: str | None
+    imports: tuple[str, ...]
+    split: str
+    limit: int | None
+    seed: int
+    batch_size: int
+
+    @property
+    def datasets(self) -> dict[str, str | InMemory]: ...
+
+
+def input_paths(request: FingerprintRequest, loaded_suite: LoadedSuite) -> dict[str, Path]:
     """Files and folders the run reads, by the flag that names them."""
     given: list[tuple[str, object]] = [
         ("--checkpoint", request.checkpoint),
         ("--suite", loaded_suite.path),
+        *((f"the suite's include {path}", path) for path in loaded_suite.includes),
         ("the model card", request.model),
         ("--class-map", request.class_map),
         ("--subset", request.subset),
@@ -71,7 +91,7 @@ def _file_list_sha256(root: Path, dataset: TaskData) -> str:
 
 
 def _input_fingerprint(
-    request: EvalRequest, loaded: LoadedModel, datasets: Mapping[str, TaskData]
+    request: FingerprintRequest, loaded: LoadedModel, datasets: Mapping[str, TaskData]
 ) -> dict[str, Any]:
     """What else decides a sample's record: preprocessing, the data, the sample count.
 
@@ -101,7 +121,7 @@ def _input_fingerprint(
 
 
 def run_fingerprint(
-    request: EvalRequest,
+    request: FingerprintRequest,
     loaded: LoadedModel,
     loaded_suite: LoadedSuite,
     data: RequestData,
@@ -116,7 +136,8 @@ def run_fingerprint(
         "indices_sha256": data.indices_sha256,
         "seed": request.seed,
         "batch_size": request.batch_size,
-        "device": device.type,
+        # The GPU model too: CUDA's random draws, and kernels' rounding, differ between them.
+        "device": describe_device(device),
         "robench_version": __version__,
     }
     fingerprint.update(_input_fingerprint(request, loaded, data.opened))
@@ -126,4 +147,6 @@ def run_fingerprint(
         fingerprint["data_options"] = data.options
     if speed.amp is not None:  # changes numbers; channels-last and compile do not
         fingerprint["amp"] = speed.amp
+    if speed.tf32 and device.type == "cuda":  # so does TF32 (only when CUDA honours it)
+        fingerprint["tf32"] = True
     return fingerprint

@@ -29,8 +29,8 @@ class Candidate:
     model: str | None
     checkpoint: Path | None
     out: Path
-    device: str = "cpu"
-    workers: int = 0
+    device: str = "auto"
+    workers: int | str = "auto"
     command: list[str] = field(default_factory=list)
 
 

@@ -58,7 +58,7 @@ def _launched(command: Sequence[str]) -> list[str]:
 
 
 def _message(signum: int, command: Sequence[str], report: Path, started: float) -> str:
-    from robench.evaluation.sample_store import samples_path_for
+    from robench.evaluation.store.sample_store import samples_path_for
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
     samples = samples_path_for(report, int(os.environ.get("RANK", "0")) if world > 1 else None)

@@ -82,7 +82,7 @@ def check_model_name(name: str, *, has_checkpoint: bool, sourced_refused: bool =
     """MODEL as `load_model` resolves it: a source prefix, a model card, robench's zoo or
     language models, a timm architecture or pretrained tag. `sourced_refused`: options a
     source refuses were given (the loader says so first; its target is not checked here)."""
-    from robench.models.sources.registry import SOURCES, split_source
+    from robench.models.sources.registry import source_names, split_source
 
     if _has_model_plugins():
         return  # an installed package may register any name; timm checks it later
@@ -105,7 +105,7 @@ def check_model_name(name: str, *, has_checkpoint: bool, sourced_refused: bool =
     if name in cards:
         _check_card(cards[name], has_checkpoint, missing="")
         return
-    _check_registered(name, has_checkpoint, sourced_refused, [f"{p}:" for p in SOURCES.names()])
+    _check_registered(name, has_checkpoint, sourced_refused, source_names())
 
 
 def _has_model_plugins() -> bool:

@@ -13,9 +13,11 @@ from torch import nn
 from torch.utils.data import Dataset
 
 from robench._core.model_hooks import report_sections
+from robench._core.plugins import call_plugin
 from robench.data.preprocessing import Preprocessing
+from robench.evaluation.cost import result_cost
 from robench.evaluation.runner import Job, RunTimes
-from robench.evaluation.sample_store import SampleRecords
+from robench.evaluation.store.sample_store import SampleRecords
 from robench.evaluation.suites import LoadedSuite
 from robench.models.loading import LoadedModel
 from robench.results.report.schema import (
@@ -130,7 +132,9 @@ def results(
                 # e.g. an attack's metric on the clean result, or a calibration metric on
                 # records of an older sample store resumed (they lack the scalars)
                 continue
-            per_sample = list(map(metric.per_sample, ordered))
+            per_sample: list[Any] = call_plugin(
+                f"metric {metric.name!r}", list, map(metric.per_sample, ordered)
+            )
             # Pairs (ECE's [confidence, correct], a ratio's terms) as lists, as JSON reads
             # them back: a report equals itself re-read.
             columns[metric.name] = [list(v) if isinstance(v, tuple) else v for v in per_sample]
@@ -151,6 +155,7 @@ def results(
                 n_samples=len(indices),
                 metrics=values,
                 wall_time_s=round(times.seconds.get(planned.label, 0.0), 3),
+                cost=result_cost(times.passes.get(planned.label), ordered),
             )
         )
         # A dataset's sample list is that of its result with the most samples (max_samples

@@ -10,6 +10,7 @@ resumes with `resume=True` and ends in the same report.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -35,25 +36,20 @@ from robench._core.seeding import seed_everything
 from robench._core.version import __version__
 from robench.data.in_memory import InMemory
 from robench.data.unreadable import check_bad_image_policy
-from robench.evaluation.battery import run_battery
+from robench.data.workers import check_workers, resolve_workers
+from robench.evaluation.checks.eot_warnings import eot_warnings
+from robench.evaluation.checks.required_extras import check_extras
+from robench.evaluation.cost import summed
 from robench.evaluation.datasets import RequestData, build_data, check_dataset_names
 from robench.evaluation.environment import capture_environment
-from robench.evaluation.eot_warnings import eot_warnings
 from robench.evaluation.fingerprint import input_paths, run_fingerprint
+from robench.evaluation.fp32_precision import float32_precision
 from robench.evaluation.jobs import resolve_jobs
 from robench.evaluation.oom_fallback import is_out_of_memory
+from robench.evaluation.options.applicability import check_applicable
 from robench.evaluation.report_assembly import diagnostics, model_info, results, suite_info
-from robench.evaluation.required_extras import check_extras
 from robench.evaluation.runner import Job, RunTimes, run_plan
-from robench.evaluation.sample_store import (
-    SampleRecords,
-    SampleStore,
-    check_fresh_start,
-    merge_records,
-    missing_folders,
-    remove_empty_folders,
-    samples_path_for,
-)
+from robench.evaluation.sanity.battery import run_battery
 from robench.evaluation.sequential import (
     SequentialRun,
     StoppingRule,
@@ -65,6 +61,15 @@ from robench.evaluation.sequential import (
     with_sequence_intervals,
 )
 from robench.evaluation.speed import SpeedOptions, check_speed, prepare_model
+from robench.evaluation.store.sample_store import (
+    SampleRecords,
+    SampleStore,
+    check_fresh_start,
+    merge_records,
+    missing_folders,
+    remove_empty_folders,
+    samples_path_for,
+)
 from robench.evaluation.suites import LoadedSuite, load_suite
 from robench.evaluation.transfer import (
     load_surrogates,
@@ -89,6 +94,7 @@ from robench.results.report.schema import (
 from robench.results.stats.curve_checks import check_curves
 from robench.tasks import TASKS, load_task
 from robench.tasks.base import ModelCheck, Task
+from robench.tasks.finite_values import nonfinite_allowed
 
 logger = logging.getLogger(__name__)
 
@@ -121,11 +127,14 @@ class EvalRequest:
     classes: str | None = None
     batch_size: int = 64
     seed: int = 0
-    device: str = "cpu"
-    workers: int = 0
+    device: str = "auto"
+    workers: int | str = "auto"  # a count, or "auto" (robench/data/workers.py)
     # An unreadable image: "stop" the run (exit 2), or "skip" it (read every sample once
     # first, leave the unreadable ones out of every perturbation, list them in the report).
     bad_images: str = "stop"
+    # Count samples whose data or model outputs are NaN or inf instead of refusing the run
+    # (robench/tasks/finite_values.py).
+    allow_nonfinite: bool = False
     imports: tuple[str, ...] = ()
     overrides: ModelSpec = field(default_factory=ModelSpec)
     ema: bool = False
@@ -230,10 +239,7 @@ def _check_request(request: EvalRequest) -> None:
     if request.limit is not None and request.limit < 1:
         raise ConfigError(f"--limit must be at least 1, got {request.limit}.")
     check_bad_image_policy(request.bad_images)
-    if request.workers < 0:
-        raise ConfigError(
-            f"--workers must be 0 (load data in the main process) or more, got {request.workers}."
-        )
+    check_workers(request.workers)
     if request.resume and request.overwrite:
         raise ConfigError(
             "--resume keeps an interrupted run's results and --overwrite discards them; pass "
@@ -260,6 +266,31 @@ def _check_sequential(
         )
 
 
+def _load_model(request: EvalRequest, device: torch.device) -> LoadedModel:
+    """The request's model; an architecture that rejects --model-kwargs while it is built
+    (FAN with num_heads = 5: "dim 64 must be divisible by num_heads") is the input's fault."""
+    try:
+        return load_model(
+            request.model,
+            checkpoint=request.checkpoint,
+            overrides=request.overrides,
+            ema=request.ema,
+            trust_checkpoint=request.trust_checkpoint,
+            trust_remote_code=request.trust_remote_code,
+            device=device,
+        )
+    except RobenchError:
+        raise
+    except (ValueError, AssertionError, TypeError) as exc:
+        kwargs = request.overrides.model_kwargs
+        if not kwargs:
+            raise
+        raise ConfigError(
+            f"{request.model} cannot be built with --model-kwargs {json.dumps(kwargs)} "
+            f"({first_line(exc)}); pass values its architecture accepts, or drop them."
+        ) from None
+
+
 @dataclass
 class _Setup:
     """What `evaluate` has loaded before it runs: the suite, the model, its task, the data."""
@@ -283,6 +314,7 @@ def _set_up(
     load_plugins(request.imports)
     given = request.suite
     loaded_suite = given if isinstance(given, LoadedSuite) else load_suite(given)
+    check_applicable(request, loaded_suite)  # options the suite cannot use: refused
     loaded_suite = plan_transfer(request, loaded_suite)  # --surrogate onto attack entries
     if request.data is None:
         request = replace(request, data=load_task(loaded_suite.suite.task).default_data)
@@ -292,15 +324,7 @@ def _set_up(
     dist = DistributedContext.from_env(request.device)  # torchrun: shard batches over ranks
     _check_sequential(request, loaded_suite, dist)
     seed_everything(request.seed)  # a model without a checkpoint is initialised reproducibly
-    loaded = model or load_model(
-        request.model,
-        checkpoint=request.checkpoint,
-        overrides=request.overrides,
-        ema=request.ema,
-        trust_checkpoint=request.trust_checkpoint,
-        trust_remote_code=request.trust_remote_code,
-        device=dist.device,
-    )
+    loaded = model or _load_model(request, dist.device)
     if not loaded.has_weights and not request.allow_random_weights:
         raise ConfigError(
             f"{loaded.name} has no checkpoint, so its weights are random and its numbers "
@@ -354,6 +378,9 @@ def _check_first_batches(s: _Setup) -> _FirstBatches:
     # suite does not pay for a backward pass.
     gradients = request.sanity or s.suite.suite.sanity or _has_attacks(s.suite)
     default_batch = first_batches[s.data.default]
+    if gradients:  # the gradient checks' loss would fail on targets outside the outputs
+        with nonfinite_allowed(True):  # here only targets; the runner names NaN's sample
+            _first_forward(loaded, lambda: task.score(scored_default, *default_batch))
     checks = _first_forward(
         loaded, lambda: task.check_model(scored_default, *default_batch, gradients=gradients)
     )
@@ -395,10 +422,12 @@ def _run(
             batch_size=request.batch_size,
             seed=request.seed,
             device=dist.device,
-            workers=request.workers,
+            workers=resolve_workers(request.workers, s.data.opened.values()),
             progress=progress if dist.is_main else None,
             shard=(dist.rank, dist.world_size),
             speed=speed,
+            model_name=s.loaded.name,
+            allow_nonfinite=request.allow_nonfinite,
         )
         if sequential is None:
             times = run([job for _, job in jobs])
@@ -432,6 +461,7 @@ def _run(
         # size any rank ran on, and where that rank first split.
         sizes = dist.gather((times.batch_size_used, times.batch_size_note))
         times.batch_size_used, times.batch_size_note = min(sizes, key=lambda size: size[0])
+        times.passes = summed(dist.gather(times.passes))  # every rank's counted passes
     return records, times
 
 
@@ -459,7 +489,7 @@ def _after_the_suite(
     return sanity, sanity_budget, found
 
 
-def evaluate(  # long: the run in order (set up, jobs, run, results, report); steps are functions
+def evaluate(
     request: EvalRequest,
     progress: Progress | None = None,
     stop_rule: StoppingRule | None = None,
@@ -471,7 +501,18 @@ def evaluate(  # long: the run in order (set up, jobs, run, results, report); st
     A sequential run (`request.target_halfwidth`, the suite's, or a gate's `stop_rule`)
     evaluates the samples in a seeded random order, chunk by chunk, until the rule is met.
     `model`: a model already loaded (`robench.evaluate` wraps one held in memory), used
-    instead of loading `request.model`."""
+    instead of loading `request.model`. CUDA matmul and convolutions run in IEEE float32
+    unless `request.speed.tf32`; the caller's settings are restored afterwards."""
+    with float32_precision(request.speed.tf32):
+        return _evaluate(request, progress, stop_rule, model)
+
+
+def _evaluate(  # long: the run in order (set up, jobs, run, results, report); steps are functions
+    request: EvalRequest,
+    progress: Progress | None,
+    stop_rule: StoppingRule | None,
+    model: LoadedModel | None,
+) -> Report:
     started = time.perf_counter()
     s = _set_up(request, progress, model)
     request, loaded_suite, loaded, task, device = (
@@ -517,7 +558,7 @@ def evaluate(  # long: the run in order (set up, jobs, run, results, report); st
     for warning in eot_warnings(loaded_suite.plan, first.checks.randomized, surrogates):
         logger.warning(warning)
         warnings.append(warning)
-    env = capture_environment(device)
+    env = capture_environment(device, speed.precision(device))
     fingerprint = run_fingerprint(request, loaded, loaded_suite, s.data, device, speed)
     if surrogates:  # transfer: the surrogates' weights decide the records too
         fingerprint["surrogates"] = surrogate_fingerprint(surrogates)

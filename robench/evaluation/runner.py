@@ -34,27 +34,37 @@ import torch
 from torch.utils.data import Dataset
 
 from robench._core.batching import batch_indices
+from robench._core.errors import DataError
 from robench._core.model_hooks import adaptive_attack
 from robench._core.progress import NoProgress, Progress
 from robench._core.seeding import derive_seed, seed_everything
 from robench.evaluation.oom_fallback import SplitOnOutOfMemory
 from robench.evaluation.perturbed_samples import PerturbedSamples
-from robench.evaluation.sample_store import SampleStore
 from robench.evaluation.speed import SpeedOptions, scoring_precision, to_memory_format
+from robench.evaluation.store.sample_store import SampleStore
 from robench.evaluation.suites import PlannedPerturbation
+from robench.models.pass_counter import PassCount, PassCounter, scoring
 from robench.perturbations.base import DatasetPerturbation, PerSampleAttack, SamplePerturbation
 from robench.tasks.base import Columns, Task
+from robench.tasks.finite_values import (
+    ALLOW_FLAG,
+    NonFiniteOutputs,
+    non_finite_rows,
+    nonfinite_allowed,
+)
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
 class RunTimes:
-    """Wall time spent per perturbation in this process (resumed parts count 0), what each
-    dataset perturbation reported doing (its data's `perturbation_summary`), and the batch
-    size the model ran on (smaller than asked when the GPU ran out of memory)."""
+    """Wall time spent per perturbation in this process (resumed parts count 0), the model
+    passes it counted there (robench/evaluation/cost.py), what each dataset perturbation
+    reported doing (its data's `perturbation_summary`), and the batch size the model ran on
+    (smaller than asked when the GPU ran out of memory)."""
 
     seconds: dict[str, float] = field(default_factory=dict)
+    passes: dict[str, PassCount] = field(default_factory=dict)
     summaries: dict[str, dict[str, Any]] = field(default_factory=dict)
     batch_size_used: int = 0
     batch_size_note: str | None = None  # where batches were first split, when they were
@@ -108,20 +118,30 @@ def run_plan(
     progress: Progress | None = None,
     shard: tuple[int, int] = (0, 1),
     speed: SpeedOptions | None = None,
+    model_name: str = "the model",
+    allow_nonfinite: bool = False,
 ) -> RunTimes:
     """Evaluate every job, skipping batches already stored.
 
     `shard = (rank, world_size)` keeps every world_size-th batch (under torchrun); batches
     keep their global numbers, and so their seeds, whatever the number of processes. `model`
     is already prepared for `speed` (speed.prepare_model); the runner lays out the batches
-    and picks each scoring pass's precision.
+    and picks each scoring pass's precision. NaN or inf in the data or in the model's
+    outputs stops the run naming the sample and `model_name`, unless `allow_nonfinite`.
     """
     rank, world = shard
     progress = progress or NoProgress()
     speed = speed or SpeedOptions()
     times = RunTimes()
     splitter = SplitOnOutOfMemory(batch_size)
-    with _long_lived_objects_frozen():
+    # Every pass of the model (and of transfer attacks' surrogates), per job (cost.py).
+    counter = PassCounter()
+    surrogates = [job.surrogate.model for job in jobs if job.surrogate is not None]
+    with (
+        _long_lived_objects_frozen(),
+        nonfinite_allowed(allow_nonfinite),
+        counter.counting(model, *surrogates),
+    ):
         for job in jobs:
             planned, source = job.planned, job.data
             chosen = source.indices
@@ -148,12 +168,15 @@ def run_plan(
             # every batch, about 1% of a clean evaluation (benchmarks/bench_harness.py).
             identity = planned.perturbation.identity
             loaded = task.batches(dataset, [batch for _, batch in todo], device, workers)
+            counter.count = PassCount()  # this job's
             for position, ((number, batch), (inputs, targets)) in enumerate(
                 zip(todo, loaded, strict=True)
             ):
                 inputs = to_memory_format(speed, inputs)
-                if perturbed_on_load or (identity and position == 0):
+                if perturbed_on_load:
                     task.check_inputs(inputs, name=planned.label)
+                elif not identity or position == 0:  # an attack costs far more than a look
+                    task.check_data_values(inputs, batch)
                 work = _BatchWork(
                     model=scored,
                     attacker=attacker,
@@ -166,10 +189,14 @@ def run_plan(
                     seed=seed,
                     first_row=number * batch_size,
                     indices=batch,
+                    model_name=model_name,
                 )
-                columns = splitter.run(len(batch), work, f"{planned.label} batch {number}")
+                own = planned.perturbation.own_batch  # smoothing's `batch`, `query_batch`
+                columns = splitter.run(len(batch), work, f"{planned.label} batch {number}", own)
                 store.append(planned.label, batch, columns)
                 progress.advance(len(batch))
+                counter.count.samples += len(batch)
+            times.passes[planned.label] = counter.count
             times.seconds[planned.label] = time.perf_counter() - start
             progress.finish()
     times.batch_size_used, times.batch_size_note = splitter.size, splitter.note
@@ -203,8 +230,33 @@ class _BatchWork:
     seed: int  # the run's
     first_row: int  # the batch's position among the job's samples
     indices: Sequence[int]  # the batch's dataset indices (per-sample seeds)
+    model_name: str = "the model"
 
     def __call__(self, start: int, stop: int, size: int) -> Columns:
+        try:
+            return self._run(start, stop, size)
+        except NonFiniteOutputs as exc:
+            raise self._non_finite(exc, start) from None
+
+    def _non_finite(self, exc: NonFiniteOutputs, start: int) -> DataError:
+        """The sentence for non-finite outputs: the data's fault when that row's inputs are
+        not finite either, else the model's; with the sample's dataset index."""
+        row = exc.rows[0]
+        index = self.indices[start + row]
+        label = self.job.planned.label
+        if non_finite_rows(self.inputs[start + row : start + row + 1]):
+            return DataError(
+                f"sample {index} of the data holds NaN or inf values, so {self.model_name} "
+                f"returned non-finite {exc.what} on it ({label}); fix or drop the sample, or "
+                f"pass {ALLOW_FLAG} to count it."
+            )
+        return DataError(
+            f"{self.model_name} returned non-finite {exc.what} (NaN or inf) on sample {index} "
+            f"({label}; {len(exc.rows)} in its batch); its weights or computation diverged, "
+            f"so check the checkpoint, or pass {ALLOW_FLAG} to count such samples anyway."
+        )
+
+    def _run(self, start: int, stop: int, size: int) -> Columns:
         """Rows [start, stop) of the batch, run as a part of `size` rows. Seeded as the batch
         these rows form with `--batch-size size` (the batch's own seed when unsplit), so a
         batch split out of GPU memory computes what that run computes."""
@@ -253,7 +305,7 @@ def score_seeded(
     """The task's records of the model on a batch as given, seeded from the batch's seed.
     The reported metrics come from this re-run, never from an attack's own bookkeeping."""
     seed_everything(derive_seed(batch_seed, "rerun"))
-    with precision():
+    with precision(), scoring():  # the counted passes of this re-run are marked as scoring
         return task.score(model, perturbed, targets)
 
 

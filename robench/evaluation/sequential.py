@@ -27,8 +27,9 @@ from typing import Any, Literal, Protocol
 
 from robench._core.errors import ConfigError
 from robench._core.seeding import derive_seed
+from robench.evaluation.cost import summed
 from robench.evaluation.runner import Job, RunTimes
-from robench.evaluation.sample_store import SampleRecords
+from robench.evaluation.store.sample_store import SampleRecords
 from robench.results.report.schema import PerturbationResult, SequentialInfo
 from robench.results.stats.confidence_sequences import (
     covers,
@@ -208,6 +209,7 @@ def merged_times(parts: list[RunTimes]) -> RunTimes:
         for label, seconds in part.seconds.items():
             merged.seconds[label] = merged.seconds.get(label, 0.0) + seconds
         merged.summaries.update(part.summaries)
+        merged.passes = summed([merged.passes, part.passes])
         if merged.batch_size_note is None:
             merged.batch_size_note = part.batch_size_note
     used = [part.batch_size_used for part in parts if part.batch_size_used]

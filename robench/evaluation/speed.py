@@ -14,6 +14,10 @@ The three modes timm's validate.py offers (`--amp --amp-dtype`, `--channels-last
 - `compile`: `torch.compile` of the model for every pass of the run, attacks included; tried
   once on the first batch, so a machine where it cannot compile refuses before the run.
 
+and, beyond timm's, `tf32`: CUDA matrix products and convolutions in TF32 instead of IEEE
+float32, robench's default (robench/evaluation/fp32_precision.py); it changes numbers, so it
+enters the resume fingerprint.
+
 channels_last and compile change floating-point rounding only, not what is computed, so they
 stay out of the resume fingerprint. This module imports torch inside its functions: the
 command line reads `AMP_DTYPES` for its choices without loading torch.
@@ -49,6 +53,17 @@ class SpeedOptions:
     compile: bool = False  # torch.compile the model for every pass of the run
     # The suite's `amp_attacks`: attacks, and the scoring of their outputs, under --amp too.
     amp_attacks: bool = False
+    # --tf32: CUDA matmul and convolutions may round float32 to TF32 (robench._core
+    # .fp32_precision); IEEE float32 otherwise.
+    tf32: bool = False
+
+    def precision(self, device: torch.device) -> str:
+        """The arithmetic of the run, for the report: "fp32", "tf32" (CUDA under --tf32),
+        "bf16 autocast" or "fp16 autocast" (--amp; attacks in it only with amp_attacks)."""
+        base = "tf32" if self.tf32 and device.type == "cuda" else "fp32"
+        if self.amp is None:
+            return base
+        return f"{self.amp} autocast" + ("" if self.attacks_in_amp else f", attacks {base}")
 
     @property
     def attacks_in_amp(self) -> bool:

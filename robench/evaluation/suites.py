@@ -1,8 +1,9 @@
 """Suites: declarative TOML files listing the perturbations of one evaluation.
 
 A suite is data, not code: each entry names a registered perturbation `kind` and its
-parameters in pixel units. The shipped suites live in `attacks/`; a path to a file works too.
-See docs/formats.md for the format.
+parameters in pixel units. The shipped suites live in `attacks/`; a path to a file works too,
+and a suite may include another (robench/evaluation/suite_files.py). See docs/formats.md for
+the format.
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from robench._core.bundled import bundled_dir
 from robench._core.errors import ConfigError
 from robench._core.registry import did_you_mean
-from robench._core.toml_files import describe_validation_error, read_toml_model
+from robench._core.toml_files import describe_validation_error, validate_toml_model
 from robench._core.units import display_pixel_value, parse_pixel_value
 from robench.diagnostics.params import DIAGNOSTICS, DiagnosticParams
+from robench.evaluation.suite_files import bundled_suites as bundled_suites  # re-exported
+from robench.evaluation.suite_files import read_suite_file, resolve_suite_path
 from robench.perturbations import PERTURBATIONS
 from robench.perturbations.base import Perturbation, PerturbationParams
 
@@ -340,36 +342,7 @@ class LoadedSuite:
     sha256: str
     plan: tuple[PlannedPerturbation, ...]
     diagnostics: tuple[PlannedDiagnostic, ...] = ()
-
-
-def bundled_suites() -> dict[str, Path]:
-    """Shipped suites by name (file stem)."""
-    return {p.stem: p for p in sorted(bundled_dir("attacks").glob("*.toml"))}
-
-
-def resolve_suite_path(name_or_path: str) -> Path:
-    """A shipped suite's name, or a path to a TOML file.
-
-    A shipped name wins over a same-named file or folder in the working directory (a `smoke/`
-    output folder must not shadow the `smoke` suite); write `./smoke.toml` for a local file.
-    """
-    candidate = Path(name_or_path)
-    shipped = bundled_suites()
-    looks_like_path = candidate.suffix == ".toml" or len(candidate.parts) > 1
-    if name_or_path in shipped and not looks_like_path:
-        return shipped[name_or_path]
-    if looks_like_path or candidate.exists():
-        if not candidate.is_file():
-            state = "is a directory" if candidate.is_dir() else "does not exist"
-            raise ConfigError(
-                f"suite file {candidate} {state}; pass a .toml suite file or a shipped suite "
-                "name (`robench list suites`)."
-            )
-        return candidate
-    raise ConfigError(
-        did_you_mean(name_or_path, list(shipped), "suite")[:-1]
-        + " (or pass a path to a .toml suite file)."
-    )
+    includes: tuple[Path, ...] = ()  # the suite files it includes, nearest first
 
 
 def _unknown_keys(entry: _Entry, exc: Exception, registry: Any) -> str | None:
@@ -460,11 +433,12 @@ def _check_unique_labels(labels: list[str], suite_path: Path) -> None:
 def load_suite(name_or_path: str) -> LoadedSuite:
     """Read, validate and plan a suite; every problem is one ConfigError sentence."""
     path = resolve_suite_path(name_or_path)
-    suite, sha = read_toml_model(path, Suite, "suite")
+    source = read_suite_file(path)  # its includes resolved (robench/evaluation/suite_files.py)
+    suite = validate_toml_model(source.data, Suite, "suite", source.describe(path))
     plan = tuple(planned for entry in suite.perturbations for planned in plan_entry(entry, path))
     diagnostics = tuple(plan_diagnostic(entry, path) for entry in suite.diagnostics)
     _check_unique_labels([p.label for p in plan] + [d.label for d in diagnostics], path)
-    return LoadedSuite(suite, path, sha, plan, diagnostics)
+    return LoadedSuite(suite, path, source.sha256, plan, diagnostics, source.includes)
 
 
 # What the report gives as the path of a suite built in Python.

@@ -26,11 +26,12 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 
 from robench._core.errors import ConfigError, RobenchError, first_line
+from robench.evaluation.options.applicability import applies_to_entry
 from robench.evaluation.report_assembly import model_info
 from robench.evaluation.runner import Job, Surrogate
 from robench.evaluation.speed import SpeedOptions, prepare_model
@@ -39,21 +40,37 @@ from robench.models.loaded_model import LoadedModel
 from robench.models.loading import load_model
 from robench.results.report.schema import MissingResult
 from robench.tasks import TASKS
-
-if TYPE_CHECKING:
-    from robench.evaluation.request import EvalRequest
+from robench.tasks.finite_values import ALLOW_FLAG, non_finite_rows
 
 logger = logging.getLogger(__name__)
 
 
+class SurrogateChoice(Protocol):
+    """The surrogate a request names (an `EvalRequest` is one)."""
+
+    surrogate: str | LoadedModel | None
+    surrogate_checkpoint: Path | None
+
+
+class SurrogateLoading(SurrogateChoice, Protocol):
+    """...and how its surrogates are loaded (`load_model`'s trust and weight options)."""
+
+    ema: bool
+    trust_checkpoint: bool
+    trust_remote_code: bool
+    allow_random_weights: bool
+    allow_nonfinite: bool
+
+
 def _is_attack(planned: PlannedPerturbation) -> bool:
-    """Whether the entry's inputs are made with the model (an attack), so a surrogate can
-    make them instead; clean, corruptions and Word Swap never call the model."""
-    perturbation = planned.perturbation
-    return perturbation.uses_model and not perturbation.identity
+    """Whether the entry's inputs are made with the model by an attack whose images a
+    surrogate can make instead: the option table's rule for --surrogate
+    (robench/evaluation/options/applicability.py); not clean, corruptions, Word Swap or
+    certification."""
+    return applies_to_entry("surrogate", planned)
 
 
-def _given_surrogate(request: EvalRequest) -> SurrogateRef | None:
+def _given_surrogate(request: SurrogateChoice) -> SurrogateRef | None:
     """`--surrogate` (with `--surrogate-checkpoint`), or the model held in memory that
     `robench.evaluate(..., surrogate=module)` wrapped; None when none was given."""
     surrogate, checkpoint = request.surrogate, request.surrogate_checkpoint
@@ -81,7 +98,7 @@ def _given_surrogate(request: EvalRequest) -> SurrogateRef | None:
     return SurrogateRef(surrogate, checkpoint)
 
 
-def plan_transfer(request: EvalRequest, loaded_suite: LoadedSuite) -> LoadedSuite:
+def plan_transfer(request: SurrogateChoice, loaded_suite: LoadedSuite) -> LoadedSuite:
     """The suite with `--surrogate` (or an in-memory surrogate) given to every attack entry
     that names no surrogate of its own; an entry that names one but is no attack is refused."""
     given = _given_surrogate(request)
@@ -90,7 +107,8 @@ def plan_transfer(request: EvalRequest, loaded_suite: LoadedSuite) -> LoadedSuit
         if planned.surrogate is not None and not _is_attack(planned):
             raise ConfigError(
                 f"suite entry {planned.label!r} ({planned.kind}) names a surrogate, but it "
-                "does not use a model to make its inputs; drop `surrogate` from it (only "
+                "is not an attack whose images another model can craft (it uses no model, or "
+                "certifies the evaluated model itself); drop `surrogate` from it (only "
                 "attacks transfer)."
             )
         if planned.surrogate is None and given is not None and _is_attack(planned):
@@ -104,7 +122,7 @@ def surrogate_refs(plan: Sequence[PlannedPerturbation]) -> list[SurrogateRef]:
     return list(dict.fromkeys(p.surrogate for p in plan if p.surrogate is not None))
 
 
-def _load(request: EvalRequest, ref: SurrogateRef, device: torch.device) -> LoadedModel:
+def _load(request: SurrogateLoading, ref: SurrogateRef, device: torch.device) -> LoadedModel:
     if ref.loaded is not None:  # held in memory: wrapped on `device`, with its own weights
         return ref.loaded
     loaded = load_model(
@@ -164,13 +182,23 @@ def _outputs(model: torch.nn.Module, inputs: torch.Tensor, what: str) -> torch.T
 
 
 def _check_outputs(
-    surrogate: torch.nn.Module, target: torch.nn.Module, inputs: torch.Tensor, ref: SurrogateRef
+    surrogate: torch.nn.Module,
+    target: torch.nn.Module,
+    inputs: torch.Tensor,
+    ref: SurrogateRef,
+    allow_nonfinite: bool = False,
 ) -> bool:
     """The surrogate must predict the evaluated model's classes (outputs of the same shape);
     returns whether it is randomized (two passes on the same inputs differ)."""
     few = inputs[:4]
     what = f"surrogate {ref.describe()}"
     first = _outputs(surrogate, few, what)
+    if non_finite_rows(first) and not allow_nonfinite:
+        raise ConfigError(
+            f"{what} returns NaN or inf logits on the first batch (sample(s) "
+            f"{', '.join(map(str, non_finite_rows(first)))}), so attacks crafted on it mean "
+            f"nothing; check its weights, or pass {ALLOW_FLAG} to run them anyway."
+        )
     expected = _outputs(target, few, "the evaluated model")
     if first.dim() != expected.dim():  # e.g. a module held in memory returning images
         raise ConfigError(
@@ -188,7 +216,7 @@ def _check_outputs(
 
 
 def load_surrogates(
-    request: EvalRequest,
+    request: SurrogateLoading,
     loaded_suite: LoadedSuite,
     target: LoadedModel,
     inputs: torch.Tensor,
@@ -215,7 +243,9 @@ def load_surrogates(
                 raise
             raise _named(exc, f"surrogate {ref.describe()}: {exc}") from None
         _check_input_size(loaded, target, ref)
-        randomized = _check_outputs(loaded.model, target.model, inputs, ref)
+        randomized = _check_outputs(
+            loaded.model, target.model, inputs, ref, request.allow_nonfinite
+        )
         info = model_info(loaded, randomized).model_dump(mode="json")
         network = prepare_model(loaded.model, speed, inputs)
         surrogates[ref] = Surrogate(network, info, _same_model(loaded, target))
@@ -280,7 +310,7 @@ def surrogate_fingerprint(surrogates: Mapping[SurrogateRef, Surrogate]) -> dict[
     }
 
 
-def surrogate_paths(request: EvalRequest, loaded_suite: LoadedSuite) -> dict[str, Path]:
+def surrogate_paths(request: SurrogateChoice, loaded_suite: LoadedSuite) -> dict[str, Path]:
     """The surrogates' files the run reads (checkpoints, model cards given as paths), so
     that --out cannot overwrite one."""
     given: list[tuple[str, object]] = [

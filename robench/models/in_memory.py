@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from robench.models.loaded_model import LoadedModel
-from robench.models.loading import image_model
+from robench.models.loading import image_model, pretrained_cfg_spec
 from robench.models.provenance import ModelOrigin
 from robench.models.sliding_window import with_inference
 from robench.models.spec import ModelSpec
@@ -66,7 +66,7 @@ def memory_image_model(
     name: str,
     architecture: str,
     given: ModelSpec,
-    own: ModelSpec,
+    own: ModelSpec | None,
     own_label: str,
     origin: ModelOrigin,
     task: str,
@@ -76,9 +76,10 @@ def memory_image_model(
     overrides_label: str = "preprocessing=",
 ) -> LoadedModel:
     """An image network held in memory, normalisation inside, as `load_model` builds one:
-    `given` (the caller's preprocessing) over `own` (timm's pretrained_cfg, an image
-    processor, or pixels in [0, 1]); a network with `robench_inference` (mmseg's test mode)
-    runs in it."""
+    `given` (the caller's preprocessing) over `own` (an image processor's, pixels in [0, 1],
+    or None: timm's pretrained_cfg, read before a wrapper hides it); a network with
+    `robench_inference` (mmseg's test mode) runs in it."""
+    own = own if own is not None else pretrained_cfg_spec(network)
     inference = getattr(network, "robench_inference", None)
     if inference is not None:
         network = with_inference(network, inference)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import torch
 from torch import nn
 
 from robench.data.preprocessing import Preprocessing
@@ -48,6 +49,11 @@ class LoadedModel:
     max_length: int | None = None  # a transformers causal LM's maximum context
 
     @property
+    def device(self) -> torch.device:
+        """Where the model runs (the memory source checks that all of it is there)."""
+        return module_device(self.model)
+
+    @property
     def has_weights(self) -> bool:
         """Trained weights were loaded (a checkpoint or a source), not a random init."""
         return self.checkpoint is not None or self.origin is not None
@@ -60,6 +66,13 @@ class LoadedModel:
         return self.origin.sha256 if self.origin is not None else None
 
 
+def module_device(module: nn.Module) -> torch.device:
+    """Where the module's first parameter or buffer lives; cpu for a module with none."""
+    for tensor in [*module.parameters(), *module.buffers()]:
+        return tensor.device
+    return torch.device("cpu")
+
+
 def text_model(
     network: nn.Module,
     *,
@@ -67,14 +80,17 @@ def text_model(
     architecture: str,
     task: str,
     origin: ModelOrigin,
-    tokenizer: Any,
-    max_length: int,
     device: Any,
+    tokenizer: Any = None,
+    max_length: int | None = None,
     classes: list[str] | None = None,
+    vocabulary: Vocabulary | None = None,
 ) -> LoadedModel:
-    """A transformers text model (causal LM or sequence classifier) with its tokenizer, from a
-    folder (`sources/hf_source.py`) or an object in memory (`sources/hf_objects.py`): eval
-    mode on `device`, no checkpoint and no preprocessing, weights described by `origin`."""
+    """A model that reads tokens or texts as they come, with no checkpoint and no image
+    preprocessing, weights described by `origin`: a transformers text model (causal LM or
+    sequence classifier) with its tokenizer, from a folder (`sources/hf_source.py`) or an
+    object in memory (`sources/hf_objects.py`), or a robench model object held in memory
+    (`sources/memory.py`, with its `vocabulary`); eval mode on `device`."""
     return LoadedModel(
         model=network.to(device).eval(),
         name=name,
@@ -86,6 +102,7 @@ def text_model(
         checkpoint=None,
         preprocessing=None,
         task=task,
+        vocabulary=vocabulary,
         origin=origin,
         tokenizer=tokenizer,
         max_length=max_length,

@@ -1,12 +1,14 @@
 """Build the model a user asked for: registered architecture, safe checkpoint, preprocessing.
 
-Image classifiers are timm models; language models are robench's own registry
-(`robench.models.zoo.lm_registry`) and take their vocabulary from the checkpoint; so are the
-LRA sequence classifiers, sized by the model kwargs their checkpoint records. A MODEL
-with a source prefix (`hf:`, `hf-hub:`, `local-dir:`) or a timm pretrained tag without
-`--checkpoint` is built by its source (`robench.models.sources.registry`), whose image classifiers
-come back through `image_model`: the command line's preprocessing over the model's own
-(timm's `pretrained_cfg`, or the transformers image processor).
+`load_model(MODEL)` takes every kind a user gives (a name, a source string, a card, a
+checkpoint's metadata, or a model object held in memory) and builds it with the first source
+of the one ordered table that takes it (`robench.models.sources.registry`: `STAGES`). This
+module is the last of them, `named`: image classifiers are timm models; language models are
+robench's own registry (`robench.models.zoo.lm_registry`) and take their vocabulary from the
+checkpoint; so are the LRA sequence classifiers, sized by the model kwargs their checkpoint
+records. The sources' image classifiers come back through `image_model`: the command line's
+preprocessing over the model's own (timm's `pretrained_cfg`, or the transformers image
+processor).
 
 Each preprocessing field comes from the first source that gives it, in this order: command
 line flags, a model card, the metadata `robench train` stores in a checkpoint, timm's
@@ -16,7 +18,6 @@ line flags, a model card, the metadata `robench train` stores in a checkpoint, t
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,12 +35,7 @@ from robench.models.names import unknown_model_message
 from robench.models.normalization import NormalizedModel
 from robench.models.provenance import ModelOrigin
 from robench.models.sliding_window import with_inference
-from robench.models.sources.registry import (
-    SourceRequest,
-    claiming_source,
-    load_source_entry_points,
-    split_source,
-)
+from robench.models.sources.registry import MemoryOptions, SourceRequest, resolve_source
 from robench.models.spec import ModelCard, ModelSpec, bundled_cards, read_card, spec_from_metadata
 
 if TYPE_CHECKING:
@@ -103,9 +99,12 @@ def _create(architecture: str, num_classes: int | None, kwargs: dict[str, Any]) 
         ) from None
 
 
-def _from_pretrained_cfg(model: nn.Module) -> ModelSpec:
+def pretrained_cfg_spec(model: nn.Module) -> ModelSpec:
+    """The preprocessing and class names timm's `pretrained_cfg` gives (the one reader of
+    it; empty fields for another module)."""
     cfg = dict(getattr(model, "pretrained_cfg", None) or {})
     fields: dict[str, Any] = {key: cfg.get(key) for key in _PREPROCESSING_FIELDS}
+    fields["classes"] = list(cfg["label_names"]) if cfg.get("label_names") else None
     return ModelSpec.model_validate(
         {k: (tuple(v) if isinstance(v, list) else v) for k, v in fields.items()}
     )
@@ -160,7 +159,8 @@ def image_model(
     """A source's image classifier, normalisation inside: the command line's preprocessing
     (`overrides`, or what `overrides_label` names) over the model's own (`own`, else timm's
     `pretrained_cfg`)."""
-    own = own if own is not None else _from_pretrained_cfg(network)
+    own = own if own is not None else pretrained_cfg_spec(network)
+    own = own.model_copy(update={"classes": None})  # the class names are `classes`
     spec, sources = _layer([(overrides_label, overrides), (own_label, own)])
     spec = spec.model_copy(update={"architecture": architecture, "classes": classes})
     preprocessing, mean, std = _preprocessing(spec, name, resize)
@@ -198,7 +198,7 @@ def _card_and_checkpoint(
 
 
 def load_model(
-    name: str | None,
+    model: Any = None,
     *,
     checkpoint: Path | None = None,
     overrides: ModelSpec | None = None,
@@ -206,18 +206,41 @@ def load_model(
     ema: bool = False,
     trust_checkpoint: bool = False,
     trust_remote_code: bool = False,
-    device: torch.device | str = "cpu",
+    device: torch.device | str | None = "cpu",
+    memory: MemoryOptions | None = None,
 ) -> LoadedModel:
-    """Resolve MODEL (source, card, registered name, or checkpoint metadata) into a ready
-    model; a name with a source prefix (`hf:`, `hf-hub:`, `local-dir:`, a plugin's) or a timm
-    pretrained tag without --checkpoint loads through its source (`models/sources/registry.py`)."""
+    """MODEL as a ready model, built by the first source of the table that takes it
+    (`sources/registry.STAGES`): a model object held in memory (`memory`, told about it by
+    `memory`), `PREFIX:TARGET` (`hf:`, `hf-hub:`, `local-dir:`, a plugin's), a timm pretrained
+    tag without --checkpoint, else a card, a registered name or the checkpoint's metadata.
+    `device` None: a model object's own device, cpu for anything else."""
     load_plugins(imports)
+    source, target = resolve_source(model, checkpoint=checkpoint is not None)
+    name = model if isinstance(model, str) else ""
+    if device is None and source.stage != "object":
+        device = "cpu"
+    if source.stage in ("prefix", "claim"):
+        _refuse_checkpoint_options(name, source.prefix, source.where, checkpoint, ema)
     request = SourceRequest(
-        name or "", "", overrides, trust_remote_code, trust_checkpoint, device=device
+        name,
+        target,
+        overrides,
+        trust_remote_code,
+        trust_checkpoint,
+        device=device,
+        checkpoint=checkpoint,
+        ema=ema,
+        model=model if source.stage == "object" else None,
+        memory=memory or MemoryOptions(),
     )
-    sourced = _load_from_source(request, checkpoint, ema)
-    if sourced is not None:
-        return sourced
+    return source.build(request)
+
+
+def from_name(request: SourceRequest) -> LoadedModel:
+    """The `named` source: MODEL's card, a registered architecture (robench's zoo or timm)
+    and its checkpoint, each preprocessing field from the first that gives it."""
+    name, checkpoint, device = request.target, request.checkpoint, request.device
+    overrides, ema, trust_checkpoint = request.overrides, request.ema, request.trust_checkpoint
     card, card_path, ckpt = _card_and_checkpoint(name, checkpoint, ema, trust_checkpoint)
     meta = spec_from_metadata(ckpt.metadata, ckpt.path) if ckpt else None
 
@@ -301,7 +324,7 @@ def _checkpoint_classes(ckpt: Checkpoint | None) -> list[str] | None:
 def _fill_from_cfg(
     spec: ModelSpec, sources: dict[str, str], network: nn.Module
 ) -> tuple[ModelSpec, dict[str, str]]:
-    cfg = _from_pretrained_cfg(network)
+    cfg = pretrained_cfg_spec(network)
     values = spec.model_dump()
     for key in _PREPROCESSING_FIELDS:
         if values[key] is None and getattr(cfg, key) is not None:
@@ -358,29 +381,15 @@ def _sequence_classifier(architecture: str, spec: ModelSpec) -> nn.Module:
     return create_language_model(architecture, **kwargs)
 
 
-def _load_from_source(
-    request: SourceRequest, checkpoint: Path | None, ema: bool
-) -> LoadedModel | None:
-    """The model from its source, or None when MODEL is a plain name (zoo, timm, card)."""
-    load_source_entry_points()
-    found = split_source(request.name)
-    if found is not None:
-        source, target = found
-        if checkpoint is not None:
-            raise ConfigError(
-                f"{request.name} loads its weights from its {source.prefix} source, so "
-                f"--checkpoint {checkpoint} would be ignored; drop one of the two."
-            )
-        _refuse_ema(request.name, source.where, ema)
-        return source.build(replace(request, target=target))
-    claimed = claiming_source(request.name) if checkpoint is None else None
-    if claimed is not None:  # a prefix-less source: a timm pretrained tag
-        _refuse_ema(request.name, claimed.where, ema)
-        return claimed.build(replace(request, target=request.name))
-    return None
-
-
-def _refuse_ema(name: str, where: str, ema: bool) -> None:
+def _refuse_checkpoint_options(
+    name: str, prefix: str, where: str, checkpoint: Path | None, ema: bool
+) -> None:
+    """A source loads its own weights: --checkpoint and --ema would be ignored."""
+    if checkpoint is not None:
+        raise ConfigError(
+            f"{name} loads its weights from its {prefix} source, so --checkpoint {checkpoint} "
+            "would be ignored; drop one of the two."
+        )
     if ema:
         raise ConfigError(
             f"{name} loads its weights from {where}, not from a training checkpoint with EMA "

@@ -5,7 +5,7 @@ text classifiers (TextAttack's recipes), `sequences/` token substitution, pixel 
 occlusion on LRA sequences.
 
 Importing this package registers every built-in kind (`clean`, `fgsm`, `fgm`, `pgd`, `spsa`,
-`autoattack`, `minimal-norm`, `randomized-smoothing`, `smoothed-pgd`, `corruption`,
+`autoattack`, `malt`, `minimal-norm`, `randomized-smoothing`, `smoothed-pgd`, `corruption`,
 `word-swap`, `deepwordbug`, `pruthi`, `pwws`, `token-substitution`, `pixel-noise`,
 `pixel-occlusion`, and, on first listing, `torchattacks.NAME` for every torchattacks attack
 class) by its parameter schema only: no torch, no attack or corruption library.
@@ -23,6 +23,7 @@ from __future__ import annotations
 # Imported for their side effect: each module registers its kinds.
 from robench.perturbations import clean  # noqa: F401
 from robench.perturbations.adversarial import (
+    malt_params,  # noqa: F401
     params,  # noqa: F401
     torchattacks_params,  # noqa: F401
 )

@@ -43,6 +43,7 @@ from robench.results.report.attack_names import ATTACK_NAMES
 if TYPE_CHECKING:
     import torch
 
+    from robench.perturbations.own_batch import OwnBatch
     from robench.perturbations.threat_models import ThreatModel
 
 # The cost unit of `passes_per_sample`: one model pass over one sample. A forward pass is 1, a
@@ -185,6 +186,12 @@ class Perturbation(abc.ABC):
     uses_model: ClassVar[bool] = True
     # Returns its inputs unchanged (clean): the runner scores loaded batches directly.
     identity: ClassVar[bool] = False
+    # The parameter sizing its model calls when not --batch-size (own_batch.py), set per
+    # instance: the out-of-memory fallback halves it when memory runs out in those calls.
+    own_batch: OwnBatch | None = None
+    # Its images can be crafted on another model and scored on the evaluated one (transfer,
+    # --surrogate); False where the outcome is the evaluated model's own (certification).
+    transferable: ClassVar[bool] = True
 
     def __init__(self, params: PerturbationParams) -> None:
         self.params = params

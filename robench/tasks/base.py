@@ -11,7 +11,7 @@ per-sample records, which the sample store keeps as columns (`{"y": [...], "topk
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from pathlib import Path
@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import torch
 from torch import nn
-from torch.utils.data import Dataset
+from torch.utils.data import DataLoader, Dataset
 
 from robench._core.errors import ConfigError
+from robench.tasks.finite_values import check_data_finite
 
 if TYPE_CHECKING:
     from robench.data.in_memory import InMemory
@@ -29,6 +30,31 @@ if TYPE_CHECKING:
 
 Record = dict[str, Any]  # one sample's stored outcome
 Columns = dict[str, list[Any]]  # a batch's records, column by column
+
+
+def device_batches(
+    dataset: Dataset,
+    batches: Sequence[Sequence[int]],
+    device: torch.device,
+    workers: int = 0,
+    collate_fn: Callable[[list[Any]], Any] | None = None,
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """`(inputs, targets)` of each batch of dataset indices, in order, on `device`: the
+    loading of every task. On CUDA the loader pins its batches in page-locked memory and
+    the copies to the GPU do not block, so the next batch loads while the GPU computes."""
+    cuda = device.type == "cuda"
+    loader = DataLoader(
+        dataset,
+        batch_sampler=[list(b) for b in batches],
+        num_workers=workers,
+        collate_fn=collate_fn,
+        pin_memory=cuda,
+    )
+    for inputs, targets in loader:
+        yield (
+            inputs.to(device, non_blocking=cuda),
+            torch.as_tensor(targets).to(device, non_blocking=cuda),
+        )
 
 
 def records_of(columns: Columns) -> list[Record]:
@@ -83,6 +109,12 @@ class Task(abc.ABC):
     sanity_battery: ClassVar[bool] = True
     # Data options suites and flags may set (e.g. {"target_length": 256}); others are refused.
     data_options: ClassVar[dict[str, Any]] = {}
+    # The dimensions of its models' logits and their shape in words: a model object held in
+    # memory is checked against them on blank inputs (models/sources/memory.py).
+    logits: ClassVar[tuple[int, str]] = (2, "(batch, classes)")
+    # Whether its logits are per class along dimension 1 (the model's class count is read
+    # off them).
+    classifies: ClassVar[bool] = True
 
     @abc.abstractmethod
     def open_data(
@@ -157,6 +189,12 @@ class Task(abc.ABC):
     def check_inputs(self, inputs: torch.Tensor, *, name: str) -> None:
         """Raise AttackCheckError when already-perturbed inputs (pre-rendered or perturbed on
         load) are not valid inputs of this task (for images: finite, in [0, 1])."""
+
+    def check_data_values(self, inputs: torch.Tensor, indices: Sequence[int]) -> None:
+        """Raise DataError naming the sample (its dataset index, from `indices`) when a batch
+        as read from the data is not valid input: NaN or inf by default (image tasks also
+        check [0, 1]). Unlike `check_inputs`, the data is at fault, not a perturbation."""
+        check_data_finite(inputs, indices)
 
     def restrict_to_classes(self, dataset: Any, classes: str) -> TaskData:
         """`dataset` restricted to the label space `classes` (`--classes`, a suite entry's

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import Dataset
 
 from robench._core.errors import DataError
 from robench.models.checks import check_model
 from robench.models.restricted import restrict_outputs
-from robench.tasks.base import ModelCheck, Task, TaskData
+from robench.tasks.base import ModelCheck, Task, TaskData, device_batches
 from robench.tasks.pixel_inputs import PixelInputs
 from robench.tasks.top_k_records import TopKRecords
 
@@ -77,9 +77,7 @@ class ImageClassification(TopKRecords, PixelInputs, Task):
         device: torch.device,
         workers: int = 0,
     ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        loader = DataLoader(dataset, batch_sampler=[list(b) for b in batches], num_workers=workers)
-        for images, labels in loader:
-            yield images.to(device), torch.as_tensor(labels).to(device)
+        return device_batches(dataset, batches, device, workers)
 
     def check_data(
         self, dataset: Dataset, model: nn.Module, inputs: torch.Tensor, *, mapped: bool
@@ -104,7 +102,8 @@ class ImageClassification(TopKRecords, PixelInputs, Task):
     def restrict_to_classes(self, dataset: Any, classes: str) -> TaskData:
         """The data's samples of the listed ImageNet wnids (a shipped list such as
         "imagenet-a", or a file), labelled by their position in the list."""
-        from robench.data.label_space import read_label_space, restrict_to_label_space
+        from robench.data.label_space import read_label_space
+        from robench.data.label_space_view import restrict_to_label_space
 
         view: TaskData = restrict_to_label_space(dataset, read_label_space(classes))
         return view

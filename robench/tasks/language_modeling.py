@@ -23,13 +23,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from torch import nn
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import Dataset
 
 from robench._core.errors import AttackCheckError, ConfigError, DataError
 from robench.data.in_memory import InMemory
 from robench.data.text.rolling_windows import DocumentWindows, collate_documents
 from robench.data.text.windows import IGNORE_INDEX, LanguageModelingWindows, collate_windows
-from robench.tasks.base import Columns, ModelCheck, Record, Task
+from robench.tasks.base import Columns, ModelCheck, Record, Task, device_batches
+from robench.tasks.finite_values import require_finite
 
 if TYPE_CHECKING:
     from robench.models.loading import LoadedModel
@@ -69,6 +70,8 @@ class LanguageModeling(Task):
         "context": 0,
         "text_field": "text",
     }
+    logits: ClassVar[tuple[int, str]] = (3, "(batch, tokens, vocabulary)")
+    classifies: ClassVar[bool] = False
 
     def open_data(
         self,
@@ -124,39 +127,29 @@ class LanguageModeling(Task):
         device: torch.device,
         workers: int = 0,
     ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        loader = DataLoader(
-            dataset,
-            batch_sampler=[list(b) for b in batches],
-            num_workers=workers,
-            collate_fn=collate_documents
-            if isinstance(dataset, DocumentWindows)
-            else collate_windows,
-        )
-        for inputs, targets in loader:
-            yield inputs.to(device), targets.to(device)
+        collate = collate_documents if isinstance(dataset, DocumentWindows) else collate_windows
+        return device_batches(dataset, batches, device, workers, collate)
 
     def score(self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> Columns:
         if inputs.dim() == 3:  # documents (B, W, T): their rolling windows
             return score_documents(model, inputs, targets)
         batch, length = inputs.shape
-        nll: list[float] = []
+        nll: list[torch.Tensor] = []  # on the device: read once for the batch, not per chunk
+        done = 0
         # Windows per forward, bounding the logits held at once (B x T x V floats) for large
         # vocabularies; robench's models say V, another model is probed on one window first.
         vocab = getattr(model, "vocab_size", None)
         step = max(1, _SCORE_CHUNK_ELEMENTS // (length * vocab)) if vocab else 1
         with torch.no_grad():
-            while len(nll) < batch:
-                chunk = slice(len(nll), min(len(nll) + step, batch))
+            while done < batch:
+                chunk = slice(done, min(done + step, batch))
                 logits = model(inputs[chunk])
-                nll += window_nll(logits, targets[chunk, 0]).tolist()
+                nll.append(window_nll(logits, targets[chunk, 0]))
+                done = chunk.stop
                 step = max(1, _SCORE_CHUNK_ELEMENTS // (length * logits.shape[-1]))
+        require_finite(torch.cat(nll), "losses")
         scored = targets[:, 0] != IGNORE_INDEX
-        return {
-            "nll": nll,
-            "tokens": scored.sum(dim=1).tolist(),
-            "words": targets[:, 1].sum(dim=1).tolist(),
-            "bytes": targets[:, 2].sum(dim=1).tolist(),
-        }
+        return _window_columns(torch.cat(nll), scored.sum(dim=1), targets[:, 1:3].sum(dim=-1))
 
     def target(self, record: Record) -> Any:
         return record["tokens"]
@@ -275,21 +268,36 @@ def score_documents(model: nn.Module, inputs: torch.Tensor, targets: torch.Tenso
     scored = flat_targets[:, 0] != IGNORE_INDEX  # (BW, T)
     # A window's real length: up to its last scored position (padding comes after).
     lengths = torch.where(scored.any(1), length - scored.flip(1).int().argmax(1), 0)
-    order = [i for i in torch.argsort(lengths, descending=True, stable=True).tolist() if lengths[i]]
+    # Read by the host once: the chunks' rows and lengths slice the windows.
+    host_lengths = lengths.tolist()
+    ranked = torch.argsort(lengths, descending=True, stable=True).tolist()
+    order = [i for i in ranked if host_lengths[i]]
     nll = torch.zeros(batch * n_windows, dtype=torch.float64, device=inputs.device)
     vocab = getattr(model, "vocab_size", None)
     done = 0
     with torch.no_grad():
         while done < len(order):
-            longest = int(lengths[order[done]])
+            longest = host_lengths[order[done]]
             step = max(1, _SCORE_CHUNK_ELEMENTS // (longest * vocab)) if vocab else 1
             rows = torch.tensor(order[done : done + step], device=inputs.device)
             logits = model(flat_inputs[rows, :longest])
             nll[rows] = window_nll(logits, flat_targets[rows, 0, :longest])
             vocab, done = logits.shape[-1], done + len(rows)
+    require_finite(nll.view(batch, n_windows), "losses")
+    return _window_columns(
+        nll.view(batch, n_windows).sum(dim=1),
+        scored.view(batch, -1).sum(dim=1),
+        targets[:, :, 1:3].sum(dim=(1, 3)),
+    )
+
+
+def _window_columns(nll: torch.Tensor, tokens: torch.Tensor, counts: torch.Tensor) -> Columns:
+    """The records of a batch from its (B,) NLLs, (B,) scored tokens and (B, 2) words and
+    bytes, read from the device in two transfers."""
+    tokens_words_bytes = torch.cat([tokens[:, None], counts], dim=1).tolist()
     return {
-        "nll": nll.view(batch, n_windows).sum(dim=1).tolist(),
-        "tokens": scored.view(batch, -1).sum(dim=1).tolist(),
-        "words": targets[:, :, 1].sum(dim=(1, 2)).tolist(),
-        "bytes": targets[:, :, 2].sum(dim=(1, 2)).tolist(),
+        "nll": nll.tolist(),
+        "tokens": [row[0] for row in tokens_words_bytes],
+        "words": [row[1] for row in tokens_words_bytes],
+        "bytes": [row[2] for row in tokens_words_bytes],
     }

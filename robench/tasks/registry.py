@@ -21,9 +21,14 @@ class TaskEntry(LazyEntry):
     description: str
     # What a suite of this task reports when it names no metrics (results/stats/metrics.py).
     default_metrics: tuple[str, ...] = ()
-    # What its models take: "images" (a network that names no task is asked this task),
-    # "tokens" or "texts".
+    # What its models take: "images" (a network that names no task is asked this task; a
+    # model object gets the normalisation layer), "tokens" (token ids, as they are) or "texts".
     inputs: str = "images"
+    # The suite `robench.evaluate`'s default ("smoke") stands for on a model of this task;
+    # None: "smoke" itself.
+    smoke_suite: str | None = None
+    # How `robench list models` describes a registered model of this task.
+    model_label: str = ""
 
 
 TASKS: Registry[TaskEntry] = Registry("task")
@@ -35,10 +40,17 @@ def register_task(
     implementation: str,
     default_metrics: tuple[str, ...],
     inputs: str = "images",
+    *,
+    smoke_suite: str | None = None,
+    model_label: str = "",
 ) -> None:
     """Add a task; `implementation` is "package.module:Class" (a `tasks.base.Task` subclass
     built with no arguments), imported when a run first uses the task."""
-    TASKS.register(name)(TaskEntry(name, implementation, description, default_metrics, inputs))
+    label = model_label or f"{name} model"
+    entry = TaskEntry(
+        name, implementation, description, default_metrics, inputs, smoke_suite, label
+    )
+    TASKS.register(name)(entry)
 
 
 @functools.cache
@@ -54,6 +66,8 @@ register_task(
     "attacks and corruptions",
     "robench.tasks.image_classification:ImageClassification",
     ("top1", "top5", "ece", "nll", "brier"),
+    smoke_suite="smoke",
+    model_label="image classifier",
 )
 register_task(
     "language-modeling",
@@ -62,6 +76,8 @@ register_task(
     "robench.tasks.language_modeling:LanguageModeling",
     ("perplexity", "word_perplexity", "bits_per_byte"),
     inputs="tokens",
+    smoke_suite="text-smoke",
+    model_label="robench language model",
 )
 register_task(
     "semantic-segmentation",
@@ -69,6 +85,8 @@ register_task(
     "mmsegmentation) under attacks and corruptions",
     "robench.tasks.semantic_segmentation:SemanticSegmentation",
     ("miou", "pixel_accuracy", "mean_accuracy"),
+    smoke_suite="segmentation-smoke",
+    model_label="segmentation model",
 )
 register_task(
     "text-classification",
@@ -86,6 +104,8 @@ register_task(
         "brier",
     ),
     inputs="texts",
+    smoke_suite="text-classification-smoke",
+    model_label="robench text classifier",
 )
 register_task(
     "sequence-classification",
@@ -95,4 +115,6 @@ register_task(
     "robench.tasks.sequence_classification:SequenceClassification",
     ("top1",),
     inputs="tokens",
+    smoke_suite="lra-smoke",
+    model_label="robench LRA sequence classifier",
 )

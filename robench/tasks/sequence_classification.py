@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from torch import nn
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import Dataset
 
 from robench._core.errors import AttackCheckError, ConfigError, DataError
-from robench.tasks.base import ModelCheck, Task
+from robench.tasks.base import ModelCheck, Task, device_batches
 from robench.tasks.sequence_data import SequenceData, collate_sequences
 from robench.tasks.top_k_records import TopKRecords
 
@@ -66,7 +66,8 @@ class SequenceClassification(TopKRecords, Task):
         if isinstance(path, InMemory):  # robench.evaluate(data=...): sequences in memory
             from robench.tasks.sequence_memory import in_memory_sequences
 
-            data = SequenceData(in_memory_sequences(path, network), Path(path.name), None)
+            memory = in_memory_sequences(path, network, options.get("lra_task"))
+            data = SequenceData(memory, Path(path.name), None)
         else:
             if not path:
                 raise DataError(
@@ -86,14 +87,8 @@ class SequenceClassification(TopKRecords, Task):
         workers: int = 0,
     ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         pad_id = getattr(dataset, "pad_id", None)
-        loader = DataLoader(
-            dataset,
-            batch_sampler=[list(b) for b in batches],
-            num_workers=workers,
-            collate_fn=functools.partial(collate_sequences, pad_id=pad_id),
-        )
-        for tokens, labels in loader:
-            yield tokens.to(device), labels.to(device)
+        collate = functools.partial(collate_sequences, pad_id=pad_id)
+        return device_batches(dataset, batches, device, workers, collate)
 
     def check_data(
         self, dataset: Dataset, model: nn.Module, inputs: torch.Tensor, *, mapped: bool

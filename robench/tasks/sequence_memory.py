@@ -21,10 +21,12 @@ from robench.data.in_memory import KIND, InMemory
 class InMemorySequences:
     """The contract of `robench.data.lra.sequences.SequenceDataset` over items in memory."""
 
-    def __init__(self, data: InMemory, network: nn.Module) -> None:
+    def __init__(self, data: InMemory, network: nn.Module, lra_task: str | None = None) -> None:
         self.data = data
         self.kind = KIND
-        self.task_name: str = getattr(network, "lra_task", None) or "in-memory"
+        # The LRA task says what the ids are (tokens, or pixels of image and Pathfinder
+        # data), which decides the perturbations that apply; "in-memory" when unknown.
+        self.task_name: str = lra_task or getattr(network, "lra_task", None) or "in-memory"
         self.vocab_size = int(getattr(network, "vocab_size", 0))
         self.pad_id: int | None = getattr(network, "pad_id", None)
         self.pair = bool(getattr(network, "pair", False))
@@ -59,6 +61,8 @@ def _label(value: Any, where: str) -> int:
     return value
 
 
-def in_memory_sequences(data: InMemory, network: nn.Module) -> InMemorySequences:
-    """`data` as an LRA dataset read as `network` reads it."""
-    return InMemorySequences(data, network)
+def in_memory_sequences(
+    data: InMemory, network: nn.Module, lra_task: str | None = None
+) -> InMemorySequences:
+    """`data` as an LRA dataset read as `network` reads it (of `lra_task` when given)."""
+    return InMemorySequences(data, network, lra_task)

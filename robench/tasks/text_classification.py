@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from torch import nn
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import Dataset
 
 from robench._core.errors import AttackCheckError, ConfigError, DataError
 from robench.data.in_memory import InMemory
 from robench.data.text.text_rows import PAD_BYTE, LabeledTextDataset, collate_rows, decode_rows
-from robench.tasks.base import ModelCheck, Task
+from robench.tasks.base import ModelCheck, Task, device_batches
 from robench.tasks.top_k_records import TopKRecords
 
 if TYPE_CHECKING:
@@ -92,14 +92,7 @@ class TextClassification(TopKRecords, Task):
         device: torch.device,
         workers: int = 0,
     ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        loader = DataLoader(
-            dataset,
-            batch_sampler=[list(b) for b in batches],
-            num_workers=workers,
-            collate_fn=collate_rows,
-        )
-        for rows, labels in loader:
-            yield rows.to(device), labels.to(device)
+        return device_batches(dataset, batches, device, workers, collate_rows)
 
     def check_data(
         self, dataset: Dataset, model: nn.Module, inputs: torch.Tensor, *, mapped: bool

@@ -24,7 +24,9 @@ from typing import Any
 import torch
 from torch import nn
 
+from robench._core.errors import DataError
 from robench.tasks.base import Columns, Record
+from robench.tasks.finite_values import require_finite
 
 TOP_K = 5  # predictions kept per sample: enough for top-1 and top-5 accuracy
 
@@ -35,6 +37,8 @@ class TopKRecords:
     def score(self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> Columns:
         with torch.inference_mode():  # cheaper than no_grad; nothing here needs autograd
             logits = model(inputs)
+            require_finite(logits, "logits")
+            _check_labels(targets, logits.shape[-1])
             k = min(TOP_K, logits.shape[-1])
             topk = logits.topk(k, dim=-1).indices
             columns = {"y": targets.tolist(), "topk": topk.tolist()}
@@ -47,6 +51,22 @@ class TopKRecords:
     def outputs(self, record: Record) -> dict[str, Any]:
         # An attack's own per-sample columns reach the report through its `columns`.
         return {"prediction": record["topk"][0]}
+
+
+def _check_labels(targets: torch.Tensor, classes: int) -> None:
+    """Labels are indices of the model's outputs; one outside them (labels 10-19 for a
+    10-class model) would otherwise fail inside torch's gather."""
+    if targets.numel() == 0:
+        return
+    low, high = torch.aminmax(targets)
+    if bool(low >= 0) and bool(high < classes):
+        return
+    bad = int(high) if int(high) >= classes else int(low)
+    raise DataError(
+        f"the data has label {bad} but the model predicts {classes} classes (labels "
+        f"0..{classes - 1}); labels must be indices of the model's outputs: map them onto its "
+        "classes (--class-map, or relabel the data) or evaluate a model of these classes."
+    )
 
 
 def calibration_columns(

@@ -24,6 +24,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from robench._core.distributed import resolve_device
 from robench._core.errors import ConfigError
 from robench._core.seeding import seed_everything
 from robench.data.subset import select_indices
@@ -170,7 +171,7 @@ def train_language_model(
     """Train `config.model` on `config.data`; write best/last `.safetensors` in `out_dir`."""
     config.check(positive=("target_length",))
     progress = progress or SilentProgress()
-    device = torch.device(config.device)
+    device = resolve_device(config.device)
     seed_everything(config.seed)
     lines = read_corpus(config.data, config.train_split).lines  # read once: vocabulary, stream
     if is_language_model(config.model):

@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import DataLoader, Subset
 
+from robench._core.distributed import resolve_device
 from robench._core.errors import ConfigError, DataError
 from robench._core.seeding import seed_everything
 from robench.data.subset import select_indices
@@ -159,7 +160,7 @@ def train_sequence_classifier(
     """Train `config.model` on `config.data`; write best/last `.safetensors` in `out_dir`."""
     config.check()
     progress = progress or SilentProgress()
-    device = torch.device(config.device)
+    device = resolve_device(config.device)
     seed_everything(config.seed)
     train, val = _open(config, config.train_split), _open(config, config.val_split)
     if val.pair != train.pair or val.vocab_size > train.vocab_size:

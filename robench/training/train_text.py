@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from robench._core.distributed import resolve_device
 from robench._core.errors import ConfigError, DataError
 from robench._core.seeding import seed_everything
 from robench.data.subset import select_indices
@@ -178,7 +179,7 @@ def train_text_classifier(
             "`robench train text_classifier_nano`, or pass --init-from LM.safetensors."
         )
     progress = progress or SilentProgress()
-    device = torch.device(config.device)
+    device = resolve_device(config.device)
     seed_everything(config.seed)
     train, val = _read_split(config, config.train_split), _read_split(config, config.val_split)
     if val.classes != train.classes:

@@ -306,7 +306,7 @@ def _optional_sections(plan: DemoPlan) -> dict[str, list[tuple[str, str]]]:
 def skipped_sections(plan: DemoPlan) -> dict[str, str]:
     """Report suffix -> one line naming the missing extra and the command that adds it, for
     each section that needs a module that is not installed; known before any work."""
-    from robench.evaluation.required_extras import missing_for
+    from robench.evaluation.checks.required_extras import missing_for
 
     skipped = {}
     for suffix, evaluations in _optional_sections(plan).items():

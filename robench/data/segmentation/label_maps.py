@@ -32,17 +32,21 @@ def pad_label_maps(maps: Sequence[torch.Tensor]) -> torch.Tensor:
     return out
 
 
-def label_size(label_map: torch.Tensor) -> tuple[int, int]:
-    """The (height, width) of one (H, W) map inside its padding."""
-    inside = label_map != PAD_INDEX
-    return int(inside.any(dim=1).sum()), int(inside.any(dim=0).sum())
+def label_sizes(labels: torch.Tensor) -> list[tuple[int, int]]:
+    """The (height, width) of each (H, W) map of `labels` (B, H, W) inside its padding, read
+    from the device in one transfer (not two per map: a GPU waits on each)."""
+    inside = labels != PAD_INDEX  # (B, H, W)
+    sizes = torch.stack([inside.any(dim=2).sum(dim=1), inside.any(dim=1).sum(dim=1)], dim=1)
+    return [(height, width) for height, width in sizes.tolist()]
 
 
-def logits_at_labels(logits: torch.Tensor, labels: torch.Tensor) -> list[torch.Tensor]:
-    """Each sample's logits (K, h, w) resized to its label map's size: a list of (K, Hl, Wl)."""
+def logits_at_labels(
+    logits: torch.Tensor, labels: torch.Tensor, sizes: list[tuple[int, int]] | None = None
+) -> list[torch.Tensor]:
+    """Each sample's logits (K, h, w) resized to its label map's size: a list of (K, Hl, Wl).
+    `sizes`: the maps' `label_sizes`, when the caller has them."""
     out = []
-    for sample_logits, label_map in zip(logits, labels, strict=True):
-        size = label_size(label_map)
+    for sample_logits, size in zip(logits, sizes or label_sizes(labels), strict=True):
         if tuple(sample_logits.shape[-2:]) != size:
             sample_logits = F.interpolate(
                 sample_logits[None], size=size, mode="bilinear", align_corners=False
@@ -51,7 +55,7 @@ def logits_at_labels(logits: torch.Tensor, labels: torch.Tensor) -> list[torch.T
     return out
 
 
-def scored_pixels(label_map: torch.Tensor) -> torch.Tensor:
-    """The (Hl, Wl) map cut to its size: labels, IGNORE_INDEX included."""
-    height, width = label_size(label_map)
+def scored_pixels(label_map: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """The (Hl, Wl) map cut to its `size` (`label_sizes`): labels, IGNORE_INDEX included."""
+    height, width = size
     return label_map[:height, :width]

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from robench._core.errors import DataError
 from robench._core.registry import did_you_mean
+from robench.data.builtin import BUILTIN_DATASETS  # the image datasets robench knows by name
 from robench.data.text.tokenize import pretokenized_words, words_of
 
 # Canonical split names, and the names accepted for each.
@@ -399,8 +400,6 @@ def resolve_corpus(path_or_name: str | Path, layout: str | None) -> tuple[Path, 
     root = Path(path_or_name)
     if not root.exists():
         builtin = BUILTIN_TEXT.get(str(path_or_name))
-        from robench.data import BUILTIN_DATASETS  # the image datasets robench knows by name
-
         if str(path_or_name) in BUILTIN_DATASETS:
             raise DataError(
                 f"{path_or_name} is image data, not a text corpus; pass a text corpus to a "

@@ -32,6 +32,7 @@ from robench.evaluation.options.eval_option import (
     SPEED,
     SPEED_OPTIONS,
     SUITE,
+    AppliesTo,
     EvalOption,
     options_of,
 )
@@ -42,6 +43,10 @@ else:  # the TypedDicts' annotations are read at run time, without importing tor
     from robench.evaluation.options.eval_option import ModelObject
 
 __all__ = ["EVAL_OPTIONS", "KEYWORDS", "EvalOptions", "EvalTarget", "plan_options"]
+
+
+# The tasks whose inputs are images (robench/tasks: `Task.inputs == "images"`).
+IMAGE_TASKS = ("image-classification", "semantic-segmentation")
 
 
 def _path(value: Any) -> Path:
@@ -56,8 +61,14 @@ def _pixels(value: float | str) -> float:
     return parse_pixel_value(value, "--sanity-eps")
 
 
+def _workers(value: int | str) -> int | str:
+    from robench.data.workers import check_workers
+
+    return check_workers(value)
+
+
 def _sanity_mode(value: str) -> str:
-    from robench.evaluation.sanity_budget import check_mode
+    from robench.evaluation.sanity.budget import check_mode
 
     return check_mode(value)
 
@@ -192,8 +203,10 @@ class EvalOptions(TypedDict, total=False):
             MODEL,
             "Transfer attacks: craft the suite's attacks on this model (a MODEL as above) "
             "and score their images on MODEL; entries that name their own `surrogate` keep "
-            "it. Its input size and classes must be MODEL's.",
+            "it. Its input size and classes must be MODEL's. Image suites with an attack "
+            "entry only (not certification).",
             metavar="MODEL",
+            applies_to=AppliesTo(IMAGE_TASKS, kinds="transferable"),
         ),
     ]
     surrogate_checkpoint: Annotated[
@@ -251,6 +264,15 @@ class EvalOptions(TypedDict, total=False):
             "the run, or skip it (every sample is read once first; the skipped ones are left "
             "out of every perturbation and listed in the report).",
             metavar="stop|skip",
+        ),
+    ]
+    allow_nonfinite: Annotated[
+        bool,
+        EvalOption(
+            False,
+            DATA,
+            "Count samples whose data or model outputs (logits, losses) hold NaN or inf, "
+            "instead of stopping the run at the first one (exit 2, naming the sample).",
         ),
     ]
     target_length: Annotated[
@@ -358,17 +380,28 @@ class EvalOptions(TypedDict, total=False):
         bool,
         EvalOption(False, OUTPUT, "Discard an interrupted run's results.", in_plans=False),
     ]
-    device: Annotated[str, EvalOption("cpu", SPEED, "cpu, cuda or cuda:N.")]
+    device: Annotated[
+        str,
+        EvalOption(
+            "auto",
+            SPEED,
+            "auto (cuda when a GPU is available, else cpu), cpu, cuda or cuda:N; the report "
+            "records the device used, with its name.",
+        ),
+    ]
     batch_size: Annotated[
         int, EvalOption(64, SPEED, "Samples per batch (attacks, scoring).", short="-b")
     ]
     workers: Annotated[
-        int,
+        int | str,
         EvalOption(
-            0,
+            "auto",
             SPEED,
-            "Data-loading worker processes; corruptions are computed in them (the "
+            "Data-loading worker processes: auto (0 for in-memory and array data, min(8, "
+            "CPUs) for image files), or a count; corruptions are computed in them (the "
             "results do not depend on the number).",
+            form="count",
+            normalise=_workers,
         ),
     ]
     amp: Annotated[
@@ -380,6 +413,16 @@ class EvalOptions(TypedDict, total=False):
             "stay float32 unless the suite sets amp_attacks); recorded in the report.",
             form="choice",
             choices="robench.evaluation.speed:AMP_DTYPES",
+            into=SPEED_OPTIONS,
+        ),
+    ]
+    tf32: Annotated[
+        bool,
+        EvalOption(
+            False,
+            SPEED,
+            "Let CUDA matrix products and convolutions round float32 to TF32 (faster on "
+            "tensor-core GPUs, 10 mantissa bits); default: IEEE float32. Recorded in the report.",
             into=SPEED_OPTIONS,
         ),
     ]

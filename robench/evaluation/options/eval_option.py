@@ -30,6 +30,7 @@ CLI_FORMS: dict[str, str] = {
     "value": "value",  # --limit 64
     "choice": "value",  # --amp bf16: a key of the table `choices` names
     "pixels": "value",  # --sanity-eps 8/255: a number or a fraction
+    "count": "value",  # --workers 4, or --workers auto
     "switch": "switch",  # --sanity
     "repeated": "repeated",  # --import a.py --import b
     "floats": "comma",  # --mean 0.485,0.456,0.406
@@ -49,6 +50,17 @@ REQUEST, OVERRIDES, DATA_OPTIONS, SPEED_OPTIONS, COMMAND_LINE = (
 # EvalRequest's compound fields: options fold into them; given whole, they pass through and
 # the options given beside them apply over them. `command` is the command line, recorded.
 COMPOUND_FIELDS = ("overrides", "data_options", "speed", "command")
+
+
+@dataclass(frozen=True)
+class AppliesTo:
+    """Where an option means something: suites of `tasks` (empty: any task), with at least
+    one entry of `kinds` (a key of robench/evaluation/options/applicability.py's
+    `KIND_RULES`; empty: any entry). Given elsewhere it would be ignored, so it is refused
+    (`check_applicable`), and the run's code reads the same rule (`applies_to_entry`)."""
+
+    tasks: tuple[str, ...] = ()
+    kinds: str = ""
 
 
 class ModelObject:
@@ -77,6 +89,7 @@ class EvalOption:
     argument: bool = False  # the command line's positional argument
     # A Python value -> the EvalRequest's (e.g. "r.json" -> Path); None values stay None.
     normalise: Callable[[Any], Any] | None = None
+    applies_to: AppliesTo | None = None  # None: every suite
     name: str = field(default="", compare=False)
     type: Any = field(default=None, compare=False)  # the Python type users pass
 

@@ -74,7 +74,7 @@ def write_state(path: Path, state: JobState) -> None:
         raise
 
 
-# The per-sample store's names and last line (robench/evaluation/sample_store.py), read here
+# The per-sample store's names and last line (robench/evaluation/store/sample_store.py), read here
 # without importing it: it imports torch, which a sweep's own processes never need.
 _COMPLETE = b'{"complete":true}'
 

@@ -129,11 +129,19 @@ class MixtureOfExperts(nn.Module):
         probs, chosen, gates = self.route(tokens)
         out = tokens.new_zeros(tokens.shape[0], self.fc2_weight.shape[-1])  # (N, C_out)
         # One gathered matmul per expert over the tokens routed to it (no capacity limit).
-        for expert in range(self.num_experts):
-            rows, slot = (chosen == expert).nonzero(as_tuple=True)  # (n,), (n,)
-            if rows.numel():
+        # The (token, slot) pairs sorted by expert, in row-major order within one (as
+        # `nonzero` lists them), split by the experts' counts: one read of the counts by
+        # the host per layer, not a `nonzero` (a GPU synchronisation) per expert.
+        flat = chosen.flatten()  # (N k,)
+        self.expert_counts = torch.bincount(flat, minlength=self.num_experts)
+        pairs = torch.argsort(flat, stable=True)
+        start = 0
+        for expert, count in enumerate(self.expert_counts.tolist()):
+            if count:
+                pair = pairs[start : start + count]
+                rows, slot = pair // self.top_k, pair % self.top_k  # (n,), (n,)
                 y = self._expert(expert, tokens[rows]) * gates[rows, slot, None]
                 out.index_add_(0, rows, y)
+            start += count
         self.aux_loss = load_balancing_loss(probs, chosen)
-        self.expert_counts = torch.bincount(chosen.flatten(), minlength=self.num_experts)
         return self.drop(out).reshape(*shape[:-1], -1)

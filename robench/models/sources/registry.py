@@ -1,17 +1,23 @@
-"""Model sources: where MODEL's weights come from, chosen by the prefix of its name.
+"""Model sources: where MODEL comes from, in one ordered table (`SOURCES`, no if/elif chain).
 
-`robench eval PREFIX:TARGET` looks PREFIX up in `SOURCES` (one registry, no if/elif chain):
+`load_model(MODEL)` asks the sources stage by stage (`STAGES`) and builds with the first that
+takes MODEL:
+
+| stage    | takes                                  | sources                          |
+|----------|----------------------------------------|----------------------------------|
+| `object` | a model object held in memory          | `memory` (`sources/memory.py`)   |
+| `prefix` | `PREFIX:TARGET`                        | `hf-hub`, `local-dir`, `hf`, a plugin's |
+| `claim`  | a name its predicate accepts, no --checkpoint | `timm-pretrained-tag`     |
+| `name`   | every other name (or none)             | `named` (`loading.from_name`)    |
+
+`named` builds robench's zoo, timm architectures, model cards and checkpoint metadata; a timm
+pretrained tag is `ARCH.TAG` (`resnet50.a1_in1k`).
 
 | prefix      | target                     | builder                                    |
 |-------------|----------------------------|--------------------------------------------|
 | `hf-hub`    | `ORG/NAME[@REV]`           | a timm model from the local Hub cache       |
 | `local-dir` | a folder                   | a timm model saved by timm (`save_for_hf`)  |
 | `hf`        | a folder or `ORG/NAME[@REV]` | a transformers model (its config says what) |
-
-A timm pretrained tag (`resnet50.a1_in1k`) has no prefix: the `timm-pretrained-tag` source
-claims it (its `claims` predicate) when no checkpoint is given. Every other name (robench's
-zoo, timm architectures with `-c`, model cards, checkpoint metadata) never reaches a source
-and loads as before.
 
 A third-party package adds a source through the `robench.sources` entry-point group: the entry
 point's name is the prefix, its value `package.module:builder` (imported on first use), and
@@ -21,13 +27,20 @@ path keeps this module free of torch, so listing them stays instant.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from robench._core.errors import ConfigError
+from robench._core.errors import ConfigError, PluginError
 from robench._core.extras import missing_extra
 from robench._core.lazy import LazyEntry, import_object
-from robench._core.plugins import SOURCE_ENTRY_POINT_GROUP, declared_entry_points
+from robench._core.plugins import (
+    SOURCE_ENTRY_POINT_GROUP,
+    call_plugin,
+    declared_entry_points,
+    defined_in,
+)
 from robench._core.registry import Registry
 
 if TYPE_CHECKING:
@@ -35,19 +48,48 @@ if TYPE_CHECKING:
     from robench.models.spec import ModelSpec
 
 _SEPARATOR = ":"
+# The order in which `load_model` asks the sources (see the module docstring).
+STAGES = ("object", "prefix", "claim", "name")
+
+
+@dataclass
+class MemoryOptions:
+    """What the caller said about a model object held in memory besides the object itself
+    (`robench.evaluate`'s keywords, and what it knows of the run)."""
+
+    task: str | None = None  # task=
+    name: str | None = None  # model_name=
+    preprocessing: Any = None  # preprocessing=: a dict, or a robench Preprocessing
+    tokenizer: Any = None
+    image_processor: Any = None
+    data_size: tuple[int, int, int] | None = None  # the in-memory data's image size, if float
+    data_name: str | None = None  # the data's name or path, for the built-in data's sizes
+    suite_task: str | None = None  # the task of a suite the caller chose (not the default)
+    # The keyword that gave `preprocessing`, as errors and config_sources name it.
+    keyword: str = "preprocessing"
+    # A task's registration by name (`robench.tasks.TASKS.get`): what its models read and
+    # return. The models layer cannot import the tasks, so the caller hands the lookup down.
+    tasks: Callable[[str], Any] | None = None
+    # One forward pass on blank inputs checks the outputs; a transfer attack's surrogate is
+    # checked against the evaluated model instead (evaluation/transfer.py).
+    check_outputs: bool = True
 
 
 @dataclass(frozen=True)
 class SourceRequest:
-    """What a source builder gets: the target after the prefix and the user's options."""
+    """What a source builder gets: MODEL, the target its stage took, and the user's options."""
 
-    name: str  # MODEL as given, prefix included
-    target: str  # what follows `PREFIX:` (a folder, ORG/NAME[@REV], a tagged timm name)
+    name: str  # MODEL as given, prefix included ("" for an object or no name)
+    target: Any  # what follows `PREFIX:` (a folder, ORG/NAME[@REV]), a tagged timm name, a name
     overrides: ModelSpec | None = None  # --mean/--std/--input-size/... over the model's own
     trust_remote_code: bool = False  # transformers code shipped with a model (auto_map)
     trust_checkpoint: bool = False  # unpickling arbitrary objects from .bin/.pth weights
-    device: Any = "cpu"
+    device: Any = "cpu"  # None (the memory source only): the model object's own
     options: dict[str, Any] = field(default_factory=dict)
+    checkpoint: Path | None = None  # --checkpoint (the `named` source's)
+    ema: bool = False  # --ema (the `named` source's)
+    model: Any = None  # the object held in memory (the `memory` source's)
+    memory: MemoryOptions = field(default_factory=MemoryOptions)
 
 
 @dataclass(frozen=True)
@@ -65,10 +107,17 @@ class LazySource(LazyEntry):
     # Modules of optional extras its builder imports (robench/_core/extras.py): checked
     # before anything is loaded.
     modules: tuple[str, ...] = ()
+    # "object" or "name" for the two sources that take what no other does (`STAGES`); a
+    # source with `claims` is a "claim", any other a "prefix".
+    takes: str = ""
 
     @property
     def prefix(self) -> str:
         return self.name
+
+    @property
+    def stage(self) -> str:
+        return self.takes or ("claim" if self.claims else "prefix")
 
     @property
     def where(self) -> str:
@@ -81,10 +130,20 @@ class LazySource(LazyEntry):
     def build(self, request: SourceRequest) -> LoadedModel:
         """The model the builder makes of `request` (imports the builder's module), after
         checking that the optional extras it needs are installed."""
+        from robench.models.loaded_model import LoadedModel
+
         error = self.missing_extra(request.name)
         if error is not None:
             raise error
-        return self.load()(request)  # type: ignore[no-any-return]
+        builder = self.load()
+        built = call_plugin(f"model source {self.prefix!r}", builder, request)
+        if not isinstance(built, LoadedModel):
+            raise PluginError(
+                f"model source {self.prefix!r} ({defined_in(builder)}) returned a "
+                f"{type(built).__name__}, not a LoadedModel; its builder must return one "
+                "(docs/extending.md, A model source)."
+            )
+        return built
 
     def claim(self, name: str) -> bool:
         return bool(import_object(self.claims)(name))
@@ -102,15 +161,22 @@ def register_source(
     claims: str = "",
     weights_from: str = "",
     modules: tuple[str, ...] = (),
+    takes: str = "",
 ) -> None:
     """Add a source; `builder` is "package.module:function", imported when first used. With
     `claims` ("package.module:predicate") the source has no `PREFIX:`: it takes the plain
     names its predicate accepts when no checkpoint is given. `modules`: what it imports
-    from optional extras."""
-    source = LazySource(prefix, builder, description, example, claims, weights_from, modules)
+    from optional extras. `takes` ("object", "name") is robench's own two last resorts."""
+    source = LazySource(prefix, builder, description, example, claims, weights_from, modules, takes)
     SOURCES.register(prefix)(source)
 
 
+register_source(
+    "memory",
+    "robench.models.sources.memory:from_memory",
+    "a model object held in memory (robench.evaluate): an nn.Module, timm or transformers model",
+    takes="object",
+)
 register_source(
     "hf-hub",
     "robench.models.sources.timm_models:from_hub",
@@ -138,6 +204,12 @@ register_source(
     claims="robench.models.sources.timm_models:is_pretrained_tag",
     weights_from="timm's pretrained weights",
 )
+register_source(
+    "named",
+    "robench.models.loading:from_name",
+    "robench's zoo, a timm architecture, a model card, or a checkpoint's metadata",
+    takes="name",
+)
 
 
 def load_source_entry_points() -> list[str]:
@@ -161,7 +233,7 @@ def split_source(name: str | None) -> tuple[LazySource, str] | None:
     if not name or _SEPARATOR not in name:
         return None
     prefix, _, target = name.partition(_SEPARATOR)
-    if prefix not in SOURCES or SOURCES.get(prefix).claims:
+    if prefix not in SOURCES or SOURCES.get(prefix).stage != "prefix":
         return None
     if not target:
         source = SOURCES.get(prefix)
@@ -176,13 +248,49 @@ def claiming_source(name: str | None) -> LazySource | None:
     """The prefix-less source that takes MODEL (a timm pretrained tag), or None."""
     if not name:
         return None
-    for prefix in SOURCES.names():
-        source = SOURCES.get(prefix)
-        if source.claims and source.claim(name):
+    for source in in_stage("claim"):
+        if source.claim(name):
             return source
     return None
 
 
+def in_stage(stage: str) -> list[LazySource]:
+    """The sources of one stage of the table, by name."""
+    return [SOURCES.get(p) for p in SOURCES.names() if SOURCES.get(p).stage == stage]
+
+
+def _take_prefixed(model: Any, checkpoint: bool) -> tuple[LazySource, Any] | None:
+    return split_source(model) if isinstance(model, str) else None
+
+
+def _take_claimed(model: Any, checkpoint: bool) -> tuple[LazySource, Any] | None:
+    claimed = claiming_source(model) if isinstance(model, str) and not checkpoint else None
+    return (claimed, model) if claimed is not None else None
+
+
+# stage -> which source of it takes MODEL (given whether a checkpoint was given), and what.
+_TAKES: dict[str, Callable[[Any, bool], tuple[LazySource, Any] | None]] = {
+    "object": lambda model, _: (
+        None if model is None or isinstance(model, str) else (in_stage("object")[0], model)
+    ),
+    "prefix": _take_prefixed,
+    "claim": _take_claimed,
+    "name": lambda model, _: (in_stage("name")[0], model),
+}
+
+
+def resolve_source(model: Any, *, checkpoint: bool = False) -> tuple[LazySource, Any]:
+    """The first source of the table (`STAGES`) that takes MODEL, and what it takes: the
+    object, the target after `PREFIX:`, or the name. `checkpoint`: --checkpoint was given
+    (a prefix-less source then takes no name: the checkpoint's weights are the model)."""
+    load_source_entry_points()
+    for stage in STAGES:
+        taken = _TAKES[stage](model, checkpoint)
+        if taken is not None:
+            return taken
+    raise AssertionError("the `named` source takes every name")  # pragma: no cover
+
+
 def source_names() -> list[str]:
     """`PREFIX:` of every registered source, for listings and did-you-mean messages."""
-    return [f"{prefix}:" for prefix in SOURCES.names() if not SOURCES.get(prefix).claims]
+    return [f"{source.prefix}:" for source in in_stage("prefix")]

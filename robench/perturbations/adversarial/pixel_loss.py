@@ -31,7 +31,12 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from robench.data.segmentation.label_maps import IGNORE_INDEX, logits_at_labels, scored_pixels
+from robench.data.segmentation.label_maps import (
+    IGNORE_INDEX,
+    label_sizes,
+    logits_at_labels,
+    scored_pixels,
+)
 
 
 def segpgd_weight(step: int, steps: int) -> float:
@@ -50,8 +55,10 @@ def _sums_and_counts(
     """(B,) summed (weighted) cross-entropy over each sample's scored pixels, and (B,) their
     counts."""
     sums, counts = [], []
-    for sample_logits, label_map in zip(logits_at_labels(logits, labels), labels, strict=True):
-        target = scored_pixels(label_map)  # (Hl, Wl), IGNORE_INDEX included
+    sizes = label_sizes(labels)
+    resized = logits_at_labels(logits, labels, sizes)
+    for sample_logits, label_map, size in zip(resized, labels, sizes, strict=True):
+        target = scored_pixels(label_map, size)  # (Hl, Wl), IGNORE_INDEX included
         scored = target != IGNORE_INDEX  # (Hl, Wl)
         ce = F.cross_entropy(
             sample_logits[None],

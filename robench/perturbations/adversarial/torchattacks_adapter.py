@@ -17,6 +17,9 @@ After the attack, by threat model (torchattacks_catalogue.py):
   already misclassified, the distance to the output in the attack's norm when the output is
   misclassified, else None (no adversarial found), as the `minimal-norm` kind records it;
 - noise (VANILA, GN): the output as it is.
+Minimal-norm and noise outputs up to ROUNDING_TOLERANCE (1e-4) outside [0, 1] (the
+library's float rounding: EADL1 returns about -1e-5) are clipped, and the amount recorded per
+sample in `rounding_clip`; beyond it the runner's check refuses the attack.
 In a targeted mode, each sample's target class is recorded in `target_class`.
 """
 
@@ -34,12 +37,14 @@ from robench._core.errors import ConfigError, first_line
 from robench.perturbations.adversarial.torchattacks_catalogue import (
     FILLED_BY_ROBENCH,
     LIMITS,
+    ROUNDING_TOLERANCE,
     TARGETED_MODES,
     Bounded,
     MinimalNorm,
 )
 from robench.perturbations.adversarial.torchattacks_params import (
     KIND_PREFIX,
+    ROUNDING_COLUMN,
     TARGET_COLUMN,
     TorchattacksParams,
 )
@@ -154,6 +159,17 @@ def run_attack(
     return adv.detach().to(images.dtype)
 
 
+def clip_rounding(adv: torch.Tensor) -> tuple[torch.Tensor, list[float]]:
+    """`adv` clipped to [0, 1] when it is outside by at most the library's rounding
+    (ROUNDING_TOLERANCE), with how far outside each sample was; left as it is beyond that,
+    for the runner's check to refuse."""
+    flat = adv.reshape(adv.shape[0], -1)
+    excess = torch.maximum(-flat.amin(dim=1), flat.amax(dim=1) - 1).clamp(min=0)  # (B,)
+    if not bool(excess.max() <= ROUNDING_TOLERANCE):  # NaN too: not rounding
+        return adv, [0.0] * adv.shape[0]
+    return adv.clamp(0, 1), excess.double().tolist()
+
+
 def minimal_norms(
     model: torch.nn.Module,
     clean: torch.Tensor,
@@ -206,6 +222,8 @@ class TorchattacksAttack(Perturbation):
                 getattr(attack, TARGETED_MODES[mode])(quiet=True)
                 recorder = TargetRecorder(attack)
             adv = run_attack(attack, kind, p.attack, clean, targets)
+            if not isinstance(p.threat, Bounded):  # the ball's projection clips the others
+                adv, columns[ROUNDING_COLUMN] = clip_rounding(adv)
             if isinstance(p.threat, MinimalNorm):
                 columns["min_norm"] = minimal_norms(model, clean, adv, targets, p.threat.norm)
         if recorder is not None:

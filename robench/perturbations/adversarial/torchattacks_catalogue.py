@@ -71,7 +71,9 @@ THREATS: dict[str, Threat] = {
     "APGDT": Bounded(("linf", "l2")),
     "AutoAttack": Bounded(("linf", "l2")),
     "Square": Bounded(("linf", "l2")),
-    "FAB": Bounded(("linf", "l2", "l1")),
+    # FAB's L1 mode is listed by torchattacks but fails inside it (an unassigned variable
+    # in its L1 projection, torchattacks 3.5), so robench offers L-inf and L2 only.
+    "FAB": Bounded(("linf", "l2")),
     "PGDL2": _L2,
     "PGDRSL2": _L2,
     "OnePixel": Bounded(("l0",), budget="pixels"),
@@ -105,12 +107,83 @@ LIMITS: dict[str, str] = {
     "EADL1": "with abort_early = true it needs max_iterations >= 10",
 }
 
+# How far outside [0, 1] a minimal-norm or noise attack's output may land from the
+# library's float rounding (EADL1 and EADEN return values about 1e-5 below 0): within it, the
+# output is clipped to [0, 1] and the amount recorded per sample (column `rounding_clip`);
+# beyond it, the runner's check refuses the attack (exit 3).
+ROUNDING_TOLERANCE = 1e-4
+
 # torchattacks' spelling of each norm (the `norm` parameter of APGD, FAB, Square, AutoAttack).
 LIBRARY_NORMS = {"linf": "Linf", "l2": "L2", "l1": "L1"}
 
 # Parameters with an integer default that take real values (CW's c = 1, EAD's kappa = 0):
 # a suite may write 0.5 for them. Other integer defaults (steps, restarts) take integers.
 REAL_VALUED = frozenset({"c", "kappa", "lam", "nsig", "scale"})
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The values a parameter's meaning allows (pydantic's `ge`, `gt`, `le`, `lt`)."""
+
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+
+    def constraints(self) -> dict[str, float]:
+        return {k: v for k, v in vars(self).items() if v is not None}
+
+
+_COUNT = Bound(ge=1)  # a number of steps, queries, restarts or samples: at least one
+_POSITIVE = Bound(gt=0)  # a step size, constant or scale: zero or less means no attack
+_NON_NEGATIVE = Bound(ge=0)  # a margin, decay or noise level: zero switches it off
+_PROBABILITY = Bound(ge=0, le=1)
+_FRACTION = Bound(gt=0, le=1)
+
+# Bounds by torchattacks parameter name, from what the parameter means (the same name means
+# the same thing across its classes). Without them `steps = -1` ran no step and reported the
+# clean accuracy as robust, and CW's `c = -1` found no adversarial at all.
+BOUNDS: dict[str, Bound] = {
+    **dict.fromkeys(
+        (
+            "steps", "nb_iter", "max_iterations", "binary_search_steps", "num_iter_set",
+            "n_restarts", "restarts", "eot_iter", "N", "m", "n_queries", "nb_sample",
+            "popsize", "noise_batch_size", "batch_max", "max_batch_size", "inf_batch",
+            "len_kernel", "n_grad", "epochs", "nb_models_epoch",
+        ),
+        _COUNT,
+    ),
+    **dict.fromkeys(
+        (
+            "c", "alpha", "alpha_max", "lr", "delta", "eps_for_division", "initial_const",
+            "amplification", "eta", "nsig", "scale", "theta", "lam", "resize_rate",
+        ),
+        _POSITIVE,
+    ),
+    **dict.fromkeys(
+        (
+            "kappa", "beta", "decay", "momentum", "overshoot", "std", "noise_sd", "wd",
+            "project_factor",
+        ),
+        _NON_NEGATIVE,
+    ),
+    **dict.fromkeys(("prob", "diversity_prob"), _PROBABILITY),
+    **dict.fromkeys(("p_init", "gamma", "rho"), _FRACTION),
+}  # fmt: skip
+
+# The values a string parameter takes, by (attack, parameter), as each class's code tests them
+# (`if self.loss == "ce"` ... with no else: any other string silently computed nothing).
+CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("APGD", "loss"): ("ce", "dlr"),
+    ("UPGD", "loss"): ("ce", "dlr", "margin"),
+    ("Square", "loss"): ("ce", "margin"),
+    ("AutoAttack", "version"): ("standard", "plus", "rand"),
+    ("TIFGSM", "kernel_name"): ("gaussian", "linear", "uniform"),
+    ("PGDRS", "noise_type"): ("guassian", "uniform"),  # torchattacks' spelling
+    ("PGDRSL2", "noise_type"): ("guassian", "uniform"),
+    ("Pixle", "pixel_mapping"): (
+        "random", "similarity", "similarity_random", "distance", "distance_random",
+    ),
+}  # fmt: skip
 
 # Parameters robench fills when a suite leaves them out (the adapter, at run time):
 # `seed`: the batch's seed, so a run's --seed governs the attack (AutoAttack's default, None,

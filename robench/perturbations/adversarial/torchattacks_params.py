@@ -31,6 +31,8 @@ from pydantic import AliasChoices, BeforeValidator, Field, create_model, model_v
 
 from robench._core.units import parse_pixel_value
 from robench.perturbations.adversarial.torchattacks_catalogue import (
+    BOUNDS,
+    CHOICES,
     FILLED_BY_ROBENCH,
     LIBRARY_NORMS,
     REAL_VALUED,
@@ -63,6 +65,9 @@ KIND_PREFIX = "torchattacks."
 IMPLEMENTATION = "robench.perturbations.adversarial.torchattacks_adapter:TorchattacksAttack"
 # Column of the target class each sample was attacked towards (targeted modes only).
 TARGET_COLUMN = "target_class"
+# Column of how far outside [0, 1] the library's output was before robench clipped it
+# (0.0 when it was inside; catalogue ROUNDING_TOLERANCE).
+ROUNDING_COLUMN = "rounding_clip"
 # Per-step costs for `passes_per_sample`, an estimate: parameters that multiply the number of
 # gradient steps, and those that count forward-only queries.
 _STEP_COUNTS = (
@@ -159,7 +164,7 @@ class TorchattacksBoundedParams(TorchattacksParams, BoundedParams):
 class TorchattacksMinimalNormParams(TorchattacksParams):
     """A minimal-norm torchattacks attack: no budget, `min_norm` recorded per sample."""
 
-    columns: ClassVar[tuple[str, ...]] = ("min_norm",)
+    columns: ClassVar[tuple[str, ...]] = ("min_norm", ROUNDING_COLUMN)
 
     def report_fields(self) -> dict[str, Any]:
         assert isinstance(self.threat, MinimalNorm)  # set by the factory
@@ -175,6 +180,7 @@ class TorchattacksNoiseParams(TorchattacksParams):
     """A torchattacks perturbation with neither a ball nor a search (VANILA, GN)."""
 
     unbounded: ClassVar[bool] = True
+    columns: ClassVar[tuple[str, ...]] = (ROUNDING_COLUMN,)
 
 
 class RefusedParams(TorchattacksParams):
@@ -218,6 +224,21 @@ def _field_type(parameter: LibraryParameter) -> Any:
     return int | float | str | bool | None
 
 
+def _bounded(attack: str, parameter: LibraryParameter) -> Any:
+    """The field's type with the bounds its meaning allows (catalogue `BOUNDS`) for numbers,
+    and the values the class tests for (catalogue `CHOICES`) for strings."""
+    choices = CHOICES.get((attack, parameter.name))
+    if choices is not None:
+        return Literal[choices]  # type: ignore[valid-type]
+    field_type = _field_type(parameter)
+    bound = BOUNDS.get(parameter.name)
+    numeric = field_type in (int, _Real)
+    if bound is None or not numeric:
+        return field_type
+    constraints: dict[str, Any] = bound.constraints()
+    return Annotated[field_type, Field(**constraints)]
+
+
 def _budget_fields(attack: LibraryAttack, threat: Bounded) -> dict[str, Any]:
     """`eps` (with the library's budget name as an alias) and `norm`."""
     defaults = {p.name: p.default for p in attack.parameters}
@@ -248,7 +269,7 @@ def _schema(attack: LibraryAttack, threat: Threat) -> type[TorchattacksParams]:
         if parameter.variadic or isinstance(parameter.default, Unreadable):
             continue  # not writable in a suite: the library's default applies
         default = None if parameter.name in FILLED_BY_ROBENCH else parameter.default
-        fields[parameter.name] = (_field_type(parameter), default)
+        fields[parameter.name] = (_bounded(attack.name, parameter), default)
         names[parameter.name] = parameter.name
     if attack.targeted and "targeted" not in fields:
         fields["targeted"] = (Literal["random", "least-likely"] | None, None)

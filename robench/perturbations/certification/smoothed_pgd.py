@@ -30,70 +30,95 @@ from robench.perturbations.certification.params import SmoothedPGDParams
 from robench.perturbations.certification.smoothing import (
     in_eval_mode,
     noise_generator,
-    sample_counts,
+    noise_votes,
 )
+from robench.perturbations.own_batch import OwnBatch
 from robench.results.stats import certificates as cert
 
 
-def smoothed_loss(
+def smoothed_losses(
     model: torch.nn.Module,
-    image: torch.Tensor,
-    label: int,
+    images: torch.Tensor,
+    labels: torch.Tensor,
     params: SmoothedPGDParams,
-    generator: torch.Generator,
+    generators: Sequence[torch.Generator],
 ) -> torch.Tensor:
-    """The cross-entropy of the smoothed soft classifier at `image` (C, H, W), estimated with
-    `noise_samples` noisy copies."""
-    copies = image.unsqueeze(0).expand(params.noise_samples, *image.shape)  # (m, C, H, W)
-    noise = torch.randn(copies.shape, generator=generator, device=image.device, dtype=image.dtype)
-    probs = model(copies + noise * params.sigma).softmax(dim=-1).mean(dim=0)  # (K,)
-    return -torch.log(probs[label].clamp_min(1e-12))
+    """The cross-entropy (S,) of the smoothed soft classifier at each of `images`
+    (S, C, H, W), each estimated with `noise_samples` noisy copies drawn from its own
+    generator, all S x noise_samples copies in one forward pass."""
+    m = params.noise_samples
+    noisy = []
+    for image, generator in zip(images, generators, strict=True):
+        copies = image.unsqueeze(0).expand(m, *image.shape)  # (m, C, H, W)
+        noise = torch.randn(
+            copies.shape, generator=generator, device=image.device, dtype=image.dtype
+        )
+        noisy.append(copies + noise * params.sigma)
+    logits = model(torch.cat(noisy))  # (S m, K)
+    probs = logits.softmax(dim=-1).view(len(images), m, -1).mean(dim=1)  # (S, K)
+    return -torch.log(probs.gather(1, labels[:, None]).squeeze(1).clamp_min(1e-12))
+
+
+def _per_sample_norms(tensor: torch.Tensor) -> torch.Tensor:
+    """The L2 norm of each sample (S,), each reduced on its own, as a one-sample run does."""
+    return torch.stack([row.norm() for row in tensor])
 
 
 def attack(
     model: torch.nn.Module,
-    image: torch.Tensor,
-    label: int,
+    images: torch.Tensor,
+    labels: torch.Tensor,
     params: SmoothedPGDParams,
-    generator: torch.Generator,
+    generators: Sequence[torch.Generator],
 ) -> torch.Tensor:
-    """SmoothAdv's PGD-L2 from the clean image; the result stays in the eps ball and [0, 1]."""
-    adversarial = image.clone()
+    """SmoothAdv's PGD-L2 from the clean images (S, C, H, W), all samples a step at a time;
+    the results stay in their eps balls and [0, 1]."""
+    adversarial = images.clone()
     if params.eps == 0:
         return adversarial
+    view = (-1,) + (1,) * (images.dim() - 1)
     for _ in range(params.steps):
         adversarial.requires_grad_(True)
-        (grad,) = torch.autograd.grad(
-            smoothed_loss(model, adversarial, label, params, generator), adversarial
-        )
-        step = grad / grad.norm().clamp_min(1e-12) * params.resolved_step_size
-        delta = adversarial.detach() + step - image
-        delta = delta * (params.eps / delta.norm()).clamp(max=1.0)
-        adversarial = (image + delta).clamp(0.0, 1.0)
+        losses = smoothed_losses(model, adversarial, labels, params, generators)
+        # A sample's loss depends on its own image only: the sum's gradient is each one's.
+        (grad,) = torch.autograd.grad(losses.sum(), adversarial)
+        norms = _per_sample_norms(grad).clamp_min(1e-12).view(view)
+        step = grad / norms * params.resolved_step_size
+        delta = adversarial.detach() + step - images
+        delta = delta * (params.eps / _per_sample_norms(delta)).clamp(max=1.0).view(view)
+        adversarial = (images + delta).clamp(0.0, 1.0)
     return adversarial.detach()
 
 
-def predict(
+def predictions(
     model: torch.nn.Module,
-    image: torch.Tensor,
+    images: torch.Tensor,
     params: SmoothedPGDParams,
-    generator: torch.Generator,
-) -> int | None:
-    """Cohen et al.'s PREDICT at `image`: the smoothed prediction, or None (abstain)."""
-    counts = sample_counts(model, image, params.n, params.batch, params.sigma, generator)
-    top = torch.topk(counts, k=min(2, counts.numel()))
-    count_top = int(top.values[0])
-    count_runner_up = int(top.values[1]) if counts.numel() > 1 else 0
-    if cert.predict_abstains(count_top, count_runner_up, params.alpha):
-        return None
-    return int(top.indices[0])
+    generators: Sequence[torch.Generator],
+    own: OwnBatch,
+) -> list[int | None]:
+    """Cohen et al.'s PREDICT at each of `images`: the smoothed prediction, or None (abstain)."""
+    votes = noise_votes(model, images, params.n, params.batch, params.sigma, generators, own)
+    top = torch.topk(votes, k=min(2, votes.shape[-1]), dim=-1)
+    values, indices = top.values.cpu(), top.indices.cpu()  # one sync for the batch
+    found: list[int | None] = []
+    for row, classes in zip(values.tolist(), indices.tolist(), strict=True):
+        runner_up = row[1] if len(row) > 1 else 0
+        found.append(None if cert.predict_abstains(row[0], runner_up, params.alpha) else classes[0])
+    return found
 
 
 class SmoothedPGD(PerSampleAttack):
-    """SmoothAdv's PGD-L2 per sample, and the smoothed prediction at its image."""
+    """SmoothAdv's PGD-L2 on every sample of a batch at once (samples x noise copies per
+    forward pass), and the smoothed prediction at its image."""
 
     Params = SmoothedPGDParams
+    transferable = False  # a certificate is the evaluated model's own
     params: SmoothedPGDParams
+
+    def __init__(self, params: SmoothedPGDParams) -> None:
+        super().__init__(params)
+        self.own_batch = OwnBatch("smoothed-pgd", "batch", params.batch)  # PREDICT's
 
     def perturb_samples(
         self,
@@ -102,16 +127,16 @@ class SmoothedPGD(PerSampleAttack):
         targets: torch.Tensor,
         seeds: Sequence[int],
     ) -> tuple[torch.Tensor, dict[str, list[Any]]]:
-        columns: dict[str, list[Any]] = {name: [] for name in self.params.columns}
-        adversarials = []
+        images = inputs.detach()
+        generators = [noise_generator(seed, images.device) for seed in seeds]
+        assert self.own_batch is not None
         with in_eval_mode(model):
-            for image, label, seed in zip(inputs.detach(), targets.tolist(), seeds, strict=True):
-                generator = noise_generator(seed, image.device)
-                with torch.enable_grad():
-                    adversarial = attack(model, image, int(label), self.params, generator)
-                with torch.no_grad():
-                    prediction = predict(model, adversarial, self.params, generator)
-                adversarials.append(adversarial)
-                columns[cert.PREDICTION].append(prediction)
-                columns[cert.ABSTAINED].append(prediction is None)
-        return torch.stack(adversarials), columns
+            with torch.enable_grad():
+                adversarial = attack(model, images, targets, self.params, generators)
+            with torch.inference_mode():
+                found = predictions(model, adversarial, self.params, generators, self.own_batch)
+        columns: dict[str, list[Any]] = {
+            cert.PREDICTION: found,
+            cert.ABSTAINED: [prediction is None for prediction in found],
+        }
+        return adversarial, columns

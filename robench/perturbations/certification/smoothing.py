@@ -25,6 +25,7 @@ import torch
 
 from robench.perturbations.base import PerSampleAttack
 from robench.perturbations.certification.params import RandomizedSmoothingParams
+from robench.perturbations.own_batch import OwnBatch
 from robench.results.stats import certificates as cert
 
 
@@ -68,52 +69,111 @@ def noise_generator(seed: int, device: torch.device) -> torch.Generator:
     return torch.Generator(device=device).manual_seed(seed)
 
 
-def sample_counts(
+def noise_votes(
     model: torch.nn.Module,
-    image: torch.Tensor,
+    images: torch.Tensor,
     num: int,
     batch: int,
     sigma: float,
-    generator: torch.Generator,
+    generators: Sequence[torch.Generator],
+    own: OwnBatch,
 ) -> torch.Tensor:
-    """Votes (K,) of the base classifier over `num` copies of `image` (C, H, W) plus Gaussian
-    noise of std `sigma`, `batch` copies per forward pass (Cohen et al.'s `_sample_noise`)."""
+    """Votes (S, K) of the base classifier over `num` noisy copies of each of `images`
+    (S, C, H, W), noise of std `sigma`.
+
+    Sample i's noise comes from generators[i] in chunks of `batch` copies, as Cohen et al.'s
+    `_sample_noise` draws it for one image, so its draws are those of a run on the sample
+    alone. The forward passes take the chunks of consecutive samples together, at most
+    `own.size` rows each (the GPU gets full batches even when `num` < `batch`), and the votes
+    stay on the device: no host synchronisation per pass."""
     counts: torch.Tensor | None = None
-    remaining = num
-    while remaining > 0:
-        size = min(batch, remaining)
-        copies = image.unsqueeze(0).expand(size, *image.shape)  # (b, C, H, W)
-        noise = torch.randn(
-            copies.shape, generator=generator, device=image.device, dtype=image.dtype
-        )
-        logits = model(copies + noise * sigma)  # (b, K)
-        votes = torch.bincount(logits.argmax(dim=-1), minlength=logits.shape[-1])
-        counts = votes if counts is None else counts + votes
-        remaining -= size
+    pending: list[torch.Tensor] = []  # noisy copies not yet forwarded
+    owners: list[torch.Tensor] = []  # each copy's sample
+    rows = 0
+    for i, (image, generator) in enumerate(zip(images, generators, strict=True)):
+        remaining = num
+        while remaining > 0:
+            size = min(batch, remaining)
+            copies = image.unsqueeze(0).expand(size, *image.shape)  # (b, C, H, W)
+            noise = torch.randn(
+                copies.shape, generator=generator, device=image.device, dtype=image.dtype
+            )
+            pending.append(copies + noise * sigma)
+            owners.append(torch.full((size,), i, device=image.device))
+            rows, remaining = rows + size, remaining - size
+            if rows >= own.size:
+                counts = _vote(model, pending, owners, counts, len(images), own)
+                pending, owners, rows = [], [], 0
+    if pending:
+        counts = _vote(model, pending, owners, counts, len(images), own)
     assert counts is not None  # num >= 1 (validated)
     return counts
 
 
-def certify(
+def _vote(
     model: torch.nn.Module,
-    image: torch.Tensor,
+    pending: list[torch.Tensor],
+    owners: list[torch.Tensor],
+    counts: torch.Tensor | None,
+    samples: int,
+    own: OwnBatch,
+) -> torch.Tensor:
+    """`counts` (S, K) plus the votes of the base classifier on the pending copies, forwarded
+    in parts of at most `own.size` rows."""
+    noisy, owner = torch.cat(pending), torch.cat(owners)
+    with own.calls():
+        for part in own.parts(len(noisy)):
+            logits = model(noisy[part])  # (b, K)
+            if counts is None:
+                counts = logits.new_zeros((samples, logits.shape[-1]), dtype=torch.long)
+            ones = torch.ones_like(owner[part])
+            counts.index_put_((owner[part], logits.argmax(dim=-1)), ones, accumulate=True)
+    assert counts is not None
+    return counts
+
+
+@dataclass(frozen=True)
+class _Phases:
+    """The votes of CERTIFY's two phases for a batch of samples."""
+
+    selection: torch.Tensor  # (S, K): n0 draws each
+    estimation: torch.Tensor  # (S, K): n draws each
+
+
+def certify_votes(
+    model: torch.nn.Module,
+    images: torch.Tensor,
     params: RandomizedSmoothingParams,
-    generator: torch.Generator,
+    generators: Sequence[torch.Generator],
+    own: OwnBatch,
+) -> _Phases:
+    """Both phases' votes for images (S, C, H, W); each sample's selection draws first."""
+    selection = noise_votes(model, images, params.n0, params.batch, params.sigma, generators, own)
+    estimation = noise_votes(model, images, params.n, params.batch, params.sigma, generators, own)
+    return _Phases(selection, estimation)
+
+
+def certificate(
+    selection: torch.Tensor, estimation: torch.Tensor, params: RandomizedSmoothingParams
 ) -> Certificate:
-    """CERTIFY for one image (C, H, W) in [0, 1] with noise from `generator`."""
-    selection = sample_counts(model, image, params.n0, params.batch, params.sigma, generator)
+    """CERTIFY's answer from one sample's votes (K,) of each phase (on the CPU)."""
     candidate = int(selection.argmax())  # ties: the first class, as numpy's argmax in core.py
-    estimation = sample_counts(model, image, params.n, params.batch, params.sigma, generator)
     count = int(estimation[candidate])
     p_lower, radius = cert.certify_counts(count, params.n, params.alpha, params.sigma)
     return Certificate(candidate, int(selection[candidate]), count, p_lower, radius)
 
 
 class RandomizedSmoothing(PerSampleAttack):
-    """CERTIFY per sample; the clean images are returned (and scored) unchanged."""
+    """CERTIFY per sample, the forward passes shared across the batch's samples; the clean
+    images are returned (and scored) unchanged."""
 
     Params = RandomizedSmoothingParams
+    transferable = False  # a certificate is the evaluated model's own
     params: RandomizedSmoothingParams
+
+    def __init__(self, params: RandomizedSmoothingParams) -> None:
+        super().__init__(params)
+        self.own_batch = OwnBatch("randomized-smoothing", "batch", params.batch)
 
     def perturb_samples(
         self,
@@ -122,11 +182,15 @@ class RandomizedSmoothing(PerSampleAttack):
         targets: torch.Tensor,
         seeds: Sequence[int],
     ) -> tuple[torch.Tensor, dict[str, list[Any]]]:
+        images = inputs.detach()
+        generators = [noise_generator(seed, images.device) for seed in seeds]
+        assert self.own_batch is not None
+        with in_eval_mode(model), torch.inference_mode():
+            votes = certify_votes(model, images, self.params, generators, self.own_batch)
+        selection, estimation = votes.selection.cpu(), votes.estimation.cpu()  # one sync
         columns: dict[str, list[Any]] = {name: [] for name in self.params.columns}
-        with in_eval_mode(model), torch.no_grad():
-            for image, seed in zip(inputs.detach(), seeds, strict=True):
-                generator = noise_generator(seed, image.device)
-                found = certify(model, image, self.params, generator).columns()
-                for name, value in found.items():
-                    columns[name].append(value)
-        return inputs.detach(), columns
+        for i in range(len(images)):
+            found = certificate(selection[i], estimation[i], self.params).columns()
+            for name, value in found.items():
+                columns[name].append(value)
+        return images, columns

@@ -13,8 +13,8 @@ import importlib
 
 import numpy as np
 
+from robench._core.corruption_names import ALL, SEVERITIES
 from robench._core.errors import RobenchError
-from robench.perturbations.corruptions import ALL, IMPLEMENTATIONS, SEVERITIES
 
 # Implementation name -> (module, function); imported on first use, since both pull in the
 # library's stack (OpenCV, scikit-image, SciPy, numba).
@@ -80,7 +80,7 @@ def corrupt_image(
     it was.
     """
     _check_choice(name, ALL, "corruption")
-    _check_choice(implementation, IMPLEMENTATIONS, "corruption implementation")
+    _check_choice(implementation, tuple(_IMPLEMENTATIONS), "corruption implementation")
     _check_arguments(image, severity, seed)
     module, function = _IMPLEMENTATIONS[implementation]
     corrupt = getattr(importlib.import_module(module), function)

@@ -30,6 +30,10 @@ from robench.perturbations.sequences.params import (
 Edit = Callable[[torch.Tensor, int], torch.Tensor]  # (tokens, seed) -> edited tokens
 
 
+# The LRA tasks whose sequences are pixels (intensities as ids), not tokens.
+PIXEL_TASKS = frozenset({"image", "pathfinder"})
+
+
 class EditedSequences(Dataset[tuple[torch.Tensor, int]]):
     """`dataset` with every item's tokens edited as it is read; its other attributes (pad_id,
     targets, ...) are the dataset's."""
@@ -60,10 +64,20 @@ class _SequencePerturbation(DatasetPerturbation):
 
     def check_dataset(self, dataset: Any) -> None:
         """Refuse another LRA task's data (pixels are not substituted as tokens, nor tokens
-        noised as pixels); sequences in memory are the model's task's."""
+        noised as pixels); sequences in memory are the model's task's (`lra_task` when
+        given), and token ids when neither says: pixel kinds then refuse them."""
         task_name = getattr(dataset, "task_name", None)
         allowed = self.params.lra_tasks
-        if task_name not in allowed and task_name != "in-memory":
+        if task_name == "in-memory" and not set(allowed) <= PIXEL_TASKS:
+            return
+        if task_name == "in-memory":
+            raise ConfigError(
+                f"{self.kind} edits pixels of {', '.join(allowed)} data, but these sequences "
+                "held in memory are token ids as far as robench knows (the model names no LRA "
+                "task); pass lra_task='image' or 'pathfinder' if they are pixels, else use "
+                "token-substitution."
+            )
+        if task_name not in allowed:
             raise ConfigError(
                 f"{self.kind} edits {', '.join(allowed)} data, but this is {task_name} data; "
                 "use token-substitution for token tasks, pixel-noise or pixel-occlusion for "

@@ -20,6 +20,7 @@ import torch
 from robench._core.extras import require
 from robench.data.text.text_rows import decode_rows, encode_rows
 from robench.perturbations.base import PerSampleAttack
+from robench.perturbations.own_batch import OwnBatch
 from robench.perturbations.text.attack_constraints import AttackConstraints
 from robench.perturbations.text.attack_params import TextAttackParams
 from robench.perturbations.text.greedy_search import ScoreTexts, run_searches
@@ -32,6 +33,7 @@ class WordAttack(PerSampleAttack):
     def __init__(self, params: TextAttackParams) -> None:  # type: ignore[override]
         super().__init__(params)
         self.recipe = RECIPES[params.recipe]
+        self.own_batch = OwnBatch(params.recipe, "query_batch", params.query_batch)
         self.constraints = AttackConstraints(**params.constraint_options())  # type: ignore[arg-type]
         for module, needed_for in params.modules.items():
             require(module, needed_for)  # before any sample is attacked, as WordNet below
@@ -52,7 +54,8 @@ class WordAttack(PerSampleAttack):
             self.recipe.start(text, label, self.constraints, seed, params.query_budget)
             for text, label, seed in zip(decode_rows(inputs), targets.tolist(), seeds, strict=True)
         ]
-        outcomes = run_searches(searches, text_scorer(model, inputs.device, params.query_batch))
+        assert self.own_batch is not None
+        outcomes = run_searches(searches, text_scorer(model, inputs.device, self.own_batch))
         texts = [o.text for o in outcomes]
         columns: dict[str, list[Any]] = {
             "outcome": [o.outcome for o in outcomes],
@@ -69,15 +72,15 @@ class WordAttack(PerSampleAttack):
         return self.constraints.violation(original, perturbed)
 
 
-def text_scorer(model: torch.nn.Module, device: torch.device, chunk: int) -> ScoreTexts:
+def text_scorer(model: torch.nn.Module, device: torch.device, own: OwnBatch) -> ScoreTexts:
     """A search's access to the model: texts -> class probabilities (float64), in model calls
-    of at most `chunk` texts."""
+    of at most `own.size` texts (`query_batch`, halved when the GPU runs out of memory)."""
 
     def score_texts(texts: Sequence[str]) -> np.ndarray:
         parts = []
-        with torch.inference_mode():
-            for start in range(0, len(texts), chunk):
-                rows = encode_rows(texts[start : start + chunk]).to(device)
+        with torch.inference_mode(), own.calls():
+            for part in own.parts(len(texts)):
+                rows = encode_rows(texts[part]).to(device)
                 parts.append(model(rows).double().softmax(dim=-1).cpu().numpy())
         return np.concatenate(parts) if parts else np.empty((0, 0))
 

@@ -23,7 +23,8 @@ from typing import Any
 from robench._core.errors import ConfigError
 from robench._core.registry import did_you_mean
 from robench._core.units import display_pixel_value
-from robench.results.report.schema import AggregateResult, Report, precision_note
+from robench.results.compare.cost_column import COST_METRIC, with_cost
+from robench.results.report.schema import AggregateResult, Report, device_type_note, precision_note
 from robench.results.stats.aggregates import find_aggregate
 
 # Re-exported: how a metric is shown comes from the metric registry.
@@ -125,9 +126,7 @@ def _dataset_notes(labels: list[str], reports: list[Report]) -> list[str]:
     datasets = {(r.data.kind, r.data.split, r.data.n_total, r.data.classes) for r in reports}
     if len(datasets) > 1:
         notes.append("the reports were evaluated on different datasets (kind, split or size).")
-    precision = precision_note(reports, labels)
-    if precision:
-        notes.append(precision)
+    notes += [n for n in (precision_note(reports, labels), device_type_note(reports, labels)) if n]
     groups: dict[str, list[str]] = {}
     for label, report in zip(labels, reports, strict=True):
         groups.setdefault(report.data.indices_sha256, []).append(label)
@@ -272,9 +271,11 @@ def _sample_notes(labels: list[str], reports: list[Report], columns: list[Column
 
 
 def best_marks(values: list[float], higher_is_better: bool) -> list[str]:
-    """Bold the best, underline the second best; ties (at 2 decimals) share a mark."""
+    """Bold the best, underline the second best; ties (at 2 decimals) share a mark. A value
+    that is not known (NaN: a cost an older report did not count) is never marked."""
     shown = [round(value, 2) for value in values]
-    distinct = sorted(set(shown), reverse=higher_is_better)  # best first
+    known = {value for value in shown if not math.isnan(value)}
+    distinct = sorted(known, reverse=higher_is_better)  # best first
     # One value: nothing marked; two: the best only; three or more: the best and the second.
     marks = dict(zip(distinct[: len(distinct) - 1], ("best", "second"), strict=False))
     return [marks.get(value, "") for value in shown]
@@ -306,7 +307,7 @@ def _cells(
                 value=value,
                 ci95=(ci95[0] * scale, ci95[1] * scale),
                 mark=mark,
-                diff=value - base if base is not None else None,
+                diff=None if base is None or math.isnan(value - base) else value - base,
             )
     return cells
 
@@ -367,17 +368,22 @@ def build_comparison(
     reference: int | None = None,
     at_eps: Sequence[float] = (),
     at_radius: Sequence[float] = (),
+    cost: bool = False,
 ) -> Comparison:
     """Compare `(path, report)` pairs; `reference` is the index of the reference report.
     `at_eps` adds, per minimal-norm result, a column of top-1 at each eps (`NAME@EPS`);
     `at_radius`, per randomized-smoothing result, certified accuracy at each L2 radius
-    (`certified_accuracy@R`)."""
+    (`certified_accuracy@R`); `cost`, per result, its counted passes per sample
+    (`compare/cost_column.py`)."""
     if not reports:
         raise ConfigError("compare needs at least one report; pass report JSON files.")
     if at_eps:
         reports = _with_accuracy_at(reports, at_eps)
     if at_radius:
         reports = _with_certified_at(reports, at_radius)
+    if cost:
+        reports = with_cost(reports)
+        metrics = None if metrics is None else [*metrics, COST_METRIC]
     if reference is not None and not 0 <= reference < len(reports):
         raise ValueError(f"reference index {reference} out of range")
     labels = row_labels(reports)

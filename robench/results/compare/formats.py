@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -23,6 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from robench.results.compare.comparison import ARROWS, Cell, Column, Comparison
+from robench.results.compare.cost_column import UNKNOWN
 from robench.results.compare.tables import Layout, first_that_fits, numeric_width, wrap_label
 from robench.results.report.output_formats import COMPARE_FORMATS as COMPARE_FORMATS
 from robench.results.report.output_formats import register_format
@@ -52,6 +54,8 @@ def cell_text(
     """`54.64 (+2.03) [53.66, 55.61]`: value (marked), difference to the reference, interval
     (after `interval_sep`: a newline puts it on a line of its own)."""
     cell = cmp.cell(row, column)
+    if math.isnan(cell.value):  # a cost an older report did not count
+        return markup.escape(UNKNOWN)
     text = f"{cell.value:.2f}"
     emphasis = {"best": markup.bold, "second": markup.underline}.get(cell.mark)
     text = emphasis(text) if emphasis else text
@@ -352,12 +356,17 @@ def rich_comparison(cmp: Comparison, ci: bool) -> RichComparison:
 
 
 # The csv's columns per perturbation and metric: suffix -> the number of a cell shown.
-_CSV_VALUE: dict[str, Callable[[Cell], float | None]] = {"": lambda cell: cell.value}
+_CSV_VALUE: dict[str, Callable[[Cell], float | None]] = {"": lambda cell: _known(cell.value)}
 _CSV_DIFF: dict[str, Callable[[Cell], float | None]] = {" diff": lambda cell: cell.diff}
 _CSV_CI: dict[str, Callable[[Cell], float | None]] = {
     " ci_low": lambda cell: cell.ci95[0],
     " ci_high": lambda cell: cell.ci95[1],
 }
+
+
+def _known(value: float) -> float | None:
+    """None (an empty csv cell, a JSON null) for a value that is not known (NaN)."""
+    return None if math.isnan(value) else value
 
 
 def cell_numbers(cmp: Comparison, ci: bool) -> dict[str, Callable[[Cell], float | None]]:
@@ -389,9 +398,10 @@ def json_comparison(cmp: Comparison, ci: bool) -> str:
         cells = {}
         for column in cmp.columns:
             cell = cmp.cell(row, column)
+            known = _known(cell.value) is not None
             shown: dict[str, object] = {
-                "value": round(cell.value, 6),
-                "ci95": [round(cell.ci95[0], 6), round(cell.ci95[1], 6)],
+                "value": round(cell.value, 6) if known else None,
+                "ci95": [round(cell.ci95[0], 6), round(cell.ci95[1], 6)] if known else None,
                 "mark": cell.mark or None,
             }
             if cell.diff is not None:

@@ -15,7 +15,6 @@ value column's perturbation, metric, aggregate, higher_is_better and unit).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +23,13 @@ from robench._core.errors import ConfigError, as_input_errors
 from robench._core.units import parse_pixel_value
 from robench.results.compare.comparison import Comparison, build_comparison
 from robench.results.compare.formats import cell_numbers
-from robench.results.report.frames import ReportSource, load_report, load_reports, source_name
+from robench.results.report.frames import (
+    ReportSource,
+    load_report,
+    load_reports,
+    report_sources,
+    source_name,
+)
 from robench.results.report.schema import Report
 
 if TYPE_CHECKING:
@@ -157,19 +162,19 @@ def compare(
     at_eps: Sequence[float | str] | str | None = None,
     per_corruption: bool = False,
     at_radius: Sequence[float | str] | str | None = None,
+    cost: bool = False,
 ) -> pd.DataFrame:
     """The table of `robench compare REPORT... --format csv` as a DataFrame.
 
     `reports` are paths or `Report` objects. Options as on the command line: `reference`
     (`--reference`: a report, its path, or its index in `reports`), `metric` (`--metric`:
-    `"top1,top5"` or a list), `ci` (`--ci`), `at_eps` (`--at-eps`: `"1/255,3/255"` or a list of
-    numbers in pixel units), `at_radius` (`--at-radius`: `"0.25,0.5"` or a list of L2 radii) and
-    `per_corruption` (`--per-corruption`). Columns and
+    `"top1,top5"` or a list), `ci` (`--ci`), `cost` (`--cost`: a `NAME/passes_per_sample`
+    column per result, missing where a report did not count it), `at_eps` (`--at-eps`:
+    `"1/255,3/255"` or a list of numbers in pixel units), `at_radius` (`--at-radius`:
+    `"0.25,0.5"` or a list of L2 radii) and `per_corruption` (`--per-corruption`). Columns and
     `frame.attrs` are described in this module's docstring.
     """
-    sources: list[ReportSource] = (
-        [reports] if isinstance(reports, (Report, str, os.PathLike)) else list(reports)
-    )
+    sources = report_sources(reports)
     loaded = load_reports(sources)
     if per_corruption:
         return _per_corruption_frame(loaded)
@@ -180,5 +185,6 @@ def compare(
         reference=index,
         at_eps=_budgets(at_eps),
         at_radius=_radii(at_radius),
+        cost=cost,
     )
     return comparison_frame(comparison, ci)

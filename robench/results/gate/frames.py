@@ -95,6 +95,12 @@ def as_policy(policy: Policy | Mapping[str, Any] | str | os.PathLike[str] | None
             raise ConfigError(
                 f"gate policy is invalid at {describe_validation_error(exc)}; see docs/ci.md."
             ) from None
+    if not isinstance(policy, str | os.PathLike):
+        raise ConfigError(
+            f"policy={policy!r:.60} ({type(policy).__name__}) is not a gate policy; pass a "
+            "Policy, the path of a policy TOML, a dict of its keys (e.g. "
+            "dict(alpha=0.05)), or None for the built-in policy (docs/ci.md)."
+        )
     return read_policy(Path(policy))
 
 

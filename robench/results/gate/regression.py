@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -34,7 +36,12 @@ from robench.results.gate.checks import (
 )
 from robench.results.gate.checks import format_amount as format_amount
 from robench.results.gate.policy import Policy, Tolerance
-from robench.results.report.schema import PerturbationResult, Report, precision_note
+from robench.results.report.schema import (
+    PerturbationResult,
+    Report,
+    device_type_note,
+    precision_note,
+)
 from robench.results.stats.metrics import find_metric, higher_is_better, metric_display
 from robench.results.stats.paired_statistic import PairedStatistic
 from robench.results.stats.paired_tests import (
@@ -82,6 +89,28 @@ def _bootstrap(
         result.p_value,
         mean_samples_needed(result.mean_diff, sd, policy.alpha, policy.power),
     )
+
+
+def _finite_numbers(value: Any) -> bool:
+    """A finite number, or a list of them (a ratio's terms, ECE's [confidence, correct])."""
+    if isinstance(value, numbers.Real):  # numpy's scalars too
+        return math.isfinite(value)
+    if isinstance(value, list | tuple):
+        return all(_finite_numbers(v) for v in value)
+    return False
+
+
+def _check_numbers(values: Any, which: str, perturbation: str, metric: str) -> None:
+    """The per-sample values a paired test reads must be finite numbers: a hand-edited or
+    corrupted report (a string, NaN) is refused with the sample, not a numpy traceback."""
+    listed = values.tolist() if hasattr(values, "tolist") else values  # a numpy array
+    for position, value in enumerate(listed):
+        if not _finite_numbers(value):
+            raise ConfigError(
+                f"cannot gate: the {which} report's {perturbation}/{metric} value of sample "
+                f"{position} is {value!r:.40}, not a finite number; regenerate that report "
+                "with `robench eval` (per-sample values are numbers robench wrote)."
+            )
 
 
 def _statistic_bootstrap(
@@ -209,9 +238,8 @@ def check_pairable(baseline: Report, candidate: Report) -> list[str]:
         other = candidate.datasets[name].path
         if data.path != other:
             notes.append(f"data paths of {name!r} differ ({data.path} vs {other}).")
-    precision = precision_note([baseline, candidate], ["baseline", "candidate"])
-    if precision:
-        notes.append(precision)
+    pair, names = [baseline, candidate], ["baseline", "candidate"]
+    notes += [n for n in (precision_note(pair, names), device_type_note(pair, names)) if n]
     baseline_names = {r.name for r in baseline.results}
     extra = [r.name for r in candidate.results if r.name not in baseline_names]
     if extra:
@@ -340,6 +368,8 @@ def _paired_test(
     cand = registered.values_in(candidate, perturbation)
     if base is None or cand is None:
         return None
+    _check_numbers(base, "baseline", perturbation, metric)
+    _check_numbers(cand, "candidate", perturbation, metric)
     if len(base) != len(cand):
         raise ConfigError(
             f"cannot gate: {perturbation}/{metric} has {len(base)} per-sample values in the "

@@ -10,11 +10,11 @@ and the command line stay free of it.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from robench._core.errors import RobenchError, as_input_errors
+from robench._core.errors import ConfigError, RobenchError, as_input_errors
 from robench.results.report.schema import Report, read_report
 from robench.results.report.tidy import (
     REPORT_COLUMN,
@@ -38,14 +38,31 @@ def source_name(source: ReportSource, position: int) -> str:
 
 def load_report(source: ReportSource) -> Report:
     """`source` itself, or the report read from its path (a bad file is one ConfigError)."""
-    return source if isinstance(source, Report) else read_report(Path(source))
+    if isinstance(source, Report):
+        return source
+    if not isinstance(source, str | os.PathLike):
+        shown = f"a {type(source).__name__} of {len(source)}" if isinstance(source, list) else ""
+        raise ConfigError(
+            f"{shown or repr(source)[:60]} ({type(source).__name__}) is not a report; pass one "
+            "Report (robench.evaluate's result) or the path of a report JSON file, one per "
+            "report (reports_frame, compare and gate take a list of them)."
+        )
+    return read_report(Path(source))
+
+
+def report_sources(sources: Any) -> list[ReportSource]:
+    """One report or an iterable of them, as a list (a bare number or dict is refused by
+    `load_report`, item by item)."""
+    if isinstance(sources, (Report, str, os.PathLike)) or not isinstance(sources, Iterable):
+        return [sources]
+    if isinstance(sources, Mapping | bytes):
+        return [sources]  # type: ignore[list-item]
+    return list(sources)
 
 
 def load_reports(sources: Iterable[ReportSource] | ReportSource) -> list[tuple[str, Report]]:
     """`(name, report)` pairs, in order, as `compare` and `gate` take them."""
-    if isinstance(sources, (Report, str, os.PathLike)):
-        sources = [sources]
-    return [(source_name(s, i), load_report(s)) for i, s in enumerate(sources)]
+    return [(source_name(s, i), load_report(s)) for i, s in enumerate(report_sources(sources))]
 
 
 @overload
@@ -78,8 +95,7 @@ def reports_frame(
     `strict=False`: then it is left out and `(frame, errors)` is returned, `errors` being
     `(path, message)` for each file left out.
     """
-    if isinstance(reports, (Report, str, os.PathLike)):
-        reports = [reports]
+    reports = report_sources(reports)
     rows: list[dict[str, Any]] = []
     names: list[str] = []
     errors: list[tuple[str, str]] = []

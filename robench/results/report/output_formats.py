@@ -24,7 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from robench._core.errors import ConfigError
+from robench._core.errors import ConfigError, PluginError
+from robench._core.plugins import call_plugin, defined_in
 from robench._core.registry import Registry, did_you_mean
 
 
@@ -35,9 +36,18 @@ class OutputFormat:
     render: Callable[..., object]
     # Lower-case file suffixes, the first one canonical (".md"); none: terminal only (rich).
     suffixes: tuple[str, ...] = ()
+    name: str = ""  # "gate output format 'tsv'", for errors
 
     def __call__(self, *args: Any, **kwargs: Any) -> object:
-        return self.render(*args, **kwargs)
+        """The rendering; a renderer that raises or returns nothing (a plugin's) is one
+        PluginError naming the format and its function, and nothing is written."""
+        rendered = call_plugin(self.name or "output format", self.render, *args, **kwargs)
+        if rendered is None:
+            raise PluginError(
+                f"{self.name or 'output format'} ({defined_in(self.render)}) returned None, "
+                "not the rendered output; its function must return the text to write."
+            )
+        return rendered
 
 
 # Each kind's registry; its name is what error messages call a format of that kind.
@@ -70,7 +80,8 @@ def register_format(
     registry = format_registry(kind)
 
     def decorator(render: Callable[..., Any]) -> Callable[..., Any]:
-        registry.register(name)(OutputFormat(render, tuple(s.lower() for s in suffixes)))
+        shown = f"{registry.what} {name!r}"
+        registry.register(name)(OutputFormat(render, tuple(s.lower() for s in suffixes), shown))
         return render
 
     return decorator

@@ -23,8 +23,8 @@ from robench.results.report.report_v1 import upgrade_v1
 if TYPE_CHECKING:
     import pandas as pd
 
-SCHEMA_VERSION = 4
-READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4)  # version 1 reports are upgraded on read
+SCHEMA_VERSION = 5
+READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4, 5)  # version 1 reports are upgraded on read
 
 DEFAULT_DATASET = "default"  # the name of a request's dataset when it names none
 
@@ -40,6 +40,25 @@ class MetricValue(_Strict):
     higher_is_better: bool  # direction, used by tables and gates
 
 
+class ResultCost(_Strict):
+    """The model passes a result spent, counted at the model by hooks (never estimated):
+    robench/models/pass_counter.py. A pass is one sample through the model (a batch of 64 is
+    64); the runner's re-run of the model to score the perturbed inputs is included and
+    counted apart in `scoring_forward`. A transfer attack's passes on its surrogate count too."""
+
+    forward: int  # forward passes, in samples, the scoring re-run included
+    backward: int  # backward passes through the model, in samples
+    scoring_forward: int  # of `forward`: the runner's re-run to score (one per sample here)
+    samples: int  # samples run in this process (parts resumed from an earlier run: not counted)
+    forward_per_sample: float  # forward / samples
+    backward_per_sample: float  # backward / samples
+    passes_per_sample: float  # (forward + backward) / samples: compare's cost column
+    # Text attacks: the queries the attack reports making (its own count, summed over the
+    # result's samples), and per sample; None for attacks that do not report queries.
+    queries: int | None = None
+    queries_per_sample: float | None = None
+
+
 class PerturbationResult(_Strict):
     name: str  # unique label within the suite
     kind: str  # registered perturbation kind
@@ -48,6 +67,8 @@ class PerturbationResult(_Strict):
     n_samples: int  # samples this perturbation was evaluated on
     metrics: dict[str, MetricValue]  # metric name -> value
     wall_time_s: float  # time spent on this perturbation (0 for resumed parts)
+    # The model passes it spent, counted (schema 5); None in older reports: cost unknown.
+    cost: ResultCost | None = None
 
 
 class Environment(_Strict):
@@ -57,12 +78,15 @@ class Environment(_Strict):
     timm: str
     torchattacks: str | None  # None when not installed
     pyautoattack: str | None
-    device: str  # e.g. "cpu", "cuda:0 (NVIDIA H100)"
+    device: str  # e.g. "cpu (AMD EPYC 7763 64-Core Processor)", "cuda:0 (NVIDIA H100)"
     num_threads: int  # torch intra-op threads
     git_sha: str | None  # of the working directory's repository, when there is one
     # How reproducible the numbers are: torch's determinism flags, how robench seeds, and
     # where a library is not deterministic on GPU (absent in reports before 0.1.0's schema 4).
     determinism: dict[str, Any] = Field(default_factory=dict)
+    # The arithmetic of the run (SpeedOptions.precision): "fp32" (IEEE), "tf32" (--tf32 on
+    # CUDA), "bf16 autocast, attacks fp32", ...; None in reports before robench recorded it.
+    precision: str | None = None
 
 
 class ModelInfo(_Strict):
@@ -213,24 +237,41 @@ class SpeedInfo(_Strict):
 
 
 def scoring_precision_of(report: Report) -> str:
-    """The precisions a report scored in: "float32", "bf16" (clean and corruption inputs;
-    attacks float32), or "bf16, attacks too" (the suite's amp_attacks)."""
+    """The arithmetic a report computed in (`Environment.precision`): "fp32", "tf32",
+    "bf16 autocast, attacks fp32" (clean and corruption inputs under --amp) or "bf16 autocast"
+    (the suite's amp_attacks too); reports from before robench recorded it are read from
+    their speed modes (float32 matmul then)."""
+    if report.environment.precision is not None:
+        return report.environment.precision
     speed = report.speed
     amp = speed.amp if speed else None
     if amp is None:
-        return "float32"
-    return f"{amp}, attacks too" if speed is not None and speed.amp_attacks else amp
+        return "fp32"
+    return f"{amp} autocast" + ("" if speed is not None and speed.amp_attacks else ", attacks fp32")
 
 
 def precision_note(reports: list[Report], names: list[str]) -> str | None:
-    """A sentence when reports scored in different precisions."""
+    """A sentence when reports computed in different precisions."""
     precisions = [scoring_precision_of(r) for r in reports]
     if len(set(precisions)) < 2:
         return None
     shown = ", ".join(f"{name} {p}" for name, p in zip(names, precisions, strict=True))
     return (
-        f"the reports scored in different precisions ({shown}; --amp and the suite's "
-        "amp_attacks), so their differences include the precision's."
+        f"the reports computed in different precisions ({shown}; --amp, --tf32 and the "
+        "suite's amp_attacks), so their differences include the precision's."
+    )
+
+
+def device_type_note(reports: list[Report], names: list[str]) -> str | None:
+    """A sentence when reports ran on different kinds of device (CPU, CUDA, ...)."""
+    kinds = [r.environment.device.split(" ", 1)[0].split(":", 1)[0] for r in reports]
+    if len(set(kinds)) < 2:
+        return None
+    shown = ", ".join(f"{name} {kind}" for name, kind in zip(names, kinds, strict=True))
+    return (
+        f"the reports ran on different devices ({shown}): CPU and GPU draw different random "
+        "numbers and round differently, so randomized attacks and certificates agree in "
+        "distribution only and samples near a decision boundary may differ."
     )
 
 
@@ -339,15 +380,28 @@ class Report(_Strict):
         return report_frame(self)
 
     @as_input_errors
+    @as_input_errors
     def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Write the report as `robench eval --out` writes it (the same JSON, atomically);
-        an existing file is replaced only with `overwrite=True`. Returns the path."""
+        an existing file is replaced only with `overwrite=True`. Returns the path. A path
+        robench cannot write (a folder that is not writable, or missing) is `InputError`."""
+        if not isinstance(path, str | os.PathLike):
+            raise ConfigError(
+                f"Report.save takes the path of the JSON file to write, not a "
+                f"{type(path).__name__}; pass e.g. report.save('runs/report.json')."
+            )
         target = Path(path)
         if target.is_file() and not overwrite:  # a directory: write_report says so
             raise ConfigError(
                 f"{target} already exists; pass overwrite=True to replace it, or another path."
             )
-        write_report(self, target)
+        try:
+            write_report(self, target)
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot write the report to {target} ({exc.strerror or type(exc).__name__}); "
+                "pass a path in a folder that exists and you can write to."
+            ) from None
         return target
 
     def _repr_html_(self) -> str:

@@ -15,8 +15,11 @@ The tidy frame's columns (`report_columns`), in order: `model, task, dataset, pe
 kind`, one column per parameter key of the report's results (nested parameters such as a
 word swap's `realised` flattened as `realised.words`; a key that would clash with a fixed
 column or `report` is prefixed `param.`; lists become tuples), then `metric, value, ci_low,
-ci_high, n, higher_is_better, suite, seed`. A parameter a result does not have is missing
-(NaN). Values are as stored: fractions for accuracies, not percent.
+ci_high, n, higher_is_better, passes_per_sample, forward_passes, backward_passes, wall_time_s,
+suite, seed`. A parameter a result does not have is missing (NaN). Values are as stored:
+fractions for accuracies, not percent. The cost columns are the result's counted model passes
+(`PerturbationResult.cost`: passes per sample, total forward and backward passes in samples),
+missing for a report written before robench counted them (schema < 5) or an aggregate.
 
 Aggregates (mCE, mean corruption accuracy...) are rows too: `perturbation` is the
 aggregate's name (`mce`, `mce@imagenet-c`), `kind` is `"aggregate"`, `metric` is its
@@ -37,7 +40,21 @@ if TYPE_CHECKING:
 ReportLike = Any
 
 LEADING = ("model", "task", "dataset", "perturbation", "kind")
-TRAILING = ("metric", "value", "ci_low", "ci_high", "n", "higher_is_better", "suite", "seed")
+TRAILING = (
+    "metric",
+    "value",
+    "ci_low",
+    "ci_high",
+    "n",
+    "higher_is_better",
+    "passes_per_sample",
+    "forward_passes",
+    "backward_passes",
+    "wall_time_s",
+    "suite",
+    "seed",
+)
+COST_COLUMNS = ("passes_per_sample", "forward_passes", "backward_passes")
 AGGREGATE_KIND = "aggregate"  # the `kind` of an aggregate's row
 REPORT_COLUMN = "report"  # `robench.reports_frame`'s first column: where a row's report is from
 FIXED = (*LEADING, *TRAILING, REPORT_COLUMN)  # no parameter column takes one of these names
@@ -84,10 +101,18 @@ def _common(report: ReportLike) -> tuple[dict[str, Any], dict[str, Any]]:
     return lead, tail
 
 
+def _cost(result: Any) -> dict[str, Any]:
+    """The result's counted cost and wall time; the cost is missing (None) when not counted."""
+    cost = result.cost
+    counted = (cost.passes_per_sample, cost.forward, cost.backward) if cost else (None,) * 3
+    return {**dict(zip(COST_COLUMNS, counted, strict=True)), "wall_time_s": result.wall_time_s}
+
+
 def _result_rows(report: ReportLike) -> Iterator[dict[str, Any]]:
     lead, tail = _common(report)
     for result in report.results:
         params = flat_params(result.params)
+        cost = _cost(result)
         for metric, measured in result.metrics.items():
             yield {
                 **lead,
@@ -101,6 +126,7 @@ def _result_rows(report: ReportLike) -> Iterator[dict[str, Any]]:
                 "ci_high": measured.ci95[1],
                 "n": result.n_samples,
                 "higher_is_better": measured.higher_is_better,
+                **cost,
                 **tail,
             }
 

@@ -7,9 +7,13 @@ value (six decimals, as the json format rounds it) is what the table sorts on.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from robench.results.compare.comparison import ARROWS, Column, Comparison
+from robench.results.compare.cost_column import UNKNOWN
+
+_LAST = 1e300  # the sort key of an unknown value: after every number, as the page's JS reads it
 
 DIRECTION_WORDS = {True: "higher is better", False: "lower is better"}
 # The first click on a column header puts the best value on top.
@@ -74,6 +78,8 @@ def _header(column: Column) -> HeaderCell:
 
 def _value(cmp: Comparison, row: str, column: Column) -> ValueCell:
     cell = cmp.cell(row, column)
+    if math.isnan(cell.value):  # a cost an older report did not count
+        return ValueCell(UNKNOWN, _LAST, "", "", "not counted (an older report)", None)
     # One row has no neighbour to beat: nothing is marked best.
     mark = cell.mark if len(cmp.rows) > 1 else ""
     low, high = cell.ci95

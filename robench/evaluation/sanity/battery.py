@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 from torch import nn
@@ -19,15 +19,22 @@ from robench.perturbations.threat_models import NORMS
 from robench.results.report.schema import PerturbationResult, SanityBudgetInfo, SanityResult
 from robench.tasks.base import Task
 
-if TYPE_CHECKING:
-    from robench.evaluation.request import EvalRequest
-
 logger = logging.getLogger(__name__)
 
 DEFAULT_SANITY_EPS = 8 / 255
 
 
-def _threat_model(request: EvalRequest, loaded_suite: LoadedSuite) -> tuple[str, float]:
+class BatteryRequest(Protocol):
+    """What the battery reads of a request (an `EvalRequest` is one)."""
+
+    sanity: bool
+    sanity_eps: float | None
+    sanity_budget: str | None
+    seed: int
+    batch_size: int
+
+
+def _threat_model(request: BatteryRequest, loaded_suite: LoadedSuite) -> tuple[str, float]:
     """The battery's threat model: L2 when every bounded entry is L2, else L-inf; its budget
     is the flag's, else the suite's, else the largest eps of that norm (an L2 eps never
     becomes an L-inf budget)."""
@@ -43,7 +50,7 @@ def _threat_model(request: EvalRequest, loaded_suite: LoadedSuite) -> tuple[str,
 
 
 def run_battery(
-    request: EvalRequest,
+    request: BatteryRequest,
     loaded_suite: LoadedSuite,
     task: Task,
     model: nn.Module,
@@ -59,14 +66,14 @@ def run_battery(
     suite = loaded_suite.suite
     if not (request.sanity or suite.sanity):
         return [], None
-    from robench.evaluation.sanity import run_sanity
-    from robench.evaluation.sanity_budget import (
+    from robench.evaluation.sanity.budget import (
         EOT,
         budget_info,
         check_mode,
         choose_budget,
         suite_cost,
     )
+    from robench.evaluation.sanity.checks import run_sanity
 
     mode = check_mode(request.sanity_budget or suite.sanity_budget or "auto")
     available = indices[: suite.sanity_samples]

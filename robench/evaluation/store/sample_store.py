@@ -26,7 +26,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from robench._core.errors import ConfigError, ResumeError
-from robench.evaluation.store_lock import StoreLock
+from robench.evaluation.store.lock import StoreLock
 from robench.tasks.base import Columns, records_of
 
 logger = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ The battery runs in one threat model (`norm`, a row of `NORMS`): "linf" or "l2".
 then uses that norm and budgets are shown in its form ("8/255" for L-inf, "0.5" for L2).
 
 How hard it tries, what each check runs and what that costs is its budget
-(`robench.evaluation.sanity_budget`); each check shows one progress bar.
+(`robench.evaluation.sanity.budget`); each check shows one progress bar.
 
 Its always-on companion is the suite's convergence curves: the `converged:RESULT` checks
 (results/stats/curve_checks.py) warn when a PGD or FMN result's accuracy against iterations was
@@ -41,7 +41,7 @@ from robench._core.model_hooks import supports_adaptive_attack
 from robench._core.progress import NoProgress, Progress
 from robench._core.seeding import derive_seed
 from robench.evaluation.runner import perturb_and_score
-from robench.evaluation.sanity_budget import (
+from robench.evaluation.sanity.budget import (
     ADAPTIVE,
     BLACK_BOX,
     EOT,

@@ -1,0 +1,37 @@
+"""The cost column of `robench compare --cost`: each result's counted model passes per sample.
+
+A report since schema 5 records what every result cost, counted at the model
+(`PerturbationResult.cost`: forward and backward passes in samples, robench's re-run of the
+model to score included). `--cost` shows, beside each compared perturbation's metrics, its
+passes per sample (forward + backward over the samples run), lower is better, so two attacks
+compare on cost independently of the hardware. A result of an older report, or one resumed
+whole from an earlier run, has no counted cost: its cell is NaN, shown as "unknown", and never
+marked best.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from robench.results.report.schema import MetricValue, PerturbationResult, Report
+
+COST_METRIC = "passes_per_sample"  # the column's metric name (csv: `pgd/passes_per_sample`)
+UNKNOWN = "unknown"  # how a cell without a counted cost is shown
+
+
+def _cost_value(result: PerturbationResult) -> MetricValue:
+    value = result.cost.passes_per_sample if result.cost is not None else math.nan
+    return MetricValue(value=value, ci95=(value, value), higher_is_better=False)
+
+
+def with_cost(reports: Sequence[tuple[str, Report]]) -> list[tuple[str, Report]]:
+    """The reports with each result's passes per sample as one more metric."""
+    extended = []
+    for path, report in reports:
+        results = [
+            r.model_copy(update={"metrics": {**r.metrics, COST_METRIC: _cost_value(r)}})
+            for r in report.results
+        ]
+        extended.append((path, report.model_copy(update={"results": results})))
+    return extended
