@@ -43,7 +43,7 @@ class Phase:
 def evaluation_phase(what: str, suite: str, samples: int, models: int = 1) -> Phase:
     """An evaluation of `models` models under `suite` on `samples` samples, sized by its passes
     (each planned entry on at most its own `max_samples`)."""
-    from robench.evaluation.sanity_budget import suite_cost
+    from robench.evaluation.sanity.budget import suite_cost
     from robench.evaluation.suites import load_suite
 
     loaded = load_suite(suite)
