@@ -16,12 +16,13 @@ PIP_INSTALL := $(BIN)/python -m pip install --quiet --constraint constraints.txt
 
 .PHONY: demo demo-reports test test-gpu lint gate baseline install lock data slurm-test-deps clean
 
-# Writes into runs/demo/ (ignored by git); `make demo-reports` refreshes the committed copy.
+# The tour (attacks and corruptions on the nano ViT pair, the page) into runs/demo/ (ignored by
+# git); `robench demo --full` runs every section, `make demo-reports` refreshes the committed copy.
 demo: install data
 	$(BIN)/robench demo
 
 demo-reports: install data
-	$(BIN)/robench demo --out-dir reports/demo
+	$(BIN)/robench demo --full --out-dir reports/demo
 
 test: install data lint
 	$(BIN)/python -m pytest

@@ -75,3 +75,39 @@ def test_quick_demo_writes_reports_comparison_and_figures(
     assert max(len(line) for line in result.stdout.splitlines()) <= 120
     assert "demo:fog-3" not in result.stdout and "mIoU (%) under corruptions" in result.stdout
     assert len(result.stderr.splitlines()) <= 60, result.stderr
+
+
+def test_the_tour_is_the_default_and_says_what_is_left(
+    tmp_path: Path, fashion_mnist_dir: Path
+) -> None:
+    """`robench demo`: attacks and corruptions on the nano ViT pair, the figures, the page and
+    one table; every phase line says how many phases are left and about how long they take."""
+    import re
+
+    result = CliRunner().invoke(app, ["demo", "-o", str(tmp_path)])
+    assert result.exit_code == 0, result.stderr
+    written = sorted(p.name for p in tmp_path.glob("*.json"))
+    assert written == [
+        "baseline-corruptions.json",
+        "baseline.json",
+        "elliptical-corruptions.json",
+        "elliptical.json",
+    ]
+    assert (tmp_path / "index.html").is_file() and (tmp_path / "accuracy_vs_eps.png").is_file()
+    # One table: the attacks' comparison; the corruptions as one line per model.
+    assert result.stdout.count("| Model") + result.stdout.count("| model") == 1, result.stdout
+    assert result.stdout.count("mean corruption accuracy") == 2
+    assert "robench demo --full" in result.stdout
+    phases = re.findall(r"demo \[\s*[\d.]+s\] (.*)", result.stderr)
+    assert phases[-1] == "done"
+    for i, line in enumerate(phases[:-1], start=1):
+        assert re.search(rf"\(phase {i} of 6; {7 - i} left, about [\d.]+ (s|min) ", line), line
+    # The list of files is wrapped (piped: to 120 columns); log records stay one line each.
+    listed = [line for line in result.stderr.splitlines() if line.startswith(" ")]
+    assert listed and max(len(line) for line in listed) <= 120
+
+
+def test_full_and_quick_together_are_refused() -> None:
+    result = CliRunner().invoke(app, ["demo", "--full", "--quick"])
+    assert result.exit_code == 2
+    assert "pass one of them" in " ".join(result.stderr.split())

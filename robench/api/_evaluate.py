@@ -25,8 +25,10 @@ from robench._core.plugins import load_plugins
 from robench.api._caller_state import preserved
 from robench.api._data import as_engine_data, float_image_size, why_no_image_size
 from robench.api._keywords import check_device_name, check_keyword_values, check_preprocessing
+from robench.api._logging import prefixed_warnings
 from robench.api._progress import make_progress
 from robench.api._surrogate import SurrogateOptions, engine_surrogate
+from robench.evaluation.checks.preflight import Preflight, check_names
 from robench.evaluation.options import KEYWORDS, EvalOptions, EvalTarget
 from robench.evaluation.options.request_options import check_keywords, request_from_options
 from robench.evaluation.request import EvalRequest
@@ -174,6 +176,17 @@ def _run(
     if options.get("device") == "auto":  # the default: an object's own device, else cuda/cpu
         del options["device"]
     check_device_name(options.get("device"))  # before the model is moved there
+    check_names(  # a wrong name or a missing file said before anything is loaded
+        Preflight(
+            model=model if isinstance(model, str) else None,
+            checkpoint=options.get("checkpoint"),
+            suite=suite if isinstance(suite, (str, Path)) else None,
+            surrogate=options.get("surrogate"),
+            surrogate_checkpoint=options.get("surrogate_checkpoint"),
+            imports=tuple(options.get("imports") or ()),
+            source_refusals=bool(options.get("ema")) or options.get("num_classes") is not None,
+        )
+    )
     if options.get("resume") and out is None:
         raise ConfigError(
             "resume=True continues the per-sample results of an earlier run saved with out=; "
@@ -300,15 +313,18 @@ def evaluate(  # long: 45 lines of docstring (the API's reference); the code is 
     surrogate = options.get("surrogate")
     surrogate_module = surrogate if isinstance(surrogate, nn.Module) else None
     try:
-        if isinstance(model, EvalRequest):  # the engine's own form, as robench eval runs it
-            alone = not options and data is None and suite == DEFAULT_SUITE
-            alone = alone and model_options == MemoryOptions(tasks=TASKS.get)
-            alone = alone and surrogate_options == SurrogateOptions()
-            return _run_engine_request(model, alone, progress)
-        with preserved(module), preserved(surrogate_module):
-            given = {name: value for name, value in options.items() if name != "out"}
-            out = options.get("out")
-            return _run(model, suite, data, out, model_options, surrogate_options, progress, given)
+        with prefixed_warnings():  # `warning: ...` as the CLI prints it, when nobody logs
+            if isinstance(model, EvalRequest):  # the engine's own form, as robench eval runs it
+                alone = not options and data is None and suite == DEFAULT_SUITE
+                alone = alone and model_options == MemoryOptions(tasks=TASKS.get)
+                alone = alone and surrogate_options == SurrogateOptions()
+                return _run_engine_request(model, alone, progress)
+            with preserved(module), preserved(surrogate_module):
+                given = {name: value for name, value in options.items() if name != "out"}
+                out = options.get("out")
+                return _run(
+                    model, suite, data, out, model_options, surrogate_options, progress, given
+                )
     except RobenchError as exc:
         if exc.exit_code != EXIT_USAGE or isinstance(exc, InputError):
             raise

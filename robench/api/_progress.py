@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+from importlib.util import find_spec
 
 from rich.console import Console
 
@@ -39,6 +40,10 @@ def make_progress(show: bool) -> ProgressProtocol | None:
     if not show:
         return None
     console = Console(stderr=True)
+    if console.is_jupyter and find_spec("ipywidgets") is None:
+        # rich redraws a bar in a notebook through ipywidgets; without it, it warns `install
+        # "ipywidgets" for Jupyter support` at every bar and draws nothing live.
+        return LogProgress()
     if console.is_terminal or console.is_jupyter:
         return BarProgress(console)
     return LogProgress()

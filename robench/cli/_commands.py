@@ -60,8 +60,8 @@ COMMANDS = {
     "demo": LazyCommand(
         "robench.cli.demo",
         "demo_command",
-        "Baseline vs Elliptical nano models: attacks, corruptions and diagnostics on "
-        "Fashion-MNIST, Word Swap perplexity on the Python docs, segmentation of built-in scenes, "
-        "text classifiers under word attacks, certified radii by randomized smoothing, figures.",
+        "A tour on the shipped nano models: baseline vs Elliptical nano ViT under attacks and "
+        "corruptions, figures and a page; --full adds language models, segmentation, text "
+        "classification and certified robustness.",
     ),
 }

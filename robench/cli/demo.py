@@ -22,43 +22,62 @@ if TYPE_CHECKING:
 
 @handle_errors
 def demo_command(
+    full: Annotated[
+        bool,
+        typer.Option("--full", help="Every section, at full size (timings below)."),
+    ] = False,
     quick: Annotated[
-        bool, typer.Option("--quick", help="Fewer samples: about 35 seconds on 2 idle cores.")
+        bool,
+        typer.Option("--quick", help="Every section, on fewer samples."),
     ] = False,
     out_dir: Annotated[
         Path, typer.Option("--out-dir", "-o", help="Where reports and figures go.")
     ] = Path("runs/demo"),
 ) -> None:
-    """Baseline vs Elliptical nano models: attacks, corruptions and diagnostics on
-    Fashion-MNIST, Word Swap perplexity on the Python docs, segmentation of built-in scenes,
-    text classifiers under word attacks, certified radii by randomized smoothing, figures.
+    """A tour on the shipped nano models: baseline vs Elliptical nano ViT under attacks and
+    corruptions, figures and a page; --full adds language models, segmentation, text
+    classification and certified robustness.
 
-    Evaluates the shipped checkpoints (models/) with the `demo` suite (`smoke` with --quick)
-    and the `demo-corruptions` suite (`corruptions-smoke` with --quick), the nano language
-    models with `demo-text` (`text-smoke` with --quick), the nano Segmenters with
-    `demo-segmentation` (fewer scenes with --quick), the nano text classifiers with
-    `demo-text-classification` (fewer texts with --quick), the noise-trained nano ViTs with
-    `demo-certify` (fewer images with --quick), prints the
-    paper-style comparison and a per-corruption table on stdout, writes reports, figures and
-    one self-contained page of them all (index.html) to --out-dir, then lists the files it
-    wrote. Progress goes to stderr. Tables fit the terminal (piped: COLUMNS, else 120); the
-    reports and the page keep every column.
+    The tour evaluates the nano ViT pair on Fashion-MNIST under the `smoke` suite (clean, FGSM
+    and PGD-5 at 8/255) on 200 images and `corruptions-smoke` (4 corruptions, one per group, at
+    severities 1, 3, 5) on 100, draws their figures, writes one self-contained page of it all
+    (index.html in --out-dir) and prints the attacks' comparison table on stdout.
 
-    A section that needs an optional extra that is not installed (the subword model: hf; the
+    --full runs every section: the `demo` and `demo-corruptions` suites on 500 and 250
+    images, the nano language models under Word Swap on the Python docs (`demo-text`), a
+    GPT-2 with its own BPE tokenizer, the nano Segmenters on built-in scenes
+    (`demo-segmentation`), the nano text classifiers under DeepWordBug and PWWS
+    (`demo-text-classification`) and the noise-trained nano ViTs certified by randomized
+    smoothing (`demo-certify`), with a per-corruption table. --quick runs every section on
+    fewer samples (the tour's suites for the ViT pair).
+
+    Measured on the 2-core machine (reports/benchmarks.md): the tour took 53 s of CPU time
+    (user + system) and 441 s wall at load 16-22 (2026-11-28, shared; idle wall not yet
+    measured); --full took 120.5 s wall and 191 s of CPU time at load 0.7-1.6 (2026-11-26).
+
+    Each phase's line on stderr says what is left and about how long it will take. Tables fit
+    the terminal (piped: COLUMNS, else 120); the reports and the page keep every column. A
+    section that needs an optional extra that is not installed (the subword model: hf; the
     text classifiers: text) is skipped with one line naming `pip install 'robench[EXTRA]'`;
-    the rest runs and the exit code stays 0.
-
-    The committed copy in reports/demo/ is refreshed only on request: `make demo-reports` (or
-    `--out-dir reports/demo`).
+    the rest runs and the exit code stays 0. The committed copy in reports/demo/ is
+    refreshed only on request: `make demo-reports` (`--full --out-dir reports/demo`).
 
     Examples:
       robench demo
+      robench demo --full
       robench demo --quick -o /tmp/demo
     """
+    from robench._core.errors import ConfigError
     from robench.cli._demo import run_demo
 
+    if full and quick:
+        raise ConfigError(
+            "--full and --quick both run every section, at full size and on fewer samples; "
+            "pass one of them (or neither, for the tour)."
+        )
     progress = make_progress()
-    result = run_demo(out_dir, quick=quick, progress=progress)
+    result = run_demo(out_dir, mode="full" if full else "quick" if quick else "tour",
+                      progress=progress)  # fmt: skip
     progress.close()
     DemoPrinter(out, table_width()).show(result)
     _list_files(out_dir, result.files, set(result.figures))
@@ -118,6 +137,14 @@ class DemoPrinter:
 
     def show(self, result: DemoResult) -> None:
         self.comparison(result.comparison)
+        if result.text_comparison is None:  # the tour: one table, the rest on the page
+            self._corruption_means(result)
+            self.heading(
+                "Every corruption, the figures and the tables side by side: index.html in the "
+                "output folder. `robench demo --full` adds language models, segmentation, text "
+                "classification and certified robustness."
+            )
+            return
         self._corruptions(result)
         self.heading(
             "Language models on the Python-docs test split, clean and Word Swap 2.5% "
@@ -143,6 +170,10 @@ class DemoPrinter:
         paths = [(str(path), report) for path, report in result.corruption_reports]
         self.heading("Top-1 (%) under corruptions, averaged over severities:")
         self.per_corruption(build_per_corruption(paths))
+        self._corruption_means(result)
+
+    def _corruption_means(self, result: DemoResult) -> None:
+        """One line per model: the mean top-1 over every corruption and severity."""
         for path, report in result.corruption_reports:
             found = report.aggregate("mean_corruption_accuracy")
             if found is not None and found.value is not None:
@@ -185,13 +216,15 @@ class DemoPrinter:
             self.text(f"  a DeepWordBug success, {example}", indent="    ")
 
     def _certification(self, result: DemoResult) -> None:
+        from robench.cli._demo import CERTIFIED_AT_ZERO
+
         if result.certification is None:
             return
         self.heading(
             "Certified robustness: the nano ViTs fine-tuned under Gaussian noise sigma 0.25, "
             "randomized smoothing (n 500, alpha 0.001): clean top-1 of the base classifier, "
             "certified accuracy at L2 radii 0-0.5 (a lower bound no attack can lower), average "
-            "certified radius, abstentions (%):"
+            "certified radius, abstentions (%). " + CERTIFIED_AT_ZERO
         )
         self.comparison(result.certification.comparison)
 
@@ -214,9 +247,15 @@ def _list_files(out_dir: Path, files: list[Path], figures: set[Path]) -> None:
             else "other"
         )
         kinds.setdefault(kind, []).append(name)
+    # Wrapped to the terminal (piped: COLUMNS, else 120): the reports' line alone ran to 330
+    # characters, one line that a terminal broke mid-name.
+    width = err.width if err.is_terminal else table_width()
     err.print(f"wrote {len(files)} files in {out_dir}:", highlight=False, soft_wrap=True)
     samples = " (each with its .samples.jsonl)" if any(".samples." in p.name for p in files) else ""
     for kind in ("page", "reports", "figures", "other"):
         if kind in kinds:
             tail = samples if kind == "reports" else ""
-            err.print(f"  {kind}: {', '.join(kinds[kind])}{tail}", highlight=False, soft_wrap=True)
+            line = f"  {kind}: {', '.join(kinds[kind])}{tail}"
+            wrapped = textwrap.fill(line, width, subsequent_indent="    ", break_long_words=False,
+                                    break_on_hyphens=False)  # fmt: skip
+            err.print(wrapped, highlight=False, soft_wrap=True)

@@ -56,11 +56,12 @@ def eval_command(**given: Any) -> None:
       robench eval transformer_lm_nano_elliptical_pydocs -s text-smoke --limit 50
       robench eval -c lm.safetensors -s wikitext-wordswap --data /data/wikitext-103
     """
+    options = python_values(given)
+    _check_names_early(options)
     from robench.evaluation.interrupts import stop_cleanly
     from robench.evaluation.options.request_options import request_from_options
     from robench.evaluation.request import evaluate
 
-    options = python_values(given)
     fmt = options.pop("format", None)
     if "out" not in options:
         checkpoint = Path(options["checkpoint"]) if "checkpoint" in options else None
@@ -75,6 +76,23 @@ def eval_command(**given: Any) -> None:
         return
     _print_report(report, fmt)
     err.print(f"report written to {request.out}", highlight=False)
+
+
+def _check_names_early(options: dict[str, Any]) -> None:
+    """A wrong name or a missing file answered in a fraction of a second, before torch loads."""
+    from robench.evaluation.checks.preflight import Preflight, check_names
+
+    check_names(
+        Preflight(
+            model=options.get("model"),
+            checkpoint=options.get("checkpoint"),
+            suite=options.get("suite", "smoke"),
+            surrogate=options.get("surrogate"),
+            surrogate_checkpoint=options.get("surrogate_checkpoint"),
+            imports=tuple(options.get("imports") or ()),
+            source_refusals=bool(options.get("ema")) or options.get("num_classes") is not None,
+        )
+    )
 
 
 def _print_report(report: Report, fmt: str | None) -> None:

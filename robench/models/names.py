@@ -27,17 +27,18 @@ def known_model_names() -> list[str]:
     return sorted(names | set(source_names()))
 
 
-def close_model_names(name: str, limit: int = 5) -> list[str]:
-    """Up to `limit` known names closest to `name` (case-insensitive)."""
-    known = known_model_names()
+def close_model_names(name: str, limit: int = 5, known: list[str] | None = None) -> list[str]:
+    """Up to `limit` names closest to `name` (case-insensitive), among `known` (default:
+    `known_model_names()`, which imports timm)."""
+    known = known_model_names() if known is None else known
     lowered = {n.lower(): n for n in known}
     close = difflib.get_close_matches(name.lower(), list(lowered), n=limit, cutoff=0.6)
     return [lowered[c] for c in close]
 
 
-def unknown_model_message(name: str) -> str:
+def unknown_model_message(name: str, known: list[str] | None = None) -> str:
     """One sentence: the unknown name, close matches if any, and how to see every name."""
-    close = close_model_names(name)
+    close = close_model_names(name, known=known)
     hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
     return (
         f"Unknown model {name!r}.{hint} `{LIST_COMMAND} PATTERN` lists robench's, timm's and "

@@ -1,5 +1,10 @@
 """The embedded default: baseline vs Elliptical nano ViT on Fashion-MNIST, end to end.
 
+`robench demo` runs the tour (`PLANS["tour"]`): the attack and corruption halves below on the
+quick plan's samples, their figures and the page. `--full` and `--quick` run every section
+(`DemoPlan.every_section`), as described here. Each phase is planned and sized before it
+starts (`planned_phases`, `phases.py`), so its line can say what is left.
+
 Evaluates the checkpoints shipped in `models/` (their cards) under the `demo` suite (FGSM,
 PGD, SPSA and AutoAttack at Fashion-MNIST budgets, plus the paper's diagnostics), writes the
 reports, compares them in a paper-style table and draws the paper's figures: CLS attention
@@ -34,6 +39,7 @@ from robench._core.extras import install_command
 from robench._core.progress import Progress
 from robench.cli._demo.certification import SUFFIX as CERTIFICATION_SUFFIX
 from robench.cli._demo.certification import CertificationDemo, evaluate_certification_demo
+from robench.cli._demo.phases import Phase, PhaseClock, evaluation_phase, fixed_phase
 from robench.cli._demo.segmentation import SUFFIX as SEGMENTATION_SUFFIX
 from robench.cli._demo.segmentation import SegmentationDemo, evaluate_segmentation_demo
 from robench.cli._demo.text_classification import SUFFIX as TEXT_CLASSIFICATION_SUFFIX
@@ -75,6 +81,9 @@ class DemoPlan:
     text_limit: int  # evaluation windows of the Python-docs test split
     train_steps: int  # only when no shipped checkpoints exist
     train_limit: int
+    # Every section (language models, segmentation, text classification, certification);
+    # False: the tour, attacks and corruptions on the nano ViT pair only.
+    every_section: bool = True
 
 
 PLANS = {
@@ -87,6 +96,9 @@ PLANS = {
         "smoke", 200, "corruptions-smoke", 100, "text-smoke", 60, train_steps=60, train_limit=4000
     ),
 }
+# `robench demo` without options: the quick plan's image half (the same samples, so the same
+# per-sample records), its figures and the page; every other section with --full or --quick.
+PLANS["tour"] = replace(PLANS["quick"], every_section=False)
 
 
 @dataclass
@@ -96,7 +108,7 @@ class DemoResult:
     corruption_reports: list[tuple[Path, Report]]
     corruption_comparison: Comparison
     text_reports: list[tuple[Path, Report]]
-    text_comparison: Comparison
+    text_comparison: Comparison | None  # None in the tour (no language models)
     # The shipped subword model (its own BPE tokenizer), whole documents; none when not shipped.
     subword_reports: list[tuple[Path, Report]]
     subword_comparison: Comparison | None
@@ -110,17 +122,6 @@ class DemoResult:
     skipped: dict[str, str] = field(default_factory=dict)
     figures: list[Path] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)  # everything the demo wrote, sorted
-
-
-class _Steps:
-    """Logs each phase of the demo with the time elapsed since it started."""
-
-    def __init__(self) -> None:
-        self._started = time.perf_counter()
-
-    def __call__(self, message: str, *args: object) -> None:
-        elapsed = time.perf_counter() - self._started
-        logger.info("demo [%5.1fs] " + message, elapsed, *args)
 
 
 def _written_since(out_dir: Path, started: float) -> list[Path]:
@@ -252,7 +253,7 @@ class _Evaluator:
 
     out_dir: Path
     command: list[str]
-    step: _Steps
+    step: PhaseClock
     progress: Progress | None
 
     def __call__(
@@ -266,7 +267,7 @@ class _Evaluator:
         reports = []
         for role, (model, checkpoint) in chosen.items():
             path = self.out_dir / f"{role}{suffix}.json"
-            self.step("evaluating %s (%s): suite %s on %d samples", role, model, suite, limit)
+            self.step.start(f"evaluating {role} ({model}): suite {suite} on {limit} samples")
             request = EvalRequest(
                 suite=suite,
                 data=None,  # the suite's task's built-in data
@@ -326,45 +327,50 @@ def _evaluate_optional_sections(
     plan: DemoPlan,
     skipped: dict[str, str],
     command: list[str],
-    step: _Steps,
+    step: PhaseClock,
     progress: Progress | None,
 ) -> tuple[list[tuple[Path, Report]], SegmentationDemo | None, TextClassificationDemo | None]:
     """The sections an optional extra may rule out (`skipped`): the subword language model,
     segmentation and text classification; None (or no reports) for a skipped one."""
-    from robench.cli._demo.bpe import evaluate_bpe_demo  # beside them: a subword (BPE) model
+    from robench.cli._demo.bpe import (  # beside them: a subword (BPE) model
+        bpe_model_folder,
+        evaluate_bpe_demo,
+    )
 
-    quick = plan is PLANS["quick"]
+    quick = plan is not PLANS["full"]
     subword: list[tuple[Path, Report]] = []
     if "-subword" not in skipped:
+        if bpe_model_folder() is not None:  # else evaluate_bpe_demo says it is skipped
+            step.start(f"subword language model: suite {plan.text_suite}")
         subword = evaluate_bpe_demo(
             out_dir, plan.text_suite, quick=quick, command=command, progress=progress
         )
     segmentation = classification = None
     if SEGMENTATION_SUFFIX not in skipped:
-        step("segmentation: baseline vs Elliptical nano Segmenter")
+        step.start("segmentation: baseline vs Elliptical nano Segmenter")
         segmentation = evaluate_segmentation_demo(
             out_dir, quick=quick, command=command, progress=progress
         )
     if TEXT_CLASSIFICATION_SUFFIX not in skipped:
-        step("text classification: baseline vs Elliptical nano classifier under attack")
+        step.start("text classification: baseline vs Elliptical nano classifier under attack")
         classification = evaluate_text_classification_demo(
             out_dir, quick=quick, command=command, progress=progress
         )
     return subword, segmentation, classification
 
 
-def run_demo(out_dir: Path, *, quick: bool = False, progress: Progress | None = None) -> DemoResult:
-    """Evaluate the demo models, compare them and draw the figures; sections that need an
-    optional extra that is not installed are skipped (`DemoResult.skipped` says why)."""
+def run_demo(out_dir: Path, *, mode: str = "tour", progress: Progress | None = None) -> DemoResult:
+    """Evaluate the demo models, compare them and draw the figures: the tour (attacks and
+    corruptions on the nano ViT pair) or, with mode "quick" or "full", every section; sections
+    that need an optional extra that is not installed are skipped (`DemoResult.skipped`)."""
     started = time.time() - 1  # file times may be rounded down to the second
-    step = _Steps()
-    plan = PLANS["quick" if quick else "full"]
-    skipped = skipped_sections(plan)
+    plan = PLANS[mode]
+    skipped = skipped_sections(plan) if plan.every_section else {}
     for line in skipped.values():
         logger.warning(line)
     models = _models(plan, out_dir)
-    language_models = _language_models(plan, out_dir)
-    command = ["robench", "demo", *(["--quick"] if quick else [])]
+    step = PhaseClock(planned_phases(plan, skipped))
+    command = ["robench", "demo", *({"quick": ["--quick"], "full": ["--full"]}.get(mode, []))]
 
     evaluate_all = _Evaluator(out_dir, command, step, progress)
     reports = evaluate_all(plan.suite, plan.limit, "", models)
@@ -372,50 +378,96 @@ def run_demo(out_dir: Path, *, quick: bool = False, progress: Progress | None = 
         corrupted = evaluate_all(
             plan.corruption_suite, plan.corruption_limit, "-corruptions", models
         )
+    result = DemoResult(
+        reports,
+        build_comparison([(str(p), r) for p, r in reports], metrics=["top1"]),
+        corrupted,
+        build_comparison([(str(p), r) for p, r in corrupted], metrics=["top1"]),
+        [],
+        None,
+        [],
+        None,
+        skipped=skipped,
+    )
+    if plan.every_section:
+        _other_sections(result, plan, out_dir, command, step, progress)
+    step.start("drawing the figures")
+    roles = list(models)
+    result.figures = _figures(models, [(roles[i], r) for i, (_, r) in enumerate(reports)], out_dir)
+    result.figures += _corruption_figures(
+        [(roles[i], r) for i, (_, r) in enumerate(corrupted)], out_dir
+    )
+    step.start("writing the page")
+    _write_page(result, out_dir)
+    step.done()
+    result.files = _written_since(out_dir, started)
+    return result
+
+
+def planned_phases(plan: DemoPlan, skipped: Mapping[str, str]) -> list[Phase]:
+    """Every phase `run_demo` will log for `plan`, in order, each sized in idle seconds."""
+    from robench.cli._demo import certification, segmentation, text_classification
+    from robench.cli._demo.bpe import BPE_DOCUMENTS, bpe_model_folder
+
+    size = "quick" if plan is not PLANS["full"] else "full"
+    phases = [
+        evaluation_phase(f"{role}: {suite}", suite, limit)
+        for suite, limit in (
+            (plan.suite, plan.limit),
+            (plan.corruption_suite, plan.corruption_limit),
+        )
+        for role in DEMO_CARDS
+    ]
+    if plan.every_section:
+        phases += [evaluation_phase(f"{r}: {plan.text_suite}", plan.text_suite, plan.text_limit)
+                   for r in DEMO_LM_CARDS]  # fmt: skip
+        if "-subword" not in skipped and bpe_model_folder() is not None:
+            documents = BPE_DOCUMENTS[size] or 19  # None: all 19 test documents
+            phases.append(evaluation_phase("subword", plan.text_suite, documents))
+        sections = [
+            (segmentation, segmentation.SCENES[size]),
+            (text_classification, text_classification.SAMPLES[size]),
+            (certification, certification.SAMPLES[size]),
+        ]
+        phases += [
+            evaluation_phase(module.SUFFIX, module.SUITE, samples, models=2)
+            for module, samples in sections
+            if module.SUFFIX not in skipped
+        ]
+    return [*phases, fixed_phase("figures", "figures"), fixed_phase("page", "page")]
+
+
+def _other_sections(
+    result: DemoResult,
+    plan: DemoPlan,
+    out_dir: Path,
+    command: list[str],
+    step: PhaseClock,
+    progress: Progress | None,
+) -> None:
+    """The sections beyond the tour, into `result`: language models (word-level and
+    subword), segmentation, text classification and certification."""
+    language_models = _language_models(plan, out_dir)
+    evaluate_all = _Evaluator(out_dir, command, step, progress)
     text = evaluate_all(plan.text_suite, plan.text_limit, "-text", language_models, 16)
-    subword, segmentation, classification = _evaluate_optional_sections(
-        out_dir, plan, skipped, command, step, progress
-    )
-    step("certification: noise-trained baseline vs Elliptical nano ViT, randomized smoothing")
-    certification = evaluate_certification_demo(
-        out_dir, quick=plan is PLANS["quick"], command=command, progress=progress
-    )
-    comparison = build_comparison([(str(p), r) for p, r in reports], metrics=["top1"])
-    corruption_comparison = build_comparison([(str(p), r) for p, r in corrupted], metrics=["top1"])
-    text_comparison = build_comparison(
+    result.text_reports = text
+    result.text_comparison = build_comparison(
         [(str(p), r) for p, r in text], metrics=["perplexity", "bits_per_byte"]
+    )
+    subword, result.segmentation, result.text_classification = _evaluate_optional_sections(
+        out_dir, plan, result.skipped, command, step, progress
     )
     # A table of its own: its token perplexity counts BPE tokens, not words, so it does not
     # compare with the word-level pair's, and its realised swap rate differs from theirs.
-    subword_comparison = (
-        build_comparison([(str(p), r) for p, r in subword], metrics=["bits_per_byte", "perplexity"])
-        if subword
-        else None
+    result.subword_reports = subword
+    if subword:
+        result.subword_comparison = build_comparison(
+            [(str(p), r) for p, r in subword], metrics=["bits_per_byte", "perplexity"]
+        )
+    step.start("certification: noise-trained baseline vs Elliptical nano ViT, randomized smoothing")
+    result.certification = evaluate_certification_demo(
+        out_dir, quick=plan is not PLANS["full"], command=command, progress=progress
     )
-    step("drawing the figures")
-    roles = list(models)
-    figures = _figures(models, [(roles[i], r) for i, (_, r) in enumerate(reports)], out_dir)
-    figures += _corruption_figures([(roles[i], r) for i, (_, r) in enumerate(corrupted)], out_dir)
-    result = DemoResult(
-        reports,
-        comparison,
-        corrupted,
-        corruption_comparison,
-        text,
-        text_comparison,
-        subword,
-        subword_comparison,
-        segmentation,
-        classification,
-        certification,
-        skipped,
-        figures,
-    )
-    step("writing the page")
-    _write_page(result, out_dir)
-    step("done")
-    result.files = _written_since(out_dir, started)
-    return result
 
 
 def _write_page(result: DemoResult, out_dir: Path) -> None:
@@ -423,9 +475,11 @@ def _write_page(result: DemoResult, out_dir: Path) -> None:
     `result.figures`."""
     sections = [
         (INDEX_TITLES[""], result.reports, result.comparison),
-        (INDEX_TITLES["-corruptions"], result.corruption_reports, result.corruption_comparison),
-        (INDEX_TITLES["-text"], result.text_reports, result.text_comparison),
-    ]
+        (INDEX_TITLES["-corruptions"], result.corruption_reports,
+         corruption_overview(result.corruption_reports)),
+    ]  # fmt: skip
+    if result.text_comparison is not None:
+        sections.append((INDEX_TITLES["-text"], result.text_reports, result.text_comparison))
     if result.subword_comparison is not None:
         sections.append((INDEX_TITLES["-subword"], result.subword_reports,
                          result.subword_comparison))  # fmt: skip
@@ -442,7 +496,53 @@ def _write_page(result: DemoResult, out_dir: Path) -> None:
             (INDEX_TITLES[CERTIFICATION_SUFFIX], certification.reports, certification.comparison)
         )
         result.figures += [certification.figure] if certification.figure is not None else []
-    write_index(out_dir, sections, extra_figures=segmentation_figures(result.segmentation))
+    write_index(
+        out_dir,
+        sections,
+        extra_figures=segmentation_figures(result.segmentation),
+        about=section_notes(result.subword_reports),
+    )
+
+
+def corruption_overview(reports: list[tuple[Path, Report]]) -> Comparison:
+    """The corruption section's leaderboard on the page: clean top-1 and the mean corruption
+    accuracy with its interval, not a column per corruption x severity (46 in the full demo);
+    the heatmap beside it and the reports hold every one."""
+    comparison = build_comparison(
+        [(str(p), r) for p, r in reports], metrics=["top1", "mean_corruption_accuracy"]
+    )
+    kept = [c for c in comparison.columns if c.aggregate or c.perturbation == "clean"]
+    if len(kept) == len(comparison.columns) or not kept:
+        return comparison
+    note = (
+        f"{len(comparison.columns) - len(kept)} corruption x severity columns are in the "
+        "heatmap below and in the reports; the table keeps clean top-1 and the mean over them."
+    )
+    return replace(comparison, columns=kept, notes=[*comparison.notes, note])
+
+
+# Why the certification table's two accuracies differ (the page and the printed heading).
+CERTIFIED_AT_ZERO = (
+    "Clean top-1 is the base classifier's on the clean images; certified accuracy at radius 0 "
+    "is the smoothed classifier's (the majority vote of the base classifier under Gaussian "
+    "noise, an abstention counting as wrong). They are two classifiers, so they differ: a "
+    "model fine-tuned under noise can be more accurate smoothed than alone."
+)
+
+
+def section_notes(subword: list[tuple[Path, Report]]) -> dict[str, str]:
+    """Section title -> what the page says above its table instead of the suite's
+    description, where that description would mislead."""
+    notes = {INDEX_TITLES[CERTIFICATION_SUFFIX]: CERTIFIED_AT_ZERO}
+    for _, report in subword:
+        corpus, data = report.data.corpus or {}, report.data
+        notes[INDEX_TITLES["-subword"]] = (
+            f"Clean and Word Swap 2.5% ('AAA'), scored over whole test documents "
+            f"({data.n_samples} of {data.n_total}), read in windows of at most "
+            f"{corpus.get('max_length', '?')} BPE tokens; the suite's target length applies "
+            "to the word-level models, not to this one."
+        )
+    return notes
 
 
 def _corruption_figures(reports: list[tuple[str, Report]], out_dir: Path) -> list[Path]:
@@ -489,9 +589,11 @@ def write_index(
     groups: list[tuple[str, list[tuple[Path, Report]], Comparison]],
     *,
     extra_figures: Mapping[str, Sequence[PageFigure]] | None = None,
+    about: Mapping[str, str] | None = None,
 ) -> Path:
     """`OUT_DIR/index.html`: one section per (title, reports, comparison), self-contained;
-    `extra_figures` (section title -> figures) follow the figures drawn from the reports."""
+    `extra_figures` (section title -> figures) follow the figures drawn from the reports;
+    `about` (section title -> text) replaces a section's suite description."""
     from robench.results.compare.html import build_section, render_page
 
     sections = []
@@ -502,7 +604,8 @@ def write_index(
             [(path.name, report) for path, report in reports], comparison, title=title
         )
         extra = list((extra_figures or {}).get(title, []))
-        sections.append(replace(section, figures=[*section.figures, *extra]))
+        shown = (about or {}).get(title, section.about)
+        sections.append(replace(section, figures=[*section.figures, *extra], about=shown))
     page = render_page(sections, title="robench demo: baseline vs Elliptical nano models")
     path = out_dir / "index.html"
     path.write_text(page, encoding="utf-8")

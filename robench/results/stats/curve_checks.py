@@ -7,7 +7,9 @@
   the minimal-norm attack is weaker than PGD there (too few steps, too small a step).
 - `converged`: an iterative attack whose accuracy against iterations still falls in its last
   20% of iterations had not converged; more steps would likely lower the number. A warning,
-  and a sign the sanity battery's gradient-masking checks read too (docs/sanity.md).
+  and a sign the sanity battery's gradient-masking checks read too (docs/sanity.md). Judged
+  for attacks of at least `MIN_JUDGED_STEPS` iterations: a shorter one (the smoke suite's
+  PGD-5, a pipeline check) is not run to converge, and warning that it did not says nothing.
 - `certificate_vs_attack` (`certificate_checks.py`): randomized-smoothing certificates held
   to the empirical L2 attacks of the same report.
 """
@@ -30,6 +32,9 @@ from robench.results.stats.robustness_curves import (
 )
 
 METRIC = "top1"
+# Fewer iterations than this are a quick check, not an attack run to convergence: with 5, the
+# last 20% is one step, and PGD-5 at 8/255 still gains in its last step on any model.
+MIN_JUDGED_STEPS = 10
 
 
 def _norm(result: PerturbationResult) -> str:
@@ -85,13 +90,16 @@ def check_minimal_norm(report: Report) -> list[SanityResult]:
 
 
 def check_convergence(report: Report) -> list[SanityResult]:
-    """One check per result with recorded iterations: still falling in the last 20%?"""
+    """One check per result with recorded iterations (at least `MIN_JUDGED_STEPS`): still
+    falling in the last 20%?"""
     checks = []
     for result in report.results:
         curve = iteration_curve(report, result)
         if curve is None or curve.n == 0:
             continue
         steps = len(curve.x) - 1
+        if steps < MIN_JUDGED_STEPS:
+            continue
         start = math.floor((1 - STILL_FALLING_SHARE) * steps)
         drop = curve.value[start] - curve.value[-1]
         ok = drop <= 0

@@ -80,6 +80,8 @@ def _value(cmp: Comparison, row: str, column: Column) -> ValueCell:
     cell = cmp.cell(row, column)
     if math.isnan(cell.value):  # a cost an older report did not count
         return ValueCell(UNKNOWN, _LAST, "", "", "not counted (an older report)", None)
+    # One row has no neighbour to beat: nothing is marked best.
+    mark = cell.mark if len(cmp.rows) > 1 else ""
     low, high = cell.ci95
     diff = None
     if cell.diff is not None and row != cmp.reference:
@@ -87,7 +89,7 @@ def _value(cmp: Comparison, row: str, column: Column) -> ValueCell:
     return ValueCell(
         text=f"{cell.value:.2f}",
         sort_key=round(cell.value, 6),
-        mark=cell.mark,
+        mark=mark,
         ci=f"[{low:.2f}, {high:.2f}]",
         hover=f"95% interval {low:.2f} to {high:.2f}",
         diff=diff,

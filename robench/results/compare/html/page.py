@@ -61,12 +61,27 @@ def _distinct(values: Iterable[str]) -> str:
     return "; ".join(dict.fromkeys(values))
 
 
+# Loader kinds that say how files are read, not what the data is: the folder names it.
+_READER_KINDS = {"idx", "image-folder", "imagefolder", "folder", "text-folder"}
+# Built-in data drawn from a pool of another data set: kind -> (its unit, what the pool is).
+_POOLED = {"fashion-scenes": ("scenes", "composed of fashion-mnist images")}
+
+
 def _dataset(data: DataInfo) -> str:
-    """`fashion-mnist (test): 500 of 10,000 samples`."""
-    name = str(data.corpus.get("layout", data.kind)) if data.corpus else Path(data.path).name
+    """`fashion-mnist (test): 500 of 10,000 samples`; a built-in by its name
+    (`python-docs-sections`, not the folder `_sources`); scenes by their own count."""
+    if data.corpus:
+        name = str(data.corpus.get("layout", data.kind))
+    elif data.kind and data.kind not in _READER_KINDS:
+        name = data.kind
+    else:
+        name = Path(data.path).name or data.kind
     split = f" ({data.split})" if data.split else ""
     subset = f", subset {data.subset}" if data.subset else ""
-    return f"{name or data.kind}{split}: {data.n_samples:,} of {data.n_total:,} samples{subset}"
+    if data.kind in _POOLED:
+        unit, pool = _POOLED[data.kind]
+        return f"{name}{split}: {data.n_samples:,} {unit} {pool}{subset}"
+    return f"{name}{split}: {data.n_samples:,} of {data.n_total:,} samples{subset}"
 
 
 def _section_facts(reports: Sequence[Report]) -> list[Fact]:
