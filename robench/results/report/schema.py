@@ -116,7 +116,7 @@ class ModelInfo(_Strict):
 class SuiteInfo(_Strict):
     name: str
     version: int
-    sha256: str  # of the suite file's bytes
+    sha256: str  # of the suite file's bytes, or of its resolved content when it has an include
     path: str
     description: str
 
