@@ -51,8 +51,8 @@ def train_argv(card: str, args: argparse.Namespace, out: Path) -> list[str]:
     return [
         "robench", "train", card, "--adversarial", "pgd", "--eps", f"{args.eps:g}", "--steps",
         str(args.attack_steps), "--max-steps", str(args.steps), "--batch-size", "128", "--lr",
-        f"{args.lr:g}", "--warmup-steps", str(args.steps // 10), "--val-limit", "1000",
-        "--val-every", "100", "--seed", "0", "-o", str(out),
+        f"{args.lr:g}", "--warmup-steps", str(args.steps // 10), "--val-limit", "500",
+        "--val-every", "50", "--seed", "0", "-o", str(out),
     ]  # fmt: skip
 
 
@@ -189,7 +189,7 @@ def _section(
         f"training (Madry et al. 2018) at L-inf eps {args.eps:g} in pixel units with one recipe "
         f"and seed: `{shlex.join(train_argv('CARD', args, Path('runs/adversarial')))}` (PGD "
         f"with {args.attack_steps} steps of 2.5 eps / steps from a uniform random start; AdamW, "
-        "cosine schedule; the best checkpoint by PGD top-1 on 1000 validation images). Shipped "
+        "cosine schedule; the best checkpoint by PGD top-1 on 500 validation images). Shipped "
         "as `vit_nano_pgd_fmnist` and `vit_nano_elliptical_pgd_fmnist`; the standard-trained "
         f"cards are their twins. Evaluation: suite `{first.suite.name}` v{first.suite.version} "
         f"(PGD-20, APGD-CE alone and AutoAttack standard, eps {args.eps:g}, true labels) on "
@@ -223,7 +223,7 @@ architecture = "{architecture}"
 description = "{role} nano ViT fine-tuned by PGD adversarial training at L-inf eps {eps:g}"
 checkpoint = "{name}.safetensors"
 checkpoint_sha256 = "{sha}"
-dataset = "Fashion-MNIST train ({images} images, PGD examples); validated on 1000 test images"
+dataset = "Fashion-MNIST train ({images} images, PGD examples); validated on 500 test images"
 training_command = "OMP_NUM_THREADS=1 {command}"  # one thread: bit-exact reruns
 
 [recipe]
@@ -288,7 +288,7 @@ def main() -> None:
     parser.add_argument("--runs", type=Path, default=Path("runs/adversarial"))
     parser.add_argument("--eps", type=float, default=0.1)
     parser.add_argument("--attack-steps", type=int, default=5)
-    parser.add_argument("--steps", type=int, default=300, help="optimiser steps")
+    parser.add_argument("--steps", type=int, default=150, help="optimiser steps")
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--limit", type=int, default=200, help="test images attacked")
     parser.add_argument("--verify", action="store_true", help="retrain the baseline, compare")

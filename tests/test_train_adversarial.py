@@ -69,12 +69,14 @@ def test_default_step_size_is_madrys_and_trades_adds_beta_times_kl() -> None:
     assert AdversarialTraining("pgd", eps=0.1, steps=5).alpha == pytest.approx(0.05)
     assert AdversarialTraining("pgd", eps=0.1, steps=5, step_size=0.01).alpha == 0.01
     model, (images, labels) = _tiny_model(), _images()
+    generators = [torch.Generator().manual_seed(0) for _ in range(2)]
     losses = [
-        adversarial_loss(
-            AdversarialTraining("trades", eps=0.1, steps=2, beta=beta),
-            model, model, images, labels, 0.0, torch.Generator().manual_seed(0),
-        )  # fmt: skip
-        for beta in (1.0, 3.0)
+        adversarial_loss(trades, model, model, images, labels, 0.0, generator)
+        for trades, generator in zip(
+            [AdversarialTraining("trades", eps=0.1, steps=2, beta=beta) for beta in (1.0, 3.0)],
+            generators,
+            strict=True,
+        )
     ]
     with torch.no_grad():
         natural = F.cross_entropy(model(images), labels)
@@ -196,3 +198,33 @@ def test_trades_training_records_beta(tmp_path: Path, fashion_mnist_dir: Path) -
         meta = json.loads(fh.metadata()["robench.training.train"])
     assert meta["adversarial"]["method"] == "trades" and meta["adversarial"]["beta"] == 2.0
     assert len(meta["validation_curve"]) >= 1
+
+
+SHIPPED = {"vit_nano_pgd_fmnist": "vit_nano_fmnist",
+           "vit_nano_elliptical_pgd_fmnist": "vit_nano_elliptical_fmnist"}  # fmt: skip
+
+
+@pytest.mark.parametrize(("card", "twin"), SHIPPED.items())
+def test_shipped_pgd_models_are_small_record_their_attack_and_resist_pgd_at_0_1(
+    card: str, twin: str, fmnist_test: tuple[torch.Tensor, torch.Tensor]
+) -> None:
+    """The shipped PGD-AT cards load by name (sha256 checked), record eps 0.1 PGD-AT, and keep
+    far more images under PGD at 0.1 than their standard-trained twins."""
+    from robench.models.loading import load_model
+    from robench.models.spec import bundled_cards, read_card
+
+    path = bundled_cards()[card]
+    assert path.with_suffix(".safetensors").stat().st_size < 1_000_000
+    assert read_card(path).recipe["adversarial"] == "pgd"
+    with safe_open(str(path.with_suffix(".safetensors")), framework="pt") as fh:
+        meta = json.loads(fh.metadata()["robench.training.train"])
+    assert meta["adversarial"]["eps"] == 0.1 and meta["config"]["model"] == twin
+    images, labels = fmnist_test[0][:64], fmnist_test[1][:64]
+    attack = AdversarialTraining("pgd", eps=0.1, steps=10)
+    robust = {}
+    for name in (card, twin):
+        model = load_model(name).model.eval()
+        adversarial = pgd_examples(model, images, labels, attack, torch.Generator().manual_seed(0))
+        with torch.no_grad():
+            robust[name] = float((model(adversarial).argmax(-1) == labels).float().mean())
+    assert robust[card] >= 0.3 and robust[card] >= robust[twin] + 0.2

@@ -71,6 +71,10 @@ class AdversarialTraining:
             raise ConfigError(
                 f"--adversarial {self.method} is not a method; pass one of {', '.join(LOSSES)}."
             )
+        if self.steps < 1:  # first: the default step size divides by it
+            raise ConfigError(
+                f"--steps must be at least 1, got {self.steps}; pass e.g. --steps 10."
+            )
         positive = {"--eps": self.eps, "--step-size": self.alpha, "--beta": self.beta}
         for flag, value in positive.items():
             if not (math.isfinite(value) and value > 0):
@@ -78,10 +82,6 @@ class AdversarialTraining:
                     f"{flag} must be a positive number, got {value}; pass e.g. "
                     f"{flag} {EXAMPLES[flag]}."
                 )
-        if self.steps < 1:
-            raise ConfigError(
-                f"--steps must be at least 1, got {self.steps}; pass e.g. --steps 10."
-            )
 
     def metadata(self) -> dict[str, object]:
         """The attack's parameters as a checkpoint records them."""
