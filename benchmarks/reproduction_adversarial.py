@@ -56,12 +56,13 @@ def train_argv(card: str, args: argparse.Namespace, out: Path) -> list[str]:
     ]  # fmt: skip
 
 
-def _evaluate(model: str, report: Path, limit: int) -> Report:
-    """`robench eval MODEL` under the suite on `limit` seeded test images (reused when done)."""
+def _evaluate(model: list[str], report: Path, limit: int) -> Report:
+    """`robench eval MODEL` (a card's name, or `-c CHECKPOINT`) under the suite on `limit`
+    seeded test images (reused when done)."""
     if not report.exists():
         report.parent.mkdir(parents=True, exist_ok=True)
         robench_one_thread(
-            ["eval", model, "--suite", SUITE, "--limit", str(limit), "--seed", "0",
+            ["eval", *model, "--suite", SUITE, "--limit", str(limit), "--seed", "0",
              "--overwrite", "-o", str(report)]
         )  # fmt: skip
     return read_report(report)
@@ -74,8 +75,8 @@ def _train_and_evaluate(role: str, args: argparse.Namespace) -> dict[str, Report
         robench_one_thread(train_argv(CARDS[role][0], args, folder)[1:])
     name = f"autoattack-{args.limit}.json"
     return {
-        "pgd-at": _evaluate(str(folder / "best.safetensors"), folder / name, args.limit),
-        "standard": _evaluate(CARDS[role][0], args.runs / f"standard-{role}" / name, args.limit),
+        "pgd-at": _evaluate(["-c", str(folder / "best.safetensors")], folder / name, args.limit),
+        "standard": _evaluate([CARDS[role][0]], args.runs / f"standard-{role}" / name, args.limit),
     }
 
 
