@@ -135,6 +135,29 @@ def train_command(  # long: 90 lines of typer options, 21 of help; 73 of code
             "image's pixels (0-1 scale), as Cohen et al. train for randomized smoothing; 0: off."
         ),
     ] = 0.0,
+    adversarial: Annotated[
+        str | None,
+        typer.Option(
+            help="Image classifiers: adversarial training, pgd (Madry et al. 2018) or trades "
+            "(Zhang et al. 2019), against an L-inf attack of --eps; validated clean and under "
+            "PGD at --eps, the most robust checkpoint kept."
+        ),
+    ] = None,
+    eps: Annotated[
+        float | None,
+        typer.Option(help="--adversarial: the attack's L-inf radius in pixel units, e.g. 0.1."),
+    ] = None,
+    steps: Annotated[
+        int | None, typer.Option(help="--adversarial: the attack's steps per example (10).")
+    ] = None,
+    step_size: Annotated[
+        float | None,
+        typer.Option(help="--adversarial: the attack's step size (default 2.5 * eps / steps)."),
+    ] = None,
+    beta: Annotated[
+        float | None,
+        typer.Option(help="--adversarial trades: weight of the KL term (default 6)."),
+    ] = None,
     lra_task: Annotated[
         str | None,
         typer.Option(
@@ -166,6 +189,7 @@ def train_command(  # long: 90 lines of typer options, 21 of help; 73 of code
       robench train vit_nano_elliptical_patch4_28 --epochs 10 -o runs/nano-ell
       robench train vit_nano_patch4_28 --max-steps 50 --train-limit 2000 -o /tmp/q
       robench train vit_nano_patch4_28 --epochs 10 --noise-sd 0.25 -o runs/nano-noise
+      robench train vit_nano_fmnist --adversarial pgd --eps 0.1 --max-steps 800 -o runs/at
       robench train segmenter_nano_elliptical --max-steps 200 -o runs/seg
       torchrun --nproc_per_node=2 -m robench train vit_nano_patch4_28 --epochs 1
       robench train transformer_lm_nano_elliptical --data python-docs --max-steps 300 -o runs/lm
@@ -176,6 +200,7 @@ def train_command(  # long: 90 lines of typer options, 21 of help; 73 of code
     """
     from robench._core.errors import ConfigError
     from robench._core.plugins import load_plugins
+    from robench.training.adversarial import refuse_stray_options
     from robench.training.train_lm import trains_a_language_model
     from robench.training.train_sequence import trains_a_sequence_classifier
     from robench.training.train_text import trains_a_text_classifier
@@ -201,15 +226,19 @@ def train_command(  # long: 90 lines of typer options, 21 of help; 73 of code
     # Options left out take the trainer's own default (an image's or a language model's).
     optional = {"data": data, "batch_size": batch_size, "lr": lr}
     shared |= {name: value for name, value in optional.items() if value is not None}
-    if noise_sd and (
-        trains_a_text_classifier(model)
-        or trains_a_language_model(model)
-        or trains_a_sequence_classifier(model)
-    ):
-        raise ConfigError(
-            f"--noise-sd adds Gaussian noise to image pixels, and {model} is not an image "
-            "model; leave it out."
-        )
+    if adversarial is None:
+        refuse_stray_options(eps, steps, step_size, beta)
+    image_only = {"--noise-sd": noise_sd, "--adversarial": adversarial}
+    for flag in (flag for flag, value in image_only.items() if value):
+        if (
+            trains_a_text_classifier(model)
+            or trains_a_language_model(model)
+            or trains_a_sequence_classifier(model)
+        ):
+            raise ConfigError(
+                f"{flag} trains on perturbed image pixels, and {model} is not an image "
+                "model; leave it out."
+            )
     # Losses and regularisation of the classifiers' trainers, their own defaults when not given.
     given = {"weight_decay": weight_decay, "label_smoothing": label_smoothing}
     tuning: dict[str, Any] = {name: value for name, value in given.items() if value is not None}
@@ -261,6 +290,11 @@ def train_command(  # long: 90 lines of typer options, 21 of help; 73 of code
         train_limit=train_limit,
         workers=workers,
         noise_sd=noise_sd,
+        adversarial=adversarial,
+        eps=eps,
+        attack_steps=steps,
+        step_size=step_size,
+        beta=beta,
     )
     result = train(config, progress=_TrainBar())
     if not result.is_main:

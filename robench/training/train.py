@@ -2,10 +2,11 @@
 
 AdamW, linear warm-up then cosine decay, label smoothing, gradient clipping, periodic
 validation, the best checkpoint kept; `noise_sd` trains (and validates) under Gaussian pixel
-noise for randomized smoothing (training/noise.py). Checkpoints are `.safetensors` with the
-ModelSpec in their metadata, so `robench eval` needs only the file. For ImageNet-scale runs
-use timm's own `train.py` with the registered model names (see README). Under `torchrun` it
-trains with DistributedDataParallel (gloo on CPU, nccl on GPU).
+noise for randomized smoothing (training/noise.py); `adversarial` trains classifiers on PGD or
+TRADES examples and validates them clean and under PGD (training/adversarial.py). Checkpoints
+are `.safetensors` with the ModelSpec in their metadata, so `robench eval` needs only the
+file. For ImageNet-scale runs use timm's own `train.py` with the registered model names (see
+README). Under `torchrun` it trains with DistributedDataParallel (gloo on CPU, nccl on GPU).
 """
 
 from __future__ import annotations
@@ -31,6 +32,13 @@ from robench.models.loading import load_model
 from robench.models.normalization import NormalizedModel
 from robench.models.spec import ModelSpec, metadata_from_spec
 from robench.tasks.registry import load_task
+from robench.training.adversarial import (
+    LOSSES,
+    AdversarialTraining,
+    adversarial_loss,
+    refuse_stray_options,
+    robust_top1,
+)
 from robench.training.loop import (
     SilentProgress,
     TrainProgress,
@@ -54,6 +62,48 @@ class TrainConfig(TrainSettings):
     # Std of Gaussian noise added to training (and validation) pixels, as Cohen et al. train
     # for randomized smoothing (training/noise.py); 0: none.
     noise_sd: float = 0.0
+    # Adversarial training (training/adversarial.py): "pgd" or "trades", None: none; the
+    # attack's L-inf eps in pixel units, its steps, step size (None: 2.5 eps / steps) and
+    # TRADES' beta (None: 6).
+    adversarial: str | None = None
+    eps: float | None = None
+    attack_steps: int | None = None  # None: 10
+    step_size: float | None = None
+    beta: float | None = None
+
+    def attack(self) -> AdversarialTraining | None:
+        """The adversarial training asked for (checked), or None; one sentence for attack
+        options given without `--adversarial`, or `--beta` without TRADES."""
+        if self.adversarial is None:
+            refuse_stray_options(self.eps, self.attack_steps, self.step_size, self.beta)
+            return None
+        if self.adversarial not in LOSSES:
+            raise ConfigError(
+                f"--adversarial {self.adversarial} is not a method; pass one of "
+                f"{', '.join(LOSSES)}."
+            )
+        if self.eps is None:
+            raise ConfigError(
+                f"--adversarial {self.adversarial} needs the attack's L-inf radius; pass --eps "
+                "in pixel units, e.g. --eps 0.1."
+            )
+        if self.beta is not None and self.adversarial != "trades":
+            raise ConfigError(
+                f"--beta weighs TRADES' KL term and --adversarial {self.adversarial} has none; "
+                "leave --beta out or pass --adversarial trades."
+            )
+        attack = AdversarialTraining(
+            self.adversarial,
+            self.eps,
+            10 if self.attack_steps is None else self.attack_steps,
+            self.step_size,
+            6.0 if self.beta is None else self.beta,
+        )
+        attack.check()
+        return attack
+
+
+ROBUST_METRIC = "val_robust_top1"  # the metric adversarial training keeps its best by
 
 
 @dataclass
@@ -73,14 +123,23 @@ class TrainResult:
 
 
 def _validate(
-    objective: ImageObjective, model: nn.Module, loader: DataLoader, device: torch.device
-) -> float:
+    objective: ImageObjective,
+    model: nn.Module,
+    loader: DataLoader,
+    device: torch.device,
+    robust: tuple[nn.Module, AdversarialTraining, int] | None = None,
+) -> dict[str, float]:
+    """The objective's metric on the validation images and, with `robust` (the bare model,
+    the training attack and the seed), top-1 under the training attack's PGD."""
     model.eval()
     if isinstance(model, NoisyInputs):
         model.reset()  # every validation scores the same noisy images
-    value = objective.validate(model, loader, device)
+    values = {objective.metric: objective.validate(model, loader, device)}
+    if robust is not None:
+        bare, attack, seed = robust
+        values[ROBUST_METRIC] = robust_top1(bare, loader, attack, seed, device)
     model.train()
-    return value
+    return values
 
 
 def _optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
@@ -125,18 +184,29 @@ def train(config: TrainConfig, progress: TrainProgress | None = None) -> TrainRe
 
     `config.model` is a registered architecture (trained from scratch) or a model card of an
     image model, whose checkpoint it fine-tunes; its task (classification or segmentation)
-    picks the loss and the validation metric (training/objectives.py)."""
+    picks the loss and the validation metric (training/objectives.py). Adversarial training
+    keeps the checkpoint of the best robust validation top-1."""
     config.check()
     if not (config.noise_sd >= 0 and math.isfinite(config.noise_sd)):
         raise ConfigError(f"--noise-sd must be >= 0, got {config.noise_sd}; pass e.g. 0.25.")
+    attack = config.attack()
     progress = progress or SilentProgress()
     dist = DistributedContext.from_env(config.device)
     seed_everything(config.seed)
     loaded, objective, train_set, val_set, n_out = _setup(config, dist)
+    if attack is not None and objective.task != "image-classification":
+        raise ConfigError(
+            f"--adversarial trains image classifiers and {config.model} is a {objective.task} "
+            "model; leave --adversarial out."
+        )
     wrapped = loaded.model
     scored: nn.Module = wrapped
     if config.noise_sd:
         scored = NoisyInputs(wrapped, config.noise_sd, config.seed, dist.device)
+    # The attack's random starts: its own seeded stream (per rank under torchrun).
+    attack_generator = torch.Generator(device=dist.device).manual_seed(config.seed + dist.rank)
+    robust = None if attack is None else (wrapped, attack, config.seed)
+    metric = objective.metric if attack is None else ROBUST_METRIC
     train_loader, val_loader, sampler = _loaders(train_set, val_set, config, dist, objective)
     steps_per_epoch = len(train_loader)
     total = config.max_steps or max(1, round(config.epochs * steps_per_epoch))
@@ -157,44 +227,40 @@ def train(config: TrainConfig, progress: TrainProgress | None = None) -> TrainRe
             images, labels = images.to(dist.device), labels.to(dist.device)
             if config.noise_sd:
                 images = add_noise(images, config.noise_sd)  # torch's seeded generator
-            loss = objective.loss(model(images), labels, config.label_smoothing)
+            if attack is None:
+                loss = objective.loss(model(images), labels, config.label_smoothing)
+            else:
+                loss = adversarial_loss(
+                    attack, wrapped, model, images, labels, config.label_smoothing,
+                    attack_generator,
+                )  # fmt: skip
             optimizer_step(model, optimizer, loss, step, total, config)
             step += 1
             seen += len(labels)
             rate = seen * dist.world_size / max(1e-9, time.perf_counter() - tick)
             progress.update(step, loss.item(), rate)
             if step % config.val_every == 0 or step == total:
-                value = _validate(objective, scored, val_loader, dist.device)
-                history.append({"step": step, "loss": loss.item(), objective.metric: value})
+                values = _validate(objective, scored, val_loader, dist.device, robust)
+                history.append({"step": step, "loss": loss.item(), **values})
                 if dist.is_main:  # every rank validates the same images; one reports and saves
                     logger.info(
-                        "step %d: loss %.4f, %s %.4f",
+                        "step %d: loss %.4f, %s",
                         step,
                         loss.item(),
-                        objective.metric_label,
-                        value,
+                        ", ".join(f"{name} {value:.4f}" for name, value in values.items()),
                     )
-                if value > best:
-                    best = value
+                if values[metric] > best:
+                    best = values[metric]
                     if dist.is_main:
-                        _save(wrapped, spec, config, best_path, step, {objective.metric: value})
+                        _save(wrapped, spec, config, best_path, step, history, attack)
             if step >= total:
                 break
     progress.finish()
     if dist.is_main:
-        last = {objective.metric: history[-1][objective.metric]}
-        _save(wrapped, spec, config, last_path, step, last)
+        _save(wrapped, spec, config, last_path, step, history, attack)
     dist.close()
-    return TrainResult(
-        best_path,
-        last_path,
-        best,
-        step,
-        history,
-        dist.is_main,
-        objective.metric,
-        objective.metric_label,
-    )
+    label = objective.metric_label if attack is None else "val robust top-1 (PGD)"
+    return TrainResult(best_path, last_path, best, step, history, dist.is_main, metric, label)
 
 
 def _loaders(
@@ -241,9 +307,17 @@ def _save(
     config: TrainConfig,
     path: Path,
     step: int,
-    validation: dict[str, float],
+    history: list[dict[str, float]],
+    attack: AdversarialTraining | None,
 ) -> None:
-    network = wrapped.model  # the inner network: normalisation comes from the spec
+    """The inner network's weights (normalisation comes from the spec) with the spec and the
+    run's record: its config, its last validation and, for adversarial training, the attack
+    and the clean/robust validation curve so far."""
+    network = wrapped.model
+    validation = {k: v for k, v in history[-1].items() if k not in ("step", "loss")}
     training = config.metadata(step, **validation)
+    if attack is not None:
+        training["adversarial"] = attack.metadata()
+        training["validation_curve"] = history
     metadata = metadata_from_spec(spec) | {"robench.training.train": json.dumps(training)}
     save_safetensors(network.state_dict(), path, metadata)

@@ -89,6 +89,10 @@ OPTION_RANGES: dict[str, Range] = {
     "--sanity-eps": Range(0, low_open=True, example="8/255"),
     "--aux-loss-weight": Range(0, example="0.01"),  # 0: no load balancing
     "--noise-sd": Range(0, example="0.25"),  # 0: no Gaussian noise augmentation
+    "--eps": Range(0, 1, low_open=True, example="0.1"),  # adversarial training, pixel units
+    "--steps": _count(1, "10"),
+    "--step-size": Range(0, 1, low_open=True, example="0.025"),
+    "--beta": Range(0, low_open=True, example="6"),
 }
 
 
