@@ -15,7 +15,12 @@ first `--aa-limit` of the same seeded permutation, so a subset of the MALT image
 JSON reports are copied to reports/verdict-cost/ (per-sample files over 1 MB left out).
 
     python benchmarks/reproduction_verdict_cost.py --limit 200 --aa-limit 64 --halfwidth 0.2 \
-        --sequential-roles baseline
+        --autoattack-reference baseline=runs/verdict-cost/baseline/autoattack-reference-200.json \
+        --autoattack-reference elliptical=runs/verdict-cost/elliptical/autoattack-reference-200.json
+
+(the reference reports: `reproduction_adversarial.py`'s AutoAttack runs of the same weights on
+the same 200 images, copied from runs/adversarial/ROLE/autoattack-200.json; reports/
+verdict-cost/ROLE/ holds them).
 
 `--autoattack-reference ROLE=REPORT` adds an AutoAttack report of the same model and seed on
 more images (without counted passes, e.g. written before robench counted them): its
@@ -36,7 +41,12 @@ from reproduction_common import paired_difference, robench_one_thread
 
 import robench
 from robench._core.version import __version__
-from robench.results.report.schema import PerturbationResult, Report, read_report
+from robench.results.report.schema import (
+    PerturbationResult,
+    Report,
+    SequentialInfo,
+    read_report,
+)
 from robench.results.stats.paired_tests import mcnemar_exact
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -258,7 +268,8 @@ def _sequential_line(role: str, runs: Runs, args: argparse.Namespace) -> str:
         f"{_top1(malt)} (confidence sequence). AutoAttack on the full {FULL_SPLIT:,}-image "
         f"split, EXTRAPOLATED from its counted run on {aa.n_samples} images{_few(aa)}: "
         f"{aa_split:,.0f} passes; sequential MALT spends {fraction:.3f} of that (target <= "
-        f"1/10: {'met' if fraction <= SEQUENTIAL_RATIO else 'NOT met'}). AutoAttack's top-1 "
+        f"1/10: {'met' if fraction <= SEQUENTIAL_RATIO else 'NOT met'}{_not_target(stopped)}). "
+        "AutoAttack's top-1 "
         f"{100 * aa_ref:.1f}% lies {inside} the sequential interval."
     )
 
@@ -299,6 +310,13 @@ def _estimate_line(role: str, runs: Runs, halfwidth: float) -> str:
         f"run's {per_sample:,.0f} per image: {fraction:.3f} of AutoAttack's full-split passes "
         f"extrapolated from {aa.n_samples} images{_few(aa)} (target <= 1/10: {verdict})."
     )
+
+
+def _not_target(stopped: SequentialInfo) -> str:
+    """The caveat of a sequential run at another half-width than the issue's."""
+    if stopped.target_halfwidth == ISSUE_HALFWIDTH:
+        return ""
+    return f" at {stopped.target_halfwidth:g}, NOT the issue's {ISSUE_HALFWIDTH:g}: not its test"
 
 
 def _few(aa: PerturbationResult) -> str:
