@@ -174,9 +174,16 @@ def _attack_rows(role: str, runs: Runs) -> list[str]:
             f"{backward} | {total} | {result.wall_time_s:.0f} | {common} | {aa_only} | "
             f"{attack_only} |"
         )
-    for attack in AA_SUITE_ATTACKS if runs.reference is not None else ():
-        result = _result(runs.reference, attack)
-        common, aa_only, attack_only = _agreement(_correct(runs.reference, attack), reference)
+    rows += _reference_rows(role, runs.reference, reference) if runs.reference else []
+    return rows
+
+
+def _reference_rows(role: str, report: Report, verdicts: dict[int, bool]) -> list[str]:
+    """The larger, uncounted AutoAttack-suite run's rows (passes unknown)."""
+    rows = []
+    for attack in AA_SUITE_ATTACKS:
+        result = _result(report, attack)
+        common, aa_only, attack_only = _agreement(_correct(report, attack), verdicts)
         rows.append(
             f"| {LABELS[role]} | {attack} (reference run, passes not counted) | "
             f"{result.n_samples} | {_top1(result)} | unknown | unknown | unknown | "
