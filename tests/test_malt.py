@@ -178,6 +178,7 @@ def test_refuses_models_with_too_few_classes_and_targets_beyond_candidates() -> 
         ("robustbench-cifar10-linf-malt", "linf", 8 / 255),
         ("robustbench-cifar10-l2-malt", "l2", 0.5),
         ("robustbench-imagenet-linf-malt", "linf", 4 / 255),
+        ("malt-fmnist-0.1", "linf", 0.1),
     ],
 )
 def test_shipped_suites_run_malt_with_the_codes_defaults(suite: str, norm: str, eps: float) -> None:
@@ -190,4 +191,13 @@ def test_shipped_suites_run_malt_with_the_codes_defaults(suite: str, norm: str, 
     assert (params.n_iter, params.n_restarts) == (100, 1)
     if suite != "malt":
         assert [p.kind for p in loaded.plan] == ["clean", "malt"]
+    if suite.startswith("robustbench"):
         assert "RobustBench" in loaded.suite.description
+
+
+def test_the_fmnist_malt_suite_has_the_budget_of_the_autoattack_one_it_is_compared_with() -> None:
+    # benchmarks/reproduction_verdict_cost.py compares the two suites sample by sample.
+    malt = next(p.params for p in load_suite("malt-fmnist-0.1").plan if p.kind == "malt")
+    plan = load_suite("autoattack-fmnist-0.1").plan
+    budgets = {(p.params.norm, p.params.eps) for p in plan if p.kind in ("autoattack", "pgd")}
+    assert budgets == {(malt.norm, malt.eps)}
