@@ -48,14 +48,17 @@ n_iter = 5
 name = "autoattack"
 kind = "autoattack"
 eps = "8/255"
-n_iter = 5
-n_queries = 20
+n_iter = 3
+n_queries = 10
+n_target_classes = 2
 
 [[perturbations]]
 name = "malt"
 kind = "malt"
 eps = "8/255"
-n_iter = 5
+n_iter = 3
+candidates = 3
+n_target_classes = 2
 """
 # Their estimate is at most 2x the count on any model: nothing in them stops early.
 _FIXED_COST = ("clean", "fgsm", "pgd", "apgd-ce")
@@ -75,7 +78,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     suite = folder / "suite.toml"
     suite.write_text(_SUITE)
     cache = folder / "cache"
-    args = ["eval", "vit_nano_fmnist", "-s", str(suite), "--limit", "16", "-b", "16"]
+    args = ["eval", "vit_nano_fmnist", "-s", str(suite), "--limit", "8", "-b", "8"]
     env = {"ROBENCH_CACHE_DIR": str(cache)}
     before = CliRunner().invoke(app, [*args, "--dry-run", "-o", str(folder / "dry.json")], env=env)
     real = CliRunner().invoke(app, [*args, "-o", str(folder / "real.json")], env=env)
@@ -90,7 +93,7 @@ def test_the_dry_run_prints_a_plan_and_runs_nothing(runs: dict) -> None:
     assert before.exit_code == 0, before.output
     rows = _plan_rows(before.stdout)
     assert list(rows) == ["clean", "fgsm", "pgd", "apgd-ce", "autoattack", "malt"]
-    assert all(samples == 16 and passes == 16 * per for samples, per, passes in rows.values())
+    assert all(samples == 8 and passes == 8 * per for samples, per, passes in rows.values())
     total = int(re.search(r"Total: (\d+) model passes", before.stdout)[1])  # type: ignore[index]
     assert total == sum(passes for _, _, passes in rows.values())
     assert rows["pgd"][1] == 1 + 3 * 5  # the re-run, then a gradient per step
