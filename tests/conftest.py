@@ -86,6 +86,6 @@ def trained_classifier(fashion_mnist_dir: Path) -> nn.Module:
 
 @pytest.fixture(autouse=True)
 def _throughput_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
-    """`robench eval` saves its throughput (robench/evaluation/throughput.py): in tests, to a
-    scratch folder, never the user's cache."""
+    """`robench eval` saves its throughput (robench/evaluation/planning/throughput.py): in
+    tests, to a scratch folder, never the user's cache."""
     monkeypatch.setenv("ROBENCH_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 import robench
 from robench.cli import app
-from robench.evaluation import throughput
+from robench.evaluation.planning import throughput
 from robench.evaluation.suites import suite_from_data
 
 # Small budgets of each attack the issue names; the names are the result labels.

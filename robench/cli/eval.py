@@ -70,8 +70,8 @@ def eval_command(**given: Any) -> None:
         options["out"] = default_report_path(options.get("model"), checkpoint, suite)
     request = request_from_options(**options, command=["robench", *sys.argv[1:]])
     if dry_run:
-        from robench.cli._dry_run import plan_text
-        from robench.evaluation.dry_run import plan_run
+        from robench.evaluation.planning.plan_text import plan_text
+        from robench.evaluation.planning.dry_run import plan_run
 
         typer.echo(plan_text(plan_run(request)))
         return
@@ -88,7 +88,7 @@ def eval_command(**given: Any) -> None:
 
 def _save_throughput(report: Report) -> None:
     """The run's passes per second on its device, for `--dry-run`'s wall time (docs/cost.md)."""
-    from robench.evaluation.throughput import record
+    from robench.evaluation.planning.throughput import record
 
     record(report)
 

@@ -1,9 +1,9 @@
 """`robench eval --dry-run`'s output: the plan's estimated passes as a markdown table, then
-its totals and the wall-time estimate (or why there is none)."""
+its totals and the wall-time estimate (or why there is none); the CLI prints it."""
 
 from __future__ import annotations
 
-from robench.evaluation.dry_run import RunPlan
+from robench.evaluation.planning.dry_run import RunPlan
 
 
 def _seconds(seconds: float) -> str:

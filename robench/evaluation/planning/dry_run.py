@@ -11,8 +11,8 @@ counts 1 there, 2 here), and on `forward + 2 * backward`: attacks that stop on b
 (AutoAttack, MALT, APGD-T) are estimated as if every sample survived (docs/cost.md gives the
 measured ratios). A sequential run (`--target-halfwidth`) is estimated at its largest n.
 
-With a throughput a real run saved for this device (robench/evaluation/throughput.py), the
-plan also gives a wall time: the estimated passes over that throughput.
+With a throughput a real run saved for this device (`planning/throughput.py`), the plan also
+gives a wall time: the estimated passes over that throughput.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from robench._core.model_hooks import supports_adaptive_attack
 from robench.evaluation.environment import describe_device
 from robench.evaluation.jobs import resolve_jobs
+from robench.evaluation.planning.throughput import Throughput, saved_throughput
 from robench.evaluation.request import EvalRequest, set_up
 from robench.evaluation.runner import EvalData
 from robench.evaluation.sanity.battery import threat_model
 from robench.evaluation.suites import LoadedSuite
-from robench.evaluation.throughput import Throughput, saved_throughput
 from robench.models.loading import LoadedModel
 
 _DEFAULT_CLASSES = 10  # as the sanity battery: a dataset that names no classes
