@@ -95,11 +95,18 @@ def _battery(
     if available < 1:
         return 0, 0, ""
     norm, eps = threat_model(request, loaded_suite)
-    flags = {"norm": norm, "adaptive": supports_adaptive_attack(loaded.model), "eps": eps}
-    budget = choose_budget(mode, suite_passes=suite_passes, available_samples=available, **flags)
+    adaptive = supports_adaptive_attack(loaded.model)
+    budget = choose_budget(
+        mode,
+        suite_passes=suite_passes,
+        available_samples=available,
+        norm=norm,
+        adaptive=adaptive,
+        eps=eps,
+    )
     if not budget.samples:
         return 0, 0, f"sanity battery ({mode}): no check fits its cap"
-    passes = battery_cost(budget, norm, flags["adaptive"], eps=eps)  # type: ignore[arg-type]
+    passes = battery_cost(budget, norm, adaptive, eps=eps)
     note = (
         f"sanity battery ({mode}): {budget.samples} samples; a randomized model adds its "
         "EOT check, which only a run can find"
