@@ -82,3 +82,10 @@ def trained_classifier(fashion_mnist_dir: Path) -> nn.Module:
             loss.backward()
             opt.step()
     return model.eval()
+
+
+@pytest.fixture(autouse=True)
+def _throughput_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    """`robench eval` saves its throughput (robench/evaluation/planning/throughput.py): in
+    tests, to a scratch folder, never the user's cache."""
+    monkeypatch.setenv("ROBENCH_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))

@@ -104,7 +104,8 @@ def test_every_plan_option_is_a_flag_of_robench_eval_written_as_its_flag_reads()
         for opt in param.opts
         if opt.startswith("--")
     }
-    derived = {"checkpoint", "suite", "seed", "out", "resume", "overwrite", "format"}
+    # Set by the sweep per job, or (format, dry_run) how a single command prints: no plan key.
+    derived = {"checkpoint", "suite", "seed", "out", "resume", "overwrite", "format", "dry_run"}
     assert set(PLAN_OPTIONS) == set(params) - derived
     for key, kind in PLAN_OPTIONS.items():
         param = params[key]

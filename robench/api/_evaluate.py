@@ -167,6 +167,12 @@ def _run(
     progress: bool,
     options: dict[str, Any],
 ) -> Report:
+    if "dry_run" in options:  # the command line's; a plan is not a Report (docs/cost.md)
+        raise ConfigError(
+            "dry_run is `robench eval --dry-run`'s option; robench.evaluate always runs and "
+            "returns a Report. For the estimated passes from Python, call robench.evaluation."
+            "planning.dry_run.plan_run(request) on an EvalRequest, or drop dry_run."
+        )
     check_keywords(options, option_names(), also_suggest=_OWN_KEYWORDS)
     own = {"task": model_options.task, "model_name": model_options.name, "progress": progress}
     check_keyword_values(options, {**own, "surrogate_name": surrogate_options.name})

@@ -42,6 +42,7 @@ def eval_command(**given: Any) -> None:
       robench eval vit_nano_elliptical_fmnist --suite demo --limit 500
       robench eval -c runs/train/best.safetensors --suite smoke --limit 256
       robench eval vit_nano_elliptical_fmnist --suite smoke --target-halfwidth 0.05
+      robench eval vit_nano_fmnist --suite malt --limit 1000 --dry-run
       robench eval resnet18 -c resnet18.pth --data /data/cifar10/test \\
           --mean 0.49,0.48,0.45 --std 0.25,0.24,0.26 --input-size 3,32,32 \\
           --num-classes 10
@@ -63,11 +64,18 @@ def eval_command(**given: Any) -> None:
     from robench.evaluation.request import evaluate
 
     fmt = options.pop("format", None)
+    dry_run = options.pop("dry_run", False)
     if "out" not in options:
         checkpoint = Path(options["checkpoint"]) if "checkpoint" in options else None
         suite = options.get("suite", "smoke")
         options["out"] = default_report_path(options.get("model"), checkpoint, suite)
     request = request_from_options(**options, command=["robench", *sys.argv[1:]])
+    if dry_run:
+        from robench.evaluation.planning.plan_text import plan_text
+        from robench.evaluation.planning.dry_run import plan_run
+
+        typer.echo(plan_text(plan_run(request)))
+        return
     progress = make_progress()
     with stop_cleanly(request.command, request.out):  # SIGINT/SIGTERM: exit 130/143
         report = evaluate(request, progress=progress)
@@ -76,6 +84,14 @@ def eval_command(**given: Any) -> None:
         return
     _print_report(report, fmt)
     err.print(f"report written to {request.out}", highlight=False)
+    _save_throughput(report)
+
+
+def _save_throughput(report: Report) -> None:
+    """The run's passes per second on its device, for `--dry-run`'s wall time (docs/cost.md)."""
+    from robench.evaluation.planning.throughput import record
+
+    record(report)
 
 
 def _check_names_early(options: dict[str, Any]) -> None:

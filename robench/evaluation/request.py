@@ -292,7 +292,7 @@ def _load_model(request: EvalRequest, device: torch.device) -> LoadedModel:
 
 
 @dataclass
-class _Setup:
+class SetUp:
     """What `evaluate` has loaded before it runs: the suite, the model, its task, the data."""
 
     request: EvalRequest
@@ -303,9 +303,9 @@ class _Setup:
     data: RequestData
 
 
-def _set_up(
+def set_up(
     request: EvalRequest, progress: Progress | None, model: LoadedModel | None = None
-) -> _Setup:
+) -> SetUp:
     """Load the plugins, the suite, the model (unless given: `robench.evaluate` wraps one
     held in memory), its task and the data, checking each."""
     _check_request(request)
@@ -341,7 +341,7 @@ def _set_up(
         )
     shown = progress if dist.is_main else None
     data = build_data(request, loaded, task, loaded_suite, shown)
-    return _Setup(request, loaded_suite, loaded, task, dist, data)
+    return SetUp(request, loaded_suite, loaded, task, dist, data)
 
 
 @dataclass
@@ -354,7 +354,7 @@ class _FirstBatches:
     scored: nn.Module  # the model as the default dataset scores it (its label space)
 
 
-def _check_first_batches(s: _Setup) -> _FirstBatches:
+def _check_first_batches(s: SetUp) -> _FirstBatches:
     """Before scoring: the data's targets must mean the model's outputs (the task's
     `check_data`), and the model must run on the inputs (`check_model`)."""
     request, loaded, task, device = s.request, s.loaded, s.task, s.dist.device
@@ -396,7 +396,7 @@ def _has_attacks(loaded_suite: LoadedSuite) -> bool:
 
 
 def _run(
-    s: _Setup,
+    s: SetUp,
     model: nn.Module,
     jobs: list[tuple[str, Job]],
     fingerprint: dict[str, Any],
@@ -466,7 +466,7 @@ def _run(
 
 
 def _after_the_suite(
-    s: _Setup,
+    s: SetUp,
     first: _FirstBatches,
     suite_results: list[PerturbationResult],
     progress: Progress | None,
@@ -515,7 +515,7 @@ def _evaluate(  # long: the run in order (set up, jobs, run, results, report); s
     model: LoadedModel | None,
 ) -> Report:
     started = time.perf_counter()
-    s = _set_up(request, progress, model)
+    s = set_up(request, progress, model)
     request, loaded_suite, loaded, task, device = (
         s.request,
         s.suite,

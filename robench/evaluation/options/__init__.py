@@ -459,7 +459,21 @@ class EvalOptions(TypedDict, total=False):
 
 
 class _CommandLineOnly(TypedDict, total=False):
-    """Options of `robench eval` that only say how it prints."""
+    """Options of `robench eval` that only say how it prints (or, `--dry-run`, that it
+    prints a plan instead of running)."""
+
+    dry_run: Annotated[
+        bool,
+        EvalOption(
+            False,
+            OUTPUT,
+            "Print each result's estimated model passes and the total (and, with a throughput "
+            "a run on this device saved, the wall time), then stop: loads the model and data, "
+            "attacks nothing, writes nothing (docs/cost.md).",
+            into=COMMAND_LINE,
+            in_plans=False,
+        ),
+    ]
 
     format: Annotated[
         str | None,

@@ -34,7 +34,7 @@ class BatteryRequest(Protocol):
     batch_size: int
 
 
-def _threat_model(request: BatteryRequest, loaded_suite: LoadedSuite) -> tuple[str, float]:
+def threat_model(request: BatteryRequest, loaded_suite: LoadedSuite) -> tuple[str, float]:
     """The battery's threat model: L2 when every bounded entry is L2, else L-inf; its budget
     is the flag's, else the suite's, else the largest eps of that norm (an L2 eps never
     becomes an L-inf budget)."""
@@ -80,7 +80,7 @@ def run_battery(
     if not available:
         return [], None
 
-    norm, eps = _threat_model(request, loaded_suite)
+    norm, eps = threat_model(request, loaded_suite)
     classes = len(getattr(dataset, "classes", ())) or 10
     suite_passes = suite_cost(
         loaded_suite.plan, {r.name: r.n_samples for r in suite_results}, classes

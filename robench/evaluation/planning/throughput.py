@@ -1,0 +1,110 @@
+"""Model passes per second measured by real runs, saved per device, for `--dry-run`'s wall-time
+estimate.
+
+A finished `robench eval` (the command line; the Python API writes nothing unless asked)
+records, for the device it ran on (the report's `environment.device`, e.g. "cuda:0 (NVIDIA
+H200)" or "cpu (AMD EPYC 7763 64-Core Processor)"), its results' counted passes divided by
+their wall time. The passes are in the cost model's unit, the unit of the estimates: a forward
+1, a forward and backward 3 (`forward + 2 * backward` of each result's counted `cost`). The
+latest run on a device replaces the figure before it. One small JSON file holds every device:
+`$ROBENCH_CACHE_DIR/throughput.json`, default `$XDG_CACHE_HOME/robench` (`~/.cache/robench`).
+A throughput depends on the model, the batch size and the attacks as much as on the device,
+so the figure names the model and suite it was measured on, and the dry run shows them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from robench.results.report.schema import Report
+
+logger = logging.getLogger(__name__)
+
+CACHE_ENV = "ROBENCH_CACHE_DIR"
+FILE_NAME = "throughput.json"
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """Passes per second one run on `device` reached, and what it ran."""
+
+    device: str
+    passes_per_s: float  # forward 1, forward and backward 3, per second of the results' time
+    passes: int
+    wall_time_s: float
+    model: str
+    suite: str
+    created_utc: str
+
+
+def throughput_path() -> Path:
+    """Where the figures are saved (`$ROBENCH_CACHE_DIR`, else the user's cache)."""
+    given = os.environ.get(CACHE_ENV)
+    if given:
+        return Path(given).expanduser() / FILE_NAME
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "robench" / FILE_NAME
+
+
+def measured(report: Report) -> Throughput | None:
+    """The report's throughput: its counted passes over its results' wall time; None when
+    nothing was counted (every result resumed whole) or no time was measured."""
+    costed = [r for r in report.results if r.cost is not None]
+    passes = sum(r.cost.forward + 2 * r.cost.backward for r in costed if r.cost is not None)
+    seconds = sum(r.wall_time_s for r in costed)
+    if passes == 0 or seconds <= 0:
+        return None
+    return Throughput(
+        device=report.environment.device,
+        passes_per_s=passes / seconds,
+        passes=passes,
+        wall_time_s=round(seconds, 3),
+        model=report.model.name,
+        suite=report.suite.name,
+        created_utc=report.created_utc,
+    )
+
+
+def _saved() -> dict[str, Any]:
+    try:
+        loaded = json.loads(throughput_path().read_text())
+    except (OSError, ValueError):  # none yet, or unreadable: start again
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def record(report: Report) -> Throughput | None:
+    """Save the report's throughput for its device (the file is a cache: a failure to write
+    it is logged, never an error of the run)."""
+    found = measured(report)
+    if found is None:
+        return None
+    figures = _saved()
+    figures[found.device] = asdict(found)
+    path = throughput_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        scratch = path.with_suffix(f".{os.getpid()}.tmp")
+        scratch.write_text(json.dumps(figures, indent=2, sort_keys=True))
+        scratch.replace(path)  # atomic: two runs never leave a torn file
+    except OSError as exc:
+        logger.warning("throughput not saved to %s: %s", path, exc)
+        return None
+    return found
+
+
+def saved_throughput(device: str) -> Throughput | None:
+    """The figure saved for `device` (the report's device string), if a run measured one."""
+    entry = _saved().get(device)
+    if not isinstance(entry, dict):
+        return None
+    try:
+        return Throughput(**entry)
+    except TypeError:  # written by another version: as if none was saved
+        return None
