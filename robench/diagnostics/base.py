@@ -42,14 +42,13 @@ class DiagnosticOutput:
 
 
 class Diagnostic(abc.ABC):
-    """Base class; subclasses set `Params` and implement `run`."""
+    """Base class; subclasses set `Params` and implement `measure`."""
 
     Params: ClassVar[type[DiagnosticParams]] = DiagnosticParams
 
     def __init__(self, params: DiagnosticParams | None = None) -> None:
         self.params = params if params is not None else self.Params()
 
-    @abc.abstractmethod
     def run(
         self,
         model: nn.Module,
@@ -68,6 +67,13 @@ class Diagnostic(abc.ABC):
             DataError: `images` is neither a non-empty (B, C, H, W) floating-point batch nor a
                 non-empty (B, T) batch of token ids.
         """
+        return self.measure(model, images, out_dir, title)
+
+    @abc.abstractmethod
+    def measure(
+        self, model: nn.Module, images: torch.Tensor, out_dir: Path | None, title: str | None
+    ) -> DiagnosticOutput:
+        """What `run` returns, the arguments as `run` was given them."""
 
 
 def build_diagnostic(kind: str, params: Mapping[str, Any] | None = None) -> Diagnostic:
