@@ -18,7 +18,6 @@ both kinds of batch; diagnostics that only make sense on images (the CLS attenti
 
 from __future__ import annotations
 
-import abc
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -41,8 +40,8 @@ class DiagnosticOutput:
     files: list[Path] = field(default_factory=list)  # figures written under `out_dir`
 
 
-class Diagnostic(abc.ABC):
-    """Base class; subclasses set `Params` and implement `measure`."""
+class Diagnostic:
+    """Base class; subclasses set `Params` and implement `measure` (or `run`)."""
 
     Params: ClassVar[type[DiagnosticParams]] = DiagnosticParams
 
@@ -69,11 +68,12 @@ class Diagnostic(abc.ABC):
         """
         return self.measure(model, images, out_dir, title)
 
-    @abc.abstractmethod
     def measure(
         self, model: nn.Module, images: torch.Tensor, out_dir: Path | None, title: str | None
     ) -> DiagnosticOutput:
-        """What `run` returns, the arguments as `run` was given them."""
+        """What `run` returns, the arguments as `run` was given them; a diagnostic overrides
+        this one (or `run` itself, as diagnostics written before `measure` do)."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither measure nor run")
 
 
 def build_diagnostic(kind: str, params: Mapping[str, Any] | None = None) -> Diagnostic:
