@@ -344,13 +344,8 @@ class AttentionMaps(Diagnostic):
     Params = AttentionMapsParams
     params: AttentionMapsParams
 
-    def run(
-        self,
-        model: nn.Module,
-        images: Tensor,
-        *,
-        out_dir: Path | None = None,
-        title: str | None = None,
+    def measure(
+        self, model: nn.Module, images: Tensor, out_dir: Path | None, title: str | None
     ) -> DiagnosticOutput:
         """See `Diagnostic.run`; `title` names the model in the figure.
 

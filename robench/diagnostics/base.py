@@ -18,7 +18,6 @@ both kinds of batch; diagnostics that only make sense on images (the CLS attenti
 
 from __future__ import annotations
 
-import abc
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -41,15 +40,14 @@ class DiagnosticOutput:
     files: list[Path] = field(default_factory=list)  # figures written under `out_dir`
 
 
-class Diagnostic(abc.ABC):
-    """Base class; subclasses set `Params` and implement `run`."""
+class Diagnostic:
+    """Base class; subclasses set `Params` and implement `measure` (or `run`)."""
 
     Params: ClassVar[type[DiagnosticParams]] = DiagnosticParams
 
     def __init__(self, params: DiagnosticParams | None = None) -> None:
         self.params = params if params is not None else self.Params()
 
-    @abc.abstractmethod
     def run(
         self,
         model: nn.Module,
@@ -68,6 +66,14 @@ class Diagnostic(abc.ABC):
             DataError: `images` is neither a non-empty (B, C, H, W) floating-point batch nor a
                 non-empty (B, T) batch of token ids.
         """
+        return self.measure(model, images, out_dir, title)
+
+    def measure(
+        self, model: nn.Module, images: torch.Tensor, out_dir: Path | None, title: str | None
+    ) -> DiagnosticOutput:
+        """What `run` returns, the arguments as `run` was given them; a diagnostic overrides
+        this one (or `run` itself, as diagnostics written before `measure` do)."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither measure nor run")
 
 
 def build_diagnostic(kind: str, params: Mapping[str, Any] | None = None) -> Diagnostic:

@@ -77,13 +77,8 @@ class Collapse(Diagnostic):
     Params = CollapseParams
     params: CollapseParams
 
-    def run(
-        self,
-        model: nn.Module,
-        images: Tensor,
-        *,
-        out_dir: Path | None = None,
-        title: str | None = None,
+    def measure(
+        self, model: nn.Module, images: Tensor, out_dir: Path | None, title: str | None
     ) -> DiagnosticOutput:
         """See `Diagnostic.run`; `title` names the model in the figure."""
         images = check_inputs(images)

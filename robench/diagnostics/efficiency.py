@@ -197,13 +197,8 @@ class Efficiency(Diagnostic):
     Params = EfficiencyParams
     params: EfficiencyParams
 
-    def run(
-        self,
-        model: nn.Module,
-        images: Tensor,
-        *,
-        out_dir: Path | None = None,
-        title: str | None = None,
+    def measure(
+        self, model: nn.Module, images: Tensor, out_dir: Path | None, title: str | None
     ) -> DiagnosticOutput:
         images = check_inputs(images)
         p = self.params

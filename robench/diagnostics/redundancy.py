@@ -83,13 +83,8 @@ class HeadRedundancy(Diagnostic):
     Params = HeadRedundancyParams
     params: HeadRedundancyParams
 
-    def run(
-        self,
-        model: nn.Module,
-        images: Tensor,
-        *,
-        out_dir: Path | None = None,
-        title: str | None = None,
+    def measure(
+        self, model: nn.Module, images: Tensor, out_dir: Path | None, title: str | None
     ) -> DiagnosticOutput:
         """See `Diagnostic.run`; `title` names the model in the figure."""
         images = check_inputs(images)

@@ -99,6 +99,17 @@ class ModelCheck:
     warnings: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class DataRequest:
+    """How `Task.open_data` was asked to read its data: the split, the layout (None: found
+    from the files), the class map file and the task's data options as given."""
+
+    split: str
+    layout: str | None
+    class_map: Path | None
+    options: dict[str, Any]
+
+
 class Task(abc.ABC):
     """One kind of model and data; subclasses fill in every method."""
 
@@ -116,7 +127,9 @@ class Task(abc.ABC):
     # off them).
     classifies: ClassVar[bool] = True
 
-    @abc.abstractmethod
+    # Why the task refuses --class-map (a ConfigError when one is given); None: it reads one.
+    class_map_refusal: ClassVar[str | None] = None
+
     def open_data(
         self,
         path: str | InMemory,
@@ -129,14 +142,24 @@ class Task(abc.ABC):
     ) -> Any:
         """The dataset at `path` (a built-in name, or items held in memory: `InMemory`) as
         `model` reads it; raises DataError. It has the attributes the engine and the report
-        read (`TaskData`)."""
+        read (`TaskData`). Tasks implement `read_data`, which this calls with the options
+        gathered in one `DataRequest`."""
+        if class_map is not None and self.class_map_refusal is not None:
+            raise ConfigError(self.class_map_refusal)
+        return self.read_data(path, model, DataRequest(split, layout, class_map, options))
+
+    def read_data(self, path: str | InMemory, model: LoadedModel, request: DataRequest) -> Any:
+        """What `open_data` returns; a task overrides this one (or `open_data` itself, as tasks
+        written before `DataRequest` do)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} implements neither read_data nor open_data"
+        )
 
     def required_modules(self, path: str) -> dict[str, str]:
         """Modules of optional extras that opening `path` imports (module -> what needs it),
         checked before a run loads anything; none by default."""
         return {}
 
-    @abc.abstractmethod
     def batches(
         self,
         dataset: Dataset,
@@ -144,7 +167,14 @@ class Task(abc.ABC):
         device: torch.device,
         workers: int = 0,
     ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        """`(inputs, targets)` of each batch of dataset indices, in order, on `device`."""
+        """`(inputs, targets)` of each batch of dataset indices, in order, on `device`, made
+        by `collate`."""
+        return device_batches(dataset, batches, device, workers, self.collate(dataset))
+
+    def collate(self, dataset: Dataset) -> Callable[[list[Any]], Any] | None:
+        """How `batches` joins `dataset`'s samples into one batch; None: torch's default
+        stacking (samples of one shape)."""
+        return None
 
     def load_batch(
         self, dataset: Dataset, indices: Sequence[int], device: torch.device

@@ -8,8 +8,7 @@ the report keeps the top-1 class as `prediction`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -19,7 +18,7 @@ from torch.utils.data import Dataset
 from robench._core.errors import DataError
 from robench.models.checks import check_model
 from robench.models.restricted import restrict_outputs
-from robench.tasks.base import ModelCheck, Task, TaskData, device_batches
+from robench.tasks.base import DataRequest, ModelCheck, Task, TaskData
 from robench.tasks.pixel_inputs import PixelInputs
 from robench.tasks.top_k_records import TopKRecords
 
@@ -31,22 +30,14 @@ if TYPE_CHECKING:
 class ImageClassification(TopKRecords, PixelInputs, Task):
     name = "image-classification"
 
-    def open_data(
-        self,
-        path: str | InMemory,
-        model: LoadedModel,
-        *,
-        split: str,
-        layout: str | None,
-        class_map: Path | None,
-        options: dict[str, Any],
-    ) -> Any:
+    def read_data(self, path: str | InMemory, model: LoadedModel, request: DataRequest) -> Any:
         from robench.data import open_dataset
         from robench.data.in_memory import InMemory, InMemoryImages
 
         assert model.preprocessing is not None  # every image model resolves one
         if isinstance(path, InMemory):  # robench.evaluate(data=...): items held in memory
             return InMemoryImages(path, model.preprocessing, class_names(path, model))
+        split, layout, class_map = request.split, request.layout, request.class_map
         dataset = open_dataset(
             path, preprocessing=model.preprocessing, split=split, class_map=class_map, layout=layout
         )
@@ -69,15 +60,6 @@ class ImageClassification(TopKRecords, PixelInputs, Task):
         if list(dataset.classes) == list(labels):
             return None
         return class_map_from_labels(list(dataset.classes), labels, f"{model.name} labels")
-
-    def batches(
-        self,
-        dataset: Dataset,
-        batches: Sequence[Sequence[int]],
-        device: torch.device,
-        workers: int = 0,
-    ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        return device_batches(dataset, batches, device, workers)
 
     def check_data(
         self, dataset: Dataset, model: nn.Module, inputs: torch.Tensor, *, mapped: bool

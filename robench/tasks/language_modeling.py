@@ -17,8 +17,7 @@ scored tokens, "words": scored words, "bytes": scored bytes}`; `perplexity`,
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
@@ -29,7 +28,7 @@ from robench._core.errors import AttackCheckError, ConfigError, DataError
 from robench.data.in_memory import InMemory
 from robench.data.text.rolling_windows import DocumentWindows, collate_documents
 from robench.data.text.windows import IGNORE_INDEX, LanguageModelingWindows, collate_windows
-from robench.tasks.base import Columns, ModelCheck, Record, Task, device_batches
+from robench.tasks.base import Columns, DataRequest, ModelCheck, Record, Task
 from robench.tasks.finite_values import require_finite
 
 if TYPE_CHECKING:
@@ -73,24 +72,16 @@ class LanguageModeling(Task):
     logits: ClassVar[tuple[int, str]] = (3, "(batch, tokens, vocabulary)")
     classifies: ClassVar[bool] = False
 
-    def open_data(
-        self,
-        path: str | InMemory,
-        model: LoadedModel,
-        *,
-        split: str,
-        layout: str | None,
-        class_map: Path | None,
-        options: dict[str, Any],
-    ) -> Any:
+    class_map_refusal: ClassVar[str | None] = (
+        "--class-map maps image classes; a language model's vocabulary comes with its "
+        "checkpoint. Leave --class-map out."
+    )
+
+    def read_data(self, path: str | InMemory, model: LoadedModel, request: DataRequest) -> Any:
         from robench.data.text import open_text_dataset
 
-        if class_map is not None:
-            raise ConfigError(
-                "--class-map maps image classes; a language model's vocabulary comes with its "
-                "checkpoint. Leave --class-map out."
-            )
-        settings = {**self.data_options, **options}
+        split, layout = request.split, request.layout
+        settings = {**self.data_options, **request.options}
         if model.tokenizer is not None:
             return _open_documents(path, model, split, layout, settings["text_field"])
         if model.vocabulary is None:
@@ -120,15 +111,8 @@ class LanguageModeling(Task):
             text_field=settings["text_field"],
         )
 
-    def batches(
-        self,
-        dataset: Dataset,
-        batches: Sequence[Sequence[int]],
-        device: torch.device,
-        workers: int = 0,
-    ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        collate = collate_documents if isinstance(dataset, DocumentWindows) else collate_windows
-        return device_batches(dataset, batches, device, workers, collate)
+    def collate(self, dataset: Dataset) -> Callable[[list[Any]], Any]:
+        return collate_documents if isinstance(dataset, DocumentWindows) else collate_windows
 
     def score(self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> Columns:
         if inputs.dim() == 3:  # documents (B, W, T): their rolling windows

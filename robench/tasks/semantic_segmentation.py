@@ -13,8 +13,7 @@ labelled pixel counts, flattened}`; `miou`, `pixel_accuracy` and `mean_accuracy`
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
@@ -32,7 +31,7 @@ from robench.data.segmentation.label_maps import (
 )
 from robench.models.checks import train_mode_warnings
 from robench.results.stats.segmentation_metrics import batch_pixel_counts, pixel_counts
-from robench.tasks.base import Columns, ModelCheck, Record, Task, device_batches
+from robench.tasks.base import Columns, DataRequest, ModelCheck, Record, Task
 from robench.tasks.finite_values import require_finite
 from robench.tasks.pixel_inputs import PixelInputs
 
@@ -106,22 +105,13 @@ class SemanticSegmentation(PixelInputs, Task):
     default_data: ClassVar[str] = BUILTIN_SCENES
     logits: ClassVar[tuple[int, str]] = (4, "(batch, classes, height, width)")
 
-    def open_data(
-        self,
-        path: str | InMemory,
-        model: LoadedModel,
-        *,
-        split: str,
-        layout: str | None,
-        class_map: Path | None,
-        options: dict[str, Any],
-    ) -> Any:
+    def read_data(self, path: str | InMemory, model: LoadedModel, request: DataRequest) -> Any:
         from robench.data.in_memory import InMemory, InMemorySegmentation
         from robench.data.segmentation.layouts import open_segmentation_dataset
         from robench.data.segmentation.scenes import FashionScenes
         from robench.tasks.image_classification import class_names
 
-        if class_map is not None:
+        if request.class_map is not None:
             raise DataError(
                 "--class-map maps image classes, not segmentation labels; leave it out and "
                 "pass data labelled with the model's classes."
@@ -129,6 +119,7 @@ class SemanticSegmentation(PixelInputs, Task):
         assert model.preprocessing is not None  # every image model resolves one
         _check_takes_rgb(model, tuple(model.preprocessing.input_size))
         size = tuple(model.preprocessing.input_size[1:])
+        split, layout = request.split, request.layout
         dataset: Any
         if isinstance(path, InMemory):  # robench.evaluate(data=...): items held in memory
             dataset = InMemorySegmentation(path, model.preprocessing, class_names(path, model))
@@ -150,14 +141,8 @@ class SemanticSegmentation(PixelInputs, Task):
         dataset.output_classes = None  # every class the model predicts is scored
         return dataset
 
-    def batches(
-        self,
-        dataset: Dataset,
-        batches: Sequence[Sequence[int]],
-        device: torch.device,
-        workers: int = 0,
-    ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        return device_batches(dataset, batches, device, workers, collate_label_maps)
+    def collate(self, dataset: Dataset) -> Callable[[list[Any]], Any]:
+        return collate_label_maps
 
     def score(self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> Columns:
         with torch.inference_mode():

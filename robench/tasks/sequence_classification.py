@@ -17,7 +17,7 @@ documents for a retrieval model are refused before anything runs.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -26,9 +26,9 @@ from torch import nn
 from torch.utils.data import Dataset
 
 from robench._core.errors import AttackCheckError, ConfigError, DataError
-from robench.tasks.base import ModelCheck, Task, device_batches
+from robench.tasks.base import DataRequest, ModelCheck, Task
 from robench.tasks.sequence_data import SequenceData, collate_sequences
-from robench.tasks.top_k_records import TopKRecords
+from robench.tasks.top_k_records import TopKRecords, check_classifier, check_labels_fit
 
 if TYPE_CHECKING:
     from robench.data.in_memory import InMemory
@@ -45,24 +45,14 @@ class SequenceClassification(TopKRecords, Task):
     # The LRA task of the data (None: the layout's, else the model's).
     data_options: ClassVar[dict[str, Any]] = {"lra_task": None}
 
-    def open_data(
-        self,
-        path: str | InMemory,
-        model: LoadedModel,
-        *,
-        split: str,
-        layout: str | None,
-        class_map: Path | None,
-        options: dict[str, Any],
-    ) -> Any:
+    class_map_refusal: ClassVar[str | None] = (
+        "--class-map maps image classes; LRA labels are fixed by each task. Leave --class-map out."
+    )
+
+    def read_data(self, path: str | InMemory, model: LoadedModel, request: DataRequest) -> Any:
         from robench.data.in_memory import InMemory
 
-        if class_map is not None:
-            raise ConfigError(
-                "--class-map maps image classes; LRA labels are fixed by each task. Leave "
-                "--class-map out."
-            )
-        network = model.model
+        network, options, split = model.model, request.options, request.split
         if isinstance(path, InMemory):  # robench.evaluate(data=...): sequences in memory
             from robench.tasks.sequence_memory import in_memory_sequences
 
@@ -74,34 +64,21 @@ class SequenceClassification(TopKRecords, Task):
                     "sequence classification has no built-in data; pass --data with an LRA "
                     "dataset (a ListOps TSV folder, a Pathfinder folder, ...) and --lra-task."
                 )
-            task_name = lra_task_name(options.get("lra_task"), layout, network)
+            task_name = lra_task_name(options.get("lra_task"), request.layout, network)
             data = SequenceData(_open_lra(path, task_name, split), Path(path), split)
         check_fits(data, network, model.name)
         return data
 
-    def batches(
-        self,
-        dataset: Dataset,
-        batches: Sequence[Sequence[int]],
-        device: torch.device,
-        workers: int = 0,
-    ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        pad_id = getattr(dataset, "pad_id", None)
-        collate = functools.partial(collate_sequences, pad_id=pad_id)
-        return device_batches(dataset, batches, device, workers, collate)
+    def collate(self, dataset: Dataset) -> Callable[[list[Any]], Any]:
+        return functools.partial(collate_sequences, pad_id=getattr(dataset, "pad_id", None))
 
     def check_data(
         self, dataset: Dataset, model: nn.Module, inputs: torch.Tensor, *, mapped: bool
     ) -> None:
         """The labels must be among the model's outputs."""
-        with torch.no_grad():
-            n_outputs = model(inputs[:1]).shape[-1]
-        largest = max(getattr(dataset, "targets", []), default=-1)
-        if largest >= n_outputs:
-            raise DataError(
-                f"the data has labels up to {largest} but the model has {n_outputs} classes "
-                f"(0..{n_outputs - 1}); evaluate data of the LRA task the model was trained on."
-            )
+        check_labels_fit(
+            dataset, model, inputs, "evaluate data of the LRA task the model was trained on."
+        )
 
     def check_model(
         self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, *, gradients: bool
@@ -109,22 +86,8 @@ class SequenceClassification(TopKRecords, Task):
         """Logits (B, K), finite, the same for the same sequences twice."""
         from robench.models.checks import train_mode_warnings
 
-        with torch.no_grad():
-            first, second = model(inputs), model(inputs)
-        if first.dim() != 2 or first.shape[0] != inputs.shape[0]:
-            raise ConfigError(
-                f"a sequence classifier must return logits (batch, classes); this model "
-                f"returned shape {tuple(first.shape)} for {inputs.shape[0]} sequences."
-            )
-        found = ModelCheck(randomized=not torch.equal(first, second))
-        found.warnings += train_mode_warnings(model)
-        if not torch.isfinite(first).all():
-            found.warnings.append("the model returned non-finite logits on the first batch")
-        if found.randomized:
-            found.warnings.append(
-                "the model is randomized: two passes over the same sequences differ, so "
-                "results vary between runs"
-            )
+        found = check_classifier(model, inputs, "sequence", "results")
+        found.warnings[:0] = train_mode_warnings(model)  # reported before the others
         return found
 
     def check_perturbed(

@@ -14,19 +14,18 @@ share: results/stats/metrics.py).
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from torch import nn
 from torch.utils.data import Dataset
 
-from robench._core.errors import AttackCheckError, ConfigError, DataError
+from robench._core.errors import AttackCheckError, DataError
 from robench.data.in_memory import InMemory
 from robench.data.text.text_rows import PAD_BYTE, LabeledTextDataset, collate_rows, decode_rows
-from robench.tasks.base import ModelCheck, Task, device_batches
-from robench.tasks.top_k_records import TopKRecords
+from robench.tasks.base import DataRequest, ModelCheck, Task
+from robench.tasks.top_k_records import TopKRecords, check_classifier, check_labels_fit
 
 if TYPE_CHECKING:
     from robench.models.loading import LoadedModel
@@ -40,39 +39,29 @@ class TextClassification(TopKRecords, Task):
     # layout's default, "sentence" for GLUE and "text" otherwise).
     data_options: ClassVar[dict[str, Any]] = {"text_field": None, "label_field": "label"}
 
-    def open_data(
-        self,
-        path: str | InMemory,
-        model: LoadedModel,
-        *,
-        split: str,
-        layout: str | None,
-        class_map: Path | None,
-        options: dict[str, Any],
-    ) -> Any:
+    class_map_refusal: ClassVar[str | None] = (
+        "--class-map maps image classes; a text classifier's class names come with its "
+        "checkpoint and the data's labels are matched to them by name. Leave --class-map out."
+    )
+
+    def read_data(self, path: str | InMemory, model: LoadedModel, request: DataRequest) -> Any:
         from robench.data.text.labeled_texts import MissingSplit, read_labeled_texts
 
-        if class_map is not None:
-            raise ConfigError(
-                "--class-map maps image classes; a text classifier's class names come with its "
-                "checkpoint and the data's labels are matched to them by name. Leave "
-                "--class-map out."
-            )
         if isinstance(path, InMemory):  # robench.evaluate(data=...): pairs held in memory
             from robench.data.text.in_memory import labeled_texts
 
             pairs = labeled_texts(path)
             return LabeledTextDataset(pairs, _labels_as_model_classes(pairs, model))
-        settings = {**self.data_options, **options}
+        settings = {**self.data_options, **request.options}
         read = functools.partial(
             read_labeled_texts,
             path,
-            layout=layout,
+            layout=request.layout,
             text_field=settings["text_field"],
             label_field=settings["label_field"],
         )
-        if split != "test":
-            texts = read(split)
+        if request.split != "test":
+            texts = read(request.split)
         else:  # robench's default: the layout's labelled split (GLUE: dev.tsv), else test
             try:
                 texts = read(None)
@@ -85,50 +74,21 @@ class TextClassification(TopKRecords, Task):
 
         return required_modules(path)
 
-    def batches(
-        self,
-        dataset: Dataset,
-        batches: Sequence[Sequence[int]],
-        device: torch.device,
-        workers: int = 0,
-    ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        return device_batches(dataset, batches, device, workers, collate_rows)
+    def collate(self, dataset: Dataset) -> Callable[[list[Any]], Any]:
+        return collate_rows
 
     def check_data(
         self, dataset: Dataset, model: nn.Module, inputs: torch.Tensor, *, mapped: bool
     ) -> None:
         """The labels must be among the model's outputs."""
-        with torch.no_grad():
-            n_outputs = model(inputs[:1]).shape[-1]
-        labels = getattr(dataset, "targets", [])
-        largest = max(labels, default=-1)
-        if largest >= n_outputs:
-            raise DataError(
-                f"the data has labels up to {largest} but the model has {n_outputs} classes "
-                f"(0..{n_outputs - 1}); evaluate data with the model's classes, or a model "
-                "trained on this data."
-            )
+        advice = "evaluate data with the model's classes, or a model trained on this data."
+        check_labels_fit(dataset, model, inputs, advice)
 
     def check_model(
         self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, *, gradients: bool
     ) -> ModelCheck:
         """Logits (B, K), finite, the same for the same texts twice."""
-        with torch.no_grad():
-            first, second = model(inputs), model(inputs)
-        if first.dim() != 2 or first.shape[0] != inputs.shape[0]:
-            raise ConfigError(
-                f"a text classifier must return logits (batch, classes); this model returned "
-                f"shape {tuple(first.shape)} for {inputs.shape[0]} texts."
-            )
-        found = ModelCheck(randomized=not torch.equal(first, second))
-        if not torch.isfinite(first).all():
-            found.warnings.append("the model returned non-finite logits on the first batch")
-        if found.randomized:
-            found.warnings.append(
-                "the model is randomized: two passes over the same texts differ, so attack "
-                "outcomes vary between runs"
-            )
-        return found
+        return check_classifier(model, inputs, "text", "attack outcomes")
 
     def check_perturbed(
         self, original: torch.Tensor, perturbed: torch.Tensor, perturbation: Any, *, name: str

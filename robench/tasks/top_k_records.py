@@ -24,8 +24,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from robench._core.errors import DataError
-from robench.tasks.base import Columns, Record
+from robench._core.errors import ConfigError, DataError
+from robench.tasks.base import Columns, ModelCheck, Record
 from robench.tasks.finite_values import require_finite
 
 TOP_K = 5  # predictions kept per sample: enough for top-1 and top-5 accuracy
@@ -67,6 +67,40 @@ def _check_labels(targets: torch.Tensor, classes: int) -> None:
         f"0..{classes - 1}); labels must be indices of the model's outputs: map them onto its "
         "classes (--class-map, or relabel the data) or evaluate a model of these classes."
     )
+
+
+def check_labels_fit(dataset: Any, model: nn.Module, inputs: torch.Tensor, advice: str) -> None:
+    """The data's labels (`dataset.targets`) must be among the model's outputs; `advice`
+    ends the error with what to evaluate instead."""
+    with torch.no_grad():
+        n_outputs = model(inputs[:1]).shape[-1]
+    largest = max(getattr(dataset, "targets", []), default=-1)
+    if largest >= n_outputs:
+        raise DataError(
+            f"the data has labels up to {largest} but the model has {n_outputs} classes "
+            f"(0..{n_outputs - 1}); {advice}"
+        )
+
+
+def check_classifier(model: nn.Module, inputs: torch.Tensor, kind: str, varies: str) -> ModelCheck:
+    """Logits (B, K) of a classifier of `kind` inputs ("text": B texts), finite, the same for
+    the same inputs twice; `varies` names what a randomized model changes between runs."""
+    with torch.no_grad():
+        first, second = model(inputs), model(inputs)
+    if first.dim() != 2 or first.shape[0] != inputs.shape[0]:
+        raise ConfigError(
+            f"a {kind} classifier must return logits (batch, classes); this model returned "
+            f"shape {tuple(first.shape)} for {inputs.shape[0]} {kind}s."
+        )
+    found = ModelCheck(randomized=not torch.equal(first, second))
+    if not torch.isfinite(first).all():
+        found.warnings.append("the model returned non-finite logits on the first batch")
+    if found.randomized:
+        found.warnings.append(
+            f"the model is randomized: two passes over the same {kind}s differ, so {varies} "
+            "vary between runs"
+        )
+    return found
 
 
 def calibration_columns(

@@ -491,6 +491,20 @@ def configure_elliptical(
     return len(layers)
 
 
+def elliptical_options(
+    kwargs: dict[str, Any], names: tuple[str, ...], variant: str, elliptical: bool, twin: str = ""
+) -> dict[str, Any]:
+    """The options `names` popped out of a model builder's `kwargs`; a ConfigError for a model
+    of standard attention, pointing at its elliptical `twin` ("": `{variant}_elliptical`)."""
+    options = {name: kwargs.pop(name) for name in names if name in kwargs}
+    if options and not elliptical:
+        raise ConfigError(
+            f"{variant} uses standard attention, so the elliptical options {sorted(options)} do "
+            f"not apply; use {twin or variant + '_elliptical'}."
+        )
+    return options
+
+
 def is_elliptical(model: nn.Module) -> bool:
     """True when `model` contains at least one elliptical layer (`EllipticalMetricMixin`)."""
     return any(isinstance(m, EllipticalMetricMixin) for m in model.modules())

@@ -133,18 +133,8 @@ def _image_classifier(request: HFObjectRequest) -> LoadedModel:
         own, resize = processor_preprocessing(processor, _channels(request.model), request.name)
     elif request.given.mean is None or request.given.std is None:
         raise _no_processor(request)
-    return memory_image_model(
-        PixelValuesClassifier(request.model),
-        name=request.name,
-        architecture=type(request.model).__name__,
-        given=request.given,
-        own=own,
-        own_label="image processor",
-        origin=request.origin,
-        task=IMAGE_CLASSIFICATION,
-        classes=_id2label(request.model),
-        resize=resize,
-        device=request.device,
+    return _pixel_values_model(
+        request, PixelValuesClassifier(request.model), own, IMAGE_CLASSIFICATION, resize
     )
 
 
@@ -163,17 +153,31 @@ def _segmenter(request: HFObjectRequest) -> LoadedModel:
         )
     elif request.given.mean is None or request.given.std is None:
         raise _no_processor(request)
+    squash = {"resize_mode": "squash"}  # what the segmentation readers do
+    network = PixelValuesSegmenter(request.model)
+    return _pixel_values_model(request, network, own, SEMANTIC_SEGMENTATION, squash)
+
+
+def _pixel_values_model(
+    request: HFObjectRequest,
+    network: nn.Module,
+    own: ModelSpec,
+    task: str,
+    resize: dict[str, str] | None,
+) -> LoadedModel:
+    """`network` (`request.model` wrapped to take images) as a model of `task`, with its
+    image processor's preprocessing `own`."""
     return memory_image_model(
-        PixelValuesSegmenter(request.model),
+        network,
         name=request.name,
         architecture=type(request.model).__name__,
         given=request.given,
         own=own,
         own_label="image processor",
         origin=request.origin,
-        task=SEMANTIC_SEGMENTATION,
+        task=task,
         classes=_id2label(request.model),
-        resize={"resize_mode": "squash"},  # what the segmentation readers do
+        resize=resize,
         device=request.device,
     )
 

@@ -39,7 +39,7 @@ from timm.models.xcit import PositionalEncodingFourier
 from torch import Tensor, nn
 
 from robench._core.errors import ConfigError
-from robench.models.layers.elliptical_attention import configure_elliptical
+from robench.models.layers.elliptical_attention import configure_elliptical, elliptical_options
 from robench.models.layers.fan import ChannelProcessing, EllipticalTokenMixing, TokenMixing
 
 __all__ = ["FAN", "checkpoint_filter_fn"]  # timm's register_model appends the model names
@@ -324,12 +324,9 @@ def _create_fan(
             f"{variant} has no pretrained weights in robench; create it with pretrained=False "
             "and load a checkpoint into it (NVlabs' FAN-ViT checkpoints of its size load strictly)."
         )
-    options = {name: kwargs.pop(name) for name in _ELLIPTICAL_OPTIONS if name in kwargs}
-    if options and not elliptical:
-        raise ConfigError(
-            f"{variant} uses standard attention, so the elliptical options {sorted(options)} do "
-            "not apply; use its *_elliptical_* twin."
-        )
+    options = elliptical_options(
+        kwargs, _ELLIPTICAL_OPTIONS, variant, elliptical, "its *_elliptical_* twin"
+    )
     if elliptical:
         kwargs["attn_layer"] = EllipticalTokenMixing
     model: FAN = build_model_with_cfg(

@@ -43,7 +43,11 @@ from timm.models.vision_transformer import Block
 from torch import Tensor, nn
 
 from robench._core.errors import ConfigError, DataError
-from robench.models.layers.elliptical_attention import EllipticalAttention, configure_elliptical
+from robench.models.layers.elliptical_attention import (
+    EllipticalAttention,
+    configure_elliptical,
+    elliptical_options,
+)
 from robench.models.zoo.lm_registry import LanguageModelBuilder, register_language_model
 from robench.models.zoo.transformer_lm import init_linear, sinusoidal_positions
 
@@ -266,12 +270,7 @@ def _create(
 ) -> LRATransformer:
     """Build `variant`; `kwargs` override `args`; elliptical options applied."""
     kwargs = dict(args, **kwargs)
-    options = {name: kwargs.pop(name) for name in _ELLIPTICAL_OPTIONS if name in kwargs}
-    if options and not elliptical:
-        raise ConfigError(
-            f"{variant} uses standard attention, so the elliptical options {sorted(options)} do "
-            f"not apply; use {variant}_elliptical."
-        )
+    options = elliptical_options(kwargs, _ELLIPTICAL_OPTIONS, variant, elliptical)
     if "elliptical_blocks" in kwargs:
         raise ConfigError(
             f"{variant} fixes where Elliptical Attention goes (nowhere in a baseline, the final "

@@ -40,7 +40,11 @@ from timm.models.vision_transformer import Block, VisionTransformer
 from torch import nn
 
 from robench._core.errors import ConfigError
-from robench.models.layers.elliptical_attention import EllipticalAttention, configure_elliptical
+from robench.models.layers.elliptical_attention import (
+    EllipticalAttention,
+    configure_elliptical,
+    elliptical_options,
+)
 from robench.models.sliding_window import InferenceConfig
 
 __all__ = ["MaskTransformer", "Segmenter"]
@@ -168,12 +172,9 @@ def _create_segmenter(
             f"{variant} has no pretrained weights; create it with pretrained=False and load a "
             "checkpoint into it."
         )
-    options = {name: kwargs.pop(name) for name in _ELLIPTICAL_OPTIONS if name in kwargs}
-    if options and not elliptical:
-        raise ConfigError(
-            f"{variant} uses standard attention, so the elliptical options {sorted(options)} do "
-            "not apply; use its *_elliptical twin."
-        )
+    options = elliptical_options(
+        kwargs, _ELLIPTICAL_OPTIONS, variant, elliptical, "its *_elliptical twin"
+    )
     model = build_model_with_cfg(
         Segmenter, variant, pretrained=False, elliptical=elliptical, **kwargs
     )

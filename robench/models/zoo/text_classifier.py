@@ -44,7 +44,11 @@ from torch import Tensor, nn
 
 from robench._core.errors import ConfigError, DataError
 from robench.data.text.classifier_tokens import PAD_ID
-from robench.models.layers.elliptical_attention import EllipticalAttention, configure_elliptical
+from robench.models.layers.elliptical_attention import (
+    EllipticalAttention,
+    configure_elliptical,
+    elliptical_options,
+)
 from robench.models.zoo.lm_registry import LanguageModelBuilder, register_language_model
 from robench.models.zoo.moe_lm import SWITCH_NANO_ARGS, moe_layer_plan, total_aux_loss
 from robench.models.zoo.transformer_lm import init_linear, sinusoidal_positions
@@ -211,12 +215,7 @@ def _create(
 ) -> TextClassifier:
     """Build `variant`; `kwargs` override `args`; MoE and elliptical options applied."""
     kwargs = dict(args, **kwargs)
-    options = {name: kwargs.pop(name) for name in _ELLIPTICAL_OPTIONS if name in kwargs}
-    if options and not elliptical:
-        raise ConfigError(
-            f"{variant} uses standard attention, so the elliptical options {sorted(options)} do "
-            f"not apply; use {variant}_elliptical."
-        )
+    options = elliptical_options(kwargs, _ELLIPTICAL_OPTIONS, variant, elliptical)
     moe = {name: kwargs.pop(name) for name in _MOE_OPTIONS if name in kwargs}
     if moe:
         kwargs["mlp_layer_at"] = moe_layer_plan(

@@ -43,7 +43,11 @@ from timm.models.vision_transformer import Block
 from torch import Tensor, nn
 
 from robench._core.errors import ConfigError, DataError
-from robench.models.layers.elliptical_attention import EllipticalAttention, configure_elliptical
+from robench.models.layers.elliptical_attention import (
+    EllipticalAttention,
+    configure_elliptical,
+    elliptical_options,
+)
 from robench.models.zoo.lm_registry import register_language_model
 
 __all__ = ["TransformerLM", "build_variant", "sinusoidal_positions"]
@@ -222,12 +226,7 @@ def build_variant(
             f"{variant} chooses the estimator of M with m_estimator ('prefix' or 'paper'), "
             "not causal_estimator."
         )
-    options = {name: kwargs.pop(name) for name in _ELLIPTICAL_OPTIONS if name in kwargs}
-    if options and not elliptical:
-        raise ConfigError(
-            f"{variant} uses standard attention, so the elliptical options {sorted(options)} do "
-            f"not apply; use {variant}_elliptical."
-        )
+    options = elliptical_options(kwargs, _ELLIPTICAL_OPTIONS, variant, elliptical)
     if not elliptical:
         return model_class(vocab_size, architecture=variant, **kwargs)
     m_estimator = options.pop("m_estimator", "prefix")

@@ -21,7 +21,11 @@ from timm.models import build_model_with_cfg, generate_default_cfgs, register_mo
 from timm.models.vision_transformer import VisionTransformer
 
 from robench._core.errors import ConfigError
-from robench.models.layers.elliptical_attention import EllipticalAttention, configure_elliptical
+from robench.models.layers.elliptical_attention import (
+    EllipticalAttention,
+    configure_elliptical,
+    elliptical_options,
+)
 
 __all__: list[str] = []  # timm's register_model appends the model names
 
@@ -42,12 +46,9 @@ def _create_vit(
             f"{variant} has no pretrained weights; create it with pretrained=False and load a "
             "checkpoint into it (a DeiT/ViT checkpoint of the same size loads strictly)."
         )
-    options = {name: kwargs.pop(name) for name in _ELLIPTICAL_OPTIONS if name in kwargs}
-    if options and not elliptical:
-        raise ConfigError(
-            f"{variant} uses standard attention, so the elliptical options {sorted(options)} do "
-            "not apply; use its *_elliptical_* twin."
-        )
+    options = elliptical_options(
+        kwargs, _ELLIPTICAL_OPTIONS, variant, elliptical, "its *_elliptical_* twin"
+    )
     if elliptical:
         kwargs["attn_layer"] = EllipticalAttention
     out_indices = kwargs.pop("out_indices", 3)
