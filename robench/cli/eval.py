@@ -71,8 +71,8 @@ def eval_command(**given: Any) -> None:
         options["out"] = default_report_path(options.get("model"), checkpoint, suite)
     request = request_from_options(**options, command=["robench", *sys.argv[1:]])
     if dry_run:
-        from robench.evaluation.planning.plan_text import plan_text
         from robench.evaluation.planning.dry_run import plan_run
+        from robench.evaluation.planning.plan_text import plan_text
 
         typer.echo(plan_text(plan_run(request)))
         return
