@@ -198,7 +198,7 @@ class _Flat(nn.Module):
         (lambda: _Flat((1, 28, 28)), {"surrogate_checkpoint": "w.pt"}, "held in memory"),
         (lambda: SURROGATE, {"surrogate_name": "x"}, "loaded by name"),
         (lambda: None, {"surrogate_preprocessing": {"size": (1, 28, 28)}}, "not given"),
-        (lambda: 3, {}, "surrogate=3 (int) is not what surrogate takes"),
+        (lambda: 3, {}, r"surrogate=3 \(int\) is not what surrogate takes"),
     ],
 )
 def test_a_bad_surrogate_is_one_sentence_and_nothing_is_written(

@@ -45,7 +45,8 @@ def check_names(given: Preflight) -> None:
     if given.imports:
         return  # an imported module may register any model, suite entry or source
     _check_checkpoint(given.checkpoint)
-    _check_checkpoint(given.surrogate_checkpoint)
+    if isinstance(given.surrogate, str):  # a surrogate object takes no checkpoint: said later
+        _check_checkpoint(given.surrogate_checkpoint)
     if isinstance(given.suite, (str, Path)):
         _check_suite(str(given.suite))
     if isinstance(given.model, str):
