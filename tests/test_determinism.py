@@ -22,6 +22,7 @@ IMAGE_ENTRIES = {
         'eps = "8/255"\nversion = "custom"\nattacks = ["apgd-ce", "square"]\nn_iter = 3\n'
         "n_queries = 20"
     ),
+    "malt": 'eps = "8/255"\nn_target_classes = 2\nn_iter = 3',
     "corruption": 'corruption = "gaussian_noise"\nseverity = 3',
     "minimal-norm": 'eps = "8/255"\nsteps = 5',
     "randomized-smoothing": "sigma = 0.25\nn0 = 5\nn = 20\nbatch = 25",

@@ -114,7 +114,9 @@ def test_a_random_gpt2_evaluates_through_the_cli(
     perplexity = clean["metrics"]["perplexity"]["value"]
     assert 0.3 * len(vocabulary) < perplexity < 3 * len(vocabulary)
     # One record per window with its summed NLL and counts.
-    rows = [json.loads(line) for line in report.with_suffix(".samples.jsonl").read_text().split()]
+    # A line per record (a string may hold spaces, e.g. the device name "cpu (AMD EPYC)").
+    lines = report.with_suffix(".samples.jsonl").read_text().splitlines()
+    rows = [json.loads(line) for line in lines]
     windows = next(row for row in rows if row.get("p") == "clean")
     for column in ("nll", "tokens", "words", "bytes"):
         assert len(windows[column]) == 20, column

@@ -134,8 +134,11 @@ def test_gate_fails_a_clearly_worse_candidate_and_passes_an_identical_one(
     reports: dict[str, Path],
 ) -> None:
     runner = CliRunner()
+    # Wide enough for the table with the test column (a narrow pipe drops it, tables.py).
     worse = runner.invoke(
-        app, ["gate", "--baseline", str(reports["good"]), "--candidate", str(reports["bad"])]
+        app,
+        ["gate", "--baseline", str(reports["good"]), "--candidate", str(reports["bad"])],
+        env={"COLUMNS": "200"},
     )
     assert worse.exit_code == 1, worse.output
     assert "paired bootstrap" in worse.output

@@ -141,8 +141,14 @@ def test_hf_model_from_the_cache_records_commit_and_weight_hashes(
 ) -> None:
     import socket
 
-    def no_network(*args: object, **kwargs: object) -> None:
-        raise AssertionError("robench tried to open a network connection")
+    connect = socket.socket.connect
+
+    def no_network(self: socket.socket, address: object) -> None:
+        # Only internet sockets are the network: DataLoader workers (`--workers auto` reads
+        # image folders in worker processes) hand tensors back over a local Unix socket.
+        if self.family in (socket.AF_INET, socket.AF_INET6):
+            raise AssertionError("robench tried to open a network connection")
+        connect(self, address)
 
     monkeypatch.setattr(socket.socket, "connect", no_network)  # weights from the cache only
     folder, _ = vit_folder

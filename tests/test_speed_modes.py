@@ -83,7 +83,11 @@ def test_attacks_and_their_scoring_stay_float32(
         tmp_path / "r.json", "smoke", limit=16, batch_size=16, speed=SpeedOptions(amp="bf16")
     )
     assert [r.name for r in report.results] == ["clean", "fgsm", "pgd-5"]
-    assert seen == [(torch.bfloat16, True), (torch.float32, False), (torch.float32, False)]
+    # First the first-batch check before any pass (labels outside the outputs are named
+    # before the gradient checks; request._check_first_batches), outside --amp.
+    check = (torch.float32, False)
+    passes = [(torch.bfloat16, True), (torch.float32, False), (torch.float32, False)]
+    assert seen == [check, *passes]
 
 
 AMP_ATTACKS_SUITE = (
@@ -121,7 +125,8 @@ def test_a_suite_may_run_its_attacks_under_amp(
     )
     assert report.speed is not None
     on = amp is not None
-    assert scored == [on, on] and attacked == [on]
+    # The first score is the first-batch check's (request._check_first_batches), outside --amp.
+    assert scored == [False, on, on] and attacked == [on]
     assert report.speed.amp_attacks is on
     assert any("attacks ran in bf16" in w for w in report.warnings) is on
     assert scoring_precision_of(report) == ("bf16 autocast" if on else "fp32")

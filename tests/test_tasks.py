@@ -52,7 +52,7 @@ def test_version_1_reports_still_load_and_gate() -> None:
     raw = json.loads(V1_BASELINE.read_text())
     assert raw["schema_version"] == 1  # the committed CI baseline stays a version 1 report
     report = read_report(V1_BASELINE)
-    assert report.schema_version == SCHEMA_VERSION == 4
+    assert report.schema_version == SCHEMA_VERSION == 5
     assert list(report.datasets) == ["default"] and report.data.n_samples == 1000
     assert report.model.extensions["elliptical"] == raw["model"]["elliptical"]
     for result in report.results:
@@ -272,7 +272,7 @@ def test_written_reports_carry_the_current_schema(tmp_path: Path) -> None:
     report = read_report(V1_BASELINE)
     write_report(report, tmp_path / "v2.json")
     raw = json.loads((tmp_path / "v2.json").read_text())
-    assert raw["schema_version"] == 4 and raw["task"] == "image-classification"
+    assert raw["schema_version"] == 5 and raw["task"] == "image-classification"
     assert "data" not in raw and set(raw["datasets"]) == {"default"}
     assert read_report(tmp_path / "v2.json") == report
 

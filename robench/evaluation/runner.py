@@ -243,16 +243,16 @@ class _BatchWork:
         not finite either, else the model's; with the sample's dataset index."""
         row = exc.rows[0]
         index = self.indices[start + row]
-        label = self.job.planned.label
+        result = self.job.planned.label
         if non_finite_rows(self.inputs[start + row : start + row + 1]):
             return DataError(
                 f"sample {index} of the data holds NaN or inf values, so {self.model_name} "
-                f"returned non-finite {exc.what} on it ({label}); fix or drop the sample, or "
+                f"returned non-finite {exc.what} on it ({result}); fix or drop the sample, or "
                 f"pass {ALLOW_FLAG} to count it."
             )
         return DataError(
             f"{self.model_name} returned non-finite {exc.what} (NaN or inf) on sample {index} "
-            f"({label}; {len(exc.rows)} in its batch); its weights or computation diverged, "
+            f"({result}; {len(exc.rows)} in its batch); its weights or computation diverged, "
             f"so check the checkpoint, or pass {ALLOW_FLAG} to count such samples anyway."
         )
 
