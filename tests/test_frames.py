@@ -503,6 +503,8 @@ def test_save_writes_what_the_cli_wrote_and_refuses_to_overwrite(tmp_path: Path)
     expected["schema_version"] = SCHEMA_VERSION
     for result in expected["results"]:
         result["cost"] = None
+    # The environment's precision (fp32, tf32, ...) is recorded since schema 5: unknown here.
+    expected["environment"].setdefault("precision", None)
     assert json.loads(written) == expected
     assert sorted(p.name for p in target.parent.iterdir()) == ["r.json"]  # no temporary file
     other = read_report(DEMO / "baseline.json")
