@@ -81,7 +81,11 @@ def kill_local_job(sweep_dir: Path, job_id: str) -> None:
 def result_view(report: dict[str, Any]) -> dict[str, Any]:
     """What a report says about the model's robustness, without timing and environment:
     the results' metrics, the per-sample columns, aggregates and what was evaluated."""
-    results = [{k: v for k, v in r.items() if k != "wall_time_s"} for r in report["results"]]
+    # A resumed job counts only the passes its own process ran (docs/formats.md, "Counted
+    # cost"; none for a result finished before the kill), so the cost is left out here.
+    results = [
+        {k: v for k, v in r.items() if k not in ("wall_time_s", "cost")} for r in report["results"]
+    ]
     datasets = {
         name: {k: d[k] for k in ("kind", "split", "n_total", "n_samples", "indices_sha256")}
         for name, d in report["datasets"].items()

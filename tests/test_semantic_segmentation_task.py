@@ -91,8 +91,11 @@ def test_gate_pairs_a_report_with_itself(report_and_request, tmp_path: Path) -> 
     from robench.cli import app
 
     _, request = report_and_request
+    # Wide enough for the table with the test column (a narrow pipe drops it, tables.py).
     found = CliRunner().invoke(
-        app, ["gate", "--baseline", str(request.out), "--candidate", str(request.out)]
+        app,
+        ["gate", "--baseline", str(request.out), "--candidate", str(request.out)],
+        env={"COLUMNS": "200"},
     )
     assert found.exit_code == 0, found.output
     assert "paired bootstrap over images" in found.output

@@ -1,3 +1,5 @@
+# long: evaluate() reads in order here (checks, set-up, first batches, run, report);
+# each step is already its own function
 """`evaluate`: one checkpoint x one suite x named datasets -> a validated, atomically written
 report.
 

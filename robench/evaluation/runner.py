@@ -129,7 +129,6 @@ def run_plan(
     and picks each scoring pass's precision. NaN or inf in the data or in the model's
     outputs stops the run naming the sample and `model_name`, unless `allow_nonfinite`.
     """
-    rank, world = shard
     progress = progress or NoProgress()
     speed = speed or SpeedOptions()
     times = RunTimes()
@@ -143,64 +142,102 @@ def run_plan(
         counter.counting(model, *surrogates),
     ):
         for job in jobs:
-            planned, source = job.planned, job.data
-            chosen = source.indices
-            if planned.max_samples:
-                chosen = chosen[: planned.max_samples]
-            numbered = enumerate(batch_indices(chosen, batch_size))
-            mine = [(b, batch) for b, batch in numbered if b % world == rank]
-            done = store.done(planned.label)
-            todo = [(b, batch) for b, batch in mine if not done.issuperset(batch)]
-            total = sum(len(batch) for _, batch in mine)
-            progress.start(planned.label, total, total - sum(len(batch) for _, batch in todo))
-            start = time.perf_counter()
-            dataset, perturbed_on_load = _loaded_data(job, seed)
-            summary = getattr(dataset, "perturbation_summary", None)
-            if summary:
-                times.summaries[planned.label] = dict(summary)
-            scored = task.restrict_outputs(model, source.output_classes)
-            attacker = _attacked_model(task, job, scored)
-            # Inputs made without the model may be scored in lower precision (--amp).
-            model_free = perturbed_on_load or not planned.perturbation.uses_model
-            precision = functools.partial(scoring_precision, speed, device, model_free)
-            # robench's readers give valid inputs by construction ([0, 1] pixels): the first
-            # batch catches one that does not (a plugin that normalises) without a pass over
-            # every batch, about 1% of a clean evaluation (benchmarks/bench_harness.py).
-            identity = planned.perturbation.identity
-            loaded = task.batches(dataset, [batch for _, batch in todo], device, workers)
-            counter.count = PassCount()  # this job's
-            for position, ((number, batch), (inputs, targets)) in enumerate(
-                zip(todo, loaded, strict=True)
-            ):
-                inputs = to_memory_format(speed, inputs)
-                if perturbed_on_load:
-                    task.check_inputs(inputs, name=planned.label)
-                elif not identity or position == 0:  # an attack costs far more than a look
-                    task.check_data_values(inputs, batch)
-                work = _BatchWork(
-                    model=scored,
-                    attacker=attacker,
-                    task=task,
-                    job=job,
-                    inputs=inputs,
-                    targets=targets,
-                    as_loaded=perturbed_on_load or identity,
-                    precision=precision,
-                    seed=seed,
-                    first_row=number * batch_size,
-                    indices=batch,
-                    model_name=model_name,
-                )
-                own = planned.perturbation.own_batch  # smoothing's `batch`, `query_batch`
-                columns = splitter.run(len(batch), work, f"{planned.label} batch {number}", own)
-                store.append(planned.label, batch, columns)
-                progress.advance(len(batch))
-                counter.count.samples += len(batch)
-            times.passes[planned.label] = counter.count
-            times.seconds[planned.label] = time.perf_counter() - start
-            progress.finish()
+            _run_job(
+                model,
+                task,
+                job,
+                store,
+                batch_size=batch_size,
+                seed=seed,
+                device=device,
+                workers=workers,
+                progress=progress,
+                shard=shard,
+                speed=speed,
+                model_name=model_name,
+                times=times,
+                splitter=splitter,
+                counter=counter,
+            )
     times.batch_size_used, times.batch_size_note = splitter.size, splitter.note
     return times
+
+
+def _run_job(
+    model: torch.nn.Module,
+    task: Task,
+    job: Job,
+    store: SampleStore,
+    *,
+    batch_size: int,
+    seed: int,
+    device: torch.device,
+    workers: int,
+    progress: Progress,
+    shard: tuple[int, int],
+    speed: SpeedOptions,
+    model_name: str,
+    times: RunTimes,
+    splitter: SplitOnOutOfMemory,
+    counter: PassCounter,
+) -> None:
+    """Evaluate one job's batches of this shard not yet stored, recording its wall time and
+    model passes in `times` (run_plan's arguments, and the state it keeps across jobs)."""
+    rank, world = shard
+    planned, source = job.planned, job.data
+    chosen = source.indices
+    if planned.max_samples:
+        chosen = chosen[: planned.max_samples]
+    numbered = enumerate(batch_indices(chosen, batch_size))
+    mine = [(b, batch) for b, batch in numbered if b % world == rank]
+    done = store.done(planned.label)
+    todo = [(b, batch) for b, batch in mine if not done.issuperset(batch)]
+    total = sum(len(batch) for _, batch in mine)
+    progress.start(planned.label, total, total - sum(len(batch) for _, batch in todo))
+    start = time.perf_counter()
+    dataset, perturbed_on_load = _loaded_data(job, seed)
+    summary = getattr(dataset, "perturbation_summary", None)
+    if summary:
+        times.summaries[planned.label] = dict(summary)
+    scored = task.restrict_outputs(model, source.output_classes)
+    attacker = _attacked_model(task, job, scored)
+    # Inputs made without the model may be scored in lower precision (--amp).
+    model_free = perturbed_on_load or not planned.perturbation.uses_model
+    precision = functools.partial(scoring_precision, speed, device, model_free)
+    # robench's readers give valid inputs by construction ([0, 1] pixels): the first
+    # batch catches one that does not (a plugin that normalises) without a pass over
+    # every batch, about 1% of a clean evaluation (benchmarks/bench_harness.py).
+    identity = planned.perturbation.identity
+    loaded = task.batches(dataset, [batch for _, batch in todo], device, workers)
+    counter.count = PassCount()  # this job's
+    for position, ((number, batch), (inputs, targets)) in enumerate(zip(todo, loaded, strict=True)):
+        inputs = to_memory_format(speed, inputs)
+        if perturbed_on_load:
+            task.check_inputs(inputs, name=planned.label)
+        elif not identity or position == 0:  # an attack costs far more than a look
+            task.check_data_values(inputs, batch)
+        work = _BatchWork(
+            model=scored,
+            attacker=attacker,
+            task=task,
+            job=job,
+            inputs=inputs,
+            targets=targets,
+            as_loaded=perturbed_on_load or identity,
+            precision=precision,
+            seed=seed,
+            first_row=number * batch_size,
+            indices=batch,
+            model_name=model_name,
+        )
+        own = planned.perturbation.own_batch  # smoothing's `batch`, `query_batch`
+        columns = splitter.run(len(batch), work, f"{planned.label} batch {number}", own)
+        store.append(planned.label, batch, columns)
+        progress.advance(len(batch))
+        counter.count.samples += len(batch)
+    times.passes[planned.label] = counter.count
+    times.seconds[planned.label] = time.perf_counter() - start
+    progress.finish()
 
 
 @contextmanager

@@ -179,7 +179,9 @@ def _setup(config: TrainConfig, dist: DistributedContext) -> tuple[Any, ...]:
     return loaded, objective, train_set, val_set, n_out
 
 
-def train(config: TrainConfig, progress: TrainProgress | None = None) -> TrainResult:
+def train(  # long: the loop with its adversarial, noise and validation steps, each a function
+    config: TrainConfig, progress: TrainProgress | None = None
+) -> TrainResult:
     """Train `config.model` and write best/last `.safetensors` checkpoints in `out_dir`.
 
     `config.model` is a registered architecture (trained from scratch) or a model card of an

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -39,6 +39,7 @@ from robench._core.extras import install_command
 from robench._core.progress import Progress
 from robench.cli._demo.certification import SUFFIX as CERTIFICATION_SUFFIX
 from robench.cli._demo.certification import CertificationDemo, evaluate_certification_demo
+from robench.cli._demo.page import write_index
 from robench.cli._demo.phases import Phase, PhaseClock, evaluation_phase, fixed_phase
 from robench.cli._demo.segmentation import SUFFIX as SEGMENTATION_SUFFIX
 from robench.cli._demo.segmentation import SegmentationDemo, evaluate_segmentation_demo
@@ -582,31 +583,3 @@ def segmentation_figures(found: SegmentationDemo | None) -> dict[str, list[PageF
     )
     figure = inline_png(found.overlay, "Ground truth and predicted masks of one scene", alt)
     return {INDEX_TITLES[SEGMENTATION_SUFFIX]: [figure]}
-
-
-def write_index(
-    out_dir: Path,
-    groups: list[tuple[str, list[tuple[Path, Report]], Comparison]],
-    *,
-    extra_figures: Mapping[str, Sequence[PageFigure]] | None = None,
-    about: Mapping[str, str] | None = None,
-) -> Path:
-    """`OUT_DIR/index.html`: one section per (title, reports, comparison), self-contained;
-    `extra_figures` (section title -> figures) follow the figures drawn from the reports;
-    `about` (section title -> text) replaces a section's suite description."""
-    from robench.results.compare.html import build_section, render_page
-
-    sections = []
-    for title, reports, comparison in groups:
-        if not reports:
-            continue
-        section = build_section(
-            [(path.name, report) for path, report in reports], comparison, title=title
-        )
-        extra = list((extra_figures or {}).get(title, []))
-        shown = (about or {}).get(title, section.about)
-        sections.append(replace(section, figures=[*section.figures, *extra], about=shown))
-    page = render_page(sections, title="robench demo: baseline vs Elliptical nano models")
-    path = out_dir / "index.html"
-    path.write_text(page, encoding="utf-8")
-    return path

@@ -155,11 +155,26 @@ def _check_registered(
         if "." in name and not has_checkpoint and not sourced_refused:
             _check_tag(name, architecture, catalogue.pretrained)
         return
+    if _registered_in_process(name):
+        return
     from robench.models.names import unknown_model_message
     from robench.models.spec import bundled_cards
 
     known = catalogue.names() | set(ZOO_MODELS) | set(LANGUAGE_MODELS) | set(bundled_cards())
     raise ConfigError(unknown_model_message(name, known=sorted(known | set(prefixes))))
+
+
+def _registered_in_process(name: str) -> bool:
+    """A model this process registered itself (a module imported before the call, as
+    `--import` does for the CLI): robench's language-model registry or timm's, read only
+    when already imported (nothing here imports torch)."""
+    import sys
+
+    lm_registry = sys.modules.get("robench.models.zoo.lm_registry")
+    if lm_registry is not None and lm_registry.is_language_model(name):
+        return True
+    timm = sys.modules.get("timm")
+    return timm is not None and "." not in name and timm.is_model(name)
 
 
 def _check_tag(name: str, architecture: str, pretrained: dict[str, str]) -> None:
