@@ -13,7 +13,7 @@ import pytest
 from robench._core.errors import CheckpointError, ConfigError, InputError
 from robench.evaluation.checks.preflight import Preflight, check_model_name, check_names
 from robench.models import timm_catalogue
-from robench.models.timm_catalogue import CATALOGUE_PATH, build_catalogue, trusted_catalogue
+from robench.models.timm_catalogue import CATALOGUE_PATH, trusted_catalogue
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "timm", "numpy")
@@ -182,5 +182,10 @@ def test_python_api_raises_input_error_for_a_missing_checkpoint() -> None:
 def test_the_catalogue_is_the_installed_timm_s() -> None:
     """Regenerate with save_catalogue() when timm's pin moves (robench/models/timm_catalogue.py)."""
     stored = json.loads(CATALOGUE_PATH.read_text(encoding="utf-8"))
-    assert stored == build_catalogue()
+    # In a fresh process: earlier tests register timm models of their own in this one.
+    code = "import json; from robench.models.timm_catalogue import build_catalogue as b; "
+    code += "print(json.dumps(b()))"
+    fresh = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert fresh.returncode == 0, fresh.stderr
+    assert stored == json.loads(fresh.stdout)
     assert trusted_catalogue() is not None
