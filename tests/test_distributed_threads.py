@@ -4,6 +4,7 @@ chose a thread count (robench/_core/distributed.py `cpu_threads`)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -78,7 +79,9 @@ def _torchrun(script: Path, env: dict[str, str]) -> list[str]:
         capture_output=True, text=True, timeout=120, env=env,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    return sorted(line for line in done.stdout.splitlines() if line.startswith("rank"))
+    # The two ranks share one stdout: their lines can arrive run together, so read each
+    # rank's line by its pattern rather than line by line.
+    return sorted(re.findall(r"rank \d+ threads \d+ torch \d+", done.stdout))
 
 
 @pytest.mark.slow
