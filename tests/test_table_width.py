@@ -143,13 +143,42 @@ def test_every_layout_keeps_marks_arrows_reference_differences_and_intervals(ci:
     assert {"wide", "models-as-columns", "per-model", "per-model-narrow"} <= set(layouts)
     for name, build in layouts.items():
         text = _render(build(0), 300, color=True)
-        assert "\x1b[1m79.80\x1b[0m" in text, name  # clean: best bold
-        assert "\x1b[4m72.36\x1b[0m" in text, name  # clean: second underlined
-        assert "\x1b[1m54.64\x1b[0m" in text and "\x1b[4m52.61\x1b[0m" in text, name
+        if name.startswith("per-model"):
+            # A table per model: each row holds one value, so none is marked best or second.
+            for value in ("79.80", "72.36", "54.64", "52.61"):
+                assert f"\x1b[1m{value}" not in text and f"\x1b[4m{value}" not in text, name
+                assert value in text, name
+        else:
+            assert "\x1b[1m79.80\x1b[0m" in text, name  # clean: best bold
+            assert "\x1b[4m72.36\x1b[0m" in text, name  # clean: second underlined
+            assert "\x1b[1m54.64\x1b[0m" in text and "\x1b[4m52.61\x1b[0m" in text, name
         plain = _render(build(0), 300)
         assert "↑" in plain and "(ref)" in plain, name
         assert "(+0.13)" in plain and "(-2.61)" in plain, name
         assert ("[" in plain) == ci, name
+
+
+def test_markdown_marks_only_where_values_stand_side_by_side() -> None:
+    """Piped narrow, the markdown falls back to a table per model: a row there holds one
+    value with no neighbour to beat, so nothing is bold or underlined; wider layouts keep the
+    marks. One model, or a column whose values tie, marks nothing in any layout."""
+    cmp = _paper_comparison()
+    per_model = markdown_fitting(cmp, True, 40)
+    assert "Value |" in per_model and "79.80" in per_model and "(+0.13)" in per_model
+    assert "**" not in per_model and "<u>" not in per_model
+    assert "**79.80**" in markdown_fitting(cmp, False, 200)
+    assert "<u>72.36</u>" in markdown_fitting(cmp, False, 80)
+    alone = build_comparison([("0.json", make_report("solo", {"clean": 0.7, "fgsm": 0.5}))])
+    tied = build_comparison(
+        [(f"{i}.json", make_report(f"m{i}", {"clean": 0.7, "fgsm": 0.5})) for i in range(2)]
+    )
+    for lonely in (alone, tied):
+        for width in (40, 200):
+            text = markdown_fitting(lonely, False, width)
+            assert "70.00" in text and "**" not in text and "<u>" not in text, width
+        for name, build in RichComparison(lonely, False).layouts().items():
+            colored = _render(build(0), 300, color=True)
+            assert "\x1b[1m70.00" not in colored and "\x1b[4m70.00" not in colored, name
 
 
 def test_labels_wrap_at_words_then_after_hyphens_and_underscores() -> None:

@@ -173,9 +173,10 @@ def compare_command(  # long: 92 lines of typer options and 25 of help; the code
 
     Columns that are not comparable are dropped, and different sample sets flagged, on stderr.
 
-    On a terminal the table fits its width: models as columns, or one table per model. So does
-    the default markdown on a pipe (COLUMNS characters, else 120); `-o table.md`, or an
-    explicit --format on a pipe, gives the paper's shape whatever its width.
+    On a terminal the table fits its width: models as columns, or one table per model (no
+    value marked there: nothing beside it to beat). So does the default markdown on a pipe
+    (COLUMNS characters, else 120); `-o table.md`, or an explicit --format on a pipe, gives
+    the paper's shape whatever its width.
 
     `--format html` writes one self-contained page (no network, figures inline): the table
     (sortable, intervals on hover), the figures that apply to the reports, the gate's checks

@@ -12,7 +12,7 @@ import io
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -46,6 +46,12 @@ class Markup:
 
 def _identity(text: str) -> str:
     return text
+
+
+def unmarked(markup: Markup) -> Markup:
+    """`markup` without emphasis: for a table that shows one model's values, where a value
+    marked best (among models shown elsewhere) would have no neighbour to beat."""
+    return replace(markup, bold=_identity, underline=_identity)
 
 
 def cell_text(
@@ -121,16 +127,15 @@ def _markdown_models_as_columns(cmp: Comparison, ci: bool) -> str:
 
 
 def _markdown_per_model(cmp: Comparison, ci: bool) -> str:
-    """A table per model (its name above it), a row per perturbation and metric."""
-    blocks = []
+    """A table per model (its name above it), a row per perturbation and metric; no value
+    marked (each row holds one value; the difference to the reference still compares)."""
+    blocks, plain = [], unmarked(MARKDOWN)
     for row in cmp.rows:
         lines = [f"{_row_label(cmp, row, MARKDOWN)}:", "", "| Perturbation | Metric | Value |"]
         lines.append("|---|---|---:|")
         for shown, column in zip(_perturbations(cmp.columns), cmp.columns, strict=True):
             cells = [MARKDOWN.escape(shown), _header(column, MARKDOWN, False)]
-            lines.append(
-                "| " + " | ".join([*cells, cell_text(cmp, row, column, MARKDOWN, ci)]) + " |"
-            )
+            lines.append("| " + " | ".join([*cells, cell_text(cmp, row, column, plain, ci)]) + " |")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 
@@ -235,8 +240,9 @@ class RichComparison:
     under it (`... ci-below`). A value column is as wide as its widest line, so numbers are
     never wrapped, cut or ellipsised; its header breaks after '-' or '_' where that saves
     width, and gets the width of its longest word where the console has room. Every layout
-    keeps the marks (best bold, second underlined), arrows, `(ref)`, differences and
-    intervals.
+    keeps the arrows, `(ref)`, differences and intervals; the marks (best bold, second
+    underlined) only where a row or column shows more than one model's value, so not in the
+    per-model tables.
     """
 
     def __init__(self, cmp: Comparison, ci: bool) -> None:
@@ -328,7 +334,7 @@ class RichComparison:
                 labels = [[rich_escape(p), m] for p, m in zip(perturbations, metrics, strict=True)]
             self._value_columns(table, [("Value", cmp.rows, cmp.columns)], sep, 0)
             for label, column in zip(labels, cmp.columns, strict=True):
-                table.add_row(*label, self._cell(row, column, sep))
+                table.add_row(*label, self._cell(row, column, sep, unmarked(RICH)))
             parts.append(table)
         return Group(*parts)
 
