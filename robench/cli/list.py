@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
 from robench._core.registry import Registry
 from robench.cli._output import handle_errors, out
+
+if TYPE_CHECKING:
+    from robench.perturbations.base import PerturbationParams
 
 
 def _models(pattern: str | None) -> list[tuple[str, str]]:
@@ -52,6 +55,33 @@ def _suite_plugins() -> None:
     load_entry_points(SUITE_GROUPS)
 
 
+# The model `robench list perturbations` states a kind's cost for: 10 classes (and the
+# reference image, base.REFERENCE_SHAPE), the shipped Fashion-MNIST models'.
+_LISTED_CLASSES = 10
+
+
+def _cost(schema: type[PerturbationParams]) -> str:
+    """`; cost <= N passes/sample at these defaults (...)`, or nothing for a kind whose
+    defaults do not validate (a required eps or sigma: `robench eval --dry-run` costs an
+    entry that gives it; a torchattacks class robench refuses)."""
+    from pydantic import ValidationError
+
+    from robench.perturbations.base import REFERENCE_SHAPE
+
+    try:
+        params = schema()
+    except ValidationError:
+        return ""
+    passes = params.passes_per_sample_on(_LISTED_CLASSES, REFERENCE_SHAPE)
+    unit = "pass" if passes == 1 else "passes"
+    shown = f"; cost <= {passes:,} {unit}/sample at these defaults"
+    formula = schema.cost_formula()
+    if formula is None:
+        return shown
+    size = "x".join(map(str, REFERENCE_SHAPE))
+    return f"{shown} ({_LISTED_CLASSES} classes, {size} images; attack: {formula})"
+
+
 def _perturbations(pattern: str | None) -> list[tuple[str, str]]:
     from robench.perturbations import PERTURBATIONS
 
@@ -65,7 +95,8 @@ def _perturbations(pattern: str | None) -> list[tuple[str, str]]:
             for k, f in schema.model_fields.items()
         )
         threat = schema.threat_summary()
-        rows.append((kind, (params or "(no parameters)") + (f"; {threat}" if threat else "")))
+        shown = (params or "(no parameters)") + (f"; {threat}" if threat else "")
+        rows.append((kind, shown + _cost(schema)))
     return rows
 
 

@@ -50,6 +50,10 @@ if TYPE_CHECKING:
 # forward pass with a backward pass to the input 3 (the backward costs about two forwards).
 FORWARD_PASS = 1
 GRADIENT_PASS = 3
+# One sample's shape where the data is not known (`robench list perturbations`, the sanity
+# budget): the shipped Fashion-MNIST models' input. Only costs that grow with the image (JSMA,
+# OnePixel) read it; `robench eval --dry-run` passes the data's own.
+REFERENCE_SHAPE = (1, 28, 28)
 
 
 class PerturbationParams(BaseModel):
@@ -115,6 +119,18 @@ class PerturbationParams(BaseModel):
         attacks override it. `classes`, the model's outputs, matters only to attacks whose cost
         grows with it (AutoAttack's FAB)."""
         return FORWARD_PASS
+
+    def passes_per_sample_on(self, classes: int, shape: tuple[int, ...] | None) -> int:
+        """`passes_per_sample` on inputs whose one sample has `shape` ((C, H, W); None: not
+        known), what `robench eval --dry-run` asks: kinds whose cost grows with the input
+        (torchattacks' JSMA and OnePixel) override it, the rest do not depend on it."""
+        return self.passes_per_sample(classes)
+
+    @classmethod
+    def cost_formula(cls) -> str | None:
+        """`passes_per_sample` in words (`robench list perturbations`); None where the
+        kind's documentation gives it."""
+        return None
 
 
 class BoundedParams(PerturbationParams):

@@ -2,7 +2,8 @@
 
 The plan loads the suite, the model and the data as a run does (so it knows the samples each
 result runs on and the model's classes) and attacks nothing. Each result's passes per sample
-are its kind's `passes_per_sample(classes)` on its parameters (robench/perturbations), the
+are its kind's `passes_per_sample_on(classes, shape)` on its parameters (robench/perturbations;
+the shape of the first chosen sample, which only torchattacks' JSMA and OnePixel read), the
 cost model of the sanity budget (a forward 1, a forward and backward 3, the runner's re-run
 of the model included); with the sanity battery, the battery's budget and cost as
 `--sanity-budget` would choose them (robench/evaluation/sanity/budget.py). Every estimate is
@@ -40,7 +41,7 @@ class PlannedCost:
     kind: str
     dataset: str
     samples: int
-    passes_per_sample: int  # the kind's `passes_per_sample(classes)`: an upper bound
+    passes_per_sample: int  # the kind's `passes_per_sample_on(classes, shape)`: an upper bound
 
     @property
     def passes(self) -> int:
@@ -71,6 +72,17 @@ class RunPlan:
         if self.throughput is None or self.throughput.passes_per_s <= 0:
             return None
         return self.total_passes / self.throughput.passes_per_s
+
+
+def _sample_shape(source: EvalData) -> tuple[int, ...] | None:
+    """One sample's input shape ((C, H, W) for images), read from the first chosen sample;
+    None where the input is no tensor (texts) or nothing is chosen."""
+    if not len(source.indices):
+        return None
+    item = source.dataset[source.indices[0]]
+    first = item[0] if isinstance(item, tuple | list) else item
+    shape = getattr(first, "shape", None)
+    return tuple(int(n) for n in shape) if shape is not None else None
 
 
 def _classes(source: EvalData) -> int:
@@ -126,7 +138,9 @@ def plan_run(request: EvalRequest, model: LoadedModel | None = None) -> RunPlan:
             kind=job.planned.kind,
             dataset=key,
             samples=len(job.data.indices),
-            passes_per_sample=job.planned.params.passes_per_sample(_classes(job.data)),
+            passes_per_sample=job.planned.params.passes_per_sample_on(
+                _classes(job.data), _sample_shape(job.data)
+            ),
         )
         for key, job in jobs
     ]

@@ -23,7 +23,6 @@ torchattacks' source.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -50,9 +49,8 @@ from robench.perturbations.adversarial.torchattacks_source import (
     library_attacks,
 )
 from robench.perturbations.base import (
-    FORWARD_PASS,
-    GRADIENT_PASS,
     PERTURBATIONS,
+    REFERENCE_SHAPE,
     BoundedParams,
     PerturbationParams,
     register_kind,
@@ -68,13 +66,6 @@ TARGET_COLUMN = "target_class"
 # Column of how far outside [0, 1] the library's output was before robench clipped it
 # (0.0 when it was inside; catalogue ROUNDING_TOLERANCE).
 ROUNDING_COLUMN = "rounding_clip"
-# Per-step costs for `passes_per_sample`, an estimate: parameters that multiply the number of
-# gradient steps, and those that count forward-only queries.
-_STEP_COUNTS = (
-    "steps", "nb_iter", "max_iterations", "binary_search_steps", "num_iter_set",
-    "n_restarts", "restarts", "eot_iter", "N", "m", "noise_batch_size", "popsize",
-)  # fmt: skip
-_QUERY_COUNTS = ("n_queries", "nb_sample")
 
 
 def _fraction(value: Any) -> Any:
@@ -118,14 +109,28 @@ class TorchattacksParams(PerturbationParams):
         return kwargs
 
     def passes_per_sample(self, classes: int = 10) -> int:
-        """An estimate: a gradient per step, times every repeat count the attack takes
-        (restarts, binary-search steps, EOT samples), or a forward per query."""
+        return self.passes_per_sample_on(classes, None)
+
+    def passes_per_sample_on(self, classes: int, shape: tuple[int, ...] | None) -> int:
+        """The attack's own passes (torchattacks_cost.py: its row, else a gradient per step
+        of every repeat count, or a forward per query) and what runs around it; `shape`
+        None: the reference image (base.REFERENCE_SHAPE)."""
+        from robench.perturbations.adversarial import torchattacks_cost as cost
+
         values = self.model_dump()
-        steps = math.prod(int(values[k]) for k in _STEP_COUNTS if isinstance(values.get(k), int))
-        queries = math.prod(int(values[k]) for k in _QUERY_COUNTS if isinstance(values.get(k), int))
-        if any(k in values for k in _QUERY_COUNTS):
-            return FORWARD_PASS * (1 + queries * steps)
-        return 2 * FORWARD_PASS + GRADIENT_PASS * steps
+        shown = cost.CostInput(values, classes, shape or REFERENCE_SHAPE)
+        around = cost.adapter_passes(
+            minimal_norm=isinstance(self.threat, MinimalNorm),
+            targeted=values.get("targeted") is not None,
+            fills_classes="n_classes" in values and values["n_classes"] is None,
+        )
+        return around + cost.cost_rule(self.attack).passes(shown)
+
+    @classmethod
+    def cost_formula(cls) -> str | None:
+        from robench.perturbations.adversarial.torchattacks_cost import cost_formula
+
+        return cost_formula(cls.attack, cls.model_fields)
 
     @model_validator(mode="before")
     @classmethod

@@ -1,0 +1,254 @@
+"""An upper bound on a `torchattacks.NAME` attack's model passes per sample, from its parameters.
+
+Counted against torchattacks 3.5's source, in the cost model's unit (a forward pass 1, a forward
+and backward pass 3; a backward alone, one logit's gradient in a Jacobian, 2), for the worst
+case in which no sample is broken early: CW, EAD, DeepFool, SparseFool, JSMA, Pixle, OnePixel,
+Square, APGD and FAB stop working on a sample once it is misclassified, so on a model they break
+they cost less (docs/cost.md gives the measured ratios). With S the steps, R the restarts, E the
+EOT samples, K the model's outputs, n the attack's `n_classes` (K unless given), C x H x W one
+sample's shape, an attack's own passes per sample are `ATTACK_COSTS[name]`; an attack with no row
+costs a gradient per step of every repeat count it takes (steps x restarts x EOT samples ...) and
+a forward, or a forward per query. `TorchattacksParams.passes_per_sample_on` adds what the
+adapter and the runner spend around the attack (`adapter_passes`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from robench.perturbations.base import FORWARD_PASS, GRADIENT_PASS
+
+_BACKWARD = GRADIENT_PASS - FORWARD_PASS  # one more backward through a kept graph
+# SparseFool runs torchattacks' DeepFool at its default steps inside every one of its steps.
+_SPARSEFOOL_DEEPFOOL_STEPS = 50
+# Parameters that multiply the number of gradient steps, and those that count forward-only
+# queries: the rule of an attack with no row of its own.
+_STEP_COUNTS = (
+    "steps", "nb_iter", "max_iterations", "binary_search_steps", "num_iter_set",
+    "n_restarts", "restarts", "eot_iter", "N", "m", "noise_batch_size", "popsize",
+)  # fmt: skip
+_QUERY_COUNTS = ("n_queries", "nb_sample")
+
+
+@dataclass(frozen=True)
+class CostInput:
+    """What a rule reads: the attack's parameters (robench's names), the model's outputs and
+    one sample's shape."""
+
+    values: Mapping[str, Any]
+    classes: int
+    shape: tuple[int, ...]
+
+    def get(self, name: str) -> int:
+        return int(self.values[name])
+
+    @property
+    def n_classes(self) -> int:
+        """The attack's `n_classes` (robench fills it with the model's outputs)."""
+        given = self.values.get("n_classes")
+        return int(given) if given is not None else self.classes
+
+
+@dataclass(frozen=True)
+class CostRule:
+    """One attack's passes per sample: the formula in words, and the function."""
+
+    formula: str
+    passes: Callable[[CostInput], int]
+
+
+def _apgd(c: CostInput) -> int:
+    # The clean prediction, then per restart a gradient at the start and one per step.
+    return FORWARD_PASS + GRADIENT_PASS * c.get("n_restarts") * c.get("eot_iter") * (
+        c.get("steps") + 1
+    )
+
+
+def _apgdt(c: CostInput) -> int:
+    # As APGD, per target class (n - 1 of them), plus a forward per target's run.
+    per_run = FORWARD_PASS + GRADIENT_PASS * c.get("eot_iter") * (c.get("steps") + 1)
+    return FORWARD_PASS + (c.n_classes - 1) * c.get("n_restarts") * per_run
+
+
+def _fab_untargeted(steps: int, restarts: int, classes: int) -> int:
+    # Per step: the gradient of every output (a forward, K backwards) and a prediction.
+    per_run = 2 * FORWARD_PASS + steps * (2 * FORWARD_PASS + _BACKWARD * classes)
+    return FORWARD_PASS + restarts * per_run
+
+
+def _fab_targeted(steps: int, restarts: int, targets: int) -> int:
+    # Per target: two clean forwards, a gradient and a prediction per step, a last forward.
+    per_run = 3 * FORWARD_PASS + steps * (GRADIENT_PASS + FORWARD_PASS)
+    return FORWARD_PASS + targets * restarts * per_run
+
+
+def _fab(c: CostInput) -> int:
+    steps, restarts = c.get("steps"), c.get("n_restarts")
+    if c.values.get("multi_targeted"):
+        return _fab_targeted(steps, restarts, c.n_classes - 1)
+    if c.values.get("targeted"):
+        return _fab_targeted(steps, restarts, 1)
+    return _fab_untargeted(steps, restarts, c.classes)
+
+
+def _square(queries: int, restarts: int) -> int:
+    # The clean prediction, then per restart a first margin, a forward per query, a check.
+    return 2 * FORWARD_PASS + restarts * (queries + 2) * FORWARD_PASS
+
+
+# torchattacks.AutoAttack's versions: the library's own settings (APGD, APGD-T and FAB at
+# their default 10 steps); each attack is followed by MultiAttack's forward on its output.
+_AUTOATTACK_STEPS = 10
+_AUTOATTACK: dict[str, Callable[[int, int], list[int]]] = {
+    "standard": lambda k, n: [
+        FORWARD_PASS + GRADIENT_PASS * (_AUTOATTACK_STEPS + 1),
+        FORWARD_PASS + (n - 1) * (FORWARD_PASS + GRADIENT_PASS * (_AUTOATTACK_STEPS + 1)),
+        _fab_targeted(_AUTOATTACK_STEPS, 1, n - 1),
+        _square(5000, 1),
+    ],
+    "plus": lambda k, n: [
+        *[FORWARD_PASS + GRADIENT_PASS * 5 * (_AUTOATTACK_STEPS + 1)] * 2,
+        _fab_untargeted(_AUTOATTACK_STEPS, 5, k),
+        _square(5000, 1),
+        FORWARD_PASS + (n - 1) * (FORWARD_PASS + GRADIENT_PASS * (_AUTOATTACK_STEPS + 1)),
+        _fab_targeted(_AUTOATTACK_STEPS, 1, n - 1),
+    ],
+    "rand": lambda k, n: [FORWARD_PASS + GRADIENT_PASS * 20 * (_AUTOATTACK_STEPS + 1)] * 2,
+}
+
+
+def _autoattack(c: CostInput) -> int:
+    parts = _AUTOATTACK[str(c.values["version"])](c.classes, c.n_classes)
+    return sum(parts) + FORWARD_PASS * len(parts)
+
+
+def _onepixel(c: CostInput) -> int:
+    # Differential evolution over D = pixels x (2 + C) numbers: a population of
+    # max(5, max(1, popsize // D) x D), evaluated at the start and once per step, and the
+    # success check on the best member after each step.
+    dims = c.get("eps") * (2 + c.shape[0])
+    population = max(5, max(1, c.get("popsize") // dims) * dims)
+    return (c.get("steps") + 1) * population + c.get("steps")
+
+
+def _pixle(c: CostInput) -> int:
+    # The clean probability, then per iteration a loss and a success check (one image each).
+    rounds = 1 if c.values.get("update_each_iteration") else c.get("restarts")
+    return FORWARD_PASS + 2 * FORWARD_PASS * rounds * c.get("max_iterations")
+
+
+def _jsma(c: CostInput) -> int:
+    # Two pixels per iteration, up to gamma of the C x H x W values; per iteration the
+    # Jacobian (a forward, K backwards) and a prediction.
+    iterations = math.ceil(math.prod(c.shape) * float(c.values["gamma"]) / 2)
+    return FORWARD_PASS + iterations * (2 * FORWARD_PASS + _BACKWARD * c.classes)
+
+
+def _deepfool(steps: int, classes: int) -> int:
+    # Per step, one image at a time: a forward and the gradient of every output.
+    return steps * (FORWARD_PASS + _BACKWARD * classes)
+
+
+def _sparsefool(c: CostInput) -> int:
+    # Per step: a prediction, a whole DeepFool, and one gradient at the boundary point.
+    inner = _deepfool(_SPARSEFOOL_DEEPFOOL_STEPS, c.classes)
+    return c.get("steps") * (FORWARD_PASS + inner + GRADIENT_PASS)
+
+
+def _ead(c: CostInput) -> int:
+    # The clean forward, then per binary-search step and iteration a gradient on y_k and a
+    # forward on x_k.
+    rounds = c.get("binary_search_steps") * c.get("max_iterations")
+    return FORWARD_PASS + rounds * (GRADIENT_PASS + FORWARD_PASS)
+
+
+def generic_passes(c: CostInput) -> int:
+    """A forward and a gradient per step of every repeat count the attack takes, or a
+    forward per query of every repeat count (the attacks with no row in `ATTACK_COSTS`)."""
+    steps = math.prod(int(c.values[k]) for k in _STEP_COUNTS if isinstance(c.values.get(k), int))
+    queries = math.prod(int(c.values[k]) for k in _QUERY_COUNTS if isinstance(c.values.get(k), int))
+    if any(k in c.values for k in _QUERY_COUNTS):
+        return FORWARD_PASS * queries * steps
+    return FORWARD_PASS + GRADIENT_PASS * steps
+
+
+_NOTHING = CostRule("no model pass", lambda c: 0)
+
+ATTACK_COSTS: dict[str, CostRule] = {
+    "VANILA": _NOTHING,
+    "GN": _NOTHING,
+    "CW": CostRule("3 x steps", lambda c: GRADIENT_PASS * c.get("steps")),
+    "DeepFool": CostRule(
+        "steps x (1 + 2 x classes)", lambda c: _deepfool(c.get("steps"), c.classes)
+    ),
+    "SparseFool": CostRule(
+        f"steps x (4 + {_SPARSEFOOL_DEEPFOOL_STEPS} x (1 + 2 x classes))", _sparsefool
+    ),
+    "EADL1": CostRule("1 + 4 x binary_search_steps x max_iterations", _ead),
+    "EADEN": CostRule("1 + 4 x binary_search_steps x max_iterations", _ead),
+    "JSMA": CostRule("1 + ceil(C x H x W x gamma / 2) x (2 + 2 x classes)", _jsma),
+    "OnePixel": CostRule(
+        "(steps + 1) x max(5, max(1, popsize // D) x D) + steps, D = eps x (2 + C)", _onepixel
+    ),
+    "Pixle": CostRule(
+        "1 + 2 x restarts x max_iterations (1 + 2 x max_iterations with update_each_iteration)",
+        _pixle,
+    ),
+    "Square": CostRule(
+        "2 + n_restarts x (n_queries + 2)",
+        lambda c: _square(c.get("n_queries"), c.get("n_restarts")),
+    ),
+    "SPSA": CostRule(
+        "2 x nb_iter x nb_sample",
+        lambda c: 2 * FORWARD_PASS * c.get("nb_iter") * c.get("nb_sample"),
+    ),
+    "APGD": CostRule("1 + 3 x n_restarts x eot_iter x (steps + 1)", _apgd),
+    "APGDT": CostRule(
+        "1 + (n_classes - 1) x n_restarts x (1 + 3 x eot_iter x (steps + 1))", _apgdt
+    ),
+    "FAB": CostRule(
+        "1 + n_restarts x (2 + steps x (2 + 2 x classes)); targeted: 1 + n_restarts x "
+        "(3 + 4 x steps), times n_classes - 1 with multi_targeted",
+        _fab,
+    ),
+    "AutoAttack": CostRule(
+        "its attacks' (APGD, APGD-T, FAB, Square at the library's settings) and a forward "
+        "after each",
+        _autoattack,
+    ),
+    **{
+        name: CostRule(
+            "3 x steps x (N + 1)", lambda c: GRADIENT_PASS * c.get("steps") * (c.get("N") + 1)
+        )
+        for name in ("VMIFGSM", "VNIFGSM")
+    },
+}
+_GENERIC = CostRule("1 + 3 x steps", generic_passes)
+
+
+def cost_rule(attack: str) -> CostRule:
+    """The rule of torchattacks.`attack` (the generic one when it has no row)."""
+    return ATTACK_COSTS.get(attack, _GENERIC)
+
+
+def cost_formula(attack: str, fields: Collection[str]) -> str:
+    """The rule of torchattacks.`attack` in words; the generic rule written with the repeat
+    counts the attack takes among `fields` ("1 + 3 x steps x eot_iter"; FGSM: "1 + 3")."""
+    if attack in ATTACK_COSTS:
+        return ATTACK_COSTS[attack].formula
+    steps = [name for name in _STEP_COUNTS if name in fields]
+    queries = [name for name in _QUERY_COUNTS if name in fields]
+    if queries:
+        return " x ".join(queries + steps)
+    return " x ".join(["1 + 3", *steps])
+
+
+def adapter_passes(*, minimal_norm: bool, targeted: bool, fills_classes: bool) -> int:
+    """What runs around the attack, per sample: the runner's re-run of the model on its
+    output; for a minimal-norm attack the two predictions `min_norm` reads; in a targeted
+    mode the library's forward that picks the targets; and robench's probe of the model's
+    outputs where it fills `n_classes` (one image per batch, so at most one per sample)."""
+    return FORWARD_PASS * (1 + 2 * minimal_norm + targeted + fills_classes)
