@@ -30,6 +30,7 @@ from torch.utils.data import Dataset
 from robench._core.errors import DataError
 from robench.data.labeled import LabeledImages
 from robench.data.preprocessing import Preprocessing
+from robench.data.segmentation.label_maps import IGNORE_INDEX
 
 KIND = "in-memory"  # the report's `kind` of every dataset held in memory
 
@@ -190,7 +191,21 @@ class InMemorySegmentation(Dataset[tuple[torch.Tensor, torch.Tensor]]):
                 f"the label map of {where} has shape {tuple(labels.shape)} and dtype "
                 f"{labels.dtype}; a label map is integers (H, W): class indices, 255 unscored."
             )
-        return pixels, labels.to(torch.int64)
+        labels = labels.to(torch.int64)
+        self._check_classes(labels, where)
+        return pixels, labels
+
+    def _check_classes(self, labels: torch.Tensor, where: str) -> None:
+        """Every label is a class index of the model or the ignore index; another value would
+        count in no class (its metrics silently empty) or fail inside an attack's loss."""
+        n = len(self.classes)
+        bad = ((labels < 0) | (labels >= n)) & (labels != IGNORE_INDEX)
+        if bool(bad.any()):
+            raise DataError(
+                f"the label map of {where} holds label {int(labels[bad][0])}, not one of the "
+                f"model's {n} classes (0..{n - 1}) nor the ignore index {IGNORE_INDEX}; relabel "
+                "the maps with the model's class indices (255 for unscored pixels)."
+            )
 
 
 def tensors_sha256(*tensors: torch.Tensor) -> str:

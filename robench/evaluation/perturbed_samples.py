@@ -12,10 +12,11 @@ from typing import Any
 import torch
 from torch.utils.data import Dataset
 
-from robench._core.errors import AttackCheckError
+from robench._core.errors import AttackCheckError, DataError
 from robench._core.seeding import derive_seed
 from robench.evaluation.shared_samples import perturbed_sample
 from robench.perturbations.base import SamplePerturbation
+from robench.tasks.pixel_inputs import check_pixel_range
 
 
 class PerturbedSamples(Dataset[tuple[torch.Tensor, Any]]):
@@ -30,11 +31,25 @@ class PerturbedSamples(Dataset[tuple[torch.Tensor, Any]]):
     def __len__(self) -> int:
         return len(self.dataset)  # type: ignore[arg-type]
 
+    def _check_input(self, item: torch.Tensor, index: int) -> None:
+        """A corruption maps any input into [0, 1]: a 0..255 or NaN image would come out as
+        ordinary pixels and be scored as if valid, so what goes in is checked (the target,
+        a label or a label map, is never perturbed)."""
+        if item.is_floating_point() and not bool(torch.isfinite(item).all()):
+            raise DataError(
+                f"sample {index} of the data holds NaN or inf values, which {self.name!r} would "
+                "turn into ordinary pixels; fix or drop the sample (--allow-nonfinite cannot "
+                "keep them through a corruption)."
+            )
+        check_pixel_range(item.unsqueeze(0), [index])
+
     def sample_seed(self, index: int) -> int:
         return derive_seed(self.seed, self.perturbation.seed_key, index)
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, Any]:
         item, target = self.dataset[index]
+        if isinstance(item, torch.Tensor):
+            self._check_input(item, index)
         seed = self.sample_seed(index)
         perturbed = perturbed_sample(
             self.perturbation.seed_key,
