@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import jsonschema
@@ -12,6 +13,17 @@ from typer.testing import CliRunner
 from robench.cli import app
 from robench.models.spec import bundled_cards
 from robench.results.report.schema import report_json_schema
+
+
+@pytest.fixture(autouse=True)
+def _openmp_policy_restored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`robench demo` sets OMP_WAIT_POLICY in its process (here, the test's) unless set: put
+    back what was there after each test."""
+    original = os.environ.get("OMP_WAIT_POLICY")
+    monkeypatch.setenv("OMP_WAIT_POLICY", original or "unset")
+    if original is None:
+        monkeypatch.delenv("OMP_WAIT_POLICY")
+
 
 pytestmark = pytest.mark.slow
 
@@ -111,3 +123,19 @@ def test_full_and_quick_together_are_refused() -> None:
     result = CliRunner().invoke(app, ["demo", "--full", "--quick"])
     assert result.exit_code == 2
     assert "pass one of them" in " ".join(result.stderr.split())
+
+
+@pytest.mark.parametrize(("given", "kept"), [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
+def test_openmp_threads_sleep_while_they_wait_unless_the_user_chose(
+    monkeypatch: pytest.MonkeyPatch, given: str | None, kept: str
+) -> None:
+    """A spinning wait burnt a core per waiting thread on a shared machine (the tour at load 3:
+    26-45 s of CPU time instead of 14); the demo asks for sleeping waits before torch loads."""
+    from robench.cli.demo import _sleeping_openmp_waits
+
+    if given is None:
+        monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)  # the fixture restores it
+    else:
+        monkeypatch.setenv("OMP_WAIT_POLICY", given)
+    _sleeping_openmp_waits()
+    assert os.environ["OMP_WAIT_POLICY"] == kept

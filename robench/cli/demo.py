@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,9 +52,9 @@ def demo_command(
     smoothing (`demo-certify`), with a per-corruption table. --quick runs every section on
     fewer samples (the tour's suites for the ViT pair).
 
-    Measured on the 2-core machine (reports/benchmarks.md): the tour took 53 s of CPU time
-    (user + system) and 441 s wall at load 16-22 (2026-11-28, shared; idle wall not yet
-    measured); --full took 120.5 s wall and 191 s of CPU time at load 0.7-1.6 (2026-11-26).
+    Measured on the 2-core machine (reports/benchmarks.md): the tour took 16-20 s wall and
+    14-17 s of CPU time (user + system) at load 3.0-3.2 (2026-11-28, shared with other
+    sessions); --full took 120.5 s wall and 191 s of CPU time at load 0.7-1.6 (2026-11-26).
 
     Each phase's line on stderr says what is left and about how long it will take. Tables fit
     the terminal (piped: COLUMNS, else 120); the reports and the page keep every column. A
@@ -67,6 +68,7 @@ def demo_command(
       robench demo --full
       robench demo --quick -o /tmp/demo
     """
+    _sleeping_openmp_waits()
     from robench._core.errors import ConfigError
     from robench.cli._demo import run_demo
 
@@ -81,6 +83,18 @@ def demo_command(
     progress.close()
     DemoPrinter(out, table_width()).show(result)
     _list_files(out_dir, result.files, set(result.figures))
+
+
+def _sleeping_openmp_waits() -> None:
+    """OpenMP threads that wait by sleeping, unless the user chose (OMP_WAIT_POLICY).
+
+    On a shared machine a thread of torch's pool that waits for a descheduled sibling spins
+    a core at 100%: at load 3-4 on 2 cores the tour took 25-45 s of CPU time and 30-48 s wall
+    spinning, 14 s and 21 s sleeping (reports/benchmarks.md, the demo). The records are the
+    same bit for bit: the threads and their share of each reduction do not change, only how
+    an idle one waits. Set before torch loads its OpenMP runtime, which reads it once (a
+    process that imported torch already, a test's, keeps its policy)."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 @dataclass(frozen=True)
