@@ -21,6 +21,7 @@ from rich.console import Console
 from robench.cli._demo import DemoResult
 from robench.results.compare.comparison import Comparison, build_comparison
 from robench.results.compare.formats import COMPARE_FORMATS, RichComparison, markdown_fitting
+from robench.results.compare.html.leaderboard import leaderboard
 from robench.results.compare.per_corruption import (
     PER_CORRUPTION_FORMATS,
     build_per_corruption,
@@ -161,7 +162,8 @@ def test_every_layout_keeps_marks_arrows_reference_differences_and_intervals(ci:
 def test_markdown_marks_only_where_values_stand_side_by_side() -> None:
     """Piped narrow, the markdown falls back to a table per model: a row there holds one
     value with no neighbour to beat, so nothing is bold or underlined; wider layouts keep the
-    marks. One model, or a column whose values tie, marks nothing in any layout."""
+    marks. One model, or a column whose values tie, marks nothing in any layout (the HTML
+    page's leaderboard included)."""
     cmp = _paper_comparison()
     per_model = markdown_fitting(cmp, True, 40)
     assert "Value |" in per_model and "79.80" in per_model and "(+0.13)" in per_model
@@ -179,6 +181,10 @@ def test_markdown_marks_only_where_values_stand_side_by_side() -> None:
         for name, build in RichComparison(lonely, False).layouts().items():
             colored = _render(build(0), 300, color=True)
             assert "\x1b[1m70.00" not in colored and "\x1b[4m70.00" not in colored, name
+        board = leaderboard(lonely)  # the HTML page's table
+        assert all(cell.mark == "" for row in board.rows for cell in row.cells)
+    marked = [cell.mark for row in leaderboard(cmp).rows for cell in row.cells]
+    assert "best" in marked and "second" in marked
 
 
 def test_labels_wrap_at_words_then_after_hyphens_and_underscores() -> None:
