@@ -128,6 +128,7 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 # ListOps in the released layout (basic_test.tsv), for a random-weight model of 48 positions.
 LRA_MODEL = '{"vocab_size": 16, "num_classes": 10, "pad_id": 0, "max_length": 48}'
+SEGMENTATION_NOISE = 'task = "semantic-segmentation"\n[[perturbations]]\nkind = "pixel-noise"\nstd = "8/255"\n'
 LRA_NOISE = 'task = "sequence-classification"\n[[perturbations]]\nkind = "clean"\n[[perturbations]]\nkind = "pixel-noise"\nstd = "8/255"\n'
 
 
@@ -403,6 +404,7 @@ CASES: dict[str, Callable[[Path, Path], Case]] = {
     "generate-not-empty": lambda t, d: Case(["generate", "lra-listops", _write(Path(_folder(t / "full")) / "keep.txt", "mine").rsplit("/", 1)[0]]),
     "lra-sequence-over-model-length": lambda t, d: Case(_lra_eval(t, "lra-smoke", True)),
     "lra-perturbation-other-task": lambda t, d: Case(_lra_eval(t, _suite(t, LRA_NOISE), False)),
+    "perturbation-other-task": lambda t, d: Case(["eval", "segmenter_nano_baseline_scenes", "-s", _suite(t, SEGMENTATION_NOISE), "-o", str(t / "out" / "r.json")]),
     "bad-images-policy": lambda t, d: Case(_eval(t, d, "--bad-images", "ignore")),
     "bad-images-all-unreadable": lambda t, d: Case(_eval(t, d, "--bad-images", "skip", "--limit", "1", folder=_all_unreadable(t))),
     "out-is-checkpoint": lambda t, d: Case(["eval", MODEL, "-s", str(d / "clean.toml"), "-d", str(d / "imgs"), "-c", (c := _checkpoint_copy(t)), "-o", c]),
