@@ -128,7 +128,9 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 # ListOps in the released layout (basic_test.tsv), for a random-weight model of 48 positions.
 LRA_MODEL = '{"vocab_size": 16, "num_classes": 10, "pad_id": 0, "max_length": 48}'
-SEGMENTATION_NOISE = 'task = "semantic-segmentation"\n[[perturbations]]\nkind = "pixel-noise"\nstd = "8/255"\n'
+SEGMENTATION_NOISE = (
+    'task = "semantic-segmentation"\n[[perturbations]]\nkind = "pixel-noise"\nstd = "8/255"\n'
+)
 LRA_NOISE = 'task = "sequence-classification"\n[[perturbations]]\nkind = "clean"\n[[perturbations]]\nkind = "pixel-noise"\nstd = "8/255"\n'
 
 
