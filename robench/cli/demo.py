@@ -52,9 +52,10 @@ def demo_command(
     smoothing (`demo-certify`), with a per-corruption table. --quick runs every section on
     fewer samples (the tour's suites for the ViT pair).
 
-    Measured on the 2-core machine (reports/benchmarks.md): the tour took 16-20 s wall and
-    14-17 s of CPU time (user + system) at load 3.0-3.2 (2026-11-28, shared with other
-    sessions); --full took 120.5 s wall and 191 s of CPU time at load 0.7-1.6 (2026-11-26).
+    Measured on the 2-core machine (reports/benchmarks.md): the tour took 12-16.5 s wall and
+    14-16 s of CPU time (user + system) at load 0.03-0.7 (idle, 2026-11-28), and 16-20 s
+    wall at load 3.0-3.2 (shared with other sessions); --full took 120.5 s wall and 191 s of
+    CPU time at load 0.7-1.6 (2026-11-26).
 
     Each phase's line on stderr says what is left and about how long it will take. Tables fit
     the terminal (piped: COLUMNS, else 120); the reports and the page keep every column. A
