@@ -65,6 +65,7 @@ class RandomizedSmoothingParams(PerturbationParams):
 
     display: ClassVar[str | None] = "Randomized smoothing"
     columns: ClassVar[tuple[str, ...]] = COLUMNS
+    metrics: ClassVar[tuple[str, ...]] = ("certified_accuracy", "acr", "abstention_rate")
 
     sigma: float  # std of the Gaussian noise, pixel units ([0, 1] scale)
     n0: PositiveInt = 100  # selection draws: the candidate class is their majority
