@@ -19,6 +19,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from robench.evaluation.options.eval_option import flags_of
 from robench.evaluation.options.ranges import OPTION_RANGES, check_range
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -44,11 +45,7 @@ class Opt:
 
     @property
     def flags(self) -> tuple[str, ...]:
-        """The command line's flags, long first; none for a positional argument."""
-        if self.argument:
-            return ()
-        long = self.flag or "--" + self.name.replace("_", "-")
-        return (long, self.short) if self.short else (long,)
+        return flags_of(self.name, self.flag, self.short, self.argument)
 
     def parameter(self) -> inspect.Parameter:
         """The row as a parameter of the command's signature, typer's metadata annotated."""
