@@ -8,17 +8,24 @@ reports what it finished):
     .venv/bin/python benchmarks/bench_gpu.py --device cpu --quick --output /tmp/gpu.md
 
 A GPU machine that comes with its own PyTorch (2.11 or newer) and none of robench's other
-dependencies: prepare, on a machine with the internet, a folder of the wheels robench needs
-besides torch (pip resolves them for the GPU machine's Python and platform),
+dependencies (the H200 of reports/benchmarks.md, 2026-11-28: Python 3.12, torch 2.11): on a
+machine with the internet, download the wheels it lacks for its Python and platform,
 
-    pip download -d wheels --python-version 3.11 --only-binary=:all: \\
-        torchattacks pyautoattack pydantic orjson imagecorruptions-imaug timm safetensors \\
-        typer rich scipy statsmodels numpy pillow
+    pip download -d wheels --no-deps --only-binary=:all: --python-version 3.12 \
+        --implementation cp --platform manylinux2014_x86_64 \
+        torchattacks==3.5.1 pyautoattack==0.2.0 pydantic==2.14.3 pydantic_core==2.50.4 \
+        annotated-types typing-inspection orjson imagecorruptions-imaug timm
 
-(pyautoattack is the PyPI name of AutoAttack's package; constraints.txt pins the versions),
-copy it and the repository over, and install robench beside the machine's torch in one line:
+(pyautoattack's wheel carries a 45 MB example checkpoint, pyautoattack/examples/, that robench
+never reads: repack it without that folder where the copy is size-limited), copy the folder and
+the repository over, and put robench beside the machine's torch in one line:
 
-    pip install --no-index --find-links wheels --no-deps wheels/*.whl && pip install --no-deps -e .
+    pip install --no-index --no-deps --target /tmp/site wheels/*.whl && \
+        export PYTHONPATH=/tmp/site:$PWD ROBENCH_FASHION_MNIST_DIR=$PWD/fmnist
+
+(`ROBENCH_FASHION_MNIST_DIR`: a folder holding Fashion-MNIST's t10k IDX files, which the gpu
+tests read). The machine's numpy, scipy, pandas, typer, rich, jinja2, matplotlib, numba,
+pillow, scikit-image and opencv serve as they are.
 
 Phases, in order (`--phases` picks some):
 
