@@ -8,24 +8,13 @@ reports what it finished):
     .venv/bin/python benchmarks/bench_gpu.py --device cpu --quick --output /tmp/gpu.md
 
 A GPU machine that comes with its own PyTorch (2.11 or newer) and none of robench's other
-dependencies (the H200 of reports/benchmarks.md, 2026-11-28: Python 3.12, torch 2.11): on a
-machine with the internet, download the wheels it lacks for its Python and platform,
-
-    pip download -d wheels --no-deps --only-binary=:all: --python-version 3.12 \
-        --implementation cp --platform manylinux2014_x86_64 \
-        torchattacks==3.5.1 pyautoattack==0.2.0 pydantic==2.14.3 pydantic_core==2.50.4 \
-        annotated-types typing-inspection orjson imagecorruptions-imaug timm
-
-(pyautoattack's wheel carries a 45 MB example checkpoint, pyautoattack/examples/, that robench
-never reads: repack it without that folder where the copy is size-limited), copy the folder and
-the repository over, and put robench beside the machine's torch in one line:
-
-    pip install --no-index --no-deps --target /tmp/site wheels/*.whl && \
-        export PYTHONPATH=/tmp/site:$PWD ROBENCH_FASHION_MNIST_DIR=$PWD/fmnist
-
-(`ROBENCH_FASHION_MNIST_DIR`: a folder holding Fashion-MNIST's t10k IDX files, which the gpu
-tests read). The machine's numpy, scipy, pandas, typer, rich, jinja2, matplotlib, numba,
-pillow, scikit-image and opencv serve as they are.
+dependencies (the H200 of reports/benchmarks.md, 2026-11-28: Python 3.12, torch 2.11):
+`bash benchmarks/gpu_prepare.sh` downloads, on a machine with the internet, the wheels it
+lacks (pyautoattack's repacked without its 45 MB example checkpoint) into .whl/ and copies
+Fashion-MNIST's test split into .gpu/fmnist/; copy those and the checkout over, and there
+`OUT=FOLDER bash benchmarks/gpu_acceptance.sh` installs them beside the machine's torch
+(`pip install --no-index --no-deps --target /tmp/site .whl/*.whl`, robench from the checkout
+on PYTHONPATH) and runs this script's phases, the throughput alone on the GPU first.
 
 Phases, in order (`--phases` picks some):
 
