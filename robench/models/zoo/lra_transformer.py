@@ -39,7 +39,6 @@ from typing import Any
 
 import torch
 from timm.layers import Attention
-from timm.models.vision_transformer import Block
 from torch import Tensor, nn
 
 from robench._core.errors import ConfigError, DataError
@@ -49,7 +48,12 @@ from robench.models.layers.elliptical_attention import (
     elliptical_options,
 )
 from robench.models.zoo.lm_registry import LanguageModelBuilder, register_language_model
-from robench.models.zoo.transformer_lm import init_linear, sinusoidal_positions
+from robench.models.zoo.transformer_lm import (
+    check_sizes,
+    init_linear,
+    sinusoidal_positions,
+    transformer_blocks,
+)
 
 __all__ = ["LRA_TASKS", "SEQUENCE_CLASSIFICATION", "LRATransformer"]
 
@@ -71,11 +75,7 @@ def _fixed_positions(length: int, dim: int) -> Tensor:
 
 _POSITIONS = {"learned": _learned_positions, "sinusoidal": _fixed_positions}
 _POOLINGS = ("mean", "cls")
-
-
-def _positive_int(what: str, value: object) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ConfigError(f"LRATransformer {what} must be an integer >= 1, got {value!r}.")
+_SIZES = ("vocab_size", "num_classes", "max_length", "embed_dim", "depth", "num_heads", "mlp_dim")
 
 
 def _choice(what: str, value: object, allowed: tuple[str, ...]) -> None:
@@ -87,18 +87,11 @@ def _choice(what: str, value: object, allowed: tuple[str, ...]) -> None:
 
 def _check_arguments(given: dict[str, Any]) -> None:
     """One ConfigError sentence for a bad constructor argument of `LRATransformer`."""
-    sizes = ("vocab_size", "num_classes", "max_length", "embed_dim", "depth", "num_heads")
-    for what in (*sizes, "mlp_dim"):
-        _positive_int(what, given[what])
+    check_sizes("LRATransformer", {name: given[name] for name in _SIZES})
     _choice("positions", given["positions"], tuple(_POSITIONS))
     _choice("pooling", given["pooling"], _POOLINGS)
     if given["lra_task"] is not None:
         _choice("lra_task", given["lra_task"], LRA_TASKS)
-    if given["embed_dim"] % given["num_heads"]:
-        raise ConfigError(
-            f"LRATransformer embed_dim {given['embed_dim']} is not a multiple of num_heads "
-            f"{given['num_heads']}; choose embed_dim = num_heads * head dimension."
-        )
     pad_id, vocab_size = given["pad_id"], given["vocab_size"]
     if pad_id is not None and not (isinstance(pad_id, int) and 0 <= pad_id < vocab_size):
         raise ConfigError(
@@ -174,17 +167,11 @@ class LRATransformer(nn.Module):
             self.register_buffer("positions", made, persistent=False)
         self.embed_drop = nn.Dropout(dropout)
         first_elliptical = depth - min(elliptical_blocks, depth)
-        self.blocks = nn.ModuleList(
-            Block(
-                embed_dim,
-                num_heads,
-                mlp_ratio=(mlp_dim + 0.5) / embed_dim,  # Block takes int(C * ratio) == mlp_dim
-                qkv_bias=True,
-                proj_drop=dropout,
-                attn_drop=attn_dropout,
-                attn_layer=EllipticalAttention if index >= first_elliptical else Attention,
-            )
-            for index in range(depth)
+        self.blocks = transformer_blocks(
+            dict(embed_dim=embed_dim, depth=depth, num_heads=num_heads, mlp_dim=mlp_dim),
+            dropout,
+            attn_dropout,
+            lambda index: EllipticalAttention if index >= first_elliptical else Attention,
         )
         self.norm = nn.LayerNorm(embed_dim)
         pooled = embed_dim * (4 if self.pair else 1)  # retrieval: [u, v, u * v, u - v]

@@ -38,11 +38,10 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from timm.layers import Attention, Mlp
-from timm.models.vision_transformer import Block
+from timm.layers import Attention
 from torch import Tensor, nn
 
-from robench._core.errors import ConfigError, DataError
+from robench._core.errors import DataError
 from robench.data.text.classifier_tokens import PAD_ID
 from robench.models.layers.elliptical_attention import (
     EllipticalAttention,
@@ -51,7 +50,12 @@ from robench.models.layers.elliptical_attention import (
 )
 from robench.models.zoo.lm_registry import LanguageModelBuilder, register_language_model
 from robench.models.zoo.moe_lm import SWITCH_NANO_ARGS, moe_layer_plan, total_aux_loss
-from robench.models.zoo.transformer_lm import init_linear, sinusoidal_positions
+from robench.models.zoo.transformer_lm import (
+    check_sizes,
+    init_linear,
+    sinusoidal_positions,
+    transformer_blocks,
+)
 
 __all__ = ["PRETRAINED_BACKBONES", "TEXT_CLASSIFICATION", "TextClassifier", "backbone_keys"]
 
@@ -75,11 +79,6 @@ def backbone_keys(state_dict: dict[str, Tensor]) -> dict[str, Tensor]:
     """The entries of a language model's (or classifier's) state_dict that a classifier's
     backbone shares: token embedding, blocks and final norm, not a head."""
     return {k: v for k, v in state_dict.items() if k.startswith(_BACKBONE_PREFIXES)}
-
-
-def _positive_int(what: str, value: object) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ConfigError(f"TextClassifier {what} must be an integer >= 1, got {value!r}.")
 
 
 class TextClassifier(nn.Module):
@@ -120,21 +119,16 @@ class TextClassifier(nn.Module):
         architecture: str = "text_classifier",
     ) -> None:
         super().__init__()
-        for what, value in (
-            ("vocab_size", vocab_size),
-            ("num_classes", num_classes),
-            ("max_length", max_length),
-            ("embed_dim", embed_dim),
-            ("depth", depth),
-            ("num_heads", num_heads),
-            ("mlp_dim", mlp_dim),
-        ):
-            _positive_int(what, value)
-        if embed_dim % num_heads:
-            raise ConfigError(
-                f"TextClassifier embed_dim {embed_dim} is not a multiple of num_heads "
-                f"{num_heads}; choose embed_dim = num_heads * head dimension."
-            )
+        sizes = dict(
+            vocab_size=vocab_size,
+            num_classes=num_classes,
+            max_length=max_length,
+            embed_dim=embed_dim,
+            depth=depth,
+            num_heads=num_heads,
+            mlp_dim=mlp_dim,
+        )
+        check_sizes("TextClassifier", sizes)
         self.vocab_size, self.num_classes, self.max_length = vocab_size, num_classes, max_length
         self.embed_dim, self.depth, self.num_heads = embed_dim, depth, num_heads
         self.architecture = architecture
@@ -146,19 +140,8 @@ class TextClassifier(nn.Module):
         self.token_embed = nn.Embedding(vocab_size, embed_dim)
         self.pad_embed = nn.Parameter(torch.zeros(embed_dim))
         self.embed_drop = nn.Dropout(dropout)
-        self.blocks = nn.ModuleList(
-            Block(
-                embed_dim,
-                num_heads,
-                mlp_ratio=(mlp_dim + 0.5) / embed_dim,  # Block takes int(C * ratio) == mlp_dim
-                qkv_bias=True,
-                proj_drop=dropout,
-                attn_drop=attn_dropout,
-                attn_layer=attn_layer,
-                mlp_layer=mlp_layer_at(index) if mlp_layer_at else Mlp,
-                depth=index,
-            )
-            for index in range(depth)
+        self.blocks = transformer_blocks(
+            sizes, dropout, attn_dropout, lambda _: attn_layer, mlp_layer_at
         )
         self.norm = nn.LayerNorm(embed_dim)
         self.head = nn.Linear(embed_dim, num_classes)

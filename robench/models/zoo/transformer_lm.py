@@ -81,6 +81,45 @@ def init_linear(module: nn.Module) -> None:
             nn.init.zeros_(module.bias)
 
 
+def check_sizes(owner: str, sizes: dict[str, Any]) -> None:
+    """A ConfigError for a size of `owner` that is no integer >= 1, or an `embed_dim` that
+    `num_heads` does not divide (the constructors of every robench sequence model)."""
+    for what, value in sizes.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ConfigError(f"{owner} {what} must be an integer >= 1, got {value!r}.")
+    if sizes["embed_dim"] % sizes["num_heads"]:
+        raise ConfigError(
+            f"{owner} embed_dim {sizes['embed_dim']} is not a multiple of num_heads "
+            f"{sizes['num_heads']}; choose embed_dim = num_heads * head dimension."
+        )
+
+
+def transformer_blocks(
+    sizes: dict[str, Any],
+    dropout: float,
+    attn_dropout: float,
+    attn_layer_at: Callable[[int], Any],
+    mlp_layer_at: Callable[[int], Any] | None = None,
+) -> nn.ModuleList:
+    """`sizes["depth"]` pre-norm timm `Block`s of width `embed_dim`, feed-forward `mlp_dim`,
+    with the attention (and feed-forward) class of each block chosen by its index."""
+    embed_dim, mlp_dim = sizes["embed_dim"], sizes["mlp_dim"]
+    return nn.ModuleList(
+        Block(
+            embed_dim,
+            sizes["num_heads"],
+            mlp_ratio=(mlp_dim + 0.5) / embed_dim,  # Block takes int(C * ratio) == mlp_dim
+            qkv_bias=True,
+            proj_drop=dropout,
+            attn_drop=attn_dropout,
+            attn_layer=attn_layer_at(index),
+            mlp_layer=mlp_layer_at(index) if mlp_layer_at else Mlp,
+            depth=index,
+        )
+        for index in range(sizes["depth"])
+    )
+
+
 class TransformerLM(nn.Module):
     """Decoder-only causal transformer over a word-level vocabulary (see the module docstring).
 
@@ -114,20 +153,14 @@ class TransformerLM(nn.Module):
         architecture: str = "transformer_lm",
     ) -> None:
         super().__init__()
-        for what, value in (
-            ("vocab_size", vocab_size),
-            ("embed_dim", embed_dim),
-            ("depth", depth),
-            ("num_heads", num_heads),
-            ("mlp_dim", mlp_dim),
-        ):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigError(f"TransformerLM {what} must be an integer >= 1, got {value!r}.")
-        if embed_dim % num_heads:
-            raise ConfigError(
-                f"TransformerLM embed_dim {embed_dim} is not a multiple of num_heads {num_heads}; "
-                "choose embed_dim = num_heads * head dimension."
-            )
+        sizes = dict(
+            vocab_size=vocab_size,
+            embed_dim=embed_dim,
+            depth=depth,
+            num_heads=num_heads,
+            mlp_dim=mlp_dim,
+        )
+        check_sizes("TransformerLM", sizes)
         for what, p in (("dropout", dropout), ("attn_dropout", attn_dropout)):
             if not isinstance(p, (int, float)) or isinstance(p, bool) or not 0 <= p < 1:
                 raise ConfigError(f"TransformerLM {what} must be in [0, 1), got {p!r}.")
@@ -143,19 +176,8 @@ class TransformerLM(nn.Module):
 
         self.token_embed = nn.Embedding(vocab_size, embed_dim)
         self.embed_drop = nn.Dropout(dropout)
-        self.blocks = nn.ModuleList(
-            Block(
-                embed_dim,
-                num_heads,
-                mlp_ratio=(mlp_dim + 0.5) / embed_dim,  # Block takes int(C * ratio) == mlp_dim
-                qkv_bias=True,
-                proj_drop=dropout,
-                attn_drop=attn_dropout,
-                attn_layer=attn_layer,
-                mlp_layer=mlp_layer_at(index) if mlp_layer_at else Mlp,
-                depth=index,
-            )
-            for index in range(depth)
+        self.blocks = transformer_blocks(
+            sizes, dropout, attn_dropout, lambda _: attn_layer, mlp_layer_at
         )
         self.norm = nn.LayerNorm(embed_dim)
         self.blocks.apply(init_linear)
