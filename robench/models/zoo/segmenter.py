@@ -33,24 +33,19 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from timm.data import IMAGENET_DEFAULT_MEAN, IMAGENET_DEFAULT_STD
 from timm.layers import trunc_normal_
-from timm.models import build_model_with_cfg, generate_default_cfgs, register_model
+from timm.models import generate_default_cfgs, register_model
 from timm.models.vision_transformer import Block, VisionTransformer
 from torch import nn
 
-from robench._core.errors import ConfigError
 from robench.models.layers.elliptical_attention import (
     EllipticalAttention,
-    configure_elliptical,
-    elliptical_options,
 )
 from robench.models.sliding_window import InferenceConfig
+from robench.models.zoo._timm_variant import create_variant, weightless_cfg
 
 __all__ = ["MaskTransformer", "Segmenter"]
 
-# Model kwargs that go to configure_elliptical instead of Segmenter.
-_ELLIPTICAL_OPTIONS = ("scaling", "estimator", "differentiable", "delta", "causal_estimator")
 
 TASK = "semantic-segmentation"
 
@@ -166,39 +161,28 @@ def _create_segmenter(
     variant: str, pretrained: bool, elliptical: bool, model_args: dict[str, Any], **kwargs: Any
 ) -> Segmenter:
     """Build `variant` with timm's builder; `kwargs` override `model_args`."""
-    kwargs = dict(model_args, **kwargs)
-    if pretrained:
-        raise ConfigError(
-            f"{variant} has no pretrained weights; create it with pretrained=False and load a "
-            "checkpoint into it."
-        )
-    options = elliptical_options(
-        kwargs, _ELLIPTICAL_OPTIONS, variant, elliptical, "its *_elliptical twin"
+    model: Segmenter = create_variant(
+        Segmenter,
+        variant,
+        pretrained,
+        elliptical,
+        dict(model_args, **kwargs, elliptical=elliptical),  # Segmenter picks its attention
+        twin="its *_elliptical twin",
+        encoder=lambda model: model.encoder,
     )
-    model = build_model_with_cfg(
-        Segmenter, variant, pretrained=False, elliptical=elliptical, **kwargs
-    )
-    if elliptical:
-        configure_elliptical(model.encoder, **options)
     return model
 
 
-def _cfg(size: int, num_classes: int, **kwargs: Any) -> dict[str, Any]:
-    return {
-        "url": "",
-        "num_classes": num_classes,
-        "input_size": (3, size, size),
-        "pool_size": None,
-        "crop_pct": 1.0,
-        "interpolation": "bilinear",
-        "fixed_input_size": False,
-        "mean": IMAGENET_DEFAULT_MEAN,
-        "std": IMAGENET_DEFAULT_STD,
-        "first_conv": "encoder.patch_embed.proj",
-        "classifier": "decoder",
-        "license": "apache-2.0",
-        **kwargs,
-    }
+def _cfg(size: int, num_classes: int) -> dict[str, Any]:
+    return weightless_cfg(
+        num_classes=num_classes,
+        input_size=(3, size, size),
+        interpolation="bilinear",
+        fixed_input_size=False,
+        first_conv="encoder.patch_embed.proj",
+        classifier="decoder",
+        license="apache-2.0",
+    )
 
 
 default_cfgs = generate_default_cfgs(

@@ -16,83 +16,46 @@ from __future__ import annotations
 
 from typing import Any
 
-from timm.data import IMAGENET_DEFAULT_MEAN, IMAGENET_DEFAULT_STD
-from timm.models import build_model_with_cfg, generate_default_cfgs, register_model
+from timm.models import generate_default_cfgs, register_model
 from timm.models.vision_transformer import VisionTransformer
 
-from robench._core.errors import ConfigError
-from robench.models.layers.elliptical_attention import (
-    EllipticalAttention,
-    configure_elliptical,
-    elliptical_options,
-)
+from robench.models.layers.elliptical_attention import EllipticalAttention
+from robench.models.zoo._timm_variant import FASHION_MNIST_CFG, create_variant, weightless_cfg
 
 __all__: list[str] = []  # timm's register_model appends the model names
-
-# Model kwargs that go to configure_elliptical instead of VisionTransformer.
-_ELLIPTICAL_OPTIONS = ("scaling", "estimator", "differentiable", "delta", "causal_estimator")
 
 
 def _create_vit(
     variant: str, pretrained: bool, elliptical: bool, model_args: dict[str, Any], **kwargs: Any
 ) -> VisionTransformer:
-    """Build `variant` with timm's builder; `kwargs` override `model_args`.
-
-    Elliptical models get their layers configured with the elliptical options in `kwargs`.
-    """
+    """Build `variant` with timm's builder; `kwargs` override `model_args`."""
     kwargs = dict(model_args, **kwargs)
-    if pretrained:
-        raise ConfigError(
-            f"{variant} has no pretrained weights; create it with pretrained=False and load a "
-            "checkpoint into it (a DeiT/ViT checkpoint of the same size loads strictly)."
-        )
-    options = elliptical_options(
-        kwargs, _ELLIPTICAL_OPTIONS, variant, elliptical, "its *_elliptical_* twin"
-    )
     if elliptical:
         kwargs["attn_layer"] = EllipticalAttention
-    out_indices = kwargs.pop("out_indices", 3)
-    model = build_model_with_cfg(
+    feature_cfg = dict(out_indices=kwargs.pop("out_indices", 3), feature_cls="getter")
+    loads = " (a DeiT/ViT checkpoint of the same size loads strictly)"
+    model: VisionTransformer = create_variant(
         VisionTransformer,
         variant,
-        pretrained=False,
-        feature_cfg=dict(out_indices=out_indices, feature_cls="getter"),
-        **kwargs,
+        pretrained,
+        elliptical,
+        kwargs,
+        loads=loads,
+        feature_cfg=feature_cfg,
     )
-    if elliptical:
-        configure_elliptical(model, **options)
     return model
 
 
 def _deit_cfg(**kwargs: Any) -> dict[str, Any]:
     """DeiT's default cfg (timm deit.py) without weights."""
-    return {
-        "url": "",
-        "num_classes": 1000,
-        "input_size": (3, 224, 224),
-        "pool_size": None,
-        "crop_pct": 0.9,
-        "interpolation": "bicubic",
-        "fixed_input_size": True,
-        "mean": IMAGENET_DEFAULT_MEAN,
-        "std": IMAGENET_DEFAULT_STD,
-        "first_conv": "patch_embed.proj",
-        "classifier": "head",
-        "license": "apache-2.0",
-        **kwargs,
-    }
-
-
-def _nano_cfg(**kwargs: Any) -> dict[str, Any]:
-    """Fashion-MNIST input: 1x28x28, normalised with the training set's mean and std."""
-    return _deit_cfg(
-        num_classes=10,
-        input_size=(1, 28, 28),
-        crop_pct=1.0,
-        interpolation="bilinear",
-        mean=(0.2860,),
-        std=(0.3530,),
-        **kwargs,
+    return weightless_cfg(
+        **{
+            "crop_pct": 0.9,
+            "first_conv": "patch_embed.proj",
+            "classifier": "head",
+            "license": "apache-2.0",
+            **kwargs,
+        }
     )
 
 
@@ -101,8 +64,8 @@ default_cfgs = generate_default_cfgs(
         "deit_tiny_elliptical_patch16_224": _deit_cfg(),
         "deit_small_elliptical_patch16_224": _deit_cfg(),
         "deit_base_elliptical_patch16_224": _deit_cfg(),
-        "vit_nano_patch4_28": _nano_cfg(),
-        "vit_nano_elliptical_patch4_28": _nano_cfg(),
+        "vit_nano_patch4_28": _deit_cfg(crop_pct=1.0, **FASHION_MNIST_CFG),
+        "vit_nano_elliptical_patch4_28": _deit_cfg(crop_pct=1.0, **FASHION_MNIST_CFG),
     }
 )
 
