@@ -87,7 +87,7 @@ def _choice(what: str, value: object, allowed: tuple[str, ...]) -> None:
 
 def _check_arguments(given: dict[str, Any]) -> None:
     """One ConfigError sentence for a bad constructor argument of `LRATransformer`."""
-    check_sizes("LRATransformer", {name: given[name] for name in _SIZES})
+    check_sizes("LRATransformer", given, _SIZES)
     _choice("positions", given["positions"], tuple(_POSITIONS))
     _choice("pooling", given["pooling"], _POOLINGS)
     if given["lra_task"] is not None:
@@ -147,7 +147,8 @@ class LRATransformer(nn.Module):
         architecture: str = "lra_transformer",
     ) -> None:
         super().__init__()
-        _check_arguments(locals())
+        given = locals()
+        _check_arguments(given)
         self.vocab_size, self.num_classes, self.max_length = vocab_size, num_classes, max_length
         self.pad_id, self.pair, self.lra_task = pad_id, bool(pair), lra_task
         self.embed_dim, self.depth, self.pooling = embed_dim, depth, pooling
@@ -168,10 +169,7 @@ class LRATransformer(nn.Module):
         self.embed_drop = nn.Dropout(dropout)
         first_elliptical = depth - min(elliptical_blocks, depth)
         self.blocks = transformer_blocks(
-            dict(embed_dim=embed_dim, depth=depth, num_heads=num_heads, mlp_dim=mlp_dim),
-            dropout,
-            attn_dropout,
-            lambda index: EllipticalAttention if index >= first_elliptical else Attention,
+            given, lambda index: EllipticalAttention if index >= first_elliptical else Attention
         )
         self.norm = nn.LayerNorm(embed_dim)
         pooled = embed_dim * (4 if self.pair else 1)  # retrieval: [u, v, u * v, u - v]

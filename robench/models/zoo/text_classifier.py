@@ -64,6 +64,7 @@ TEXT_CLASSIFICATION = "text-classification"
 _ELLIPTICAL_OPTIONS = ("scaling", "estimator", "differentiable", "delta")
 # Model kwargs of a mixture-of-experts backbone (moe_lm.moe_layer_plan).
 _MOE_OPTIONS = ("num_experts", "top_k", "moe_every")
+_SIZES = ("vocab_size", "num_classes", "max_length", "embed_dim", "depth", "num_heads", "mlp_dim")
 _BACKBONE_PREFIXES = ("token_embed.", "blocks.", "norm.")
 # classifier -> the language model whose pretrained backbone (`backbone_keys`) it takes: the
 # same width, depth, heads, feed-forward layers and attention. `--init-from` checks it.
@@ -119,16 +120,8 @@ class TextClassifier(nn.Module):
         architecture: str = "text_classifier",
     ) -> None:
         super().__init__()
-        sizes = dict(
-            vocab_size=vocab_size,
-            num_classes=num_classes,
-            max_length=max_length,
-            embed_dim=embed_dim,
-            depth=depth,
-            num_heads=num_heads,
-            mlp_dim=mlp_dim,
-        )
-        check_sizes("TextClassifier", sizes)
+        given = locals()
+        check_sizes("TextClassifier", given, _SIZES)
         self.vocab_size, self.num_classes, self.max_length = vocab_size, num_classes, max_length
         self.embed_dim, self.depth, self.num_heads = embed_dim, depth, num_heads
         self.architecture = architecture
@@ -140,9 +133,7 @@ class TextClassifier(nn.Module):
         self.token_embed = nn.Embedding(vocab_size, embed_dim)
         self.pad_embed = nn.Parameter(torch.zeros(embed_dim))
         self.embed_drop = nn.Dropout(dropout)
-        self.blocks = transformer_blocks(
-            sizes, dropout, attn_dropout, lambda _: attn_layer, mlp_layer_at
-        )
+        self.blocks = transformer_blocks(given, lambda _: attn_layer, mlp_layer_at)
         self.norm = nn.LayerNorm(embed_dim)
         self.head = nn.Linear(embed_dim, num_classes)
         self.blocks.apply(init_linear)

@@ -81,42 +81,41 @@ def init_linear(module: nn.Module) -> None:
             nn.init.zeros_(module.bias)
 
 
-def check_sizes(owner: str, sizes: dict[str, Any]) -> None:
-    """A ConfigError for a size of `owner` that is no integer >= 1, or an `embed_dim` that
-    `num_heads` does not divide (the constructors of every robench sequence model)."""
-    for what, value in sizes.items():
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ConfigError(f"{owner} {what} must be an integer >= 1, got {value!r}.")
-    if sizes["embed_dim"] % sizes["num_heads"]:
+def check_sizes(owner: str, given: dict[str, Any], names: tuple[str, ...]) -> None:
+    """A ConfigError for a size `names` of `owner`'s arguments `given` that is no integer
+    >= 1, or an `embed_dim` that `num_heads` does not divide (every sequence model's check)."""
+    for what in names:
+        if not isinstance(given[what], int) or isinstance(given[what], bool) or given[what] < 1:
+            raise ConfigError(f"{owner} {what} must be an integer >= 1, got {given[what]!r}.")
+    if given["embed_dim"] % given["num_heads"]:
         raise ConfigError(
-            f"{owner} embed_dim {sizes['embed_dim']} is not a multiple of num_heads "
-            f"{sizes['num_heads']}; choose embed_dim = num_heads * head dimension."
+            f"{owner} embed_dim {given['embed_dim']} is not a multiple of num_heads "
+            f"{given['num_heads']}; choose embed_dim = num_heads * head dimension."
         )
 
 
 def transformer_blocks(
-    sizes: dict[str, Any],
-    dropout: float,
-    attn_dropout: float,
+    given: dict[str, Any],
     attn_layer_at: Callable[[int], Any],
     mlp_layer_at: Callable[[int], Any] | None = None,
 ) -> nn.ModuleList:
-    """`sizes["depth"]` pre-norm timm `Block`s of width `embed_dim`, feed-forward `mlp_dim`,
-    with the attention (and feed-forward) class of each block chosen by its index."""
-    embed_dim, mlp_dim = sizes["embed_dim"], sizes["mlp_dim"]
+    """The pre-norm timm `Block`s of a sequence model's constructor arguments `given` (width
+    `embed_dim`, `depth`, `num_heads`, feed-forward `mlp_dim`, `dropout`, `attn_dropout`), the
+    attention (and feed-forward) class of each chosen by its index."""
+    embed_dim, mlp_dim = given["embed_dim"], given["mlp_dim"]
     return nn.ModuleList(
         Block(
             embed_dim,
-            sizes["num_heads"],
+            given["num_heads"],
             mlp_ratio=(mlp_dim + 0.5) / embed_dim,  # Block takes int(C * ratio) == mlp_dim
             qkv_bias=True,
-            proj_drop=dropout,
-            attn_drop=attn_dropout,
+            proj_drop=given["dropout"],
+            attn_drop=given["attn_dropout"],
             attn_layer=attn_layer_at(index),
             mlp_layer=mlp_layer_at(index) if mlp_layer_at else Mlp,
             depth=index,
         )
-        for index in range(sizes["depth"])
+        for index in range(given["depth"])
     )
 
 
@@ -153,14 +152,10 @@ class TransformerLM(nn.Module):
         architecture: str = "transformer_lm",
     ) -> None:
         super().__init__()
-        sizes = dict(
-            vocab_size=vocab_size,
-            embed_dim=embed_dim,
-            depth=depth,
-            num_heads=num_heads,
-            mlp_dim=mlp_dim,
+        given = locals()
+        check_sizes(
+            "TransformerLM", given, ("vocab_size", "embed_dim", "depth", "num_heads", "mlp_dim")
         )
-        check_sizes("TransformerLM", sizes)
         for what, p in (("dropout", dropout), ("attn_dropout", attn_dropout)):
             if not isinstance(p, (int, float)) or isinstance(p, bool) or not 0 <= p < 1:
                 raise ConfigError(f"TransformerLM {what} must be in [0, 1), got {p!r}.")
@@ -176,9 +171,7 @@ class TransformerLM(nn.Module):
 
         self.token_embed = nn.Embedding(vocab_size, embed_dim)
         self.embed_drop = nn.Dropout(dropout)
-        self.blocks = transformer_blocks(
-            sizes, dropout, attn_dropout, lambda _: attn_layer, mlp_layer_at
-        )
+        self.blocks = transformer_blocks(given, lambda _: attn_layer, mlp_layer_at)
         self.norm = nn.LayerNorm(embed_dim)
         self.blocks.apply(init_linear)
         # Embedding init as in Vaswani et al. / fairseq: the sqrt(C)-scaled embedding has unit
