@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 from robench._core.units import display_pixel_value
 from robench.results.report.schema import PerturbationResult, Report, SanityResult
@@ -127,7 +126,3 @@ def check_convergence(report: Report) -> list[SanityResult]:
 def check_curves(report: Report) -> list[SanityResult]:
     """Every curve check of a report, certificates against L2 attacks included."""
     return check_minimal_norm(report) + check_convergence(report) + check_certificates(report)
-
-
-def curve_warnings(checks: Sequence[SanityResult]) -> list[str]:
-    return [c.detail for c in checks if c.status == "warn"]
