@@ -42,6 +42,7 @@ from robench.results.report.attack_names import ATTACK_NAMES
 
 if TYPE_CHECKING:
     import torch
+    from torch import nn
 
     from robench.perturbations.own_batch import OwnBatch
     from robench.perturbations.threat_models import ThreatModel
@@ -50,6 +51,8 @@ if TYPE_CHECKING:
 # forward pass with a backward pass to the input 3 (the backward costs about two forwards).
 FORWARD_PASS = 1
 GRADIENT_PASS = 3
+# A per-sample attack's own columns, one value per sample: {"queries": [...], ...}.
+SampleColumns = dict[str, list[Any]]
 
 
 class PerturbationParams(BaseModel):
@@ -238,12 +241,8 @@ class PerSampleAttack(Perturbation):
 
     @abc.abstractmethod
     def perturb_samples(
-        self,
-        model: torch.nn.Module,
-        inputs: torch.Tensor,
-        targets: torch.Tensor,
-        seeds: Sequence[int],
-    ) -> tuple[torch.Tensor, dict[str, list[Any]]]:
+        self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, seeds: Sequence[int]
+    ) -> tuple[torch.Tensor, SampleColumns]:
         """(the perturbed batch, per-sample columns); sample i draws randomness from seeds[i]
         only."""
 
