@@ -39,6 +39,7 @@ __all__ = [
     "is_language_model",
     "language_model_task",
     "list_language_models",
+    "register_for_task",
     "register_language_model",
 ]
 
@@ -63,6 +64,17 @@ def register_language_model(builder: LanguageModelBuilder) -> LanguageModelBuild
         if (known.__module__, known.__qualname__) == (builder.__module__, builder.__qualname__):
             _LANGUAGE_MODELS.unregister(name)  # the same plugin imported again in this process
     return _LANGUAGE_MODELS.register()(builder)
+
+
+def register_for_task(task: str) -> Callable[[LanguageModelBuilder], LanguageModelBuilder]:
+    """Decorator: `register_language_model`, the builder marked as a model of `task` (its
+    `robench_task`, which `language_model_task` reads)."""
+
+    def register(builder: LanguageModelBuilder) -> LanguageModelBuilder:
+        builder.robench_task = task  # type: ignore[attr-defined]
+        return register_language_model(builder)
+
+    return register
 
 
 def create_language_model(name: str, vocab_size: int, **kwargs: Any) -> nn.Module:

@@ -47,7 +47,7 @@ from robench.models.layers.elliptical_attention import (
     configure_elliptical,
     elliptical_options,
 )
-from robench.models.zoo.lm_registry import LanguageModelBuilder, register_language_model
+from robench.models.zoo.lm_registry import register_for_task
 from robench.models.zoo.transformer_lm import (
     check_sizes,
     init_linear,
@@ -268,11 +268,7 @@ def _create(
     return model
 
 
-def _sequence_classifier(builder: LanguageModelBuilder) -> LanguageModelBuilder:
-    """Register `builder` and mark it as a sequence classifier's (lm_registry.model_task)."""
-    builder.robench_task = SEQUENCE_CLASSIFICATION  # type: ignore[attr-defined]
-    return register_language_model(builder)
-
+_sequence_classifier = register_for_task(SEQUENCE_CLASSIFICATION)
 
 # The paper's LRA configuration (App. F.9; Nystromformer's lra_config.py).
 _PAPER: dict[str, Any] = dict(

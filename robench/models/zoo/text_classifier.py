@@ -48,7 +48,7 @@ from robench.models.layers.elliptical_attention import (
     configure_elliptical,
     elliptical_options,
 )
-from robench.models.zoo.lm_registry import LanguageModelBuilder, register_language_model
+from robench.models.zoo.lm_registry import register_for_task
 from robench.models.zoo.moe_lm import SWITCH_NANO_ARGS, moe_layer_plan, total_aux_loss
 from robench.models.zoo.transformer_lm import (
     check_sizes,
@@ -202,11 +202,7 @@ def _create(
     return model
 
 
-def _text_classifier(builder: LanguageModelBuilder) -> LanguageModelBuilder:
-    """Register `builder` and mark it as a text classifier's (lm_registry.model_task)."""
-    builder.robench_task = TEXT_CLASSIFICATION  # type: ignore[attr-defined]
-    return register_language_model(builder)
-
+_text_classifier = register_for_task(TEXT_CLASSIFICATION)
 
 _NANO: dict[str, Any] = dict(
     embed_dim=64, depth=4, num_heads=4, mlp_dim=256, max_length=64, dropout=0.1
