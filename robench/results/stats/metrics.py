@@ -22,6 +22,7 @@ This module is part of the torch-free results layer.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -378,52 +379,46 @@ register(
 # baseline (2% of a perplexity, 0.5% of the byte-level ones), as perplexity points have no
 # fixed scale.
 _LM = "language-modeling"
-register(
-    ratio_metric(
-        "perplexity",
-        "token perplexity exp(total NLL / scored tokens) (lower is better)",
-        lambda r: (r["nll"], r["tokens"]),
-        _exp,
-        MetricDisplay("PPL"),
-        _LM,
-        GateTolerance(max_rel_drop=0.02),
-    )
-)
-register(
-    ratio_metric(
+# name, description, the record's denominator of the NLL, transform, label, gate's drop
+_LM_METRICS = (
+    ("perplexity", "token perplexity exp(total NLL / scored tokens)", "tokens", _exp, "PPL", 0.02),
+    (
         "word_perplexity",
-        "word perplexity exp(total NLL / words), as lm-evaluation-harness (lower is better)",
-        lambda r: (r["nll"], r["words"]),
+        "word perplexity exp(total NLL / words), as lm-evaluation-harness",
+        "words",
         _exp,
-        MetricDisplay("word PPL"),
-        _LM,
-        GateTolerance(max_rel_drop=0.02),
-    )
-)
-register(
-    ratio_metric(
+        "word PPL",
+        0.02,
+    ),
+    (
         "bits_per_byte",
-        "bits per UTF-8 byte, total NLL / (bytes x ln 2), as lm-evaluation-harness (lower is "
-        "better)",
-        lambda r: (r["nll"], r["bytes"]),
+        "bits per UTF-8 byte, total NLL / (bytes x ln 2), as lm-evaluation-harness",
+        "bytes",
         lambda x: x / math.log(2),
-        MetricDisplay("bits/byte"),
-        _LM,
-        GateTolerance(max_rel_drop=0.005),
-    )
-)
-register(
-    ratio_metric(
+        "bits/byte",
+        0.005,
+    ),
+    (
         "byte_perplexity",
-        "byte perplexity exp(total NLL / bytes) = 2 ** bits_per_byte, as lm-evaluation-harness "
-        "(lower is better)",
-        lambda r: (r["nll"], r["bytes"]),
+        "byte perplexity exp(total NLL / bytes) = 2 ** bits_per_byte, as lm-evaluation-harness",
+        "bytes",
         _exp,
-        MetricDisplay("byte PPL"),
-        _LM,
-        GateTolerance(max_rel_drop=0.005),
-    )
+        "byte PPL",
+        0.005,
+    ),
 )
+for _name, _text, _denominator, _transform, _label, _drop in _LM_METRICS:
+    register(
+        ratio_metric(
+            _name,
+            f"{_text} (lower is better)",
+            operator.itemgetter("nll", _denominator),
+            _transform,
+            MetricDisplay(_label),
+            _LM,
+            GateTolerance(max_rel_drop=_drop),
+        )
+    )
 
 
 # Semantic segmentation: an image's record is {"counts": its (4, K) intersect / union /
