@@ -101,7 +101,8 @@ def _check_arguments(given: dict[str, Any]) -> None:
 
 
 class LRATransformer(nn.Module):
-    """LRA sequence classifier (see the module docstring).
+    """LRA sequence classifier (see the module docstring); the other arguments as
+    `TransformerLM`'s.
 
     Args:
         vocab_size: number of token ids V (the data's vocabulary, padding included).
@@ -110,12 +111,7 @@ class LRATransformer(nn.Module):
         pad_id: the id that pads shorter sequences (masked out), or None (fixed length).
         pair: a retrieval model, taking two documents (B, 2, L).
         lra_task: the LRA task it was trained on (recorded; data of that task by default).
-        embed_dim: model width C (num_heads * head dimension).
-        depth: number of blocks.
-        num_heads: attention heads per block.
         mlp_dim: hidden width of the feed-forward layers and of the classifier head.
-        dropout: dropout on the embeddings and the outputs of attention and feed-forward.
-        attn_dropout: dropout on the attention probabilities.
         positions: "learned" (LRA's) or "sinusoidal" (fixed).
         pooling: "mean" over the real tokens (LRA's) or "cls" (a learned CLS token).
         elliptical_blocks: how many of the last blocks use `EllipticalAttention` (0: none;

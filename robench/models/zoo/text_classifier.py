@@ -83,22 +83,9 @@ def backbone_keys(state_dict: dict[str, Tensor]) -> dict[str, Tensor]:
 
 
 class TextClassifier(nn.Module):
-    """Bidirectional transformer text classifier (see the module docstring).
-
-    Args:
-        vocab_size: number of word ids V.
-        num_classes: number of classes K.
-        max_length: L, the words the model reads; longer texts are cut, shorter padded.
-        embed_dim: model width C (num_heads * head dimension).
-        depth: number of blocks.
-        num_heads: attention heads per block.
-        mlp_dim: hidden width of the feed-forward layers (of each expert in a MoE layer).
-        dropout: dropout on the embeddings and the outputs of attention and feed-forward.
-        attn_dropout: dropout on the attention probabilities.
-        attn_layer: attention class of the blocks, e.g. `EllipticalAttention`.
-        mlp_layer_at: block index -> its feed-forward class; None: timm's `Mlp` everywhere.
-        architecture: name the report records (the registry sets the registered name).
-    """
+    """Bidirectional transformer text classifier (see the module docstring); arguments as
+    `TransformerLM`'s, and `num_classes` K and `max_length` L, the words the model reads
+    (longer texts are cut, shorter ones padded)."""
 
     robench_task = TEXT_CLASSIFICATION
     positions: Tensor  # (L, C) sinusoidal positions, a non-persistent buffer
