@@ -17,8 +17,7 @@ under torchrun. The scored input is the clean image; the certificate is in the c
 from __future__ import annotations
 
 import abc
-import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -27,6 +26,7 @@ from torch import Tensor, nn
 
 from robench.perturbations.base import PerSampleAttack, SampleColumns
 from robench.perturbations.certification.params import RandomizedSmoothingParams
+from robench.perturbations.checks import in_eval_mode
 from robench.perturbations.own_batch import OwnBatch
 from robench.results.stats import certificates as cert
 
@@ -52,18 +52,6 @@ class Certificate:
             cert.ABSTAINED: abstained,
             cert.PREDICTION: None if abstained else self.candidate,
         }
-
-
-@contextlib.contextmanager
-def in_eval_mode(model: torch.nn.Module) -> Iterator[None]:
-    """`model` in eval mode inside the block (the smoothed classifier's base classifier is
-    deterministic), its own mode restored on exit."""
-    was_training = model.training
-    model.eval()
-    try:
-        yield
-    finally:
-        model.train(was_training)
 
 
 def noise_generator(seed: int, device: torch.device) -> torch.Generator:
@@ -182,7 +170,7 @@ class SmoothedAttack(PerSampleAttack):
     ) -> tuple[Tensor, SampleColumns]:
         images = inputs.detach()
         generators = [noise_generator(seed, images.device) for seed in seeds]
-        with in_eval_mode(model):
+        with in_eval_mode(model):  # the smoothed classifier's base classifier is deterministic
             return self.smoothed(model, images, targets, generators)
 
     @abc.abstractmethod
