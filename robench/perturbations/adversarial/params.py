@@ -48,6 +48,10 @@ def _positive_pixel_value(value: Any, what: str) -> float:
     return parsed
 
 
+def _optional_step_size(value: Any) -> float | None:
+    return None if value is None else _positive_pixel_value(value, "step_size")
+
+
 _DENSE_TASKS = ("image-classification", "semantic-segmentation")
 
 
@@ -97,10 +101,7 @@ class PGDParams(BoundedParams):
     # still line up with new ones in `compare`.
     report_omits_none: ClassVar[tuple[str, ...]] = ("eot_samples",)
 
-    @field_validator("step_size", mode="before")
-    @classmethod
-    def _parse_step_size(cls, value: Any) -> float | None:
-        return None if value is None else _positive_pixel_value(value, "step_size")
+    _parse_step_size = field_validator("step_size", mode="before")(_optional_step_size)
 
     @property
     def resolved_step_size(self) -> float:
@@ -140,10 +141,7 @@ class MinimalNormParams(BoundedParams):
     step_size: float | None = None
     gamma: float = Field(default=0.05, gt=0, lt=1)  # FMN's initial radius change per step
 
-    @field_validator("step_size", mode="before")
-    @classmethod
-    def _parse_step_size(cls, value: Any) -> float | None:
-        return None if value is None else _positive_pixel_value(value, "step_size")
+    _parse_step_size = field_validator("step_size", mode="before")(_optional_step_size)
 
     @property
     def resolved_step_size(self) -> float:
