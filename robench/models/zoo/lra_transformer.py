@@ -47,7 +47,7 @@ from robench.models.layers.elliptical_attention import (
     configure_elliptical,
     elliptical_options,
 )
-from robench.models.zoo.lm_registry import register_for_task
+from robench.models.zoo.lm_registry import register_variants
 from robench.models.zoo.transformer_lm import (
     check_sizes,
     init_linear,
@@ -264,8 +264,6 @@ def _create(
     return model
 
 
-_sequence_classifier = register_for_task(SEQUENCE_CLASSIFICATION)
-
 # The paper's LRA configuration (App. F.9; Nystromformer's lra_config.py).
 _PAPER: dict[str, Any] = dict(
     embed_dim=64, depth=2, num_heads=2, mlp_dim=128, dropout=0.1, attn_dropout=0.1
@@ -275,25 +273,12 @@ _NANO: dict[str, Any] = dict(
 )
 
 
-@_sequence_classifier
-def lra_transformer(vocab_size: int, **kwargs: Any) -> LRATransformer:
-    """The paper's LRA transformer: 2 layers, width 64, 2 heads of 32, hidden 128."""
-    return _create("lra_transformer", vocab_size, False, _PAPER, **kwargs)
-
-
-@_sequence_classifier
-def lra_transformer_elliptical(vocab_size: int, **kwargs: Any) -> LRATransformer:
-    """`lra_transformer` with Elliptical Attention on the final layer."""
-    return _create("lra_transformer_elliptical", vocab_size, True, _PAPER, **kwargs)
-
-
-@_sequence_classifier
-def lra_transformer_nano(vocab_size: int, **kwargs: Any) -> LRATransformer:
-    """2 layers, width 32, 2 heads of 16, hidden 64, 512 tokens: CPU-sized."""
-    return _create("lra_transformer_nano", vocab_size, False, _NANO, **kwargs)
-
-
-@_sequence_classifier
-def lra_transformer_nano_elliptical(vocab_size: int, **kwargs: Any) -> LRATransformer:
-    """`lra_transformer_nano` with Elliptical Attention on the final layer."""
-    return _create("lra_transformer_nano_elliptical", vocab_size, True, _NANO, **kwargs)
+# Each also as NAME_elliptical, Elliptical Attention on the final layer (the module docstring).
+globals().update(
+    register_variants(
+        __name__,
+        _create,
+        {"lra_transformer": _PAPER, "lra_transformer_nano": _NANO},
+        SEQUENCE_CLASSIFICATION,
+    )
+)

@@ -48,7 +48,7 @@ from robench.models.layers.elliptical_attention import (
     configure_elliptical,
     elliptical_options,
 )
-from robench.models.zoo.lm_registry import register_for_task
+from robench.models.zoo.lm_registry import register_variants
 from robench.models.zoo.moe_lm import SWITCH_NANO_ARGS, moe_layer_plan, total_aux_loss
 from robench.models.zoo.transformer_lm import (
     check_sizes,
@@ -189,8 +189,6 @@ def _create(
     return model
 
 
-_text_classifier = register_for_task(TEXT_CLASSIFICATION)
-
 _NANO: dict[str, Any] = dict(
     embed_dim=64, depth=4, num_heads=4, mlp_dim=256, max_length=64, dropout=0.1
 )
@@ -198,25 +196,12 @@ _NANO: dict[str, Any] = dict(
 _SWITCH_NANO: dict[str, Any] = dict(SWITCH_NANO_ARGS, max_length=64)
 
 
-@_text_classifier
-def text_classifier_nano(vocab_size: int, **kwargs: Any) -> TextClassifier:
-    """4 blocks, 4 heads of 16 (C = 64), feed-forward 256, 64 words: CPU-sized."""
-    return _create("text_classifier_nano", vocab_size, False, _NANO, **kwargs)
-
-
-@_text_classifier
-def text_classifier_nano_elliptical(vocab_size: int, **kwargs: Any) -> TextClassifier:
-    """`text_classifier_nano` with Elliptical Attention in blocks 2..4."""
-    return _create("text_classifier_nano_elliptical", vocab_size, True, _NANO, **kwargs)
-
-
-@_text_classifier
-def switch_classifier_nano(vocab_size: int, **kwargs: Any) -> TextClassifier:
-    """`switch_lm_nano`'s embedding and blocks, mean-pooled, a linear head; 64 words."""
-    return _create("switch_classifier_nano", vocab_size, False, _SWITCH_NANO, **kwargs)
-
-
-@_text_classifier
-def switch_classifier_nano_elliptical(vocab_size: int, **kwargs: Any) -> TextClassifier:
-    """`switch_classifier_nano` with Elliptical Attention in blocks 2..4."""
-    return _create("switch_classifier_nano_elliptical", vocab_size, True, _SWITCH_NANO, **kwargs)
+# Each also as NAME_elliptical, Elliptical Attention in blocks 2..4 (the module docstring).
+globals().update(
+    register_variants(
+        __name__,
+        _create,
+        {"text_classifier_nano": _NANO, "switch_classifier_nano": _SWITCH_NANO},
+        TEXT_CLASSIFICATION,
+    )
+)

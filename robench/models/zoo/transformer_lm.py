@@ -48,7 +48,7 @@ from robench.models.layers.elliptical_attention import (
     configure_elliptical,
     elliptical_options,
 )
-from robench.models.zoo.lm_registry import register_language_model
+from robench.models.zoo.lm_registry import register_variants
 
 __all__ = ["TransformerLM", "build_variant", "sinusoidal_positions"]
 
@@ -266,37 +266,15 @@ _SMALL: dict[str, Any] = dict(embed_dim=128, depth=16, num_heads=8, mlp_dim=2048
 _MEDIUM: dict[str, Any] = dict(embed_dim=256, depth=16, num_heads=8, mlp_dim=2048, dropout=0.1)
 
 
-@register_language_model
-def transformer_lm_nano(vocab_size: int, **kwargs: Any) -> TransformerLM:
-    """4 layers, 4 heads of 16 (C = 64), feed-forward 256: fast on CPU, for tests and the demo."""
-    return _create_lm("transformer_lm_nano", vocab_size, False, _NANO, **kwargs)
-
-
-@register_language_model
-def transformer_lm_nano_elliptical(vocab_size: int, **kwargs: Any) -> TransformerLM:
-    """`transformer_lm_nano` with Elliptical Attention in layers 2..4."""
-    return _create_lm("transformer_lm_nano_elliptical", vocab_size, True, _NANO, **kwargs)
-
-
-@register_language_model
-def transformer_lm_small(vocab_size: int, **kwargs: Any) -> TransformerLM:
-    """16 layers, 8 heads of 16 (C = 128), feed-forward 2048: the paper's small backbone."""
-    return _create_lm("transformer_lm_small", vocab_size, False, _SMALL, **kwargs)
-
-
-@register_language_model
-def transformer_lm_small_elliptical(vocab_size: int, **kwargs: Any) -> TransformerLM:
-    """`transformer_lm_small` with Elliptical Attention in layers 2..16."""
-    return _create_lm("transformer_lm_small_elliptical", vocab_size, True, _SMALL, **kwargs)
-
-
-@register_language_model
-def transformer_lm_medium(vocab_size: int, **kwargs: Any) -> TransformerLM:
-    """16 layers, 8 heads of 32 (C = 256), feed-forward 2048."""
-    return _create_lm("transformer_lm_medium", vocab_size, False, _MEDIUM, **kwargs)
-
-
-@register_language_model
-def transformer_lm_medium_elliptical(vocab_size: int, **kwargs: Any) -> TransformerLM:
-    """`transformer_lm_medium` with Elliptical Attention in layers 2..16."""
-    return _create_lm("transformer_lm_medium_elliptical", vocab_size, True, _MEDIUM, **kwargs)
+# Each also as NAME_elliptical, Elliptical Attention in layers 2..N (the module docstring).
+globals().update(
+    register_variants(
+        __name__,
+        _create_lm,
+        {
+            "transformer_lm_nano": _NANO,
+            "transformer_lm_small": _SMALL,
+            "transformer_lm_medium": _MEDIUM,
+        },
+    )
+)
