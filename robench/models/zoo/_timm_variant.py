@@ -3,11 +3,11 @@ variant of a model class built with timm's builder, standard or with Elliptical 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from timm.data import IMAGENET_DEFAULT_MEAN, IMAGENET_DEFAULT_STD
-from timm.models import build_model_with_cfg
+from timm.models import build_model_with_cfg, register_model
 from torch import nn
 
 from robench._core.errors import ConfigError
@@ -63,3 +63,28 @@ def create_variant(
     if elliptical:
         configure_elliptical(encoder(model), **options)
     return model
+
+
+def register_timm_variants(
+    module: str, create: Callable[..., Any], variants: Mapping[str, tuple[bool, dict[str, Any]]]
+) -> dict[str, Callable[..., Any]]:
+    """Register with timm, for every `variants` entry (model name -> (with Elliptical
+    Attention?, its arguments)), a builder that calls `create(name, pretrained, elliptical,
+    arguments, **kwargs)`; returns them by name, for `module`'s globals (whose `default_cfgs`
+    timm reads)."""
+    builders = {}
+    for name, (elliptical, arguments) in variants.items():
+        builder = _variant(create, name, elliptical, arguments)
+        builder.__module__ = module
+        builders[name] = register_model(builder)
+    return builders
+
+
+def _variant(
+    create: Callable[..., Any], name: str, elliptical: bool, arguments: dict[str, Any]
+) -> Callable[..., Any]:
+    def builder(pretrained: bool = False, **kwargs: Any) -> Any:
+        return create(name, pretrained, elliptical, arguments, **kwargs)
+
+    builder.__name__ = builder.__qualname__ = name
+    return builder

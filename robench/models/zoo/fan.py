@@ -32,14 +32,19 @@ from typing import Any
 
 import torch
 from timm.layers import DropPath, Mlp, to_2tuple, trunc_normal_
-from timm.models import generate_default_cfgs, register_model
+from timm.models import generate_default_cfgs
 from timm.models.cait import ClassAttn
 from timm.models.xcit import PositionalEncodingFourier
 from torch import Tensor, nn
 
 from robench._core.errors import ConfigError
 from robench.models.layers.fan import ChannelProcessing, EllipticalTokenMixing, TokenMixing
-from robench.models.zoo._timm_variant import FASHION_MNIST_CFG, create_variant, weightless_cfg
+from robench.models.zoo._timm_variant import (
+    FASHION_MNIST_CFG,
+    create_variant,
+    register_timm_variants,
+    weightless_cfg,
+)
 
 __all__ = ["FAN", "checkpoint_filter_fn"]  # timm's register_model appends the model names
 
@@ -366,37 +371,19 @@ _NANO: dict[str, Any] = dict(
 )
 
 
-@register_model
-def fan_tiny_12_p16_224(pretrained: bool = False, **kwargs: Any) -> FAN:
-    """FAN-T-ViT (embed 192, 12 blocks, 4 heads)."""
-    return _create_fan("fan_tiny_12_p16_224", pretrained, False, _TINY, **kwargs)
-
-
-@register_model
-def fan_small_12_p16_224(pretrained: bool = False, **kwargs: Any) -> FAN:
-    """FAN-S-ViT (embed 384, 12 blocks, 8 heads)."""
-    return _create_fan("fan_small_12_p16_224", pretrained, False, _SMALL, **kwargs)
-
-
-@register_model
-def fan_tiny_elliptical_12_p16_224(pretrained: bool = False, **kwargs: Any) -> FAN:
-    """FAN-T-ViT with Elliptical Attention in token-mixing layers 2-12 (same keys)."""
-    return _create_fan("fan_tiny_elliptical_12_p16_224", pretrained, True, _TINY, **kwargs)
-
-
-@register_model
-def fan_small_elliptical_12_p16_224(pretrained: bool = False, **kwargs: Any) -> FAN:
-    """FAN-S-ViT with Elliptical Attention in token-mixing layers 2-12 (same keys)."""
-    return _create_fan("fan_small_elliptical_12_p16_224", pretrained, True, _SMALL, **kwargs)
-
-
-@register_model
-def fan_nano_4_p4_28(pretrained: bool = False, **kwargs: Any) -> FAN:
-    """Tiny Fashion-MNIST FAN with standard token mixing (the baseline of the nano pair)."""
-    return _create_fan("fan_nano_4_p4_28", pretrained, False, _NANO, **kwargs)
-
-
-@register_model
-def fan_nano_elliptical_4_p4_28(pretrained: bool = False, **kwargs: Any) -> FAN:
-    """`fan_nano_4_p4_28` with Elliptical Attention in token-mixing layers 2-4 (same keys)."""
-    return _create_fan("fan_nano_elliptical_4_p4_28", pretrained, True, _NANO, **kwargs)
+# Released FAN-T-ViT and FAN-S-ViT, their Elliptical twins (token-mixing layers 2..N) and the
+# Fashion-MNIST pair (the module docstring).
+globals().update(
+    register_timm_variants(
+        __name__,
+        _create_fan,
+        {
+            "fan_tiny_12_p16_224": (False, _TINY),
+            "fan_small_12_p16_224": (False, _SMALL),
+            "fan_tiny_elliptical_12_p16_224": (True, _TINY),
+            "fan_small_elliptical_12_p16_224": (True, _SMALL),
+            "fan_nano_4_p4_28": (False, _NANO),
+            "fan_nano_elliptical_4_p4_28": (True, _NANO),
+        },
+    )
+)

@@ -34,7 +34,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from timm.layers import trunc_normal_
-from timm.models import generate_default_cfgs, register_model
+from timm.models import generate_default_cfgs
 from timm.models.vision_transformer import Block, VisionTransformer
 from torch import nn
 
@@ -42,7 +42,7 @@ from robench.models.layers.elliptical_attention import (
     EllipticalAttention,
 )
 from robench.models.sliding_window import InferenceConfig
-from robench.models.zoo._timm_variant import create_variant, weightless_cfg
+from robench.models.zoo._timm_variant import create_variant, register_timm_variants, weightless_cfg
 
 __all__ = ["MaskTransformer", "Segmenter"]
 
@@ -218,25 +218,17 @@ _TINY_ARGS: dict[str, Any] = dict(
 )
 
 
-@register_model
-def segmenter_nano_baseline(pretrained: bool = False, **kwargs: Any) -> Segmenter:
-    """CPU-sized Segmenter (64x64, patch 8, dim 64, depth 4) with standard attention."""
-    return _create_segmenter("segmenter_nano_baseline", pretrained, False, _NANO_ARGS, **kwargs)
-
-
-@register_model
-def segmenter_nano_elliptical(pretrained: bool = False, **kwargs: Any) -> Segmenter:
-    """`segmenter_nano_baseline` with Elliptical Attention in the encoder: same parameters."""
-    return _create_segmenter("segmenter_nano_elliptical", pretrained, True, _NANO_ARGS, **kwargs)
-
-
-@register_model
-def segmenter_tiny_baseline(pretrained: bool = False, **kwargs: Any) -> Segmenter:
-    """Segmenter-Ti (ViT-Tiny encoder, 2-layer mask transformer), 512x512, 150 classes."""
-    return _create_segmenter("segmenter_tiny_baseline", pretrained, False, _TINY_ARGS, **kwargs)
-
-
-@register_model
-def segmenter_tiny_elliptical(pretrained: bool = False, **kwargs: Any) -> Segmenter:
-    """`segmenter_tiny_baseline` with Elliptical Attention in the encoder: same parameters."""
-    return _create_segmenter("segmenter_tiny_elliptical", pretrained, True, _TINY_ARGS, **kwargs)
+# CPU-sized and Segmenter-Ti models, each with standard and with Elliptical Attention in the
+# encoder (the module docstring).
+globals().update(
+    register_timm_variants(
+        __name__,
+        _create_segmenter,
+        {
+            "segmenter_nano_baseline": (False, _NANO_ARGS),
+            "segmenter_nano_elliptical": (True, _NANO_ARGS),
+            "segmenter_tiny_baseline": (False, _TINY_ARGS),
+            "segmenter_tiny_elliptical": (True, _TINY_ARGS),
+        },
+    )
+)

@@ -16,11 +16,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from timm.models import generate_default_cfgs, register_model
+from timm.models import generate_default_cfgs
 from timm.models.vision_transformer import VisionTransformer
 
 from robench.models.layers.elliptical_attention import EllipticalAttention
-from robench.models.zoo._timm_variant import FASHION_MNIST_CFG, create_variant, weightless_cfg
+from robench.models.zoo._timm_variant import (
+    FASHION_MNIST_CFG,
+    create_variant,
+    register_timm_variants,
+    weightless_cfg,
+)
 
 __all__: list[str] = []  # timm's register_model appends the model names
 
@@ -69,6 +74,7 @@ default_cfgs = generate_default_cfgs(
     }
 )
 
+_DEIT: dict[str, Any] = dict(patch_size=16, depth=12)
 _NANO_ARGS: dict[str, Any] = dict(
     img_size=28,
     in_chans=1,
@@ -81,34 +87,17 @@ _NANO_ARGS: dict[str, Any] = dict(
 )
 
 
-@register_model
-def deit_tiny_elliptical_patch16_224(pretrained: bool = False, **kwargs: Any) -> VisionTransformer:
-    """DeiT-tiny (embed 192, depth 12, 3 heads) with Elliptical Attention."""
-    args = dict(patch_size=16, embed_dim=192, depth=12, num_heads=3)
-    return _create_vit("deit_tiny_elliptical_patch16_224", pretrained, True, args, **kwargs)
-
-
-@register_model
-def deit_small_elliptical_patch16_224(pretrained: bool = False, **kwargs: Any) -> VisionTransformer:
-    """DeiT-small (embed 384, depth 12, 6 heads) with Elliptical Attention."""
-    args = dict(patch_size=16, embed_dim=384, depth=12, num_heads=6)
-    return _create_vit("deit_small_elliptical_patch16_224", pretrained, True, args, **kwargs)
-
-
-@register_model
-def deit_base_elliptical_patch16_224(pretrained: bool = False, **kwargs: Any) -> VisionTransformer:
-    """DeiT-base (embed 768, depth 12, 12 heads) with Elliptical Attention."""
-    args = dict(patch_size=16, embed_dim=768, depth=12, num_heads=12)
-    return _create_vit("deit_base_elliptical_patch16_224", pretrained, True, args, **kwargs)
-
-
-@register_model
-def vit_nano_patch4_28(pretrained: bool = False, **kwargs: Any) -> VisionTransformer:
-    """Tiny Fashion-MNIST ViT with standard attention (the baseline of the nano pair)."""
-    return _create_vit("vit_nano_patch4_28", pretrained, False, _NANO_ARGS, **kwargs)
-
-
-@register_model
-def vit_nano_elliptical_patch4_28(pretrained: bool = False, **kwargs: Any) -> VisionTransformer:
-    """`vit_nano_patch4_28` with Elliptical Attention: same parameters, same state_dict keys."""
-    return _create_vit("vit_nano_elliptical_patch4_28", pretrained, True, _NANO_ARGS, **kwargs)
+# DeiT-tiny, -small and -base with Elliptical Attention, and the Fashion-MNIST pair.
+globals().update(
+    register_timm_variants(
+        __name__,
+        _create_vit,
+        {
+            "deit_tiny_elliptical_patch16_224": (True, dict(_DEIT, embed_dim=192, num_heads=3)),
+            "deit_small_elliptical_patch16_224": (True, dict(_DEIT, embed_dim=384, num_heads=6)),
+            "deit_base_elliptical_patch16_224": (True, dict(_DEIT, embed_dim=768, num_heads=12)),
+            "vit_nano_patch4_28": (False, _NANO_ARGS),
+            "vit_nano_elliptical_patch4_28": (True, _NANO_ARGS),
+        },
+    )
+)
