@@ -20,6 +20,11 @@ FASHION_MNIST_CFG: dict[str, Any] = dict(
     num_classes=10, input_size=(1, 28, 28), interpolation="bilinear", mean=(0.2860,), std=(0.3530,)
 )
 
+# The nano models' arguments: that input, and patch 4, width 64, 4 blocks of 4 heads, MLP ratio 2.
+FASHION_MNIST_ARGS: dict[str, Any] = dict(img_size=28, in_chans=1, num_classes=10) | dict(
+    patch_size=4, embed_dim=64, depth=4, num_heads=4, mlp_ratio=2.0
+)
+
 
 def weightless_cfg(**kwargs: Any) -> dict[str, Any]:
     """A timm default cfg with no weights URL: 224x224 RGB ImageNet input unless `kwargs`

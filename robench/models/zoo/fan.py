@@ -40,6 +40,7 @@ from torch import Tensor, nn
 from robench._core.errors import ConfigError
 from robench.models.layers.fan import ChannelProcessing, EllipticalTokenMixing, TokenMixing
 from robench.models.zoo._timm_variant import (
+    FASHION_MNIST_ARGS,
     FASHION_MNIST_CFG,
     create_variant,
     register_timm_variants,
@@ -358,17 +359,7 @@ default_cfgs = generate_default_cfgs(
 # Released fan_tiny_12_p16_224 / fan_small_12_p16_224 (eta 1.0, tokens_norm True, qkv_bias).
 _TINY: dict[str, Any] = dict(patch_size=16, embed_dim=192, depth=12, num_heads=4, tokens_norm=True)
 _SMALL: dict[str, Any] = dict(patch_size=16, embed_dim=384, depth=12, num_heads=8, tokens_norm=True)
-_NANO: dict[str, Any] = dict(
-    img_size=28,
-    in_chans=1,
-    patch_size=4,
-    num_classes=10,
-    embed_dim=64,
-    depth=4,
-    num_heads=4,
-    mlp_ratio=2.0,
-    tokens_norm=True,
-)
+_NANO: dict[str, Any] = dict(FASHION_MNIST_ARGS, tokens_norm=True)
 
 
 # Released FAN-T-ViT and FAN-S-ViT, their Elliptical twins (token-mixing layers 2..N) and the

@@ -21,6 +21,7 @@ from timm.models.vision_transformer import VisionTransformer
 
 from robench.models.layers.elliptical_attention import EllipticalAttention
 from robench.models.zoo._timm_variant import (
+    FASHION_MNIST_ARGS,
     FASHION_MNIST_CFG,
     create_variant,
     register_timm_variants,
@@ -75,16 +76,7 @@ default_cfgs = generate_default_cfgs(
 )
 
 _DEIT: dict[str, Any] = dict(patch_size=16, depth=12)
-_NANO_ARGS: dict[str, Any] = dict(
-    img_size=28,
-    in_chans=1,
-    patch_size=4,
-    num_classes=10,
-    embed_dim=64,
-    depth=4,
-    num_heads=4,
-    mlp_ratio=2.0,
-)
+_NANO_ARGS = FASHION_MNIST_ARGS
 
 
 # DeiT-tiny, -small and -base with Elliptical Attention, and the Fashion-MNIST pair.
