@@ -64,6 +64,10 @@ class RatioOfSums:
         array = as_pairs(pairs)
         return float(self.values(array)) if array.size else math.nan
 
+    def interval(self, values: Sequence[Any]) -> tuple[float, float]:
+        """95% bootstrap interval over samples (a `Metric.interval`)."""
+        return bootstrap_interval(self, values)
+
     def paired(
         self, baseline: Values, candidate: Values, n_resamples: int, seed: int, alternative: str
     ) -> PairedResult:
