@@ -55,6 +55,19 @@ GRADIENT_PASS = 3
 SampleColumns = dict[str, list[Any]]
 
 
+def positive_pixel_value(value: Any, what: str) -> float:
+    """`parse_pixel_value`, refused unless > 0 (a ValueError, which pydantic reports)."""
+    parsed = parse_pixel_value(value, what)
+    if not parsed > 0:
+        raise ValueError(f"{what} must be > 0 (pixel units), got {parsed:g}")
+    return parsed
+
+
+def optional_step_size(value: Any) -> float | None:
+    """A `step_size` parameter: None (the attack's own default) or a positive pixel value."""
+    return None if value is None else positive_pixel_value(value, "step_size")
+
+
 class PerturbationParams(BaseModel):
     """Parameters common to every perturbation; subclasses add their own fields."""
 

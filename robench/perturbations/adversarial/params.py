@@ -23,11 +23,12 @@ from pydantic import (
     model_validator,
 )
 
-from robench._core.units import parse_pixel_value
 from robench.perturbations.base import (
     FORWARD_PASS,
     GRADIENT_PASS,
     BoundedParams,
+    optional_step_size,
+    positive_pixel_value,
     register_kind,
 )
 
@@ -39,17 +40,6 @@ class _OneStepParams(BoundedParams):
 
     def passes_per_sample(self, classes: int = 10) -> int:
         return GRADIENT_PASS + FORWARD_PASS
-
-
-def _positive_pixel_value(value: Any, what: str) -> float:
-    parsed = parse_pixel_value(value, what)
-    if parsed <= 0:
-        raise ValueError(f"{what} must be > 0 (pixel units), got {parsed}")
-    return parsed
-
-
-def _optional_step_size(value: Any) -> float | None:
-    return None if value is None else _positive_pixel_value(value, "step_size")
 
 
 _DENSE_TASKS = ("image-classification", "semantic-segmentation")
@@ -101,7 +91,7 @@ class PGDParams(BoundedParams):
     # still line up with new ones in `compare`.
     report_omits_none: ClassVar[tuple[str, ...]] = ("eot_samples",)
 
-    _parse_step_size = field_validator("step_size", mode="before")(_optional_step_size)
+    _parse_step_size = field_validator("step_size", mode="before")(optional_step_size)
 
     @property
     def resolved_step_size(self) -> float:
@@ -141,7 +131,7 @@ class MinimalNormParams(BoundedParams):
     step_size: float | None = None
     gamma: float = Field(default=0.05, gt=0, lt=1)  # FMN's initial radius change per step
 
-    _parse_step_size = field_validator("step_size", mode="before")(_optional_step_size)
+    _parse_step_size = field_validator("step_size", mode="before")(optional_step_size)
 
     @property
     def resolved_step_size(self) -> float:
@@ -178,7 +168,7 @@ class SPSAParams(BoundedParams):
     @field_validator("delta", "lr", mode="before")
     @classmethod
     def _parse_pixel(cls, value: Any, info: ValidationInfo) -> float:
-        return _positive_pixel_value(value, info.field_name or "value")
+        return positive_pixel_value(value, info.field_name or "value")
 
     def passes_per_sample(self, classes: int = 10) -> int:
         # Every step estimates the gradient from two forwards (x + delta v, x - delta v) per
