@@ -68,6 +68,11 @@ def optional_step_size(value: Any) -> float | None:
     return None if value is None else positive_pixel_value(value, "step_size")
 
 
+def quarter_eps_step(params: Any) -> float:
+    """`params.step_size`, or eps / 4 when not given (PGD's and SmoothAdv's default)."""
+    return float(params.eps / 4 if params.step_size is None else params.step_size)
+
+
 class PerturbationParams(BaseModel):
     """Parameters common to every perturbation; subclasses add their own fields."""
 

@@ -29,6 +29,7 @@ from robench.perturbations.base import (
     BoundedParams,
     optional_step_size,
     positive_pixel_value,
+    quarter_eps_step,
     register_kind,
 )
 
@@ -92,11 +93,7 @@ class PGDParams(BoundedParams):
     report_omits_none: ClassVar[tuple[str, ...]] = ("eot_samples",)
 
     _parse_step_size = field_validator("step_size", mode="before")(optional_step_size)
-
-    @property
-    def resolved_step_size(self) -> float:
-        """The step size used: `step_size`, or eps / 4 when not given."""
-        return self.eps / 4 if self.step_size is None else self.step_size
+    resolved_step_size = property(quarter_eps_step)  # the step size used
 
     @classmethod
     def display_name(cls, kind: str, params: Mapping[str, Any]) -> str:

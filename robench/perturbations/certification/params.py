@@ -17,6 +17,7 @@ from robench.perturbations.base import (
     PerturbationParams,
     optional_step_size,
     positive_pixel_value,
+    quarter_eps_step,
     register_kind,
 )
 from robench.results.stats.certificates import COLUMNS, PREDICT_COLUMNS
@@ -120,10 +121,7 @@ class SmoothedPGDParams(BoundedParams):
     _probability = field_validator("alpha", mode="before")(_alpha)
 
     _parse_step_size = field_validator("step_size", mode="before")(optional_step_size)
-
-    @property
-    def resolved_step_size(self) -> float:
-        return self.eps / 4 if self.step_size is None else self.step_size
+    resolved_step_size = property(quarter_eps_step)  # the step size used
 
     @classmethod
     def display_name(cls, kind: str, params: Mapping[str, Any]) -> str:
