@@ -75,8 +75,8 @@ def register_timm_variants(
 ) -> dict[str, Callable[..., Any]]:
     """Register with timm, for every `variants` entry (model name -> (with Elliptical
     Attention?, its arguments)), a builder that calls `create(name, pretrained, elliptical,
-    arguments, **kwargs)`; returns them by name, for `module`'s globals (whose `default_cfgs`
-    timm reads)."""
+    kwargs laid over the arguments)`; returns them by name, for `module`'s globals (whose
+    `default_cfgs` timm reads)."""
     builders = {}
     for name, (elliptical, arguments) in variants.items():
         builder = _variant(create, name, elliptical, arguments)
@@ -89,7 +89,7 @@ def _variant(
     create: Callable[..., Any], name: str, elliptical: bool, arguments: dict[str, Any]
 ) -> Callable[..., Any]:
     def builder(pretrained: bool = False, **kwargs: Any) -> Any:
-        return create(name, pretrained, elliptical, arguments, **kwargs)
+        return create(name, pretrained, elliptical, dict(arguments, **kwargs))
 
     builder.__name__ = builder.__qualname__ = name
     return builder

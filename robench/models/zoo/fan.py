@@ -318,11 +318,8 @@ def checkpoint_filter_fn(state_dict: Mapping[str, Tensor], model: nn.Module) -> 
     return state
 
 
-def _create_fan(
-    variant: str, pretrained: bool, elliptical: bool, model_args: dict[str, Any], **kwargs: Any
-) -> FAN:
-    """Build `variant` with timm's builder; `kwargs` override `model_args`."""
-    kwargs = dict(model_args, **kwargs)
+def _create_fan(variant: str, pretrained: bool, elliptical: bool, kwargs: dict[str, Any]) -> FAN:
+    """Build `variant` from `kwargs` with timm's builder."""
     if elliptical:
         kwargs["attn_layer"] = EllipticalTokenMixing
     loads = " (NVlabs' FAN-ViT checkpoints of its size load strictly)"

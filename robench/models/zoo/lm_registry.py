@@ -74,8 +74,8 @@ def register_variants(
 ) -> dict[str, LanguageModelBuilder]:
     """Register, for every `variants` entry (model name -> its arguments), a builder of the
     model and one of its `NAME_elliptical` twin that call `create(name, vocab_size,
-    elliptical, arguments, **kwargs)`, marked as models of `task` (None: language modelling);
-    returns them by name, for `module`'s globals."""
+    elliptical, kwargs laid over the arguments)`, marked as models of `task` (None: language
+    modelling); returns them by name, for `module`'s globals."""
     builders = {}
     for base, arguments in variants.items():
         for name, elliptical in ((base, False), (f"{base}_elliptical", True)):
@@ -91,7 +91,7 @@ def _variant(
     create: Callable[..., nn.Module], name: str, elliptical: bool, arguments: dict[str, Any]
 ) -> LanguageModelBuilder:
     def builder(vocab_size: int, **kwargs: Any) -> nn.Module:
-        return create(name, vocab_size, elliptical, arguments, **kwargs)
+        return create(name, vocab_size, elliptical, dict(arguments, **kwargs))
 
     builder.__name__ = builder.__qualname__ = name
     return builder

@@ -247,10 +247,9 @@ class LRATransformer(nn.Module):
 
 
 def _create(
-    variant: str, vocab_size: int, elliptical: bool, args: dict[str, Any], **kwargs: Any
+    variant: str, vocab_size: int, elliptical: bool, kwargs: dict[str, Any]
 ) -> LRATransformer:
-    """Build `variant`; `kwargs` override `args`; elliptical options applied."""
-    kwargs = dict(args, **kwargs)
+    """Build `variant` from `kwargs`; elliptical options applied."""
     options = elliptical_options(kwargs, _ELLIPTICAL_OPTIONS, variant, elliptical)
     if "elliptical_blocks" in kwargs:
         raise ConfigError(

@@ -120,12 +120,6 @@ class MoELM(TransformerLM):
         return logits
 
 
-def _create(
-    variant: str, vocab_size: int, elliptical: bool, args: dict[str, Any], **kw: Any
-) -> MoELM:
-    return build_variant(MoELM, variant, vocab_size, elliptical, dict(args, **kw))
-
-
 # Switch: every block's feed-forward is a mixture of experts, top-1; GLaM: every other, top-2.
 _SWITCH = dict(moe_every=1, top_k=1, dropout=0.1)
 _GLAM = dict(moe_every=2, top_k=2, dropout=0.1)
@@ -151,7 +145,7 @@ _GLAM_MEDIUM: dict[str, Any] = dict(
 globals().update(
     register_variants(
         __name__,
-        _create,
+        functools.partial(build_variant, MoELM),
         {
             "switch_lm_nano": _SWITCH_NANO,
             "switch_lm_small": _SWITCH_SMALL,

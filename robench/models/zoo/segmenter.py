@@ -158,15 +158,15 @@ class Segmenter(nn.Module):
 
 
 def _create_segmenter(
-    variant: str, pretrained: bool, elliptical: bool, model_args: dict[str, Any], **kwargs: Any
+    variant: str, pretrained: bool, elliptical: bool, kwargs: dict[str, Any]
 ) -> Segmenter:
-    """Build `variant` with timm's builder; `kwargs` override `model_args`."""
+    """Build `variant` from `kwargs` with timm's builder."""
     model: Segmenter = create_variant(
         Segmenter,
         variant,
         pretrained,
         elliptical,
-        dict(model_args, **kwargs, elliptical=elliptical),  # Segmenter picks its attention
+        dict(**kwargs, elliptical=elliptical),  # Segmenter picks its attention
         twin="its *_elliptical twin",
         encoder=lambda model: model.encoder,
     )

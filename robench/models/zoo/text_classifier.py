@@ -172,10 +172,9 @@ class TextClassifier(nn.Module):
 
 
 def _create(
-    variant: str, vocab_size: int, elliptical: bool, args: dict[str, Any], **kwargs: Any
+    variant: str, vocab_size: int, elliptical: bool, kwargs: dict[str, Any]
 ) -> TextClassifier:
-    """Build `variant`; `kwargs` override `args`; MoE and elliptical options applied."""
-    kwargs = dict(args, **kwargs)
+    """Build `variant` from `kwargs`; MoE and elliptical options applied."""
     options = elliptical_options(kwargs, _ELLIPTICAL_OPTIONS, variant, elliptical)
     moe = {name: kwargs.pop(name) for name in _MOE_OPTIONS if name in kwargs}
     if moe:

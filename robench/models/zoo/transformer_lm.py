@@ -32,6 +32,7 @@ The report records which one a model uses (`TransformerLM.robench_report_section
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -217,14 +218,6 @@ class TransformerLM(nn.Module):
         return F.linear(self.norm(x), self.token_embed.weight)  # (B, T, V), tied head
 
 
-def _create_lm(
-    variant: str, vocab_size: int, elliptical: bool, model_args: dict[str, Any], **kwargs: Any
-) -> TransformerLM:
-    """Build `variant`; `kwargs` override `model_args`. Elliptical models get their layers
-    configured with the elliptical options in `kwargs`."""
-    return build_variant(TransformerLM, variant, vocab_size, elliptical, dict(model_args, **kwargs))
-
-
 def build_variant(
     model_class: type[_LM],
     variant: str,
@@ -270,7 +263,7 @@ _MEDIUM: dict[str, Any] = dict(embed_dim=256, depth=16, num_heads=8, mlp_dim=204
 globals().update(
     register_variants(
         __name__,
-        _create_lm,
+        functools.partial(build_variant, TransformerLM),
         {
             "transformer_lm_nano": _NANO,
             "transformer_lm_small": _SMALL,

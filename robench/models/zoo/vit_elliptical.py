@@ -32,10 +32,9 @@ __all__: list[str] = []  # timm's register_model appends the model names
 
 
 def _create_vit(
-    variant: str, pretrained: bool, elliptical: bool, model_args: dict[str, Any], **kwargs: Any
+    variant: str, pretrained: bool, elliptical: bool, kwargs: dict[str, Any]
 ) -> VisionTransformer:
-    """Build `variant` with timm's builder; `kwargs` override `model_args`."""
-    kwargs = dict(model_args, **kwargs)
+    """Build `variant` from `kwargs` with timm's builder."""
     if elliptical:
         kwargs["attn_layer"] = EllipticalAttention
     feature_cfg = dict(out_indices=kwargs.pop("out_indices", 3), feature_cls="getter")
