@@ -35,6 +35,7 @@ Registered in robench's model registry (`lm_registry`; builders take `vocab_size
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -69,11 +70,10 @@ def _learned_positions(length: int, dim: int) -> nn.Parameter:
     return nn.Parameter(torch.randn(length, dim) * 0.02)
 
 
-def _fixed_positions(length: int, dim: int) -> Tensor:
-    return sinusoidal_positions(length, dim)
-
-
-_POSITIONS = {"learned": _learned_positions, "sinusoidal": _fixed_positions}
+_POSITIONS: dict[str, Callable[[int, int], Tensor]] = {
+    "learned": _learned_positions,
+    "sinusoidal": sinusoidal_positions,
+}
 _POOLINGS = ("mean", "cls")
 _SIZES = ("vocab_size", "num_classes", "max_length", "embed_dim", "depth", "num_heads", "mlp_dim")
 
