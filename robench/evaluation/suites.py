@@ -188,7 +188,7 @@ class Suite(BaseModel):
         if isinstance(values, dict) and not values.get("metrics"):
             task = values.get("task", "image-classification")
             if isinstance(task, str) and task in TASKS:  # else the field's check says why
-                metrics = TASKS.get(task).default_metrics + _kinds_metrics(values)
+                metrics = TASKS.get(task).default_metrics + _kinds_metrics(values, task)
                 values = {**values, "metrics": tuple(dict.fromkeys(metrics))}
         return values
 
@@ -397,8 +397,9 @@ def _surrogate_ref(entry: PerturbationEntry, suite_path: Path) -> SurrogateRef |
     return SurrogateRef(entry.surrogate, checkpoint)
 
 
-def _kinds_metrics(values: Mapping[str, Any]) -> tuple[str, ...]:
-    """The metrics the suite's known kinds bring (`PerturbationParams.metrics`), in order."""
+def _kinds_metrics(values: Mapping[str, Any], task: str) -> tuple[str, ...]:
+    """The metrics the suite's known kinds of `task` bring (`PerturbationParams.metrics`), in
+    order; a kind of another task brings none (the suite's check of kinds says why)."""
     entries = values.get("perturbations")
     kinds = (
         [e.get("kind") for e in entries if isinstance(e, Mapping)]
@@ -408,7 +409,9 @@ def _kinds_metrics(values: Mapping[str, Any]) -> tuple[str, ...]:
     found: list[str] = []
     for kind in kinds:
         if isinstance(kind, str) and kind in PERTURBATIONS:
-            found += PERTURBATIONS.get(kind).Params.metrics
+            params = PERTURBATIONS.get(kind).Params
+            tasks = params.task if isinstance(params.task, tuple) else (params.task,)
+            found += params.metrics if task in tasks or params.task is None else ()
     return tuple(found)
 
 
