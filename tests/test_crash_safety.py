@@ -162,13 +162,15 @@ def test_sigterm_and_sigint_stop_cleanly_and_print_the_resume_command(
     _assert_nothing_half_written(out)
     assert store.read_bytes().endswith(b"\n") and not lock_path_for(store).exists()
 
-    # Run the printed command, and stop it with Ctrl-C (SIGINT) a few batches later.
+    # Run the printed command, and stop it with Ctrl-C (SIGINT) once it runs.
     resume = [str(BIN / "robench"), *command[1:]]
     before = _batches(store)
     proc = subprocess.Popen(
         resume, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=ENV
     )
-    _wait_for_batches(store, before + 3, proc)
+    # At its first new batch: the rest of the run (about 45 batches) is the window in which
+    # the signal must land, even when this process is scheduled late on a loaded machine.
+    _wait_for_batches(store, before + 1, proc)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
