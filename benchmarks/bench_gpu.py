@@ -8,22 +8,21 @@ reports what it finished):
     .venv/bin/python benchmarks/bench_gpu.py --device cpu --quick --output /tmp/gpu.md
 
 A GPU machine that comes with its own PyTorch (2.11 or newer) and none of robench's other
-dependencies: prepare, on a machine with the internet, a folder of the wheels robench needs
-besides torch (pip resolves them for the GPU machine's Python and platform),
-
-    pip download -d wheels --python-version 3.11 --only-binary=:all: \\
-        torchattacks pyautoattack pydantic orjson imagecorruptions-imaug timm safetensors \\
-        typer rich scipy statsmodels numpy pillow
-
-(pyautoattack is the PyPI name of AutoAttack's package; constraints.txt pins the versions),
-copy it and the repository over, and install robench beside the machine's torch in one line:
-
-    pip install --no-index --find-links wheels --no-deps wheels/*.whl && pip install --no-deps -e .
+dependencies (the H200 of reports/benchmarks.md, 2026-11-28: Python 3.12, torch 2.11):
+`bash benchmarks/gpu_prepare.sh` downloads, on a machine with the internet, the wheels it
+lacks (pyautoattack's repacked without its 45 MB example checkpoint) into .whl/ and copies
+Fashion-MNIST's test split into .gpu/fmnist/; copy those and the checkout over, and there
+`OUT=FOLDER bash benchmarks/gpu_acceptance.sh` installs them beside the machine's torch
+(`pip install --no-index --no-deps --target /tmp/site .whl/*.whl`, robench from the checkout
+on PYTHONPATH) and runs this script's phases, the throughput alone on the GPU first.
 
 Phases, in order (`--phases` picks some):
 
-1. `tests`: `pytest -m gpu` (what `make test-gpu` runs), its summary line recorded.
-2. `throughput`: for DeiT-tiny and DeiT-small at 224x224, the baseline (timm) and its
+1. `tests`: `pytest -m gpu` (what `make test-gpu` runs), its summary line recorded and its log
+   beside the JSON (OUTPUT.tests.log).
+2. `certify`: `robench.evaluate` of randomized smoothing on DeiT-tiny: seconds per sample and
+   the peak GPU memory above what was allocated before.
+3. `throughput`: for DeiT-tiny and DeiT-small at 224x224, the baseline (timm) and its
    Elliptical twin (robench), random weights seeded as `robench eval --seed 0` seeds them:
    seeded random images written as PNG files into an image folder, each labelled with the
    model's own top-1 prediction (clean accuracy 100%, so every attack starts on every point);
@@ -34,8 +33,7 @@ Phases, in order (`--phases` picks some):
    `wall_time_s` in the report. Beside each, the bare loop on the same model, images and batch
    size: a forward pass (clean), torchattacks' PGD, pyautoattack's AutoAttack, then the
    scoring pass; the ratio robench / bare is what the acceptance asks to be >= 0.9.
-3. `certify`: `robench.evaluate` of randomized smoothing on DeiT-tiny: seconds per sample and
-   the peak GPU memory above what was allocated before.
+   `--models` picks some of the four (each model's rows are written as soon as it ends).
 
 Without a CUDA device, `--device cuda` (the default) measures nothing: it writes the section
 with every row "not measured" and the reason, and exits 0. A CPU run (`--device cpu`, meant
@@ -224,7 +222,10 @@ def _bare_autoattack(
 ) -> Any:
     from pyautoattack import AutoAttack
 
-    attack = AutoAttack(model, norm="Linf", eps=EPS, version=entry["version"], seed=SEED)
+    # pyautoattack's device defaults to "cpu": name the batch's device, as robench does.
+    attack = AutoAttack(
+        model, norm="Linf", eps=EPS, version=entry["version"], seed=SEED, device=x.device
+    )
     attack.verbose = False
     if entry.get("attacks"):
         attack.attacks_to_run = list(entry["attacks"])
@@ -282,13 +283,21 @@ def bare_seconds(
 
 
 def phase_tests(results: Results) -> None:
-    found = subprocess.run(
-        [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    lines = [line for line in found.stdout.splitlines() if line.strip()]
+    """`pytest -m gpu`, its log beside the JSON. A GPU machine with its own PyTorch often lacks
+    test-only packages (jsonschema, ...) that other test modules import: their collection
+    errors are kept out of the verdict (and counted in the summary line) rather than stop
+    the gpu tests."""
+    log = results.args.json.with_suffix(".tests.log")
+    command = [sys.executable, "-m", "pytest", "-m", "gpu", "-v", "-rs", "-p", "no:cacheprovider"]
+    with log.open("w") as stream:
+        found = subprocess.run(
+            [*command, "--continue-on-collection-errors"],
+            cwd=ROOT,
+            stdout=stream,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    lines = [line for line in log.read_text().splitlines() if line.strip()]
     results.tests = f"exit {found.returncode}: {lines[-1] if lines else 'no output'}"
 
 
@@ -296,12 +305,13 @@ def phase_throughput(results: Results, device: torch.device, work: Path) -> None
     args = results.args
     write_suite(work / "suite.toml", args.quick)
     n = max(w.quick_images if args.quick else w.images for w in WORKLOADS.values())
-    for name in QUICK_MODELS if args.quick else MODELS:
+    for name in QUICK_MODELS if args.quick else args.models:
         model = load_seeded(name, device)
         pixels, labels = make_images(n, model, device, args.batch_size)
         write_folder(work / name, pixels, labels)
         report = robench_eval(args, name, work, work / name)
-        for result in report.results:
+        in_memory = clean_in_memory(args, model, pixels, labels)
+        for result, workload_name in [*((r, r.name) for r in report.results), in_memory]:
             workload = WORKLOADS[result.name]
             entry = {**workload.entry, **(workload.quick if args.quick else {})}
             count = result.n_samples
@@ -317,7 +327,7 @@ def phase_throughput(results: Results, device: torch.device, work: Path) -> None
             results.rows.append(
                 {
                     "model": name,
-                    "workload": result.name,
+                    "workload": workload_name,
                     "images": count,
                     "robench_images_per_s": ours,
                     "bare_images_per_s": count / seconds,
@@ -327,6 +337,32 @@ def phase_throughput(results: Results, device: torch.device, work: Path) -> None
                 }
             )
         results.save()  # each model's rows as soon as they exist
+
+
+IN_MEMORY = "clean, robench.evaluate in memory"
+
+
+def clean_in_memory(
+    args: argparse.Namespace, model: torch.nn.Module, pixels: torch.Tensor, labels: torch.Tensor
+) -> tuple[Any, str]:
+    """Clean accuracy through `robench.evaluate` on the decoded tensors, the second of two
+    calls: the runner's own cost beside the bare loop, without the PNG decoding and the
+    process's CUDA start that `robench eval`'s first result pays."""
+    import robench
+
+    count = WORKLOADS["clean"].quick_images if args.quick else WORKLOADS["clean"].images
+    data = (pixels[:count].float().div(255), labels[:count])
+    for _ in range(2):
+        report = robench.evaluate(
+            model,
+            [{"kind": "clean"}],
+            data,
+            model_name="bench",
+            batch_size=args.batch_size,
+            seed=SEED,
+            progress=False,
+        )
+    return report.results[0], IN_MEMORY
 
 
 def phase_certify(results: Results, device: torch.device) -> None:
@@ -462,6 +498,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "standard cut short: proves every phase runs (e.g. on CPU), times nothing worth "
         "reading; skips the tests phase off CUDA",
     )
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        choices=MODELS,
+        default=list(MODELS),
+        help="the throughput phase's models, in this order (default: all four)",
+    )
     parser.add_argument("--output", type=Path, help="file to write the section into")
     parser.add_argument("--json", type=Path, help="the numbers as JSON (default: OUTPUT.json)")
     args = parser.parse_args(argv)
@@ -503,10 +546,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "tests" in args.phases:
             phase_tests(results)
             results.save()
+        if "certify" in args.phases:  # short: before the long phase a cut-off run loses
+            phase_certify(results, device)
         if "throughput" in args.phases:
             phase_throughput(results, device, Path(work))
-        if "certify" in args.phases:
-            phase_certify(results, device)
     print(measured_section(results))
     return 0
 

@@ -14,13 +14,12 @@ first `--aa-limit` of the same seeded permutation, so a subset of the MALT image
 `--sequential-limit` images. Finished reports in RUNS are reused (delete them to redo). The
 JSON reports are copied to reports/verdict-cost/ (per-sample files over 1 MB left out).
 
-    python benchmarks/reproduction_verdict_cost.py --limit 200 --aa-limit 64 --halfwidth 0.2 \
-        --autoattack-reference baseline=runs/verdict-cost/baseline/autoattack-reference-200.json \
-        --autoattack-reference elliptical=runs/verdict-cost/elliptical/autoattack-reference-200.json
+    python benchmarks/reproduction_verdict_cost.py --limit 1000 --aa-limit 1000 \
+        --device cuda --batch-size 1000 --sequential-batch-size 128 --halfwidth 0.02
 
-(the reference reports: `reproduction_adversarial.py`'s AutoAttack runs of the same weights on
-the same 200 images, copied from runs/adversarial/ROLE/autoattack-200.json; reports/
-verdict-cost/ROLE/ holds them).
+(the run in reports/reproduction.md: one H200 for both models at once, about 80 s for the
+fixed runs and 4 minutes for the two sequential ones; on a CPU, AutoAttack alone costs about
+20 s per image on one thread).
 
 `--autoattack-reference ROLE=REPORT` adds an AutoAttack report of the same model and seed on
 more images (without counted passes, e.g. written before robench counted them): its
@@ -86,13 +85,16 @@ def _evaluate(card: str, suite: str, report: Path, extra: list[str]) -> Report:
 
 def _run_model(role: str, args: argparse.Namespace) -> Runs:
     folder, card = args.runs / role, CARDS[role]
-    malt = _evaluate(card, MALT_SUITE, folder / f"malt-{args.limit}.json", _limit(args.limit))
+    machine = _machine(args, args.batch_size)
+    malt_args = [*_limit(args.limit), *machine]
+    malt = _evaluate(card, MALT_SUITE, folder / f"malt-{args.limit}.json", malt_args)
     aa_name = f"autoattack-{args.aa_limit}.json"
-    autoattack = _evaluate(card, AA_SUITE, folder / aa_name, _limit(args.aa_limit))
+    autoattack = _evaluate(card, AA_SUITE, folder / aa_name, [*_limit(args.aa_limit), *machine])
     sequential = None
     if args.halfwidth is not None and role in args.sequential_roles:
         name = f"malt-sequential-{args.halfwidth:g}.json"
         extra = [*_limit(args.sequential_limit), "--target-halfwidth", f"{args.halfwidth:g}"]
+        extra += _machine(args, args.sequential_batch_size)
         sequential = _evaluate(card, MALT_SUITE, folder / name, extra)
     reference = args.reference.get(role)
     return Runs(malt, autoattack, sequential, read_report(reference) if reference else None)
@@ -100,6 +102,14 @@ def _run_model(role: str, args: argparse.Namespace) -> Runs:
 
 def _limit(n: int) -> list[str]:
     return ["--limit", str(n)]
+
+
+def _machine(args: argparse.Namespace, batch_size: int | None) -> list[str]:
+    """`--device` and `--batch-size` when given (robench's defaults otherwise). A sequential
+    run decides after chunks of a multiple of the batch size (at least 64 samples), so its
+    batch stays small: a large one would overshoot the stopping point by up to a batch."""
+    found = ["--device", args.device] if args.device else []
+    return found + (["--batch-size", str(batch_size)] if batch_size else [])
 
 
 def _result(report: Report, name: str) -> PerturbationResult:
@@ -193,11 +203,27 @@ def _reference_rows(role: str, report: Report, verdicts: dict[int, bool]) -> lis
 
 
 def _total_passes(report: Report) -> int | None:
-    """Forward plus backward passes of every result of a report (None if any is unknown)."""
-    costs = [r.cost for r in report.results]
-    if any(c is None for c in costs):
+    """Forward plus backward passes of every result of a report (None if any is unknown): the
+    counted passes per sample times the result's samples. That is the counted total, except
+    for a resumed run, whose cost covers only the batches it ran itself (`_resumed`)."""
+    costs = [(r.n_samples, r.cost) for r in report.results]
+    if any(c is None for _, c in costs):
         return None
-    return sum(c.forward + c.backward for c in costs if c is not None)
+    return round(sum(n * c.passes_per_sample for n, c in costs if c is not None))
+
+
+def _resumed(report: Report) -> str:
+    """The caveat of a resumed run: robench counts the passes of the batches a process runs,
+    so the batches finished before the interruption are taken at the counted per-sample rate."""
+    counted = [(r.name, r.cost.samples, r.n_samples) for r in report.results if r.cost]
+    partial = [f"{name} {done:,} of {n:,}" for name, done, n in counted if done < n]
+    if not partial:
+        return ""
+    return (
+        " (the run was resumed after the GPU machine's time ran out, and a resumed run counts "
+        f"only the batches it runs itself: counted on {', '.join(partial)} images, the rest "
+        "taken at the counted passes per sample)"
+    )
 
 
 def _per_sample(result: PerturbationResult) -> float:
@@ -270,14 +296,30 @@ def _sequential_line(role: str, runs: Runs, args: argparse.Namespace) -> str:
     return (
         f"- {LABELS[role]}: sequential MALT at half-width {stopped.target_halfwidth:g} "
         f"{reached} after {stopped.n_stopped} of {stopped.n_available} images: "
-        f"{seq_total:,} passes per verdict (clean and MALT results) against {fixed_total:,} for "
+        f"{seq_total:,} passes per verdict (clean and MALT results){_resumed(seq)} against "
+        f"{fixed_total:,} for "
         f"the fixed-n run on {runs.malt.data.n_samples} images; MALT top-1 "
         f"{_top1(malt)} (confidence sequence). AutoAttack on the full {FULL_SPLIT:,}-image "
         f"split, EXTRAPOLATED from its counted run on {aa.n_samples} images{_few(aa)}: "
         f"{aa_split:,.0f} passes; sequential MALT spends {fraction:.3f} of that (target <= "
         f"1/10: {'met' if fraction <= SEQUENTIAL_RATIO else 'NOT met'}{_not_target(stopped)}). "
         "AutoAttack's top-1 "
-        f"{100 * aa_ref:.1f}% lies {inside} the sequential interval."
+        f"{100 * aa_ref:.1f}% lies {inside} the sequential interval{_why_outside(runs, inside)}."
+    )
+
+
+def _why_outside(runs: Runs, inside: str) -> str:
+    """Where AutoAttack's accuracy falls outside the sequential interval: MALT's fixed run on
+    the same first images, which tells a harder image subset from a weaker attack."""
+    if inside == "inside":
+        return ""
+    malt = _result(runs.malt, "malt")
+    stopped = runs.sequential.sequential if runs.sequential else None
+    return (
+        f" (MALT's fixed run on the same first {malt.n_samples} images of the permutation "
+        f"gives {100 * malt.metrics['top1'].value:.1f}%: those images are harder than the "
+        f"{stopped.n_stopped if stopped else 0} the sequential run used, so this criterion is "
+        "NOT met on these runs)"
     )
 
 
@@ -296,6 +338,16 @@ def samples_to_reach(accuracy: float, halfwidth: float, check_every: int = 64) -
     settled = (sequence.upper - sequence.lower)[:, checks - 1] / 2 <= halfwidth
     first = np.where(settled.any(axis=1), checks[settled.argmax(axis=1)], horizon)
     return int(np.median(first))
+
+
+def _ran_at(runs: Runs, halfwidth: float) -> bool:
+    """Whether the sequential run exists at `halfwidth` (then nothing is estimated)."""
+    seq = runs.sequential
+    return (
+        seq is not None
+        and seq.sequential is not None
+        and (seq.sequential.target_halfwidth == halfwidth)
+    )
 
 
 def _estimate_line(role: str, runs: Runs, halfwidth: float) -> str:
@@ -367,11 +419,29 @@ def _elliptical_rows(reports: dict[str, Runs]) -> list[str]:
     return rows
 
 
+def _where(runs: Runs) -> str:
+    """Where the runs ran, as the reports say: a CPU run's wall times are of a shared machine."""
+    device = runs.autoattack.environment.device
+    if device.startswith("cpu"):
+        return (
+            f"one CPU thread per run, load {load_average()}: wall times are of a shared "
+            "2-core machine and compare nothing"
+        )
+    return f"on {device}, both models' runs at once on the one GPU: wall times are indicative"
+
+
 def _section(reports: dict[str, Runs], args: argparse.Namespace) -> str:
     first = reports["baseline"]
     command = (
         f"python benchmarks/reproduction_verdict_cost.py --limit {args.limit} --aa-limit "
         f"{args.aa_limit}"
+        + (f" --device {args.device}" if args.device else "")
+        + (f" --batch-size {args.batch_size}" if args.batch_size else "")
+        + (
+            f" --sequential-batch-size {args.sequential_batch_size}"
+            if args.sequential_batch_size
+            else ""
+        )
         + (f" --halfwidth {args.halfwidth:g}" if args.halfwidth is not None else "")
         + (
             f" --sequential-roles {' '.join(args.sequential_roles)}"
@@ -386,10 +456,10 @@ def _section(reports: dict[str, Runs], args: argparse.Namespace) -> str:
         "## AutoAttack's verdict for a fraction of its cost: MALT on the PGD-AT nano ViTs "
         "(issue 46)",
         "",
-        f"Generated by `{command}` on {date.today().isoformat()} (robench {__version__}, one "
-        f"CPU thread per run, load {load_average()}: wall times are of a shared 2-core "
-        "machine and compare nothing; the counted passes do). Models: `vit_nano_pgd_fmnist` "
-        "and `vit_nano_elliptical_pgd_fmnist` (section above). Budget: L-inf eps 0.1 in pixel "
+        f"Generated by `{command}` on {date.today().isoformat()} (robench {__version__}, "
+        f"{_where(first)}; the counted passes do not depend on the machine). Models: "
+        "`vit_nano_pgd_fmnist` and `vit_nano_elliptical_pgd_fmnist` (section above). "
+        "Budget: L-inf eps 0.1 in pixel "
         f"units, true labels. Suites `{first.malt.suite.name}` (MALT: 9 targets, APGD-T 100 "
         f"iterations) and `{first.autoattack.suite.name}` (PGD-20, APGD-CE alone, AutoAttack "
         "standard) on the first N of one seeded permutation of the test split (seed 0), so "
@@ -428,7 +498,11 @@ def _section(reports: dict[str, Runs], args: argparse.Namespace) -> str:
         ),
         "",
         *(_sequential_line(role, runs, args) for role, runs in reports.items()),
-        *(_estimate_line(role, runs, ISSUE_HALFWIDTH) for role, runs in reports.items()),
+        *(
+            _estimate_line(role, runs, ISSUE_HALFWIDTH)
+            for role, runs in reports.items()
+            if not _ran_at(runs, ISSUE_HALFWIDTH)
+        ),
         "",
         "Elliptical under adversarial training: Elliptical - baseline in points on the same "
         "images (images only the baseline / only Elliptical gets right, exact McNemar p):",
@@ -478,6 +552,9 @@ def main() -> None:
         help="the models run sequentially (each such run costs as much as a fixed one)",
     )  # fmt: skip
     parser.add_argument("--autoattack-reference", action="append", default=[])
+    parser.add_argument("--device", default=None, help="robench eval --device (default: auto)")
+    parser.add_argument("--batch-size", type=int, default=None, help="fixed-n runs' batch")
+    parser.add_argument("--sequential-batch-size", type=int, default=None)
     parser.add_argument("--out", type=Path, default=ROOT / "reports" / "reproduction.md")
     args = parser.parse_args()
     args.reference = _references(args.autoattack_reference)

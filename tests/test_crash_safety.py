@@ -76,14 +76,12 @@ def _assert_same_report(report: dict[str, Any], baseline: dict[str, Any]) -> Non
     assert report["datasets"] == baseline["datasets"]
 
     def strip(result: dict[str, Any]) -> dict[str, Any]:
-        # A resumed run counts the passes of the samples it ran itself (docs/formats.md,
-        # "Counted cost"): its totals differ, its passes per sample do not.
-        return {k: v for k, v in result.items() if k not in ("wall_time_s", "cost")}
+        return {k: v for k, v in result.items() if k != "wall_time_s"}
 
+    # The cost too: the per-sample file keeps each stored batch's passes, so a resumed run
+    # counts the batches the killed process finished (docs/formats.md, "Counted passes").
     assert [strip(r) for r in report["results"]] == [strip(r) for r in baseline["results"]]
-    for resumed, whole in zip(report["results"], baseline["results"], strict=True):
-        if resumed.get("cost") and whole.get("cost"):
-            assert resumed["cost"]["passes_per_sample"] == whole["cost"]["passes_per_sample"]
+    assert all(r.get("cost") for r in report["results"])
 
 
 def _assert_each_sample_stored_once(stores: list[Path], report: dict[str, Any], n: int) -> None:
@@ -164,13 +162,15 @@ def test_sigterm_and_sigint_stop_cleanly_and_print_the_resume_command(
     _assert_nothing_half_written(out)
     assert store.read_bytes().endswith(b"\n") and not lock_path_for(store).exists()
 
-    # Run the printed command, and stop it with Ctrl-C (SIGINT) a few batches later.
+    # Run the printed command, and stop it with Ctrl-C (SIGINT) once it runs.
     resume = [str(BIN / "robench"), *command[1:]]
     before = _batches(store)
     proc = subprocess.Popen(
         resume, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=ENV
     )
-    _wait_for_batches(store, before + 3, proc)
+    # At its first new batch: the rest of the run (about 45 batches) is the window in which
+    # the signal must land, even when this process is scheduled late on a loaded machine.
+    _wait_for_batches(store, before + 1, proc)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
@@ -315,6 +315,7 @@ def test_store_drops_a_torn_last_line_and_refuses_a_corrupt_middle_one(tmp_path:
         b'{"p":"clean","i":[[0],1],"y":[0,1]}\n',  # indices that are not integers
         b'{"p":"clean","i":3,"y":[0]}\n',
         b'{"p":"clean","i":[0,1]}\n',  # no columns
+        b'{"p":"clean","i":[0,1],"y":[0,1],"_passes":[1,2]}\n',  # passes: not four integers
         b"[1, 2]\n",
         b"\xff\xfe\n",
     )
@@ -323,6 +324,24 @@ def test_store_drops_a_torn_last_line_and_refuses_a_corrupt_middle_one(tmp_path:
         with pytest.raises(ResumeError, match=r"r\.samples\.jsonl line 2 is corrupt.*--overwrite"):
             SampleStore(path, FINGERPRINT, resume=True)
         assert not lock_path_for(path).exists()  # a refused open releases the lock
+
+
+def test_a_resumed_store_hands_its_stored_passes_over_once(tmp_path: Path) -> None:
+    """Each batch line keeps the passes it cost; a resumed store sums them per result and
+    hands them to the first job that asks (a sequential run's chunks share one store). A
+    batch written without them (an older file) makes the sum unknown, not smaller."""
+    path = tmp_path / "r.samples.jsonl"
+    store = SampleStore(path, FINGERPRINT, resume=False)
+    store.append("pgd", [0, 1], _columns([0, 1]), [42, 40, 2, 2])
+    store.append("pgd", [2, 3], _columns([2, 3]), [44, 40, 2, 2])
+    store.append("clean", [0, 1], _columns([0, 1]))  # no passes recorded
+    store.close()
+    resumed = SampleStore(path, FINGERPRINT, resume=True)
+    assert resumed.records["pgd"][3] == {"y": 3}  # `_passes` is no column
+    assert resumed.claim_resumed_passes("pgd") == [86, 80, 4, 4]
+    assert resumed.claim_resumed_passes("pgd") is None  # claimed once
+    assert resumed.claim_resumed_passes("clean") is None
+    resumed.close()
 
 
 def test_every_column_value_reads_back_as_written(tmp_path: Path) -> None:

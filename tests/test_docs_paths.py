@@ -26,8 +26,15 @@ _SPAN = re.compile(r"`([^`\n]+)`")
 # A path's characters: lower case, so placeholders (`ROOT/<class>`, `REPORT.json`) are none.
 _PATH_CHARS = re.compile(r"[a-z0-9_.\-/]+")
 _DEFINITION = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# Top-level folders of the repository (and robench's parts) a path may start with.
-_TOP = {p.name for p in ROOT.iterdir() if p.is_dir() and not p.name.startswith(".")}
+# Top-level folders of the repository (and robench's parts) a path may start with. Ignored
+# folders are outputs (`runs/` of the demo and the quick start): named by the docs, present
+# only after the command that writes them has run.
+_IGNORED = {line.strip("/") for line in (ROOT / ".gitignore").read_text().split() if "/" in line}
+_TOP = {
+    p.name
+    for p in ROOT.iterdir()
+    if p.is_dir() and not p.name.startswith(".") and p.name not in _IGNORED
+}
 # robench's parts and their subpackages by name: `sweeps/jobs.py` in the text about
 # evaluation/ is robench/evaluation/sweeps/jobs.py. Deeper folders have names as common as
 # `html/`, which the docs use for other projects' folders too.

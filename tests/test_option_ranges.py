@@ -1,7 +1,8 @@
 """Hostile numbers on `robench train` and `robench eval`: one sentence, exit 2, nothing written.
 
 `--batch-size 0` once trained forever (it read as "the default") and left its output folder
-behind; every numeric option is now checked against `robench/cli/_ranges.py` first.
+behind; every numeric option is now checked against
+`robench/evaluation/options/ranges.py` first (robench/cli/_option_table.py `with_options`).
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ import pytest
 from typer.testing import CliRunner
 
 from robench.cli import app
-from robench.cli._ranges import OPTION_RANGES, Range, flag_of
 from robench.cli.eval import eval_command
 from robench.cli.train import train_command
+from robench.evaluation.options.ranges import OPTION_RANGES, Range, flag_of
 
 TRAIN = ["train", "vit_nano_patch4_28", "-o", "tr"]
 TRAIN_LM = ["train", "transformer_lm_nano", "-o", "tr"]

@@ -8,7 +8,8 @@ import pytest
 
 from robench._core.errors import ConfigError
 from robench._core.units import display_pixel_value, parse_pixel_value
-from robench.evaluation.suites import bundled_suites, load_suite
+from robench.evaluation.suites import Suite, bundled_suites, load_suite
+from robench.tasks import TASKS
 
 
 def test_shipped_suites_include_the_required_ones() -> None:
@@ -92,3 +93,16 @@ def test_bad_suite_files_raise_one_config_error(tmp_path: Path, body: str, fragm
 def test_unknown_suite_name_suggests_a_close_one() -> None:
     with pytest.raises(ConfigError, match="Did you mean 'smoke'"):
         load_suite("smok")
+
+
+def test_a_smoothing_entry_in_a_suite_naming_no_metrics_reports_its_certificates() -> None:
+    """Without `metrics`, a suite reports its task's defaults and then the certificates only
+    a randomized-smoothing entry fills: a hand-written entry is not scored on top-1 alone."""
+    entry = {"kind": "randomized-smoothing", "name": "rs", "sigma": 0.25}
+    suite = Suite.model_validate({"name": "s", "version": 1, "perturbations": [entry]})
+    defaults = TASKS.get("image-classification").default_metrics
+    assert suite.metrics == (*defaults, "certified_accuracy", "acr", "abstention_rate")
+    plain = Suite.model_validate({"name": "s", "version": 1, "perturbations": [{"kind": "clean"}]})
+    assert plain.metrics == defaults
+    named = {"name": "s", "version": 1, "metrics": ["top1"], "perturbations": [entry]}
+    assert Suite.model_validate(named).metrics == ("top1",)  # a named list is kept as given

@@ -2,33 +2,30 @@
 (robench/evaluation/options/__init__.py): the command function's typer signature, and the command
 line's text turned into the Python values `request_from_options` takes.
 
-Typer builds a command from its function's signature; `with_eval_options` gives the function
-one built from the table (`__signature__`, and `__annotations__` for `typing.get_type_hints`),
-so a flag is added, renamed or documented in the table alone.
+Each option becomes a row of robench/cli/_option_table.py, which builds the function's typer
+signature (as for train, gate, compare and sweep), so a flag is added, renamed or documented in
+the table alone.
 """
 
 from __future__ import annotations
 
 import enum
-import inspect
 import types
 import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
-
-import typer
+from typing import Any, TypeVar
 
 from robench._core.errors import ConfigError
 from robench._core.lazy import import_object
-from robench._core.plugins import FORMAT_ENTRY_POINT_GROUP
 from robench._core.registry import Registry
 from robench._core.units import parse_pixel_value
+from robench.cli._option_table import Opt, with_options
 from robench.cli._parsing import dataset_map, float_list, input_size, json_object
-from robench.cli._ranges import OPTION_RANGES, check_range
-from robench.cli._registry_options import choices_metavar, import_plugins, registry_choice
+from robench.cli._registry_options import plugin_imports, registry_names
 from robench.evaluation.options import EVAL_OPTIONS
 from robench.evaluation.options.eval_option import PANELS, EvalOption, ModelObject
+from robench.evaluation.options.ranges import OPTION_RANGES, check_range
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -79,47 +76,30 @@ def _plugin_aware(option: EvalOption) -> dict[str, Any]:
     other options are parsed, and a choice among a registry's names (the report formats)
     accepts what a plugin registered there (`robench.registry.register_format`)."""
     if option.name == "imports":
-        return {"is_eager": True, "callback": import_plugins((FORMAT_ENTRY_POINT_GROUP,))}
+        return plugin_imports()
     if option.form == "choice" and isinstance(import_object(option.choices or ""), Registry):
-        registry = import_object(option.choices or "")
-        return {
-            "parser": registry_choice(registry, FORMAT_ENTRY_POINT_GROUP),
-            "metavar": choices_metavar(registry),
-        }
+        return registry_names(import_object(option.choices or ""))
     return {}
 
 
-def _parameter(option: EvalOption) -> inspect.Parameter:
+def _row(option: EvalOption) -> Opt:
     extra = _plugin_aware(option)
     parsed = str if "parser" in extra else _parsed_type(option)
     # A repeated flag not given is None to typer; the table's default (()) applies after.
     default = None if option.form in ("repeated", "data") else option.default
-    hint = parsed | None if default is None else parsed
-    if option.argument:
-        info: Any = typer.Argument(help=option.help)
-    else:
-        extra.setdefault("metavar", option.metavar)
-        info = typer.Option(*option.flags, help=option.help, rich_help_panel=option.panel, **extra)
-    return inspect.Parameter(
-        option.name,
-        inspect.Parameter.KEYWORD_ONLY,
-        default=default,
-        annotation=Annotated[hint, info],
-    )
+    return Opt(option.name, parsed, default, option.help, option.short, option.flag,
+               option.argument, option.metavar, option.panel, extra)  # fmt: skip
 
 
-def eval_parameters() -> list[inspect.Parameter]:
-    """`robench eval`'s parameters: the argument, then the options panel by panel."""
+def eval_rows() -> list[Opt]:
+    """`robench eval`'s options as rows: the argument, then the options panel by panel."""
     options = sorted(EVAL_OPTIONS.values(), key=lambda o: (not o.argument, PANELS.index(o.panel)))
-    return [_parameter(option) for option in options]
+    return [_row(option) for option in options]
 
 
 def with_eval_options(command: F) -> F:
-    """Give `command(**values)` the table's options as its typer signature."""
-    parameters = eval_parameters()
-    command.__signature__ = inspect.Signature(parameters, return_annotation=None)  # type: ignore[attr-defined]
-    command.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": None}
-    return command
+    """Give `command(**values)` the table's options as its typer signature, numbers checked."""
+    return with_options(*eval_rows())(command)
 
 
 def _checked(option: EvalOption, parsed: Any, text: str) -> Any:

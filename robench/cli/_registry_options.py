@@ -16,6 +16,7 @@ from typing import Any
 import typer
 
 from robench._core.errors import RobenchError
+from robench._core.plugins import FORMAT_ENTRY_POINT_GROUP
 from robench._core.registry import Registry
 from robench.cli._output import fail
 
@@ -59,6 +60,22 @@ def import_plugins(groups: Iterable[str]) -> Callable[[list[str] | None], list[s
         return imports
 
     return load
+
+
+def plugin_imports() -> dict[str, Any]:
+    """typer's keywords of a command's `--import`: eager, so the plugins (and the formats'
+    entry points) are loaded before the options that name what they register are parsed,
+    wherever it stands on the line."""
+    return {"is_eager": True, "callback": import_plugins((FORMAT_ENTRY_POINT_GROUP,))}
+
+
+def registry_names(registry: Registry[Any]) -> dict[str, Any]:
+    """typer's keywords of an option that takes a name of `registry` (a format), a plugin's
+    (--import) included, shown and refused as a choice is."""
+    return {
+        "parser": registry_choice(registry, FORMAT_ENTRY_POINT_GROUP),
+        "metavar": choices_metavar(registry),
+    }
 
 
 def _load(action: Callable[[], object]) -> None:

@@ -4,16 +4,16 @@ page with the table, figures, the gate's verdicts and provenance (`--format html
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Any
 
 import typer
 from rich.markup import escape
 
 from robench._core.errors import ConfigError
 from robench._core.overwrite_guard import refuse_overwriting_inputs
-from robench._core.plugins import FORMAT_ENTRY_POINT_GROUP
+from robench.cli._option_table import REQUIRED, Opt, with_options
 from robench.cli._output import err, handle_errors, out, table_width
-from robench.cli._registry_options import choices_metavar, import_plugins, registry_choice
+from robench.cli._registry_options import plugin_imports, registry_names
 from robench.results.compare.formats import COMPARE_FORMATS
 from robench.results.report.output_formats import file_formats, format_for_suffix
 from robench.results.report.schema import Report, check_writable, read_report
@@ -29,35 +29,21 @@ def parse_metrics(text: str | None) -> list[str] | None:
     return metrics
 
 
-def parse_budgets(text: str | None) -> list[float]:
-    """`1/255,0.01` -> [0.0039..., 0.01]; [] when not given."""
+def _pixel_values(text: str | None, flag: str, what: str, example: str) -> list[float]:
+    """`1/255,0.01` -> [0.0039..., 0.01] (pixel units); [] when not given."""
     if text is None:
         return []
     from robench._core.units import parse_pixel_value
 
-    budgets = [
-        parse_pixel_value(part.strip(), "--at-eps") for part in text.split(",") if part.strip()
-    ]
-    if not budgets or any(b < 0 for b in budgets):
-        raise ConfigError(f"--at-eps {text!r} must list budgets >= 0, e.g. --at-eps 1/255,2/255.")
-    return budgets
+    values = [parse_pixel_value(part.strip(), flag) for part in text.split(",") if part.strip()]
+    if not values or any(value < 0 for value in values):
+        raise ConfigError(f"{flag} {text!r} must list {what}, e.g. {flag} {example}.")
+    return values
 
 
-def parse_radii(text: str | None) -> list[float]:
-    """`0.25,0.5` -> [0.25, 0.5] (L2 radii, pixel units); [] when not given."""
-    if text is None:
-        return []
-    from robench._core.units import parse_pixel_value
-
-    radii = [
-        parse_pixel_value(part.strip(), "--at-radius") for part in text.split(",") if part.strip()
-    ]
-    if not radii or any(r < 0 for r in radii):
-        raise ConfigError(
-            f"--at-radius {text!r} must list L2 radii >= 0 (pixel units), e.g. --at-radius "
-            "0.25,0.5."
-        )
-    return radii
+# --at-eps's budgets and --at-radius's L2 radii: flag, what they are, an example.
+_BUDGETS = ("--at-eps", "budgets >= 0", "1/255,2/255")
+_RADII = ("--at-radius", "L2 radii >= 0 (pixel units)", "0.25,0.5")
 
 
 def _with_reference(
@@ -73,99 +59,46 @@ def _with_reference(
     return [(str(reference), read_report(reference)), *reports], 0
 
 
+_SUFFIXES = (s for n in file_formats(COMPARE_FORMATS) for s in COMPARE_FORMATS.get(n).suffixes)
+_OUTPUT_HELP = (
+    f"Write the table or page here instead of stdout; its suffix ({', '.join(_SUFFIXES)}) sets "
+    "the format when --format is not given."
+)
+# `robench compare`'s options, one row each (robench/cli/_option_table.py).
+COMPARE_OPTIONS = (
+    Opt("reports", list[Path], REQUIRED,
+        "Report JSON files written by `robench eval`.", argument=True),
+    Opt("format", str, None,
+        "Table format (default: rich on a terminal, else markdown).",
+        "-f", extra=registry_names(COMPARE_FORMATS)),
+    Opt("reference", Path, None,
+        "Report to show every value's difference to (one of REPORT..., or another).", "-r"),
+    Opt("metric", str, None, "Comma-separated metrics, e.g. top1,top5 (default: all).", "-m"),
+    Opt("ci", bool, False, "Show the 95% confidence intervals."),
+    Opt("at_eps", str, None,
+        "Comma-separated budgets, e.g. 1/255,3/255: a column of top-1 at each, read from every "
+        "minimal-norm result's per-sample norms (up to its cap)."),
+    Opt("at_radius", str, None,
+        "Comma-separated L2 radii, e.g. 0.25,0.5: a column of certified accuracy at each, read "
+        "from every randomized-smoothing result's per-sample certificates."),
+    Opt("output", Path, None, _OUTPUT_HELP, "-o"),
+    Opt("gate", Path, None,
+        "With --format html: show the checks of this `robench gate --json` file."),
+    Opt("cost", bool, False,
+        'Show each result\'s counted model passes per sample (forward + backward; "unknown" for '
+        "reports written before robench counted them). Always on the html page."),
+    Opt("per_corruption", bool, False,
+        "Instead: a row per corruption, a column per model, top-1 accuracy (or --metric, e.g. "
+        "miou) averaged over the severities, and a last row `mean`."),
+    Opt("imports", list[str], None,
+        "Module or .py file that registers output formats (repeatable).",
+        flag="--import", extra=plugin_imports()),
+)  # fmt: skip
+
+
 @handle_errors
-def compare_command(  # long: 92 lines of typer options and 25 of help; the code is 22
-    reports: Annotated[
-        list[Path], typer.Argument(help="Report JSON files written by `robench eval`.")
-    ],
-    fmt: Annotated[
-        str | None,
-        typer.Option(
-            "--format",
-            "-f",
-            # The registry's names, a plugin's (--import) included, as a choice is shown.
-            parser=registry_choice(COMPARE_FORMATS, FORMAT_ENTRY_POINT_GROUP),
-            metavar=choices_metavar(COMPARE_FORMATS),
-            help="Table format (default: rich on a terminal, else markdown).",
-        ),
-    ] = None,
-    reference: Annotated[
-        Path | None,
-        typer.Option(
-            "--reference",
-            "-r",
-            help="Report to show every value's difference to (one of REPORT..., or another).",
-        ),
-    ] = None,
-    metric: Annotated[
-        str | None,
-        typer.Option(
-            "--metric", "-m", help="Comma-separated metrics, e.g. top1,top5 (default: all)."
-        ),
-    ] = None,
-    ci: Annotated[bool, typer.Option("--ci", help="Show the 95% confidence intervals.")] = False,
-    at_eps: Annotated[
-        str | None,
-        typer.Option(
-            "--at-eps",
-            help="Comma-separated budgets, e.g. 1/255,3/255: a column of top-1 at each, read "
-            "from every minimal-norm result's per-sample norms (up to its cap).",
-        ),
-    ] = None,
-    at_radius: Annotated[
-        str | None,
-        typer.Option(
-            "--at-radius",
-            help="Comma-separated L2 radii, e.g. 0.25,0.5: a column of certified accuracy at "
-            "each, read from every randomized-smoothing result's per-sample certificates.",
-        ),
-    ] = None,
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "--output",
-            "-o",
-            help="Write the table or page here instead of stdout; its suffix ("
-            + ", ".join(
-                s for n in file_formats(COMPARE_FORMATS) for s in COMPARE_FORMATS.get(n).suffixes
-            )
-            + ") sets the format when --format is not given.",
-        ),
-    ] = None,
-    gate: Annotated[
-        Path | None,
-        typer.Option(
-            "--gate",
-            help="With --format html: show the checks of this `robench gate --json` file.",
-        ),
-    ] = None,
-    cost: Annotated[
-        bool,
-        typer.Option(
-            "--cost",
-            help="Show each result's counted model passes per sample (forward + backward; "
-            '"unknown" for reports written before robench counted them). Always on the html '
-            "page.",
-        ),
-    ] = False,
-    per_corruption: Annotated[
-        bool,
-        typer.Option(
-            "--per-corruption",
-            help="Instead: a row per corruption, a column per model, top-1 accuracy (or "
-            "--metric, e.g. miou) averaged over the severities, and a last row `mean`.",
-        ),
-    ] = False,
-    imports: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--import",
-            is_eager=True,  # loaded before --format is checked, wherever it stands
-            callback=import_plugins((FORMAT_ENTRY_POINT_GROUP,)),
-            help="Module or .py file that registers output formats (repeatable).",
-        ),
-    ] = None,
-) -> None:
+@with_options(*COMPARE_OPTIONS)
+def compare_command(**given: Any) -> None:
     """Compare reports side by side: best value bold, second best underlined.
 
     One row per report, one column per perturbation and metric; best is direction-aware (↑/↓).
@@ -194,36 +127,41 @@ def compare_command(  # long: 92 lines of typer options and 25 of help; the code
       robench compare base.json new.json -o page.html --gate gate.json
       robench compare runs/*.json --import my_formats.py --format mine
     """
+    reports, reference, gate, output = (
+        given[n] for n in ("reports", "reference", "gate", "output")
+    )
     inputs = [("REPORT", path) for path in reports] + [("--reference", reference), ("--gate", gate)]
     refuse_overwriting_inputs({"--output": output}, inputs, "compare")
+    fmt = given["format"]
     name = _format_name(fmt, output)
     if gate is not None and name != "html":
         raise ConfigError(f"--gate is shown on the html page only; add --format html ({name}).")
-    if per_corruption:
+    metrics = given["metric"]
+    if given["per_corruption"]:
         if name == "html":
             raise ConfigError("--per-corruption has no html page; drop --per-corruption.")
         fitting = _fitting(name, fmt, output)
-        _per_corruption(reports, name, output, parse_metrics(metric), fitting)
+        _per_corruption(reports, name, output, parse_metrics(metrics), fitting)
         return
     from robench.results.compare.comparison import build_comparison
 
     loaded, reference_index = _with_reference(reports, reference)
     comparison = build_comparison(
         loaded,
-        metrics=parse_metrics(metric),
+        metrics=parse_metrics(metrics),
         reference=reference_index,
-        at_eps=parse_budgets(at_eps),
-        at_radius=parse_radii(at_radius),
-        cost=cost or name == "html",
+        at_eps=_pixel_values(given["at_eps"], *_BUDGETS),
+        at_radius=_pixel_values(given["at_radius"], *_RADII),
+        cost=given["cost"] or name == "html",
     )
     if _fitting(name, fmt, output):
         from robench.results.compare.formats import markdown_fitting
 
-        _show(markdown_fitting(comparison, ci, table_width()), comparison.notes)
+        _show(markdown_fitting(comparison, given["ci"], table_width()), comparison.notes)
         return
     # Only the html page takes more than the comparison: the gate's checks.
     extra = {"gate": _gate_summary(gate)} if gate is not None else {}
-    _show(COMPARE_FORMATS.get(name)(comparison, ci, **extra), comparison.notes, output)
+    _show(COMPARE_FORMATS.get(name)(comparison, given["ci"], **extra), comparison.notes, output)
 
 
 def _gate_summary(path: Path) -> object:

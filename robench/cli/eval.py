@@ -1,7 +1,8 @@
 """`robench eval`: evaluate one checkpoint under a suite of perturbations.
 
 Its options are defined once, in robench/evaluation/options/__init__.py (panels, flags, defaults,
-help); `with_eval_options` turns that table into the command's typer signature.
+help); `with_eval_options` turns that table into the command's typer signature, its numbers
+checked against their ranges.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import typer
 from robench.cli._eval_options import python_values, with_eval_options
 from robench.cli._output import err, handle_errors, out, table_width
 from robench.cli._progress import make_progress
-from robench.cli._ranges import checked_ranges
 from robench.results.compare.tables import REPORT_FORMATS, markdown_fitting
 from robench.results.report.schema import Report
 
@@ -29,7 +29,6 @@ def default_report_path(model: str | None, checkpoint: Path | None, suite: str) 
 
 
 @handle_errors
-@checked_ranges
 @with_eval_options
 def eval_command(**given: Any) -> None:
     """Evaluate one checkpoint under a suite; write a JSON report, print a table.

@@ -12,14 +12,13 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Any
 
 import typer
 from rich.markup import escape
 
 from robench._core.errors import EXIT_OK, ConfigError
 from robench._core.overwrite_guard import refuse_overwriting_inputs
-from robench._core.plugins import FORMAT_ENTRY_POINT_GROUP
 from robench.cli._gate_outputs import (
     GateOutput,
     check_writable_outputs,
@@ -28,8 +27,9 @@ from robench.cli._gate_outputs import (
     parse_output,
     write_outputs,
 )
+from robench.cli._option_table import REQUIRED, Opt, with_options
 from robench.cli._output import err, handle_errors, out, table_width
-from robench.cli._registry_options import import_plugins
+from robench.cli._registry_options import plugin_imports
 from robench.results.gate.checks import policy_text
 from robench.results.gate.formats import STATUS_STYLE
 from robench.results.gate.policy import Policy, read_policy
@@ -39,27 +39,20 @@ from robench.results.report.schema import Report, check_writable, read_report
 _DEFAULT_CANDIDATE = Path("runs/gate/candidate.json")
 
 
-def _gate(
-    baseline: Report,
-    candidate: Path | None,
-    policy: Policy,
-    sequential: bool,
-    model: str | None,
-    checkpoint: Path | None,
-    device: str,
-) -> GateResult:
+def _gate(baseline: Report, policy: Policy, given: dict[str, Any]) -> GateResult:
     """The fixed-n gate of two reports, or the sequential gate of a model."""
-    if not sequential:
+    candidate = given["candidate"]
+    if not given["sequential"]:
         assert candidate is not None  # _check_options refused a missing --candidate
         return run_gate(baseline, read_report(candidate), policy)
     from robench.cli._progress import make_progress
     from robench.evaluation.gate_run import Candidate, run_sequential_gate
 
     found = Candidate(
-        model,
-        checkpoint,
+        given["candidate_model"],
+        given["checkpoint"],
         candidate or _DEFAULT_CANDIDATE,
-        device=device,
+        device=given["device"],
         command=["robench", *sys.argv[1:]],
     )
     return run_sequential_gate(baseline, policy, found, make_progress())
@@ -115,79 +108,38 @@ def _check_outputs(
         check_writable(sequential_out, "--candidate")
 
 
+# `robench gate`'s options, one row each (robench/cli/_option_table.py).
+GATE_OPTIONS = (
+    Opt("baseline", Path, REQUIRED, "Report of the accepted model (committed).", "-b"),
+    Opt("candidate", Path, None,
+        "Report of the model under test (with --sequential: where its report goes).", "-c"),
+    Opt("policy", Path, None, "Policy TOML with tolerances and alpha (default: built-in policy)."),
+    Opt("summary", Path, None, "Write a markdown summary here (CI step summary)."),
+    Opt("junit", Path, None, "Write JUnit XML here, one testcase per check."),
+    Opt("json_path", Path, None,
+        "Write every check as JSON here (for `robench compare --format html --gate`).",
+        flag="--json"),
+    Opt("strict", bool, False, "Exit 4 when a check is inconclusive."),
+    Opt("sequential", bool, False,
+        "Evaluate --candidate-model on the baseline's suite and samples, in a seeded random "
+        "order, only until sequential paired tests settle the verdict."),
+    Opt("candidate_model", str, None,
+        "With --sequential: the model to evaluate (name, card or source)."),
+    Opt("checkpoint", Path, None, "With --sequential: the candidate's checkpoint."),
+    Opt("device", str, "auto",
+        "With --sequential: auto (cuda when available), cpu, cuda or cuda:N."),
+    # NAME is checked against GATE_FORMATS once --import has registered a plugin's.
+    Opt("output", list[GateOutput], None, output_help(), "-o", metavar="NAME=PATH",
+        extra={"parser": parse_output}),
+    Opt("imports", list[str], None,
+        "Module or .py file that registers gate formats (repeatable).",
+        flag="--import", extra=plugin_imports()),
+)  # fmt: skip
+
+
 @handle_errors
-def gate_command(  # long: 69 lines of typer options and 30 of help; the code is 34
-    baseline: Annotated[
-        Path, typer.Option("--baseline", "-b", help="Report of the accepted model (committed).")
-    ],
-    candidate: Annotated[
-        Path | None,
-        typer.Option(
-            "--candidate",
-            "-c",
-            help="Report of the model under test (with --sequential: where its report goes).",
-        ),
-    ] = None,
-    policy: Annotated[
-        Path | None,
-        typer.Option(help="Policy TOML with tolerances and alpha (default: built-in policy)."),
-    ] = None,
-    summary: Annotated[
-        Path | None, typer.Option(help="Write a markdown summary here (CI step summary).")
-    ] = None,
-    junit: Annotated[
-        Path | None, typer.Option(help="Write JUnit XML here, one testcase per check.")
-    ] = None,
-    json_path: Annotated[
-        Path | None,
-        typer.Option(
-            "--json",
-            help="Write every check as JSON here (for `robench compare --format html --gate`).",
-        ),
-    ] = None,
-    strict: Annotated[
-        bool, typer.Option("--strict", help="Exit 4 when a check is inconclusive.")
-    ] = False,
-    sequential: Annotated[
-        bool,
-        typer.Option(
-            "--sequential",
-            help="Evaluate --candidate-model on the baseline's suite and samples, in a seeded "
-            "random order, only until sequential paired tests settle the verdict.",
-        ),
-    ] = False,
-    candidate_model: Annotated[
-        str | None,
-        typer.Option(help="With --sequential: the model to evaluate (name, card or source)."),
-    ] = None,
-    checkpoint: Annotated[
-        Path | None, typer.Option(help="With --sequential: the candidate's checkpoint.")
-    ] = None,
-    device: Annotated[
-        str,
-        typer.Option(help="With --sequential: auto (cuda when available), cpu, cuda or cuda:N."),
-    ] = "auto",
-    output: Annotated[
-        list[GateOutput] | None,
-        typer.Option(
-            "--output",
-            "-o",
-            # NAME is checked against GATE_FORMATS once --import has registered a plugin's.
-            parser=parse_output,
-            metavar="NAME=PATH",
-            help=output_help(),
-        ),
-    ] = None,
-    imports: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--import",
-            is_eager=True,  # loaded before --output's NAME is checked, wherever it stands
-            callback=import_plugins((FORMAT_ENTRY_POINT_GROUP,)),
-            help="Module or .py file that registers gate formats (repeatable).",
-        ),
-    ] = None,
-) -> None:
+@with_options(*GATE_OPTIONS)
+def gate_command(**given: Any) -> None:
     """Gate a candidate report against a baseline with paired tests; exit 1 on a regression.
 
     Every perturbation and metric of the baseline is a check. A drop within the policy's
@@ -217,23 +169,31 @@ def gate_command(  # long: 69 lines of typer options and 30 of help; the code is
       robench gate -b base.json -c new.json --import my_formats.py --output mine=gate.mine
       robench gate --sequential -b base.json --candidate-model vit_nano_elliptical_fmnist
     """
-    _check_options(candidate, sequential, candidate_model, checkpoint)
+    candidate, sequential, model = given["candidate"], given["sequential"], given["candidate_model"]
+    _check_options(candidate, sequential, model, given["checkpoint"])
     # Each file option names a format of GATE_FORMATS (its option is `--NAME`).
-    files = gate_outputs({"summary": summary, "junit": junit, "json": json_path}, output)
+    named = {"summary": given["summary"], "junit": given["junit"], "json": given["json_path"]}
+    files = gate_outputs(named, given["output"])
     inputs: dict[str, Path | None] = {
-        "--baseline": baseline,
-        "--policy": policy,
-        "--checkpoint": checkpoint,
-        "--candidate-model": Path(candidate_model) if candidate_model else None,
+        "--baseline": given["baseline"],
+        "--policy": given["policy"],
+        "--checkpoint": given["checkpoint"],
+        "--candidate-model": Path(model) if model else None,
     }
     if not sequential:
         inputs["--candidate"] = candidate
-    base_report = read_report(baseline)
+    baseline = read_report(given["baseline"])
     sequential_out = (candidate or _DEFAULT_CANDIDATE) if sequential else None
-    _check_outputs(files, inputs, base_report, sequential_out)
-    result = _gate(
-        base_report, candidate, read_policy(policy), sequential, candidate_model, checkpoint, device
-    )
+    _check_outputs(files, inputs, baseline, sequential_out)
+    result = _gate(baseline, read_policy(given["policy"]), given)
+    code = _show(result, files, given["strict"])
+    if code != EXIT_OK:
+        raise typer.Exit(code)
+
+
+def _show(result: GateResult, files: list[GateOutput], strict: bool) -> int:
+    """The verdict's table on stdout, the files written, each note and failed check on
+    stderr; the exit code."""
     from robench.results.gate.tables import RichGate, markdown_fitting
 
     if out.is_terminal:
@@ -261,8 +221,7 @@ def gate_command(  # long: 69 lines of typer options and 30 of help; the code is
         f"{result.count(Status.inconclusive)} inconclusive, {result.count(Status.passed)} passed",
         highlight=False,
     )
-    if code != EXIT_OK:
-        raise typer.Exit(code)
+    return code
 
 
 # The built-in policy in words, from the policy and the metric registry (each metric's

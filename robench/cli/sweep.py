@@ -4,21 +4,22 @@ status, collect the leaderboards."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
 
 from robench._core.errors import EXIT_RUNTIME, ConfigError
+from robench.cli._option_table import REQUIRED, Opt, with_options
 from robench.cli._output import err, handle_errors, out
 
 if TYPE_CHECKING:
     from robench.evaluation.sweeps.leaderboard import Leaderboards
     from robench.evaluation.sweeps.sweep import JobStatus, LoadedSweep
 
+Options = Mapping[str, Any]  # the command's options, by keyword (SWEEP_OPTIONS)
 _COLOURS = {"done": "green", "running": "cyan", "failed": "red", "pending": "", "changed": "yellow"}
 
 
@@ -75,48 +76,40 @@ def _print_leaderboards(found: Leaderboards) -> None:
         err.print(f"leaderboard page: {escape(str(found.page))}", highlight=False)
 
 
-@dataclass(frozen=True)
-class _Flags:
-    overwrite: bool
-    wait: bool
-    as_json: bool
-    figures: bool
-
-
-def _run(sweep: LoadedSweep, flags: _Flags) -> None:
+def _run(sweep: LoadedSweep, given: Options) -> None:
     from robench.evaluation.sweeps.leaderboard import collect
     from robench.evaluation.sweeps.sweep import run_sweep
 
-    run_sweep(sweep, overwrite=flags.overwrite, wait=flags.wait)
-    if not flags.wait:
+    run_sweep(sweep, overwrite=given["overwrite"], wait=given["wait"])
+    if not given["wait"]:
         err.print("submitted; follow with `robench sweep status PLAN`", highlight=False)
         return
-    found = collect(sweep, figures=flags.figures)
+    found = collect(sweep, figures=given["figures"])
     _print_leaderboards(found)
-    if flags.as_json:
+    if given["as_json"]:
         _print_status(found.statuses, True)
     failed = [s for s in found.statuses if s.status != "done"]
     if failed:
         raise typer.Exit(EXIT_RUNTIME)
 
 
-def _status(sweep: LoadedSweep, flags: _Flags) -> None:
+def _status(sweep: LoadedSweep, given: Options) -> None:
     from robench.evaluation.sweeps.sweep import job_statuses
 
-    _print_status(job_statuses(sweep), flags.as_json)
+    _print_status(job_statuses(sweep), given["as_json"])
 
 
-def _collect(sweep: LoadedSweep, flags: _Flags) -> None:
+def _collect(sweep: LoadedSweep, given: Options) -> None:
     from robench.evaluation.sweeps.leaderboard import collect
 
-    found = collect(sweep, figures=flags.figures)
+    found = collect(sweep, figures=given["figures"])
     _print_leaderboards(found)
-    if flags.as_json:
+    if given["as_json"]:
         _print_status(found.statuses, True)
 
 
 # The actions of `robench sweep [ACTION] PLAN`; `run` when only a plan is given.
-ACTIONS: dict[str, Callable[[LoadedSweep, _Flags], None]] = {
+ACTIONS: dict[str, Callable[[LoadedSweep, Options], None]] = {
     "run": _run,
     "status": _status,
     "collect": _collect,
@@ -126,7 +119,7 @@ ACTIONS: dict[str, Callable[[LoadedSweep, _Flags], None]] = {
 def _check_option_ranges(sweep: LoadedSweep) -> None:
     """Numbers in the plan's eval options, checked against `robench eval`'s ranges before any
     job starts (each job would refuse them itself, and the sweep would fail every job)."""
-    from robench.cli._ranges import OPTION_RANGES, flag_of
+    from robench.evaluation.options.ranges import OPTION_RANGES, flag_of
 
     tables = [("[eval]", sweep.plan.eval)]
     tables += [(f"[[models]] {m.label}", m.options) for m in sweep.plan.models]
@@ -157,46 +150,26 @@ def _action_and_plan(first: str, plan: Path | None) -> tuple[str, Path]:
     return first, plan
 
 
+# `robench sweep`'s options, one row each (robench/cli/_option_table.py).
+SWEEP_OPTIONS = (
+    Opt("action_or_plan", str, REQUIRED,
+        "The plan file (.toml, docs/sweeps.md), after an action: run (the default), status or "
+        "collect.", argument=True, metavar="[run|status|collect] PLAN"),
+    Opt("plan", Path, None, argument=True, extra={"hidden": True}),
+    Opt("executor", str, None, "Run with this executor instead of the plan's: local or slurm."),
+    Opt("overwrite", bool, False,
+        "Discard the results of jobs whose plan entry changed and run them again."),
+    Opt("wait", bool, True,
+        "Wait for the jobs and write the leaderboards (--no-wait: submit and return; slurm).",
+        flag="--wait/--no-wait"),
+    Opt("as_json", bool, False, "Print the jobs' status as JSON on stdout.", flag="--json"),
+    Opt("figures", bool, False, "Also draw each suite's figures on the HTML page (matplotlib)."),
+)  # fmt: skip
+
+
 @handle_errors
-def sweep_command(
-    action_or_plan: Annotated[
-        str,
-        typer.Argument(
-            metavar="[run|status|collect] PLAN",
-            help="The plan file (.toml, docs/sweeps.md), after an action: run (the default), "
-            "status or collect.",
-        ),
-    ],
-    plan: Annotated[Path | None, typer.Argument(hidden=True)] = None,
-    executor: Annotated[
-        str | None,
-        typer.Option(help="Run with this executor instead of the plan's: local or slurm."),
-    ] = None,
-    overwrite: Annotated[
-        bool,
-        typer.Option(
-            "--overwrite",
-            help="Discard the results of jobs whose plan entry changed and run them again.",
-        ),
-    ] = False,
-    wait: Annotated[
-        bool,
-        typer.Option(
-            "--wait/--no-wait",
-            help="Wait for the jobs and write the leaderboards (--no-wait: submit and return; "
-            "slurm).",
-        ),
-    ] = True,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the jobs' status as JSON on stdout.")
-    ] = False,
-    figures: Annotated[
-        bool,
-        typer.Option(
-            "--figures", help="Also draw each suite's figures on the HTML page (matplotlib)."
-        ),
-    ] = False,
-) -> None:
+@with_options(*SWEEP_OPTIONS)
+def sweep_command(**given: Any) -> None:
     """Run many models x suites x seeds as resumable eval jobs; one leaderboard per suite.
 
     Each (model, suite, seed) of the plan is one `robench eval` job with a report path derived
@@ -214,7 +187,7 @@ def sweep_command(
     """
     from robench.evaluation.sweeps.sweep import load_sweep
 
-    action, plan_path = _action_and_plan(action_or_plan, plan)
-    sweep = load_sweep(plan_path, executor, check=action == "run")
+    action, plan_path = _action_and_plan(given["action_or_plan"], given["plan"])
+    sweep = load_sweep(plan_path, given["executor"], check=action == "run")
     _check_option_ranges(sweep)
-    ACTIONS[action](sweep, _Flags(overwrite, wait, as_json, figures))
+    ACTIONS[action](sweep, given)

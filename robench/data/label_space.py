@@ -17,8 +17,8 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from robench._core.bundled import shipped_or_file
 from robench._core.errors import DataError, shown_names
-from robench._core.registry import did_you_mean
 from robench.data.imagenet_classes import (
     imagenet_1k_index,
     read_wnid_list,
@@ -62,18 +62,8 @@ class LabelSpace:
 def read_label_space(name_or_path: str | Path) -> LabelSpace:
     """A shipped label space by name ("imagenet-a", "imagenet-r") or a wnid-list file."""
     shipped = shipped_label_spaces()
+    holds = "one ImageNet wnid per line"
+    path = shipped_or_file(name_or_path, shipped, "label space", holds, DataError)
     if str(name_or_path) in shipped:
-        name = str(name_or_path)
-        return LabelSpace.from_wnids(name, read_wnid_list(shipped[name]), "shipped")
-    path = Path(name_or_path)
-    if path.is_file():
-        return LabelSpace.from_wnids(path.name, read_wnid_list(path), str(path))
-    if path.exists() or path.suffix or len(path.parts) > 1:
-        raise DataError(
-            f"label space file {path} does not exist or is not a file; pass a text file with "
-            f"one ImageNet wnid per line, or a shipped label space ({', '.join(shipped)})."
-        )
-    raise DataError(
-        did_you_mean(str(name_or_path), list(shipped), "label space")[:-1]
-        + " (or pass a path to a text file with one ImageNet wnid per line)."
-    )
+        return LabelSpace.from_wnids(str(name_or_path), read_wnid_list(path), "shipped")
+    return LabelSpace.from_wnids(path.name, read_wnid_list(path), str(path))

@@ -26,8 +26,8 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
+from robench._core.bundled import shipped_or_file
 from robench._core.errors import ConfigError, shown_names
-from robench._core.registry import did_you_mean
 
 _MAX_SEED = 2**32 - 1
 
@@ -66,21 +66,8 @@ def shipped_subsets() -> dict[str, Path]:
 
 def _subset_file(spec: str | os.PathLike[str]) -> Path:
     """A shipped subset's name, or the path of a subset file."""
-    shipped = shipped_subsets()
-    if str(spec) in shipped:
-        return shipped[str(spec)]
-    path = Path(spec)
-    if path.is_file():
-        return path
-    if path.exists() or path.suffix or len(path.parts) > 1:
-        raise ConfigError(
-            f"subset file {path} does not exist or is not a file; pass a text file with one "
-            f"file name or index per line, or a shipped subset name ({', '.join(shipped)})."
-        )
-    raise ConfigError(
-        did_you_mean(str(spec), list(shipped), "subset")[:-1]
-        + " (or pass a path to a text file with one file name or index per line)."
-    )
+    holds = "one file name or index per line"
+    return shipped_or_file(spec, shipped_subsets(), "subset", holds, ConfigError)
 
 
 def _read_ids(path: Path) -> list[str]:

@@ -21,6 +21,7 @@ that batch size.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gc
 import logging
@@ -231,13 +232,25 @@ def _run_job(
             model_name=model_name,
         )
         own = planned.perturbation.own_batch  # smoothing's `batch`, `query_batch`
+        before = dataclasses.replace(counter.count)
         columns = splitter.run(len(batch), work, f"{planned.label} batch {number}", own)
-        store.append(planned.label, batch, columns)
-        progress.advance(len(batch))
         counter.count.samples += len(batch)
-    times.passes[planned.label] = counter.count
+        store.append(planned.label, batch, columns, _spent(before, counter.count))
+        progress.advance(len(batch))
+    resumed = store.claim_resumed_passes(planned.label)  # an earlier process's batches
+    times.passes[planned.label] = counter.count + (PassCount(*resumed) if resumed else PassCount())
     times.seconds[planned.label] = time.perf_counter() - start
     progress.finish()
+
+
+def _spent(before: PassCount, after: PassCount) -> list[int]:
+    """One batch's passes, as the store keeps them: [forward, backward, scoring, samples]."""
+    return [
+        after.forward - before.forward,
+        after.backward - before.backward,
+        after.scoring_forward - before.scoring_forward,
+        after.samples - before.samples,
+    ]
 
 
 @contextmanager

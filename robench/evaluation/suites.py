@@ -181,13 +181,15 @@ class Suite(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _task_metrics(cls, values: Any) -> Any:
-        """A suite that names no metrics reports its task's default ones."""
+        """A suite that names no metrics reports its task's default ones, then those only its
+        kinds can fill (a randomized-smoothing entry's certificates)."""
         from robench.tasks import TASKS
 
         if isinstance(values, dict) and not values.get("metrics"):
             task = values.get("task", "image-classification")
             if isinstance(task, str) and task in TASKS:  # else the field's check says why
-                values = {**values, "metrics": TASKS.get(task).default_metrics}
+                metrics = TASKS.get(task).default_metrics + _kinds_metrics(values, task)
+                values = {**values, "metrics": tuple(dict.fromkeys(metrics))}
         return values
 
     @model_validator(mode="after")
@@ -393,6 +395,24 @@ def _surrogate_ref(entry: PerturbationEntry, suite_path: Path) -> SurrogateRef |
         if not checkpoint.is_absolute() and suite_path != PYTHON_SUITE_PATH:
             checkpoint = suite_path.parent / checkpoint
     return SurrogateRef(entry.surrogate, checkpoint)
+
+
+def _kinds_metrics(values: Mapping[str, Any], task: str) -> tuple[str, ...]:
+    """The metrics the suite's known kinds of `task` bring (`PerturbationParams.metrics`), in
+    order; a kind of another task brings none (the suite's check of kinds says why)."""
+    entries = values.get("perturbations")
+    kinds = (
+        [e.get("kind") for e in entries if isinstance(e, Mapping)]
+        if isinstance(entries, list)
+        else []
+    )
+    found: list[str] = []
+    for kind in kinds:
+        if isinstance(kind, str) and kind in PERTURBATIONS:
+            params = PERTURBATIONS.get(kind).Params
+            tasks = params.task if isinstance(params.task, tuple) else (params.task,)
+            found += params.metrics if task in tasks or params.task is None else ()
+    return tuple(found)
 
 
 def plan_entry(entry: PerturbationEntry, suite_path: Path) -> list[PlannedPerturbation]:

@@ -20,11 +20,11 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from timm.data import IMAGENET_DEFAULT_MEAN, IMAGENET_DEFAULT_STD
 from timm.models import build_model_with_cfg, generate_default_cfgs, register_model
 from torch import nn
 
 from robench._core.errors import ConfigError
+from robench.models.zoo._timm_variant import weightless_cfg
 
 __all__ = ["SmpSegmentation"]
 
@@ -79,21 +79,15 @@ def _create(variant: str, pretrained: bool, arch: str, encoder: str, **kwargs: A
     )
 
 
-def _cfg(**kwargs: Any) -> dict[str, Any]:
-    return {
-        "url": "",
-        "num_classes": 150,
-        "input_size": (3, 512, 512),
-        "pool_size": None,
-        "crop_pct": 1.0,
-        "interpolation": "bilinear",
-        "fixed_input_size": False,
-        "mean": IMAGENET_DEFAULT_MEAN,
-        "std": IMAGENET_DEFAULT_STD,
-        "first_conv": "net.encoder.conv1",
-        "classifier": "net.segmentation_head",
-        **kwargs,
-    }
+def _cfg() -> dict[str, Any]:
+    return weightless_cfg(
+        num_classes=150,
+        input_size=(3, 512, 512),
+        interpolation="bilinear",
+        fixed_input_size=False,
+        first_conv="net.encoder.conv1",
+        classifier="net.segmentation_head",
+    )
 
 
 default_cfgs = generate_default_cfgs({"smp_unet_resnet18": _cfg()})

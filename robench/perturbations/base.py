@@ -42,6 +42,7 @@ from robench.results.report.attack_names import ATTACK_NAMES
 
 if TYPE_CHECKING:
     import torch
+    from torch import nn
 
     from robench.perturbations.own_batch import OwnBatch
     from robench.perturbations.threat_models import ThreatModel
@@ -54,6 +55,26 @@ GRADIENT_PASS = 3
 # budget): the shipped Fashion-MNIST models' input. Only costs that grow with the image (JSMA,
 # OnePixel) read it; `robench eval --dry-run` passes the data's own.
 REFERENCE_SHAPE = (1, 28, 28)
+# A per-sample attack's own columns, one value per sample: {"queries": [...], ...}.
+SampleColumns = dict[str, list[Any]]
+
+
+def positive_pixel_value(value: Any, what: str) -> float:
+    """`parse_pixel_value`, refused unless > 0 (a ValueError, which pydantic reports)."""
+    parsed = parse_pixel_value(value, what)
+    if not parsed > 0:
+        raise ValueError(f"{what} must be > 0 (pixel units), got {parsed:g}")
+    return parsed
+
+
+def optional_step_size(value: Any) -> float | None:
+    """A `step_size` parameter: None (the attack's own default) or a positive pixel value."""
+    return None if value is None else positive_pixel_value(value, "step_size")
+
+
+def quarter_eps_step(params: Any) -> float:
+    """`params.step_size`, or eps / 4 when not given (PGD's and SmoothAdv's default)."""
+    return float(params.eps / 4 if params.step_size is None else params.step_size)
 
 
 class PerturbationParams(BaseModel):
@@ -80,6 +101,10 @@ class PerturbationParams(BaseModel):
     # Parameters left out of the report's `params` while None (not given): ones added after
     # reports were written, so that old and new reports still compare equal.
     report_omits_none: ClassVar[tuple[str, ...]] = ()
+    # Metrics only its results can fill (smoothing's certificates): a suite that names no
+    # metrics reports these after its task's defaults, so a hand-written entry is not scored
+    # on top-1 alone without a word.
+    metrics: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def display_name(cls, kind: str, params: Mapping[str, Any]) -> str:
@@ -254,12 +279,8 @@ class PerSampleAttack(Perturbation):
 
     @abc.abstractmethod
     def perturb_samples(
-        self,
-        model: torch.nn.Module,
-        inputs: torch.Tensor,
-        targets: torch.Tensor,
-        seeds: Sequence[int],
-    ) -> tuple[torch.Tensor, dict[str, list[Any]]]:
+        self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, seeds: Sequence[int]
+    ) -> tuple[torch.Tensor, SampleColumns]:
         """(the perturbed batch, per-sample columns); sample i draws randomness from seeds[i]
         only."""
 

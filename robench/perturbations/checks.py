@@ -164,6 +164,17 @@ def _forked_rng(device: torch.device) -> contextlib.AbstractContextManager[None]
 
 
 @contextlib.contextmanager
+def in_eval_mode(model: torch.nn.Module) -> Iterator[None]:
+    """`model` in eval mode inside the block, its own mode restored on exit."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)
+
+
+@contextlib.contextmanager
 def isolated_attack(model: torch.nn.Module, seed: int, device: torch.device) -> Iterator[None]:
     """Run an attack library on `model` without side effects outside this block.
 

@@ -104,8 +104,8 @@ def _l2_tolerance(n_values: int, machine_eps: float) -> float:
     return max(MIN_TOLERANCE, math.sqrt(n_values) * machine_eps)
 
 
-def _l2_display(eps: float) -> str:
-    return f"{eps:.6g}"  # L2 budgets are written as plain numbers (0.5), never as k/255
+def _plain_display(eps: float) -> str:
+    return f"{eps:.6g}"  # L2 and L1 budgets are plain numbers (0.5), never k/255
 
 
 # --- L1: the sum of absolute differences over the whole tensor (EAD's L1 rule) -------------
@@ -141,10 +141,6 @@ def _l1_tolerance(n_values: int, machine_eps: float) -> float:
     # Every value's rounding error (half a machine epsilon) adds up in the sum in the worst
     # case; twice that: 9.4e-5 for a float32 28x28 grey image, 0.036 for 224x224 RGB.
     return max(MIN_TOLERANCE, n_values * machine_eps)
-
-
-def _l1_display(eps: float) -> str:
-    return f"{eps:.6g}"
 
 
 # --- L0: how many pixels changed (OnePixel, Pixle, SparseFool, JSMA) ------------------------
@@ -203,14 +199,14 @@ NORMS: dict[str, ThreatModel] = {
         distance=_l2_distance,
         project=_l2_project,
         tolerance=_l2_tolerance,
-        display=_l2_display,
+        display=_plain_display,
     ),
     "l1": ThreatModel(
         name="L1",
         distance=_l1_distance,
         project=_l1_project,
         tolerance=_l1_tolerance,
-        display=_l1_display,
+        display=_plain_display,
     ),
     "l0": ThreatModel(
         name="L0",

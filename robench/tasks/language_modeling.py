@@ -24,12 +24,13 @@ import torch
 from torch import nn
 from torch.utils.data import Dataset
 
-from robench._core.errors import AttackCheckError, ConfigError, DataError
+from robench._core.errors import ConfigError, DataError
 from robench.data.in_memory import InMemory
 from robench.data.text.rolling_windows import DocumentWindows, collate_documents
 from robench.data.text.windows import IGNORE_INDEX, LanguageModelingWindows, collate_windows
 from robench.tasks.base import Columns, DataRequest, ModelCheck, Record, Task
 from robench.tasks.finite_values import require_finite
+from robench.tasks.token_inputs import TokenInputs
 
 if TYPE_CHECKING:
     from robench.models.loading import LoadedModel
@@ -59,7 +60,7 @@ def _oov_rate(dataset: Any) -> float:
     return getattr(dataset, "n_out_of_vocabulary", 0) / scored if scored else 0.0
 
 
-class LanguageModeling(Task):
+class LanguageModeling(TokenInputs, Task):
     name = "language-modeling"
     sanity_battery: ClassVar[bool] = False
     default_data: ClassVar[str] = "python-docs"
@@ -71,6 +72,7 @@ class LanguageModeling(Task):
     }
     logits: ClassVar[tuple[int, str]] = (3, "(batch, tokens, vocabulary)")
     classifies: ClassVar[bool] = False
+    token_row: ClassVar[str] = "window"
 
     class_map_refusal: ClassVar[str | None] = (
         "--class-map maps image classes; a language model's vocabulary comes with its "
@@ -140,23 +142,6 @@ class LanguageModeling(Task):
 
     def outputs(self, record: Record) -> dict[str, Any]:
         return {}  # the metric columns keep each window's NLL and counts
-
-    def check_perturbed(
-        self, original: torch.Tensor, perturbed: torch.Tensor, perturbation: Any, *, name: str
-    ) -> None:
-        if perturbed.shape != original.shape:
-            raise AttackCheckError(
-                f"Perturbation {name!r} turned token ids of shape {tuple(original.shape)} into "
-                f"{tuple(perturbed.shape)}; it must keep every window's length."
-            )
-        self.check_inputs(perturbed, name=name)
-
-    def check_inputs(self, inputs: torch.Tensor, *, name: str) -> None:
-        if inputs.dtype != torch.long or (inputs.numel() and int(inputs.min()) < 0):
-            raise AttackCheckError(
-                f"Perturbation {name!r} produced inputs that are not token ids (dtype "
-                f"{inputs.dtype}); a text perturbation must return a corpus in the vocabulary."
-            )
 
     def check_data(
         self, dataset: Dataset, model: nn.Module, inputs: torch.Tensor, *, mapped: bool

@@ -25,9 +25,10 @@ import torch
 from torch import nn
 from torch.utils.data import Dataset
 
-from robench._core.errors import AttackCheckError, ConfigError, DataError
+from robench._core.errors import ConfigError, DataError
 from robench.tasks.base import DataRequest, ModelCheck, Task
 from robench.tasks.sequence_data import SequenceData, collate_sequences
+from robench.tasks.token_inputs import TokenInputs
 from robench.tasks.top_k_records import TopKRecords, check_classifier, check_labels_fit
 
 if TYPE_CHECKING:
@@ -38,12 +39,13 @@ LRA_TASKS = ("listops", "text", "retrieval", "image", "pathfinder")
 _LAYOUT_PREFIX = "lra-"
 
 
-class SequenceClassification(TopKRecords, Task):
+class SequenceClassification(TopKRecords, TokenInputs, Task):
     name = "sequence-classification"
     sanity_battery: ClassVar[bool] = False  # gradient attacks on pixels do not apply
     default_data: ClassVar[str] = ""  # no built-in data: `open_data` asks for --data
     # The LRA task of the data (None: the layout's, else the model's).
     data_options: ClassVar[dict[str, Any]] = {"lra_task": None}
+    token_row: ClassVar[str] = "sequence"
 
     class_map_refusal: ClassVar[str | None] = (
         "--class-map maps image classes; LRA labels are fixed by each task. Leave --class-map out."
@@ -89,23 +91,6 @@ class SequenceClassification(TopKRecords, Task):
         found = check_classifier(model, inputs, "sequence", "results")
         found.warnings[:0] = train_mode_warnings(model)  # reported before the others
         return found
-
-    def check_perturbed(
-        self, original: torch.Tensor, perturbed: torch.Tensor, perturbation: Any, *, name: str
-    ) -> None:
-        if perturbed.shape != original.shape:
-            raise AttackCheckError(
-                f"Perturbation {name!r} turned token ids of shape {tuple(original.shape)} into "
-                f"{tuple(perturbed.shape)}; it must keep every sequence's length."
-            )
-        self.check_inputs(perturbed, name=name)
-
-    def check_inputs(self, inputs: torch.Tensor, *, name: str) -> None:
-        if inputs.dtype != torch.long or (inputs.numel() and int(inputs.min()) < 0):
-            raise AttackCheckError(
-                f"Perturbation {name!r} produced inputs that are not token ids (int64, >= 0; "
-                f"got {inputs.dtype}); a sequence perturbation must return token ids."
-            )
 
 
 def lra_task_name(given: str | None, layout: str | None, network: nn.Module | None) -> str:

@@ -26,8 +26,7 @@ robust one (Rice, Wong and Kolter 2020: robust overfitting makes the last one no
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -36,6 +35,7 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 from robench._core.errors import ConfigError
+from robench.perturbations.checks import in_eval_mode
 
 Loss = Callable[
     [
@@ -117,17 +117,6 @@ EXAMPLES = {"--eps": "0.1", "--step-size": "0.025", "--beta": "6"}
 START = {"pgd": "uniform in the eps-ball", "trades": "0.001 * N(0, 1)"}
 
 
-@contextmanager
-def _eval_mode(model: nn.Module) -> Iterator[None]:
-    """`model` in eval mode for the attack, back in its own mode after."""
-    was_training = model.training
-    model.eval()
-    try:
-        yield
-    finally:
-        model.train(was_training)
-
-
 def ascend(
     objective: Callable[[torch.Tensor], torch.Tensor],
     clean: torch.Tensor,
@@ -157,7 +146,7 @@ def pgd_examples(
     """Madry et al.'s PGD examples: cross-entropy ascent from a uniform start in the ball."""
     noise = torch.rand(images.shape, generator=generator, device=images.device)
     start = images + (2 * noise.to(images.dtype) - 1) * attack.eps
-    with _eval_mode(model):
+    with in_eval_mode(model):
         return ascend(
             lambda x: F.cross_entropy(model(x), labels, reduction="sum"),
             images,
@@ -178,7 +167,7 @@ def trades_examples(
 ) -> torch.Tensor:
     """TRADES' examples: KL ascent from 0.001 N(0, 1) around the images."""
     noise = torch.randn(images.shape, generator=generator, device=images.device)
-    with _eval_mode(model):
+    with in_eval_mode(model):
         with torch.no_grad():
             clean_probs = F.softmax(model(images), -1)
         return ascend(

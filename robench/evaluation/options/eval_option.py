@@ -52,6 +52,15 @@ REQUEST, OVERRIDES, DATA_OPTIONS, SPEED_OPTIONS, COMMAND_LINE = (
 COMPOUND_FIELDS = ("overrides", "data_options", "speed", "command")
 
 
+def flags_of(name: str, flag: str | None, short: str | None, argument: bool) -> tuple[str, ...]:
+    """An option's command-line flags, long first (default: --NAME with dashes); none for a
+    positional argument. Every command's options are named so (robench/cli/_option_table.py)."""
+    if argument:
+        return ()
+    long = flag or "--" + name.replace("_", "-")
+    return (long, short) if short else (long,)
+
+
 @dataclass(frozen=True)
 class AppliesTo:
     """Where an option means something: suites of `tasks` (empty: any task), with at least
@@ -95,11 +104,7 @@ class EvalOption:
 
     @property
     def flags(self) -> tuple[str, ...]:
-        """The command line's flags, long first; none for the positional argument."""
-        if self.argument:
-            return ()
-        long = self.flag or "--" + self.name.replace("_", "-")
-        return (long, self.short) if self.short else (long,)
+        return flags_of(self.name, self.flag, self.short, self.argument)
 
     @property
     def plan_key(self) -> str:

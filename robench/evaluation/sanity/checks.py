@@ -144,8 +144,7 @@ def _result(
     name: str, ok: bool, detail: str, if_warn: str = "", /, **values: float
 ) -> SanityResult:
     """A pass/warn verdict; `if_warn` is appended to the detail when the check warns."""
-    text = detail if ok or not if_warn else f"{detail}: {if_warn}"
-    return SanityResult(name=name, status="pass" if ok else "warn", detail=text, values=values)
+    return SanityResult.verdict(name, ok, detail, if_warn, values)
 
 
 def _pct(x: float) -> str:

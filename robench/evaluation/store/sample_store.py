@@ -4,7 +4,10 @@ interruption and `--resume` continues exactly where the run stopped.
 Line 1 is a header with the run's fingerprint (checkpoint, suite, seed, sample set, ...);
 each further line is one finished batch of one perturbation: `{"p": name, "i": [indices],
 COLUMN: [one value per index], ...}` with the task's record columns (image classification:
-`"y": [labels], "topk": [[top-5 predictions], ...]`). The store never looks inside a column.
+`"y": [labels], "topk": [[top-5 predictions], ...]`), and `"_passes": [forward, backward,
+scoring forward, samples]`, the model passes the batch cost (evaluation/cost.py), so that a
+resumed run's cost covers the batches an earlier process ran. The store never looks inside a
+column.
 
 Crash safety: each batch is flushed as one line as soon as it is done, so a killed process
 (SIGKILL, out of memory) loses nothing it finished; the file is fsynced at most once a second
@@ -39,6 +42,9 @@ FSYNC_INTERVAL_S = 1.0  # finished batches reach the disk at least this often
 SampleRecords = dict[int, dict[str, Any]]
 # A perturbation's stored batches, in order: (indices, the task's record columns).
 Batches = list[tuple[list[int], Columns]]
+# The key of a batch's counted passes: not a column (one value per batch, not per index).
+PASSES_KEY = "_passes"
+Passes = list[int]  # [forward, backward, scoring forward, samples]
 
 # The standard library's encoder, for what orjson writes differently (see `_encode`); built
 # once, and without the check for circular references (the store writes fresh dicts and lists).
@@ -100,7 +106,8 @@ def merge_records(paths: list[Path], fingerprint: dict[str, Any]) -> dict[str, S
     merged: dict[str, Batches] = {}
     for path in paths:
         raw = path.read_bytes()
-        for name, batches in _parse(path, raw[: raw.rfind(b"\n") + 1], fingerprint).items():
+        parsed, _ = _parse(path, raw[: raw.rfind(b"\n") + 1], fingerprint)
+        for name, batches in parsed.items():
             merged.setdefault(name, []).extend(batches)
     return {name: _records(batches) for name, batches in merged.items()}
 
@@ -115,6 +122,10 @@ class SampleStore:
         # and which indices are done.
         self._batches: dict[str, Batches] = {}
         self._done: dict[str, set[int]] = {}
+        # The passes of the batches an earlier run stored, per perturbation, until claimed
+        # (`claim_resumed_passes`); None where a batch has none (a file from before they were
+        # stored).
+        self._resumed: dict[str, Passes | None] = {}
         self._synced = 0.0  # monotonic time of the last fsync
         # Locked before anything is read or truncated: a running run's file is never touched.
         self._lock = StoreLock(path).acquire()
@@ -152,9 +163,11 @@ class SampleStore:
             )
             with self.path.open("r+b") as fh:
                 fh.truncate(len(complete))
-        self._batches = _parse(self.path, complete, self.fingerprint)
+        self._batches, passes = _parse(self.path, complete, self.fingerprint)
         for name, batches in self._batches.items():
             self.done(name).update(i for indices, _ in batches for i in indices)
+        for name, counts in passes.items():
+            self._resumed[name] = _summed(counts)
 
     def _write(self, obj: dict[str, Any], *, sync: bool = False) -> None:
         self._fh.write(_encode(obj))
@@ -178,11 +191,21 @@ class SampleStore:
         """The dataset indices of `name` already stored."""
         return self._done.setdefault(name, set())
 
-    def append(self, name: str, indices: list[int], columns: Columns) -> None:
-        """Store one finished batch: the task's record columns, aligned with `indices`."""
+    def claim_resumed_passes(self, name: str) -> Passes | None:
+        """The summed passes of `name`'s batches stored by an earlier run, once (a sequential
+        run's chunks share the store; the first claims them); None when there are none, or
+        when a stored batch did not record its passes."""
+        return self._resumed.pop(name, None)
+
+    def append(
+        self, name: str, indices: list[int], columns: Columns, passes: Passes | None = None
+    ) -> None:
+        """Store one finished batch: the task's record columns, aligned with `indices`, and
+        the passes it cost."""
         if not columns or any(len(values) != len(indices) for values in columns.values()):
             raise ValueError(f"{name}: a batch needs columns of one value per index")
-        self._write({"p": name, "i": indices, **columns})
+        line = {"p": name, "i": indices, **columns}
+        self._write(line if passes is None else {**line, PASSES_KEY: passes})
         self._batches.setdefault(name, []).append((indices, columns))
         self.done(name).update(indices)
 
@@ -199,8 +222,21 @@ class SampleStore:
             self._lock.release()
 
 
-def _parse(path: Path, complete: bytes, fingerprint: dict[str, Any]) -> dict[str, Batches]:
-    """The batches of a store's whole lines; a wrong header or a bad line is a ResumeError."""
+def _summed(counts: list[Passes | None]) -> Passes | None:
+    """Batches' passes added up, or None if any batch has none."""
+    total = [0, 0, 0, 0]
+    for count in counts:
+        if count is None:
+            return None
+        total = [a + b for a, b in zip(total, count, strict=True)]
+    return total
+
+
+def _parse(
+    path: Path, complete: bytes, fingerprint: dict[str, Any]
+) -> tuple[dict[str, Batches], dict[str, list[Passes | None]]]:
+    """The batches of a store's whole lines, and each batch's passes (None where a line has
+    none); a wrong header or a bad line is a ResumeError."""
     lines = complete.splitlines()
     try:
         header = json.loads(lines[0]) if lines else {}
@@ -219,12 +255,21 @@ def _parse(path: Path, complete: bytes, fingerprint: dict[str, Any]) -> dict[str
             f"(differs in {', '.join(changed)}); use the same command, or drop --resume."
         )
     batches: dict[str, Batches] = {}
+    passes: dict[str, list[Passes | None]] = {}
     for number, line in enumerate(lines[1:], start=2):
         try:
             entry = json.loads(line)
             if entry == {"complete": True}:  # the marker of an earlier finished run
                 continue
             name, indices = entry.pop("p"), entry.pop("i")
+            counted = entry.pop(PASSES_KEY, None)
+            if counted is not None and not (
+                isinstance(counted, list)
+                and len(counted) == 4
+                and all(type(c) is int for c in counted)
+            ):
+                raise ValueError("the batch's passes are not four integers")
+            passes.setdefault(name, []).append(counted)
             if not isinstance(indices, list) or not all(isinstance(i, int) for i in indices):
                 raise ValueError("the indices are not a list of integers")
             if not entry or any(len(values) != len(indices) for values in entry.values()):
@@ -235,7 +280,7 @@ def _parse(path: Path, complete: bytes, fingerprint: dict[str, Any]) -> dict[str
                 f"{path} line {number} is corrupt (not one whole batch record), so its results "
                 "cannot be trusted; rerun with --overwrite instead of --resume to start again."
             ) from None
-    return batches
+    return batches, passes
 
 
 def is_complete(samples: Path) -> bool:

@@ -74,11 +74,8 @@ def write_state(path: Path, state: JobState) -> None:
         raise
 
 
-# The per-sample store's names and last line (robench/evaluation/store/sample_store.py), read here
-# without importing it: it imports torch, which a sweep's own processes never need.
-_COMPLETE = b'{"complete":true}'
-
-
+# The per-sample store's names (robench/evaluation/store/sample_store.py), read here without
+# importing it: it imports torch, which a sweep's own processes never need.
 def samples_files(report: Path) -> list[Path]:
     """The per-sample files an evaluation writing `report` leaves: REPORT.samples.jsonl, or
     one REPORT.samples.rankN.jsonl per torchrun rank."""
@@ -88,18 +85,6 @@ def samples_files(report: Path) -> list[Path]:
     return [path for path in found if path.exists()]
 
 
-def _is_complete(path: Path) -> bool:
-    with path.open("rb") as fh:
-        fh.seek(max(0, path.stat().st_size - 64))
-        lines = fh.read().splitlines()
-    return bool(lines) and lines[-1].strip() == _COMPLETE
-
-
 def resumable(report: Path) -> bool:
     """An interrupted (or finished but unreported) evaluation left per-sample results."""
     return any(path.stat().st_size > 0 for path in samples_files(report))
-
-
-def finished_samples(report: Path) -> bool:
-    files = samples_files(report)
-    return bool(files) and all(_is_complete(path) for path in files)

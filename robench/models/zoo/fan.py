@@ -31,21 +31,25 @@ from functools import partial
 from typing import Any
 
 import torch
-from timm.data import IMAGENET_DEFAULT_MEAN, IMAGENET_DEFAULT_STD
 from timm.layers import DropPath, Mlp, to_2tuple, trunc_normal_
-from timm.models import build_model_with_cfg, generate_default_cfgs, register_model
+from timm.models import generate_default_cfgs
 from timm.models.cait import ClassAttn
 from timm.models.xcit import PositionalEncodingFourier
 from torch import Tensor, nn
 
 from robench._core.errors import ConfigError
-from robench.models.layers.elliptical_attention import configure_elliptical, elliptical_options
 from robench.models.layers.fan import ChannelProcessing, EllipticalTokenMixing, TokenMixing
+from robench.models.zoo._timm_variant import (
+    FASHION_MNIST_ARGS,
+    FASHION_MNIST_CFG,
+    create_variant,
+    register_timm_variants,
+    weightless_cfg,
+)
 
 __all__ = ["FAN", "checkpoint_filter_fn"]  # timm's register_model appends the model names
 
 # Model kwargs that go to configure_elliptical instead of FAN.
-_ELLIPTICAL_OPTIONS = ("scaling", "estimator", "differentiable", "delta", "causal_estimator")
 
 # Output width of each stride-2 conv of the patch stem, as a divisor of embed_dim, per patch
 # size (released ConvPatchEmbed); GELU sits between the convs.
@@ -314,61 +318,27 @@ def checkpoint_filter_fn(state_dict: Mapping[str, Tensor], model: nn.Module) -> 
     return state
 
 
-def _create_fan(
-    variant: str, pretrained: bool, elliptical: bool, model_args: dict[str, Any], **kwargs: Any
-) -> FAN:
-    """Build `variant` with timm's builder; `kwargs` override `model_args`."""
-    kwargs = dict(model_args, **kwargs)
-    if pretrained:
-        raise ConfigError(
-            f"{variant} has no pretrained weights in robench; create it with pretrained=False "
-            "and load a checkpoint into it (NVlabs' FAN-ViT checkpoints of its size load strictly)."
-        )
-    options = elliptical_options(
-        kwargs, _ELLIPTICAL_OPTIONS, variant, elliptical, "its *_elliptical_* twin"
-    )
+def _create_fan(variant: str, pretrained: bool, elliptical: bool, kwargs: dict[str, Any]) -> FAN:
+    """Build `variant` from `kwargs` with timm's builder."""
     if elliptical:
         kwargs["attn_layer"] = EllipticalTokenMixing
-    model: FAN = build_model_with_cfg(
+    loads = " (NVlabs' FAN-ViT checkpoints of its size load strictly)"
+    return create_variant(
         FAN,
         variant,
-        pretrained=False,
+        pretrained,
+        elliptical,
+        kwargs,
+        loads=loads,
         pretrained_filter_fn=checkpoint_filter_fn,
-        **kwargs,
     )
-    if elliptical:
-        configure_elliptical(model, **options)
-    return model
 
 
 def _fan_cfg(**kwargs: Any) -> dict[str, Any]:
     """The released default cfg (no weights URL)."""
-    return {
-        "url": "",
-        "num_classes": 1000,
-        "input_size": (3, 224, 224),
-        "pool_size": None,
-        "crop_pct": 1.0,
-        "interpolation": "bicubic",
-        "fixed_input_size": True,
-        "mean": IMAGENET_DEFAULT_MEAN,
-        "std": IMAGENET_DEFAULT_STD,
-        "first_conv": "patch_embed.proj.0.0",
-        "classifier": "head",
-        "license": "other",  # NVIDIA Source Code License-NC for the released weights
-        **kwargs,
-    }
-
-
-def _nano_cfg() -> dict[str, Any]:
-    """Fashion-MNIST input: 1x28x28, normalised with the training set's mean and std."""
-    return _fan_cfg(
-        num_classes=10,
-        input_size=(1, 28, 28),
-        interpolation="bilinear",
-        mean=(0.2860,),
-        std=(0.3530,),
-        first_conv="patch_embed.proj.0.0",
+    # NVIDIA Source Code License-NC for the released weights
+    return weightless_cfg(
+        first_conv="patch_embed.proj.0.0", classifier="head", license="other", **kwargs
     )
 
 
@@ -378,58 +348,30 @@ default_cfgs = generate_default_cfgs(
         "fan_small_12_p16_224": _fan_cfg(),
         "fan_tiny_elliptical_12_p16_224": _fan_cfg(),
         "fan_small_elliptical_12_p16_224": _fan_cfg(),
-        "fan_nano_4_p4_28": _nano_cfg(),
-        "fan_nano_elliptical_4_p4_28": _nano_cfg(),
+        "fan_nano_4_p4_28": _fan_cfg(**FASHION_MNIST_CFG),
+        "fan_nano_elliptical_4_p4_28": _fan_cfg(**FASHION_MNIST_CFG),
     }
 )
 
 # Released fan_tiny_12_p16_224 / fan_small_12_p16_224 (eta 1.0, tokens_norm True, qkv_bias).
 _TINY: dict[str, Any] = dict(patch_size=16, embed_dim=192, depth=12, num_heads=4, tokens_norm=True)
 _SMALL: dict[str, Any] = dict(patch_size=16, embed_dim=384, depth=12, num_heads=8, tokens_norm=True)
-_NANO: dict[str, Any] = dict(
-    img_size=28,
-    in_chans=1,
-    patch_size=4,
-    num_classes=10,
-    embed_dim=64,
-    depth=4,
-    num_heads=4,
-    mlp_ratio=2.0,
-    tokens_norm=True,
+_NANO: dict[str, Any] = dict(FASHION_MNIST_ARGS, tokens_norm=True)
+
+
+# Released FAN-T-ViT and FAN-S-ViT, their Elliptical twins (token-mixing layers 2..N) and the
+# Fashion-MNIST pair (the module docstring).
+globals().update(
+    register_timm_variants(
+        __name__,
+        _create_fan,
+        {
+            "fan_tiny_12_p16_224": (False, _TINY),
+            "fan_small_12_p16_224": (False, _SMALL),
+            "fan_tiny_elliptical_12_p16_224": (True, _TINY),
+            "fan_small_elliptical_12_p16_224": (True, _SMALL),
+            "fan_nano_4_p4_28": (False, _NANO),
+            "fan_nano_elliptical_4_p4_28": (True, _NANO),
+        },
+    )
 )
-
-
-@register_model
-def fan_tiny_12_p16_224(pretrained: bool = False, **kwargs: Any) -> FAN:
-    """FAN-T-ViT (embed 192, 12 blocks, 4 heads)."""
-    return _create_fan("fan_tiny_12_p16_224", pretrained, False, _TINY, **kwargs)
-
-
-@register_model
-def fan_small_12_p16_224(pretrained: bool = False, **kwargs: Any) -> FAN:
-    """FAN-S-ViT (embed 384, 12 blocks, 8 heads)."""
-    return _create_fan("fan_small_12_p16_224", pretrained, False, _SMALL, **kwargs)
-
-
-@register_model
-def fan_tiny_elliptical_12_p16_224(pretrained: bool = False, **kwargs: Any) -> FAN:
-    """FAN-T-ViT with Elliptical Attention in token-mixing layers 2-12 (same keys)."""
-    return _create_fan("fan_tiny_elliptical_12_p16_224", pretrained, True, _TINY, **kwargs)
-
-
-@register_model
-def fan_small_elliptical_12_p16_224(pretrained: bool = False, **kwargs: Any) -> FAN:
-    """FAN-S-ViT with Elliptical Attention in token-mixing layers 2-12 (same keys)."""
-    return _create_fan("fan_small_elliptical_12_p16_224", pretrained, True, _SMALL, **kwargs)
-
-
-@register_model
-def fan_nano_4_p4_28(pretrained: bool = False, **kwargs: Any) -> FAN:
-    """Tiny Fashion-MNIST FAN with standard token mixing (the baseline of the nano pair)."""
-    return _create_fan("fan_nano_4_p4_28", pretrained, False, _NANO, **kwargs)
-
-
-@register_model
-def fan_nano_elliptical_4_p4_28(pretrained: bool = False, **kwargs: Any) -> FAN:
-    """`fan_nano_4_p4_28` with Elliptical Attention in token-mixing layers 2-4 (same keys)."""
-    return _create_fan("fan_nano_elliptical_4_p4_28", pretrained, True, _NANO, **kwargs)

@@ -24,7 +24,7 @@ module registers nothing and imports neither torch nor timm.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from robench._core.errors import ConfigError
@@ -40,6 +40,7 @@ __all__ = [
     "language_model_task",
     "list_language_models",
     "register_language_model",
+    "register_variants",
 ]
 
 # (vocab_size, **kwargs) -> model
@@ -63,6 +64,37 @@ def register_language_model(builder: LanguageModelBuilder) -> LanguageModelBuild
         if (known.__module__, known.__qualname__) == (builder.__module__, builder.__qualname__):
             _LANGUAGE_MODELS.unregister(name)  # the same plugin imported again in this process
     return _LANGUAGE_MODELS.register()(builder)
+
+
+def register_variants(
+    module: str,
+    create: Callable[..., nn.Module],
+    variants: Mapping[str, dict[str, Any]],
+    task: str | None = None,
+) -> dict[str, LanguageModelBuilder]:
+    """Register, for every `variants` entry (model name -> its arguments), a builder of the
+    model and one of its `NAME_elliptical` twin that call `create(name, vocab_size,
+    elliptical, kwargs laid over the arguments)`, marked as models of `task` (None: language
+    modelling); returns them by name, for `module`'s globals."""
+    builders = {}
+    for base, arguments in variants.items():
+        for name, elliptical in ((base, False), (f"{base}_elliptical", True)):
+            builder = _variant(create, name, elliptical, arguments)
+            builder.__module__ = module
+            if task is not None:  # what `language_model_task` reads
+                builder.robench_task = task  # type: ignore[attr-defined]
+            builders[name] = register_language_model(builder)
+    return builders
+
+
+def _variant(
+    create: Callable[..., nn.Module], name: str, elliptical: bool, arguments: dict[str, Any]
+) -> LanguageModelBuilder:
+    def builder(vocab_size: int, **kwargs: Any) -> nn.Module:
+        return create(name, vocab_size, elliptical, dict(arguments, **kwargs))
+
+    builder.__name__ = builder.__qualname__ = name
+    return builder
 
 
 def create_language_model(name: str, vocab_size: int, **kwargs: Any) -> nn.Module:

@@ -35,11 +35,11 @@ Registered in robench's model registry (`lm_registry`; builders take `vocab_size
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
 from timm.layers import Attention
-from timm.models.vision_transformer import Block
 from torch import Tensor, nn
 
 from robench._core.errors import ConfigError, DataError
@@ -48,8 +48,13 @@ from robench.models.layers.elliptical_attention import (
     configure_elliptical,
     elliptical_options,
 )
-from robench.models.zoo.lm_registry import LanguageModelBuilder, register_language_model
-from robench.models.zoo.transformer_lm import init_linear, sinusoidal_positions
+from robench.models.zoo.lm_registry import register_variants
+from robench.models.zoo.transformer_lm import (
+    check_sizes,
+    init_linear,
+    sinusoidal_positions,
+    transformer_blocks,
+)
 
 __all__ = ["LRA_TASKS", "SEQUENCE_CLASSIFICATION", "LRATransformer"]
 
@@ -65,17 +70,12 @@ def _learned_positions(length: int, dim: int) -> nn.Parameter:
     return nn.Parameter(torch.randn(length, dim) * 0.02)
 
 
-def _fixed_positions(length: int, dim: int) -> Tensor:
-    return sinusoidal_positions(length, dim)
-
-
-_POSITIONS = {"learned": _learned_positions, "sinusoidal": _fixed_positions}
+_POSITIONS: dict[str, Callable[[int, int], Tensor]] = {
+    "learned": _learned_positions,
+    "sinusoidal": sinusoidal_positions,
+}
 _POOLINGS = ("mean", "cls")
-
-
-def _positive_int(what: str, value: object) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ConfigError(f"LRATransformer {what} must be an integer >= 1, got {value!r}.")
+_SIZES = ("vocab_size", "num_classes", "max_length", "embed_dim", "depth", "num_heads", "mlp_dim")
 
 
 def _choice(what: str, value: object, allowed: tuple[str, ...]) -> None:
@@ -87,18 +87,11 @@ def _choice(what: str, value: object, allowed: tuple[str, ...]) -> None:
 
 def _check_arguments(given: dict[str, Any]) -> None:
     """One ConfigError sentence for a bad constructor argument of `LRATransformer`."""
-    sizes = ("vocab_size", "num_classes", "max_length", "embed_dim", "depth", "num_heads")
-    for what in (*sizes, "mlp_dim"):
-        _positive_int(what, given[what])
+    check_sizes("LRATransformer", given, _SIZES)
     _choice("positions", given["positions"], tuple(_POSITIONS))
     _choice("pooling", given["pooling"], _POOLINGS)
     if given["lra_task"] is not None:
         _choice("lra_task", given["lra_task"], LRA_TASKS)
-    if given["embed_dim"] % given["num_heads"]:
-        raise ConfigError(
-            f"LRATransformer embed_dim {given['embed_dim']} is not a multiple of num_heads "
-            f"{given['num_heads']}; choose embed_dim = num_heads * head dimension."
-        )
     pad_id, vocab_size = given["pad_id"], given["vocab_size"]
     if pad_id is not None and not (isinstance(pad_id, int) and 0 <= pad_id < vocab_size):
         raise ConfigError(
@@ -108,7 +101,8 @@ def _check_arguments(given: dict[str, Any]) -> None:
 
 
 class LRATransformer(nn.Module):
-    """LRA sequence classifier (see the module docstring).
+    """LRA sequence classifier (see the module docstring); the other arguments as
+    `TransformerLM`'s.
 
     Args:
         vocab_size: number of token ids V (the data's vocabulary, padding included).
@@ -117,12 +111,7 @@ class LRATransformer(nn.Module):
         pad_id: the id that pads shorter sequences (masked out), or None (fixed length).
         pair: a retrieval model, taking two documents (B, 2, L).
         lra_task: the LRA task it was trained on (recorded; data of that task by default).
-        embed_dim: model width C (num_heads * head dimension).
-        depth: number of blocks.
-        num_heads: attention heads per block.
         mlp_dim: hidden width of the feed-forward layers and of the classifier head.
-        dropout: dropout on the embeddings and the outputs of attention and feed-forward.
-        attn_dropout: dropout on the attention probabilities.
         positions: "learned" (LRA's) or "sinusoidal" (fixed).
         pooling: "mean" over the real tokens (LRA's) or "cls" (a learned CLS token).
         elliptical_blocks: how many of the last blocks use `EllipticalAttention` (0: none;
@@ -154,7 +143,8 @@ class LRATransformer(nn.Module):
         architecture: str = "lra_transformer",
     ) -> None:
         super().__init__()
-        _check_arguments(locals())
+        given = locals()
+        _check_arguments(given)
         self.vocab_size, self.num_classes, self.max_length = vocab_size, num_classes, max_length
         self.pad_id, self.pair, self.lra_task = pad_id, bool(pair), lra_task
         self.embed_dim, self.depth, self.pooling = embed_dim, depth, pooling
@@ -174,17 +164,8 @@ class LRATransformer(nn.Module):
             self.register_buffer("positions", made, persistent=False)
         self.embed_drop = nn.Dropout(dropout)
         first_elliptical = depth - min(elliptical_blocks, depth)
-        self.blocks = nn.ModuleList(
-            Block(
-                embed_dim,
-                num_heads,
-                mlp_ratio=(mlp_dim + 0.5) / embed_dim,  # Block takes int(C * ratio) == mlp_dim
-                qkv_bias=True,
-                proj_drop=dropout,
-                attn_drop=attn_dropout,
-                attn_layer=EllipticalAttention if index >= first_elliptical else Attention,
-            )
-            for index in range(depth)
+        self.blocks = transformer_blocks(
+            given, lambda index: EllipticalAttention if index >= first_elliptical else Attention
         )
         self.norm = nn.LayerNorm(embed_dim)
         pooled = embed_dim * (4 if self.pair else 1)  # retrieval: [u, v, u * v, u - v]
@@ -266,10 +247,9 @@ class LRATransformer(nn.Module):
 
 
 def _create(
-    variant: str, vocab_size: int, elliptical: bool, args: dict[str, Any], **kwargs: Any
+    variant: str, vocab_size: int, elliptical: bool, kwargs: dict[str, Any]
 ) -> LRATransformer:
-    """Build `variant`; `kwargs` override `args`; elliptical options applied."""
-    kwargs = dict(args, **kwargs)
+    """Build `variant` from `kwargs`; elliptical options applied."""
     options = elliptical_options(kwargs, _ELLIPTICAL_OPTIONS, variant, elliptical)
     if "elliptical_blocks" in kwargs:
         raise ConfigError(
@@ -283,12 +263,6 @@ def _create(
     return model
 
 
-def _sequence_classifier(builder: LanguageModelBuilder) -> LanguageModelBuilder:
-    """Register `builder` and mark it as a sequence classifier's (lm_registry.model_task)."""
-    builder.robench_task = SEQUENCE_CLASSIFICATION  # type: ignore[attr-defined]
-    return register_language_model(builder)
-
-
 # The paper's LRA configuration (App. F.9; Nystromformer's lra_config.py).
 _PAPER: dict[str, Any] = dict(
     embed_dim=64, depth=2, num_heads=2, mlp_dim=128, dropout=0.1, attn_dropout=0.1
@@ -298,25 +272,12 @@ _NANO: dict[str, Any] = dict(
 )
 
 
-@_sequence_classifier
-def lra_transformer(vocab_size: int, **kwargs: Any) -> LRATransformer:
-    """The paper's LRA transformer: 2 layers, width 64, 2 heads of 32, hidden 128."""
-    return _create("lra_transformer", vocab_size, False, _PAPER, **kwargs)
-
-
-@_sequence_classifier
-def lra_transformer_elliptical(vocab_size: int, **kwargs: Any) -> LRATransformer:
-    """`lra_transformer` with Elliptical Attention on the final layer."""
-    return _create("lra_transformer_elliptical", vocab_size, True, _PAPER, **kwargs)
-
-
-@_sequence_classifier
-def lra_transformer_nano(vocab_size: int, **kwargs: Any) -> LRATransformer:
-    """2 layers, width 32, 2 heads of 16, hidden 64, 512 tokens: CPU-sized."""
-    return _create("lra_transformer_nano", vocab_size, False, _NANO, **kwargs)
-
-
-@_sequence_classifier
-def lra_transformer_nano_elliptical(vocab_size: int, **kwargs: Any) -> LRATransformer:
-    """`lra_transformer_nano` with Elliptical Attention on the final layer."""
-    return _create("lra_transformer_nano_elliptical", vocab_size, True, _NANO, **kwargs)
+# Each also as NAME_elliptical, Elliptical Attention on the final layer (the module docstring).
+globals().update(
+    register_variants(
+        __name__,
+        _create,
+        {"lra_transformer": _PAPER, "lra_transformer_nano": _NANO},
+        SEQUENCE_CLASSIFICATION,
+    )
+)

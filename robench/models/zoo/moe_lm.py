@@ -42,7 +42,7 @@ from torch import Tensor, nn
 
 from robench._core.errors import ConfigError
 from robench.models.layers.mixture_of_experts import MixtureOfExperts
-from robench.models.zoo.lm_registry import register_language_model
+from robench.models.zoo.lm_registry import register_variants
 from robench.models.zoo.transformer_lm import TransformerLM, build_variant
 
 __all__ = ["SWITCH_NANO_ARGS", "MoELM", "moe_layer_plan", "moe_layers", "total_aux_loss"]
@@ -120,12 +120,6 @@ class MoELM(TransformerLM):
         return logits
 
 
-def _create(
-    variant: str, vocab_size: int, elliptical: bool, args: dict[str, Any], **kw: Any
-) -> MoELM:
-    return build_variant(MoELM, variant, vocab_size, elliptical, dict(args, **kw))
-
-
 # Switch: every block's feed-forward is a mixture of experts, top-1; GLaM: every other, top-2.
 _SWITCH = dict(moe_every=1, top_k=1, dropout=0.1)
 _GLAM = dict(moe_every=2, top_k=2, dropout=0.1)
@@ -147,73 +141,18 @@ _GLAM_MEDIUM: dict[str, Any] = dict(
 )
 
 
-@register_language_model
-def switch_lm_nano(vocab_size: int, **kwargs: Any) -> MoELM:
-    """4 Switch blocks (C = 64, 4 heads, 4 experts of 128, top-1): CPU-sized."""
-    return _create("switch_lm_nano", vocab_size, False, _SWITCH_NANO, **kwargs)
-
-
-@register_language_model
-def switch_lm_nano_elliptical(vocab_size: int, **kwargs: Any) -> MoELM:
-    """`switch_lm_nano` with Elliptical Attention in blocks 2..4."""
-    return _create("switch_lm_nano_elliptical", vocab_size, True, _SWITCH_NANO, **kwargs)
-
-
-@register_language_model
-def switch_lm_small(vocab_size: int, **kwargs: Any) -> MoELM:
-    """3 Switch blocks (C = 128, 8 heads, 16 experts of 128, top-1)."""
-    return _create("switch_lm_small", vocab_size, False, _SWITCH_SMALL, **kwargs)
-
-
-@register_language_model
-def switch_lm_small_elliptical(vocab_size: int, **kwargs: Any) -> MoELM:
-    """`switch_lm_small` with Elliptical Attention in blocks 2..3."""
-    return _create("switch_lm_small_elliptical", vocab_size, True, _SWITCH_SMALL, **kwargs)
-
-
-@register_language_model
-def switch_lm_medium(vocab_size: int, **kwargs: Any) -> MoELM:
-    """6 Switch blocks (C = 352, 8 heads, 16 experts of 352, top-1): the paper's Switch-medium."""
-    return _create("switch_lm_medium", vocab_size, False, _SWITCH_MEDIUM, **kwargs)
-
-
-@register_language_model
-def switch_lm_medium_elliptical(vocab_size: int, **kwargs: Any) -> MoELM:
-    """`switch_lm_medium` with Elliptical Attention in blocks 2..6."""
-    return _create("switch_lm_medium_elliptical", vocab_size, True, _SWITCH_MEDIUM, **kwargs)
-
-
-@register_language_model
-def glam_lm_nano(vocab_size: int, **kwargs: Any) -> MoELM:
-    """4 GLaM blocks (MoE, dense, MoE, dense; C = 64, 4 experts of 128, top-2): CPU-sized."""
-    return _create("glam_lm_nano", vocab_size, False, _GLAM_NANO, **kwargs)
-
-
-@register_language_model
-def glam_lm_nano_elliptical(vocab_size: int, **kwargs: Any) -> MoELM:
-    """`glam_lm_nano` with Elliptical Attention in blocks 2..4."""
-    return _create("glam_lm_nano_elliptical", vocab_size, True, _GLAM_NANO, **kwargs)
-
-
-@register_language_model
-def glam_lm_small(vocab_size: int, **kwargs: Any) -> MoELM:
-    """6 GLaM blocks (C = 144, 8 heads, 16 experts of 144, top-2): the paper's GLaM-small."""
-    return _create("glam_lm_small", vocab_size, False, _GLAM_SMALL, **kwargs)
-
-
-@register_language_model
-def glam_lm_small_elliptical(vocab_size: int, **kwargs: Any) -> MoELM:
-    """`glam_lm_small` with Elliptical Attention in blocks 2..6."""
-    return _create("glam_lm_small_elliptical", vocab_size, True, _GLAM_SMALL, **kwargs)
-
-
-@register_language_model
-def glam_lm_medium(vocab_size: int, **kwargs: Any) -> MoELM:
-    """8 GLaM blocks (C = 352, 8 heads, 16 experts of 352, top-2): the paper's GLaM-medium."""
-    return _create("glam_lm_medium", vocab_size, False, _GLAM_MEDIUM, **kwargs)
-
-
-@register_language_model
-def glam_lm_medium_elliptical(vocab_size: int, **kwargs: Any) -> MoELM:
-    """`glam_lm_medium` with Elliptical Attention in blocks 2..8."""
-    return _create("glam_lm_medium_elliptical", vocab_size, True, _GLAM_MEDIUM, **kwargs)
+# Each also as NAME_elliptical, Elliptical Attention in blocks 2..N (the module docstring).
+globals().update(
+    register_variants(
+        __name__,
+        functools.partial(build_variant, MoELM),
+        {
+            "switch_lm_nano": _SWITCH_NANO,
+            "switch_lm_small": _SWITCH_SMALL,
+            "switch_lm_medium": _SWITCH_MEDIUM,
+            "glam_lm_nano": _GLAM_NANO,
+            "glam_lm_small": _GLAM_SMALL,
+            "glam_lm_medium": _GLAM_MEDIUM,
+        },
+    )
+)

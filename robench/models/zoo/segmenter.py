@@ -33,24 +33,19 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from timm.data import IMAGENET_DEFAULT_MEAN, IMAGENET_DEFAULT_STD
 from timm.layers import trunc_normal_
-from timm.models import build_model_with_cfg, generate_default_cfgs, register_model
+from timm.models import generate_default_cfgs
 from timm.models.vision_transformer import Block, VisionTransformer
 from torch import nn
 
-from robench._core.errors import ConfigError
 from robench.models.layers.elliptical_attention import (
     EllipticalAttention,
-    configure_elliptical,
-    elliptical_options,
 )
 from robench.models.sliding_window import InferenceConfig
+from robench.models.zoo._timm_variant import create_variant, register_timm_variants, weightless_cfg
 
 __all__ = ["MaskTransformer", "Segmenter"]
 
-# Model kwargs that go to configure_elliptical instead of Segmenter.
-_ELLIPTICAL_OPTIONS = ("scaling", "estimator", "differentiable", "delta", "causal_estimator")
 
 TASK = "semantic-segmentation"
 
@@ -163,42 +158,31 @@ class Segmenter(nn.Module):
 
 
 def _create_segmenter(
-    variant: str, pretrained: bool, elliptical: bool, model_args: dict[str, Any], **kwargs: Any
+    variant: str, pretrained: bool, elliptical: bool, kwargs: dict[str, Any]
 ) -> Segmenter:
-    """Build `variant` with timm's builder; `kwargs` override `model_args`."""
-    kwargs = dict(model_args, **kwargs)
-    if pretrained:
-        raise ConfigError(
-            f"{variant} has no pretrained weights; create it with pretrained=False and load a "
-            "checkpoint into it."
-        )
-    options = elliptical_options(
-        kwargs, _ELLIPTICAL_OPTIONS, variant, elliptical, "its *_elliptical twin"
+    """Build `variant` from `kwargs` with timm's builder."""
+    model: Segmenter = create_variant(
+        Segmenter,
+        variant,
+        pretrained,
+        elliptical,
+        dict(**kwargs, elliptical=elliptical),  # Segmenter picks its attention
+        twin="its *_elliptical twin",
+        encoder=lambda model: model.encoder,
     )
-    model = build_model_with_cfg(
-        Segmenter, variant, pretrained=False, elliptical=elliptical, **kwargs
-    )
-    if elliptical:
-        configure_elliptical(model.encoder, **options)
     return model
 
 
-def _cfg(size: int, num_classes: int, **kwargs: Any) -> dict[str, Any]:
-    return {
-        "url": "",
-        "num_classes": num_classes,
-        "input_size": (3, size, size),
-        "pool_size": None,
-        "crop_pct": 1.0,
-        "interpolation": "bilinear",
-        "fixed_input_size": False,
-        "mean": IMAGENET_DEFAULT_MEAN,
-        "std": IMAGENET_DEFAULT_STD,
-        "first_conv": "encoder.patch_embed.proj",
-        "classifier": "decoder",
-        "license": "apache-2.0",
-        **kwargs,
-    }
+def _cfg(size: int, num_classes: int) -> dict[str, Any]:
+    return weightless_cfg(
+        num_classes=num_classes,
+        input_size=(3, size, size),
+        interpolation="bilinear",
+        fixed_input_size=False,
+        first_conv="encoder.patch_embed.proj",
+        classifier="decoder",
+        license="apache-2.0",
+    )
 
 
 default_cfgs = generate_default_cfgs(
@@ -234,25 +218,17 @@ _TINY_ARGS: dict[str, Any] = dict(
 )
 
 
-@register_model
-def segmenter_nano_baseline(pretrained: bool = False, **kwargs: Any) -> Segmenter:
-    """CPU-sized Segmenter (64x64, patch 8, dim 64, depth 4) with standard attention."""
-    return _create_segmenter("segmenter_nano_baseline", pretrained, False, _NANO_ARGS, **kwargs)
-
-
-@register_model
-def segmenter_nano_elliptical(pretrained: bool = False, **kwargs: Any) -> Segmenter:
-    """`segmenter_nano_baseline` with Elliptical Attention in the encoder: same parameters."""
-    return _create_segmenter("segmenter_nano_elliptical", pretrained, True, _NANO_ARGS, **kwargs)
-
-
-@register_model
-def segmenter_tiny_baseline(pretrained: bool = False, **kwargs: Any) -> Segmenter:
-    """Segmenter-Ti (ViT-Tiny encoder, 2-layer mask transformer), 512x512, 150 classes."""
-    return _create_segmenter("segmenter_tiny_baseline", pretrained, False, _TINY_ARGS, **kwargs)
-
-
-@register_model
-def segmenter_tiny_elliptical(pretrained: bool = False, **kwargs: Any) -> Segmenter:
-    """`segmenter_tiny_baseline` with Elliptical Attention in the encoder: same parameters."""
-    return _create_segmenter("segmenter_tiny_elliptical", pretrained, True, _TINY_ARGS, **kwargs)
+# CPU-sized and Segmenter-Ti models, each with standard and with Elliptical Attention in the
+# encoder (the module docstring).
+globals().update(
+    register_timm_variants(
+        __name__,
+        _create_segmenter,
+        {
+            "segmenter_nano_baseline": (False, _NANO_ARGS),
+            "segmenter_nano_elliptical": (True, _NANO_ARGS),
+            "segmenter_tiny_baseline": (False, _TINY_ARGS),
+            "segmenter_tiny_elliptical": (True, _TINY_ARGS),
+        },
+    )
+)

@@ -38,20 +38,24 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from timm.layers import Attention, Mlp
-from timm.models.vision_transformer import Block
+from timm.layers import Attention
 from torch import Tensor, nn
 
-from robench._core.errors import ConfigError, DataError
+from robench._core.errors import DataError
 from robench.data.text.classifier_tokens import PAD_ID
 from robench.models.layers.elliptical_attention import (
     EllipticalAttention,
     configure_elliptical,
     elliptical_options,
 )
-from robench.models.zoo.lm_registry import LanguageModelBuilder, register_language_model
+from robench.models.zoo.lm_registry import register_variants
 from robench.models.zoo.moe_lm import SWITCH_NANO_ARGS, moe_layer_plan, total_aux_loss
-from robench.models.zoo.transformer_lm import init_linear, sinusoidal_positions
+from robench.models.zoo.transformer_lm import (
+    check_sizes,
+    init_linear,
+    sinusoidal_positions,
+    transformer_blocks,
+)
 
 __all__ = ["PRETRAINED_BACKBONES", "TEXT_CLASSIFICATION", "TextClassifier", "backbone_keys"]
 
@@ -60,6 +64,7 @@ TEXT_CLASSIFICATION = "text-classification"
 _ELLIPTICAL_OPTIONS = ("scaling", "estimator", "differentiable", "delta")
 # Model kwargs of a mixture-of-experts backbone (moe_lm.moe_layer_plan).
 _MOE_OPTIONS = ("num_experts", "top_k", "moe_every")
+_SIZES = ("vocab_size", "num_classes", "max_length", "embed_dim", "depth", "num_heads", "mlp_dim")
 _BACKBONE_PREFIXES = ("token_embed.", "blocks.", "norm.")
 # classifier -> the language model whose pretrained backbone (`backbone_keys`) it takes: the
 # same width, depth, heads, feed-forward layers and attention. `--init-from` checks it.
@@ -77,28 +82,10 @@ def backbone_keys(state_dict: dict[str, Tensor]) -> dict[str, Tensor]:
     return {k: v for k, v in state_dict.items() if k.startswith(_BACKBONE_PREFIXES)}
 
 
-def _positive_int(what: str, value: object) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ConfigError(f"TextClassifier {what} must be an integer >= 1, got {value!r}.")
-
-
 class TextClassifier(nn.Module):
-    """Bidirectional transformer text classifier (see the module docstring).
-
-    Args:
-        vocab_size: number of word ids V.
-        num_classes: number of classes K.
-        max_length: L, the words the model reads; longer texts are cut, shorter padded.
-        embed_dim: model width C (num_heads * head dimension).
-        depth: number of blocks.
-        num_heads: attention heads per block.
-        mlp_dim: hidden width of the feed-forward layers (of each expert in a MoE layer).
-        dropout: dropout on the embeddings and the outputs of attention and feed-forward.
-        attn_dropout: dropout on the attention probabilities.
-        attn_layer: attention class of the blocks, e.g. `EllipticalAttention`.
-        mlp_layer_at: block index -> its feed-forward class; None: timm's `Mlp` everywhere.
-        architecture: name the report records (the registry sets the registered name).
-    """
+    """Bidirectional transformer text classifier (see the module docstring); arguments as
+    `TransformerLM`'s, and `num_classes` K and `max_length` L, the words the model reads
+    (longer texts are cut, shorter ones padded)."""
 
     robench_task = TEXT_CLASSIFICATION
     positions: Tensor  # (L, C) sinusoidal positions, a non-persistent buffer
@@ -120,21 +107,8 @@ class TextClassifier(nn.Module):
         architecture: str = "text_classifier",
     ) -> None:
         super().__init__()
-        for what, value in (
-            ("vocab_size", vocab_size),
-            ("num_classes", num_classes),
-            ("max_length", max_length),
-            ("embed_dim", embed_dim),
-            ("depth", depth),
-            ("num_heads", num_heads),
-            ("mlp_dim", mlp_dim),
-        ):
-            _positive_int(what, value)
-        if embed_dim % num_heads:
-            raise ConfigError(
-                f"TextClassifier embed_dim {embed_dim} is not a multiple of num_heads "
-                f"{num_heads}; choose embed_dim = num_heads * head dimension."
-            )
+        given = locals()
+        check_sizes("TextClassifier", given, _SIZES)
         self.vocab_size, self.num_classes, self.max_length = vocab_size, num_classes, max_length
         self.embed_dim, self.depth, self.num_heads = embed_dim, depth, num_heads
         self.architecture = architecture
@@ -146,20 +120,7 @@ class TextClassifier(nn.Module):
         self.token_embed = nn.Embedding(vocab_size, embed_dim)
         self.pad_embed = nn.Parameter(torch.zeros(embed_dim))
         self.embed_drop = nn.Dropout(dropout)
-        self.blocks = nn.ModuleList(
-            Block(
-                embed_dim,
-                num_heads,
-                mlp_ratio=(mlp_dim + 0.5) / embed_dim,  # Block takes int(C * ratio) == mlp_dim
-                qkv_bias=True,
-                proj_drop=dropout,
-                attn_drop=attn_dropout,
-                attn_layer=attn_layer,
-                mlp_layer=mlp_layer_at(index) if mlp_layer_at else Mlp,
-                depth=index,
-            )
-            for index in range(depth)
-        )
+        self.blocks = transformer_blocks(given, lambda _: attn_layer, mlp_layer_at)
         self.norm = nn.LayerNorm(embed_dim)
         self.head = nn.Linear(embed_dim, num_classes)
         self.blocks.apply(init_linear)
@@ -211,10 +172,9 @@ class TextClassifier(nn.Module):
 
 
 def _create(
-    variant: str, vocab_size: int, elliptical: bool, args: dict[str, Any], **kwargs: Any
+    variant: str, vocab_size: int, elliptical: bool, kwargs: dict[str, Any]
 ) -> TextClassifier:
-    """Build `variant`; `kwargs` override `args`; MoE and elliptical options applied."""
-    kwargs = dict(args, **kwargs)
+    """Build `variant` from `kwargs`; MoE and elliptical options applied."""
     options = elliptical_options(kwargs, _ELLIPTICAL_OPTIONS, variant, elliptical)
     moe = {name: kwargs.pop(name) for name in _MOE_OPTIONS if name in kwargs}
     if moe:
@@ -228,12 +188,6 @@ def _create(
     return model
 
 
-def _text_classifier(builder: LanguageModelBuilder) -> LanguageModelBuilder:
-    """Register `builder` and mark it as a text classifier's (lm_registry.model_task)."""
-    builder.robench_task = TEXT_CLASSIFICATION  # type: ignore[attr-defined]
-    return register_language_model(builder)
-
-
 _NANO: dict[str, Any] = dict(
     embed_dim=64, depth=4, num_heads=4, mlp_dim=256, max_length=64, dropout=0.1
 )
@@ -241,25 +195,12 @@ _NANO: dict[str, Any] = dict(
 _SWITCH_NANO: dict[str, Any] = dict(SWITCH_NANO_ARGS, max_length=64)
 
 
-@_text_classifier
-def text_classifier_nano(vocab_size: int, **kwargs: Any) -> TextClassifier:
-    """4 blocks, 4 heads of 16 (C = 64), feed-forward 256, 64 words: CPU-sized."""
-    return _create("text_classifier_nano", vocab_size, False, _NANO, **kwargs)
-
-
-@_text_classifier
-def text_classifier_nano_elliptical(vocab_size: int, **kwargs: Any) -> TextClassifier:
-    """`text_classifier_nano` with Elliptical Attention in blocks 2..4."""
-    return _create("text_classifier_nano_elliptical", vocab_size, True, _NANO, **kwargs)
-
-
-@_text_classifier
-def switch_classifier_nano(vocab_size: int, **kwargs: Any) -> TextClassifier:
-    """`switch_lm_nano`'s embedding and blocks, mean-pooled, a linear head; 64 words."""
-    return _create("switch_classifier_nano", vocab_size, False, _SWITCH_NANO, **kwargs)
-
-
-@_text_classifier
-def switch_classifier_nano_elliptical(vocab_size: int, **kwargs: Any) -> TextClassifier:
-    """`switch_classifier_nano` with Elliptical Attention in blocks 2..4."""
-    return _create("switch_classifier_nano_elliptical", vocab_size, True, _SWITCH_NANO, **kwargs)
+# Each also as NAME_elliptical, Elliptical Attention in blocks 2..4 (the module docstring).
+globals().update(
+    register_variants(
+        __name__,
+        _create,
+        {"text_classifier_nano": _NANO, "switch_classifier_nano": _SWITCH_NANO},
+        TEXT_CLASSIFICATION,
+    )
+)

@@ -32,6 +32,7 @@ The report records which one a model uses (`TransformerLM.robench_report_section
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -48,7 +49,7 @@ from robench.models.layers.elliptical_attention import (
     configure_elliptical,
     elliptical_options,
 )
-from robench.models.zoo.lm_registry import register_language_model
+from robench.models.zoo.lm_registry import register_variants
 
 __all__ = ["TransformerLM", "build_variant", "sinusoidal_positions"]
 
@@ -79,6 +80,44 @@ def init_linear(module: nn.Module) -> None:
         nn.init.trunc_normal_(module.weight, std=0.02)
         if module.bias is not None:
             nn.init.zeros_(module.bias)
+
+
+def check_sizes(owner: str, given: dict[str, Any], names: tuple[str, ...]) -> None:
+    """A ConfigError for a size `names` of `owner`'s arguments `given` that is no integer
+    >= 1, or an `embed_dim` that `num_heads` does not divide (every sequence model's check)."""
+    for what in names:
+        if not isinstance(given[what], int) or isinstance(given[what], bool) or given[what] < 1:
+            raise ConfigError(f"{owner} {what} must be an integer >= 1, got {given[what]!r}.")
+    if given["embed_dim"] % given["num_heads"]:
+        raise ConfigError(
+            f"{owner} embed_dim {given['embed_dim']} is not a multiple of num_heads "
+            f"{given['num_heads']}; choose embed_dim = num_heads * head dimension."
+        )
+
+
+def transformer_blocks(
+    given: dict[str, Any],
+    attn_layer_at: Callable[[int], Any],
+    mlp_layer_at: Callable[[int], Any] | None = None,
+) -> nn.ModuleList:
+    """The pre-norm timm `Block`s of a sequence model's constructor arguments `given` (width
+    `embed_dim`, `depth`, `num_heads`, feed-forward `mlp_dim`, `dropout`, `attn_dropout`), the
+    attention (and feed-forward) class of each chosen by its index."""
+    embed_dim, mlp_dim = given["embed_dim"], given["mlp_dim"]
+    return nn.ModuleList(
+        Block(
+            embed_dim,
+            given["num_heads"],
+            mlp_ratio=(mlp_dim + 0.5) / embed_dim,  # Block takes int(C * ratio) == mlp_dim
+            qkv_bias=True,
+            proj_drop=given["dropout"],
+            attn_drop=given["attn_dropout"],
+            attn_layer=attn_layer_at(index),
+            mlp_layer=mlp_layer_at(index) if mlp_layer_at else Mlp,
+            depth=index,
+        )
+        for index in range(given["depth"])
+    )
 
 
 class TransformerLM(nn.Module):
@@ -114,20 +153,10 @@ class TransformerLM(nn.Module):
         architecture: str = "transformer_lm",
     ) -> None:
         super().__init__()
-        for what, value in (
-            ("vocab_size", vocab_size),
-            ("embed_dim", embed_dim),
-            ("depth", depth),
-            ("num_heads", num_heads),
-            ("mlp_dim", mlp_dim),
-        ):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigError(f"TransformerLM {what} must be an integer >= 1, got {value!r}.")
-        if embed_dim % num_heads:
-            raise ConfigError(
-                f"TransformerLM embed_dim {embed_dim} is not a multiple of num_heads {num_heads}; "
-                "choose embed_dim = num_heads * head dimension."
-            )
+        given = locals()
+        check_sizes(
+            "TransformerLM", given, ("vocab_size", "embed_dim", "depth", "num_heads", "mlp_dim")
+        )
         for what, p in (("dropout", dropout), ("attn_dropout", attn_dropout)):
             if not isinstance(p, (int, float)) or isinstance(p, bool) or not 0 <= p < 1:
                 raise ConfigError(f"TransformerLM {what} must be in [0, 1), got {p!r}.")
@@ -143,20 +172,7 @@ class TransformerLM(nn.Module):
 
         self.token_embed = nn.Embedding(vocab_size, embed_dim)
         self.embed_drop = nn.Dropout(dropout)
-        self.blocks = nn.ModuleList(
-            Block(
-                embed_dim,
-                num_heads,
-                mlp_ratio=(mlp_dim + 0.5) / embed_dim,  # Block takes int(C * ratio) == mlp_dim
-                qkv_bias=True,
-                proj_drop=dropout,
-                attn_drop=attn_dropout,
-                attn_layer=attn_layer,
-                mlp_layer=mlp_layer_at(index) if mlp_layer_at else Mlp,
-                depth=index,
-            )
-            for index in range(depth)
-        )
+        self.blocks = transformer_blocks(given, lambda _: attn_layer, mlp_layer_at)
         self.norm = nn.LayerNorm(embed_dim)
         self.blocks.apply(init_linear)
         # Embedding init as in Vaswani et al. / fairseq: the sqrt(C)-scaled embedding has unit
@@ -202,14 +218,6 @@ class TransformerLM(nn.Module):
         return F.linear(self.norm(x), self.token_embed.weight)  # (B, T, V), tied head
 
 
-def _create_lm(
-    variant: str, vocab_size: int, elliptical: bool, model_args: dict[str, Any], **kwargs: Any
-) -> TransformerLM:
-    """Build `variant`; `kwargs` override `model_args`. Elliptical models get their layers
-    configured with the elliptical options in `kwargs`."""
-    return build_variant(TransformerLM, variant, vocab_size, elliptical, dict(model_args, **kwargs))
-
-
 def build_variant(
     model_class: type[_LM],
     variant: str,
@@ -251,37 +259,15 @@ _SMALL: dict[str, Any] = dict(embed_dim=128, depth=16, num_heads=8, mlp_dim=2048
 _MEDIUM: dict[str, Any] = dict(embed_dim=256, depth=16, num_heads=8, mlp_dim=2048, dropout=0.1)
 
 
-@register_language_model
-def transformer_lm_nano(vocab_size: int, **kwargs: Any) -> TransformerLM:
-    """4 layers, 4 heads of 16 (C = 64), feed-forward 256: fast on CPU, for tests and the demo."""
-    return _create_lm("transformer_lm_nano", vocab_size, False, _NANO, **kwargs)
-
-
-@register_language_model
-def transformer_lm_nano_elliptical(vocab_size: int, **kwargs: Any) -> TransformerLM:
-    """`transformer_lm_nano` with Elliptical Attention in layers 2..4."""
-    return _create_lm("transformer_lm_nano_elliptical", vocab_size, True, _NANO, **kwargs)
-
-
-@register_language_model
-def transformer_lm_small(vocab_size: int, **kwargs: Any) -> TransformerLM:
-    """16 layers, 8 heads of 16 (C = 128), feed-forward 2048: the paper's small backbone."""
-    return _create_lm("transformer_lm_small", vocab_size, False, _SMALL, **kwargs)
-
-
-@register_language_model
-def transformer_lm_small_elliptical(vocab_size: int, **kwargs: Any) -> TransformerLM:
-    """`transformer_lm_small` with Elliptical Attention in layers 2..16."""
-    return _create_lm("transformer_lm_small_elliptical", vocab_size, True, _SMALL, **kwargs)
-
-
-@register_language_model
-def transformer_lm_medium(vocab_size: int, **kwargs: Any) -> TransformerLM:
-    """16 layers, 8 heads of 32 (C = 256), feed-forward 2048."""
-    return _create_lm("transformer_lm_medium", vocab_size, False, _MEDIUM, **kwargs)
-
-
-@register_language_model
-def transformer_lm_medium_elliptical(vocab_size: int, **kwargs: Any) -> TransformerLM:
-    """`transformer_lm_medium` with Elliptical Attention in layers 2..16."""
-    return _create_lm("transformer_lm_medium_elliptical", vocab_size, True, _MEDIUM, **kwargs)
+# Each also as NAME_elliptical, Elliptical Attention in layers 2..N (the module docstring).
+globals().update(
+    register_variants(
+        __name__,
+        functools.partial(build_variant, TransformerLM),
+        {
+            "transformer_lm_nano": _NANO,
+            "transformer_lm_small": _SMALL,
+            "transformer_lm_medium": _MEDIUM,
+        },
+    )
+)

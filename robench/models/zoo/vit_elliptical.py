@@ -16,83 +16,51 @@ from __future__ import annotations
 
 from typing import Any
 
-from timm.data import IMAGENET_DEFAULT_MEAN, IMAGENET_DEFAULT_STD
-from timm.models import build_model_with_cfg, generate_default_cfgs, register_model
+from timm.models import generate_default_cfgs
 from timm.models.vision_transformer import VisionTransformer
 
-from robench._core.errors import ConfigError
-from robench.models.layers.elliptical_attention import (
-    EllipticalAttention,
-    configure_elliptical,
-    elliptical_options,
+from robench.models.layers.elliptical_attention import EllipticalAttention
+from robench.models.zoo._timm_variant import (
+    FASHION_MNIST_ARGS,
+    FASHION_MNIST_CFG,
+    create_variant,
+    register_timm_variants,
+    weightless_cfg,
 )
 
 __all__: list[str] = []  # timm's register_model appends the model names
 
-# Model kwargs that go to configure_elliptical instead of VisionTransformer.
-_ELLIPTICAL_OPTIONS = ("scaling", "estimator", "differentiable", "delta", "causal_estimator")
-
 
 def _create_vit(
-    variant: str, pretrained: bool, elliptical: bool, model_args: dict[str, Any], **kwargs: Any
+    variant: str, pretrained: bool, elliptical: bool, kwargs: dict[str, Any]
 ) -> VisionTransformer:
-    """Build `variant` with timm's builder; `kwargs` override `model_args`.
-
-    Elliptical models get their layers configured with the elliptical options in `kwargs`.
-    """
-    kwargs = dict(model_args, **kwargs)
-    if pretrained:
-        raise ConfigError(
-            f"{variant} has no pretrained weights; create it with pretrained=False and load a "
-            "checkpoint into it (a DeiT/ViT checkpoint of the same size loads strictly)."
-        )
-    options = elliptical_options(
-        kwargs, _ELLIPTICAL_OPTIONS, variant, elliptical, "its *_elliptical_* twin"
-    )
+    """Build `variant` from `kwargs` with timm's builder."""
     if elliptical:
         kwargs["attn_layer"] = EllipticalAttention
-    out_indices = kwargs.pop("out_indices", 3)
-    model = build_model_with_cfg(
+    feature_cfg = dict(out_indices=kwargs.pop("out_indices", 3), feature_cls="getter")
+    loads = " (a DeiT/ViT checkpoint of the same size loads strictly)"
+    model: VisionTransformer = create_variant(
         VisionTransformer,
         variant,
-        pretrained=False,
-        feature_cfg=dict(out_indices=out_indices, feature_cls="getter"),
-        **kwargs,
+        pretrained,
+        elliptical,
+        kwargs,
+        loads=loads,
+        feature_cfg=feature_cfg,
     )
-    if elliptical:
-        configure_elliptical(model, **options)
     return model
 
 
 def _deit_cfg(**kwargs: Any) -> dict[str, Any]:
     """DeiT's default cfg (timm deit.py) without weights."""
-    return {
-        "url": "",
-        "num_classes": 1000,
-        "input_size": (3, 224, 224),
-        "pool_size": None,
-        "crop_pct": 0.9,
-        "interpolation": "bicubic",
-        "fixed_input_size": True,
-        "mean": IMAGENET_DEFAULT_MEAN,
-        "std": IMAGENET_DEFAULT_STD,
-        "first_conv": "patch_embed.proj",
-        "classifier": "head",
-        "license": "apache-2.0",
-        **kwargs,
-    }
-
-
-def _nano_cfg(**kwargs: Any) -> dict[str, Any]:
-    """Fashion-MNIST input: 1x28x28, normalised with the training set's mean and std."""
-    return _deit_cfg(
-        num_classes=10,
-        input_size=(1, 28, 28),
-        crop_pct=1.0,
-        interpolation="bilinear",
-        mean=(0.2860,),
-        std=(0.3530,),
-        **kwargs,
+    return weightless_cfg(
+        **{
+            "crop_pct": 0.9,
+            "first_conv": "patch_embed.proj",
+            "classifier": "head",
+            "license": "apache-2.0",
+            **kwargs,
+        }
     )
 
 
@@ -101,51 +69,26 @@ default_cfgs = generate_default_cfgs(
         "deit_tiny_elliptical_patch16_224": _deit_cfg(),
         "deit_small_elliptical_patch16_224": _deit_cfg(),
         "deit_base_elliptical_patch16_224": _deit_cfg(),
-        "vit_nano_patch4_28": _nano_cfg(),
-        "vit_nano_elliptical_patch4_28": _nano_cfg(),
+        "vit_nano_patch4_28": _deit_cfg(crop_pct=1.0, **FASHION_MNIST_CFG),
+        "vit_nano_elliptical_patch4_28": _deit_cfg(crop_pct=1.0, **FASHION_MNIST_CFG),
     }
 )
 
-_NANO_ARGS: dict[str, Any] = dict(
-    img_size=28,
-    in_chans=1,
-    patch_size=4,
-    num_classes=10,
-    embed_dim=64,
-    depth=4,
-    num_heads=4,
-    mlp_ratio=2.0,
+_DEIT: dict[str, Any] = dict(patch_size=16, depth=12)
+_NANO_ARGS = FASHION_MNIST_ARGS
+
+
+# DeiT-tiny, -small and -base with Elliptical Attention, and the Fashion-MNIST pair.
+globals().update(
+    register_timm_variants(
+        __name__,
+        _create_vit,
+        {
+            "deit_tiny_elliptical_patch16_224": (True, dict(_DEIT, embed_dim=192, num_heads=3)),
+            "deit_small_elliptical_patch16_224": (True, dict(_DEIT, embed_dim=384, num_heads=6)),
+            "deit_base_elliptical_patch16_224": (True, dict(_DEIT, embed_dim=768, num_heads=12)),
+            "vit_nano_patch4_28": (False, _NANO_ARGS),
+            "vit_nano_elliptical_patch4_28": (True, _NANO_ARGS),
+        },
+    )
 )
-
-
-@register_model
-def deit_tiny_elliptical_patch16_224(pretrained: bool = False, **kwargs: Any) -> VisionTransformer:
-    """DeiT-tiny (embed 192, depth 12, 3 heads) with Elliptical Attention."""
-    args = dict(patch_size=16, embed_dim=192, depth=12, num_heads=3)
-    return _create_vit("deit_tiny_elliptical_patch16_224", pretrained, True, args, **kwargs)
-
-
-@register_model
-def deit_small_elliptical_patch16_224(pretrained: bool = False, **kwargs: Any) -> VisionTransformer:
-    """DeiT-small (embed 384, depth 12, 6 heads) with Elliptical Attention."""
-    args = dict(patch_size=16, embed_dim=384, depth=12, num_heads=6)
-    return _create_vit("deit_small_elliptical_patch16_224", pretrained, True, args, **kwargs)
-
-
-@register_model
-def deit_base_elliptical_patch16_224(pretrained: bool = False, **kwargs: Any) -> VisionTransformer:
-    """DeiT-base (embed 768, depth 12, 12 heads) with Elliptical Attention."""
-    args = dict(patch_size=16, embed_dim=768, depth=12, num_heads=12)
-    return _create_vit("deit_base_elliptical_patch16_224", pretrained, True, args, **kwargs)
-
-
-@register_model
-def vit_nano_patch4_28(pretrained: bool = False, **kwargs: Any) -> VisionTransformer:
-    """Tiny Fashion-MNIST ViT with standard attention (the baseline of the nano pair)."""
-    return _create_vit("vit_nano_patch4_28", pretrained, False, _NANO_ARGS, **kwargs)
-
-
-@register_model
-def vit_nano_elliptical_patch4_28(pretrained: bool = False, **kwargs: Any) -> VisionTransformer:
-    """`vit_nano_patch4_28` with Elliptical Attention: same parameters, same state_dict keys."""
-    return _create_vit("vit_nano_elliptical_patch4_28", pretrained, True, _NANO_ARGS, **kwargs)

@@ -23,11 +23,13 @@ from pydantic import (
     model_validator,
 )
 
-from robench._core.units import parse_pixel_value
 from robench.perturbations.base import (
     FORWARD_PASS,
     GRADIENT_PASS,
     BoundedParams,
+    optional_step_size,
+    positive_pixel_value,
+    quarter_eps_step,
     register_kind,
 )
 
@@ -39,13 +41,6 @@ class _OneStepParams(BoundedParams):
 
     def passes_per_sample(self, classes: int = 10) -> int:
         return GRADIENT_PASS + FORWARD_PASS
-
-
-def _positive_pixel_value(value: Any, what: str) -> float:
-    parsed = parse_pixel_value(value, what)
-    if parsed <= 0:
-        raise ValueError(f"{what} must be > 0 (pixel units), got {parsed}")
-    return parsed
 
 
 _DENSE_TASKS = ("image-classification", "semantic-segmentation")
@@ -97,15 +92,8 @@ class PGDParams(BoundedParams):
     # still line up with new ones in `compare`.
     report_omits_none: ClassVar[tuple[str, ...]] = ("eot_samples",)
 
-    @field_validator("step_size", mode="before")
-    @classmethod
-    def _parse_step_size(cls, value: Any) -> float | None:
-        return None if value is None else _positive_pixel_value(value, "step_size")
-
-    @property
-    def resolved_step_size(self) -> float:
-        """The step size used: `step_size`, or eps / 4 when not given."""
-        return self.eps / 4 if self.step_size is None else self.step_size
+    _parse_step_size = field_validator("step_size", mode="before")(optional_step_size)
+    resolved_step_size = property(quarter_eps_step)  # the step size used
 
     @classmethod
     def display_name(cls, kind: str, params: Mapping[str, Any]) -> str:
@@ -140,10 +128,7 @@ class MinimalNormParams(BoundedParams):
     step_size: float | None = None
     gamma: float = Field(default=0.05, gt=0, lt=1)  # FMN's initial radius change per step
 
-    @field_validator("step_size", mode="before")
-    @classmethod
-    def _parse_step_size(cls, value: Any) -> float | None:
-        return None if value is None else _positive_pixel_value(value, "step_size")
+    _parse_step_size = field_validator("step_size", mode="before")(optional_step_size)
 
     @property
     def resolved_step_size(self) -> float:
@@ -180,7 +165,7 @@ class SPSAParams(BoundedParams):
     @field_validator("delta", "lr", mode="before")
     @classmethod
     def _parse_pixel(cls, value: Any, info: ValidationInfo) -> float:
-        return _positive_pixel_value(value, info.field_name or "value")
+        return positive_pixel_value(value, info.field_name or "value")
 
     def passes_per_sample(self, classes: int = 10) -> int:
         # Every step estimates the gradient from two forwards (x + delta v, x - delta v) per

@@ -15,6 +15,9 @@ from robench.perturbations.base import (
     GRADIENT_PASS,
     BoundedParams,
     PerturbationParams,
+    optional_step_size,
+    positive_pixel_value,
+    quarter_eps_step,
     register_kind,
 )
 from robench.results.stats.certificates import COLUMNS, PREDICT_COLUMNS
@@ -24,17 +27,8 @@ from robench.results.stats.certificates import COLUMNS, PREDICT_COLUMNS
 DEFAULT_RADII = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 
-def _positive(value: Any, what: str) -> float:
-    from robench._core.units import parse_pixel_value
-
-    parsed = parse_pixel_value(value, what)
-    if not parsed > 0:
-        raise ValueError(f"{what} must be > 0 (pixel units), got {parsed:g}")
-    return parsed
-
-
 def _sigma(value: Any) -> float:
-    return _positive(value, "sigma")
+    return positive_pixel_value(value, "sigma")
 
 
 def _count(value: Any) -> Any:
@@ -65,6 +59,7 @@ class RandomizedSmoothingParams(PerturbationParams):
 
     display: ClassVar[str | None] = "Randomized smoothing"
     columns: ClassVar[tuple[str, ...]] = COLUMNS
+    metrics: ClassVar[tuple[str, ...]] = ("certified_accuracy", "acr", "abstention_rate")
 
     sigma: float  # std of the Gaussian noise, pixel units ([0, 1] scale)
     n0: PositiveInt = 100  # selection draws: the candidate class is their majority
@@ -126,14 +121,8 @@ class SmoothedPGDParams(BoundedParams):
     _whole_number = field_validator("noise_samples", "steps", "n", "batch", mode="before")(_count)
     _probability = field_validator("alpha", mode="before")(_alpha)
 
-    @field_validator("step_size", mode="before")
-    @classmethod
-    def _parse_step_size(cls, value: Any) -> float | None:
-        return None if value is None else _positive(value, "step_size")
-
-    @property
-    def resolved_step_size(self) -> float:
-        return self.eps / 4 if self.step_size is None else self.step_size
+    _parse_step_size = field_validator("step_size", mode="before")(optional_step_size)
+    resolved_step_size = property(quarter_eps_step)  # the step size used
 
     @classmethod
     def display_name(cls, kind: str, params: Mapping[str, Any]) -> str:

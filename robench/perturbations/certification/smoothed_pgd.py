@@ -21,15 +21,14 @@ within its radius, so this attack, and not one on the base classifier, can contr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import torch
+from torch import Tensor, nn
 
-from robench.perturbations.base import PerSampleAttack
+from robench.perturbations.base import SampleColumns
 from robench.perturbations.certification.params import SmoothedPGDParams
 from robench.perturbations.certification.smoothing import (
-    in_eval_mode,
-    noise_generator,
+    SmoothedAttack,
     noise_votes,
 )
 from robench.perturbations.own_batch import OwnBatch
@@ -108,34 +107,22 @@ def predictions(
     return found
 
 
-class SmoothedPGD(PerSampleAttack):
+class SmoothedPGD(SmoothedAttack):
     """SmoothAdv's PGD-L2 on every sample of a batch at once (samples x noise copies per
     forward pass), and the smoothed prediction at its image."""
 
     Params = SmoothedPGDParams
-    transferable = False  # a certificate is the evaluated model's own
+    kind = "smoothed-pgd"  # its `batch` sizes PREDICT's forward passes
     params: SmoothedPGDParams
 
-    def __init__(self, params: SmoothedPGDParams) -> None:
-        super().__init__(params)
-        self.own_batch = OwnBatch("smoothed-pgd", "batch", params.batch)  # PREDICT's
-
-    def perturb_samples(
-        self,
-        model: torch.nn.Module,
-        inputs: torch.Tensor,
-        targets: torch.Tensor,
-        seeds: Sequence[int],
-    ) -> tuple[torch.Tensor, dict[str, list[Any]]]:
-        images = inputs.detach()
-        generators = [noise_generator(seed, images.device) for seed in seeds]
-        assert self.own_batch is not None
-        with in_eval_mode(model):
-            with torch.enable_grad():
-                adversarial = attack(model, images, targets, self.params, generators)
-            with torch.inference_mode():
-                found = predictions(model, adversarial, self.params, generators, self.own_batch)
-        columns: dict[str, list[Any]] = {
+    def smoothed(
+        self, model: nn.Module, images: Tensor, targets: Tensor, generators: list[torch.Generator]
+    ) -> tuple[Tensor, SampleColumns]:
+        with torch.enable_grad():
+            adversarial = attack(model, images, targets, self.params, generators)
+        with torch.inference_mode():
+            found = predictions(model, adversarial, self.params, generators, self.own_batch)
+        columns: SampleColumns = {
             cert.PREDICTION: found,
             cert.ABSTAINED: [prediction is None for prediction in found],
         }

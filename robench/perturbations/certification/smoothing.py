@@ -16,15 +16,17 @@ under torchrun. The scored input is the clean image; the certificate is in the c
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Sequence
+import abc
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
+from torch import Tensor, nn
 
-from robench.perturbations.base import PerSampleAttack
+from robench.perturbations.base import PerSampleAttack, SampleColumns
 from robench.perturbations.certification.params import RandomizedSmoothingParams
+from robench.perturbations.checks import in_eval_mode
 from robench.perturbations.own_batch import OwnBatch
 from robench.results.stats import certificates as cert
 
@@ -50,18 +52,6 @@ class Certificate:
             cert.ABSTAINED: abstained,
             cert.PREDICTION: None if abstained else self.candidate,
         }
-
-
-@contextlib.contextmanager
-def in_eval_mode(model: torch.nn.Module) -> Iterator[None]:
-    """`model` in eval mode inside the block (the smoothed classifier's base classifier is
-    deterministic), its own mode restored on exit."""
-    was_training = model.training
-    model.eval()
-    try:
-        yield
-    finally:
-        model.train(was_training)
 
 
 def noise_generator(seed: int, device: torch.device) -> torch.Generator:
@@ -163,32 +153,48 @@ def certificate(
     return Certificate(candidate, int(selection[candidate]), count, p_lower, radius)
 
 
-class RandomizedSmoothing(PerSampleAttack):
+class SmoothedAttack(PerSampleAttack):
+    """What the perturbations of a smoothed classifier share: one noise generator per sample,
+    the model in eval mode, its forward passes sized by the `batch` option."""
+
+    transferable = False  # a certificate is the evaluated model's own
+    kind: ClassVar[str]  # the registered name, for the `batch` option's messages
+    own_batch: OwnBatch
+
+    def __init__(self, params: Any) -> None:
+        super().__init__(params)
+        self.own_batch = OwnBatch(self.kind, "batch", params.batch)
+
+    def perturb_samples(
+        self, model: nn.Module, inputs: Tensor, targets: Tensor, seeds: Sequence[int]
+    ) -> tuple[Tensor, SampleColumns]:
+        images = inputs.detach()
+        generators = [noise_generator(seed, images.device) for seed in seeds]
+        with in_eval_mode(model):  # the smoothed classifier's base classifier is deterministic
+            return self.smoothed(model, images, targets, generators)
+
+    @abc.abstractmethod
+    def smoothed(
+        self, model: nn.Module, images: Tensor, targets: Tensor, generators: list[torch.Generator]
+    ) -> tuple[Tensor, SampleColumns]:
+        """`perturb_samples` of the model in eval mode, sample i drawing from generators[i]."""
+
+
+class RandomizedSmoothing(SmoothedAttack):
     """CERTIFY per sample, the forward passes shared across the batch's samples; the clean
     images are returned (and scored) unchanged."""
 
     Params = RandomizedSmoothingParams
-    transferable = False  # a certificate is the evaluated model's own
+    kind = "randomized-smoothing"
     params: RandomizedSmoothingParams
 
-    def __init__(self, params: RandomizedSmoothingParams) -> None:
-        super().__init__(params)
-        self.own_batch = OwnBatch("randomized-smoothing", "batch", params.batch)
-
-    def perturb_samples(
-        self,
-        model: torch.nn.Module,
-        inputs: torch.Tensor,
-        targets: torch.Tensor,
-        seeds: Sequence[int],
-    ) -> tuple[torch.Tensor, dict[str, list[Any]]]:
-        images = inputs.detach()
-        generators = [noise_generator(seed, images.device) for seed in seeds]
-        assert self.own_batch is not None
-        with in_eval_mode(model), torch.inference_mode():
+    def smoothed(
+        self, model: nn.Module, images: Tensor, targets: Tensor, generators: list[torch.Generator]
+    ) -> tuple[Tensor, SampleColumns]:
+        with torch.inference_mode():
             votes = certify_votes(model, images, self.params, generators, self.own_batch)
         selection, estimation = votes.selection.cpu(), votes.estimation.cpu()  # one sync
-        columns: dict[str, list[Any]] = {name: [] for name in self.params.columns}
+        columns: SampleColumns = {name: [] for name in self.params.columns}
         for i in range(len(images)):
             found = certificate(selection[i], estimation[i], self.params).columns()
             for name, value in found.items():

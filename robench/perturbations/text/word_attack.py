@@ -16,10 +16,11 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch import nn
 
 from robench._core.extras import require
 from robench.data.text.text_rows import decode_rows, encode_rows
-from robench.perturbations.base import PerSampleAttack
+from robench.perturbations.base import PerSampleAttack, SampleColumns
 from robench.perturbations.own_batch import OwnBatch
 from robench.perturbations.text.attack_constraints import AttackConstraints
 from robench.perturbations.text.attack_params import TextAttackParams
@@ -43,12 +44,8 @@ class WordAttack(PerSampleAttack):
             check_wordnet()  # a missing or broken WordNet: one sentence before any sample
 
     def perturb_samples(
-        self,
-        model: torch.nn.Module,
-        inputs: torch.Tensor,
-        targets: torch.Tensor,
-        seeds: Sequence[int],
-    ) -> tuple[torch.Tensor, dict[str, list[Any]]]:
+        self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, seeds: Sequence[int]
+    ) -> tuple[torch.Tensor, SampleColumns]:
         params: TextAttackParams = self.params  # type: ignore[assignment]
         searches = [
             self.recipe.start(text, label, self.constraints, seed, params.query_budget)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from robench.results.plots.figures import MODEL_COLOURS, new_figure
+from robench.results.plots.figures import MODEL_COLOURS, new_figure, percent_axes, step_with_band
 from robench.results.stats.certified_curves import certified_curve, is_certified, listed_radii
 
 if TYPE_CHECKING:
@@ -33,11 +33,7 @@ def certified_figure(reports: Mapping[str, Report]) -> Figure | None:
             curve = certified_curve(report, result, where=f"the report of {label}")
             if curve is None or curve.n == 0:
                 continue
-            values = [100 * v for v in curve.value]
-            low, high = [100 * v for v in curve.low], [100 * v for v in curve.high]
-            ax.fill_between(curve.x, low, high, step="post", color=colour, alpha=0.15, lw=0)
-            (line,) = ax.step(curve.x, values, where="post", color=colour,
-                              linestyle=_LINE_STYLES[j % len(_LINE_STYLES)])  # fmt: skip
+            line = step_with_band(ax, curve, colour, _LINE_STYLES[j % len(_LINE_STYLES)])
             sigma = result.params.get("sigma")
             entries.append((line, f"{label}: {result.name} (σ {sigma}, n={curve.n})"))
             ticks |= set(listed_radii(result))
@@ -47,17 +43,14 @@ def certified_figure(reports: Mapping[str, Report]) -> Figure | None:
     shown = sorted(t for t in ticks if t <= right)
     ax.set_xticks(shown, [f"{t:g}" for t in shown])
     ax.set_xlim(0, right)
-    ax.set_ylim(0, 100)
-    ax.set_xlabel("L2 radius (pixel scale)")
-    ax.set_ylabel("certified accuracy (%)")
-    ax.grid(True, alpha=0.3)
-    fig.suptitle("Certified accuracy against the L2 radius (randomized smoothing)", fontsize=11)
-    ax.set_title(
+    percent_axes(
+        fig,
+        ax,
+        "L2 radius (pixel scale)",
+        "certified accuracy (%)",
+        "Certified accuracy against the L2 radius (randomized smoothing)",
         "certified at r: the smoothed classifier is right and its radius > r (Cohen et al. "
         "2019);\nbands: Wilson 95% intervals over samples",
-        fontsize=8,
-        loc="left",
-        color="0.25",
     )
     # Below the axes, one entry per line: the labels (model, result, sigma, n) are long, and
     # beside the axes they squeezed the curves into a third of the width.

@@ -18,7 +18,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from robench._core.units import display_pixel_value
-from robench.results.plots.figures import MODEL_COLOURS, legend_beside, new_figure
+from robench.results.plots.figures import (
+    MODEL_COLOURS,
+    legend_beside,
+    new_figure,
+    percent_axes,
+    step_with_band,
+)
 from robench.results.report.attack_names import attack_name
 from robench.results.stats.robustness_curves import (
     STILL_FALLING_SHARE,
@@ -71,11 +77,7 @@ def eps_curve_figure(reports: Mapping[str, Report], norm: str) -> Figure | None:
             if curve.n == 0:
                 continue
             drawn = True
-            values = [100 * v for v in curve.value]
-            low, high = [100 * v for v in curve.low], [100 * v for v in curve.high]
-            ax.fill_between(curve.x, low, high, step="post", color=colour, alpha=0.15, lw=0)
-            (line,) = ax.step(curve.x, values, where="post", color=colour,
-                              linestyle=_LINE_STYLES[j % len(_LINE_STYLES)])  # fmt: skip
+            line = step_with_band(ax, curve, colour, _LINE_STYLES[j % len(_LINE_STYLES)])
             name = attack_name(result.kind, result.params)
             entries.append((line, f"{label}: {result.name} ({name}, n={curve.n})"))
             ticks.add(float(result.params.get("eps", curve.x[-1])))  # no eps: uncapped
@@ -95,17 +97,14 @@ def eps_curve_figure(reports: Mapping[str, Report], norm: str) -> Figure | None:
     shown = sorted(ticks)
     ax.set_xticks(shown, [_eps_label(e, norm) for e in shown])
     ax.set_xlim(0, max(shown) * 1.02 or 1.0)
-    ax.set_ylim(0, 100)
-    ax.set_xlabel(f"attack budget ε ({NORM_AXES.get(norm, norm)})")
-    ax.set_ylabel("top-1 accuracy (%)")
-    ax.grid(True, alpha=0.3)
-    fig.suptitle("Accuracy against ε from minimal norms", fontsize=11)
-    ax.set_title(
+    percent_axes(
+        fig,
+        ax,
+        f"attack budget ε ({NORM_AXES.get(norm, norm)})",
+        "top-1 accuracy (%)",
+        "Accuracy against ε from minimal norms",
         "lines: robust when the sample's minimal norm > ε; bands and bars: Wilson 95% "
         "intervals;\nmarkers: fixed-ε PGD runs on the same samples",
-        fontsize=8,
-        loc="left",
-        color="0.25",
     )
     legend_beside(ax, entries)
     return fig
@@ -140,17 +139,14 @@ def iteration_figure(reports: Mapping[str, Report]) -> Figure | None:
     if not entries:
         return None
     ax.set_xlim(0, longest)
-    ax.set_ylim(0, 100)
-    ax.set_xlabel("attack iteration (0 = start)")
-    ax.set_ylabel("top-1 accuracy (%), best iterate so far")
-    ax.grid(True, alpha=0.3)
-    fig.suptitle("Accuracy against attack iterations", fontsize=11)
-    ax.set_title(
+    percent_axes(
+        fig,
+        ax,
+        "attack iteration (0 = start)",
+        "top-1 accuracy (%), best iterate so far",
+        "Accuracy against attack iterations",
         f"thick: the last {100 * STILL_FALLING_SHARE:g}% of the iterations, where a falling "
         "curve means the attack had not converged;\nbands: Wilson 95% intervals",
-        fontsize=8,
-        loc="left",
-        color="0.25",
     )
     # Below the axes, not beside them: its entries name model, result, attack, eps and n,
     # and beside the axes they took two thirds of the figure's width.

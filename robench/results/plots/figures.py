@@ -411,6 +411,27 @@ def _dodged(series: Sequence[AccuracySeries], step: float) -> dict[tuple[str, st
     }
 
 
+def percent_axes(fig: Figure, ax: Axes, xlabel: str, ylabel: str, title: str, note: str) -> None:
+    """`ax` from 0 to 100 percent with its labels and a light grid, `title` over the figure,
+    `note` under it (as written: it breaks its own lines)."""
+    ax.set_ylim(0, 100)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, alpha=0.3)
+    fig.suptitle(title, fontsize=11)
+    ax.set_title(note, fontsize=NOTE_SIZE, loc="left", color="0.25")
+
+
+def step_with_band(ax: Axes, curve: Any, colour: Any, linestyle: str) -> Artist:
+    """A curve's fractions as a step line in percent over its shaded 95% band (`curve.x`,
+    `value`, `low`, `high`); returns the line."""
+    values = [100 * v for v in curve.value]
+    low, high = [100 * v for v in curve.low], [100 * v for v in curve.high]
+    ax.fill_between(curve.x, low, high, step="post", color=colour, alpha=0.15, lw=0)
+    (line,) = ax.step(curve.x, values, where="post", color=colour, linestyle=linestyle)
+    return line
+
+
 def legend_beside(ax: Axes, entries: Sequence[tuple[Artist, str]], **style: Any) -> Legend:
     """A legend of (handle, text) entries right of the axes, clear of the data (constrained
     layout makes room for it)."""

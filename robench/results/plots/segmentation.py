@@ -10,10 +10,9 @@ colours), one colour per class and one legend for all panels. Pixels whose label
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from robench.results.plots.figures import NOTE_SIZE, new_figure, save_figure
+from robench.results.plots.figures import NOTE_SIZE, new_figure
 
 if TYPE_CHECKING:
     import numpy as np
@@ -96,8 +95,3 @@ def segmentation_overlay_figure(
     if note:
         fig.supxlabel(note, fontsize=NOTE_SIZE, color="0.25")
     return fig
-
-
-def plot_segmentation_overlay(path: Path, *args, **kwargs) -> Path:
-    """`segmentation_overlay_figure(*args, **kwargs)` written as PNG to `path`."""
-    return save_figure(segmentation_overlay_figure(*args, **kwargs), path)

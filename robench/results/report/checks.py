@@ -41,18 +41,19 @@ def check_attack_order(results: Sequence[PerturbationResult]) -> list[SanityResu
             f"{pgd.name} {100 * weak:.2f}% vs {fgsm[key].name} {100 * strong:.2f}% top-1 "
             f"at eps {eps} on {key[1]} samples"
         )
-        if not ok:
-            detail += (
-                f": PGD is weaker than FGSM by more than {100 * TOLERANCE:g} points, a sign of "
-                "a weak attack (too few steps or too small a step) or of gradient masking; "
-                "run `robench eval --sanity` to tell which"
-            )
+        if_warn = (
+            f"PGD is weaker than FGSM by more than {100 * TOLERANCE:g} points, a sign of "
+            "a weak attack (too few steps or too small a step) or of gradient masking; "
+            "run `robench eval --sanity` to tell which"
+        )
         checks.append(
-            SanityResult(
-                name=f"pgd_at_least_fgsm:{pgd.name}",
-                status="pass" if ok else "warn",
-                detail=detail + ".",
-                values={"pgd": weak, "fgsm": strong, "tolerance": TOLERANCE},
+            SanityResult.verdict(
+                f"pgd_at_least_fgsm:{pgd.name}",
+                ok,
+                detail,
+                if_warn,
+                {"pgd": weak, "fgsm": strong, "tolerance": TOLERANCE},
+                end=".",
             )
         )
     return checks

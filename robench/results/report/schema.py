@@ -218,6 +218,14 @@ class SanityResult(_Strict):
     detail: str  # one sentence with the numbers
     values: dict[str, float]  # the accuracies (fractions) or shares behind the verdict
 
+    @classmethod
+    def verdict(
+        cls, name: str, ok: bool, detail: str, if_warn: str, values: dict[str, float], end: str = ""
+    ) -> SanityResult:
+        """A pass, or a warning with `if_warn` (what it means, what to do) after `detail`."""
+        text = detail if ok or not if_warn else f"{detail}: {if_warn}"
+        return cls(name=name, status="pass" if ok else "warn", detail=text + end, values=values)
+
 
 class SpeedInfo(_Strict):
     """The speed modes of a run (`robench eval --amp/--channels-last/--compile`) and the

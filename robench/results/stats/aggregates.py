@@ -241,24 +241,16 @@ for _name, _which, _relative, _label, _text in (
             plan=_normalised(_which, _relative, _name),
         )
     )
-register(
-    Aggregate(
-        name="mean_corruption_accuracy",
-        description="top-1 accuracy averaged over every corruption x severity result",
-        higher_is_better=True,
-        display=MetricDisplay("mean corr. acc.", scale=100.0, unit="%", diff_unit="pp"),
-        plan=_mean_over_results(error=False),
+for _is_error, _what, _label in ((False, "accuracy", "acc."), (True, "error", "err.")):
+    register(
+        Aggregate(
+            name=f"mean_corruption_{_what}",
+            description=f"top-1 {_what} averaged over every corruption x severity result",
+            higher_is_better=not _is_error,
+            display=MetricDisplay(f"mean corr. {_label}", scale=100.0, unit="%", diff_unit="pp"),
+            plan=_mean_over_results(error=_is_error),
+        )
     )
-)
-register(
-    Aggregate(
-        name="mean_corruption_error",
-        description="top-1 error averaged over every corruption x severity result",
-        higher_is_better=False,
-        display=MetricDisplay("mean corr. err.", scale=100.0, unit="%", diff_unit="pp"),
-        plan=_mean_over_results(error=True),
-    )
-)
 register(
     Aggregate(
         name="mean_corruption_miou",

@@ -38,6 +38,8 @@ from robench.results.stats.bootstrap import (
 if TYPE_CHECKING:
     import numpy as np
 
+    from robench.results.stats.paired_statistic import PairedResult, Values
+
 ECE_BINS = 15  # Guo et al. 2017, and torchmetrics' default
 
 
@@ -103,13 +105,8 @@ class CalibrationError:
         return centred_interval(estimate, replicates, (0.0, 1.0))
 
     def paired(
-        self,
-        baseline: Sequence[Any] | np.ndarray,
-        candidate: Sequence[Any] | np.ndarray,
-        n_resamples: int,
-        seed: int,
-        alternative: str,
-    ) -> tuple[float, tuple[float, float], float, float]:
+        self, baseline: Values, candidate: Values, n_resamples: int, seed: int, alternative: str
+    ) -> PairedResult:
         """Paired bootstrap of ECE(candidate) - ECE(baseline) over the same samples
         (`bootstrap.paired_summary`)."""
         import numpy as np

@@ -126,14 +126,10 @@ def _check(
         f"{radius:g} ({n} samples; a sound certificate allows {allowed} at alpha "
         f"{certificate.params.get('alpha')} plus PREDICT's {attack.params.get('alpha')})"
     )
-    if not ok:
-        detail += (
-            ": the certificate is unsound; check sigma, n and alpha, and that the model "
-            "certified is the model attacked"
-        )
-    return SanityResult(
-        name=f"certificate_vs_attack:{certificate.name}:{attack.name}@{radius:g}",
-        status="pass" if ok else "warn",
-        detail=detail + ".",
-        values={"radius": radius, "certified": certified, "broken": broken, "allowed": allowed},
+    if_warn = (
+        "the certificate is unsound; check sigma, n and alpha, and that the model certified is "
+        "the model attacked"
     )
+    values = {"radius": radius, "certified": certified, "broken": broken, "allowed": allowed}
+    name = f"certificate_vs_attack:{certificate.name}:{attack.name}@{radius:g}"
+    return SanityResult.verdict(name, ok, detail, if_warn, values, end=".")

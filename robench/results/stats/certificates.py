@@ -96,11 +96,6 @@ def certified_at(record: Mapping[str, Any], radius: float) -> bool:
     return correct_and_certified(record) and float(record[RADIUS]) > radius
 
 
-def radius_name(radius: float) -> str:
-    """How a radius is written in names (`certified_accuracy@0.25`, `rs@0.5`)."""
-    return f"{radius:g}"
-
-
 def is_radius(value: Any) -> bool:
     return (
         isinstance(value, int | float)

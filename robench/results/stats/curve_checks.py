@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 from robench._core.units import display_pixel_value
 from robench.results.report.schema import PerturbationResult, Report, SanityResult
@@ -73,17 +72,18 @@ def check_minimal_norm(report: Report) -> list[SanityResult]:
                 f"{pgd.name} {100 * strong.value:.2f}% [{100 * strong.ci95[0]:.2f}, "
                 f"{100 * strong.ci95[1]:.2f}] top-1 at eps {shown} on {n} samples"
             )
-            if not ok:
-                detail += (
-                    ": the minimal-norm attack is weaker than PGD at this eps (its interval "
-                    "lies above PGD's); give it more steps or a larger step size"
-                )
+            if_warn = (
+                "the minimal-norm attack is weaker than PGD at this eps (its interval lies "
+                "above PGD's); give it more steps or a larger step size"
+            )
             checks.append(
-                SanityResult(
-                    name=f"minimal_norm_at_most_pgd:{curve.name}:{pgd.name}",
-                    status="pass" if ok else "warn",
-                    detail=detail + ".",
-                    values={"minimal_norm": value, "pgd": strong.value, "eps": eps},
+                SanityResult.verdict(
+                    f"minimal_norm_at_most_pgd:{curve.name}:{pgd.name}",
+                    ok,
+                    detail,
+                    if_warn,
+                    {"minimal_norm": value, "pgd": strong.value, "eps": eps},
+                    end=".",
                 )
             )
     return checks
@@ -107,19 +107,14 @@ def check_convergence(report: Report) -> list[SanityResult]:
             f"{result.name}: {100 * curve.value[start]:.2f}% after {start} of {steps} steps, "
             f"{100 * curve.value[-1]:.2f}% after {steps} (best iterate so far, {curve.n} samples)"
         )
-        if not ok:
-            detail += (
-                f": still falling in the last {100 * STILL_FALLING_SHARE:g}% of its iterations, "
-                "so the attack had not converged; raise `steps`, and if more steps keep "
-                "lowering it, run `robench eval --sanity` (gradient masking)"
-            )
+        if_warn = (
+            f"still falling in the last {100 * STILL_FALLING_SHARE:g}% of its iterations, so "
+            "the attack had not converged; raise `steps`, and if more steps keep lowering it, "
+            "run `robench eval --sanity` (gradient masking)"
+        )
+        values = {"at_80_percent": curve.value[start], "at_end": curve.value[-1]}
         checks.append(
-            SanityResult(
-                name=f"converged:{result.name}",
-                status="pass" if ok else "warn",
-                detail=detail + ".",
-                values={"at_80_percent": curve.value[start], "at_end": curve.value[-1]},
-            )
+            SanityResult.verdict(f"converged:{result.name}", ok, detail, if_warn, values, end=".")
         )
     return checks
 
@@ -127,7 +122,3 @@ def check_convergence(report: Report) -> list[SanityResult]:
 def check_curves(report: Report) -> list[SanityResult]:
     """Every curve check of a report, certificates against L2 attacks included."""
     return check_minimal_norm(report) + check_convergence(report) + check_certificates(report)
-
-
-def curve_warnings(checks: Sequence[SanityResult]) -> list[str]:
-    return [c.detail for c in checks if c.status == "warn"]

@@ -22,6 +22,7 @@ This module is part of the torch-free results layer.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -32,7 +33,7 @@ from robench.results.stats import certificates
 from robench.results.stats.bootstrap import Z_95 as Z_95
 from robench.results.stats.calibration import CalibrationError, mean_bootstrap_interval
 from robench.results.stats.paired_statistic import PairedStatistic
-from robench.results.stats.ratio_statistics import MedianOfMarked, RatioOfSums, bootstrap_interval
+from robench.results.stats.ratio_statistics import MedianOfMarked, RatioOfSums
 from robench.results.stats.segmentation_metrics import CountsStatistic
 
 # numpy is imported where it is used: `robench compare` reads reports without it.
@@ -243,6 +244,18 @@ def _exp(values: np.ndarray) -> np.ndarray:
     return np.exp(values)
 
 
+def _statistic_metric(statistic: RatioOfSums | CountsStatistic, **fields: Any) -> Metric:
+    """A metric whose value, interval and paired test are `statistic`'s (a ratio of sums, a
+    median of marked samples, ratios of counts): not a mean of per-sample values."""
+    return Metric(
+        paired_test="statistic",
+        aggregate=statistic,
+        interval=statistic.interval,
+        statistic=statistic,
+        **fields,
+    )
+
+
 def ratio_metric(
     name: str,
     description: str,
@@ -256,18 +269,14 @@ def ratio_metric(
     """A lower-is-better metric `transform(sum num / sum den)` of per-sample pairs, with a
     bootstrap interval over samples (the ratio within `bounds`) and a paired bootstrap in
     gates."""
-    statistic = RatioOfSums(transform, bounds)
-    return Metric(
+    return _statistic_metric(
+        RatioOfSums(transform, bounds),
         name=name,
         description=description,
         higher_is_better=False,
         per_sample=pair,
         display=display,
         task=task,
-        paired_test="statistic",
-        aggregate=statistic,
-        interval=lambda values: bootstrap_interval(statistic, values),
-        statistic=statistic,
         gate_tolerance=gate_tolerance,
     )
 
@@ -378,52 +387,46 @@ register(
 # baseline (2% of a perplexity, 0.5% of the byte-level ones), as perplexity points have no
 # fixed scale.
 _LM = "language-modeling"
-register(
-    ratio_metric(
-        "perplexity",
-        "token perplexity exp(total NLL / scored tokens) (lower is better)",
-        lambda r: (r["nll"], r["tokens"]),
-        _exp,
-        MetricDisplay("PPL"),
-        _LM,
-        GateTolerance(max_rel_drop=0.02),
-    )
-)
-register(
-    ratio_metric(
+# name, description, the record's denominator of the NLL, transform, label, gate's drop
+_LM_METRICS = (
+    ("perplexity", "token perplexity exp(total NLL / scored tokens)", "tokens", _exp, "PPL", 0.02),
+    (
         "word_perplexity",
-        "word perplexity exp(total NLL / words), as lm-evaluation-harness (lower is better)",
-        lambda r: (r["nll"], r["words"]),
+        "word perplexity exp(total NLL / words), as lm-evaluation-harness",
+        "words",
         _exp,
-        MetricDisplay("word PPL"),
-        _LM,
-        GateTolerance(max_rel_drop=0.02),
-    )
-)
-register(
-    ratio_metric(
+        "word PPL",
+        0.02,
+    ),
+    (
         "bits_per_byte",
-        "bits per UTF-8 byte, total NLL / (bytes x ln 2), as lm-evaluation-harness (lower is "
-        "better)",
-        lambda r: (r["nll"], r["bytes"]),
+        "bits per UTF-8 byte, total NLL / (bytes x ln 2), as lm-evaluation-harness",
+        "bytes",
         lambda x: x / math.log(2),
-        MetricDisplay("bits/byte"),
-        _LM,
-        GateTolerance(max_rel_drop=0.005),
-    )
-)
-register(
-    ratio_metric(
+        "bits/byte",
+        0.005,
+    ),
+    (
         "byte_perplexity",
-        "byte perplexity exp(total NLL / bytes) = 2 ** bits_per_byte, as lm-evaluation-harness "
-        "(lower is better)",
-        lambda r: (r["nll"], r["bytes"]),
+        "byte perplexity exp(total NLL / bytes) = 2 ** bits_per_byte, as lm-evaluation-harness",
+        "bytes",
         _exp,
-        MetricDisplay("byte PPL"),
-        _LM,
-        GateTolerance(max_rel_drop=0.005),
-    )
+        "byte PPL",
+        0.005,
+    ),
 )
+for _name, _text, _denominator, _transform, _label, _drop in _LM_METRICS:
+    register(
+        ratio_metric(
+            _name,
+            f"{_text} (lower is better)",
+            operator.itemgetter("nll", _denominator),
+            _transform,
+            MetricDisplay(_label),
+            _LM,
+            GateTolerance(max_rel_drop=_drop),
+        )
+    )
 
 
 # Semantic segmentation: an image's record is {"counts": its (4, K) intersect / union /
@@ -431,18 +434,14 @@ register(
 # the counts summed over the dataset (results/stats/segmentation_metrics.py), with a bootstrap over
 # images and a paired bootstrap of the statistic in gates.
 def _counts_metric(name: str, description: str, label: str) -> Metric:
-    statistic = CountsStatistic(name)
-    return Metric(
+    return _statistic_metric(
+        CountsStatistic(name),
         name=name,
         description=description,
         higher_is_better=True,
         per_sample=lambda record: record["counts"],
         display=MetricDisplay(label, scale=100.0, unit="%", diff_unit="pp"),
         task="semantic-segmentation",
-        paired_test="statistic",
-        aggregate=statistic,
-        interval=statistic.interval,
-        statistic=statistic,
     )
 
 
@@ -488,8 +487,8 @@ def _attack_metric(
     higher_is_better: bool,
     statistic: RatioOfSums | None = None,
 ) -> Metric:
-    statistic = statistic or RatioOfSums(lambda x: x, _NONNEGATIVE)
-    return Metric(
+    return _statistic_metric(
+        statistic or RatioOfSums(lambda x: x, _NONNEGATIVE),
         name=name,
         description=description,
         higher_is_better=higher_is_better,
@@ -497,10 +496,6 @@ def _attack_metric(
         display=display,
         task=_TEXT,
         requires="outcome",
-        paired_test="statistic",
-        aggregate=statistic,
-        interval=lambda values: bootstrap_interval(statistic, values),
-        statistic=statistic,
     )
 
 
@@ -579,9 +574,9 @@ register(
         per_sample_at=certificates.certified_at,
     )
 )
-_ACR = RatioOfSums(lambda x: x, _NONNEGATIVE)
 register(
-    Metric(
+    _statistic_metric(
+        RatioOfSums(lambda x: x, _NONNEGATIVE),
         name="acr",
         description="average certified L2 radius of randomized smoothing over all samples "
         "(wrong or abstained: 0), as Zhai et al. 2020 (MACER) report it",
@@ -589,10 +584,6 @@ register(
         per_sample=lambda record: (certificates.certified_radius_of(record), 1.0),
         display=MetricDisplay("ACR"),
         requires=certificates.RADIUS,
-        paired_test="statistic",
-        aggregate=_ACR,
-        interval=lambda values: bootstrap_interval(_ACR, values),
-        statistic=_ACR,
     )
 )
 register(

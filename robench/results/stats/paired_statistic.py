@@ -12,7 +12,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     import numpy as np
+
+    # Per-sample values as a report stores them, or as an array.
+    Values: TypeAlias = Sequence[Any] | np.ndarray
+    # (difference, 95% interval, p-value of the alternative, standard deviation)
+    PairedResult: TypeAlias = tuple[float, tuple[float, float], float, float]
 
 
 class PairedStatistic(Protocol):
@@ -24,12 +31,7 @@ class PairedStatistic(Protocol):
         """The statistic of the per-sample values (NaN for none)."""
 
     def paired(
-        self,
-        baseline: Sequence[Any] | np.ndarray,
-        candidate: Sequence[Any] | np.ndarray,
-        n_resamples: int,
-        seed: int,
-        alternative: str,
-    ) -> tuple[float, tuple[float, float], float, float]:
+        self, baseline: Values, candidate: Values, n_resamples: int, seed: int, alternative: str
+    ) -> PairedResult:
         """A paired bootstrap over samples of candidate - baseline: (difference, 95%
         interval, p-value of `alternative` "less" or "greater", standard deviation)."""

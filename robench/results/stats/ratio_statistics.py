@@ -30,6 +30,8 @@ from robench.results.stats.bootstrap import (
 if TYPE_CHECKING:
     import numpy as np
 
+    from robench.results.stats.paired_statistic import PairedResult, Values
+
 
 @dataclass(frozen=True)
 class RatioOfSums:
@@ -62,14 +64,13 @@ class RatioOfSums:
         array = as_pairs(pairs)
         return float(self.values(array)) if array.size else math.nan
 
+    def interval(self, values: Sequence[Any]) -> tuple[float, float]:
+        """95% bootstrap interval over samples (a `Metric.interval`)."""
+        return bootstrap_interval(self, values)
+
     def paired(
-        self,
-        baseline: Sequence[Any] | np.ndarray,
-        candidate: Sequence[Any] | np.ndarray,
-        n_resamples: int,
-        seed: int,
-        alternative: str,
-    ) -> tuple[float, tuple[float, float], float, float]:
+        self, baseline: Values, candidate: Values, n_resamples: int, seed: int, alternative: str
+    ) -> PairedResult:
         """`paired_statistic_bootstrap` of this statistic over samples (what a gate calls)."""
         return paired_statistic_bootstrap(
             self, as_pairs(baseline), as_pairs(candidate), n_resamples, seed, alternative

@@ -36,6 +36,8 @@ from robench.results.stats.bootstrap import (
 if TYPE_CHECKING:
     import numpy as np
 
+    from robench.results.stats.paired_statistic import PairedResult, Values
+
 INTERSECT, UNION, PRED_AREA, LABEL_AREA = range(4)  # rows of an image's (4, K) counts
 
 
@@ -195,13 +197,8 @@ class CountsStatistic:
     unit: ClassVar[str] = "images"  # what a resample draws (the gate's description)
 
     def paired(
-        self,
-        baseline: Sequence[Any] | np.ndarray,
-        candidate: Sequence[Any] | np.ndarray,
-        n_resamples: int,
-        seed: int,
-        alternative: str,
-    ) -> tuple[float, tuple[float, float], float, float]:
+        self, baseline: Values, candidate: Values, n_resamples: int, seed: int, alternative: str
+    ) -> PairedResult:
         """`paired_bootstrap` of this statistic, with the arguments and result of
         `ratio_statistics.paired_statistic_bootstrap` (what a gate calls)."""
         return paired_bootstrap(self, baseline, candidate, n_resamples, seed, alternative)
