@@ -343,3 +343,16 @@ def test_evaluate_records_min_norms_targets_and_accuracy_at_eps(
     assert "torchattacks.DeepFool@0.3" in result.output
     assert f"{100 * value:.2f}" in result.output
     assert not math.isnan(value)
+
+
+def test_an_attacks_own_found_is_decided_as_the_scoring_pass_decides() -> None:
+    """On a tie of the two largest logits (where a minimal-norm attack stops), argmax and topk
+    may pick different classes: `min_norm` is decided with the scoring pass's top-k, so a
+    sample is never reported both broken (a norm) and robust (top-1)."""
+    from robench.perturbations.checks import SCORED_TOP_K, scored_prediction
+    from robench.tasks.top_k_records import TOP_K
+
+    assert SCORED_TOP_K == TOP_K
+    logits = torch.tensor([[0.0, 4.0, 4.0, 1.0], [2.0, 1.0, 0.0, 3.0]])
+    k = min(TOP_K, logits.shape[-1])
+    assert scored_prediction(logits).tolist() == logits.topk(k, dim=-1).indices[:, 0].tolist()

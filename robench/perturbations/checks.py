@@ -31,6 +31,18 @@ from robench.perturbations.threat_models import NORMS, ThreatModel
 logger = logging.getLogger(__name__)
 
 
+SCORED_TOP_K = 5  # the classification tasks' kept predictions (tasks/top_k_records.TOP_K)
+
+
+def scored_prediction(logits: torch.Tensor) -> torch.Tensor:
+    """The class robench's scoring pass predicts from `logits` (B, K): the first of its top-k.
+    A minimal-norm attack stops on the decision boundary, where two logits can tie exactly in
+    float32, and argmax and topk may break a tie differently: an attack's own "found" must be
+    decided as the scoring decides it, or the report would call a sample both broken (a
+    minimal norm) and robust (top-1)."""
+    return logits.topk(min(SCORED_TOP_K, logits.shape[-1]), dim=-1).indices[..., 0]
+
+
 def _machine_eps(dtype: torch.dtype) -> float:
     """Relative rounding error of one value of this dtype (0 for integer dtypes)."""
     return float(torch.finfo(dtype).eps) if dtype.is_floating_point else 0.0

@@ -24,7 +24,7 @@ import torch
 from robench.perturbations.adversarial.fmn import MinimalNormFound, fmn
 from robench.perturbations.adversarial.params import MinimalNormParams
 from robench.perturbations.base import Perturbation
-from robench.perturbations.checks import isolated_attack, project_onto_ball
+from robench.perturbations.checks import isolated_attack, project_onto_ball, scored_prediction
 from robench.perturbations.threat_models import NORMS
 
 # The torchattacks spelling of each norm, for FAB.
@@ -70,7 +70,7 @@ def _run_fab(
     attack.set_device(images.device)
     adv = attack(images, labels).clamp(0, 1)
     with torch.no_grad():
-        wrong = model(adv).argmax(dim=-1) != labels  # (B,)
+        wrong = scored_prediction(model(adv)) != labels  # (B,), decided as scoring decides
     length = NORMS[params.norm].distance(adv - images)
     norm = torch.where(wrong, length, torch.full_like(length, math.inf))
     first = torch.full_like(labels, -1)  # FAB's iterations are not reachable

@@ -49,7 +49,7 @@ from robench.perturbations.adversarial.torchattacks_params import (
     TorchattacksParams,
 )
 from robench.perturbations.base import Perturbation
-from robench.perturbations.checks import isolated_attack, project_onto_ball
+from robench.perturbations.checks import isolated_attack, project_onto_ball, scored_prediction
 from robench.perturbations.threat_models import NORMS
 
 
@@ -180,8 +180,8 @@ def minimal_norms(
     """Per sample: 0.0 if clean is misclassified, else the `norm` distance to `adv` if `adv`
     is misclassified, else None (no adversarial found)."""
     with torch.no_grad():
-        wrong_clean = (model(clean).argmax(dim=-1) != labels).tolist()
-        wrong_adv = (model(adv).argmax(dim=-1) != labels).tolist()
+        wrong_clean = (scored_prediction(model(clean)) != labels).tolist()
+        wrong_adv = (scored_prediction(model(adv)) != labels).tolist()
     lengths = NORMS[norm].distance((adv - clean).double()).tolist()
     return [
         0.0 if at_clean else (length if at_adv else None)
