@@ -165,9 +165,16 @@ def test_sigterm_and_sigint_stop_cleanly_and_print_the_resume_command(
     # Run the printed command, and stop it with Ctrl-C (SIGINT) once it runs.
     resume = [str(BIN / "robench"), *command[1:]]
     before = _batches(store)
-    proc = subprocess.Popen(
-        resume, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=ENV
-    )
+    # A test run started in the background of a non-interactive shell (`.ci/run &`) ignores
+    # SIGINT, and an ignored signal stays ignored in the children it starts: catch it here
+    # while starting the run, so that the run starts with Ctrl-C's default, as in a terminal.
+    caught = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen(
+            resume, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=ENV
+        )
+    finally:
+        signal.signal(signal.SIGINT, caught)
     # At its first new batch: the rest of the run (about 45 batches) is the window in which
     # the signal must land, even when this process is scheduled late on a loaded machine.
     _wait_for_batches(store, before + 1, proc)
