@@ -33,8 +33,8 @@ class PerturbedSamples(Dataset[tuple[torch.Tensor, Any]]):
 
     def _check_input(self, item: torch.Tensor, index: int) -> None:
         """A corruption maps any input into [0, 1]: a 0..255 or NaN image would come out as
-        ordinary pixels and be scored as if valid, so what goes in is checked (the target,
-        a label or a label map, is never perturbed)."""
+        ordinary pixels and be scored as if valid, so what goes in is checked (the target
+        is never perturbed)."""
         if item.is_floating_point() and not bool(torch.isfinite(item).all()):
             raise DataError(
                 f"sample {index} of the data holds NaN or inf values, which {self.name!r} would "
