@@ -310,8 +310,9 @@ def phase_throughput(results: Results, device: torch.device, work: Path) -> None
         pixels, labels = make_images(n, model, device, args.batch_size)
         write_folder(work / name, pixels, labels)
         report = robench_eval(args, name, work, work / name)
-        in_memory = clean_in_memory(args, model, pixels, labels)
-        for result, workload_name in [*((r, r.name) for r in report.results), in_memory]:
+        timed = [(r, r.name) for r in report.results]
+        timed.append((clean_in_memory(args, model, pixels, labels), IN_MEMORY))
+        for result, workload_name in timed:
             workload = WORKLOADS[result.name]
             entry = {**workload.entry, **(workload.quick if args.quick else {})}
             count = result.n_samples
@@ -344,7 +345,7 @@ IN_MEMORY = "clean, robench.evaluate in memory"
 
 def clean_in_memory(
     args: argparse.Namespace, model: torch.nn.Module, pixels: torch.Tensor, labels: torch.Tensor
-) -> tuple[Any, str]:
+) -> Any:
     """Clean accuracy through `robench.evaluate` on the decoded tensors, the second of two
     calls: the runner's own cost beside the bare loop, without the PNG decoding and the
     process's CUDA start that `robench eval`'s first result pays."""
@@ -362,7 +363,7 @@ def clean_in_memory(
             seed=SEED,
             progress=False,
         )
-    return report.results[0], IN_MEMORY
+    return report.results[0]
 
 
 def phase_certify(results: Results, device: torch.device) -> None:

@@ -235,22 +235,15 @@ def _run_job(
         before = dataclasses.replace(counter.count)
         columns = splitter.run(len(batch), work, f"{planned.label} batch {number}", own)
         counter.count.samples += len(batch)
-        store.append(planned.label, batch, columns, _spent(before, counter.count))
+        # The batch's passes, kept with its records for a resumed run: [forward, backward,
+        # scoring, samples].
+        spent = list(dataclasses.astuple(counter.count - before))
+        store.append(planned.label, batch, columns, spent)
         progress.advance(len(batch))
     resumed = store.claim_resumed_passes(planned.label)  # an earlier process's batches
     times.passes[planned.label] = counter.count + (PassCount(*resumed) if resumed else PassCount())
     times.seconds[planned.label] = time.perf_counter() - start
     progress.finish()
-
-
-def _spent(before: PassCount, after: PassCount) -> list[int]:
-    """One batch's passes, as the store keeps them: [forward, backward, scoring, samples]."""
-    return [
-        after.forward - before.forward,
-        after.backward - before.backward,
-        after.scoring_forward - before.scoring_forward,
-        after.samples - before.samples,
-    ]
 
 
 @contextmanager

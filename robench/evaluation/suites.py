@@ -242,8 +242,7 @@ class Suite(BaseModel):
         kinds = [(e, PERTURBATIONS, "perturbation") for e in self.perturbations]
         kinds += [(e, DIAGNOSTICS, "diagnostic") for e in self.diagnostics]
         for entry, registry, what in kinds:
-            kind_task = registry.get(entry.kind).Params.task if entry.kind in registry else None
-            tasks = (kind_task,) if isinstance(kind_task, str) else kind_task
+            tasks = _tasks_of(registry.get(entry.kind).Params) if entry.kind in registry else None
             if tasks is not None and self.task not in tasks:
                 shown = " and ".join(tasks)
                 raise ValueError(
@@ -397,21 +396,22 @@ def _surrogate_ref(entry: PerturbationEntry, suite_path: Path) -> SurrogateRef |
     return SurrogateRef(entry.surrogate, checkpoint)
 
 
+def _tasks_of(params: Any) -> tuple[str, ...] | None:
+    """The tasks a kind's parameters (`Params.task`) apply to; None: every task."""
+    return (params.task,) if isinstance(params.task, str) else params.task
+
+
 def _kinds_metrics(values: Mapping[str, Any], task: str) -> tuple[str, ...]:
     """The metrics the suite's known kinds of `task` bring (`PerturbationParams.metrics`), in
     order; a kind of another task brings none (the suite's check of kinds says why)."""
     entries = values.get("perturbations")
-    kinds = (
-        [e.get("kind") for e in entries if isinstance(e, Mapping)]
-        if isinstance(entries, list)
-        else []
-    )
     found: list[str] = []
-    for kind in kinds:
+    for entry in entries if isinstance(entries, list) else []:
+        kind = entry.get("kind") if isinstance(entry, Mapping) else None
         if isinstance(kind, str) and kind in PERTURBATIONS:
             params = PERTURBATIONS.get(kind).Params
-            tasks = params.task if isinstance(params.task, tuple) else (params.task,)
-            found += params.metrics if task in tasks or params.task is None else ()
+            tasks = _tasks_of(params)
+            found += params.metrics if tasks is None or task in tasks else ()
     return tuple(found)
 
 

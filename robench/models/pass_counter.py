@@ -49,6 +49,15 @@ class PassCount:
             self.samples + other.samples,
         )
 
+    def __sub__(self, other: PassCount) -> PassCount:
+        """What was spent since `other`, a copy of this count taken earlier."""
+        return PassCount(
+            self.forward - other.forward,
+            self.backward - other.backward,
+            self.scoring_forward - other.scoring_forward,
+            self.samples - other.samples,
+        )
+
 
 def _count_backward(count: PassCount, grad: torch.Tensor) -> None:
     """A tensor hook on a model's output: its gradient's batch size is one backward pass per

@@ -491,6 +491,10 @@ def configure_elliptical(
     return len(layers)
 
 
+# A model builder's kwargs that configure_elliptical takes (the LM adds its M estimator).
+ELLIPTICAL_OPTIONS = ("scaling", "estimator", "differentiable", "delta")
+
+
 def elliptical_options(
     kwargs: dict[str, Any], names: tuple[str, ...], variant: str, elliptical: bool, twin: str = ""
 ) -> dict[str, Any]:

@@ -11,10 +11,14 @@ from timm.models import build_model_with_cfg, register_model
 from torch import nn
 
 from robench._core.errors import ConfigError
-from robench.models.layers.elliptical_attention import configure_elliptical, elliptical_options
+from robench.models.layers.elliptical_attention import (
+    ELLIPTICAL_OPTIONS,
+    configure_elliptical,
+    elliptical_options,
+)
 
 # Model kwargs that go to configure_elliptical instead of the model class.
-ELLIPTICAL_OPTIONS = ("scaling", "estimator", "differentiable", "delta", "causal_estimator")
+_TIMM_ELLIPTICAL_OPTIONS = (*ELLIPTICAL_OPTIONS, "causal_estimator")
 # The nano models' Fashion-MNIST input: 1x28x28, normalised with the training set's mean and std.
 FASHION_MNIST_CFG: dict[str, Any] = dict(
     num_classes=10, input_size=(1, 28, 28), interpolation="bilinear", mean=(0.2860,), std=(0.3530,)
@@ -63,7 +67,7 @@ def create_variant(
             f"{variant} has no pretrained weights in robench; create it with pretrained=False "
             f"and load a checkpoint into it{loads}."
         )
-    options = elliptical_options(kwargs, ELLIPTICAL_OPTIONS, variant, elliptical, twin)
+    options = elliptical_options(kwargs, _TIMM_ELLIPTICAL_OPTIONS, variant, elliptical, twin)
     model = build_model_with_cfg(model_class, variant, pretrained=False, **build_kwargs, **kwargs)
     if elliptical:
         configure_elliptical(encoder(model), **options)

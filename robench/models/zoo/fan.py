@@ -49,8 +49,6 @@ from robench.models.zoo._timm_variant import (
 
 __all__ = ["FAN", "checkpoint_filter_fn"]  # timm's register_model appends the model names
 
-# Model kwargs that go to configure_elliptical instead of FAN.
-
 # Output width of each stride-2 conv of the patch stem, as a divisor of embed_dim, per patch
 # size (released ConvPatchEmbed); GELU sits between the convs.
 _STEM_DIVISORS: dict[int, tuple[int, ...]] = {16: (8, 4, 2, 1), 8: (4, 2, 1), 4: (4, 1)}

@@ -44,6 +44,7 @@ from torch import Tensor, nn
 
 from robench._core.errors import ConfigError, DataError
 from robench.models.layers.elliptical_attention import (
+    ELLIPTICAL_OPTIONS,
     EllipticalAttention,
     configure_elliptical,
     elliptical_options,
@@ -61,8 +62,6 @@ __all__ = ["LRA_TASKS", "SEQUENCE_CLASSIFICATION", "LRATransformer"]
 SEQUENCE_CLASSIFICATION = "sequence-classification"
 # The five LRA tasks (Tay et al. 2021); a model records the one it was trained on.
 LRA_TASKS = ("listops", "text", "retrieval", "image", "pathfinder")
-# Model kwargs that go to configure_elliptical instead of LRATransformer.
-_ELLIPTICAL_OPTIONS = ("scaling", "estimator", "differentiable", "delta")
 
 
 def _learned_positions(length: int, dim: int) -> nn.Parameter:
@@ -250,7 +249,7 @@ def _create(
     variant: str, vocab_size: int, elliptical: bool, kwargs: dict[str, Any]
 ) -> LRATransformer:
     """Build `variant` from `kwargs`; elliptical options applied."""
-    options = elliptical_options(kwargs, _ELLIPTICAL_OPTIONS, variant, elliptical)
+    options = elliptical_options(kwargs, ELLIPTICAL_OPTIONS, variant, elliptical)
     if "elliptical_blocks" in kwargs:
         raise ConfigError(
             f"{variant} fixes where Elliptical Attention goes (nowhere in a baseline, the final "

@@ -44,6 +44,7 @@ from torch import Tensor, nn
 from robench._core.errors import DataError
 from robench.data.text.classifier_tokens import PAD_ID
 from robench.models.layers.elliptical_attention import (
+    ELLIPTICAL_OPTIONS,
     EllipticalAttention,
     configure_elliptical,
     elliptical_options,
@@ -60,8 +61,6 @@ from robench.models.zoo.transformer_lm import (
 __all__ = ["PRETRAINED_BACKBONES", "TEXT_CLASSIFICATION", "TextClassifier", "backbone_keys"]
 
 TEXT_CLASSIFICATION = "text-classification"
-# Model kwargs that go to configure_elliptical instead of TextClassifier.
-_ELLIPTICAL_OPTIONS = ("scaling", "estimator", "differentiable", "delta")
 # Model kwargs of a mixture-of-experts backbone (moe_lm.moe_layer_plan).
 _MOE_OPTIONS = ("num_experts", "top_k", "moe_every")
 _SIZES = ("vocab_size", "num_classes", "max_length", "embed_dim", "depth", "num_heads", "mlp_dim")
@@ -175,7 +174,7 @@ def _create(
     variant: str, vocab_size: int, elliptical: bool, kwargs: dict[str, Any]
 ) -> TextClassifier:
     """Build `variant` from `kwargs`; MoE and elliptical options applied."""
-    options = elliptical_options(kwargs, _ELLIPTICAL_OPTIONS, variant, elliptical)
+    options = elliptical_options(kwargs, ELLIPTICAL_OPTIONS, variant, elliptical)
     moe = {name: kwargs.pop(name) for name in _MOE_OPTIONS if name in kwargs}
     if moe:
         kwargs["mlp_layer_at"] = moe_layer_plan(

@@ -45,6 +45,7 @@ from torch import Tensor, nn
 
 from robench._core.errors import ConfigError, DataError
 from robench.models.layers.elliptical_attention import (
+    ELLIPTICAL_OPTIONS,
     EllipticalAttention,
     configure_elliptical,
     elliptical_options,
@@ -57,7 +58,7 @@ _LM = TypeVar("_LM", bound="TransformerLM")
 # m_estimator of a language model -> causal_estimator of configure_elliptical.
 _M_ESTIMATORS = {"prefix": "prefix", "paper": "full"}
 # Model kwargs that go to configure_elliptical instead of TransformerLM.
-_ELLIPTICAL_OPTIONS = ("scaling", "estimator", "differentiable", "delta", "m_estimator")
+_ELLIPTICAL_OPTIONS = (*ELLIPTICAL_OPTIONS, "m_estimator")
 
 
 def sinusoidal_positions(
