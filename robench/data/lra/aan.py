@@ -22,7 +22,6 @@ from robench._core.errors import DataError
 from robench.data.lra.byte_tokens import BYTE_OFFSET, PAD_ID, VOCAB_SIZE, raw_bytes
 from robench.data.lra.sequences import SequenceDataset, cut_note, fitted
 
-KIND = "lra-retrieval"
 TASK_NAME = "retrieval"
 FILES = {
     "train": "new_aan_pairs.train.tsv",
@@ -100,7 +99,6 @@ def open_aan(
     note = cut_note(cut, 2 * len(pairs), "documents", length)
     return SequenceDataset(
         root=root,
-        kind=KIND,
         task_name=TASK_NAME,
         split=split,
         sequences=pairs,

@@ -35,7 +35,6 @@ from robench.data.cifar10_c import CIFAR10_CLASSES
 from robench.data.image_folder import IMAGE_ERRORS, IMAGE_EXTENSIONS
 from robench.data.lra.sequences import SequenceDataset
 
-KIND = "lra-image"
 TASK_NAME = "image"
 SIDE = 32
 LENGTH = SIDE * SIDE
@@ -175,7 +174,6 @@ def open_cifar10_grey(
         note = "class folders in sorted order (CIFAR-10's names sort into its class order)"
     return SequenceDataset(
         root=root,
-        kind=KIND,
         task_name=TASK_NAME,
         split=split,
         sequences=pixels,

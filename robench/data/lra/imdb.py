@@ -27,7 +27,6 @@ from robench.data.lra.sequences import SequenceDataset, cut_note, fitted
 
 logger = logging.getLogger(__name__)
 
-KIND = "lra-text"
 TASK_NAME = "text"
 CLASSES = ["neg", "pos"]
 DEFAULT_LENGTH = 4000
@@ -91,7 +90,6 @@ def open_imdb(
     note = cut_note(cut_count, len(sequences), "reviews", length)
     return SequenceDataset(
         root=root,
-        kind=KIND,
         task_name=TASK_NAME,
         split=split,
         sequences=sequences,

@@ -35,7 +35,6 @@ from robench.data.lra.sequences import SequenceDataset
 
 logger = logging.getLogger(__name__)
 
-KIND = "lra-pathfinder"
 TASK_NAME = "pathfinder"
 # Difficulty folders, easiest first.
 DIFFICULTIES = ("curv_baseline", "curv_contour_length_9", "curv_contour_length_14")
@@ -232,7 +231,6 @@ def open_pathfinder(
         )
     return SequenceDataset(
         root=root,
-        kind=KIND,
         task_name=TASK_NAME,
         split=split,
         sequences=PathfinderPixels(paths[chosen], shape),

@@ -10,8 +10,9 @@ so ListOps' 96,000 training expressions take 100 MB, not the 1.5 GB of a padded 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import torch
@@ -44,64 +45,39 @@ def fitted(tokens: np.ndarray, max_length: int, *, truncate: bool, where: str) -
     )
 
 
+@dataclass(kw_only=True, eq=False, repr=False)
 class SequenceDataset(Dataset[tuple[torch.Tensor, int]]):
     """One split of an LRA task: token or pixel sequences and their class labels."""
 
-    task: str = SEQUENCE_TASK
+    task: ClassVar[str] = SEQUENCE_TASK
 
-    def __init__(
-        self,
-        *,
-        root: Path,
-        kind: str,
-        task_name: str,
-        split: str,
-        sequences: Sequences,
-        targets: list[int],
-        classes: list[str],
-        vocab_size: int,
-        max_length: int,
-        pad_id: int | None,
-        pair: bool = False,
-        offset: int = 0,
-        class_index_note: str,
-        preprocessing_note: str | None = None,
-        files: list[str] | None = None,
-    ) -> None:
-        if len(sequences) != len(targets):
-            raise ValueError(f"{len(sequences)} sequences but {len(targets)} targets")
-        # Directory the data was read from.
-        self.root = root
-        # Layout name, a key of robench.data's layout table ("lra-listops", ...).
-        self.kind = kind
-        # The LRA task: "listops", "text", "retrieval", "image" or "pathfinder".
-        self.task_name = task_name
-        # "train", "val" or "test".
-        self.split = split
-        # Class names; the position in the list is the class index.
-        self.classes = classes
-        # One sentence for the report: how class indices were assigned.
-        self.class_index_note = class_index_note
-        # Label of every item, in item order.
-        self.targets = targets
-        # Token ids are 0 .. vocab_size - 1 (the padding id included).
-        self.vocab_size = vocab_size
-        # L: every item's sequence length (padded, or fixed for pixels).
-        self.max_length = max_length
-        # The id sequences are padded with; None for pixel sequences, which are never padded.
-        self.pad_id = pad_id
-        # Items are (2, L): the two documents of a retrieval pair.
-        self.pair = pair
-        # One sentence for the report when sequences were cut or converted; None if not.
-        self.preprocessing_note = preprocessing_note
-        # Not restricted to a label space: the labels are the model's output indices.
-        self.output_classes: tuple[int, ...] | None = None
-        self.label_space: Any = None
-        self._sequences = sequences
-        # Each item's file relative to root, when items are files (reviews, images).
-        self._files = files
-        # Added to every stored id (bytes are stored raw and become byte + 1, LRA's ids).
-        self._offset = offset
+    root: Path  # directory the data was read from
+    task_name: str  # the LRA task: "listops", "text", "retrieval", "image" or "pathfinder"
+    split: str  # "train", "val" or "test"
+    sequences: Sequences
+    targets: list[int]  # label of every item, in item order
+    classes: list[str]  # class names; the position in the list is the class index
+    vocab_size: int  # token ids are 0 .. vocab_size - 1 (the padding id included)
+    max_length: int  # L: every item's sequence length (padded, or fixed for pixels)
+    # The id sequences are padded with; None for pixel sequences, which are never padded.
+    pad_id: int | None
+    pair: bool = False  # items are (2, L): the two documents of a retrieval pair
+    # Added to every stored id (bytes are stored raw and become byte + 1, LRA's ids).
+    offset: int = 0
+    class_index_note: str  # one sentence for the report: how class indices were assigned
+    # One sentence for the report when sequences were cut or converted; None if not.
+    preprocessing_note: str | None = None
+    files: list[str] | None = None  # each item's file relative to root (reviews, images)
+    # Layout name, a key of robench.data's layout table: "lra-" + task_name.
+    kind: str = field(init=False)
+    # Not restricted to a label space: the labels are the model's output indices.
+    output_classes: tuple[int, ...] | None = field(default=None, init=False)
+    label_space: Any = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        if len(self.sequences) != len(self.targets):
+            raise ValueError(f"{len(self.sequences)} sequences but {len(self.targets)} targets")
+        self.kind = f"lra-{self.task_name}"
 
     @property
     def num_classes(self) -> int:
@@ -114,7 +90,7 @@ class SequenceDataset(Dataset[tuple[torch.Tensor, int]]):
         if not -len(self) <= index < len(self):
             raise IndexError(f"index {index} out of range for a dataset of {len(self)} items")
         index %= len(self)
-        stored = self._sequences[index]
+        stored = self.sequences[index]
         if self.pair:
             tokens = np.stack([self._padded(part) for part in stored])  # (2, L)
         else:
@@ -124,20 +100,20 @@ class SequenceDataset(Dataset[tuple[torch.Tensor, int]]):
     def _padded(self, stored: np.ndarray) -> np.ndarray:
         out = np.full(self.max_length, self.pad_id or 0, dtype=np.int64)
         out[: len(stored)] = stored
-        if self._offset:
-            out[: len(stored)] += self._offset
+        if self.offset:
+            out[: len(stored)] += self.offset
         return out
 
     def relative_paths(self) -> list[str] | None:
         """Each item's file relative to `root` (what resume fingerprints and subsets name), or
         None when items are rows of a few files (ListOps, AAN, CIFAR-10 batches)."""
-        return self._files
+        return self.files
 
     def lengths(self) -> list[int]:
         """Each item's unpadded length (of its longer document for a pair); decodes images."""
         return [
             max(map(len, stored)) if self.pair else len(stored)
-            for stored in (self._sequences[i] for i in range(len(self)))
+            for stored in (self.sequences[i] for i in range(len(self)))
         ]
 
     def __repr__(self) -> str:
