@@ -7,12 +7,11 @@ index; surrounding whitespace is stripped.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from robench._core.errors import DataError
-
-_COMMENT = "#"
 
 
 @dataclass(frozen=True)
@@ -33,34 +32,46 @@ class ClassMap:
         return len(self.names)
 
 
-def read_class_map(path: str | Path) -> ClassMap:
-    """Read a class map file; DataError when it is missing, empty or repeats a name."""
-    path = Path(path)
+def read_unique_lines(
+    path: Path,
+    what: str,
+    item: str,
+    items: str,
+    check: Callable[[str, int], None] | None = None,
+    show: Callable[[str], str] = repr,
+) -> list[str]:
+    """The stripped lines of a UTF-8 list file, blank and `#` lines skipped, `check(line,
+    number)` raising for a bad one; DataError when the file is unreadable, empty or repeats a
+    line. `what` names the file in messages ("class map"), `item` what a line holds and
+    `items` their plural; `show` writes a line in messages."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(
-            f"cannot read class map {path} ({exc}); pass a UTF-8 text file with one class "
-            "folder name per line."
+            f"cannot read {what} {path} ({exc}); pass a UTF-8 text file with one {item} per line."
         ) from None
-    names: list[str] = []
-    first_line: dict[str, int] = {}
+    first_line: dict[str, int] = {}  # in file order
     for line_no, raw in enumerate(text.splitlines(), start=1):
         name = raw.strip()
-        if not name or name.startswith(_COMMENT):
+        if not name or name.startswith("#"):
             continue
+        if check is not None:
+            check(name, line_no)
         if name in first_line:
             raise DataError(
-                f"class map {path} lists {name!r} twice (lines {first_line[name]} and "
-                f"{line_no}); each class folder name must appear once, remove the duplicate."
+                f"{what} {path} lists {show(name)} twice (lines {first_line[name]} and {line_no}); "
+                f"each {item} must appear once, remove the duplicate."
             )
         first_line[name] = line_no
-        names.append(name)
-    if not names:
-        raise DataError(
-            f"class map {path} names no classes; write one class folder name per line "
-            "(line n is class index n - 1)."
-        )
+    if not first_line:
+        raise DataError(f"{what} {path} names no {items}; write one {item} per line.")
+    return list(first_line)
+
+
+def read_class_map(path: str | Path) -> ClassMap:
+    """Read a class map file; DataError when it is missing, empty or repeats a name."""
+    path = Path(path)
+    names = read_unique_lines(path, "class map", "class folder name", "classes")
     return ClassMap(path=path, names=tuple(names))
 
 

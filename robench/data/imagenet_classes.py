@@ -12,13 +12,12 @@ import re
 from pathlib import Path
 
 from robench._core.errors import DataError, shown_names
+from robench.data.class_map import read_unique_lines
 
 CLASSES_DIR = Path(__file__).resolve().parent / "classes"
 
 # A WordNet noun id as ImageNet spells it: "n" and eight digits.
 WNID = re.compile(r"n[0-9]{8}")
-
-_COMMENT = "#"
 
 # Label spaces shipped with robench: name -> file in CLASSES_DIR.
 _SHIPPED_FILES = {"imagenet-a": "imagenet_a_wnids.txt", "imagenet-r": "imagenet_r_wnids.txt"}
@@ -28,36 +27,17 @@ def read_wnid_list(path: str | Path) -> tuple[str, ...]:
     """The wnids of a list file in order; DataError when it is unreadable, empty, repeats a
     wnid or holds a line that is not a wnid."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(
-            f"cannot read wnid list {path} ({exc}); pass a UTF-8 text file with one ImageNet "
-            "wnid (like n01440764) per line."
-        ) from None
-    wnids: list[str] = []
-    first_line: dict[str, int] = {}
-    for line_no, raw in enumerate(text.splitlines(), start=1):
-        wnid = raw.strip()
-        if not wnid or wnid.startswith(_COMMENT):
-            continue
+
+    def check(wnid: str, line_no: int) -> None:
         if not WNID.fullmatch(wnid):
             raise DataError(
                 f"wnid list {path} line {line_no} is {wnid!r}, not a wnid; write one ImageNet "
                 "wnid like n01440764 per line (comments start with #)."
             )
-        if wnid in first_line:
-            raise DataError(
-                f"wnid list {path} lists {wnid} twice (lines {first_line[wnid]} and {line_no}); "
-                "each wnid must appear once, remove the duplicate."
-            )
-        first_line[wnid] = line_no
-        wnids.append(wnid)
-    if not wnids:
-        raise DataError(
-            f"wnid list {path} names no wnids; write one ImageNet wnid like n01440764 per line."
-        )
-    return tuple(wnids)
+
+    return tuple(
+        read_unique_lines(path, "wnid list", "ImageNet wnid like n01440764", "wnids", check, str)
+    )
 
 
 @functools.cache
