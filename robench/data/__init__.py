@@ -71,12 +71,6 @@ logger = logging.getLogger(__name__)
 _Opener = Callable[[Path, Preprocessing, str, "ClassMap | None"], LabeledImages]
 
 
-def _open_idx(
-    root: Path, preprocessing: Preprocessing, split: str, class_map: ClassMap | None
-) -> LabeledImages:
-    return IdxDataset(root, preprocessing, split=split, class_map=class_map)
-
-
 def _open_image_folder(
     root: Path, preprocessing: Preprocessing, split: str, class_map: ClassMap | None
 ) -> LabeledImages:
@@ -124,7 +118,9 @@ class Layout:
 # Layouts by name; the ones with a detector are tried in this order.
 LAYOUTS: dict[str, Layout] = {
     "idx": Layout(
-        _open_idx,
+        lambda root, preprocessing, split, class_map: IdxDataset(
+            root, preprocessing, split=split, class_map=class_map
+        ),
         lambda root: bool(idx_files(root)),
         "t10k-images-idx3-ubyte[.gz] + t10k-labels-idx1-ubyte[.gz]",
     ),
@@ -193,10 +189,8 @@ def register_layout(
         lazy_opener, None if detect is None else _lazy(f"{name} detector", detect), shape
     )
     entries = list(LAYOUTS.items())
-    at = next((i for i, (n, _) in enumerate(entries) if n == _CATCH_ALL), len(entries))
-    if detect is None:
-        at = len(entries)
-    entries.insert(at, (name, layout))
+    catch_all = (i for i, (n, _) in enumerate(entries) if n == _CATCH_ALL and detect is not None)
+    entries.insert(next(catch_all, len(entries)), (name, layout))
     LAYOUTS.clear()
     LAYOUTS.update(entries)
     return layout
@@ -273,16 +267,16 @@ def open_dataset(
         )
     if class_map is not None and not isinstance(class_map, ClassMap):
         class_map = read_class_map(class_map)
+    detected = (
+        name
+        for name, entry in LAYOUTS.items()
+        if entry.detect is not None
+        and call_plugin(f"data layout {name!r}'s detector", entry.detect, root)
+    )
+    layout = layout or next(detected, None)
     if layout is not None:
         opener = LAYOUTS[layout].opener
         return call_plugin(f"data layout {layout!r}", opener, root, preprocessing, split, class_map)
-    for name, entry in LAYOUTS.items():
-        detect = entry.detect
-        if detect is not None and call_plugin(f"data layout {name!r}'s detector", detect, root):
-            opener = entry.opener
-            return call_plugin(
-                f"data layout {name!r}", opener, root, preprocessing, split, class_map
-            )
     _not_text(root)  # no image layout: say so if it is text
     shapes = "; ".join(f"{name}: {e.shape}" for name, e in LAYOUTS.items() if e.detect)
     raise DataError(

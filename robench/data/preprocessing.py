@@ -110,12 +110,10 @@ class Preprocessing:
 
     @property
     def channels(self) -> int:
-        """Number of channels the model takes."""
         return self.input_size[0]
 
     @property
     def height_width(self) -> tuple[int, int]:
-        """Target (height, width)."""
         return self.input_size[1], self.input_size[2]
 
     def __call__(self, image: Image.Image | np.ndarray) -> torch.Tensor:

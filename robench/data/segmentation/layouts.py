@@ -41,6 +41,10 @@ def ade20k_classes() -> list[str]:
     return [line for line in text.splitlines() if line]
 
 
+# What a layout's `build` gives: the (image, mask) pairs, the classes and the mask lookup.
+_Built = tuple[list[tuple[Path, Path]], list[str], np.ndarray]
+
+
 @dataclass(frozen=True)
 class Layout:
     """One folder layout."""
@@ -48,7 +52,7 @@ class Layout:
     detect: Callable[[Path], Path | None]  # the dataset folder under a path, or None
     default_split: str | None
     splits: dict[str, str]  # split names accepted -> the folder/list name on disk
-    build: Callable[[Path, str | None], tuple[list[tuple[Path, Path]], list[str], np.ndarray]]
+    build: Callable[[Path, str | None], _Built]
 
 
 def _first_with(path: Path, names: tuple[str, ...], parents: tuple[str, ...]) -> Path | None:
@@ -110,16 +114,14 @@ def _pair_by_stem(
     return [(by_image[k], by_mask[k]) for k in sorted(by_image)]
 
 
-def _ade20k(root: Path, split: str | None) -> tuple[list[tuple[Path, Path]], list[str], np.ndarray]:
+def _ade20k(root: Path, split: str | None) -> _Built:
     folders = (root / "images" / str(split), root / "annotations" / str(split))
     images, masks = _files(folders[0]), _files(folders[1])
     images = [p for p in images if p.suffix.lower() == ".jpg"] or images
     return _pair_by_stem(folders, images, masks), ade20k_classes(), reduce_zero_label_lookup()
 
 
-def _cityscapes(
-    root: Path, split: str | None
-) -> tuple[list[tuple[Path, Path]], list[str], np.ndarray]:
+def _cityscapes(root: Path, split: str | None) -> _Built:
     folders = (root / "leftImg8bit" / str(split), root / "gtFine" / str(split))
     images = _files(folders[0], "_leftImg8bit.png")
     masks = _files(folders[1], "_gtFine_labelTrainIds.png")
@@ -127,7 +129,7 @@ def _cityscapes(
     return pairs, list(CITYSCAPES_CLASSES), identity_lookup()
 
 
-def _voc(root: Path, split: str | None) -> tuple[list[tuple[Path, Path]], list[str], np.ndarray]:
+def _voc(root: Path, split: str | None) -> _Built:
     listing = root / "ImageSets" / "Segmentation" / f"{split}.txt"
     if not listing.is_file():
         raise DataError(
@@ -148,7 +150,7 @@ def _voc(root: Path, split: str | None) -> tuple[list[tuple[Path, Path]], list[s
     return pairs, list(VOC_CLASSES), identity_lookup()
 
 
-def _folder(root: Path, split: str | None) -> tuple[list[tuple[Path, Path]], list[str], np.ndarray]:
+def _folder(root: Path, split: str | None) -> _Built:
     folders = (root / "images", root / "masks")
     pairs = _pair_by_stem(folders, _files(folders[0]), _files(folders[1]))
     names_file = root / "classes.txt"

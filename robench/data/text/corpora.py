@@ -7,7 +7,7 @@ Directory layouts (detected in this order, or chosen with `layout=`):
   is under `text_field` ("text"), a line's words come from `tokenize.words_of`.
 - `text-files`: plain UTF-8 files named by split (`train`, `valid`/`validation`/`val`, `test`,
   any extension), or else every `*.txt` file under the directory, split by a hash of its path
-  (`_hash_split`, 20 buckets; split "all" reads every file); words come from
+  (`_in_split`, 20 buckets; split "all" reads every file); words come from
   `tokenize.words_of`.
 Built-in names (`BUILTIN_TEXT`): `python-docs` and `pydoc-topics`. docs/text-data.md has the
 split rules and sizes. Every line of a file is one line of the corpus, blank lines included.
@@ -119,20 +119,19 @@ def _file_source(name: str, path: Path) -> TextSource:
     return TextSource(name, partial(_file_lines, path), partial(_file_text, path))
 
 
+def _text_source(name: str, text: str) -> TextSource:
+    return TextSource(name, partial(_text_lines, text), partial(str, text))
+
+
 def _text_lines(text: str) -> Iterator[str]:
     yield from text.removesuffix("\n").split("\n") if text else []
 
 
 def _in_split(key: str, buckets: int, split: str) -> bool:
-    """Does `key` belong to `split` ("all": every key)?"""
-    return split == "all" or _hash_split(key, buckets) == split
-
-
-def _hash_split(key: str, buckets: int) -> str:
-    """The split of `key` (a relative path or topic name): sha256(key) mod `buckets`,
-    0 -> test, 1 -> valid, anything else -> train."""
+    """Does `key` (a relative path or topic name) belong to `split` ("all": every key)? Its
+    split is sha256(key) mod `buckets`: 0 -> test, 1 -> valid, anything else -> train."""
     bucket = int(hashlib.sha256(key.encode("utf-8")).hexdigest(), 16) % buckets
-    return {0: "test", 1: "valid"}.get(bucket, "train")
+    return split == "all" or {0: "test", 1: "valid"}.get(bucket, "train") == split
 
 
 def canonical_split(split: str) -> str:
@@ -205,9 +204,8 @@ def _image_evidence(root: Path) -> str | None:
 
 
 def _looks_like_text_files(root: Path) -> bool:
-    if _named_split_files(root):
-        return True
-    return bool(_txt_files(root)) and _image_evidence(root) is None
+    named = bool(_named_split_files(root))
+    return named or (bool(_txt_files(root)) and _image_evidence(root) is None)
 
 
 def _text_files_sources(root: Path, split: str, text_field: str) -> list[TextSource]:
@@ -278,14 +276,11 @@ def _jsonl_sources(root: Path, split: str, text_field: str) -> list[TextSource]:
                 "or pick a split it has with --split."
             )
         path = files[split]
-    sources = []
-    for number, raw in enumerate(_file_lines(path), 1):
-        if raw.strip():
-            text = _record_text(path, number, raw, text_field)
-            sources.append(
-                TextSource(f"{path.name}:{number}", partial(_text_lines, text), partial(str, text))
-            )
-    return sources
+    return [
+        _text_source(f"{path.name}:{number}", _record_text(path, number, raw, text_field))
+        for number, raw in enumerate(_file_lines(path), 1)
+        if raw.strip()
+    ]
 
 
 # --- built-in corpora -----------------------------------------------------------------------
@@ -323,11 +318,7 @@ def _pydoc_topics_sources(root: Path, split: str, text_field: str) -> list[TextS
     """pydoc's help topics sorted by name, 10 hash buckets over the names."""
     from pydoc_data.topics import topics
 
-    return [
-        TextSource(key, partial(_text_lines, topics[key]), partial(str, topics[key]))
-        for key in sorted(topics)
-        if _in_split(key, 10, split)
-    ]
+    return [_text_source(key, topics[key]) for key in sorted(topics) if _in_split(key, 10, split)]
 
 
 @dataclass(frozen=True)
@@ -446,10 +437,8 @@ def resolve_corpus(path_or_name: str | Path, layout: str | None) -> tuple[Path, 
     )
 
 
-def _lines(
-    reader: TextReader, root: Path, split: str, text_field: str
-) -> Iterator[tuple[str, ...]]:
-    for source in reader.sources(root, split, text_field):
+def _lines(reader: TextReader, sources: list[TextSource]) -> Iterator[tuple[str, ...]]:
+    for source in sources:
         for text in source.lines():
             yield tuple(map(sys.intern, reader.tokenize(text)))
 
@@ -468,7 +457,7 @@ def read_corpus(
     BUILTIN_TEXT); `text_field` is the key of a JSON-lines record that holds its text."""
     split = canonical_split(split)
     root, name, reader = resolve_corpus(path_or_name, layout)
-    lines = tuple(_lines(reader, root, split, text_field))
+    lines = tuple(_lines(reader, reader.sources(root, split, text_field)))
     if not any(lines):
         raise _empty_split(root, name, split)
     return TextCorpus(
@@ -490,11 +479,9 @@ def training_lines(
 
     def lines() -> Iterator[tuple[str, ...]]:
         seen_words = False
-        for source in sources:
-            for text in source.lines():
-                words = tuple(map(sys.intern, reader.tokenize(text)))
-                seen_words = seen_words or bool(words)
-                yield words
+        for words in _lines(reader, sources):
+            seen_words = seen_words or bool(words)
+            yield words
         if not seen_words:
             raise _empty_split(root, name, "train")
 

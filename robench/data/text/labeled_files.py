@@ -21,6 +21,7 @@ import io
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -100,7 +101,10 @@ def _utf8_text(path: Path) -> str:
         ) from None
 
 
-def _read_delimited(path: Path, text: str, label: str, delimiter: str) -> ReadColumns:
+def _read_delimited(
+    root: Path, split: str, text: str, label: str, *, suffix: str, delimiter: str
+) -> ReadColumns:
+    path = _split_file(root, split, suffix, _SUFFIXES[suffix])
     handle = io.StringIO(_utf8_text(path), newline="")
     if delimiter == "\t":  # GLUE's TSVs are not quoted: a sentence may hold a lone '"'
         reader = csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
@@ -138,14 +142,6 @@ def _check_fields(row: dict[Any, Any], reader: csv.DictReader, path: Path) -> No
             f"header has {header}; quote fields that hold the delimiter, or remove the extra "
             "fields."
         )
-
-
-def _read_glue(root: Path, split: str, text: str, label: str) -> ReadColumns:
-    return _read_delimited(_split_file(root, split, ".tsv", "glue-tsv"), text, label, "\t")
-
-
-def _read_csv(root: Path, split: str, text: str, label: str) -> ReadColumns:
-    return _read_delimited(_split_file(root, split, ".csv", "csv"), text, label, ",")
 
 
 def _read_jsonl(root: Path, split: str, text: str, label: str) -> ReadColumns:
@@ -321,8 +317,8 @@ def _pyarrow(module: str) -> tuple[Any, Any]:
 
 _Reader = Callable[[Path, str, str, str], ReadColumns]
 LAYOUTS: dict[str, tuple[_Reader, str]] = {  # layout -> (reader, default text field)
-    "glue-tsv": (_read_glue, "sentence"),
-    "csv": (_read_csv, "text"),
+    "glue-tsv": (partial(_read_delimited, suffix=".tsv", delimiter="\t"), "sentence"),
+    "csv": (partial(_read_delimited, suffix=".csv", delimiter=","), "text"),
     "jsonl": (_read_jsonl, "text"),
     "parquet": (_read_parquet, "text"),
     "arrow": (_read_arrow, "text"),
