@@ -115,7 +115,6 @@ class ArrayRows(LabeledImages):
         self._array = array
         super().__init__(
             root=root,
-            split=None,
             classes=list(CIFAR10_CLASSES),
             class_index_note="class indices are the labels stored in labels.npy (CIFAR-10 order)",
             targets=targets,

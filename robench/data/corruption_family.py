@@ -39,7 +39,8 @@ def _label(key: Key) -> str:
     return f"{key[0]}/{key[1]}"
 
 
-def _names(member: LabeledImages) -> list[str] | None:
+def relative_paths_of(member: LabeledImages) -> list[str] | None:
+    """The dataset's `relative_paths()`, or None when it has none (array data)."""
     paths = getattr(member, "relative_paths", None)
     return paths() if paths else None
 
@@ -50,7 +51,7 @@ def _disagreement(
     """How `other` differs from `first` (first differing file or label), or None."""
     if other.classes != first.classes:
         return f"its classes differ ({len(other.classes)} vs {len(first.classes)})"
-    names = _names(other)
+    names = relative_paths_of(other)
     if names is not None and first_names is not None and names != first_names:
         lacking = sorted(set(first_names) - set(names))
         if lacking:
@@ -87,7 +88,7 @@ class CorruptionFamily(LabeledImages):
         # Members in canonical order: corruptions as in ALL_CORRUPTIONS, then severity.
         self.members = {key: members[key] for key in sorted(members, key=_order)}
         first_key, first = next(iter(self.members.items()))
-        first_names = _names(first)
+        first_names = relative_paths_of(first)
         for key, member in self.members.items():
             problem = _disagreement(first, first_names, member)
             if problem is not None:
@@ -100,7 +101,6 @@ class CorruptionFamily(LabeledImages):
         self.native_channels = first.native_channels
         super().__init__(
             root=root,
-            split=None,
             classes=first.classes,
             class_index_note=first.class_index_note,
             targets=first.targets,
@@ -140,7 +140,7 @@ class CorruptionFamily(LabeledImages):
 
     def relative_paths(self) -> list[str] | None:
         """The members' shared item paths `<class>/<file>`; None for array data."""
-        return _names(next(iter(self.members.values())))
+        return relative_paths_of(next(iter(self.members.values())))
 
     def _load_image(self, index: int) -> torch.Tensor:
         return next(iter(self.members.values()))[index][0]

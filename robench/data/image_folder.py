@@ -181,7 +181,6 @@ class FolderImages(LabeledImages):
             logger.warning("images directly inside %s are ignored; only class folders count", root)
         super().__init__(
             root=root,
-            split=None,
             classes=classes,
             class_index_note=class_index_note,
             targets=[label for _, label in self.samples],

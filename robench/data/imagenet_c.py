@@ -40,36 +40,35 @@ def _has_severity_folders(folder: Path) -> bool:
     return any(_NUMBER.fullmatch(p.name) for p in _subfolders(folder))
 
 
+def _candidates(root: Path) -> list[Path]:
+    """ROOT's folders, those of ROOT/extra in its place."""
+    return [
+        inner
+        for folder in _subfolders(root)
+        for inner in (_subfolders(folder) if folder.name == EXTRA_FOLDER else [folder])
+    ]
+
+
 def looks_like_imagenet_c(root: Path) -> bool:
     """True when ROOT holds a corruption folder (or `extra/<corruption>`) with severities."""
-    for folder in _subfolders(root):
-        if folder.name == EXTRA_FOLDER:
-            if any(
-                f.name in ALL_CORRUPTIONS and _has_severity_folders(f) for f in _subfolders(folder)
-            ):
-                return True
-        elif folder.name in ALL_CORRUPTIONS and _has_severity_folders(folder):
-            return True
-    return False
+    return any(f.name in ALL_CORRUPTIONS and _has_severity_folders(f) for f in _candidates(root))
 
 
 def corruption_folders(root: Path) -> dict[str, Path]:
     """Corruption name -> folder, from ROOT and ROOT/extra; DataError on unknown folders."""
     found: dict[str, Path] = {}
     unknown: list[str] = []
-    for folder in _subfolders(root):
-        inner = _subfolders(folder) if folder.name == EXTRA_FOLDER else [folder]
-        for candidate in inner:
-            name = candidate.name
-            if name not in ALL_CORRUPTIONS:
-                unknown.append(candidate.relative_to(root).as_posix())
-            elif name in found:
-                raise DataError(
-                    f"{root} holds corruption {name!r} twice ({found[name]} and {candidate}); "
-                    "keep one copy."
-                )
-            else:
-                found[name] = candidate
+    for candidate in _candidates(root):
+        name = candidate.name
+        if name not in ALL_CORRUPTIONS:
+            unknown.append(candidate.relative_to(root).as_posix())
+        elif name in found:
+            raise DataError(
+                f"{root} holds corruption {name!r} twice ({found[name]} and {candidate}); "
+                "keep one copy."
+            )
+        else:
+            found[name] = candidate
     if unknown:
         raise DataError(
             f"{root} has folders that are not ImageNet-C corruptions: {shown_names(unknown)}; "

@@ -89,9 +89,7 @@ class InMemory:
 
 
 def _as_label(value: Any, where: str) -> int:
-    if isinstance(value, torch.Tensor) and value.numel() == 1:
-        value = value.item()
-    if isinstance(value, np.generic):
+    if isinstance(value, np.generic) or (isinstance(value, torch.Tensor) and value.numel() == 1):
         value = value.item()
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise DataError(
@@ -149,7 +147,6 @@ class InMemoryImages(LabeledImages):
         targets = [_as_label(t, f"item {i} of {data.name}") for i, t in enumerate(data.targets)]
         super().__init__(
             root=data.root,
-            split=None,
             classes=list(classes),
             class_index_note="labels are the data's own class indices",
             targets=targets,

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import torch
 
 from robench._core.errors import DataError, shown_names
-from robench.data.corruption_family import CorruptionFamily
+from robench.data.corruption_family import CorruptionFamily, relative_paths_of
 from robench.data.imagenet_classes import WNID
 from robench.data.label_space import LabelSpace
 from robench.data.labeled import LabeledImages
@@ -42,8 +42,7 @@ class LabelSpaceView(LabeledImages):
 
     def relative_paths(self) -> list[str] | None:
         """The base's relative paths of the kept items; None when the base has none."""
-        names = getattr(self.base, "relative_paths", None)
-        paths = names() if names else None
+        paths = relative_paths_of(self.base)
         return None if paths is None else [paths[i] for i in self.indices]
 
     def _load_image(self, index: int) -> torch.Tensor:

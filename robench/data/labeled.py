@@ -34,7 +34,7 @@ class LabeledImages(Dataset[tuple[torch.Tensor, int]]):
         self,
         *,
         root: Path,
-        split: str | None,
+        split: str | None = None,
         classes: list[str],
         class_index_note: str,
         targets: list[int],

@@ -24,7 +24,6 @@ records its own way, so the split holds other images than LRA's, in the same pro
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +31,7 @@ from PIL import Image
 
 from robench._core.errors import DataError
 from robench.data.cifar10_c import CIFAR10_CLASSES
-from robench.data.image_folder import IMAGE_ERRORS, IMAGE_EXTENSIONS
+from robench.data.image_folder import IMAGE_ERRORS, _images_in
 from robench.data.lra.sequences import SequenceDataset
 
 TASK_NAME = "image"
@@ -107,16 +106,6 @@ def _refuse_python_version(root: Path) -> None:
         )
 
 
-def _folder_images(folder: Path) -> list[Path]:
-    with os.scandir(folder) as entries:
-        found = [
-            Path(e.path)
-            for e in entries
-            if os.path.splitext(e.name)[1].lower() in IMAGE_EXTENSIONS and e.is_file()
-        ]
-    return sorted((p for p in found if not p.name.startswith(".")), key=lambda p: p.name)
-
-
 def _grey_image(path: Path) -> np.ndarray:
     try:
         with Image.open(path) as image:
@@ -143,7 +132,7 @@ def _folder_split(root: Path, split: str) -> tuple[np.ndarray, list[int], list[s
     classes = sorted(p.name for p in split_dir.iterdir() if p.is_dir() and p.name[0] != ".")
     chosen: list[tuple[Path, int]] = []
     for label, name in enumerate(classes):
-        for position, path in enumerate(_folder_images(split_dir / name)):
+        for position, path in enumerate(_images_in(split_dir / name)):
             held_out = position % 10 == 9
             if split == "test" or held_out == (split == "val"):
                 chosen.append((path, label))

@@ -18,9 +18,6 @@ from robench.data.lra.listops_generator import ListOpsSpec, write_listops
 from robench.data.lra.pathfinder import DIFFICULTIES
 from robench.data.lra.pathfinder_generator import write_pathfinder
 
-# What `robench generate` writes: a synthetic LRA task's layout name.
-GENERATED = ("lra-listops", "lra-pathfinder")
-
 
 def _check_count(name: str, value: int, low: int) -> None:
     if value < low or value > 2**31 - 1:

@@ -81,11 +81,10 @@ SPLITS = {
 
 def task_of(name: str) -> str:
     """The LRA task `name` means (a task name or its layout's), or a ConfigError."""
-    if name in LRA_TASKS:
-        return name
-    if name in BY_LAYOUT:
-        return BY_LAYOUT[name]
-    raise ConfigError(did_you_mean(name, [*LRA_TASKS, *BY_LAYOUT], "LRA task"))
+    found = name if name in LRA_TASKS else BY_LAYOUT.get(name)
+    if found is None:
+        raise ConfigError(did_you_mean(name, [*LRA_TASKS, *BY_LAYOUT], "LRA task"))
+    return found
 
 
 def _checked_length(max_length: int | None) -> int | None:

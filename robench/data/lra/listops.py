@@ -82,11 +82,6 @@ def check_expression(tokens: list[str]) -> str | None:
     return None
 
 
-def _label(text: str) -> int | None:
-    text = text.strip()
-    return int(text) if text in DIGITS else None
-
-
 def read_listops(path: Path, max_length: int, truncate: bool) -> tuple[list[np.ndarray], list[int]]:
     """The token ids and labels of one ListOps TSV file; a DataError naming the file and line
     of the first row that is not an expression and its 0-9 value."""
@@ -118,8 +113,7 @@ def read_listops(path: Path, max_length: int, truncate: bool) -> tuple[list[np.n
                         f"{path} line {line} is not a ListOps expression ({problem}); expected "
                         f"{_EXPECTED}; fix or remove the line."
                     )
-                label = _label(row[target_at])
-                if label is None:
+                if row[target_at].strip() not in DIGITS:
                     raise DataError(
                         f"{path} line {line} has Target {row[target_at]!r}; expected the "
                         "expression's value, an integer 0-9; fix or remove the line."
@@ -128,7 +122,7 @@ def read_listops(path: Path, max_length: int, truncate: bool) -> tuple[list[np.n
                 sequences.append(
                     fitted(ids, max_length, truncate=truncate, where=f"{path} line {line}")
                 )
-                targets.append(label)
+                targets.append(int(row[target_at]))
     except UnicodeDecodeError as exc:
         raise DataError(
             f"{path} is not UTF-8 text ({exc.reason}); expected LRA's ListOps TSV."

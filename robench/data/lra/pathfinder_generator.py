@@ -92,10 +92,6 @@ class _Canvas:
         window = self.owner[max(0, r - reach) : r + reach + 1, max(0, c - reach) : c + reach + 1]
         return bool(np.all((window == -1) | (window == path)))
 
-    def commit(self, pixels: list[tuple[int, int]], path: int) -> None:
-        for r, c in pixels:
-            self.owner[r, c] = path
-
 
 def _block(centre: tuple[int, int]) -> list[tuple[int, int]]:
     r, c = centre
@@ -174,7 +170,8 @@ def _grow(
     if not extend(start, DIRECTIONS[direction], direction, 0):
         return None
     footprint = pixels + (_block(pixels[0]) + _block(pixels[-1]) if marked_ends else [])
-    canvas.commit(footprint, path)
+    for r, c in footprint:
+        canvas.owner[r, c] = path
     canvas.dashes.append(pixels)
     return pixels
 

@@ -81,10 +81,7 @@ class TextSource:
 
     name: str
     lines: Callable[[], Iterator[str]]
-    text: Callable[[], str] | None = None
-
-    def document_text(self) -> str:
-        return self.text() if self.text is not None else "\n".join(self.lines())
+    text: Callable[[], str]
 
 
 def _file_lines(path: Path) -> Iterator[str]:

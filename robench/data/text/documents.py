@@ -53,7 +53,7 @@ def _wikitext_articles(sources: list[TextSource]) -> list[tuple[str, str]]:
 
 
 def _one_per_source(sources: list[TextSource]) -> list[tuple[str, str]]:
-    return [(source.name, source.document_text()) for source in sources]
+    return [(source.name, source.text()) for source in sources]
 
 
 # Layouts whose sources are not one document each.
