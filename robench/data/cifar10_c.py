@@ -163,17 +163,15 @@ class Cifar10C(CorruptionFamily):
         labels = _labels(root)
         block = len(labels)
         targets = [int(v) for v in labels]
-        members: dict[tuple[str, int], LabeledImages] = {}
-        for name in ALL_CORRUPTIONS:
-            path = root / f"{name}.npy"
-            if not path.is_file():
-                continue
-            array = _images(path, block * len(SEVERITIES))
-            for severity in SEVERITIES:
-                start = (severity - 1) * block
-                members[(name, severity)] = ArrayRows(
-                    root, path, start, targets, preprocessing, array
-                )
+        paths = [root / f"{name}.npy" for name in ALL_CORRUPTIONS]
+        arrays = {path: _images(path, block * len(SEVERITIES)) for path in paths if path.is_file()}
+        members: dict[tuple[str, int], LabeledImages] = {
+            (path.stem, severity): ArrayRows(
+                root, path, (severity - 1) * block, targets, preprocessing, array
+            )
+            for path, array in arrays.items()
+            for severity in SEVERITIES
+        }
         if not members:
             raise DataError(
                 f"{root} has no corruption files; expected ROOT/<corruption>.npy (e.g. "

@@ -20,7 +20,6 @@ from robench.data.idx import read_idx
 from robench.data.labeled import LabeledImages
 from robench.data.preprocessing import Preprocessing
 
-# split -> the file-name prefixes it is stored under.
 SPLIT_PREFIXES: dict[str, tuple[str, ...]] = {"test": ("t10k", "test"), "train": ("train",)}
 
 FASHION_MNIST_CLASSES = (
@@ -63,21 +62,13 @@ def idx_files(root: Path) -> dict[tuple[str, str], list[Path]]:
 
 def _pick(root: Path, split: str, part: str, candidates: list[Path]) -> Path:
     """One file for (split, part); an uncompressed copy is preferred over its .gz twin."""
-    by_stem: dict[str, list[Path]] = {}
-    for path in candidates:
-        by_stem.setdefault(path.name.removesuffix(".gz").lower(), []).append(path)
-    if len(by_stem) > 1:
+    if len({path.name.removesuffix(".gz").lower() for path in candidates}) > 1:
         names = ", ".join(p.name for p in candidates)
         raise DataError(
             f"{root} holds several {split} {part} files ({names}); keep one dataset per "
             "directory and point --data at it."
         )
-    return min(next(iter(by_stem.values())), key=lambda p: p.suffix == ".gz")
-
-
-def _expected_names(split: str, part: str) -> str:
-    prefix = SPLIT_PREFIXES[split][0]
-    return f"{prefix}-{part}-{_PART_IDX[part]}-ubyte[.gz]"
+    return min(candidates, key=lambda p: p.suffix == ".gz")
 
 
 class IdxDataset(LabeledImages):
@@ -103,7 +94,10 @@ class IdxDataset(LabeledImages):
         found = idx_files(root)
         missing = [part for part in _PART_IDX if (split, part) not in found]
         if missing:
-            expected = " and ".join(_expected_names(split, part) for part in _PART_IDX)
+            expected = " and ".join(
+                f"{SPLIT_PREFIXES[split][0]}-{part}-{idx}-ubyte[.gz]"
+                for part, idx in _PART_IDX.items()
+            )
             raise DataError(
                 f"{root} lacks the {split} split's {' and '.join(missing)} file; expected "
                 f"{expected} (or the t10k-images.idx3-ubyte spelling), put them in {root}."

@@ -53,7 +53,6 @@ class LabeledImages(Dataset[tuple[torch.Tensor, int]]):
         self.class_index_note = class_index_note
         # Label of every item, in item order (read without loading any image).
         self.targets = targets
-        # How images are brought to the model's input size.
         self.preprocessing = preprocessing
         # Model output index that each label 0..K-1 stands for (ImageNet-A/R: their ImageNet-1k
         # indices); the model's logits are restricted to these columns, in this order, and the

@@ -78,11 +78,8 @@ class Preprocessing:
                 f"input_size {size!r} has {size[0]} channels but robench reads images as 1 "
                 "(grayscale) or 3 (RGB) channels; fix the model's input_size."
             )
-        if self.interpolation not in INTERPOLATIONS:
-            raise ConfigError(
-                did_you_mean(self.interpolation, list(INTERPOLATIONS), "interpolation")
-            )
         for value, table, what in (
+            (self.interpolation, INTERPOLATIONS, "interpolation"),
             (self.resize_mode, RESIZE_MODES, "resize mode"),
             (self.backend, BACKENDS, "resize backend"),
         ):
@@ -128,8 +125,7 @@ class Preprocessing:
                 f"cannot preprocess a {type(image).__name__}; expected a PIL image or a uint8 "
                 "numpy array of shape (H, W) or (H, W, C)."
             )
-        image = self._converted(image)
-        resized = self._resize_and_crop(image)
+        resized = self._resize_and_crop(self._converted(image))
         if isinstance(resized, torch.Tensor):  # the torchvision backend: uint8 (C, H, W)
             return resized.to(torch.float32).div_(255.0).contiguous()
         array = np.array(resized, dtype=np.uint8)

@@ -241,12 +241,10 @@ def draw_pathfinder(
             targets[origin][-1] if label == 1 else targets[1 - origin][-1],
         )
         pixels = np.zeros((spec.size, spec.size), dtype=np.uint8)
-        for path in canvas.dashes:
-            for r, c in path:
-                pixels[r, c] = DASH_VALUE
-        for centre in markers:
-            for r, c in _block(centre):
-                pixels[r, c] = MARKER_VALUE
+        for pixel in (pixel for path in canvas.dashes for pixel in path):
+            pixels[pixel] = DASH_VALUE
+        for pixel in _block(markers[0]) + _block(markers[1]):
+            pixels[pixel] = MARKER_VALUE
         return PathfinderImage(pixels, label, markers)
     raise RuntimeError(f"could not fit two paths of {spec.contour_length} dashes in {spec.size}px")
 

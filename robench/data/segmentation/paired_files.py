@@ -8,7 +8,7 @@ and checked: same size as its image, every value a class or the ignore index.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -36,28 +36,22 @@ def reduce_zero_label_lookup() -> np.ndarray:
     return table
 
 
+@dataclass(eq=False, repr=False)
 class PairedSegmentation(Dataset[tuple[torch.Tensor, torch.Tensor]]):
     """Images and their label maps, from lists of paired files."""
 
-    def __init__(
-        self,
-        root: Path,
-        kind: str,
-        split: str | None,
-        pairs: Sequence[tuple[Path, Path]],
-        classes: Sequence[str],
-        image_size: tuple[int, int] | None = None,
-        lookup: np.ndarray | None = None,
-    ) -> None:
-        self.root = root  # the dataset folder given
-        self.kind = kind  # the layout's name ("ade20k", "cityscapes", ...)
-        self.split = split  # the split read, None for a layout without splits
-        self.pairs = list(pairs)  # (image file, mask file), in order
-        self.classes = list(classes)  # class names; the position is the class index
+    root: Path  # the dataset folder given
+    kind: str  # the layout's name ("ade20k", "cityscapes", ...)
+    split: str | None  # the split read, None for a layout without splits
+    pairs: list[tuple[Path, Path]]  # (image file, mask file), in order
+    classes: list[str]  # class names; the position is the class index
+    # (height, width) images are resized to; None: as stored.
+    image_size: tuple[int, int] | None = None
+    lookup: np.ndarray = field(default_factory=identity_lookup)  # mask value -> label
+    ignore_index: int = field(default=IGNORE_INDEX, init=False)
+
+    def __post_init__(self) -> None:
         self.num_classes = len(self.classes)
-        self.ignore_index = IGNORE_INDEX
-        self.image_size = image_size  # (height, width) images are resized to; None: as stored
-        self.lookup = identity_lookup() if lookup is None else lookup
 
     def __len__(self) -> int:
         return len(self.pairs)

@@ -139,9 +139,6 @@ def canonical_split(split: str) -> str:
         raise DataError(did_you_mean(split, list(_SPLIT_NAMES), "text split")) from None
 
 
-# --- wikitext -------------------------------------------------------------------------------
-
-
 def _wikitext_file(root: Path, split: str) -> Path:
     return root / f"wiki.{split}.tokens"
 
@@ -168,9 +165,6 @@ def _wikitext_sources(root: Path, split: str, text_field: str) -> list[TextSourc
             f"{', '.join(found)}); add the file or pick a split it has with --split."
         )
     return [_file_source(path.name, path)]
-
-
-# --- text-files ------------------------------------------------------------------------------
 
 
 def _named_split_files(root: Path) -> dict[str, list[Path]]:
@@ -221,9 +215,6 @@ def _text_files_sources(root: Path, split: str, text_field: str) -> list[TextSou
         return [_file_source(files[0].name, files[0])]
     chosen = [rel for rel in _txt_files(root) if _in_split(rel, 20, split)]
     return [_file_source(rel, root / rel) for rel in chosen]
-
-
-# --- jsonl -----------------------------------------------------------------------------------
 
 
 def _jsonl_files(root: Path) -> dict[str, Path]:
@@ -280,9 +271,6 @@ def _jsonl_sources(root: Path, split: str, text_field: str) -> list[TextSource]:
     ]
 
 
-# --- built-in corpora -----------------------------------------------------------------------
-
-
 def python_docs_root() -> Path:
     default = Path("/usr/share/doc/python3.11/html/_sources")
     root = Path(os.environ.get("ROBENCH_PYTHON_DOCS_DIR") or default)
@@ -325,7 +313,6 @@ class TextReader:
     # The sources (files, topics, records) of a canonical split, in corpus order; the third
     # argument is the JSON-lines key holding the text (other layouts ignore it).
     sources: Callable[[Path, str, str], list[TextSource]]
-    # A text line -> its words.
     tokenize: Callable[[str], list[str]]
     # One line for `robench list` and error messages.
     description: str

@@ -102,20 +102,14 @@ class DocumentCorpus:
         return replace(self, texts=texts)
 
     def _rewrite(self, line: str, words: Sequence[str], number: int) -> str:
-        spans = [match.span() for match in self.word_pattern.finditer(line)]
-        if len(spans) != len(words):
+        found = len(self.word_pattern.findall(line))
+        if found != len(words):
             raise ValueError(
-                f"line {number} has {len(words)} words, expected {len(spans)}: a perturbation "
+                f"line {number} has {len(words)} words, expected {found}: a perturbation "
                 "must keep every line's word count"
             )
-        if not spans:
-            return line
-        parts, end = [], 0
-        for (start, stop), word in zip(spans, words, strict=True):
-            parts += [line[end:start], word]
-            end = stop
-        parts.append(line[end:])
-        return "".join(parts)
+        replacements = iter(words)  # each match, left to right, by the next word
+        return self.word_pattern.sub(lambda _: next(replacements), line)
 
 
 def read_documents(

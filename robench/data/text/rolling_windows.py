@@ -65,11 +65,8 @@ def encode_documents(tokenizer: Any, texts: Sequence[str]) -> list[list[int]]:
 def rolling_spans(n_tokens: int, max_length: int) -> list[tuple[int, int, int]]:
     """(lo, a, b) of each window over the stream [prefix] + ids: inputs s[lo : b-1], scored
     positions [a, b) (see the module docstring)."""
-    spans = []
-    for a in range(1, n_tokens + 1, max_length):
-        b = min(a + max_length, n_tokens + 1)
-        spans.append((max(0, b - 1 - max_length), a, b))
-    return spans
+    ends = [(a, min(a + max_length, n_tokens + 1)) for a in range(1, n_tokens + 1, max_length)]
+    return [(max(0, b - 1 - max_length), a, b) for a, b in ends]
 
 
 class DocumentWindows(Dataset[tuple[torch.Tensor, torch.Tensor]]):
