@@ -127,8 +127,7 @@ def generate(count: int, seed: int, spec: ListOpsSpec) -> list[tuple[str, int]]:
     """`count` distinct expressions (as LRA prints them) and their values."""
     spec.check()
     rng = random.Random(seed)
-    seen: set[str] = set()
-    rows: list[tuple[str, int]] = []
+    rows: dict[str, int] = {}  # expression -> value, in drawing order
     # Draws are independent, so a long run of draws that finds nothing new means the bounds
     # admit too few expressions (with LRA's settings about 8% of draws are kept).
     stale = 0
@@ -144,11 +143,10 @@ def generate(count: int, seed: int, spec: ListOpsSpec) -> list[tuple[str, int]]:
         if drawn is None:
             continue
         text = render(drawn[0])
-        if text not in seen:
-            seen.add(text)
-            rows.append((text, value(drawn[0])))
+        if text not in rows:
+            rows[text] = value(drawn[0])
             stale = 0
-    return rows
+    return list(rows.items())
 
 
 def write_listops(

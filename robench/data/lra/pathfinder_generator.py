@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +45,7 @@ MARKER_VALUE = 255
 # Dashes per target path in each difficulty folder (Linsley's contour_length).
 CONTOUR_LENGTHS = dict(zip(DIFFICULTIES, (6, 9, 14), strict=True))
 IMAGES_PER_BATCH = 1000  # images per imgs/<n> folder and metadata/<n>.npy file
+Pixels = list[tuple[int, int]]  # (row, column) of each pixel of a path, in order
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,7 @@ class _Canvas:
     def __init__(self, spec: PathfinderSpec) -> None:
         self.spec = spec
         self.owner = np.full((spec.size, spec.size), -1, dtype=np.int16)
-        self.dashes: list[list[tuple[int, int]]] = []
+        self.dashes: list[Pixels] = []
 
     def inside(self, pixel: tuple[int, int]) -> bool:
         low, high = self.spec.padding, self.spec.size - self.spec.padding
@@ -93,14 +95,12 @@ class _Canvas:
         return bool(np.all((window == -1) | (window == path)))
 
 
-def _block(centre: tuple[int, int]) -> list[tuple[int, int]]:
+def _block(centre: tuple[int, int]) -> Pixels:
     r, c = centre
     return [(r + dr, c + dc) for dr in (-1, 0, 1) for dc in (-1, 0, 1)]
 
 
-def _dash_fits(
-    canvas: _Canvas, dash: list[tuple[int, int]], path: int, earlier: list[tuple[int, int]]
-) -> bool:
+def _dash_fits(canvas: _Canvas, dash: Pixels, path: int, earlier: Pixels) -> bool:
     for pixel in dash:
         if not canvas.inside(pixel) or not canvas.clear_of_others(pixel, path, CLEARANCE - 1):
             return False
@@ -136,7 +136,7 @@ def _grow(
     dashes: int,
     *,
     marked_ends: bool,
-) -> list[tuple[int, int]] | None:
+) -> Pixels | None:
     """Draw a path of `dashes` dashes from `start`, committed to the canvas; None (nothing
     committed) when it does not fit. `marked_ends` reserves a marker block at each end.
 
@@ -145,7 +145,7 @@ def _grow(
     path = len(canvas.dashes)
     if marked_ends and not _block_clear(canvas, start, path):
         return None
-    pixels: list[tuple[int, int]] = []
+    pixels: Pixels = []
     budget = [_DASH_BUDGET]
 
     def extend(head: tuple[int, int], step: tuple[int, int], direction: int, number: int) -> bool:
@@ -181,16 +181,14 @@ def _random_pixel(rng: np.random.Generator, spec: PathfinderSpec, margin: int) -
     return int(rng.integers(low, high)), int(rng.integers(low, high))
 
 
-def _targets(
-    canvas: _Canvas, rng: np.random.Generator
-) -> tuple[list[tuple[int, int]], list[tuple[int, int]]] | None:
+def _targets(canvas: _Canvas, rng: np.random.Generator) -> tuple[Pixels, Pixels] | None:
     """The two target paths, starting seed_distance apart; None when they do not fit."""
     spec = canvas.spec
     # Linsley seeds the first target at least 2 * seed_distance from every border: near the
     # centre at 32 x 32, so that both targets have room to run.
     margin = min(int(2 * spec.seed_distance), spec.size // 2 - 2) - spec.padding
-    start = _random_pixel(rng, spec, margin)
-    first = _grow(canvas, rng, start, int(rng.integers(8)), spec.contour_length, marked_ends=True)
+    target = partial(_grow, canvas, rng, dashes=spec.contour_length, marked_ends=True)
+    first = target(_random_pixel(rng, spec, margin), int(rng.integers(8)))
     if first is None:
         return None
     for _ in range(_TRIES):
@@ -199,9 +197,7 @@ def _targets(
             round(float(first[0][0] + spec.seed_distance * np.sin(angle))),
             round(float(first[0][1] + spec.seed_distance * np.cos(angle))),
         )
-        second = _grow(
-            canvas, rng, start, int(rng.integers(8)), spec.contour_length, marked_ends=True
-        )
+        second = target(start, int(rng.integers(8)))
         if second is not None:
             return first, second
     return None

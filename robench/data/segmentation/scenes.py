@@ -113,17 +113,10 @@ def _background(rng: np.random.Generator) -> np.ndarray:
         wave = np.sin(2 * np.pi * freq * (x * np.cos(angle) + y * np.sin(angle)) + phase)
         texture += 0.18 * wave[..., None] * rng.uniform(0.2, 1.0, size=3).astype(np.float32)
     coarse = rng.uniform(-0.12, 0.12, size=(8, 8, 3)).astype(np.float32)
-    noise = np.stack(  # (64, 64, 3): the 8x8 noise upsampled bilinearly
-        [
-            np.asarray(
-                Image.fromarray(coarse[..., c], mode="F").resize(
-                    (SCENE_SIZE, SCENE_SIZE), Image.Resampling.BILINEAR
-                )
-            )
-            for c in range(3)
-        ],
-        axis=-1,
-    )
+    # (64, 64, 3): the 8x8 noise upsampled bilinearly, channel by channel.
+    size, bilinear = (SCENE_SIZE, SCENE_SIZE), Image.Resampling.BILINEAR
+    upsampled = [Image.fromarray(coarse[..., c], mode="F").resize(size, bilinear) for c in range(3)]
+    noise = np.stack([np.asarray(channel) for channel in upsampled], axis=-1)
     base = rng.uniform(0.3, 0.7, size=3).astype(np.float32)
     return np.clip(base + texture + noise, 0.0, 1.0).astype(np.float32)
 

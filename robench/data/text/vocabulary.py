@@ -59,9 +59,7 @@ class Vocabulary:
                 f"max_size {max_size} leaves no room for {' and '.join(SPECIALS)}; pass at "
                 f"least {len(SPECIALS)}, or leave it out for no limit."
             )
-        counts: Counter[str] = Counter()
-        for line in lines:
-            counts.update(line)
+        counts = Counter(word for line in lines for word in line)
         ranked = sorted(
             (w for w, n in counts.items() if n >= min_count and w not in SPECIALS),
             key=lambda w: (-counts[w], w),
