@@ -22,7 +22,6 @@ from robench._core.errors import DataError
 from robench.data.lra.byte_tokens import BYTE_OFFSET, PAD_ID, VOCAB_SIZE, raw_bytes
 from robench.data.lra.sequences import SequenceDataset, cut_note, fitted
 
-TASK_NAME = "retrieval"
 FILES = {
     "train": "new_aan_pairs.train.tsv",
     "val": "new_aan_pairs.eval.tsv",
@@ -99,7 +98,7 @@ def open_aan(
     note = cut_note(cut, 2 * len(pairs), "documents", length)
     return SequenceDataset(
         root=root,
-        task_name=TASK_NAME,
+        task_name="retrieval",
         split=split,
         sequences=pairs,
         targets=targets,

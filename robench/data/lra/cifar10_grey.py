@@ -34,7 +34,6 @@ from robench.data.cifar10_c import CIFAR10_CLASSES
 from robench.data.image_folder import IMAGE_ERRORS, _images_in
 from robench.data.lra.sequences import SequenceDataset
 
-TASK_NAME = "image"
 SIDE = 32
 LENGTH = SIDE * SIDE
 TRAIN_FILES = tuple(f"data_batch_{i}.bin" for i in range(1, 6))
@@ -163,7 +162,7 @@ def open_cifar10_grey(
         note = "class folders in sorted order (CIFAR-10's names sort into its class order)"
     return SequenceDataset(
         root=root,
-        task_name=TASK_NAME,
+        task_name="image",
         split=split,
         sequences=pixels,
         targets=targets,

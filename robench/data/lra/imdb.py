@@ -27,7 +27,6 @@ from robench.data.lra.sequences import SequenceDataset, cut_note, fitted
 
 logger = logging.getLogger(__name__)
 
-TASK_NAME = "text"
 CLASSES = ["neg", "pos"]
 DEFAULT_LENGTH = 4000
 _FOLDERS = {"train": "train", "val": "test", "test": "test"}
@@ -90,7 +89,7 @@ def open_imdb(
     note = cut_note(cut_count, len(sequences), "reviews", length)
     return SequenceDataset(
         root=root,
-        task_name=TASK_NAME,
+        task_name="text",
         split=split,
         sequences=sequences,
         targets=targets,

@@ -24,7 +24,6 @@ import numpy as np
 from robench._core.errors import DataError
 from robench.data.lra.sequences import SequenceDataset, compact, fitted
 
-TASK_NAME = "listops"
 FILES = {"train": "basic_train.tsv", "val": "basic_val.tsv", "test": "basic_test.tsv"}
 # LRA's ListOps sequence length (lra_benchmarks/listops/configs/base_listops_config.py).
 DEFAULT_LENGTH = 2000
@@ -153,7 +152,7 @@ def open_listops(
     sequences, targets = read_listops(path, length, bool(truncate))
     return SequenceDataset(
         root=root,
-        task_name=TASK_NAME,
+        task_name="listops",
         split=split,
         sequences=sequences,
         targets=targets,

@@ -35,7 +35,6 @@ from robench.data.lra.sequences import SequenceDataset
 
 logger = logging.getLogger(__name__)
 
-TASK_NAME = "pathfinder"
 # Difficulty folders, easiest first.
 DIFFICULTIES = ("curv_baseline", "curv_contour_length_9", "curv_contour_length_14")
 CLASSES = ["disconnected", "connected"]
@@ -231,7 +230,7 @@ def open_pathfinder(
         )
     return SequenceDataset(
         root=root,
-        task_name=TASK_NAME,
+        task_name="pathfinder",
         split=split,
         sequences=PathfinderPixels(paths[chosen], shape),
         targets=labels[chosen],

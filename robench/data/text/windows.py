@@ -121,20 +121,19 @@ class LanguageModelingWindows(Dataset[tuple[torch.Tensor, torch.Tensor]]):
         self.label_space = None
         # Set by whoever perturbs the text (Word Swap): what was changed; None for clean text.
         self.perturbation_summary: dict | None = None
-        self._ids = torch.tensor(ids, dtype=torch.long)  # (N,)
-        self._words = torch.tensor(words, dtype=torch.long)  # (N,)
-        self._bytes = torch.tensor(nbytes, dtype=torch.long)  # (N,)
+        # Each position's token id, word flag and bytes: the rows of a window's targets.
+        self._rows = torch.tensor([ids, words, nbytes], dtype=torch.long)  # (3, N)
         n = len(ids)
         # Scored positions [a, b) of each window.
         self.spans = [(a, min(a + target_length, n)) for a in range(1, n, target_length)]
         self.n_tokens = n
         self.n_scored_tokens = n - 1
-        self.n_scored_words = int(self._words[1:].sum())
-        self.n_scored_bytes = int(self._bytes[1:].sum())
+        self.n_scored_words = int(self._rows[1, 1:].sum())
+        self.n_scored_bytes = int(self._rows[2, 1:].sum())
         # Scored targets that are <unk>: out-of-vocabulary words, and literal "<unk>" words.
         self.n_out_of_vocabulary = oov
         self.n_literal_unk = literal
-        self.unk_rate = int((self._ids[1:] == vocabulary.unk_id).sum()) / self.n_scored_tokens
+        self.unk_rate = int((self._rows[0, 1:] == vocabulary.unk_id).sum()) / self.n_scored_tokens
         self.preprocessing_note = (
             f"Token stream of {n:,} tokens (words, <eos> after each line) cut into "
             f"{len(self.spans):,} windows scoring up to {target_length} tokens each after "
@@ -150,11 +149,9 @@ class LanguageModelingWindows(Dataset[tuple[torch.Tensor, torch.Tensor]]):
             raise IndexError(f"index {index} out of range for {len(self)} windows")
         a, b = self.spans[index]
         lo = max(0, a - 1 - self.context)
-        inputs = self._ids[lo : b - 1]  # (n,)
+        inputs = self._rows[0, lo : b - 1]  # (n,)
         unscored = a - 1 - lo
-        targets = torch.stack(
-            [self._ids[lo + 1 : b], self._words[lo + 1 : b], self._bytes[lo + 1 : b]]
-        )  # (3, n)
+        targets = self._rows[:, lo + 1 : b].clone()  # (3, n)
         targets[0, :unscored] = IGNORE_INDEX
         targets[1:, :unscored] = 0
         return inputs.clone(), targets
