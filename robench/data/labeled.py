@@ -67,19 +67,19 @@ class LabeledImages(Dataset[tuple[torch.Tensor, int]]):
     def __len__(self) -> int:
         return len(self.targets)
 
-    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+    def _position(self, index: int) -> int:
         if not -len(self) <= index < len(self):
             raise IndexError(f"index {index} out of range for a dataset of {len(self)} items")
-        index %= len(self)
+        return index % len(self)
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+        index = self._position(index)
         return self._load_image(index), self.targets[index]
 
     def __getitems__(self, indices: Sequence[int]) -> list[tuple[torch.Tensor, int]]:
         """The items of `indices`, equal to `[self[i] for i in indices]`; a DataLoader reads
         a batch through it, so a layout may preprocess the batch's images together."""
-        for index in indices:
-            if not -len(self) <= index < len(self):
-                raise IndexError(f"index {index} out of range for a dataset of {len(self)} items")
-        chosen = [index % len(self) for index in indices]
+        chosen = [self._position(index) for index in indices]
         images = self._load_images(chosen)
         return list(zip(images, [self.targets[i] for i in chosen], strict=True))
 

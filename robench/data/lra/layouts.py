@@ -68,15 +68,8 @@ BY_LAYOUT = {task.layout: name for name, task in LRA_TASKS.items()}
 
 # Split names -> the canonical "train", "val", "test" (LRA calls validation "val" for ListOps
 # and "eval" for AAN).
-SPLITS = {
-    "train": "train",
-    "val": "val",
-    "valid": "val",
-    "validation": "val",
-    "eval": "val",
-    "dev": "val",
-    "test": "test",
-}
+SPLITS = {"train": "train", **dict.fromkeys(("val", "valid", "validation", "eval", "dev"), "val")}
+SPLITS["test"] = "test"
 
 
 def task_of(name: str) -> str:

@@ -35,9 +35,7 @@ from robench.data.text.tokenize import pretokenized_words, words_of
 SPLITS = ("train", "valid", "test")
 _SPLIT_NAMES = {
     "train": "train",
-    "valid": "valid",
-    "validation": "valid",
-    "val": "valid",
+    **dict.fromkeys(("valid", "validation", "val"), "valid"),
     "test": "test",
     # Every document of a corpus whose split is a hash of file or topic names (text files,
     # the built-ins, a JSON-lines file): evaluate a folder of .txt files whole.
