@@ -15,11 +15,12 @@ from pathlib import Path
 import numpy as np
 
 from robench._core.errors import DataError, shown_names
-from robench.data.image_folder import IMAGE_ERRORS, IMAGE_EXTENSIONS
+from robench.data.image_folder import IMAGE_EXTENSIONS
 from robench.data.segmentation.label_maps import IGNORE_INDEX
 from robench.data.segmentation.paired_files import (
     PairedSegmentation,
     identity_lookup,
+    read_image,
     reduce_zero_label_lookup,
 )
 
@@ -174,18 +175,9 @@ def _folder(root: Path, split: str | None) -> _Built:
 
 def _largest_label(pairs: list[tuple[Path, Path]]) -> int:
     """The largest mask value other than the ignore index, over every mask (no classes.txt)."""
-    from PIL import Image
-
     largest = 0
     for _, mask_path in pairs:
-        try:
-            with Image.open(mask_path) as mask:
-                values = np.array(mask)
-        except IMAGE_ERRORS as exc:
-            raise DataError(
-                f"cannot read mask {mask_path} ({exc}); replace the file or remove it and its "
-                "image."
-            ) from None
+        values = np.array(read_image(mask_path, "mask"))
         values = values[values != IGNORE_INDEX]
         largest = max(largest, int(values.max()) if values.size else 0)
     return largest

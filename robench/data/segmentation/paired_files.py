@@ -58,8 +58,8 @@ class PairedSegmentation(Dataset[tuple[torch.Tensor, torch.Tensor]]):
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
         image_path, mask_path = self.pairs[index]
-        image = _open(image_path, "image")
-        mask = _open(mask_path, "mask")
+        image = read_image(image_path, "image")
+        mask = read_image(mask_path, "mask")
         if image.size != mask.size:
             raise DataError(
                 f"mask {mask_path} is {mask.size[0]}x{mask.size[1]} but its image {image_path} "
@@ -104,7 +104,8 @@ class PairedSegmentation(Dataset[tuple[torch.Tensor, torch.Tensor]]):
         )
 
 
-def _open(path: Path, what: str) -> Image.Image:
+def read_image(path: Path, what: str) -> Image.Image:
+    """The decoded image file at `path` (`what`: "image" or "mask" in messages)."""
     try:
         image = Image.open(path)
         image.load()
