@@ -97,17 +97,9 @@ class _ValueCarry:
 # Scaling of the raw estimate: the denominator per (b, h[, n]).
 
 
-def _max_denominator(m: Tensor) -> Tensor:
-    return m.amax(dim=-1, keepdim=True)
-
-
-def _mean_denominator(m: Tensor) -> Tensor:
-    return m.mean(dim=-1, keepdim=True)
-
-
 _SCALINGS: dict[str, Callable[[Tensor], Tensor]] = {
-    "max": _max_denominator,
-    "mean": _mean_denominator,
+    "max": lambda m: m.amax(dim=-1, keepdim=True),
+    "mean": lambda m: m.mean(dim=-1, keepdim=True),
 }
 
 
@@ -131,18 +123,10 @@ def _scale(m: Tensor, scaling: str) -> Tensor:
 # (B, H, N, D) tensor in every layer; the scaled m is the same.
 
 
-def _full_sum(per_position: Tensor) -> Tensor:
-    return per_position.sum(dim=2, keepdim=True)  # (B, H, 1, D)
-
-
-def _prefix_sum(per_position: Tensor) -> Tensor:
-    return per_position.cumsum(dim=2)  # (B, H, N, D); row t sums positions n <= t
-
-
 # Reduction over positions n of a per-position quantity (B, H, N, D).
 _CAUSAL_ESTIMATORS: dict[str, Callable[[Tensor], Tensor]] = {
-    "full": _full_sum,
-    "prefix": _prefix_sum,
+    "full": lambda per_position: per_position.sum(dim=2, keepdim=True),  # (B, H, 1, D)
+    "prefix": lambda per_position: per_position.cumsum(dim=2),  # row t sums positions n <= t
 }
 
 
@@ -228,19 +212,6 @@ def _values_estimate(
     return reduce(_abs_diff(v, v_prev, owned))
 
 
-def _random_estimate(
-    layer: EllipticalMetricMixin, k: Tensor, v: Tensor, v_prev: Tensor | None, owned: bool
-) -> Tensor:
-    B, H, _, D = k.shape
-    return torch.rand(B, H, 1, D, device=k.device, dtype=k.dtype)  # global RNG
-
-
-def _consistent_estimate(
-    layer: EllipticalMetricMixin, k: Tensor, v: Tensor, v_prev: Tensor | None, owned: bool
-) -> Tensor:
-    return _consistent_raw(k, v, layer.delta, layer.scale)
-
-
 @dataclass(frozen=True)
 class _Estimator:
     # (layer, k, v, v_prev, owned) -> unscaled m; `owned`: v_prev may be overwritten in place
@@ -252,8 +223,19 @@ class _Estimator:
 
 _ESTIMATORS: dict[str, _Estimator] = {
     "values": _Estimator(_values_estimate, True, False, ("full", "prefix")),
-    "random": _Estimator(_random_estimate, False, True, ("full",)),
-    "consistent": _Estimator(_consistent_estimate, False, False, ("full",)),
+    # (B, H, 1, D) from torch's global RNG
+    "random": _Estimator(
+        lambda _, k, *__: torch.rand(*k.shape[:2], 1, k.shape[-1], device=k.device, dtype=k.dtype),
+        False,
+        True,
+        ("full",),
+    ),
+    "consistent": _Estimator(
+        lambda layer, k, v, *_: _consistent_raw(k, v, layer.delta, layer.scale),
+        False,
+        False,
+        ("full",),
+    ),
 }
 
 

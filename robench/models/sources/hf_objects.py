@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -111,72 +112,42 @@ def _tokenizer(request: HFObjectRequest, what: str) -> Any:
     return read_tokenizer(folder, False, what)
 
 
-def _no_processor(request: HFObjectRequest) -> ConfigError:
-    return ConfigError(
-        f"{request.name} is a transformers image model but no image processor was given and "
-        "none is saved beside it, so robench does not know its normalisation; pass "
-        "image_processor= (e.g. AutoImageProcessor.from_pretrained(...)) or "
-        "preprocessing=dict(mean=..., std=..., size=(C, H, W))."
-    )
-
-
-def _channels(model: nn.Module) -> int:
-    return int(getattr(model.config, "num_channels", 3))  # type: ignore[union-attr]
-
-
-def _image_classifier(request: HFObjectRequest) -> LoadedModel:
+def _pixel_values_model(request: HFObjectRequest, segmenter: bool) -> LoadedModel:
+    """`request.model` wrapped to take images, its image processor's preprocessing inside."""
     from robench.models.sources.hf_image import PixelValuesClassifier, processor_preprocessing
-
-    processor = _image_processor(request)
-    own, resize = ModelSpec(), None
-    if processor is not None:
-        own, resize = processor_preprocessing(processor, _channels(request.model), request.name)
-    elif request.given.mean is None or request.given.std is None:
-        raise _no_processor(request)
-    return _pixel_values_model(
-        request, PixelValuesClassifier(request.model), own, IMAGE_CLASSIFICATION, resize
-    )
-
-
-def _segmenter(request: HFObjectRequest) -> LoadedModel:
     from robench.models.sources.hf_segmentation import (
         PixelValuesSegmenter,
+        class_names,
         segmentation_preprocessing,
     )
 
     processor = _image_processor(request)
+    channels = int(getattr(request.model.config, "num_channels", 3))  # type: ignore[union-attr]
     own = ModelSpec()
-    if processor is not None:
+    # What the segmentation readers do: squash every image to one size.
+    resize: dict[str, str] | None = {"resize_mode": "squash"} if segmenter else None
+    if processor is not None and segmenter:
         given = request.given.input_size is not None
-        own = segmentation_preprocessing(
-            processor, _channels(request.model), request.name, size_given=given
-        )
+        own = segmentation_preprocessing(processor, channels, request.name, size_given=given)
+    elif processor is not None:
+        own, resize = processor_preprocessing(processor, channels, request.name)
     elif request.given.mean is None or request.given.std is None:
-        raise _no_processor(request)
-    squash = {"resize_mode": "squash"}  # what the segmentation readers do
-    network = PixelValuesSegmenter(request.model)
-    return _pixel_values_model(request, network, own, SEMANTIC_SEGMENTATION, squash)
-
-
-def _pixel_values_model(
-    request: HFObjectRequest,
-    network: nn.Module,
-    own: ModelSpec,
-    task: str,
-    resize: dict[str, str] | None,
-) -> LoadedModel:
-    """`network` (`request.model` wrapped to take images) as a model of `task`, with its
-    image processor's preprocessing `own`."""
+        raise ConfigError(
+            f"{request.name} is a transformers image model but no image processor was given "
+            "and none is saved beside it, so robench does not know its normalisation; pass "
+            "image_processor= (e.g. AutoImageProcessor.from_pretrained(...)) or "
+            "preprocessing=dict(mean=..., std=..., size=(C, H, W))."
+        )
     return memory_image_model(
-        network,
+        (PixelValuesSegmenter if segmenter else PixelValuesClassifier)(request.model),
         name=request.name,
         architecture=type(request.model).__name__,
         given=request.given,
         own=own,
         own_label="image processor",
         origin=request.origin,
-        task=task,
-        classes=_id2label(request.model),
+        task=SEMANTIC_SEGMENTATION if segmenter else IMAGE_CLASSIFICATION,
+        classes=class_names(request.model),
         resize=resize,
         device=request.device,
     )
@@ -245,15 +216,10 @@ def _text_model(
     )
 
 
-def _id2label(model: nn.Module) -> list[str] | None:
-    id2label = getattr(getattr(model, "config", None), "id2label", None) or {}
-    return [str(id2label[i]) for i in sorted(id2label)] if id2label else None
-
-
 # task -> how a transformers object of that task is wrapped.
 BUILDERS: dict[str, Callable[[HFObjectRequest], LoadedModel]] = {
-    IMAGE_CLASSIFICATION: _image_classifier,
-    SEMANTIC_SEGMENTATION: _segmenter,
+    IMAGE_CLASSIFICATION: partial(_pixel_values_model, segmenter=False),
+    SEMANTIC_SEGMENTATION: partial(_pixel_values_model, segmenter=True),
     LANGUAGE_MODELING: _causal_lm,
     TEXT_CLASSIFICATION: _text_classifier,
 }

@@ -27,11 +27,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import torch
 from torch import nn
 
 from robench._core.errors import ConfigError
-from robench.models.sources.hf_image import processor_normalisation
+from robench.models.sources.hf_image import PixelValuesClassifier, processor_normalisation
 from robench.models.spec import ModelSpec
 
 logger = logging.getLogger(__name__)
@@ -39,15 +38,8 @@ logger = logging.getLogger(__name__)
 _BILINEAR = 2  # PIL's resampling enum, as transformers stores `resample`
 
 
-class PixelValuesSegmenter(nn.Module):
+class PixelValuesSegmenter(PixelValuesClassifier):
     """`model(pixel_values=x).logits` for normalised x (B, C, H, W): logits (B, K, h, w)."""
-
-    def __init__(self, model: nn.Module) -> None:
-        super().__init__()
-        self.model = model
-
-    def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
-        return self.model(pixel_values=pixel_values).logits  # (B, num_labels, h, w)
 
 
 def _fixed_size(processor: Any, where: str) -> tuple[int, int]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -117,73 +118,61 @@ def _from_pretrained(loader: Any, folder: Path, request: SourceRequest, what: st
         ) from None
 
 
-def _image_classifier(
-    request: SourceRequest, folder: Path, config: dict[str, Any], origin: ModelOrigin
+def _architecture(config: dict[str, Any], network: Any) -> str:
+    return (config.get("architectures") or [type(network).__name__])[0]
+
+
+def _pixel_values_model(
+    request: SourceRequest,
+    folder: Path,
+    config: dict[str, Any],
+    origin: ModelOrigin,
+    segmenter: bool,
 ) -> LoadedModel:
-    from transformers import AutoImageProcessor, AutoModelForImageClassification
-
-    from robench.models.sources.hf_image import PixelValuesClassifier, processor_preprocessing
-
-    network = _from_pretrained(AutoModelForImageClassification, folder, request, "model")
-    channels = int(config.get("num_channels", 3))
-    where = f"{request.name} ({folder / 'preprocessor_config.json'})"
-    own, resize = ModelSpec(), None
-    if (folder / "preprocessor_config.json").is_file():
-        processor = _from_pretrained(AutoImageProcessor, folder, request, "image processor")
-        own, resize = processor_preprocessing(processor, channels, where)
-    id2label = getattr(network.config, "id2label", None) or {}
-    classes = [str(id2label[i]) for i in sorted(id2label)] if id2label else None
-    architecture = (config.get("architectures") or [type(network).__name__])[0]
-    return image_model(
-        request.name,
-        architecture,
-        PixelValuesClassifier(network),
-        overrides=request.overrides,
-        kwargs={},
-        origin=origin,
-        classes=classes,
-        own=own,
-        own_label="image processor",
-        resize=resize,
-        device=request.device,
+    """An image classifier, or a segmenter whose logits (B, K, h, w) stay at the model's
+    resolution (hf_segmentation): pixels in [0, 1] in, its image processor's normalisation
+    inside."""
+    from transformers import (
+        AutoImageProcessor,
+        AutoModelForImageClassification,
+        AutoModelForSemanticSegmentation,
     )
 
-
-def _semantic_segmenter(
-    request: SourceRequest, folder: Path, config: dict[str, Any], origin: ModelOrigin
-) -> LoadedModel:
-    """Pixels in [0, 1] -> logits (B, K, h, w) at the model's resolution (hf_segmentation)."""
-    from transformers import AutoImageProcessor, AutoModelForSemanticSegmentation
-
+    from robench.models.sources.hf_image import PixelValuesClassifier, processor_preprocessing
     from robench.models.sources.hf_segmentation import (
         PixelValuesSegmenter,
         class_names,
         segmentation_preprocessing,
     )
 
-    network = _from_pretrained(AutoModelForSemanticSegmentation, folder, request, "model")
+    auto = AutoModelForSemanticSegmentation if segmenter else AutoModelForImageClassification
+    network = _from_pretrained(auto, folder, request, "model")
     channels = int(config.get("num_channels", 3))
     where = f"{request.name} ({folder / 'preprocessor_config.json'})"
     own = ModelSpec()
+    # What the segmentation readers do: squash every image to one size.
+    resize: dict[str, str] | None = {"resize_mode": "squash"} if segmenter else None
     if (folder / "preprocessor_config.json").is_file():
         processor = _from_pretrained(AutoImageProcessor, folder, request, "image processor")
-        given = request.overrides is not None and request.overrides.input_size is not None
-        own = segmentation_preprocessing(processor, channels, where, size_given=given)
-    architecture = (config.get("architectures") or [type(network).__name__])[0]
+        if segmenter:
+            given = request.overrides is not None and request.overrides.input_size is not None
+            own = segmentation_preprocessing(processor, channels, where, size_given=given)
+        else:
+            own, resize = processor_preprocessing(processor, channels, where)
     loaded = image_model(
         request.name,
-        architecture,
-        PixelValuesSegmenter(network),
+        _architecture(config, network),
+        (PixelValuesSegmenter if segmenter else PixelValuesClassifier)(network),
         overrides=request.overrides,
         kwargs={},
         origin=origin,
         classes=class_names(network),
         own=own,
         own_label="image processor",
-        resize={"resize_mode": "squash"},  # what the segmentation readers do
+        resize=resize,
         device=request.device,
     )
-    return replace(loaded, task=SEMANTIC_SEGMENTATION)
+    return replace(loaded, task=SEMANTIC_SEGMENTATION) if segmenter else loaded
 
 
 def _causal_lm(
@@ -194,11 +183,10 @@ def _causal_lm(
 
     parts = build_causal_lm(folder, trust_remote_code=request.trust_remote_code)
     origin.extra.update(parts.info)
-    architecture = (config.get("architectures") or [type(parts.model).__name__])[0]
     return text_model(
         parts.model,
         name=request.name,
-        architecture=architecture,
+        architecture=_architecture(config, parts.model),
         task=LANGUAGE_MODELING,
         origin=origin,
         tokenizer=parts.tokenizer,
@@ -223,11 +211,10 @@ def _text_classifier(
         network.config.pad_token_id = tokenizer.pad_token_id
     length = max_tokens(network, tokenizer)
     origin.extra.update({"max_tokens": length})
-    architecture = (config.get("architectures") or [type(network).__name__])[0]
     return text_model(
         TokenizerTextClassifier(network, tokenizer, length),
         name=request.name,
-        architecture=architecture,
+        architecture=_architecture(config, network),
         task=TEXT_CLASSIFICATION,
         origin=origin,
         tokenizer=tokenizer,
@@ -239,8 +226,8 @@ def _text_classifier(
 
 # task (from the config) -> how robench builds the model.
 _BUILDERS: dict[str, Callable[[SourceRequest, Path, dict[str, Any], ModelOrigin], LoadedModel]] = {
-    IMAGE_CLASSIFICATION: _image_classifier,
-    SEMANTIC_SEGMENTATION: _semantic_segmenter,
+    IMAGE_CLASSIFICATION: partial(_pixel_values_model, segmenter=False),
+    SEMANTIC_SEGMENTATION: partial(_pixel_values_model, segmenter=True),
     LANGUAGE_MODELING: _causal_lm,
     TEXT_CLASSIFICATION: _text_classifier,
 }

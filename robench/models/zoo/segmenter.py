@@ -185,15 +185,6 @@ def _cfg(size: int, num_classes: int) -> dict[str, Any]:
     )
 
 
-default_cfgs = generate_default_cfgs(
-    {
-        "segmenter_nano_baseline": _cfg(64, 11),
-        "segmenter_nano_elliptical": _cfg(64, 11),
-        "segmenter_tiny_baseline": _cfg(512, 150),
-        "segmenter_tiny_elliptical": _cfg(512, 150),
-    }
-)
-
 _NANO_ARGS: dict[str, Any] = dict(
     img_size=64,
     patch_size=8,
@@ -220,15 +211,13 @@ _TINY_ARGS: dict[str, Any] = dict(
 
 # CPU-sized and Segmenter-Ti models, each with standard and with Elliptical Attention in the
 # encoder (the module docstring).
-globals().update(
-    register_timm_variants(
-        __name__,
-        _create_segmenter,
-        {
-            "segmenter_nano_baseline": (False, _NANO_ARGS),
-            "segmenter_nano_elliptical": (True, _NANO_ARGS),
-            "segmenter_tiny_baseline": (False, _TINY_ARGS),
-            "segmenter_tiny_elliptical": (True, _TINY_ARGS),
-        },
-    )
+_VARIANTS: dict[str, tuple[bool, dict[str, Any]]] = {
+    "segmenter_nano_baseline": (False, _NANO_ARGS),
+    "segmenter_nano_elliptical": (True, _NANO_ARGS),
+    "segmenter_tiny_baseline": (False, _TINY_ARGS),
+    "segmenter_tiny_elliptical": (True, _TINY_ARGS),
+}
+default_cfgs = generate_default_cfgs(
+    {name: _cfg(args["img_size"], args["num_classes"]) for name, (_, args) in _VARIANTS.items()}
 )
+globals().update(register_timm_variants(__name__, _create_segmenter, _VARIANTS))
