@@ -66,6 +66,7 @@ class HFObjectRequest:
     processor: Any = None  # image_processor=
     tokenizer: Any = None  # tokenizer=
     device: torch.device | str = "cpu"
+    architecture: str = ""  # what the report names; "": the model's class name
 
 
 def _saved_folder(model: nn.Module) -> Path | None:
@@ -112,8 +113,30 @@ def _tokenizer(request: HFObjectRequest, what: str) -> Any:
     return read_tokenizer(folder, False, what)
 
 
-def _pixel_values_model(request: HFObjectRequest, segmenter: bool) -> LoadedModel:
-    """`request.model` wrapped to take images, its image processor's preprocessing inside."""
+def _pixel_values_object(request: HFObjectRequest, segmenter: bool) -> LoadedModel:
+    processor = _image_processor(request)
+    if processor is None and (request.given.mean is None or request.given.std is None):
+        raise ConfigError(
+            f"{request.name} is a transformers image model but no image processor was given "
+            "and none is saved beside it, so robench does not know its normalisation; pass "
+            "image_processor= (e.g. AutoImageProcessor.from_pretrained(...)) or "
+            "preprocessing=dict(mean=..., std=..., size=(C, H, W))."
+        )
+    channels = int(getattr(request.model.config, "num_channels", 3))  # type: ignore[union-attr]
+    return pixel_values_model(request, segmenter, processor, channels, request.name)
+
+
+def pixel_values_model(
+    request: HFObjectRequest,
+    segmenter: bool,
+    processor: Any,
+    channels: int,
+    where: str,
+    overrides_label: str = "preprocessing=",
+) -> LoadedModel:
+    """`request.model` wrapped to take images (a segmenter's logits (B, K, h, w) stay at the
+    model's resolution, hf_segmentation), its image `processor`'s preprocessing inside (`where`
+    names it in errors), the caller's `given` (what `overrides_label` names) over it."""
     from robench.models.sources.hf_image import PixelValuesClassifier, processor_preprocessing
     from robench.models.sources.hf_segmentation import (
         PixelValuesSegmenter,
@@ -121,27 +144,18 @@ def _pixel_values_model(request: HFObjectRequest, segmenter: bool) -> LoadedMode
         segmentation_preprocessing,
     )
 
-    processor = _image_processor(request)
-    channels = int(getattr(request.model.config, "num_channels", 3))  # type: ignore[union-attr]
     own = ModelSpec()
     # What the segmentation readers do: squash every image to one size.
     resize: dict[str, str] | None = {"resize_mode": "squash"} if segmenter else None
     if processor is not None and segmenter:
         given = request.given.input_size is not None
-        own = segmentation_preprocessing(processor, channels, request.name, size_given=given)
+        own = segmentation_preprocessing(processor, channels, where, size_given=given)
     elif processor is not None:
-        own, resize = processor_preprocessing(processor, channels, request.name)
-    elif request.given.mean is None or request.given.std is None:
-        raise ConfigError(
-            f"{request.name} is a transformers image model but no image processor was given "
-            "and none is saved beside it, so robench does not know its normalisation; pass "
-            "image_processor= (e.g. AutoImageProcessor.from_pretrained(...)) or "
-            "preprocessing=dict(mean=..., std=..., size=(C, H, W))."
-        )
+        own, resize = processor_preprocessing(processor, channels, where)
     return memory_image_model(
         (PixelValuesSegmenter if segmenter else PixelValuesClassifier)(request.model),
         name=request.name,
-        architecture=type(request.model).__name__,
+        architecture=request.architecture or type(request.model).__name__,
         given=request.given,
         own=own,
         own_label="image processor",
@@ -150,6 +164,7 @@ def _pixel_values_model(request: HFObjectRequest, segmenter: bool) -> LoadedMode
         classes=class_names(request.model),
         resize=resize,
         device=request.device,
+        overrides_label=overrides_label,
     )
 
 
@@ -206,7 +221,7 @@ def _text_model(
     return text_model(
         wrapped,
         name=request.name,
-        architecture=type(request.model).__name__,
+        architecture=request.architecture or type(request.model).__name__,
         task=task,
         origin=request.origin,
         tokenizer=tokenizer,
@@ -218,8 +233,8 @@ def _text_model(
 
 # task -> how a transformers object of that task is wrapped.
 BUILDERS: dict[str, Callable[[HFObjectRequest], LoadedModel]] = {
-    IMAGE_CLASSIFICATION: partial(_pixel_values_model, segmenter=False),
-    SEMANTIC_SEGMENTATION: partial(_pixel_values_model, segmenter=True),
+    IMAGE_CLASSIFICATION: partial(_pixel_values_object, segmenter=False),
+    SEMANTIC_SEGMENTATION: partial(_pixel_values_object, segmenter=True),
     LANGUAGE_MODELING: _causal_lm,
     TEXT_CLASSIFICATION: _text_classifier,
 }

@@ -9,16 +9,9 @@ size. Upsampling to the input size first would resize twice, and differ from it 
 labels are not at the input size (ADE20K's images are resized, their maps are not).
 
 The normalisation of the image processor becomes robench's `NormalizedModel` around it, so
-attacks stay in pixel units; its resize maps onto the task's, which squashes every image
-bilinearly to one size without cropping:
-
-| processor                                       | robench                                     |
-|-------------------------------------------------|---------------------------------------------|
-| `size = {height, width}`, no center crop        | `input_size` (C, height, width)             |
-| `rescale_factor`, `image_mean`, `image_std`     | mean, std in [0, 1] pixel units             |
-| `resample` other than bilinear                  | resized bilinearly all the same (a warning) |
-
-A processor that keeps the aspect ratio, crops, resizes by the shortest edge or flips the
+attacks stay in pixel units; its `size = {height, width}` becomes `input_size`, the size the
+task squashes every image to, bilinearly and without cropping (another `resample` gets a
+warning). A processor that keeps the aspect ratio, crops, resizes by the shortest edge or flips the
 channel order is refused in one sentence (`--input-size C,H,W` overrides the size).
 """
 

@@ -1,11 +1,9 @@
 """`hf:PATH_OR_REPO`: a transformers model from a local folder or the local Hub cache.
 
-The folder's config.json decides the task (`hf_tasks.transformers_task`); an image classifier
-is built here with `AutoModelForImageClassification` and its own image processor, a semantic
-segmentation model with `AutoModelForSemanticSegmentation` (wrapped by
-`robench.models.sources.hf_segmentation`), a causal LM by
-`robench.models.sources.hf_causal_lm.build_causal_lm`
-(model, tokenizer and context length from the same folder). Loading is offline
+The folder's config.json decides the task (`hf_tasks.transformers_task`); the model is built
+with the task's auto class and its own image processor or tokenizer, and wrapped as the model
+object held in memory is (`hf_objects`; a causal LM by `hf_causal_lm.build_causal_lm`, with
+the folder's context length). Loading is offline
 (`local_files_only=True`), remote code runs only with `--trust-remote-code`, and transformers
 prefers safetensors when both exist. A pickled `.bin` loads with `weights_only=True`
 (transformers' rule, as robench's for checkpoints); one that needs other pickled objects is
@@ -15,14 +13,13 @@ refused in one sentence, with or without `--trust-checkpoint`: convert it to saf
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from robench._core.errors import CheckpointError, ConfigError, first_line
 from robench.models.loaded_model import text_model
-from robench.models.loading import LoadedModel, image_model
+from robench.models.loading import LoadedModel
 from robench.models.provenance import ModelOrigin, hash_files, weight_files
 from robench.models.sources.hf_cache import find_cached_repo
 from robench.models.sources.hf_folder_checks import (
@@ -30,6 +27,7 @@ from robench.models.sources.hf_folder_checks import (
     load_report_held,
     read_config,
 )
+from robench.models.sources.hf_objects import BUILDERS, HFObjectRequest, pixel_values_model
 from robench.models.sources.hf_tasks import (
     IMAGE_CLASSIFICATION,
     LANGUAGE_MODELING,
@@ -129,50 +127,24 @@ def _pixel_values_model(
     origin: ModelOrigin,
     segmenter: bool,
 ) -> LoadedModel:
-    """An image classifier, or a segmenter whose logits (B, K, h, w) stay at the model's
-    resolution (hf_segmentation): pixels in [0, 1] in, its image processor's normalisation
-    inside."""
+    """An image classifier or segmenter with its own image processor, wrapped as the model
+    object held in memory is (`hf_objects.pixel_values_model`)."""
     from transformers import (
         AutoImageProcessor,
         AutoModelForImageClassification,
         AutoModelForSemanticSegmentation,
     )
 
-    from robench.models.sources.hf_image import PixelValuesClassifier, processor_preprocessing
-    from robench.models.sources.hf_segmentation import (
-        PixelValuesSegmenter,
-        class_names,
-        segmentation_preprocessing,
-    )
-
     auto = AutoModelForSemanticSegmentation if segmenter else AutoModelForImageClassification
     network = _from_pretrained(auto, folder, request, "model")
-    channels = int(config.get("num_channels", 3))
     where = f"{request.name} ({folder / 'preprocessor_config.json'})"
-    own = ModelSpec()
-    # What the segmentation readers do: squash every image to one size.
-    resize: dict[str, str] | None = {"resize_mode": "squash"} if segmenter else None
+    processor = None
     if (folder / "preprocessor_config.json").is_file():
         processor = _from_pretrained(AutoImageProcessor, folder, request, "image processor")
-        if segmenter:
-            given = request.overrides is not None and request.overrides.input_size is not None
-            own = segmentation_preprocessing(processor, channels, where, size_given=given)
-        else:
-            own, resize = processor_preprocessing(processor, channels, where)
-    loaded = image_model(
-        request.name,
-        _architecture(config, network),
-        (PixelValuesSegmenter if segmenter else PixelValuesClassifier)(network),
-        overrides=request.overrides,
-        kwargs={},
-        origin=origin,
-        classes=class_names(network),
-        own=own,
-        own_label="image processor",
-        resize=resize,
-        device=request.device,
-    )
-    return replace(loaded, task=SEMANTIC_SEGMENTATION) if segmenter else loaded
+    held = HFObjectRequest(network, request.name, origin, request.overrides or ModelSpec())
+    held.device, held.architecture = request.device, _architecture(config, network)
+    channels = int(config.get("num_channels", 3))
+    return pixel_values_model(held, segmenter, processor, channels, where, "command line")
 
 
 def _causal_lm(
@@ -198,30 +170,17 @@ def _causal_lm(
 def _text_classifier(
     request: SourceRequest, folder: Path, config: dict[str, Any], origin: ModelOrigin
 ) -> LoadedModel:
-    """`AutoModelForSequenceClassification` with its tokenizer, reading the task's byte rows
-    (models/sources/hf_text_classifier.py)."""
+    """`AutoModelForSequenceClassification` with its tokenizer (models/sources/
+    hf_text_classifier.py), then wrapped as the model object held in memory is (hf_objects)."""
     from transformers import AutoModelForSequenceClassification
 
-    from robench.models.sources.hf_text_classifier import class_names, load_tokenizer, max_tokens
-    from robench.models.text_inputs import TokenizerTextClassifier
+    from robench.models.sources.hf_text_classifier import load_tokenizer
 
     tokenizer = load_tokenizer(folder, request.trust_remote_code)
     network = _from_pretrained(AutoModelForSequenceClassification, folder, request, "model")
-    if network.config.pad_token_id is None:
-        network.config.pad_token_id = tokenizer.pad_token_id
-    length = max_tokens(network, tokenizer)
-    origin.extra.update({"max_tokens": length})
-    return text_model(
-        TokenizerTextClassifier(network, tokenizer, length),
-        name=request.name,
-        architecture=_architecture(config, network),
-        task=TEXT_CLASSIFICATION,
-        origin=origin,
-        tokenizer=tokenizer,
-        max_length=length,
-        device=request.device,
-        classes=class_names(network),
-    )
+    held = HFObjectRequest(network, request.name, origin, ModelSpec(), tokenizer=tokenizer)
+    held.device, held.architecture = request.device, _architecture(config, network)
+    return BUILDERS[TEXT_CLASSIFICATION](held)
 
 
 # task (from the config) -> how robench builds the model.

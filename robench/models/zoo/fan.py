@@ -4,8 +4,7 @@ Paper: Zhou et al., "Understanding The Robustness in Vision Transformers", ICML 
 https://arxiv.org/abs/2204.12451; the definition follows NVlabs/FAN models/fan.py. timm does not
 ship FAN; after `import robench.models.zoo`, `timm.create_model(name)` builds:
 
-- `fan_tiny_12_p16_224` (embed 192, 12 blocks, 4 heads, 7.3M parameters) and
-  `fan_small_12_p16_224` (embed 384, 12 blocks, 8 heads, 28.3M parameters): a convolutional
+- `fan_tiny_12_p16_224` (7.3M parameters) and `fan_small_12_p16_224` (28.3M): a convolutional
   patch stem (four 3x3 stride-2 conv+BN, GELU between), Fourier positional encoding (XCiT's),
   blocks of token-mixing self-attention and the attentional channel MLP (layer scale 1.0), then
   two CaiT-style class-attention blocks (`tokens_norm=True`), a LayerNorm and the linear head
@@ -14,8 +13,8 @@ ship FAN; after `import robench.models.zoo`, `timm.create_model(name)` builds:
 - `fan_{tiny,small}_elliptical_12_p16_224`: the same networks (same parameters and keys) with
   Elliptical Attention in the token-mixing layers from the second on (the first has no previous
   layer's values); class attention stays standard. The paper's Table 4 "FAN-Elliptical".
-- `fan_nano_4_p4_28` and `fan_nano_elliptical_4_p4_28`: a Fashion-MNIST FAN (28x28x1, a two-conv
-  stem of stride 4, embed 64, 4 blocks of 4 heads, MLP ratio 2) for tests and reproduction.
+- `fan_nano_4_p4_28` and `fan_nano_elliptical_4_p4_28`: a Fashion-MNIST FAN (a two-conv stem
+  of stride 4, `FASHION_MNIST_ARGS`) for tests and reproduction.
 
 No weights are published by robench; NVlabs' checkpoints load through `robench eval -c` (they
 hold the weights under `state_dict`) or `model.load_state_dict`. `checkpoint_filter_fn` also

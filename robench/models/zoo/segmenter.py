@@ -185,24 +185,12 @@ def _cfg(size: int, num_classes: int) -> dict[str, Any]:
     )
 
 
+_SHAPE = ("img_size", "patch_size", "num_classes", "embed_dim", "depth", "num_heads")
 _NANO_ARGS: dict[str, Any] = dict(
-    img_size=64,
-    patch_size=8,
-    num_classes=11,
-    embed_dim=64,
-    depth=4,
-    num_heads=4,
-    mlp_ratio=2.0,
-    decoder_depth=1,
+    zip(_SHAPE, (64, 8, 11, 64, 4, 4), strict=True), mlp_ratio=2.0, decoder_depth=1
 )
-
 _TINY_ARGS: dict[str, Any] = dict(
-    img_size=512,
-    patch_size=16,
-    num_classes=150,
-    embed_dim=192,
-    depth=12,
-    num_heads=3,
+    zip(_SHAPE, (512, 16, 150, 192, 12, 3), strict=True),
     decoder_depth=2,
     drop_path_rate=0.1,
     inference=InferenceConfig("slide", crop_size=(512, 512), stride=(480, 480)),

@@ -6,7 +6,7 @@ After `import robench.models.zoo`, `timm.create_model(name)` builds:
   `EllipticalAttention` (https://arxiv.org/abs/2406.13770). Same parameters and state_dict keys
   as `deit_*_patch16_224`, so a DeiT checkpoint loads strictly. No weights are published.
 - `vit_nano_patch4_28` and its twin `vit_nano_elliptical_patch4_28`: tiny Fashion-MNIST ViTs
-  (28x28x1, patch 4, dim 64, depth 4, 4 heads, ~139k parameters) for tests and the demo.
+  (`FASHION_MNIST_ARGS`, ~139k parameters) for tests and the demo.
 
 The elliptical builders accept the options of `robench.models.layers.configure_elliptical` as model
 kwargs, e.g. `timm.create_model("deit_tiny_elliptical_patch16_224", scaling="mean")`.
