@@ -1,7 +1,6 @@
 """Long Range Arena classifiers as the Elliptical Attention paper configures them (Sec. 4.3,
-App. F.9, after the LRA setup of Chen et al. 2023 and Nystromformer's LRA code): a 2-layer
-pre-norm transformer, model width 64, 2 heads of 32, feed-forward (hidden) 128, dropout 0.1,
-learned (or fixed sinusoidal) positions, mean (or CLS) pooling and a two-layer ReLU head.
+App. F.9, after the LRA setup of Chen et al. 2023 and Nystromformer's LRA code; configurations
+and model kwargs: docs/sequence-classification.md).
 
 `LRATransformer` maps token ids (B, L) to class logits (B, K); a retrieval model (`pair`)
 takes two documents (B, 2, L), encodes both with the same weights and classifies
@@ -20,15 +19,13 @@ which pad every sequence to the task's length).
 
 Elliptical Attention (https://arxiv.org/abs/2406.13770) needs the values of a previous layer,
 so the paper places it on the final layer only: the `*_elliptical` models use
-`EllipticalAttention` in their last two blocks, the first of which is standard attention that
-only hands its values on (`configure_elliptical` makes the first elliptical layer standard).
+`EllipticalAttention` in their last two blocks, the first of which only hands its values on.
 Same parameters and state_dict keys as the baseline, so one checkpoint loads into both.
 
 Registered in robench's model registry (`lm_registry`; builders take `vocab_size` and
-`num_classes`), declaring `robench_task = "sequence-classification"`: `lra_transformer` (the
-paper's configuration, N = 2000 for ListOps; pass `max_length` for the other tasks: 4000 text
-and retrieval, 1024 images), `lra_transformer_nano` (CPU-sized, N = 512, for tests and the
-nano reproduction; docs/sequence-classification.md) and their `*_elliptical` twins.
+`num_classes`), declaring `robench_task = "sequence-classification"`: `lra_transformer`
+(N = 2000 for ListOps; pass `max_length` for the other tasks: 4000 text and retrieval, 1024
+images) and the CPU-sized `lra_transformer_nano`, each with its `*_elliptical` twin.
 """
 
 from __future__ import annotations
