@@ -16,14 +16,11 @@ WikiText-103 backbone), each with a `*_elliptical` twin: `EllipticalAttention`
 
 All take `dropout` (default 0.1) and the other `TransformerLM` arguments as overrides. The
 elliptical layer keeps the 1/sqrt(D) logit scale of Eq. 13, which the paper's language-model
-code omitted. Elliptical twins also take the options of `configure_elliptical` (`scaling`,
-`estimator`, `differentiable`, `delta`) and `m_estimator`, the estimator of M over positions:
-
-- `"prefix"` (default): m at position t averages |V_l - V_{l-1}| over positions <= t, so logits
-  at t depend only on tokens <= t: a truly causal model.
-- `"paper"`: the paper's mean over all positions, so position t sees later tokens through M.
-
-The report records which one a model uses (`TransformerLM.robench_report_section`).
+code omitted. Elliptical twins also take `configure_elliptical`'s options and `m_estimator`
+(docs/language-models.md): `"prefix"` (default) averages |V_l - V_{l-1}| over positions <= t,
+so logits at t depend only on tokens <= t (a truly causal model); `"paper"` over all
+positions, so position t sees later tokens through M. The report records which one a model
+uses (`TransformerLM.robench_report_section`).
 """
 
 from __future__ import annotations
