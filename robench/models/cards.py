@@ -29,12 +29,8 @@ class CardCheck:
 
 
 def check_card(path: Path, *, deep: bool = False) -> CardCheck:
-    """Validate the model card at `path`; raise `ConfigError` on the first problem.
-
-    Args:
-        path: the card's TOML file.
-        deep: look the architecture up in timm's registry (imports timm and torch).
-    """
+    """Validate the model card (TOML) at `path`; raise `ConfigError` on the first problem.
+    `deep`: look the architecture up in timm's registry (imports timm and torch)."""
     card = read_card(path)
     where = f"model card {path}"
     notes = _check_architecture(card.architecture, where, deep)

@@ -113,25 +113,20 @@ def _read_torch(path: Path, trust: bool) -> tuple[Any, dict[str, str]]:
         logger.warning(
             "unpickling %s with --trust-checkpoint: this runs any code the file contains", path
         )
-        try:
-            return torch.load(path, map_location="cpu", weights_only=False), {}
-        except (ImportError, AttributeError) as exc:
-            raise CheckpointError(
-                f"checkpoint {path} pickles an object whose class cannot be imported ({exc}); "
-                "install or import the code that saved it, or re-save its state_dict."
-            ) from None
-        except _TORCH_READ_ERRORS as exc:
-            raise CheckpointError(
-                f"cannot read torch checkpoint {path} ({exc}); the file is truncated or not a "
-                "torch checkpoint, download or export it again."
-            ) from None
     # torch < 2.5 has no safe_globals; its weights-only loader then rejects Namespace too.
     allow = getattr(torch.serialization, "safe_globals", None)
     try:
-        with allow(_SAFE_GLOBALS) if allow else contextlib.nullcontext():
-            return torch.load(path, map_location="cpu", weights_only=True), {}
+        with allow(_SAFE_GLOBALS) if allow and not trust else contextlib.nullcontext():
+            return torch.load(path, map_location="cpu", weights_only=not trust), {}
+    except (ImportError, AttributeError) as exc:
+        if not trust:
+            raise
+        raise CheckpointError(
+            f"checkpoint {path} pickles an object whose class cannot be imported ({exc}); "
+            "install or import the code that saved it, or re-save its state_dict."
+        ) from None
     except pickle.UnpicklingError as exc:
-        if "weights only load failed" not in str(exc).lower():
+        if trust or "weights only load failed" not in str(exc).lower():
             raise CheckpointError(
                 f"cannot read torch checkpoint {path} ({exc}); the file is corrupt, download or "
                 "export it again."
@@ -154,11 +149,7 @@ def _read_torch(path: Path, trust: bool) -> tuple[Any, dict[str, str]]:
 # File-name suffix -> reader; longer suffixes are matched first.
 _READERS: dict[str, Callable[[Path, bool], tuple[Any, dict[str, str]]]] = {
     ".safetensors": _read_safetensors,
-    ".pth.tar": _read_torch,
-    ".pth": _read_torch,
-    ".pt": _read_torch,
-    ".bin": _read_torch,
-    ".ckpt": _read_torch,
+    **dict.fromkeys((".pth.tar", ".pth", ".pt", ".bin", ".ckpt"), _read_torch),
 }
 
 
@@ -354,17 +345,15 @@ def load_state_dict_into(
         if key in ckpt_shapes and ckpt_shapes[key] != shape
     }
     if missing or unexpected or mismatched:
-        parts = []
-        if missing:
-            parts.append(f"missing keys {_listed(missing)}")
-        if unexpected:
-            parts.append(f"unexpected keys {_listed(unexpected)}")
-        if mismatched:
-            shapes = [
-                f"{key}: checkpoint {list(ckpt)} vs model {list(mine)}"
-                for key, (ckpt, mine) in mismatched.items()
-            ]
-            parts.append(f"shape mismatches {_listed(shapes)}")
+        shapes = [
+            f"{k}: checkpoint {list(c)} vs model {list(m)}" for k, (c, m) in mismatched.items()
+        ]
+        found = (
+            ("missing keys", missing),
+            ("unexpected keys", unexpected),
+            ("shape mismatches", shapes),
+        )
+        parts = [f"{what} {_listed(keys)}" for what, keys in found if keys]
         cause = _likely_cause(model, model_name, missing, unexpected, mismatched, len(model_shapes))
         raise CheckpointError(
             f"checkpoint does not fit model {model_name!r} ({'; '.join(parts)}); likely cause: "

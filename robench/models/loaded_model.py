@@ -32,9 +32,9 @@ class LoadedModel:
     model_kwargs: dict[str, Any]
     spec: ModelSpec  # the resolved values
     sources: dict[str, str]  # field -> where its value came from
-    card_path: Path | None
-    checkpoint: Checkpoint | None
-    preprocessing: Preprocessing | None  # None for a language model
+    card_path: Path | None = None
+    checkpoint: Checkpoint | None = None
+    preprocessing: Preprocessing | None = None  # None for a language model
     # The task the model solves: timm models classify images, robench's language models
     # (and plugins registered beside them) model language.
     task: str = "image-classification"
@@ -87,10 +87,8 @@ def text_model(
     vocabulary: Vocabulary | None = None,
 ) -> LoadedModel:
     """A model that reads tokens or texts as they come, with no checkpoint and no image
-    preprocessing, weights described by `origin`: a transformers text model (causal LM or
-    sequence classifier) with its tokenizer, from a folder (`sources/hf_source.py`) or an
-    object in memory (`sources/hf_objects.py`), or a robench model object held in memory
-    (`sources/memory.py`, with its `vocabulary`); eval mode on `device`."""
+    preprocessing, weights described by `origin` (a transformers text model with its
+    tokenizer, or a robench model held in memory with its `vocabulary`); eval mode on `device`."""
     return LoadedModel(
         model=network.to(device).eval(),
         name=name,
@@ -98,9 +96,6 @@ def text_model(
         model_kwargs={},
         spec=ModelSpec(architecture=architecture, classes=classes),
         sources={},
-        card_path=None,
-        checkpoint=None,
-        preprocessing=None,
         task=task,
         vocabulary=vocabulary,
         origin=origin,

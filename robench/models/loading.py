@@ -61,12 +61,6 @@ def _find_card(name: str | None) -> tuple[ModelCard, Path] | tuple[None, None]:
     return None, None
 
 
-def _card_checkpoint(card: ModelCard, card_path: Path) -> Path | None:
-    if card.checkpoint is None:
-        return None
-    return (card_path.parent / card.checkpoint).resolve()
-
-
 def _layer(sources: list[tuple[str, ModelSpec | None]]) -> tuple[ModelSpec, dict[str, str]]:
     """Merge specs, earlier sources winning field by field; record each field's source."""
     merged: dict[str, Any] = {}
@@ -171,8 +165,6 @@ def image_model(
         model_kwargs=kwargs,
         spec=spec,
         sources=sources,
-        card_path=None,
-        checkpoint=None,
         preprocessing=preprocessing,
         origin=origin,
     )
@@ -184,11 +176,12 @@ def _card_and_checkpoint(
     """MODEL's card (if it names one) and the checkpoint read: `--checkpoint`, else the
     card's, whose sha256 must then be the one the card records."""
     card, card_path = _find_card(name)
-    from_card = checkpoint is None and card is not None and card_path is not None
-    if from_card and card is not None and card_path is not None:
-        checkpoint = _card_checkpoint(card, card_path)
+    expected = None
+    if checkpoint is None and card is not None and card_path is not None:
+        if card.checkpoint is not None:
+            checkpoint = (card_path.parent / card.checkpoint).resolve()
+        expected = card.checkpoint_sha256
     ckpt = read_checkpoint(checkpoint, ema=ema, trust=trust) if checkpoint else None
-    expected = card.checkpoint_sha256 if from_card and card is not None else None
     if ckpt is not None and expected and ckpt.sha256 != expected:
         raise CheckpointError(
             f"checkpoint {checkpoint} has sha256 {ckpt.sha256[:12]}..., but model card "
@@ -260,13 +253,14 @@ def from_name(request: SourceRequest) -> LoadedModel:
             "registered model name (see `robench list models`) or a model card."
         )
     architecture = spec.architecture
-    from robench.models.zoo.lm_registry import is_language_model
+    from robench.models.zoo.lm_registry import is_language_model, language_model_task
 
     vocabulary = None
     preprocessing: Preprocessing | None = None
-    if is_language_model(architecture) and _is_sequence_classifier(architecture):
+    lm_task = language_model_task(architecture) if is_language_model(architecture) else None
+    if lm_task == "sequence-classification":
         network = _sequence_classifier(architecture, spec)
-    elif is_language_model(architecture):
+    elif lm_task is not None:
         network, vocabulary = _language_model(architecture, spec, ckpt)
     else:
         network = _create(architecture, spec.num_classes, spec.model_kwargs)
@@ -357,12 +351,6 @@ def _language_model(
     if classes and "num_classes" not in kwargs:  # a text classifier: sized by its classes
         kwargs["num_classes"] = len(classes)
     return create_language_model(architecture, **kwargs), vocabulary
-
-
-def _is_sequence_classifier(architecture: str) -> bool:
-    from robench.models.zoo.lm_registry import language_model_task
-
-    return language_model_task(architecture) == "sequence-classification"
 
 
 def _sequence_classifier(architecture: str, spec: ModelSpec) -> nn.Module:

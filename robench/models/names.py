@@ -27,19 +27,12 @@ def known_model_names() -> list[str]:
     return sorted(names | set(source_names()))
 
 
-def close_model_names(name: str, limit: int = 5, known: list[str] | None = None) -> list[str]:
-    """Up to `limit` names closest to `name` (case-insensitive), among `known` (default:
-    `known_model_names()`, which imports timm)."""
-    known = known_model_names() if known is None else known
-    lowered = {n.lower(): n for n in known}
-    close = difflib.get_close_matches(name.lower(), list(lowered), n=limit, cutoff=0.6)
-    return [lowered[c] for c in close]
-
-
 def unknown_model_message(name: str, known: list[str] | None = None) -> str:
-    """One sentence: the unknown name, close matches if any, and how to see every name."""
-    close = close_model_names(name, known=known)
-    hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    """One sentence: the unknown name, up to 5 close matches (case-insensitive) among `known`
+    (default: `known_model_names()`, which imports timm), and how to see every name."""
+    lowered = {n.lower(): n for n in (known_model_names() if known is None else known)}
+    close = difflib.get_close_matches(name.lower(), list(lowered), n=5, cutoff=0.6)
+    hint = f" Did you mean {', '.join(repr(lowered[c]) for c in close)}?" if close else ""
     return (
         f"Unknown model {name!r}.{hint} `{LIST_COMMAND} PATTERN` lists robench's, timm's and "
         "the model cards' names; hf:PATH_OR_REPO, hf-hub:ORG/NAME and local-dir:PATH load "

@@ -19,10 +19,11 @@ an attack's output, so the report can say how many of the forward passes were th
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from typing import Any
 
 import torch
@@ -42,21 +43,11 @@ class PassCount:
     samples: int = 0  # the samples these passes were spent on (set by whoever counts)
 
     def __add__(self, other: PassCount) -> PassCount:
-        return PassCount(
-            self.forward + other.forward,
-            self.backward + other.backward,
-            self.scoring_forward + other.scoring_forward,
-            self.samples + other.samples,
-        )
+        return PassCount(*map(operator.add, astuple(self), astuple(other)))
 
     def __sub__(self, other: PassCount) -> PassCount:
         """What was spent since `other`, a copy of this count taken earlier."""
-        return PassCount(
-            self.forward - other.forward,
-            self.backward - other.backward,
-            self.scoring_forward - other.scoring_forward,
-            self.samples - other.samples,
-        )
+        return PassCount(*map(operator.sub, astuple(self), astuple(other)))
 
 
 def _count_backward(count: PassCount, grad: torch.Tensor) -> None:

@@ -28,33 +28,27 @@ ZOO_MODELS: tuple[str, ...] = (
 
 # Registered in robench's language-model registry (robench.models.zoo.lm_registry) by
 # robench.models.zoo.transformer_lm, moe_lm (Switch, GLaM), text_classifier and lra_transformer
-# (whose builders declare the text- and sequence-classification tasks);
+# (whose builders declare the text- and sequence-classification tasks), each with its
+# `_elliptical` twin (`lm_registry.register_variants`);
 # tests/test_transformer_lm.py checks the two agree.
-LANGUAGE_MODELS: tuple[str, ...] = (
-    "glam_lm_medium",
-    "glam_lm_medium_elliptical",
-    "glam_lm_nano",
-    "glam_lm_nano_elliptical",
-    "glam_lm_small",
-    "glam_lm_small_elliptical",
-    "lra_transformer",
-    "lra_transformer_elliptical",
-    "lra_transformer_nano",
-    "lra_transformer_nano_elliptical",
-    "switch_classifier_nano",
-    "switch_classifier_nano_elliptical",
-    "switch_lm_medium",
-    "switch_lm_medium_elliptical",
-    "switch_lm_nano",
-    "switch_lm_nano_elliptical",
-    "switch_lm_small",
-    "switch_lm_small_elliptical",
-    "text_classifier_nano",
-    "text_classifier_nano_elliptical",
-    "transformer_lm_medium",
-    "transformer_lm_medium_elliptical",
-    "transformer_lm_nano",
-    "transformer_lm_nano_elliptical",
-    "transformer_lm_small",
-    "transformer_lm_small_elliptical",
+LANGUAGE_MODELS: tuple[str, ...] = tuple(
+    sorted(
+        base + twin
+        for base in (
+            "glam_lm_medium",
+            "glam_lm_nano",
+            "glam_lm_small",
+            "lra_transformer",
+            "lra_transformer_nano",
+            "switch_classifier_nano",
+            "switch_lm_medium",
+            "switch_lm_nano",
+            "switch_lm_small",
+            "text_classifier_nano",
+            "transformer_lm_medium",
+            "transformer_lm_nano",
+            "transformer_lm_small",
+        )
+        for twin in ("", "_elliptical")
+    )
 )

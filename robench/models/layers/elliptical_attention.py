@@ -97,17 +97,9 @@ class _ValueCarry:
 # Scaling of the raw estimate: the denominator per (b, h[, n]).
 
 
-def _max_denominator(m: Tensor) -> Tensor:
-    return m.amax(dim=-1, keepdim=True)
-
-
-def _mean_denominator(m: Tensor) -> Tensor:
-    return m.mean(dim=-1, keepdim=True)
-
-
 _SCALINGS: dict[str, Callable[[Tensor], Tensor]] = {
-    "max": _max_denominator,
-    "mean": _mean_denominator,
+    "max": lambda m: m.amax(dim=-1, keepdim=True),
+    "mean": lambda m: m.mean(dim=-1, keepdim=True),
 }
 
 
@@ -131,18 +123,10 @@ def _scale(m: Tensor, scaling: str) -> Tensor:
 # (B, H, N, D) tensor in every layer; the scaled m is the same.
 
 
-def _full_sum(per_position: Tensor) -> Tensor:
-    return per_position.sum(dim=2, keepdim=True)  # (B, H, 1, D)
-
-
-def _prefix_sum(per_position: Tensor) -> Tensor:
-    return per_position.cumsum(dim=2)  # (B, H, N, D); row t sums positions n <= t
-
-
 # Reduction over positions n of a per-position quantity (B, H, N, D).
 _CAUSAL_ESTIMATORS: dict[str, Callable[[Tensor], Tensor]] = {
-    "full": _full_sum,
-    "prefix": _prefix_sum,
+    "full": lambda per_position: per_position.sum(dim=2, keepdim=True),  # (B, H, 1, D)
+    "prefix": lambda per_position: per_position.cumsum(dim=2),  # row t sums positions n <= t
 }
 
 
@@ -160,18 +144,10 @@ def elliptical_weights(
     scaling: str = "max",
     causal_estimator: str = "full",
 ) -> Tensor:
-    """The scaled diagonal of M from the values of two neighbouring layers (Eq. 10).
-
-    Args:
-        v: values of this layer, (B, H, N, D).
-        v_prev: values of the previous layer, (B, H, N, D).
-        delta: step size of Eq. 10 (cancels out under scaling).
-        scaling: "max" or "mean".
-        causal_estimator: "full" (mean over all N) or "prefix" (running mean over n <= t).
-
-    Returns:
-        m of shape (B, H, 1, D) for "full", (B, H, N, D) for "prefix".
-    """
+    """The scaled diagonal of M (Eq. 10) from the values `v` of this layer and `v_prev` of the
+    previous one, both (B, H, N, D); `delta` cancels out under scaling. m is (B, H, 1, D) for
+    causal_estimator "full" (mean over all N), (B, H, N, D) for "prefix" (running mean over
+    n <= t)."""
     _check_options(scaling, "values", delta, causal_estimator)
     raw = _CAUSAL_ESTIMATORS[causal_estimator](_abs_diff(v, v_prev, owned=False))
     return _scale(raw, scaling)
@@ -196,15 +172,10 @@ def _consistent_raw(k: Tensor, v: Tensor, t: float, scale: float) -> Tensor:
 def consistent_weights(
     k: Tensor, v: Tensor, *, t: float = 1.0, scaling: str = "max", scale: float | None = None
 ) -> Tensor:
-    """The scaled diagonal of M from the consistent estimator (Eq. 62), (B, H, 1, D).
-
-    Args:
-        k: keys (B, H, N, D); they are both the keys of f and the points where f is probed.
-        v: values (B, H, N, Dv).
-        t: half-width of the centred difference.
-        scaling: "max" or "mean".
-        scale: logit scale of f; defaults to 1 / sqrt(D).
-    """
+    """The scaled diagonal of M from the consistent estimator (Eq. 62), (B, H, 1, D): keys `k`
+    (B, H, N, D) are both the keys of f and the points where f is probed, values `v`
+    (B, H, N, Dv), `t` the half-width of the centred difference, `scale` f's logit scale
+    (default 1 / sqrt(D))."""
     _check_options(scaling, "consistent", t, "full")
     scale = k.shape[-1] ** -0.5 if scale is None else scale
     return _scale(_consistent_raw(k, v, t, scale), scaling)
@@ -228,13 +199,6 @@ def _values_estimate(
     return reduce(_abs_diff(v, v_prev, owned))
 
 
-def _random_estimate(
-    layer: EllipticalMetricMixin, k: Tensor, v: Tensor, v_prev: Tensor | None, owned: bool
-) -> Tensor:
-    B, H, _, D = k.shape
-    return torch.rand(B, H, 1, D, device=k.device, dtype=k.dtype)  # global RNG
-
-
 def _consistent_estimate(
     layer: EllipticalMetricMixin, k: Tensor, v: Tensor, v_prev: Tensor | None, owned: bool
 ) -> Tensor:
@@ -252,7 +216,13 @@ class _Estimator:
 
 _ESTIMATORS: dict[str, _Estimator] = {
     "values": _Estimator(_values_estimate, True, False, ("full", "prefix")),
-    "random": _Estimator(_random_estimate, False, True, ("full",)),
+    # (B, H, 1, D) from torch's global RNG
+    "random": _Estimator(
+        lambda _, k, *__: torch.rand(*k.shape[:2], 1, k.shape[-1], device=k.device, dtype=k.dtype),
+        False,
+        True,
+        ("full",),
+    ),
     "consistent": _Estimator(_consistent_estimate, False, False, ("full",)),
 }
 
@@ -430,8 +400,7 @@ class EllipticalAttention(EllipticalMetricMixin, Attention):
         x = self.norm(x)
         if gate_values is not None:
             x = x * gate_values
-        x = self.proj(x)
-        return self.proj_drop(x)
+        return self.proj_drop(self.proj(x))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -451,29 +420,18 @@ def configure_elliptical(
     delta: float = 1.0,
     causal_estimator: str = "full",
 ) -> int:
-    """Set the options of every elliptical layer in `model` and link them in order.
+    """Set the options of every elliptical layer in `model` (the modules with
+    `EllipticalMetricMixin`: `EllipticalAttention`, FAN's `EllipticalTokenMixing`) and link them
+    in `model.modules()` order, the order blocks run in: the first one is standard attention
+    that only stores its values, and all share one carry for V_{l-1}. Returns how many there
+    are (0: none); a ConfigError for an option that is not one of the allowed values.
 
-    Elliptical layers are the modules with `EllipticalMetricMixin`: `EllipticalAttention` and
-    FAN's `EllipticalTokenMixing`.
-
-    Layers are found in `model.modules()` order (the order blocks run in); the first one is
-    standard attention that only stores its values, and all share one carry for V_{l-1}.
-
-    Args:
-        model: any module containing `EllipticalAttention` layers.
-        scaling: "max" (paper) or "mean" (Appendix F.11).
-        estimator: "values" (Eq. 10), "random" (ablation; a randomized model) or "consistent"
-            (Eq. 62).
-        differentiable: let gradients flow through M (adaptive attacks); the paper detaches it.
-        delta: step size of Eq. 10, or the half-width t of Eq. 62.
-        causal_estimator: "full" (paper: mean over all positions) or "prefix" (running mean
-            over positions <= t, for causal models; values estimator only).
-
-    Returns:
-        The number of layers configured (0 when the model has none).
-
-    Raises:
-        ConfigError: an option is not one of the allowed values.
+    `scaling`: "max" (paper) or "mean" (Appendix F.11). `estimator`: "values" (Eq. 10),
+    "random" (ablation; a randomized model) or "consistent" (Eq. 62). `differentiable`: let
+    gradients flow through M (adaptive attacks); the paper detaches it. `delta`: step size of
+    Eq. 10, or the half-width t of Eq. 62. `causal_estimator`: "full" (paper: mean over all
+    positions) or "prefix" (running mean over positions <= t, for causal models; values
+    estimator only).
     """
     _check_options(scaling, estimator, delta, causal_estimator)
     if not isinstance(differentiable, bool):

@@ -52,16 +52,9 @@ def load_balancing_loss(probs: Tensor, chosen: Tensor) -> Tensor:
 class MixtureOfExperts(nn.Module):
     """E two-layer MLP experts behind a top-k router (see the module docstring).
 
-    Args:
-        in_features: token width C.
-        hidden_features: hidden width of each expert (default C).
-        out_features: output width (default C).
-        act_layer: activation of the experts.
-        norm_layer: unused (timm's `Mlp` contract; robench's blocks pass None).
-        bias: biases in the experts' two layers.
-        drop: dropout after the activation and on the output, as timm's `Mlp`.
-        num_experts: E >= 1.
-        top_k: experts per token, 1 <= k <= E.
+    Takes timm `Mlp`'s arguments (widths default to the token width C; `norm_layer` unused,
+    robench's blocks pass None; `drop` after the activation and on the output), plus
+    `num_experts` E >= 1 and `top_k` experts per token, 1 <= k <= E.
     """
 
     def __init__(

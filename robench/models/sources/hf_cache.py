@@ -1,9 +1,8 @@
 """Find a Hugging Face Hub repository in the local cache, never on the network.
 
-robench reads weights only from local files or the cache that `hf download` (or
-`huggingface-cli download`) fills on a connected machine. The cache layout is huggingface_hub's
-(https://huggingface.co/docs/huggingface_hub/guides/manage-cache):
-`$HF_HUB_CACHE` (default `$HF_HOME/hub`, `$HF_HOME` default `~/.cache/huggingface`) holds
+robench reads weights only from local files or the cache that `hf download` fills on a
+connected machine (docs/models.md). The layout is huggingface_hub's
+(https://huggingface.co/docs/huggingface_hub/guides/manage-cache): `hub_cache_dir()` holds
 `models--ORG--NAME/refs/REVISION` (a file holding a commit hash) and
 `models--ORG--NAME/snapshots/COMMIT/...` (the files of that commit). Reading the layout here,
 rather than through huggingface_hub, keeps the lookup offline by construction and lets a test
@@ -47,20 +46,11 @@ def hub_cache_dir() -> Path:
     return base / "huggingface" / "hub"
 
 
-def split_revision(spec: str) -> tuple[str, str]:
-    """`ORG/NAME@REV` -> (`ORG/NAME`, `REV`); no `@` means the `main` branch."""
-    repo_id, _, revision = spec.partition("@")
-    return repo_id, revision or "main"
-
-
-def looks_like_repo_id(text: str) -> bool:
-    return bool(_REPO_ID.match(text))
-
-
 def find_cached_repo(spec: str) -> CachedRepo:
     """The snapshot of `ORG/NAME[@REV]` in the local cache; ConfigError when it is absent."""
-    repo_id, revision = split_revision(spec)
-    if not looks_like_repo_id(repo_id):
+    repo_id, _, revision = spec.partition("@")
+    revision = revision or "main"  # no `@`: the main branch
+    if not _REPO_ID.match(repo_id):
         raise ConfigError(
             f"{repo_id!r} is not a Hugging Face repo id; give it as ORG/NAME (optionally "
             "@REVISION), or the path of a local model folder."

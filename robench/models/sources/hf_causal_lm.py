@@ -8,8 +8,7 @@ lm-evaluation-harness 0.4.13 reads it (`resolve_max_length`: the config's `n_pos
 `max_position_embeddings` or `n_ctx`, else the tokenizer's `model_max_length`, else 2048), so
 both score the same rolling windows (docs/language-models.md, "Subword models").
 
-transformers is imported inside the functions: `robench --help` and `robench list` stay
-light.
+transformers is imported inside the functions: `robench --help` and `robench list` stay light.
 """
 
 from __future__ import annotations

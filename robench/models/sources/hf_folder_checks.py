@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 from collections.abc import Iterator
+from logging.handlers import BufferingHandler
 from pathlib import Path
 from typing import Any
 
@@ -91,28 +93,20 @@ def check_tokenizer_json(folder: Path) -> None:
         ) from None
 
 
-class _Collect(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
 @contextlib.contextmanager
 def load_report_held(folder: Path) -> Iterator[None]:
     """Hold transformers' warnings while a model loads: shown as usual when it loads, turned
     into one sentence when its weights do not fit its config (the table is dropped)."""
     from transformers.utils import logging as hf_logging
 
-    collect = _Collect()
+    collect = BufferingHandler(capacity=sys.maxsize)  # keeps every record, never flushes
+    collect.setLevel(logging.WARNING)
     hf_logging.disable_default_handler()
     hf_logging.add_handler(collect)
     try:
         yield
     except RuntimeError as exc:
-        mismatched = sum(r.getMessage().count("| MISMATCH |") for r in collect.records)
+        mismatched = sum(r.getMessage().count("| MISMATCH |") for r in collect.buffer)
         if not mismatched and "size mismatch" not in str(exc):
             raise
         shown = f"{mismatched} tensors" if mismatched else "tensors"
@@ -124,5 +118,5 @@ def load_report_held(folder: Path) -> Iterator[None]:
     finally:
         hf_logging.remove_handler(collect)
         hf_logging.enable_default_handler()
-    for record in collect.records:  # loaded: the warnings as transformers shows them
+    for record in collect.buffer:  # loaded: the warnings as transformers shows them
         logging.getLogger(record.name).handle(record)

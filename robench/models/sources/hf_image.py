@@ -4,21 +4,11 @@
 normalisation the image processor would apply becomes robench's `NormalizedModel` around it,
 so attacks stay in pixel units (eps = 1/255 is one grey level).
 
-`processor_preprocessing` maps the image processor onto robench's `Preprocessing`:
-
-| processor                                   | robench                                        |
-|---------------------------------------------|------------------------------------------------|
-| `size = {height, width}`                    | `resize_mode = "squash"` to (height, width)     |
-| `size = {shortest_edge}` (+ center crop)    | `resize_mode = "shorter"`                       |
-| ConvNeXt's `crop_pct` (shortest_edge < 384) | shorter side to shortest_edge / crop_pct, crop  |
-| `crop_size`                                 | `input_size`; crop_pct = crop / resized size    |
-| `resample` (PIL enum)                       | `interpolation`                                 |
-| `backend` (torchvision, pil)                | `backend`: the same library resizes             |
-| `rescale_factor`, `image_mean`, `image_std` | mean, std in [0, 1] pixel units                 |
-
-`do_rescale` off, or a rescale factor other than 1/255, is folded into mean and std (the
-model sees (x * 255 * factor - mean) / std for x in [0, 1]). Anything else (no resize, a
-`longest_edge` or `max_height` size) is refused in one sentence.
+`processor_preprocessing` maps the image processor onto robench's `Preprocessing` (the table
+in docs/models.md, "What robench reads from each file"). `do_rescale` off, or a rescale factor
+other than 1/255, is folded into mean and std (the model sees (x * 255 * factor - mean) / std
+for x in [0, 1]). Anything else (no resize, a `longest_edge` or `max_height` size) is refused
+in one sentence.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,7 @@ class HFObjectRequest:
     processor: Any = None  # image_processor=
     tokenizer: Any = None  # tokenizer=
     device: torch.device | str = "cpu"
+    architecture: str = ""  # what the report names; "": the model's class name
 
 
 def _saved_folder(model: nn.Module) -> Path | None:
@@ -111,74 +113,58 @@ def _tokenizer(request: HFObjectRequest, what: str) -> Any:
     return read_tokenizer(folder, False, what)
 
 
-def _no_processor(request: HFObjectRequest) -> ConfigError:
-    return ConfigError(
-        f"{request.name} is a transformers image model but no image processor was given and "
-        "none is saved beside it, so robench does not know its normalisation; pass "
-        "image_processor= (e.g. AutoImageProcessor.from_pretrained(...)) or "
-        "preprocessing=dict(mean=..., std=..., size=(C, H, W))."
-    )
-
-
-def _channels(model: nn.Module) -> int:
-    return int(getattr(model.config, "num_channels", 3))  # type: ignore[union-attr]
-
-
-def _image_classifier(request: HFObjectRequest) -> LoadedModel:
-    from robench.models.sources.hf_image import PixelValuesClassifier, processor_preprocessing
-
+def _pixel_values_object(request: HFObjectRequest, segmenter: bool) -> LoadedModel:
     processor = _image_processor(request)
-    own, resize = ModelSpec(), None
-    if processor is not None:
-        own, resize = processor_preprocessing(processor, _channels(request.model), request.name)
-    elif request.given.mean is None or request.given.std is None:
-        raise _no_processor(request)
-    return _pixel_values_model(
-        request, PixelValuesClassifier(request.model), own, IMAGE_CLASSIFICATION, resize
-    )
+    if processor is None and (request.given.mean is None or request.given.std is None):
+        raise ConfigError(
+            f"{request.name} is a transformers image model but no image processor was given "
+            "and none is saved beside it, so robench does not know its normalisation; pass "
+            "image_processor= (e.g. AutoImageProcessor.from_pretrained(...)) or "
+            "preprocessing=dict(mean=..., std=..., size=(C, H, W))."
+        )
+    channels = int(getattr(request.model.config, "num_channels", 3))  # type: ignore[union-attr]
+    return pixel_values_model(request, segmenter, processor, channels, request.name)
 
 
-def _segmenter(request: HFObjectRequest) -> LoadedModel:
+def pixel_values_model(
+    request: HFObjectRequest,
+    segmenter: bool,
+    processor: Any,
+    channels: int,
+    where: str,
+    overrides_label: str = "preprocessing=",
+) -> LoadedModel:
+    """`request.model` wrapped to take images (a segmenter's logits (B, K, h, w) stay at the
+    model's resolution, hf_segmentation), its image `processor`'s preprocessing inside (`where`
+    names it in errors), the caller's `given` (what `overrides_label` names) over it."""
+    from robench.models.sources.hf_image import PixelValuesClassifier, processor_preprocessing
     from robench.models.sources.hf_segmentation import (
         PixelValuesSegmenter,
+        class_names,
         segmentation_preprocessing,
     )
 
-    processor = _image_processor(request)
     own = ModelSpec()
-    if processor is not None:
+    # What the segmentation readers do: squash every image to one size.
+    resize: dict[str, str] | None = {"resize_mode": "squash"} if segmenter else None
+    if processor is not None and segmenter:
         given = request.given.input_size is not None
-        own = segmentation_preprocessing(
-            processor, _channels(request.model), request.name, size_given=given
-        )
-    elif request.given.mean is None or request.given.std is None:
-        raise _no_processor(request)
-    squash = {"resize_mode": "squash"}  # what the segmentation readers do
-    network = PixelValuesSegmenter(request.model)
-    return _pixel_values_model(request, network, own, SEMANTIC_SEGMENTATION, squash)
-
-
-def _pixel_values_model(
-    request: HFObjectRequest,
-    network: nn.Module,
-    own: ModelSpec,
-    task: str,
-    resize: dict[str, str] | None,
-) -> LoadedModel:
-    """`network` (`request.model` wrapped to take images) as a model of `task`, with its
-    image processor's preprocessing `own`."""
+        own = segmentation_preprocessing(processor, channels, where, size_given=given)
+    elif processor is not None:
+        own, resize = processor_preprocessing(processor, channels, where)
     return memory_image_model(
-        network,
+        (PixelValuesSegmenter if segmenter else PixelValuesClassifier)(request.model),
         name=request.name,
-        architecture=type(request.model).__name__,
+        architecture=request.architecture or type(request.model).__name__,
         given=request.given,
         own=own,
         own_label="image processor",
         origin=request.origin,
-        task=task,
-        classes=_id2label(request.model),
+        task=SEMANTIC_SEGMENTATION if segmenter else IMAGE_CLASSIFICATION,
+        classes=class_names(request.model),
         resize=resize,
         device=request.device,
+        overrides_label=overrides_label,
     )
 
 
@@ -235,7 +221,7 @@ def _text_model(
     return text_model(
         wrapped,
         name=request.name,
-        architecture=type(request.model).__name__,
+        architecture=request.architecture or type(request.model).__name__,
         task=task,
         origin=request.origin,
         tokenizer=tokenizer,
@@ -245,15 +231,10 @@ def _text_model(
     )
 
 
-def _id2label(model: nn.Module) -> list[str] | None:
-    id2label = getattr(getattr(model, "config", None), "id2label", None) or {}
-    return [str(id2label[i]) for i in sorted(id2label)] if id2label else None
-
-
 # task -> how a transformers object of that task is wrapped.
 BUILDERS: dict[str, Callable[[HFObjectRequest], LoadedModel]] = {
-    IMAGE_CLASSIFICATION: _image_classifier,
-    SEMANTIC_SEGMENTATION: _segmenter,
+    IMAGE_CLASSIFICATION: partial(_pixel_values_object, segmenter=False),
+    SEMANTIC_SEGMENTATION: partial(_pixel_values_object, segmenter=True),
     LANGUAGE_MODELING: _causal_lm,
     TEXT_CLASSIFICATION: _text_classifier,
 }

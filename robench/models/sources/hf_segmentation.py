@@ -9,16 +9,9 @@ size. Upsampling to the input size first would resize twice, and differ from it 
 labels are not at the input size (ADE20K's images are resized, their maps are not).
 
 The normalisation of the image processor becomes robench's `NormalizedModel` around it, so
-attacks stay in pixel units; its resize maps onto the task's, which squashes every image
-bilinearly to one size without cropping:
-
-| processor                                       | robench                                     |
-|-------------------------------------------------|---------------------------------------------|
-| `size = {height, width}`, no center crop        | `input_size` (C, height, width)             |
-| `rescale_factor`, `image_mean`, `image_std`     | mean, std in [0, 1] pixel units             |
-| `resample` other than bilinear                  | resized bilinearly all the same (a warning) |
-
-A processor that keeps the aspect ratio, crops, resizes by the shortest edge or flips the
+attacks stay in pixel units; its `size = {height, width}` becomes `input_size`, the size the
+task squashes every image to, bilinearly and without cropping (another `resample` gets a
+warning). A processor that keeps the aspect ratio, crops, resizes by the shortest edge or flips the
 channel order is refused in one sentence (`--input-size C,H,W` overrides the size).
 """
 
@@ -27,11 +20,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import torch
 from torch import nn
 
 from robench._core.errors import ConfigError
-from robench.models.sources.hf_image import processor_normalisation
+from robench.models.sources.hf_image import PixelValuesClassifier, processor_normalisation
 from robench.models.spec import ModelSpec
 
 logger = logging.getLogger(__name__)
@@ -39,15 +31,8 @@ logger = logging.getLogger(__name__)
 _BILINEAR = 2  # PIL's resampling enum, as transformers stores `resample`
 
 
-class PixelValuesSegmenter(nn.Module):
+class PixelValuesSegmenter(PixelValuesClassifier):
     """`model(pixel_values=x).logits` for normalised x (B, C, H, W): logits (B, K, h, w)."""
-
-    def __init__(self, model: nn.Module) -> None:
-        super().__init__()
-        self.model = model
-
-    def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
-        return self.model(pixel_values=pixel_values).logits  # (B, num_labels, h, w)
 
 
 def _fixed_size(processor: Any, where: str) -> tuple[int, int]:

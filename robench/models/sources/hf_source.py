@@ -1,11 +1,9 @@
 """`hf:PATH_OR_REPO`: a transformers model from a local folder or the local Hub cache.
 
-The folder's config.json decides the task (`hf_tasks.transformers_task`); an image classifier
-is built here with `AutoModelForImageClassification` and its own image processor, a semantic
-segmentation model with `AutoModelForSemanticSegmentation` (wrapped by
-`robench.models.sources.hf_segmentation`), a causal LM by
-`robench.models.sources.hf_causal_lm.build_causal_lm`
-(model, tokenizer and context length from the same folder). Loading is offline
+The folder's config.json decides the task (`hf_tasks.transformers_task`); the model is built
+with the task's auto class and its own image processor or tokenizer, and wrapped as the model
+object held in memory is (`hf_objects`; a causal LM by `hf_causal_lm.build_causal_lm`, with
+the folder's context length). Loading is offline
 (`local_files_only=True`), remote code runs only with `--trust-remote-code`, and transformers
 prefers safetensors when both exist. A pickled `.bin` loads with `weights_only=True`
 (transformers' rule, as robench's for checkpoints); one that needs other pickled objects is
@@ -15,13 +13,13 @@ refused in one sentence, with or without `--trust-checkpoint`: convert it to saf
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from robench._core.errors import CheckpointError, ConfigError, first_line
 from robench.models.loaded_model import text_model
-from robench.models.loading import LoadedModel, image_model
+from robench.models.loading import LoadedModel
 from robench.models.provenance import ModelOrigin, hash_files, weight_files
 from robench.models.sources.hf_cache import find_cached_repo
 from robench.models.sources.hf_folder_checks import (
@@ -29,6 +27,7 @@ from robench.models.sources.hf_folder_checks import (
     load_report_held,
     read_config,
 )
+from robench.models.sources.hf_objects import BUILDERS, HFObjectRequest, pixel_values_model
 from robench.models.sources.hf_tasks import (
     IMAGE_CLASSIFICATION,
     LANGUAGE_MODELING,
@@ -117,73 +116,35 @@ def _from_pretrained(loader: Any, folder: Path, request: SourceRequest, what: st
         ) from None
 
 
-def _image_classifier(
-    request: SourceRequest, folder: Path, config: dict[str, Any], origin: ModelOrigin
+def _architecture(config: dict[str, Any], network: Any) -> str:
+    return (config.get("architectures") or [type(network).__name__])[0]
+
+
+def _pixel_values_model(
+    request: SourceRequest,
+    folder: Path,
+    config: dict[str, Any],
+    origin: ModelOrigin,
+    segmenter: bool,
 ) -> LoadedModel:
-    from transformers import AutoImageProcessor, AutoModelForImageClassification
+    """An image classifier or segmenter with its own image processor, wrapped as the model
+    object held in memory is (`hf_objects.pixel_values_model`)."""
+    from transformers import (
+        AutoImageProcessor,
+        AutoModelForImageClassification,
+        AutoModelForSemanticSegmentation,
+    )
 
-    from robench.models.sources.hf_image import PixelValuesClassifier, processor_preprocessing
-
-    network = _from_pretrained(AutoModelForImageClassification, folder, request, "model")
-    channels = int(config.get("num_channels", 3))
+    auto = AutoModelForSemanticSegmentation if segmenter else AutoModelForImageClassification
+    network = _from_pretrained(auto, folder, request, "model")
     where = f"{request.name} ({folder / 'preprocessor_config.json'})"
-    own, resize = ModelSpec(), None
+    processor = None
     if (folder / "preprocessor_config.json").is_file():
         processor = _from_pretrained(AutoImageProcessor, folder, request, "image processor")
-        own, resize = processor_preprocessing(processor, channels, where)
-    id2label = getattr(network.config, "id2label", None) or {}
-    classes = [str(id2label[i]) for i in sorted(id2label)] if id2label else None
-    architecture = (config.get("architectures") or [type(network).__name__])[0]
-    return image_model(
-        request.name,
-        architecture,
-        PixelValuesClassifier(network),
-        overrides=request.overrides,
-        kwargs={},
-        origin=origin,
-        classes=classes,
-        own=own,
-        own_label="image processor",
-        resize=resize,
-        device=request.device,
-    )
-
-
-def _semantic_segmenter(
-    request: SourceRequest, folder: Path, config: dict[str, Any], origin: ModelOrigin
-) -> LoadedModel:
-    """Pixels in [0, 1] -> logits (B, K, h, w) at the model's resolution (hf_segmentation)."""
-    from transformers import AutoImageProcessor, AutoModelForSemanticSegmentation
-
-    from robench.models.sources.hf_segmentation import (
-        PixelValuesSegmenter,
-        class_names,
-        segmentation_preprocessing,
-    )
-
-    network = _from_pretrained(AutoModelForSemanticSegmentation, folder, request, "model")
+    held = HFObjectRequest(network, request.name, origin, request.overrides or ModelSpec())
+    held.device, held.architecture = request.device, _architecture(config, network)
     channels = int(config.get("num_channels", 3))
-    where = f"{request.name} ({folder / 'preprocessor_config.json'})"
-    own = ModelSpec()
-    if (folder / "preprocessor_config.json").is_file():
-        processor = _from_pretrained(AutoImageProcessor, folder, request, "image processor")
-        given = request.overrides is not None and request.overrides.input_size is not None
-        own = segmentation_preprocessing(processor, channels, where, size_given=given)
-    architecture = (config.get("architectures") or [type(network).__name__])[0]
-    loaded = image_model(
-        request.name,
-        architecture,
-        PixelValuesSegmenter(network),
-        overrides=request.overrides,
-        kwargs={},
-        origin=origin,
-        classes=class_names(network),
-        own=own,
-        own_label="image processor",
-        resize={"resize_mode": "squash"},  # what the segmentation readers do
-        device=request.device,
-    )
-    return replace(loaded, task=SEMANTIC_SEGMENTATION)
+    return pixel_values_model(held, segmenter, processor, channels, where, "command line")
 
 
 def _causal_lm(
@@ -194,11 +155,10 @@ def _causal_lm(
 
     parts = build_causal_lm(folder, trust_remote_code=request.trust_remote_code)
     origin.extra.update(parts.info)
-    architecture = (config.get("architectures") or [type(parts.model).__name__])[0]
     return text_model(
         parts.model,
         name=request.name,
-        architecture=architecture,
+        architecture=_architecture(config, parts.model),
         task=LANGUAGE_MODELING,
         origin=origin,
         tokenizer=parts.tokenizer,
@@ -210,37 +170,23 @@ def _causal_lm(
 def _text_classifier(
     request: SourceRequest, folder: Path, config: dict[str, Any], origin: ModelOrigin
 ) -> LoadedModel:
-    """`AutoModelForSequenceClassification` with its tokenizer, reading the task's byte rows
-    (models/sources/hf_text_classifier.py)."""
+    """`AutoModelForSequenceClassification` with its tokenizer (models/sources/
+    hf_text_classifier.py), then wrapped as the model object held in memory is (hf_objects)."""
     from transformers import AutoModelForSequenceClassification
 
-    from robench.models.sources.hf_text_classifier import class_names, load_tokenizer, max_tokens
-    from robench.models.text_inputs import TokenizerTextClassifier
+    from robench.models.sources.hf_text_classifier import load_tokenizer
 
     tokenizer = load_tokenizer(folder, request.trust_remote_code)
     network = _from_pretrained(AutoModelForSequenceClassification, folder, request, "model")
-    if network.config.pad_token_id is None:
-        network.config.pad_token_id = tokenizer.pad_token_id
-    length = max_tokens(network, tokenizer)
-    origin.extra.update({"max_tokens": length})
-    architecture = (config.get("architectures") or [type(network).__name__])[0]
-    return text_model(
-        TokenizerTextClassifier(network, tokenizer, length),
-        name=request.name,
-        architecture=architecture,
-        task=TEXT_CLASSIFICATION,
-        origin=origin,
-        tokenizer=tokenizer,
-        max_length=length,
-        device=request.device,
-        classes=class_names(network),
-    )
+    held = HFObjectRequest(network, request.name, origin, ModelSpec(), tokenizer=tokenizer)
+    held.device, held.architecture = request.device, _architecture(config, network)
+    return BUILDERS[TEXT_CLASSIFICATION](held)
 
 
 # task (from the config) -> how robench builds the model.
 _BUILDERS: dict[str, Callable[[SourceRequest, Path, dict[str, Any], ModelOrigin], LoadedModel]] = {
-    IMAGE_CLASSIFICATION: _image_classifier,
-    SEMANTIC_SEGMENTATION: _semantic_segmenter,
+    IMAGE_CLASSIFICATION: partial(_pixel_values_model, segmenter=False),
+    SEMANTIC_SEGMENTATION: partial(_pixel_values_model, segmenter=True),
     LANGUAGE_MODELING: _causal_lm,
     TEXT_CLASSIFICATION: _text_classifier,
 }

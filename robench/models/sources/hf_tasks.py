@@ -54,12 +54,6 @@ def task_tables() -> dict[str, set[str]]:
     }
 
 
-def known_model_types() -> set[str]:
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
-
-    return set(CONFIG_MAPPING_NAMES)
-
-
 def transformers_task(
     config: Mapping[str, Any],
     where: str,
@@ -73,8 +67,11 @@ def transformers_task(
     architectures = list(config.get("architectures") or [])
     if "auto_map" in config:
         return _remote_code_task(config["auto_map"], where, trust_remote_code)
-    known = set(model_types if model_types is not None else known_model_types())
-    if model_type not in known:
+    if model_types is None:
+        from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+        model_types = CONFIG_MAPPING_NAMES
+    if model_type not in set(model_types):
         raise ConfigError(
             f"{where} has model_type {model_type!r}, an architecture this transformers does "
             "not know; upgrade transformers (pip install -U transformers), or save the model "

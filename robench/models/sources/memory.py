@@ -1,14 +1,10 @@
 """The `memory` source: a model object held in memory (`robench.evaluate(model)`) as a
-`LoadedModel`, wrapped by what it is:
-
-- a transformers `PreTrainedModel`: the task of its head (transformers' tables), its image
-  processor or tokenizer given or saved beside it (`hf_objects.py`);
-- any module with `tokenizer=` a robench `Vocabulary`: a zoo word-level model, its
-  `robench_task` or else language modelling;
-- another module: by what its task's models read (`TaskEntry.inputs`, `WRAPPERS`): images get the
-  normalisation layer (`preprocessing=` over the data's size over a timm model's
-  `pretrained_cfg`, else pixels in [0, 1] as they are), token ids go in as they are (an LRA
-  sequence classifier), and texts need a vocabulary or a transformers model.
+`LoadedModel`, wrapped by what it is (docs/python-api.md, "Models"): a transformers
+`PreTrainedModel` as the `hf:` source wraps its folder (`hf_objects.py`); a module with
+`tokenizer=` a robench `Vocabulary` as a zoo word-level model; another module by what its
+task's models read (`TaskEntry.inputs`, `WRAPPERS`): images get the normalisation layer
+(`preprocessing=` over the data's size over a timm `pretrained_cfg`, else pixels in [0, 1]),
+token ids go in as they are, and texts need a vocabulary or a transformers model.
 
 A module's task is `task=`, else its `robench_task`, else the suite's; an image network that
 names none gets semantic segmentation when it returns per-pixel logits (B, K, H, W) and
@@ -41,13 +37,8 @@ from robench.models.spec import ModelSpec
 # Channels, height and width of the built-in image data, for a module that states no size.
 NATIVE_SIZES = {"fashion-mnist": (1, 28, 28), "fashion-scenes": (3, 64, 64)}
 # The keys `preprocessing=` takes -> ModelSpec fields.
-_PREPROCESSING_KEYS = {
-    "mean": "mean",
-    "std": "std",
-    "size": "input_size",
-    "input_size": "input_size",
-    "interpolation": "interpolation",
-    "crop_pct": "crop_pct",
+_PREPROCESSING_KEYS = {"size": "input_size"} | {
+    key: key for key in ("mean", "std", "input_size", "interpolation", "crop_pct")
 }
 _IMAGE_CLASSIFICATION = "image-classification"
 
@@ -154,22 +145,15 @@ def _image_model(module: nn.Module, task: str, request: SourceRequest) -> Loaded
     given, own = _image_spec(module, options)
     return memory_image_model(
         module,
-        name=options.name or type(module).__name__,
-        architecture=class_path(module),
+        **_named(module, options),
         given=given,
         own=own,  # None: timm's pretrained_cfg
         own_label="timm pretrained_cfg" if own is None else "pixels in [0, 1]",
-        origin=memory_origin(module, {"model_name": options.name} if options.name else None),
         task=task,
         classes=pretrained_cfg_spec(module).classes,
         device=request.device,
         overrides_label=f"{options.keyword}=",
     )
-
-
-def _token_model(module: nn.Module, task: str, request: SourceRequest) -> LoadedModel:
-    """A network reading token ids as they are (B, L), or pairs (B, 2, L): an LRA model."""
-    return _as_it_is(module, module, task, request)
 
 
 def _text_model(module: nn.Module, task: str, request: SourceRequest) -> LoadedModel:
@@ -182,7 +166,8 @@ def _text_model(module: nn.Module, task: str, request: SourceRequest) -> LoadedM
 # What a task's models read (`TaskEntry.inputs`) -> how a plain module of it is wrapped.
 WRAPPERS: dict[str, Callable[[nn.Module, str, SourceRequest], LoadedModel]] = {
     "images": _image_model,
-    "tokens": _token_model,
+    # token ids as they are (B, L), or pairs (B, 2, L): an LRA model
+    "tokens": lambda module, task, request: _as_it_is(module, module, task, request),
     "texts": _text_model,
 }
 
@@ -201,23 +186,25 @@ def _word_level_model(module: nn.Module, request: SourceRequest) -> LoadedModel:
 
 
 def _as_it_is(
-    module: nn.Module,
-    network: nn.Module,
-    task: str,
-    request: SourceRequest,
-    vocabulary: Any = None,
+    module: nn.Module, network: nn.Module, task: str, request: SourceRequest, vocabulary: Any = None
 ) -> LoadedModel:
     """The LoadedModel of a zoo module held in memory that takes its inputs as they are (no
     image preprocessing): `network` is what runs, `module` what its provenance names."""
-    options = request.memory
     return text_model(
         network,
-        name=options.name or type(module).__name__,
-        architecture=class_path(module),
         task=task,
-        origin=memory_origin(module, {"model_name": options.name} if options.name else None),
         device=request.device,
         vocabulary=vocabulary,
+        **_named(module, request.memory),
+    )
+
+
+def _named(module: nn.Module, options: MemoryOptions) -> dict[str, Any]:
+    """The name, architecture and provenance of a module held in memory."""
+    return dict(
+        name=options.name or type(module).__name__,
+        architecture=class_path(module),
+        origin=memory_origin(module, {"model_name": options.name} if options.name else None),
     )
 
 

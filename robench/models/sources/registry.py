@@ -1,23 +1,10 @@
 """Model sources: where MODEL comes from, in one ordered table (`SOURCES`, no if/elif chain).
 
 `load_model(MODEL)` asks the sources stage by stage (`STAGES`) and builds with the first that
-takes MODEL:
-
-| stage    | takes                                  | sources                          |
-|----------|----------------------------------------|----------------------------------|
-| `object` | a model object held in memory          | `memory` (`sources/memory.py`)   |
-| `prefix` | `PREFIX:TARGET`                        | `hf-hub`, `local-dir`, `hf`, a plugin's |
-| `claim`  | a name its predicate accepts, no --checkpoint | `timm-pretrained-tag`     |
-| `name`   | every other name (or none)             | `named` (`loading.from_name`)    |
-
-`named` builds robench's zoo, timm architectures, model cards and checkpoint metadata; a timm
-pretrained tag is `ARCH.TAG` (`resnet50.a1_in1k`).
-
-| prefix      | target                     | builder                                    |
-|-------------|----------------------------|--------------------------------------------|
-| `hf-hub`    | `ORG/NAME[@REV]`           | a timm model from the local Hub cache       |
-| `local-dir` | a folder                   | a timm model saved by timm (`save_for_hf`)  |
-| `hf`        | a folder or `ORG/NAME[@REV]` | a transformers model (its config says what) |
+takes MODEL: `object` (a model object held in memory: `memory`), `prefix` (`PREFIX:TARGET`:
+`hf-hub`, `local-dir`, `hf`, a plugin's), `claim` (a name its predicate accepts without
+--checkpoint: `timm-pretrained-tag`, `ARCH.TAG`), then `name` (every other name, or none:
+`named`, `loading.from_name`). The registrations below describe each; docs/models.md.
 
 A third-party package adds a source through the `robench.sources` entry-point group: the entry
 point's name is the prefix, its value `package.module:builder` (imported on first use), and

@@ -4,12 +4,9 @@ import robench.models.zoo, timm
 model = timm.create_model("deit_tiny_elliptical_patch16_224")
 model = timm.create_model("fan_tiny_elliptical_12_p16_224")  # FAN (robench/models/zoo/fan.py)
 
-Language models live in robench's own registry (`robench.models.zoo.lm_registry`):
-`create_language_model("transformer_lm_nano_elliptical", vocab_size)`; so do the
-mixture-of-experts LMs (`moe_lm`) and the text classifiers (`text_classifier`,
-`create_language_model("text_classifier_nano", vocab_size, num_classes=8)`) and the Long Range
-Arena sequence classifiers (`lra_transformer`: `create_language_model("lra_transformer_nano",
-vocab_size, num_classes=10, pad_id=0)`).
+Language models (`transformer_lm`, `moe_lm`), text classifiers (`text_classifier`) and Long
+Range Arena sequence classifiers (`lra_transformer`) live in robench's own registry
+(`lm_registry`): `create_language_model("text_classifier_nano", vocab_size, num_classes=8)`.
 """
 
 from __future__ import annotations

@@ -4,8 +4,7 @@ Paper: Zhou et al., "Understanding The Robustness in Vision Transformers", ICML 
 https://arxiv.org/abs/2204.12451; the definition follows NVlabs/FAN models/fan.py. timm does not
 ship FAN; after `import robench.models.zoo`, `timm.create_model(name)` builds:
 
-- `fan_tiny_12_p16_224` (embed 192, 12 blocks, 4 heads, 7.3M parameters) and
-  `fan_small_12_p16_224` (embed 384, 12 blocks, 8 heads, 28.3M parameters): a convolutional
+- `fan_tiny_12_p16_224` (7.3M parameters) and `fan_small_12_p16_224` (28.3M): a convolutional
   patch stem (four 3x3 stride-2 conv+BN, GELU between), Fourier positional encoding (XCiT's),
   blocks of token-mixing self-attention and the attentional channel MLP (layer scale 1.0), then
   two CaiT-style class-attention blocks (`tokens_norm=True`), a LayerNorm and the linear head
@@ -14,8 +13,8 @@ ship FAN; after `import robench.models.zoo`, `timm.create_model(name)` builds:
 - `fan_{tiny,small}_elliptical_12_p16_224`: the same networks (same parameters and keys) with
   Elliptical Attention in the token-mixing layers from the second on (the first has no previous
   layer's values); class attention stays standard. The paper's Table 4 "FAN-Elliptical".
-- `fan_nano_4_p4_28` and `fan_nano_elliptical_4_p4_28`: a Fashion-MNIST FAN (28x28x1, a two-conv
-  stem of stride 4, embed 64, 4 blocks of 4 heads, MLP ratio 2) for tests and reproduction.
+- `fan_nano_4_p4_28` and `fan_nano_elliptical_4_p4_28`: a Fashion-MNIST FAN (a two-conv stem
+  of stride 4, `FASHION_MNIST_ARGS`) for tests and reproduction.
 
 No weights are published by robench; NVlabs' checkpoints load through `robench eval -c` (they
 hold the weights under `state_dict`) or `model.load_state_dict`. `checkpoint_filter_fn` also
@@ -213,36 +212,25 @@ class FAN(nn.Module):
         self.patch_embed = ConvPatchEmbed(patch_size, in_chans, embed_dim, act_layer)
         self.pos_embed = PositionalEncodingFourier(dim=embed_dim)
         self.pos_drop = nn.Dropout(p=drop_rate)
-        # As released, every block gets the same drop-path rate (no linear decay).
-        block = partial(
-            FANBlock,
-            embed_dim,
-            num_heads,
-            mlp_ratio,
-            qkv_bias,
-            drop_rate,
-            attn_drop_rate,
-            drop_path_rate,
-            act_layer,
-            norm_layer,
-            eta,
+        common: dict[str, Any] = dict(
+            dim=embed_dim,
+            num_heads=num_heads,
+            mlp_ratio=mlp_ratio,
+            qkv_bias=qkv_bias,
+            drop=drop_rate,
+            attn_drop=attn_drop_rate,
+            act_layer=act_layer,
+            norm_layer=norm_layer,
+            eta=eta,
         )
-        self.blocks = nn.ModuleList([block(attn_layer) for _ in range(depth)])
+        # As released, every block gets the same drop-path rate (no linear decay).
+        self.blocks = nn.ModuleList(
+            FANBlock(**common, drop_path=drop_path_rate, attn_layer=attn_layer)
+            for _ in range(depth)
+        )
         self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dim))
         self.cls_attn_blocks = nn.ModuleList(
-            ClassAttentionBlock(
-                embed_dim,
-                num_heads,
-                mlp_ratio,
-                qkv_bias,
-                drop_rate,
-                attn_drop_rate,
-                act_layer,
-                norm_layer,
-                eta,
-                tokens_norm,
-            )
-            for _ in range(cls_attn_layers)
+            ClassAttentionBlock(**common, tokens_norm=tokens_norm) for _ in range(cls_attn_layers)
         )
         self.norm = norm_layer(embed_dim)
         self.head: nn.Module = nn.Linear(embed_dim, num_classes) if num_classes else nn.Identity()
@@ -340,17 +328,6 @@ def _fan_cfg(**kwargs: Any) -> dict[str, Any]:
     )
 
 
-default_cfgs = generate_default_cfgs(
-    {
-        "fan_tiny_12_p16_224": _fan_cfg(),
-        "fan_small_12_p16_224": _fan_cfg(),
-        "fan_tiny_elliptical_12_p16_224": _fan_cfg(),
-        "fan_small_elliptical_12_p16_224": _fan_cfg(),
-        "fan_nano_4_p4_28": _fan_cfg(**FASHION_MNIST_CFG),
-        "fan_nano_elliptical_4_p4_28": _fan_cfg(**FASHION_MNIST_CFG),
-    }
-)
-
 # Released fan_tiny_12_p16_224 / fan_small_12_p16_224 (eta 1.0, tokens_norm True, qkv_bias).
 _TINY: dict[str, Any] = dict(patch_size=16, embed_dim=192, depth=12, num_heads=4, tokens_norm=True)
 _SMALL: dict[str, Any] = dict(patch_size=16, embed_dim=384, depth=12, num_heads=8, tokens_norm=True)
@@ -359,17 +336,18 @@ _NANO: dict[str, Any] = dict(FASHION_MNIST_ARGS, tokens_norm=True)
 
 # Released FAN-T-ViT and FAN-S-ViT, their Elliptical twins (token-mixing layers 2..N) and the
 # Fashion-MNIST pair (the module docstring).
-globals().update(
-    register_timm_variants(
-        __name__,
-        _create_fan,
-        {
-            "fan_tiny_12_p16_224": (False, _TINY),
-            "fan_small_12_p16_224": (False, _SMALL),
-            "fan_tiny_elliptical_12_p16_224": (True, _TINY),
-            "fan_small_elliptical_12_p16_224": (True, _SMALL),
-            "fan_nano_4_p4_28": (False, _NANO),
-            "fan_nano_elliptical_4_p4_28": (True, _NANO),
-        },
-    )
+_VARIANTS: dict[str, tuple[bool, dict[str, Any]]] = {
+    "fan_tiny_12_p16_224": (False, _TINY),
+    "fan_small_12_p16_224": (False, _SMALL),
+    "fan_tiny_elliptical_12_p16_224": (True, _TINY),
+    "fan_small_elliptical_12_p16_224": (True, _SMALL),
+    "fan_nano_4_p4_28": (False, _NANO),
+    "fan_nano_elliptical_4_p4_28": (True, _NANO),
+}
+default_cfgs = generate_default_cfgs(
+    {
+        name: _fan_cfg(**(FASHION_MNIST_CFG if args is _NANO else {}))
+        for name, (_, args) in _VARIANTS.items()
+    }
 )
+globals().update(register_timm_variants(__name__, _create_fan, _VARIANTS))

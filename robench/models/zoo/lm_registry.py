@@ -50,14 +50,9 @@ _LANGUAGE_MODELS: Registry[LanguageModelBuilder] = Registry("language model")
 
 
 def register_language_model(builder: LanguageModelBuilder) -> LanguageModelBuilder:
-    """Decorator: register `builder` under its function name; returns it unchanged.
-
-    Registering the same builder again (its module imported a second time in one process, as
-    `--import` of one file by two evaluations does) replaces the entry.
-
-    Raises:
-        ValueError: another language model of that name is already registered.
-    """
+    """Decorator: register `builder` under its function name; returns it unchanged. The same
+    builder again (its module imported a second time in one process, as `--import` of one file
+    by two evaluations does) replaces the entry; another of that name is a ValueError."""
     name = builder.__name__
     if name in _LANGUAGE_MODELS:
         known = _LANGUAGE_MODELS.get(name)
@@ -98,14 +93,9 @@ def _variant(
 
 
 def create_language_model(name: str, vocab_size: int, **kwargs: Any) -> nn.Module:
-    """Build the registered language model `name` over `vocab_size` tokens.
-
-    `kwargs` override the builder's defaults (e.g. `dropout=0.0`, elliptical options).
-
-    Raises:
-        ConfigError: `name` is not registered (with close matches), or the builder does not
-            accept `kwargs`.
-    """
+    """Build the registered language model `name` over `vocab_size` tokens, `kwargs` over the
+    builder's defaults (e.g. `dropout=0.0`, elliptical options); a ConfigError when `name` is
+    not registered (with close matches) or the builder does not accept `kwargs`."""
     builder = _LANGUAGE_MODELS.get(name)
     try:
         return builder(vocab_size, **kwargs)
@@ -123,11 +113,8 @@ def is_language_model(name: str) -> bool:
 
 def language_model_task(name: str) -> str:
     """The task of the registered model `name`: its builder's `robench_task` attribute
-    ("text-classification" for the zoo's text classifiers), else "language-modeling".
-
-    Raises:
-        ConfigError: `name` is not registered (with close matches).
-    """
+    ("text-classification" for the zoo's text classifiers), else "language-modeling"; a
+    ConfigError when `name` is not registered (with close matches)."""
     return getattr(_LANGUAGE_MODELS.get(name), "robench_task", "language-modeling")
 
 

@@ -1,7 +1,6 @@
 """Long Range Arena classifiers as the Elliptical Attention paper configures them (Sec. 4.3,
-App. F.9, after the LRA setup of Chen et al. 2023 and Nystromformer's LRA code): a 2-layer
-pre-norm transformer, model width 64, 2 heads of 32, feed-forward (hidden) 128, dropout 0.1,
-learned (or fixed sinusoidal) positions, mean (or CLS) pooling and a two-layer ReLU head.
+App. F.9, after the LRA setup of Chen et al. 2023 and Nystromformer's LRA code; configurations
+and model kwargs: docs/sequence-classification.md).
 
 `LRATransformer` maps token ids (B, L) to class logits (B, K); a retrieval model (`pair`)
 takes two documents (B, 2, L), encodes both with the same weights and classifies
@@ -20,17 +19,13 @@ which pad every sequence to the task's length).
 
 Elliptical Attention (https://arxiv.org/abs/2406.13770) needs the values of a previous layer,
 so the paper places it on the final layer only: the `*_elliptical` models use
-`EllipticalAttention` in their last two blocks, the first of which is standard attention that
-only hands its values on (`configure_elliptical` makes the first elliptical layer standard).
+`EllipticalAttention` in their last two blocks, the first of which only hands its values on.
 Same parameters and state_dict keys as the baseline, so one checkpoint loads into both.
 
 Registered in robench's model registry (`lm_registry`; builders take `vocab_size` and
-`num_classes`), declaring `robench_task = "sequence-classification"`:
-
-- `lra_transformer`, `lra_transformer_elliptical`: the paper's configuration, N = 2000
-  (ListOps; pass `max_length` for the other tasks: 4000 text and retrieval, 1024 images).
-- `lra_transformer_nano`, `lra_transformer_nano_elliptical`: width 32, 2 heads of 16,
-  feed-forward 64, N = 512: CPU-sized, for tests and the nano reproduction.
+`num_classes`), declaring `robench_task = "sequence-classification"`: `lra_transformer`
+(N = 2000 for ListOps; pass `max_length` for the other tasks: 4000 text and retrieval, 1024
+images) and the CPU-sized `lra_transformer_nano`, each with its `*_elliptical` twin.
 """
 
 from __future__ import annotations
@@ -100,22 +95,15 @@ def _check_arguments(given: dict[str, Any]) -> None:
 
 
 class LRATransformer(nn.Module):
-    """LRA sequence classifier (see the module docstring); the other arguments as
-    `TransformerLM`'s.
+    """LRA sequence classifier (see the module docstring); arguments as `TransformerLM`'s, and:
 
-    Args:
-        vocab_size: number of token ids V (the data's vocabulary, padding included).
-        num_classes: number of classes K.
-        max_length: N, the longest sequence the model reads; longer ones are refused.
-        pad_id: the id that pads shorter sequences (masked out), or None (fixed length).
-        pair: a retrieval model, taking two documents (B, 2, L).
-        lra_task: the LRA task it was trained on (recorded; data of that task by default).
-        mlp_dim: hidden width of the feed-forward layers and of the classifier head.
-        positions: "learned" (LRA's) or "sinusoidal" (fixed).
-        pooling: "mean" over the real tokens (LRA's) or "cls" (a learned CLS token).
-        elliptical_blocks: how many of the last blocks use `EllipticalAttention` (0: none;
-            2: Elliptical Attention on the final layer, fed by the one before).
-        architecture: name the report records (the registry sets the registered name).
+    `vocab_size` includes padding; `max_length` N is the longest sequence it reads (longer
+    ones are refused); `pad_id` pads shorter ones (masked out; None: fixed length); `pair`: a
+    retrieval model taking two documents (B, 2, L); `lra_task`: the LRA task it was trained on
+    (recorded; data of that task by default); `mlp_dim` also sizes the classifier head;
+    `positions` "learned" (LRA's) or "sinusoidal"; `pooling` "mean" over the real tokens
+    (LRA's) or "cls"; `elliptical_blocks`: how many of the last blocks use
+    `EllipticalAttention` (2: the final layer, fed by the one before).
     """
 
     robench_task = SEQUENCE_CLASSIFICATION

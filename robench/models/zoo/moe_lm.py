@@ -1,34 +1,23 @@
 """Mixture-of-experts causal language models: Switch and GLaM, with and without Elliptical
-Attention.
+Attention (shapes, routing and training: docs/language-models.md, "Mixture-of-experts models").
 
 The Elliptical Attention paper (https://arxiv.org/abs/2406.13770, Section 4.5, Appendix F.5,
 Tables 5, 6, 13-15) puts Elliptical Attention into Switch Transformer (Fedus et al. 2022) and
 GLaM (Du et al. 2022) backbones, "adopting the setup of [60]" (CompeteSMoE, Pham et al. 2024,
-https://arxiv.org/abs/2402.02526), whose WikiText-103 scripts give the shapes used here:
-16 experts per MoE layer, each an MLP as wide as the model (hidden = C), 8 heads, a
-load-balancing loss weighted 0.01; Switch stacks blocks whose every feed-forward layer is a
-mixture of experts, GLaM alternates MoE and dense feed-forward blocks (MoE first).
+https://arxiv.org/abs/2402.02526), whose WikiText-103 scripts give the `_small` and `_medium`
+shapes; `_nano` ones are CPU-sized, for tests and the shipped checkpoints. Each has an
+`*_elliptical` twin (blocks 2..N, same parameters, same keys).
 
-- `switch_lm_small`: 3 blocks, C = 128 (CompeteSMoE's transformers/small).
-- `switch_lm_medium`: 6 blocks, C = 352 (transformers/medium; the paper's Switch-medium).
-- `glam_lm_small`: 6 blocks (3 MoE + 3 dense), C = 144 (glam/small; the paper's GLaM-small).
-- `glam_lm_medium`: 8 blocks (4 MoE + 4 dense), C = 352 (glam/medium; GLaM-medium).
-- `switch_lm_nano` / `glam_lm_nano`: 4 blocks, C = 64, 4 heads, 4 experts of 128: CPU-sized,
-  for tests and the shipped checkpoints.
-- `*_elliptical` twins: Elliptical Attention in blocks 2..N (same parameters, same keys).
+Switch routes each token to its top-1 expert, as Fedus et al. define Switch, GLaM to its top-2
+(Du et al.); the paper used top-2 for all its MoE runs (CompeteSMoE's default): `top_k=2`.
+Routing is deterministic and capacity-free (layers/mixture_of_experts.py), so a token's output
+never depends on other sequences of its batch.
 
-Routing: Switch models route each token to its top-1 expert, as Fedus et al. define Switch;
-GLaM models to their top-2 (Du et al.). The paper states that all its MoE runs used top-2
-routing (CompeteSMoE's default); `top_k=2` as a model kwarg gives that for Switch. Routing is
-deterministic and capacity-free (layers/mixture_of_experts.py), so evaluation needs no noise
-switched off and a token's output never depends on other sequences of its batch.
-
-The network is `TransformerLM` (sinusoidal positions, pre-norm timm blocks, tied output head)
-with mixture-of-experts feed-forward layers, so it has TransformerLM's forward contract
-(token ids (B, T) -> next-token logits (B, T, V), causal with the default "prefix" estimator of
-M) and the language-modeling task and Word Swap work unchanged. After each forward,
-`model.aux_loss` holds the sum of the MoE layers' load-balancing losses (Switch Eq. 4), which
-`robench train` adds to the loss with weight `aux_loss_weight` (default 0.01, as [60]).
+The network is `TransformerLM` with mixture-of-experts feed-forward layers, so it keeps
+TransformerLM's forward contract (and the language-modeling task and Word Swap work
+unchanged). After each forward, `model.aux_loss` holds the sum of the MoE layers'
+load-balancing losses (Switch Eq. 4), which `robench train` adds to the loss with weight
+`aux_loss_weight` (default 0.01, as [60]).
 """
 
 from __future__ import annotations
@@ -75,16 +64,10 @@ def moe_layer_plan(num_experts: int, top_k: int, moe_every: int) -> Callable[[in
 
 
 class MoELM(TransformerLM):
-    """`TransformerLM` with mixture-of-experts feed-forward layers (see the module docstring).
-
-    Args:
-        vocab_size: number of token ids V.
-        num_experts: experts per MoE layer.
-        top_k: experts per token (1: Switch, 2: GLaM).
-        moe_every: a MoE layer in every `moe_every`-th block, starting with the first.
-        **kwargs: `TransformerLM`'s arguments (embed_dim, depth, num_heads, mlp_dim, dropout,
-            attn_dropout, attn_layer, architecture); mlp_dim is each expert's hidden width.
-    """
+    """`TransformerLM` with mixture-of-experts feed-forward layers (see the module docstring):
+    `num_experts` per MoE layer, `top_k` experts per token (1: Switch, 2: GLaM), a MoE layer in
+    every `moe_every`-th block from the first; `kwargs` are `TransformerLM`'s, `mlp_dim` each
+    expert's hidden width."""
 
     def __init__(
         self,
@@ -126,19 +109,17 @@ _GLAM = dict(moe_every=2, top_k=2, dropout=0.1)
 _NANO = dict(embed_dim=64, depth=4, num_heads=4, mlp_dim=128, num_experts=4)
 _SWITCH_NANO: dict[str, Any] = {**_SWITCH, **_NANO}
 SWITCH_NANO_ARGS = dict(_SWITCH_NANO)  # what switch_classifier_nano (text_classifier.py) reuses
-_SWITCH_SMALL: dict[str, Any] = dict(
-    _SWITCH, embed_dim=128, depth=3, num_heads=8, mlp_dim=128, num_experts=16
-)
-_SWITCH_MEDIUM: dict[str, Any] = dict(
-    _SWITCH, embed_dim=352, depth=6, num_heads=8, mlp_dim=352, num_experts=16
-)
 _GLAM_NANO: dict[str, Any] = {**_GLAM, **_NANO}
-_GLAM_SMALL: dict[str, Any] = dict(
-    _GLAM, embed_dim=144, depth=6, num_heads=8, mlp_dim=144, num_experts=16
-)
-_GLAM_MEDIUM: dict[str, Any] = dict(
-    _GLAM, embed_dim=352, depth=8, num_heads=8, mlp_dim=352, num_experts=16
-)
+
+
+def _competesmoe(routing: dict[str, Any], embed_dim: int, depth: int) -> dict[str, Any]:
+    """CompeteSMoE's small and medium shapes: 8 heads, 16 experts each as wide as the model."""
+    wide = dict(embed_dim=embed_dim, depth=depth, num_heads=8, mlp_dim=embed_dim, num_experts=16)
+    return {**routing, **wide}
+
+
+_SWITCH_SMALL, _SWITCH_MEDIUM = _competesmoe(_SWITCH, 128, 3), _competesmoe(_SWITCH, 352, 6)
+_GLAM_SMALL, _GLAM_MEDIUM = _competesmoe(_GLAM, 144, 6), _competesmoe(_GLAM, 352, 8)
 
 
 # Each also as NAME_elliptical, Elliptical Attention in blocks 2..N (the module docstring).

@@ -185,33 +185,12 @@ def _cfg(size: int, num_classes: int) -> dict[str, Any]:
     )
 
 
-default_cfgs = generate_default_cfgs(
-    {
-        "segmenter_nano_baseline": _cfg(64, 11),
-        "segmenter_nano_elliptical": _cfg(64, 11),
-        "segmenter_tiny_baseline": _cfg(512, 150),
-        "segmenter_tiny_elliptical": _cfg(512, 150),
-    }
-)
-
+_SHAPE = ("img_size", "patch_size", "num_classes", "embed_dim", "depth", "num_heads")
 _NANO_ARGS: dict[str, Any] = dict(
-    img_size=64,
-    patch_size=8,
-    num_classes=11,
-    embed_dim=64,
-    depth=4,
-    num_heads=4,
-    mlp_ratio=2.0,
-    decoder_depth=1,
+    zip(_SHAPE, (64, 8, 11, 64, 4, 4), strict=True), mlp_ratio=2.0, decoder_depth=1
 )
-
 _TINY_ARGS: dict[str, Any] = dict(
-    img_size=512,
-    patch_size=16,
-    num_classes=150,
-    embed_dim=192,
-    depth=12,
-    num_heads=3,
+    zip(_SHAPE, (512, 16, 150, 192, 12, 3), strict=True),
     decoder_depth=2,
     drop_path_rate=0.1,
     inference=InferenceConfig("slide", crop_size=(512, 512), stride=(480, 480)),
@@ -220,15 +199,13 @@ _TINY_ARGS: dict[str, Any] = dict(
 
 # CPU-sized and Segmenter-Ti models, each with standard and with Elliptical Attention in the
 # encoder (the module docstring).
-globals().update(
-    register_timm_variants(
-        __name__,
-        _create_segmenter,
-        {
-            "segmenter_nano_baseline": (False, _NANO_ARGS),
-            "segmenter_nano_elliptical": (True, _NANO_ARGS),
-            "segmenter_tiny_baseline": (False, _TINY_ARGS),
-            "segmenter_tiny_elliptical": (True, _TINY_ARGS),
-        },
-    )
+_VARIANTS: dict[str, tuple[bool, dict[str, Any]]] = {
+    "segmenter_nano_baseline": (False, _NANO_ARGS),
+    "segmenter_nano_elliptical": (True, _NANO_ARGS),
+    "segmenter_tiny_baseline": (False, _TINY_ARGS),
+    "segmenter_tiny_elliptical": (True, _TINY_ARGS),
+}
+default_cfgs = generate_default_cfgs(
+    {name: _cfg(args["img_size"], args["num_classes"]) for name, (_, args) in _VARIANTS.items()}
 )
+globals().update(register_timm_variants(__name__, _create_segmenter, _VARIANTS))

@@ -19,7 +19,7 @@ the classifier reads the whole text, so there is no causality to keep).
 Registered in robench's language-model registry (the builders take `vocab_size` and
 `num_classes`), declaring `robench_task = "text-classification"` on the builder and the model:
 
-- `text_classifier_nano`: 4 blocks, 4 heads of 16 (C = 64), feed-forward 256, L = 64 words.
+- `text_classifier_nano`: a dense backbone (docs/text-classification.md).
 - `switch_classifier_nano`: `switch_lm_nano`'s embedding and blocks (every feed-forward a
   top-1 mixture of 4 experts), pooled, a linear head: the paper's SST-2 protocol (Tables 13
   and 14) pretrains the Switch LM and fine-tunes it as a classifier; `robench train

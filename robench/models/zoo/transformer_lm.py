@@ -9,25 +9,18 @@ keeps shipped checkpoints small: with WikiText-103's ~267k-word vocabulary an un
 add V * C weights, more than all blocks together (and a tied `nn.Linear` head would still be
 written twice by savers that copy tensors, as safetensors requires).
 
-Registered in robench's language-model registry (`create_language_model(name, vocab_size)`):
-
-- `transformer_lm_nano`: 4 layers, 4 heads of 16 (C = 64), feed-forward 256; tests, demo.
-- `transformer_lm_small`: 16 layers, 8 heads of 16 (C = 128), feed-forward 2048 (the paper's
-  small WikiText-103 backbone).
-- `transformer_lm_medium`: 16 layers, 8 heads of 32 (C = 256), feed-forward 2048.
-- `*_elliptical` twins: the same models with `EllipticalAttention`
-  (https://arxiv.org/abs/2406.13770) in layers 2..N; same parameters and state_dict keys.
+Registered in robench's language-model registry (`create_language_model(name, vocab_size)`)
+in the sizes at the end of this module (docs/language-models.md; `_small` is the paper's small
+WikiText-103 backbone), each with a `*_elliptical` twin: `EllipticalAttention`
+(https://arxiv.org/abs/2406.13770) in layers 2..N, same parameters and state_dict keys.
 
 All take `dropout` (default 0.1) and the other `TransformerLM` arguments as overrides. The
 elliptical layer keeps the 1/sqrt(D) logit scale of Eq. 13, which the paper's language-model
-code omitted. Elliptical twins also take the options of `configure_elliptical` (`scaling`,
-`estimator`, `differentiable`, `delta`) and `m_estimator`, the estimator of M over positions:
-
-- `"prefix"` (default): m at position t averages |V_l - V_{l-1}| over positions <= t, so logits
-  at t depend only on tokens <= t: a truly causal model.
-- `"paper"`: the paper's mean over all positions, so position t sees later tokens through M.
-
-The report records which one a model uses (`TransformerLM.robench_report_section`).
+code omitted. Elliptical twins also take `configure_elliptical`'s options and `m_estimator`
+(docs/language-models.md): `"prefix"` (default) averages |V_l - V_{l-1}| over positions <= t,
+so logits at t depend only on tokens <= t (a truly causal model); `"paper"` over all
+positions, so position t sees later tokens through M. The report records which one a model
+uses (`TransformerLM.robench_report_section`).
 """
 
 from __future__ import annotations
@@ -124,19 +117,13 @@ def transformer_blocks(
 class TransformerLM(nn.Module):
     """Decoder-only causal transformer over a word-level vocabulary (see the module docstring).
 
-    Args:
-        vocab_size: number of token ids V.
-        embed_dim: model width C (num_heads * head dimension).
-        depth: number of blocks.
-        num_heads: attention heads per block.
-        mlp_dim: hidden width of the feed-forward layers.
-        dropout: dropout on the embeddings and the outputs of attention and feed-forward.
-        attn_dropout: dropout on the attention probabilities.
-        attn_layer: attention class of the blocks (timm's constructor contract), e.g.
-            `EllipticalAttention`; elliptical layers then need `configure_elliptical(model)`.
-        mlp_layer_at: block index -> its feed-forward class (timm's `Mlp` contract), e.g. a
-            mixture of experts in some blocks (moe_lm.py); None: timm's `Mlp` in every block.
-        architecture: name the report records (the registry sets the registered name).
+    `vocab_size` V token ids, width `embed_dim` C = num_heads * head dimension, feed-forward
+    width `mlp_dim`; `dropout` on the embeddings and the outputs of attention and feed-forward,
+    `attn_dropout` on the attention probabilities. `attn_layer`: the blocks' attention class
+    (timm's contract), e.g. `EllipticalAttention`, which then needs `configure_elliptical`.
+    `mlp_layer_at`: block index -> its feed-forward class (timm's `Mlp` contract), e.g. a
+    mixture of experts (moe_lm.py); None: timm's `Mlp` everywhere. `architecture`: the name
+    the report records (the registry sets the registered name).
     """
 
     def __init__(

@@ -6,7 +6,7 @@ After `import robench.models.zoo`, `timm.create_model(name)` builds:
   `EllipticalAttention` (https://arxiv.org/abs/2406.13770). Same parameters and state_dict keys
   as `deit_*_patch16_224`, so a DeiT checkpoint loads strictly. No weights are published.
 - `vit_nano_patch4_28` and its twin `vit_nano_elliptical_patch4_28`: tiny Fashion-MNIST ViTs
-  (28x28x1, patch 4, dim 64, depth 4, 4 heads, ~139k parameters) for tests and the demo.
+  (`FASHION_MNIST_ARGS`, ~139k parameters) for tests and the demo.
 
 The elliptical builders accept the options of `robench.models.layers.configure_elliptical` as model
 kwargs, e.g. `timm.create_model("deit_tiny_elliptical_patch16_224", scaling="mean")`.
@@ -64,31 +64,23 @@ def _deit_cfg(**kwargs: Any) -> dict[str, Any]:
     )
 
 
-default_cfgs = generate_default_cfgs(
-    {
-        "deit_tiny_elliptical_patch16_224": _deit_cfg(),
-        "deit_small_elliptical_patch16_224": _deit_cfg(),
-        "deit_base_elliptical_patch16_224": _deit_cfg(),
-        "vit_nano_patch4_28": _deit_cfg(crop_pct=1.0, **FASHION_MNIST_CFG),
-        "vit_nano_elliptical_patch4_28": _deit_cfg(crop_pct=1.0, **FASHION_MNIST_CFG),
-    }
-)
-
 _DEIT: dict[str, Any] = dict(patch_size=16, depth=12)
 _NANO_ARGS = FASHION_MNIST_ARGS
 
 
 # DeiT-tiny, -small and -base with Elliptical Attention, and the Fashion-MNIST pair.
-globals().update(
-    register_timm_variants(
-        __name__,
-        _create_vit,
-        {
-            "deit_tiny_elliptical_patch16_224": (True, dict(_DEIT, embed_dim=192, num_heads=3)),
-            "deit_small_elliptical_patch16_224": (True, dict(_DEIT, embed_dim=384, num_heads=6)),
-            "deit_base_elliptical_patch16_224": (True, dict(_DEIT, embed_dim=768, num_heads=12)),
-            "vit_nano_patch4_28": (False, _NANO_ARGS),
-            "vit_nano_elliptical_patch4_28": (True, _NANO_ARGS),
-        },
-    )
+_VARIANTS: dict[str, tuple[bool, dict[str, Any]]] = {
+    "deit_tiny_elliptical_patch16_224": (True, dict(_DEIT, embed_dim=192, num_heads=3)),
+    "deit_small_elliptical_patch16_224": (True, dict(_DEIT, embed_dim=384, num_heads=6)),
+    "deit_base_elliptical_patch16_224": (True, dict(_DEIT, embed_dim=768, num_heads=12)),
+    "vit_nano_patch4_28": (False, _NANO_ARGS),
+    "vit_nano_elliptical_patch4_28": (True, _NANO_ARGS),
+}
+_NANO_CFG: dict[str, Any] = dict(crop_pct=1.0, **FASHION_MNIST_CFG)
+default_cfgs = generate_default_cfgs(
+    {
+        name: _deit_cfg(**(_NANO_CFG if args is _NANO_ARGS else {}))
+        for name, (_, args) in _VARIANTS.items()
+    }
 )
+globals().update(register_timm_variants(__name__, _create_vit, _VARIANTS))
