@@ -143,6 +143,52 @@ def weighted_mean(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
     return result
 
 
+def weighted_interval(
+    of_weights: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    samples: np.ndarray,
+    bounds: tuple[float, float],
+    n_resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> tuple[float, float]:
+    """`centred_interval` of a weighted statistic over `samples` (its estimate at unit
+    weights); (nan, nan) for no samples."""
+    import numpy as np
+
+    if not len(samples):
+        return (math.nan, math.nan)
+    estimate = float(of_weights(np.ones((1, len(samples))), samples)[0])
+    replicates = bootstrap(of_weights, samples, n_resamples=n_resamples, seed=seed)
+    return centred_interval(estimate, replicates, bounds)
+
+
+def weighted_paired(
+    of_weights: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    baseline: np.ndarray,
+    candidate: np.ndarray,
+    n_resamples: int,
+    seed: int,
+    alternative: str,
+) -> tuple[float, tuple[float, float], float, float]:
+    """`paired_summary` of a weighted statistic's candidate - baseline over the same samples,
+    one draw resampling both (the observed difference at unit weights)."""
+    import numpy as np
+
+    if baseline.shape != candidate.shape:
+        raise ValueError(f"paired samples differ in shape: {baseline.shape} vs {candidate.shape}")
+    if not len(baseline):
+        raise ValueError("a paired bootstrap needs at least one sample")
+    ones = np.ones((1, len(baseline)))
+    observed = float(of_weights(ones, candidate)[0] - of_weights(ones, baseline)[0])
+    diffs = bootstrap(
+        lambda w, b, c: of_weights(w, c) - of_weights(w, b),
+        baseline,
+        candidate,
+        n_resamples=n_resamples,
+        seed=seed,
+    )
+    return paired_summary(observed, diffs, len(baseline), alternative)
+
+
 def centred_interval(
     estimate: float, replicates: np.ndarray, bounds: tuple[float, float] = UNBOUNDED
 ) -> tuple[float, float]:

@@ -26,9 +26,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from robench.results.stats.bootstrap import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
-    bootstrap,
-    centred_interval,
-    paired_summary,
+    weighted_interval,
+    weighted_paired,
 )
 
 # numpy is imported where used: the metric registry, `robench compare` and binary gates
@@ -186,6 +185,12 @@ class CountsStatistic:
 
         return np.asarray(SEGMENTATION_STATISTICS[self.name](totals))
 
+    def of_weights(self, weights: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """The statistic of resamples given by `weights` (count, N) of counts (N, 4, K)."""
+        import numpy as np
+
+        return self.of_totals(np.tensordot(weights, counts, axes=1))
+
     def __call__(self, values: Sequence[Any] | np.ndarray) -> float:
         counts = as_counts(values)
         return float(self.values(counts)) if len(counts) else math.nan
@@ -204,13 +209,6 @@ class CountsStatistic:
         return paired_bootstrap(self, baseline, candidate, n_resamples, seed, alternative)
 
 
-def _totals(weights: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Summed counts (count, 4, K) of resamples given by `weights` (count, N) of (N, 4, K)."""
-    import numpy as np
-
-    return np.tensordot(weights, counts, axes=1)
-
-
 def bootstrap_interval(
     statistic: CountsStatistic,
     values: Sequence[Any] | np.ndarray,
@@ -220,13 +218,7 @@ def bootstrap_interval(
     """95% bootstrap interval of `statistic` over images, centred on its value and within
     [0, 1]; (nan, nan) if none. Resamples whose value is NaN (no scored class drawn) are left
     out."""
-    counts = as_counts(values)
-    if len(counts) == 0:
-        return (math.nan, math.nan)
-    replicates = bootstrap(
-        lambda w, c: statistic.of_totals(_totals(w, c)), counts, n_resamples=n_resamples, seed=seed
-    )
-    return centred_interval(float(statistic.values(counts)), replicates, (0.0, 1.0))
+    return weighted_interval(statistic.of_weights, as_counts(values), (0.0, 1.0), n_resamples, seed)
 
 
 def paired_bootstrap(
@@ -243,16 +235,4 @@ def paired_bootstrap(
     (NaN) are left out.
     """
     base, cand = as_counts(baseline), as_counts(candidate)
-    if base.shape != cand.shape:
-        raise ValueError(f"paired counts differ in shape: {base.shape} vs {cand.shape}")
-    if len(base) == 0:
-        raise ValueError("paired_bootstrap needs at least one image")
-    observed = float(statistic.values(cand) - statistic.values(base))
-    diffs = bootstrap(
-        lambda w, b, c: statistic.of_totals(_totals(w, c)) - statistic.of_totals(_totals(w, b)),
-        base,
-        cand,
-        n_resamples=n_resamples,
-        seed=seed,
-    )
-    return paired_summary(observed, diffs, len(base), alternative)
+    return weighted_paired(statistic.of_weights, base, cand, n_resamples, seed, alternative)
