@@ -19,17 +19,8 @@ from typing import Any
 
 def __getattr__(name: str) -> Any:
     # PEP 562: names of the old flat module `robench/results/report.py`, kept for plugins.
-    if name.startswith("__") or name in {
-        "schema",
-        "report_v1",
-        "checks",
-        "attack_names",
-        "output_formats",
-        "tidy",
-        "frames",
-        "html_table",
-    }:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # A submodule not yet imported (`tidy`) is no name of schema.py: AttributeError, then
+    # the import system loads it.
     schema = importlib.import_module("robench.results.report.schema")
     if name.startswith("__") or not hasattr(schema, name):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -50,22 +50,11 @@ def binomial_upper_tail(n: int, k: int) -> float:
     return count / 2**n
 
 
-def _mcnemar_two_sided(b: int, c: int) -> float:
-    return min(1.0, 2.0 * binomial_upper_tail(b + c, max(b, c)))
-
-
-def _mcnemar_greater(b: int, c: int) -> float:
-    return binomial_upper_tail(b + c, b)
-
-
-def _mcnemar_less(b: int, c: int) -> float:
-    return binomial_upper_tail(b + c, c)
-
-
+# alternative -> the p-value of the discordant counts (b, c)
 _MCNEMAR: dict[str, Callable[[int, int], float]] = {
-    "two-sided": _mcnemar_two_sided,
-    "greater": _mcnemar_greater,
-    "less": _mcnemar_less,
+    "two-sided": lambda b, c: min(1.0, 2.0 * binomial_upper_tail(b + c, max(b, c))),
+    "greater": lambda b, c: binomial_upper_tail(b + c, b),
+    "less": lambda b, c: binomial_upper_tail(b + c, c),
 }
 
 
@@ -134,17 +123,12 @@ def paired_bootstrap(
         )
     if base.size == 0:
         raise ValueError("paired_bootstrap needs at least one sample")
-    if n_resamples < 1:
-        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
     if alternative not in _MCNEMAR:
         raise ValueError(f"alternative must be one of {sorted(_MCNEMAR)}, got {alternative!r}")
-    observed = float((cand - base).mean())
+    diff = cand - base
+    observed = float(diff.mean())
     means = bootstrap(
-        lambda drawn: drawn.mean(axis=1),
-        cand - base,
-        n_resamples=n_resamples,
-        seed=seed,
-        weighted=False,
+        lambda d: d.mean(axis=1), diff, n_resamples=n_resamples, seed=seed, weighted=False
     )
     return BootstrapResult(
         observed,
