@@ -49,10 +49,7 @@ def _number(value: object) -> float | None:
 
 def _tests(cert_result: PerturbationResult, attack: PerturbationResult) -> bool:
     """Whether `attack` attacks the smoothed classifier `cert_result` certifies."""
-    sigma, attack_sigma = (
-        _number(cert_result.params.get("sigma")),
-        _number(attack.params.get("sigma")),
-    )
+    sigma, attack_sigma = (_number(r.params.get("sigma")) for r in (cert_result, attack))
     return (
         attack.kind == SMOOTHED_ATTACK
         and attack.dataset == cert_result.dataset
@@ -82,10 +79,7 @@ def check_certificates(report: Report) -> list[SanityResult]:
         targets = report.samples[certified.dataset].targets
         tested = False
         for attack in report.results:
-            eps, attack_alpha = (
-                _number(attack.params.get("eps")),
-                _number(attack.params.get("alpha")),
-            )
+            eps, attack_alpha = (_number(attack.params.get(key)) for key in ("eps", "alpha"))
             flipped = _flips(report, attack, targets) if _tests(certified, attack) else None
             if flipped is None or eps is None or attack_alpha is None:
                 continue
