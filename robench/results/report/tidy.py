@@ -40,21 +40,9 @@ if TYPE_CHECKING:
 ReportLike = Any
 
 LEADING = ("model", "task", "dataset", "perturbation", "kind")
-TRAILING = (
-    "metric",
-    "value",
-    "ci_low",
-    "ci_high",
-    "n",
-    "higher_is_better",
-    "passes_per_sample",
-    "forward_passes",
-    "backward_passes",
-    "wall_time_s",
-    "suite",
-    "seed",
-)
 COST_COLUMNS = ("passes_per_sample", "forward_passes", "backward_passes")
+MEASURED = ("metric", "value", "ci_low", "ci_high", "n", "higher_is_better")
+TRAILING = (*MEASURED, *COST_COLUMNS, "wall_time_s", "suite", "seed")
 AGGREGATE_KIND = "aggregate"  # the `kind` of an aggregate's row
 REPORT_COLUMN = "report"  # `robench.reports_frame`'s first column: where a row's report is from
 FIXED = (*LEADING, *TRAILING, REPORT_COLUMN)  # no parameter column takes one of these names

@@ -1,5 +1,3 @@
-# long: the metric registry keeps every metric's definition in one place by design
-# (see the docstring); splitting it would scatter them
 """The metric registry: everything robench knows about one metric, in one place.
 
 Each registered `Metric` says how to compute it from a stored per-sample record, how to

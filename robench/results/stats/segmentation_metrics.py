@@ -49,20 +49,13 @@ def pixel_counts(pred: Any, labels: Any, num_classes: int, ignore_index: int = 2
     import robench.data, hence the literal); as in mmseg's `torch.histc(min=0, max=K-1)`,
     predictions outside 0..K-1 count in no class.
     """
-    import numpy as np
-
     pred_arr, label_arr = _as_numpy(pred), _as_numpy(labels)
     if pred_arr.shape != label_arr.shape:
         raise ValueError(f"pred {pred_arr.shape} and labels {label_arr.shape} differ in size")
-    scored = (label_arr >= 0) & (label_arr < num_classes) & (label_arr != ignore_index)
-    pred_arr, label_arr = pred_arr[scored], label_arr[scored]
-    in_range = (pred_arr >= 0) & (pred_arr < num_classes)
-    hits = pred_arr[in_range & (pred_arr == label_arr)]
-    intersect = np.bincount(hits, minlength=num_classes)
-    pred_area = np.bincount(pred_arr[in_range], minlength=num_classes)
-    label_area = np.bincount(label_arr, minlength=num_classes)
-    union = pred_area + label_area - intersect
-    return np.stack([intersect, union, pred_area, label_area]).astype(np.int64)
+    one = (1, 1, -1)  # a batch of one map: the counts do not depend on the map's shape
+    return batch_pixel_counts(
+        pred_arr.reshape(one), label_arr.reshape(one), num_classes, ignore_index
+    )[0]
 
 
 def batch_pixel_counts(
