@@ -23,35 +23,30 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from robench.results.stats.bootstrap import (
-    BOOTSTRAP_RESAMPLES,
-    BOOTSTRAP_SEED,
     UNBOUNDED,
+    WeightedStatistic,
     bootstrap,
     centred_interval,
-    weighted_interval,
     weighted_mean,
-    weighted_paired,
 )
 from robench.results.stats.ratio_statistics import as_pairs
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from robench.results.stats.paired_statistic import PairedResult, Values
 
 ECE_BINS = 15  # Guo et al. 2017, and torchmetrics' default
 
 
 @dataclass(frozen=True)
-class CalibrationError:
+class CalibrationError(WeightedStatistic):
     """ECE with `n_bins` equal-width bins (L1) of (confidence, correct) pairs; called on
     pairs it returns a float (NaN for none); `interval` and `paired` bootstrap over samples."""
 
     n_bins: int = ECE_BINS
-    unit: ClassVar[str] = "samples"  # what a resample draws (the gate's description)
 
     def gaps(self, pairs: np.ndarray) -> np.ndarray:
         """(n, n_bins + 1): each sample's correct - confidence, in its bin's column."""
@@ -72,32 +67,8 @@ class CalibrationError:
 
         return np.abs(weights @ gaps).sum(axis=-1) / weights.sum(axis=-1)
 
-    def __call__(self, values: Sequence[Any] | np.ndarray) -> float:
-        import numpy as np
-
-        pairs = as_pairs(values)
-        if not len(pairs):
-            return math.nan
-        return float(self.of_weights(np.ones((1, len(pairs))), self.gaps(pairs))[0])
-
-    def interval(
-        self,
-        values: Sequence[Any] | np.ndarray,
-        n_resamples: int = BOOTSTRAP_RESAMPLES,
-        seed: int = BOOTSTRAP_SEED,
-    ) -> tuple[float, float]:
-        """95% bootstrap interval over samples (seeded), centred on the ECE and within
-        [0, 1]; (nan, nan) for none."""
-        gaps = self.gaps(as_pairs(values))
-        return weighted_interval(self.of_weights, gaps, (0.0, 1.0), n_resamples, seed)
-
-    def paired(
-        self, baseline: Values, candidate: Values, n_resamples: int, seed: int, alternative: str
-    ) -> PairedResult:
-        """Paired bootstrap of ECE(candidate) - ECE(baseline) over the same samples
-        (`bootstrap.paired_summary`)."""
-        base, cand = self.gaps(as_pairs(baseline)), self.gaps(as_pairs(candidate))
-        return weighted_paired(self.of_weights, base, cand, n_resamples, seed, alternative)
+    def rows(self, values: Sequence[Any] | np.ndarray) -> np.ndarray:
+        return self.gaps(as_pairs(values))
 
 
 def mean_bootstrap_interval(

@@ -18,7 +18,6 @@ perplexity), keeping each image's (4, K) counts together.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -26,8 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from robench.results.stats.bootstrap import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
-    weighted_interval,
-    weighted_paired,
+    WeightedStatistic,
 )
 
 # numpy is imported where used: the metric registry, `robench compare` and binary gates
@@ -35,7 +33,6 @@ from robench.results.stats.bootstrap import (
 if TYPE_CHECKING:
     import numpy as np
 
-    from robench.results.stats.paired_statistic import PairedResult, Values
 
 INTERSECT, UNION, PRED_AREA, LABEL_AREA = range(4)  # rows of an image's (4, K) counts
 
@@ -108,25 +105,19 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
         return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
 
 
-def _miou(totals: np.ndarray) -> np.ndarray:
-
-    return _nanmean(_ratio(totals[..., INTERSECT, :], totals[..., UNION, :]))
-
-
-def _mean_accuracy(totals: np.ndarray) -> np.ndarray:
-
-    return _nanmean(_ratio(totals[..., INTERSECT, :], totals[..., LABEL_AREA, :]))
+def _class_mean(row: int) -> Callable[[np.ndarray], np.ndarray]:
+    """The mean over classes of intersect / `row` (UNION: mIoU, LABEL_AREA: mAcc)."""
+    return lambda totals: _nanmean(_ratio(totals[..., INTERSECT, :], totals[..., row, :]))
 
 
 def _pixel_accuracy(totals: np.ndarray) -> np.ndarray:
-
     return _ratio(totals[..., INTERSECT, :].sum(axis=-1), totals[..., LABEL_AREA, :].sum(axis=-1))
 
 
 # name -> function of summed counts (..., 4, K) -> (...)
 SEGMENTATION_STATISTICS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "miou": _miou,
-    "mean_accuracy": _mean_accuracy,
+    "miou": _class_mean(UNION),
+    "mean_accuracy": _class_mean(LABEL_AREA),
     "pixel_accuracy": _pixel_accuracy,
 }
 
@@ -160,7 +151,7 @@ def as_counts(values: Sequence[Any] | np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class CountsStatistic:
+class CountsStatistic(WeightedStatistic):
     """One of `SEGMENTATION_STATISTICS` of summed per-image counts.
 
     Shaped like `ratio_statistics.RatioOfSums`: `values` takes images' counts (..., N, 4, K)
@@ -184,22 +175,10 @@ class CountsStatistic:
 
         return self.of_totals(np.tensordot(weights, counts, axes=1))
 
-    def __call__(self, values: Sequence[Any] | np.ndarray) -> float:
-        counts = as_counts(values)
-        return float(self.values(counts)) if len(counts) else math.nan
-
-    def interval(self, values: Sequence[Any] | np.ndarray) -> tuple[float, float]:
-        """95% bootstrap interval over images (a `Metric.interval`)."""
-        return bootstrap_interval(self, values)
+    def rows(self, values: Sequence[Any] | np.ndarray) -> np.ndarray:
+        return as_counts(values)
 
     unit: ClassVar[str] = "images"  # what a resample draws (the gate's description)
-
-    def paired(
-        self, baseline: Values, candidate: Values, n_resamples: int, seed: int, alternative: str
-    ) -> PairedResult:
-        """`paired_bootstrap` of this statistic, with the arguments and result of
-        `ratio_statistics.paired_statistic_bootstrap` (what a gate calls)."""
-        return paired_bootstrap(self, baseline, candidate, n_resamples, seed, alternative)
 
 
 def bootstrap_interval(
@@ -211,7 +190,7 @@ def bootstrap_interval(
     """95% bootstrap interval of `statistic` over images, centred on its value and within
     [0, 1]; (nan, nan) if none. Resamples whose value is NaN (no scored class drawn) are left
     out."""
-    return weighted_interval(statistic.of_weights, as_counts(values), (0.0, 1.0), n_resamples, seed)
+    return statistic.interval(values, n_resamples, seed)
 
 
 def paired_bootstrap(
@@ -222,10 +201,6 @@ def paired_bootstrap(
     seed: int = BOOTSTRAP_SEED,
     alternative: str = "two-sided",
 ) -> tuple[float, tuple[float, float], float, float]:
-    """Paired bootstrap of `statistic(candidate) - statistic(baseline)` over the same images:
-    each resample draws image indices once and sums both runs' counts at them
-    (`bootstrap.paired_summary`). Resamples where the statistic is undefined for either run
-    (NaN) are left out.
-    """
-    base, cand = as_counts(baseline), as_counts(candidate)
-    return weighted_paired(statistic.of_weights, base, cand, n_resamples, seed, alternative)
+    """Paired bootstrap of `statistic(candidate) - statistic(baseline)` over the same images
+    (`WeightedStatistic.paired`); resamples where either is undefined (NaN) are left out."""
+    return statistic.paired(baseline, candidate, n_resamples, seed, alternative)
