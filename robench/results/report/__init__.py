@@ -1,8 +1,5 @@
-"""The report core: the report's schema (`schema.py`), reading older versions
-(`report_v1.py`), the always-on result checks (`checks.py`), attack display names
-(`attack_names.py`), the output-format record every command renders through
-(`output_formats.py`), and reports as tidy rows and pandas frames (`tidy.py`, `frames.py`;
-`html_table.py` for Jupyter).
+"""The report core: the report's schema and older versions, the always-on result checks,
+attack display names, output formats, and reports as tidy rows, frames and HTML.
 
 May import: `robench._core` only; every other room of `results/` builds on this one.
 

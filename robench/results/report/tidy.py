@@ -172,11 +172,9 @@ def report_frame(report: ReportLike) -> pd.DataFrame:
 
 
 def sample_columns(report: ReportLike) -> dict[str, list[Any]]:
-    """Per-sample columns, one row per (dataset, result, sample): the leading columns
-    (`SAMPLE_LEADING`: `correct` is the stored `top1`), then every other column the report
-    stores (attack columns such as `min_norm`, `first_success`, `queries`, `outcome`, and
-    per-sample metric values) in order of first appearance; None where a result lacks one.
-    A result run on the first n samples only (`max_samples`) has n rows."""
+    """`robench.samples_frame`'s columns: `SAMPLE_LEADING` (`correct` is the stored `top1`),
+    then every other stored column in order of first appearance; None where a result lacks
+    one."""
     kinds = {r.name: r.kind for r in report.results}
     blocks: list[tuple[str, str, Any, dict[str, list[Any]], int]] = []
     stored: dict[str, None] = {}

@@ -67,13 +67,9 @@ def mcnemar_exact(b: int, c: int, alternative: Alternative = "two-sided") -> flo
     """
     if b < 0 or c < 0:
         raise ValueError(f"discordant counts must be >= 0, got b={b}, c={c}")
-    try:
-        test = _MCNEMAR[alternative]
-    except KeyError:
-        raise ValueError(
-            f"alternative must be one of {sorted(_MCNEMAR)}, got {alternative!r}"
-        ) from None
-    return test(b, c)
+    if alternative not in _MCNEMAR:
+        raise ValueError(f"alternative must be one of {sorted(_MCNEMAR)}, got {alternative!r}")
+    return _MCNEMAR[alternative](b, c)
 
 
 def discordant_pairs(
@@ -106,13 +102,9 @@ def paired_bootstrap(
     *,
     alternative: Alternative = "two-sided",
 ) -> BootstrapResult:
-    """Paired bootstrap of the mean difference `candidate - baseline` over samples.
-
-    Each resample draws n sample indices with replacement and keeps both values of a sample
-    together. The interval is `bootstrap.centred_interval`; the p-value compares the
-    observed mean with the resampled means re-centred on zero (the null of no difference),
-    with the +1 correction so it is never exactly 0. Deterministic for a given seed.
-    """
+    """Paired bootstrap of the mean difference `candidate - baseline` over samples, a
+    sample's two values drawn together: `bootstrap.centred_interval` and
+    `bootstrap_p_value`. Deterministic for a given seed."""
     import numpy as np
 
     base = np.asarray(baseline_values, dtype=float)
