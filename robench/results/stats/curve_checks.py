@@ -60,10 +60,10 @@ def check_minimal_norm(report: Report) -> list[SanityResult]:
                 or METRIC not in pgd.metrics
             ):
                 continue
-            n = min(len(norms), pgd.n_samples)  # both hold the first n sorted indices
-            value, (low, high) = accuracy_at(norms[:n], eps)
-            if n != pgd.n_samples:
+            n = pgd.n_samples  # both hold the first n sorted indices
+            if len(norms) < n:
                 continue  # PGD ran on more samples than the curve: not the same samples
+            value, (low, high) = accuracy_at(norms[:n], eps)
             strong = pgd.metrics[METRIC]
             ok = low <= strong.ci95[1]  # the intervals overlap, or the curve is lower
             shown = display_pixel_value(eps) if _norm(pgd) == "linf" else f"{eps:g}"

@@ -34,6 +34,7 @@ ITERATION_COLUMN = "first_success"
 CORRECT_COLUMN = "top1"  # the re-run's per-sample correctness
 CURVE_POINTS = 201  # points of an eps curve between 0 and the cap
 STILL_FALLING_SHARE = 0.2  # the convergence check looks at the last 20% of the iterations
+REPORT_FIX = "pass the report as `robench eval` wrote it, or evaluate again"  # bad columns
 
 
 @dataclass(frozen=True)
@@ -95,17 +96,16 @@ def result_norms(
     norms = report.sample_values(result.name, NORM_COLUMN)
     if norms is None:
         return None
-    fix = "pass the report as `robench eval` wrote it, or evaluate again"
     if len(norms) != result.n_samples:
         raise ConfigError(
             f"{where}'s minimal-norm result {result.name!r} has {len(norms)} per-sample "
-            f"{NORM_COLUMN} values for its {result.n_samples} samples; {fix}."
+            f"{NORM_COLUMN} values for its {result.n_samples} samples; {REPORT_FIX}."
         )
     bad = next((value for value in norms if not _is_norm(value)), None)
     if bad is not None:
         raise ConfigError(
             f"{where}'s minimal-norm result {result.name!r} holds {bad!r} in its {NORM_COLUMN} "
-            f"column, where norms are numbers >= 0 (null: no adversarial found); {fix}."
+            f"column, where norms are numbers >= 0 (null: no adversarial found); {REPORT_FIX}."
         )
     return [math.inf if n is None else float(n) for n in norms]  # None: robust at every eps
 
@@ -119,7 +119,7 @@ def result_cap(result: PerturbationResult, where: str = "the report") -> float:
     if not isinstance(cap, int | float) or isinstance(cap, bool) or not cap > 0:
         raise ConfigError(
             f"{where}'s minimal-norm result {result.name!r} has params.eps {cap!r}, not its "
-            "cap (a number > 0); pass the report as `robench eval` wrote it, or evaluate again."
+            f"cap (a number > 0); {REPORT_FIX}."
         )
     return float(cap)
 
