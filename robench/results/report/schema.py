@@ -378,13 +378,9 @@ class Report(_Strict):
         return samples.values.get(result, {}).get(column)
 
     def to_pandas(self) -> pd.DataFrame:
-        """A tidy frame: one row per (dataset, result, metric), then one per aggregate.
-
-        Columns: model, task, dataset, perturbation, kind, the results' parameters (one
-        column each, missing where a result lacks one), metric, value, ci_low, ci_high, n,
-        higher_is_better, suite, seed; values as stored (fractions for accuracies).
-        `robench.results.report.tidy` documents every column.
-        """
+        """A tidy frame: one row per (dataset, result, metric), then one per aggregate, values
+        as stored (fractions for accuracies); `robench.results.report.tidy` documents every
+        column."""
         from robench.results.report.tidy import report_frame
 
         return report_frame(self)
