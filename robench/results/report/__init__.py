@@ -1,8 +1,5 @@
-"""The report core: the report's schema (`schema.py`), reading older versions
-(`report_v1.py`), the always-on result checks (`checks.py`), attack display names
-(`attack_names.py`), the output-format record every command renders through
-(`output_formats.py`), and reports as tidy rows and pandas frames (`tidy.py`, `frames.py`;
-`html_table.py` for Jupyter).
+"""The report core: the report's schema and older versions, the always-on result checks,
+attack display names, output formats, and reports as tidy rows, frames and HTML.
 
 May import: `robench._core` only; every other room of `results/` builds on this one.
 
@@ -19,17 +16,8 @@ from typing import Any
 
 def __getattr__(name: str) -> Any:
     # PEP 562: names of the old flat module `robench/results/report.py`, kept for plugins.
-    if name.startswith("__") or name in {
-        "schema",
-        "report_v1",
-        "checks",
-        "attack_names",
-        "output_formats",
-        "tidy",
-        "frames",
-        "html_table",
-    }:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # A submodule not yet imported (`tidy`) is no name of schema.py: AttributeError, then
+    # the import system loads it.
     schema = importlib.import_module("robench.results.report.schema")
     if name.startswith("__") or not hasattr(schema, name):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

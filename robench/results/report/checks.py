@@ -46,14 +46,7 @@ def check_attack_order(results: Sequence[PerturbationResult]) -> list[SanityResu
             "a weak attack (too few steps or too small a step) or of gradient masking; "
             "run `robench eval --sanity` to tell which"
         )
-        checks.append(
-            SanityResult.verdict(
-                f"pgd_at_least_fgsm:{pgd.name}",
-                ok,
-                detail,
-                if_warn,
-                {"pgd": weak, "fgsm": strong, "tolerance": TOLERANCE},
-                end=".",
-            )
-        )
+        values = {"pgd": weak, "fgsm": strong, "tolerance": TOLERANCE}
+        name = f"pgd_at_least_fgsm:{pgd.name}"
+        checks.append(SanityResult.verdict(name, ok, detail, if_warn, values, end="."))
     return checks

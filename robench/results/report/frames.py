@@ -53,11 +53,9 @@ def load_report(source: ReportSource) -> Report:
 def report_sources(sources: Any) -> list[ReportSource]:
     """One report or an iterable of them, as a list (a bare number or dict is refused by
     `load_report`, item by item)."""
-    if isinstance(sources, (Report, str, os.PathLike)) or not isinstance(sources, Iterable):
-        return [sources]
-    if isinstance(sources, Mapping | bytes):
+    if isinstance(sources, Report | str | os.PathLike | Mapping | bytes):
         return [sources]  # type: ignore[list-item]
-    return list(sources)
+    return list(sources) if isinstance(sources, Iterable) else [sources]
 
 
 def load_reports(sources: Iterable[ReportSource] | ReportSource) -> list[tuple[str, Report]]:

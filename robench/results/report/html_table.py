@@ -31,8 +31,7 @@ def _interval(row: dict[str, Any]) -> str:
 
 
 def _cells(row: dict[str, Any], with_dataset: bool) -> list[str]:
-    cells = [row["dataset"]] if with_dataset else []
-    cells += [
+    return [row["dataset"]] * with_dataset + [
         row["perturbation"],
         row["metric"],
         ARROWS[bool(row["higher_is_better"])],
@@ -40,7 +39,6 @@ def _cells(row: dict[str, Any], with_dataset: bool) -> list[str]:
         _interval(row),
         str(row["n"]),
     ]
-    return cells
 
 
 def render_table(title: str, rows: list[dict[str, Any]]) -> str:

@@ -252,34 +252,36 @@ def scoring_precision_of(report: Report) -> str:
     if report.environment.precision is not None:
         return report.environment.precision
     speed = report.speed
-    amp = speed.amp if speed else None
-    if amp is None:
+    if speed is None or speed.amp is None:
         return "fp32"
-    return f"{amp} autocast" + ("" if speed is not None and speed.amp_attacks else ", attacks fp32")
+    return f"{speed.amp} autocast" + ("" if speed.amp_attacks else ", attacks fp32")
+
+
+def _differ_note(found: list[str], names: list[str], text: str) -> str | None:
+    """`text` with `{shown}` as "NAME VALUE, ..." when the reports' `found` values differ."""
+    if len(set(found)) < 2:
+        return None
+    return text.format(shown=", ".join(f"{n} {v}" for n, v in zip(names, found, strict=True)))
 
 
 def precision_note(reports: list[Report], names: list[str]) -> str | None:
     """A sentence when reports computed in different precisions."""
-    precisions = [scoring_precision_of(r) for r in reports]
-    if len(set(precisions)) < 2:
-        return None
-    shown = ", ".join(f"{name} {p}" for name, p in zip(names, precisions, strict=True))
-    return (
-        f"the reports computed in different precisions ({shown}; --amp, --tf32 and the "
-        "suite's amp_attacks), so their differences include the precision's."
+    return _differ_note(
+        [scoring_precision_of(r) for r in reports],
+        names,
+        "the reports computed in different precisions ({shown}; --amp, --tf32 and the "
+        "suite's amp_attacks), so their differences include the precision's.",
     )
 
 
 def device_type_note(reports: list[Report], names: list[str]) -> str | None:
     """A sentence when reports ran on different kinds of device (CPU, CUDA, ...)."""
-    kinds = [r.environment.device.split(" ", 1)[0].split(":", 1)[0] for r in reports]
-    if len(set(kinds)) < 2:
-        return None
-    shown = ", ".join(f"{name} {kind}" for name, kind in zip(names, kinds, strict=True))
-    return (
-        f"the reports ran on different devices ({shown}): CPU and GPU draw different random "
+    return _differ_note(
+        [r.environment.device.split(" ", 1)[0].split(":", 1)[0] for r in reports],
+        names,
+        "the reports ran on different devices ({shown}): CPU and GPU draw different random "
         "numbers and round differently, so randomized attacks and certificates agree in "
-        "distribution only and samples near a decision boundary may differ."
+        "distribution only and samples near a decision boundary may differ.",
     )
 
 
@@ -376,18 +378,13 @@ class Report(_Strict):
         return samples.values.get(result, {}).get(column)
 
     def to_pandas(self) -> pd.DataFrame:
-        """A tidy frame: one row per (dataset, result, metric), then one per aggregate.
-
-        Columns: model, task, dataset, perturbation, kind, the results' parameters (one
-        column each, missing where a result lacks one), metric, value, ci_low, ci_high, n,
-        higher_is_better, suite, seed; values as stored (fractions for accuracies).
-        `robench.results.report.tidy` documents every column.
-        """
+        """A tidy frame: one row per (dataset, result, metric), then one per aggregate, values
+        as stored (fractions for accuracies); `robench.results.report.tidy` documents every
+        column."""
         from robench.results.report.tidy import report_frame
 
         return report_frame(self)
 
-    @as_input_errors
     @as_input_errors
     def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Write the report as `robench eval --out` writes it (the same JSON, atomically);

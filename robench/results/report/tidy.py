@@ -40,21 +40,9 @@ if TYPE_CHECKING:
 ReportLike = Any
 
 LEADING = ("model", "task", "dataset", "perturbation", "kind")
-TRAILING = (
-    "metric",
-    "value",
-    "ci_low",
-    "ci_high",
-    "n",
-    "higher_is_better",
-    "passes_per_sample",
-    "forward_passes",
-    "backward_passes",
-    "wall_time_s",
-    "suite",
-    "seed",
-)
 COST_COLUMNS = ("passes_per_sample", "forward_passes", "backward_passes")
+MEASURED = ("metric", "value", "ci_low", "ci_high", "n", "higher_is_better")
+TRAILING = (*MEASURED, *COST_COLUMNS, "wall_time_s", "suite", "seed")
 AGGREGATE_KIND = "aggregate"  # the `kind` of an aggregate's row
 REPORT_COLUMN = "report"  # `robench.reports_frame`'s first column: where a row's report is from
 FIXED = (*LEADING, *TRAILING, REPORT_COLUMN)  # no parameter column takes one of these names
@@ -184,11 +172,9 @@ def report_frame(report: ReportLike) -> pd.DataFrame:
 
 
 def sample_columns(report: ReportLike) -> dict[str, list[Any]]:
-    """Per-sample columns, one row per (dataset, result, sample): the leading columns
-    (`SAMPLE_LEADING`: `correct` is the stored `top1`), then every other column the report
-    stores (attack columns such as `min_norm`, `first_success`, `queries`, `outcome`, and
-    per-sample metric values) in order of first appearance; None where a result lacks one.
-    A result run on the first n samples only (`max_samples`) has n rows."""
+    """`robench.samples_frame`'s columns: `SAMPLE_LEADING` (`correct` is the stored `top1`),
+    then every other stored column in order of first appearance; None where a result lacks
+    one."""
     kinds = {r.name: r.kind for r in report.results}
     blocks: list[tuple[str, str, Any, dict[str, list[Any]], int]] = []
     stored: dict[str, None] = {}

@@ -67,20 +67,6 @@ class Block:
     statistic: SampleStatistic = TOP1
 
 
-def sample_rows(
-    report: Report, results: Sequence[PerturbationResult], column: str = "top1"
-) -> list[list] | None:
-    """Each result's stored per-sample `column`; None when any is missing."""
-    rows = []
-    for result in results:
-        samples = report.samples.get(result.dataset)
-        found = samples.values.get(result.name, {}).get(column) if samples else None
-        if found is None:
-            return None
-        rows.append(found)
-    return rows
-
-
 def shared_block(
     report: Report,
     dataset: str,
@@ -92,8 +78,9 @@ def shared_block(
     counts of different class numbers)."""
     import numpy as np
 
-    rows = sample_rows(report, results, statistic.column)
-    if rows is None:
+    stored = [report.sample_values(r.name, statistic.column) for r in results]
+    rows = [row for row in stored if row is not None]
+    if len(rows) < len(stored):
         return None
     lengths = [len(row) for row in rows]
     n = min(lengths, default=0)

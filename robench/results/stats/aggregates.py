@@ -94,10 +94,6 @@ def find_aggregate(name: str) -> Aggregate | None:
     return AGGREGATES.get(name) if name in AGGREGATES else None
 
 
-def is_corruption(result: PerturbationResult) -> bool:
-    return result.kind == "corruption" and "corruption" in result.params
-
-
 def _by_corruption(
     results: Sequence[PerturbationResult],
 ) -> dict[str, dict[int, PerturbationResult]]:
@@ -268,7 +264,7 @@ def corruption_groups(report: Report) -> dict[str, list[PerturbationResult]]:
     """dataset -> its corruption results, in report order."""
     groups: dict[str, list[PerturbationResult]] = {}
     for result in report.results:
-        if is_corruption(result):
+        if result.kind == "corruption" and "corruption" in result.params:
             groups.setdefault(result.dataset, []).append(result)
     return groups
 
@@ -326,16 +322,13 @@ def compute_one(
     replicates = plan.value(bootstrap_accuracies(blocks, n_boot, seed))
     low, high = centred_interval(value, replicates)
     details = {c: float(v) for c, v in plan.details(point).items()}
-    return _result(
-        aggregate,
-        name,
-        dataset,
-        plan,
-        value=value,
-        ci95=(float(low), float(high)),
-        reason=caveat,
-        details=details,
-    )
+    fields = {
+        "value": value,
+        "ci95": (float(low), float(high)),
+        "reason": caveat,
+        "details": details,
+    }
+    return _result(aggregate, name, dataset, plan, **fields)
 
 
 def compute_aggregates(

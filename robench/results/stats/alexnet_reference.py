@@ -36,12 +36,7 @@ class AlexNetReference:
 
 def _rows(name: str) -> list[dict[str, str]]:
     """The data rows of a shipped CSV, its `#` provenance lines skipped."""
-    text = (
-        resources.files("robench.results.stats")
-        .joinpath("reference")
-        .joinpath(name)
-        .read_text("utf-8")
-    )
+    text = (resources.files("robench.results.stats") / "reference" / name).read_text("utf-8")
     lines = [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
     return list(csv.DictReader(lines))
 

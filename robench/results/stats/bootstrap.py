@@ -38,7 +38,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     import numpy as np
@@ -109,13 +109,9 @@ def bootstrap(
     weighted: bool = True,
     width: int = 1,
 ) -> np.ndarray:
-    """The statistic of `n_resamples` resamples of the samples (the first axis of every
-    array of `samples`, resampled together: paired), as (n_resamples, ...) replicates.
-
-    `weighted`: `statistic(weights (count, n), *samples)`; else `statistic(*resampled)`
-    with each array of `samples` at the drawn indices, (count, n, ...). `seed`: an int, or a
-    `numpy.random.Generator` whose stream continues. `width`: numbers per resample the
-    statistic holds, to bound a chunk's memory. Deterministic for an int seed."""
+    """The statistic of `n_resamples` resamples of `samples` (paired), as (n_resamples, ...)
+    replicates; `weighted` and `seed` as the module text says. `width`: numbers per resample
+    the statistic holds, to bound a chunk's memory."""
     import numpy as np
 
     if not samples:
@@ -141,6 +137,64 @@ def weighted_mean(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
     """The mean of `values` (n,) in each resample given by `weights` (count, n)."""
     result: np.ndarray = (weights @ values) / weights.sum(axis=-1)
     return result
+
+
+class WeightedStatistic:
+    """A statistic of per-sample rows that depends on their (weighted) sums, so that a
+    resample's value is one matrix product (`bootstrap`, weighted): ECE of per-bin gaps,
+    mIoU of pixel counts. `rows` turns stored per-sample values into the rows (n, ...),
+    `of_weights` gives the statistic of each resample of weights (count, n); the value is
+    `of_weights` at unit weights, so the interval holds it."""
+
+    unit: ClassVar[str] = "samples"  # what a resample draws (the gate's description)
+    bounds: ClassVar[tuple[float, float]] = (0.0, 1.0)  # the values the statistic can take
+
+    def rows(self, values: Any) -> np.ndarray:
+        raise NotImplementedError
+
+    def of_weights(self, weights: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _at_unit_weights(self, rows: np.ndarray) -> float:
+        import numpy as np
+
+        return float(self.of_weights(np.ones((1, len(rows))), rows)[0])
+
+    def __call__(self, values: Any) -> float:
+        """The statistic of the per-sample values; NaN for none."""
+        rows = self.rows(values)
+        return self._at_unit_weights(rows) if len(rows) else math.nan
+
+    def interval(
+        self, values: Any, n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
+    ) -> tuple[float, float]:
+        """95% bootstrap interval over samples (a `Metric.interval`): `centred_interval`
+        within `bounds`; (nan, nan) for none."""
+        rows = self.rows(values)
+        if not len(rows):
+            return (math.nan, math.nan)
+        replicates = bootstrap(self.of_weights, rows, n_resamples=n_resamples, seed=seed)
+        return centred_interval(self._at_unit_weights(rows), replicates, self.bounds)
+
+    def paired(
+        self, baseline: Any, candidate: Any, n_resamples: int, seed: int, alternative: str
+    ) -> tuple[float, tuple[float, float], float, float]:
+        """`paired_summary` of candidate - baseline over the same samples, one draw
+        resampling both (what a gate calls)."""
+        base, cand = self.rows(baseline), self.rows(candidate)
+        if base.shape != cand.shape:
+            raise ValueError(f"paired samples differ in shape: {base.shape} vs {cand.shape}")
+        if not len(base):
+            raise ValueError("a paired bootstrap needs at least one sample")
+        observed = self._at_unit_weights(cand) - self._at_unit_weights(base)
+        diffs = bootstrap(
+            lambda w, b, c: self.of_weights(w, c) - self.of_weights(w, b),
+            base,
+            cand,
+            n_resamples=n_resamples,
+            seed=seed,
+        )
+        return paired_summary(observed, diffs, len(base), alternative)
 
 
 def centred_interval(

@@ -23,41 +23,30 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from robench.results.stats.bootstrap import (
-    BOOTSTRAP_RESAMPLES,
-    BOOTSTRAP_SEED,
     UNBOUNDED,
+    WeightedStatistic,
     bootstrap,
     centred_interval,
-    paired_summary,
     weighted_mean,
 )
+from robench.results.stats.ratio_statistics import as_pairs
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from robench.results.stats.paired_statistic import PairedResult, Values
 
 ECE_BINS = 15  # Guo et al. 2017, and torchmetrics' default
 
 
-def as_confidence_pairs(values: Sequence[Any] | np.ndarray) -> np.ndarray:
-    """Per-sample (confidence, correct) pairs as a float (n, 2) array."""
-    import numpy as np
-
-    array = np.asarray(values, dtype=float)
-    return array.reshape(-1, 2) if array.size else np.zeros((0, 2))
-
-
 @dataclass(frozen=True)
-class CalibrationError:
+class CalibrationError(WeightedStatistic):
     """ECE with `n_bins` equal-width bins (L1) of (confidence, correct) pairs; called on
     pairs it returns a float (NaN for none); `interval` and `paired` bootstrap over samples."""
 
     n_bins: int = ECE_BINS
-    unit: ClassVar[str] = "samples"  # what a resample draws (the gate's description)
 
     def gaps(self, pairs: np.ndarray) -> np.ndarray:
         """(n, n_bins + 1): each sample's correct - confidence, in its bin's column."""
@@ -78,55 +67,8 @@ class CalibrationError:
 
         return np.abs(weights @ gaps).sum(axis=-1) / weights.sum(axis=-1)
 
-    def __call__(self, values: Sequence[Any] | np.ndarray) -> float:
-        import numpy as np
-
-        pairs = as_confidence_pairs(values)
-        if not len(pairs):
-            return math.nan
-        return float(self.of_weights(np.ones((1, len(pairs))), self.gaps(pairs))[0])
-
-    def interval(
-        self,
-        values: Sequence[Any] | np.ndarray,
-        n_resamples: int = BOOTSTRAP_RESAMPLES,
-        seed: int = BOOTSTRAP_SEED,
-    ) -> tuple[float, float]:
-        """95% bootstrap interval over samples (seeded), centred on the ECE and within
-        [0, 1]; (nan, nan) for none."""
-        import numpy as np
-
-        pairs = as_confidence_pairs(values)
-        if not len(pairs):
-            return (math.nan, math.nan)
-        gaps = self.gaps(pairs)
-        estimate = float(self.of_weights(np.ones((1, len(pairs))), gaps)[0])
-        replicates = bootstrap(self.of_weights, gaps, n_resamples=n_resamples, seed=seed)
-        return centred_interval(estimate, replicates, (0.0, 1.0))
-
-    def paired(
-        self, baseline: Values, candidate: Values, n_resamples: int, seed: int, alternative: str
-    ) -> PairedResult:
-        """Paired bootstrap of ECE(candidate) - ECE(baseline) over the same samples
-        (`bootstrap.paired_summary`)."""
-        import numpy as np
-
-        base = self.gaps(as_confidence_pairs(baseline))
-        cand = self.gaps(as_confidence_pairs(candidate))
-        if base.shape != cand.shape:
-            raise ValueError(f"paired samples differ: {len(base)} vs {len(cand)}")
-        if not len(base):
-            raise ValueError("a paired bootstrap needs at least one sample")
-        ones = np.ones((1, len(base)))
-        observed = float(self.of_weights(ones, cand)[0] - self.of_weights(ones, base)[0])
-        diffs = bootstrap(
-            lambda w, b, c: self.of_weights(w, c) - self.of_weights(w, b),
-            base,
-            cand,
-            n_resamples=n_resamples,
-            seed=seed,
-        )
-        return paired_summary(observed, diffs, len(base), alternative)
+    def rows(self, values: Sequence[Any] | np.ndarray) -> np.ndarray:
+        return self.gaps(as_pairs(values))
 
 
 def mean_bootstrap_interval(

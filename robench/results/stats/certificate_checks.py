@@ -33,6 +33,10 @@ logger = logging.getLogger(__name__)
 SURPRISE = 0.05  # warn at more violations than a sound certificate gives with prob. 1 - this
 SMOOTHED_ATTACK = "smoothed-pgd"  # the kind that attacks g and records PREDICT at its image
 _BASE_L2 = ("pgd", "minimal-norm")  # L2 attacks on the base classifier: they test no certificate
+_IF_WARN = (
+    "the certificate is unsound; check sigma, n and alpha, and that the model certified is the "
+    "model attacked"
+)
 
 
 def _allowed(certified: int, alpha: float) -> int:
@@ -49,10 +53,7 @@ def _number(value: object) -> float | None:
 
 def _tests(cert_result: PerturbationResult, attack: PerturbationResult) -> bool:
     """Whether `attack` attacks the smoothed classifier `cert_result` certifies."""
-    sigma, attack_sigma = (
-        _number(cert_result.params.get("sigma")),
-        _number(attack.params.get("sigma")),
-    )
+    sigma, attack_sigma = (_number(r.params.get("sigma")) for r in (cert_result, attack))
     return (
         attack.kind == SMOOTHED_ATTACK
         and attack.dataset == cert_result.dataset
@@ -82,10 +83,7 @@ def check_certificates(report: Report) -> list[SanityResult]:
         targets = report.samples[certified.dataset].targets
         tested = False
         for attack in report.results:
-            eps, attack_alpha = (
-                _number(attack.params.get("eps")),
-                _number(attack.params.get("alpha")),
-            )
+            eps, attack_alpha = (_number(attack.params.get(key)) for key in ("eps", "alpha"))
             flipped = _flips(report, attack, targets) if _tests(certified, attack) else None
             if flipped is None or eps is None or attack_alpha is None:
                 continue
@@ -94,7 +92,18 @@ def check_certificates(report: Report) -> list[SanityResult]:
             beyond = [i for i in range(n) if radii[i] > eps]
             broken = sum(flipped[i] for i in beyond)
             allowed = _allowed(len(beyond), alpha + attack_alpha)
-            checks.append(_check(certified, attack, eps, n, len(beyond), broken, allowed))
+            detail = (
+                f"the smoothed classifier's prediction at {attack.name}'s images names another "
+                f"class on {broken} of the {len(beyond)} samples {certified.name} certifies "
+                f"beyond L2 radius {eps:g} ({n} samples; a sound certificate allows {allowed} "
+                f"at alpha {certified.params.get('alpha')} plus PREDICT's "
+                f"{attack.params.get('alpha')})"
+            )
+            values = {"radius": eps, "certified": len(beyond), "broken": broken, "allowed": allowed}
+            name = f"certificate_vs_attack:{certified.name}:{attack.name}@{eps:g}"
+            checks.append(
+                SanityResult.verdict(name, broken <= allowed, detail, _IF_WARN, values, ".")
+            )
         if not tested and any(_base_l2(a) for a in report.results):
             logger.info(
                 "certificate %s is not compared with this report's L2 attacks: they attack "
@@ -108,28 +117,3 @@ def check_certificates(report: Report) -> list[SanityResult]:
 
 def _base_l2(result: PerturbationResult) -> bool:
     return result.kind in _BASE_L2 and str(result.params.get("norm", "linf")).lower() == "l2"
-
-
-def _check(
-    certificate: PerturbationResult,
-    attack: PerturbationResult,
-    radius: float,
-    n: int,
-    certified: int,
-    broken: int,
-    allowed: int,
-) -> SanityResult:
-    ok = broken <= allowed
-    detail = (
-        f"the smoothed classifier's prediction at {attack.name}'s images names another class "
-        f"on {broken} of the {certified} samples {certificate.name} certifies beyond L2 radius "
-        f"{radius:g} ({n} samples; a sound certificate allows {allowed} at alpha "
-        f"{certificate.params.get('alpha')} plus PREDICT's {attack.params.get('alpha')})"
-    )
-    if_warn = (
-        "the certificate is unsound; check sigma, n and alpha, and that the model certified is "
-        "the model attacked"
-    )
-    values = {"radius": radius, "certified": certified, "broken": broken, "allowed": allowed}
-    name = f"certificate_vs_attack:{certificate.name}:{attack.name}@{radius:g}"
-    return SanityResult.verdict(name, ok, detail, if_warn, values, end=".")

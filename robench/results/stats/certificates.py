@@ -97,9 +97,5 @@ def certified_at(record: Mapping[str, Any], radius: float) -> bool:
 
 
 def is_radius(value: Any) -> bool:
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and value >= 0
-    )
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    return number and math.isfinite(value) and value >= 0

@@ -18,7 +18,7 @@ from robench._core.errors import ConfigError
 from robench.results.report.schema import MetricValue, PerturbationResult, Report
 from robench.results.stats import certificates as cert
 from robench.results.stats.metrics import METRICS
-from robench.results.stats.robustness_curves import Curve, accuracy_at, step_curve
+from robench.results.stats.robustness_curves import REPORT_FIX, Curve, accuracy_at, step_curve
 
 KIND = "randomized-smoothing"
 
@@ -36,11 +36,10 @@ def certified_radii(
     if any(values is None for values in columns.values()):
         return None
     targets = report.samples[result.dataset].targets[: result.n_samples]
-    fix = "pass the report as `robench eval` wrote it, or evaluate again"
     if any(len(values or []) != result.n_samples for values in columns.values()):
         raise ConfigError(
             f"{where}'s randomized-smoothing result {result.name!r} has certificate columns "
-            f"of other lengths than its {result.n_samples} samples; {fix}."
+            f"of other lengths than its {result.n_samples} samples; {REPORT_FIX}."
         )
     radii = []
     for i, target in enumerate(targets):
@@ -50,7 +49,7 @@ def certified_radii(
             raise ConfigError(
                 f"{where}'s randomized-smoothing result {result.name!r} holds radius {radius!r}"
                 f" and abstained {record[cert.ABSTAINED]!r} for a sample, where a radius is a "
-                f"number >= 0 and abstained true or false; {fix}."
+                f"number >= 0 and abstained true or false; {REPORT_FIX}."
             )
         radii.append(cert.certified_radius_of({**record, "y": target}))
     return radii

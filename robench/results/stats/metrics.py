@@ -1,5 +1,3 @@
-# long: the metric registry keeps every metric's definition in one place by design
-# (see the docstring); splitting it would scatter them
 """The metric registry: everything robench knows about one metric, in one place.
 
 Each registered `Metric` says how to compute it from a stored per-sample record, how to
@@ -244,7 +242,9 @@ def _exp(values: np.ndarray) -> np.ndarray:
     return np.exp(values)
 
 
-def _statistic_metric(statistic: RatioOfSums | CountsStatistic, **fields: Any) -> Metric:
+def _statistic_metric(
+    statistic: RatioOfSums | CountsStatistic | CalibrationError, **fields: Any
+) -> Metric:
     """A metric whose value, interval and paired test are `statistic`'s (a ratio of sums, a
     median of marked samples, ratios of counts): not a mean of per-sample values."""
     return Metric(
@@ -256,57 +256,21 @@ def _statistic_metric(statistic: RatioOfSums | CountsStatistic, **fields: Any) -
     )
 
 
-def ratio_metric(
-    name: str,
-    description: str,
-    pair: Callable[[Record], tuple[float, float]],
-    transform: Callable[[np.ndarray], np.ndarray],
-    display: MetricDisplay,
-    task: str,
-    gate_tolerance: GateTolerance | None = None,
-    bounds: tuple[float, float] = (0.0, math.inf),
-) -> Metric:
-    """A lower-is-better metric `transform(sum num / sum den)` of per-sample pairs, with a
-    bootstrap interval over samples (the ratio within `bounds`) and a paired bootstrap in
-    gates."""
-    return _statistic_metric(
-        RatioOfSums(transform, bounds),
-        name=name,
-        description=description,
-        higher_is_better=False,
-        per_sample=pair,
-        display=display,
-        task=task,
-        gate_tolerance=gate_tolerance,
-    )
-
-
 def _top_k(k: int) -> PerSampleFn:
     return lambda record: record["y"] in record["topk"][:k]
 
 
-register(
-    Metric(
-        name="top1",
-        description="top-1 accuracy (fraction of samples)",
-        higher_is_better=True,
-        per_sample=_top_k(1),
-        display=MetricDisplay("top-1", scale=100.0, unit="%", diff_unit="pp"),
-        task=("image-classification", "text-classification", "sequence-classification"),
-        paired_test="binary",
+for _k in (1, 5):
+    register(
+        Metric(
+            name=f"top{_k}",
+            description=f"top-{_k} accuracy (fraction of samples)",
+            higher_is_better=True,
+            per_sample=_top_k(_k),
+            display=MetricDisplay(f"top-{_k}", scale=100.0, unit="%", diff_unit="pp"),
+            task=("image-classification", "text-classification", "sequence-classification"),
+        )
     )
-)
-register(
-    Metric(
-        name="top5",
-        description="top-5 accuracy (fraction of samples)",
-        higher_is_better=True,
-        per_sample=_top_k(5),
-        display=MetricDisplay("top-5", scale=100.0, unit="%", diff_unit="pp"),
-        task=("image-classification", "text-classification", "sequence-classification"),
-        paired_test="binary",
-    )
-)
 
 
 # Calibration of a classifier (Guo et al. 2017; Ovadia et al., NeurIPS 2019), from the four
@@ -328,7 +292,8 @@ def _brier(record: Record) -> float:
 
 
 register(
-    Metric(
+    _statistic_metric(
+        _ECE,
         name="ece",
         description="expected calibration error: 15 equal-width confidence bins, L1, as Guo et "
         "al. 2017 and torchmetrics' MulticlassCalibrationError (lower is better)",
@@ -338,10 +303,6 @@ register(
         task=_CLASSIFIERS,
         requires="p_pred",
         needs="class probabilities per sample",
-        paired_test="statistic",
-        aggregate=_ECE,
-        interval=_ECE.interval,
-        statistic=_ECE,
         gate_tolerance=GateTolerance(max_abs_drop=0.02),  # 2 pp of calibration error
     )
 )
@@ -416,15 +377,17 @@ _LM_METRICS = (
     ),
 )
 for _name, _text, _denominator, _transform, _label, _drop in _LM_METRICS:
+    # The ratio (mean NLL per unit) is >= 0; its bootstrap interval is cut there.
     register(
-        ratio_metric(
-            _name,
-            f"{_text} (lower is better)",
-            operator.itemgetter("nll", _denominator),
-            _transform,
-            MetricDisplay(_label),
-            _LM,
-            GateTolerance(max_rel_drop=_drop),
+        _statistic_metric(
+            RatioOfSums(_transform, (0.0, math.inf)),
+            name=_name,
+            description=f"{_text} (lower is better)",
+            higher_is_better=False,
+            per_sample=operator.itemgetter("nll", _denominator),
+            display=MetricDisplay(_label),
+            task=_LM,
+            gate_tolerance=GateTolerance(max_rel_drop=_drop),
         )
     )
 
@@ -433,38 +396,31 @@ for _name, _text, _denominator, _transform, _label, _drop in _LM_METRICS:
 # predicted / labelled pixel counts, flattened}; the metrics are mmsegmentation's ratios of
 # the counts summed over the dataset (results/stats/segmentation_metrics.py), with a bootstrap over
 # images and a paired bootstrap of the statistic in gates.
-def _counts_metric(name: str, description: str, label: str) -> Metric:
-    return _statistic_metric(
-        CountsStatistic(name),
-        name=name,
-        description=description,
-        higher_is_better=True,
-        per_sample=lambda record: record["counts"],
-        display=MetricDisplay(label, scale=100.0, unit="%", diff_unit="pp"),
-        task="semantic-segmentation",
-    )
-
-
-register(
-    _counts_metric(
+for _name, _text, _label in (
+    (
         "miou",
         "mean IoU over classes of summed intersections / unions, as mmsegmentation (classes "
         "with an empty union left out)",
         "mIoU",
-    )
-)
-register(
-    _counts_metric(
-        "pixel_accuracy", "correct / scored pixels over the dataset (mmsegmentation aAcc)", "aAcc"
-    )
-)
-register(
-    _counts_metric(
+    ),
+    ("pixel_accuracy", "correct / scored pixels over the dataset (mmsegmentation aAcc)", "aAcc"),
+    (
         "mean_accuracy",
         "mean over classes of correct / labelled pixels (mmsegmentation mAcc)",
         "mAcc",
+    ),
+):
+    register(
+        _statistic_metric(
+            CountsStatistic(_name),
+            name=_name,
+            description=_text,
+            higher_is_better=True,
+            per_sample=lambda record: record["counts"],
+            display=MetricDisplay(_label, scale=100.0, unit="%", diff_unit="pp"),
+            task="semantic-segmentation",
+        )
     )
-)
 
 
 # Text classification under attack: an attacked sample's record adds the attack's `outcome`

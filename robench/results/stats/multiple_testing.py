@@ -17,18 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-ADJUSTMENTS: dict[str, Callable[[Sequence[float]], list[float]]] = {}
 
-
-def _register(name: str):
-    def add(function: Callable[[Sequence[float]], list[float]]):
-        ADJUSTMENTS[name] = function
-        return function
-
-    return add
-
-
-@_register("holm")
 def holm(p_values: Sequence[float]) -> list[float]:
     """Holm-Bonferroni adjusted p-values, in the input's order."""
     m = len(p_values)
@@ -41,7 +30,6 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return adjusted
 
 
-@_register("benjamini-hochberg")
 def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
     """Benjamini-Hochberg adjusted p-values (q-values), in the input's order."""
     m = len(p_values)
@@ -55,9 +43,15 @@ def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
     return adjusted
 
 
-@_register("none")
 def unadjusted(p_values: Sequence[float]) -> list[float]:
     return list(p_values)
+
+
+ADJUSTMENTS: dict[str, Callable[[Sequence[float]], list[float]]] = {
+    "holm": holm,
+    "benjamini-hochberg": benjamini_hochberg,
+    "none": unadjusted,
+}
 
 
 def adjust(p_values: Sequence[float], method: str) -> list[float]:

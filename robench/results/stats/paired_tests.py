@@ -50,22 +50,11 @@ def binomial_upper_tail(n: int, k: int) -> float:
     return count / 2**n
 
 
-def _mcnemar_two_sided(b: int, c: int) -> float:
-    return min(1.0, 2.0 * binomial_upper_tail(b + c, max(b, c)))
-
-
-def _mcnemar_greater(b: int, c: int) -> float:
-    return binomial_upper_tail(b + c, b)
-
-
-def _mcnemar_less(b: int, c: int) -> float:
-    return binomial_upper_tail(b + c, c)
-
-
+# alternative -> the p-value of the discordant counts (b, c)
 _MCNEMAR: dict[str, Callable[[int, int], float]] = {
-    "two-sided": _mcnemar_two_sided,
-    "greater": _mcnemar_greater,
-    "less": _mcnemar_less,
+    "two-sided": lambda b, c: min(1.0, 2.0 * binomial_upper_tail(b + c, max(b, c))),
+    "greater": lambda b, c: binomial_upper_tail(b + c, b),
+    "less": lambda b, c: binomial_upper_tail(b + c, c),
 }
 
 
@@ -78,13 +67,9 @@ def mcnemar_exact(b: int, c: int, alternative: Alternative = "two-sided") -> flo
     """
     if b < 0 or c < 0:
         raise ValueError(f"discordant counts must be >= 0, got b={b}, c={c}")
-    try:
-        test = _MCNEMAR[alternative]
-    except KeyError:
-        raise ValueError(
-            f"alternative must be one of {sorted(_MCNEMAR)}, got {alternative!r}"
-        ) from None
-    return test(b, c)
+    if alternative not in _MCNEMAR:
+        raise ValueError(f"alternative must be one of {sorted(_MCNEMAR)}, got {alternative!r}")
+    return _MCNEMAR[alternative](b, c)
 
 
 def discordant_pairs(
@@ -117,13 +102,9 @@ def paired_bootstrap(
     *,
     alternative: Alternative = "two-sided",
 ) -> BootstrapResult:
-    """Paired bootstrap of the mean difference `candidate - baseline` over samples.
-
-    Each resample draws n sample indices with replacement and keeps both values of a sample
-    together. The interval is `bootstrap.centred_interval`; the p-value compares the
-    observed mean with the resampled means re-centred on zero (the null of no difference),
-    with the +1 correction so it is never exactly 0. Deterministic for a given seed.
-    """
+    """Paired bootstrap of the mean difference `candidate - baseline` over samples, a
+    sample's two values drawn together: `bootstrap.centred_interval` and
+    `bootstrap_p_value`. Deterministic for a given seed."""
     import numpy as np
 
     base = np.asarray(baseline_values, dtype=float)
@@ -134,17 +115,12 @@ def paired_bootstrap(
         )
     if base.size == 0:
         raise ValueError("paired_bootstrap needs at least one sample")
-    if n_resamples < 1:
-        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
     if alternative not in _MCNEMAR:
         raise ValueError(f"alternative must be one of {sorted(_MCNEMAR)}, got {alternative!r}")
-    observed = float((cand - base).mean())
+    diff = cand - base
+    observed = float(diff.mean())
     means = bootstrap(
-        lambda drawn: drawn.mean(axis=1),
-        cand - base,
-        n_resamples=n_resamples,
-        seed=seed,
-        weighted=False,
+        lambda d: d.mean(axis=1), diff, n_resamples=n_resamples, seed=seed, weighted=False
     )
     return BootstrapResult(
         observed,

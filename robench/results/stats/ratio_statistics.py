@@ -125,10 +125,8 @@ def bootstrap_interval(
     # A resample may leave a statistic undefined (no attacked sample drawn): left out.
     low, high = centred_interval(float(statistic.ratios(pairs)), replicates, statistic.bounds)
     with np.errstate(over="ignore", invalid="ignore"):
-        return (
-            float(statistic.transform(np.float64(low))),
-            float(statistic.transform(np.float64(high))),
-        )
+        low, high = (float(statistic.transform(np.float64(end))) for end in (low, high))
+    return low, high
 
 
 def paired_statistic_bootstrap(

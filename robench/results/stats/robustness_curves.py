@@ -20,6 +20,7 @@ This module is part of the torch-free results layer.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ ITERATION_COLUMN = "first_success"
 CORRECT_COLUMN = "top1"  # the re-run's per-sample correctness
 CURVE_POINTS = 201  # points of an eps curve between 0 and the cap
 STILL_FALLING_SHARE = 0.2  # the convergence check looks at the last 20% of the iterations
+REPORT_FIX = "pass the report as `robench eval` wrote it, or evaluate again"  # bad columns
 
 
 @dataclass(frozen=True)
@@ -45,11 +47,6 @@ class Curve:
     low: list[float]
     high: list[float]
     n: int
-
-
-def norm_values(norms: Sequence[float | None]) -> list[float]:
-    """The report's column -> floats, None (no adversarial found) as infinity."""
-    return [math.inf if n is None else float(n) for n in norms]
 
 
 def accuracy_at(norms: Sequence[float], eps: float) -> tuple[float, tuple[float, float]]:
@@ -86,9 +83,8 @@ def is_uncapped(result: PerturbationResult) -> bool:
 
 def _is_norm(value: object) -> bool:
     """A stored minimal norm: a number >= 0, or None (no adversarial found)."""
-    if value is None:
-        return True
-    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    return value is None or (number and value >= 0)  # type: ignore[operator]
 
 
 def result_norms(
@@ -100,19 +96,18 @@ def result_norms(
     norms = report.sample_values(result.name, NORM_COLUMN)
     if norms is None:
         return None
-    fix = "pass the report as `robench eval` wrote it, or evaluate again"
     if len(norms) != result.n_samples:
         raise ConfigError(
             f"{where}'s minimal-norm result {result.name!r} has {len(norms)} per-sample "
-            f"{NORM_COLUMN} values for its {result.n_samples} samples; {fix}."
+            f"{NORM_COLUMN} values for its {result.n_samples} samples; {REPORT_FIX}."
         )
     bad = next((value for value in norms if not _is_norm(value)), None)
     if bad is not None:
         raise ConfigError(
             f"{where}'s minimal-norm result {result.name!r} holds {bad!r} in its {NORM_COLUMN} "
-            f"column, where norms are numbers >= 0 (null: no adversarial found); {fix}."
+            f"column, where norms are numbers >= 0 (null: no adversarial found); {REPORT_FIX}."
         )
-    return norm_values(norms)
+    return [math.inf if n is None else float(n) for n in norms]  # None: robust at every eps
 
 
 def result_cap(result: PerturbationResult, where: str = "the report") -> float:
@@ -124,7 +119,7 @@ def result_cap(result: PerturbationResult, where: str = "the report") -> float:
     if not isinstance(cap, int | float) or isinstance(cap, bool) or not cap > 0:
         raise ConfigError(
             f"{where}'s minimal-norm result {result.name!r} has params.eps {cap!r}, not its "
-            "cap (a number > 0); pass the report as `robench eval` wrote it, or evaluate again."
+            f"cap (a number > 0); {REPORT_FIX}."
         )
     return float(cap)
 
@@ -136,8 +131,7 @@ def eps_curve(
     where: str = "the report",
 ) -> Curve:
     """Accuracy against eps from 0 to the result's cap (for an uncapped result: to its
-    largest finite norm, past which nothing changes), from its per-sample norms; every
-    distinct norm below the cap is a point, so the steps are drawn where they are."""
+    largest finite norm, past which nothing changes), from its per-sample norms."""
     norms = result_norms(report, result, where) or []
     cap = result_cap(result, where)
     if math.isinf(cap):
@@ -177,10 +171,7 @@ def iteration_curve(report: Report, result: PerturbationResult) -> Curve | None:
     for k in fooled_at:
         if k is not None:
             counts[min(k, steps)] += 1
-    robust, left = [], len(first)
-    for count in counts:
-        left -= count
-        robust.append(left)
+    robust = [len(first) - fooled for fooled in itertools.accumulate(counts)]
     return _curve(result.name, list(range(steps + 1)), robust, len(first))
 
 
@@ -201,22 +192,12 @@ def accuracy_at_results(
             if norms is None or eps > cap:
                 continue
             value, ci95 = accuracy_at(norms, eps)
-            found.append(
-                result.model_copy(
-                    update={
-                        "name": f"{result.name}@{display_pixel_value(eps)}",
-                        "params": {
-                            **result.params,
-                            "eps": eps,
-                            "cap": cap if math.isfinite(cap) else None,
-                        },
-                        "metrics": {
-                            CORRECT_COLUMN: MetricValue(
-                                value=value, ci95=ci95, higher_is_better=True
-                            )
-                        },
-                        "wall_time_s": 0.0,
-                    }
-                )
-            )
+            metric = MetricValue(value=value, ci95=ci95, higher_is_better=True)
+            update = {
+                "name": f"{result.name}@{display_pixel_value(eps)}",
+                "params": {**result.params, "eps": eps, "cap": cap if math.isfinite(cap) else None},
+                "metrics": {CORRECT_COLUMN: metric},
+                "wall_time_s": 0.0,
+            }
+            found.append(result.model_copy(update=update))
     return found

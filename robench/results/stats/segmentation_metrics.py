@@ -18,7 +18,6 @@ perplexity), keeping each image's (4, K) counts together.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -26,9 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from robench.results.stats.bootstrap import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
-    bootstrap,
-    centred_interval,
-    paired_summary,
+    WeightedStatistic,
 )
 
 # numpy is imported where used: the metric registry, `robench compare` and binary gates
@@ -36,7 +33,6 @@ from robench.results.stats.bootstrap import (
 if TYPE_CHECKING:
     import numpy as np
 
-    from robench.results.stats.paired_statistic import PairedResult, Values
 
 INTERSECT, UNION, PRED_AREA, LABEL_AREA = range(4)  # rows of an image's (4, K) counts
 
@@ -50,20 +46,13 @@ def pixel_counts(pred: Any, labels: Any, num_classes: int, ignore_index: int = 2
     import robench.data, hence the literal); as in mmseg's `torch.histc(min=0, max=K-1)`,
     predictions outside 0..K-1 count in no class.
     """
-    import numpy as np
-
     pred_arr, label_arr = _as_numpy(pred), _as_numpy(labels)
     if pred_arr.shape != label_arr.shape:
         raise ValueError(f"pred {pred_arr.shape} and labels {label_arr.shape} differ in size")
-    scored = (label_arr >= 0) & (label_arr < num_classes) & (label_arr != ignore_index)
-    pred_arr, label_arr = pred_arr[scored], label_arr[scored]
-    in_range = (pred_arr >= 0) & (pred_arr < num_classes)
-    hits = pred_arr[in_range & (pred_arr == label_arr)]
-    intersect = np.bincount(hits, minlength=num_classes)
-    pred_area = np.bincount(pred_arr[in_range], minlength=num_classes)
-    label_area = np.bincount(label_arr, minlength=num_classes)
-    union = pred_area + label_area - intersect
-    return np.stack([intersect, union, pred_area, label_area]).astype(np.int64)
+    one = (1, 1, -1)  # a batch of one map: the counts do not depend on the map's shape
+    return batch_pixel_counts(
+        pred_arr.reshape(one), label_arr.reshape(one), num_classes, ignore_index
+    )[0]
 
 
 def batch_pixel_counts(
@@ -116,25 +105,19 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
         return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
 
 
-def _miou(totals: np.ndarray) -> np.ndarray:
-
-    return _nanmean(_ratio(totals[..., INTERSECT, :], totals[..., UNION, :]))
-
-
-def _mean_accuracy(totals: np.ndarray) -> np.ndarray:
-
-    return _nanmean(_ratio(totals[..., INTERSECT, :], totals[..., LABEL_AREA, :]))
+def _class_mean(row: int) -> Callable[[np.ndarray], np.ndarray]:
+    """The mean over classes of intersect / `row` (UNION: mIoU, LABEL_AREA: mAcc)."""
+    return lambda totals: _nanmean(_ratio(totals[..., INTERSECT, :], totals[..., row, :]))
 
 
 def _pixel_accuracy(totals: np.ndarray) -> np.ndarray:
-
     return _ratio(totals[..., INTERSECT, :].sum(axis=-1), totals[..., LABEL_AREA, :].sum(axis=-1))
 
 
 # name -> function of summed counts (..., 4, K) -> (...)
 SEGMENTATION_STATISTICS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "miou": _miou,
-    "mean_accuracy": _mean_accuracy,
+    "miou": _class_mean(UNION),
+    "mean_accuracy": _class_mean(LABEL_AREA),
     "pixel_accuracy": _pixel_accuracy,
 }
 
@@ -168,7 +151,7 @@ def as_counts(values: Sequence[Any] | np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class CountsStatistic:
+class CountsStatistic(WeightedStatistic):
     """One of `SEGMENTATION_STATISTICS` of summed per-image counts.
 
     Shaped like `ratio_statistics.RatioOfSums`: `values` takes images' counts (..., N, 4, K)
@@ -186,29 +169,16 @@ class CountsStatistic:
 
         return np.asarray(SEGMENTATION_STATISTICS[self.name](totals))
 
-    def __call__(self, values: Sequence[Any] | np.ndarray) -> float:
-        counts = as_counts(values)
-        return float(self.values(counts)) if len(counts) else math.nan
+    def of_weights(self, weights: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """The statistic of resamples given by `weights` (count, N) of counts (N, 4, K)."""
+        import numpy as np
 
-    def interval(self, values: Sequence[Any] | np.ndarray) -> tuple[float, float]:
-        """95% bootstrap interval over images (a `Metric.interval`)."""
-        return bootstrap_interval(self, values)
+        return self.of_totals(np.tensordot(weights, counts, axes=1))
+
+    def rows(self, values: Sequence[Any] | np.ndarray) -> np.ndarray:
+        return as_counts(values)
 
     unit: ClassVar[str] = "images"  # what a resample draws (the gate's description)
-
-    def paired(
-        self, baseline: Values, candidate: Values, n_resamples: int, seed: int, alternative: str
-    ) -> PairedResult:
-        """`paired_bootstrap` of this statistic, with the arguments and result of
-        `ratio_statistics.paired_statistic_bootstrap` (what a gate calls)."""
-        return paired_bootstrap(self, baseline, candidate, n_resamples, seed, alternative)
-
-
-def _totals(weights: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Summed counts (count, 4, K) of resamples given by `weights` (count, N) of (N, 4, K)."""
-    import numpy as np
-
-    return np.tensordot(weights, counts, axes=1)
 
 
 def bootstrap_interval(
@@ -220,13 +190,7 @@ def bootstrap_interval(
     """95% bootstrap interval of `statistic` over images, centred on its value and within
     [0, 1]; (nan, nan) if none. Resamples whose value is NaN (no scored class drawn) are left
     out."""
-    counts = as_counts(values)
-    if len(counts) == 0:
-        return (math.nan, math.nan)
-    replicates = bootstrap(
-        lambda w, c: statistic.of_totals(_totals(w, c)), counts, n_resamples=n_resamples, seed=seed
-    )
-    return centred_interval(float(statistic.values(counts)), replicates, (0.0, 1.0))
+    return statistic.interval(values, n_resamples, seed)
 
 
 def paired_bootstrap(
@@ -237,22 +201,6 @@ def paired_bootstrap(
     seed: int = BOOTSTRAP_SEED,
     alternative: str = "two-sided",
 ) -> tuple[float, tuple[float, float], float, float]:
-    """Paired bootstrap of `statistic(candidate) - statistic(baseline)` over the same images:
-    each resample draws image indices once and sums both runs' counts at them
-    (`bootstrap.paired_summary`). Resamples where the statistic is undefined for either run
-    (NaN) are left out.
-    """
-    base, cand = as_counts(baseline), as_counts(candidate)
-    if base.shape != cand.shape:
-        raise ValueError(f"paired counts differ in shape: {base.shape} vs {cand.shape}")
-    if len(base) == 0:
-        raise ValueError("paired_bootstrap needs at least one image")
-    observed = float(statistic.values(cand) - statistic.values(base))
-    diffs = bootstrap(
-        lambda w, b, c: statistic.of_totals(_totals(w, c)) - statistic.of_totals(_totals(w, b)),
-        base,
-        cand,
-        n_resamples=n_resamples,
-        seed=seed,
-    )
-    return paired_summary(observed, diffs, len(base), alternative)
+    """Paired bootstrap of `statistic(candidate) - statistic(baseline)` over the same images
+    (`WeightedStatistic.paired`); resamples where either is undefined (NaN) are left out."""
+    return statistic.paired(baseline, candidate, n_resamples, seed, alternative)

@@ -42,9 +42,7 @@ class SequentialVerdict:
 
     n: int
     mean_difference: float  # mean of d (direction-aware: negative when the candidate is worse)
-    p_regression: (
-        float  # anytime p-value of "no regression beyond the tolerance" (small: regressed)
-    )
+    p_regression: float  # anytime p-value of "no regression beyond tolerance" (small: regressed)
     p_no_regression: float  # anytime p-value of "regressed beyond the tolerance" (small: fine)
     alpha: float
 
@@ -81,10 +79,8 @@ def paired_differences(
     """y_i = (d_i + 1) / 2 of binary per-sample values, d direction-aware (see above)."""
     import numpy as np
 
-    base = np.asarray(baseline, dtype=float)
-    cand = np.asarray(candidate, dtype=float)
-    d = cand - base if higher else base - cand
-    return (d + 1) / 2
+    d = np.asarray(candidate, dtype=float) - np.asarray(baseline, dtype=float)
+    return ((d if higher else -d) + 1) / 2
 
 
 def sequential_paired_test(y: Sequence[float] | np.ndarray, tolerance: float, alpha: float):
