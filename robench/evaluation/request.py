@@ -168,8 +168,6 @@ class EvalRequest:
     @property
     def datasets(self) -> dict[str, str | InMemory]:
         """The named datasets, in order; a single dataset is named "default"."""
-        if self.data is None:
-            raise ConfigError("no dataset was given; pass --data PATH (or NAME=PATH).")
         if isinstance(self.data, (str, InMemory)):
             return {DEFAULT_DATASET: self.data}
         if not self.data:
@@ -187,14 +185,6 @@ def _model_task(suite_task: str, loaded: LoadedModel) -> str:
     if not loaded.task_declared and TASKS.get(suite_task).inputs == "images":
         return suite_task
     return loaded.task
-
-
-def _check_tasks(suite_task: str, model_task: str, model_name: str) -> None:
-    if suite_task != model_task:
-        raise ConfigError(
-            f"the suite is for {suite_task} models but {model_name} is a model for "
-            f"{model_task}; pick a suite for {model_task} (`robench list suites`)."
-        )
 
 
 def _check_output(request: EvalRequest, loaded_suite: LoadedSuite) -> None:
@@ -251,9 +241,8 @@ def _check_request(request: EvalRequest) -> None:
 
 def _target_halfwidth(request: EvalRequest, loaded_suite: LoadedSuite) -> float | None:
     """--target-halfwidth over the suite's `target_halfwidth`."""
-    if request.target_halfwidth is not None:
-        return request.target_halfwidth
-    return loaded_suite.suite.target_halfwidth
+    given = request.target_halfwidth
+    return loaded_suite.suite.target_halfwidth if given is None else given
 
 
 def _check_sequential(
@@ -334,7 +323,11 @@ def set_up(
             "--allow-random-weights to evaluate random weights on purpose."
         )
     loaded = replace(loaded, task=_model_task(loaded_suite.suite.task, loaded))
-    _check_tasks(loaded_suite.suite.task, loaded.task, loaded.name)
+    if loaded_suite.suite.task != loaded.task:
+        raise ConfigError(
+            f"the suite is for {loaded_suite.suite.task} models but {loaded.name} is a model "
+            f"for {loaded.task}; pick a suite for {loaded.task} (`robench list suites`)."
+        )
     task = load_task(loaded_suite.suite.task)
     if (request.sanity or loaded_suite.suite.sanity) and not task.sanity_battery:
         raise ConfigError(  # before the run, not after it
@@ -477,18 +470,10 @@ def _after_the_suite(
     if not s.dist.is_main:
         return [], None, []
     default = s.data.data[s.data.default]
-    default_indices = list(default.indices)
-    args = (s.task, first.scored, default.dataset, default_indices, s.dist.device)
-    sanity, sanity_budget = run_battery(
-        s.request,
-        s.suite,
-        *args,
-        progress=progress,
-        suite_results=suite_results,
-        randomized=first.checks.randomized,
-    )
-    found = diagnostics(s.suite, *args, s.request.out, s.loaded.name)
-    return sanity, sanity_budget, found
+    args = (s.task, first.scored, default.dataset, list(default.indices), s.dist.device)
+    randomized = first.checks.randomized
+    battery = run_battery(s.request, s.suite, *args, progress, suite_results, randomized)
+    return (*battery, diagnostics(s.suite, *args, s.request.out, s.loaded.name))
 
 
 def evaluate(
@@ -518,13 +503,8 @@ def _evaluate(  # long: the run in order (set up, jobs, run, results, report); s
 ) -> Report:
     started = time.perf_counter()
     s = set_up(request, progress, model)
-    request, loaded_suite, loaded, task, device = (
-        s.request,
-        s.suite,
-        s.loaded,
-        s.task,
-        s.dist.device,
-    )
+    request, loaded_suite, loaded, task = s.request, s.suite, s.loaded, s.task
+    device = s.dist.device
     first = _check_first_batches(s)
     warnings = first.warnings
     jobs, missing = resolve_jobs(

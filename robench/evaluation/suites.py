@@ -275,14 +275,12 @@ class PlannedPerturbation:
 
     @property
     def eps(self) -> float | None:
-        eps: float | None = getattr(self.params, "eps", None)
-        return eps
+        return getattr(self.params, "eps", None)  # type: ignore[no-any-return]
 
     @property
     def norm(self) -> str | None:
         """The threat model (a key of NORMS) of a bounded perturbation; None if unbounded."""
-        norm: str | None = getattr(self.params, "norm", None) if self.eps is not None else None
-        return norm
+        return getattr(self.params, "norm", None) if self.eps is not None else None
 
     def report_params(self) -> dict[str, Any]:
         """Parameters as the report records them: numbers, plus display forms of pixel values;
@@ -386,13 +384,11 @@ def plan_diagnostic(entry: DiagnosticEntry, suite_path: Path) -> PlannedDiagnost
 
 def _surrogate_ref(entry: PerturbationEntry, suite_path: Path) -> SurrogateRef | None:
     """The entry's surrogate, its checkpoint relative to the suite file (as a model card's)."""
-    if entry.surrogate is None:
-        return None
-    checkpoint = None
-    if entry.surrogate_checkpoint is not None:
-        checkpoint = Path(entry.surrogate_checkpoint).expanduser()
-        if not checkpoint.is_absolute() and suite_path != PYTHON_SUITE_PATH:
-            checkpoint = suite_path.parent / checkpoint
+    if entry.surrogate is None or entry.surrogate_checkpoint is None:
+        return None if entry.surrogate is None else SurrogateRef(entry.surrogate)
+    checkpoint = Path(entry.surrogate_checkpoint).expanduser()
+    if not checkpoint.is_absolute() and suite_path != PYTHON_SUITE_PATH:
+        checkpoint = suite_path.parent / checkpoint
     return SurrogateRef(entry.surrogate, checkpoint)
 
 
@@ -439,15 +435,21 @@ def plan_entry(entry: PerturbationEntry, suite_path: Path) -> list[PlannedPertur
     ]
 
 
-def _check_unique_labels(labels: list[str], suite_path: Path) -> None:
+def _planned(
+    suite: Suite, path: Path
+) -> tuple[tuple[PlannedPerturbation, ...], tuple[PlannedDiagnostic, ...]]:
+    """The suite's entries planned, each label used once."""
+    plan = tuple(planned for entry in suite.perturbations for planned in plan_entry(entry, path))
+    diagnostics = tuple(plan_diagnostic(entry, path) for entry in suite.diagnostics)
     seen: set[str] = set()
-    for label in labels:
+    for label in [p.label for p in plan] + [d.label for d in diagnostics]:
         if label in seen:
             raise ConfigError(
-                f"suite file {suite_path}: two perturbations or diagnostics are named "
+                f"suite file {path}: two perturbations or diagnostics are named "
                 f"{label!r}; give each entry its own `name`."
             )
         seen.add(label)
+    return plan, diagnostics
 
 
 def load_suite(name_or_path: str) -> LoadedSuite:
@@ -455,9 +457,7 @@ def load_suite(name_or_path: str) -> LoadedSuite:
     path = resolve_suite_path(name_or_path)
     source = read_suite_file(path)  # its includes resolved (robench/evaluation/suite_files.py)
     suite = validate_toml_model(source.data, Suite, "suite", source.describe(path))
-    plan = tuple(planned for entry in suite.perturbations for planned in plan_entry(entry, path))
-    diagnostics = tuple(plan_diagnostic(entry, path) for entry in suite.diagnostics)
-    _check_unique_labels([p.label for p in plan] + [d.label for d in diagnostics], path)
+    plan, diagnostics = _planned(suite, path)
     return LoadedSuite(suite, path, source.sha256, plan, diagnostics, source.includes)
 
 
@@ -482,10 +482,7 @@ def suite_from_data(
             f"the suite given in Python is invalid: {describe_validation_error(exc)}; see "
             "docs/formats.md for the suite format."
         ) from None
-    path = PYTHON_SUITE_PATH
-    plan = tuple(planned for entry in suite.perturbations for planned in plan_entry(entry, path))
-    diagnostics = tuple(plan_diagnostic(entry, path) for entry in suite.diagnostics)
-    _check_unique_labels([p.label for p in plan] + [d.label for d in diagnostics], path)
+    plan, diagnostics = _planned(suite, PYTHON_SUITE_PATH)
     canonical = json.dumps(suite.model_dump(mode="json"), sort_keys=True, default=str)
     sha256 = hashlib.sha256(canonical.encode()).hexdigest()
-    return LoadedSuite(suite, path, sha256, plan, diagnostics)
+    return LoadedSuite(suite, PYTHON_SUITE_PATH, sha256, plan, diagnostics)

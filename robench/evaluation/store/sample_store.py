@@ -283,20 +283,14 @@ def _parse(
     return batches, passes
 
 
-def is_complete(samples: Path) -> bool:
-    """True when the file's last line is the completion marker of a finished run."""
-    with samples.open("rb") as fh:
-        lines = fh.read().splitlines()
-    return bool(lines) and lines[-1].strip() == b'{"complete":true}'
-
-
 def check_fresh_start(samples: Path, *, resume: bool, overwrite: bool) -> None:
     """Refuse to discard an interrupted run's results unless asked to."""
     if resume or overwrite or not samples.exists():
         return
     with StoreLock(samples):  # a running run's file is not an interrupted one
         pass
-    if is_complete(samples):
+    lines = samples.read_bytes().splitlines()
+    if lines and lines[-1].strip() == b'{"complete":true}':  # a finished run's marker
         return
     raise ConfigError(
         f"an interrupted run left per-sample results in {samples}; pass --resume to continue "

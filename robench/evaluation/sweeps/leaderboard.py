@@ -39,11 +39,6 @@ class Leaderboards:
     notes: list[str] = field(default_factory=list)
 
 
-def _row_name(status: JobStatus, seeds: int) -> str:
-    job = status.job
-    return f"{job.label} (seed {job.seed})" if seeds > 1 else job.label
-
-
 def _reports(done: list[JobStatus], seeds: int, notes: list[str]) -> list[tuple[str, Report]]:
     """The suite's reports, each row named after its plan entry (and seed); one that cannot
     be read is left out with a note (it never stops the others)."""
@@ -54,7 +49,9 @@ def _reports(done: list[JobStatus], seeds: int, notes: list[str]) -> list[tuple[
         except RobenchError as exc:
             notes.append(f"{status.job.job_id}: left out: {exc}")
             continue
-        model = report.model.model_copy(update={"name": _row_name(status, seeds)})
+        job = status.job
+        name = f"{job.label} (seed {job.seed})" if seeds > 1 else job.label
+        model = report.model.model_copy(update={"name": name})
         found.append((str(status.job.report), report.model_copy(update={"model": model})))
     return found
 

@@ -159,11 +159,6 @@ def job_statuses(sweep: LoadedSweep) -> list[JobStatus]:
     return found
 
 
-def _discard(job: SweepJob) -> None:
-    for path in (job.report, *samples_files(job.report), job.state):
-        path.unlink(missing_ok=True)
-
-
 def run_sweep(sweep: LoadedSweep, *, overwrite: bool = False, wait: bool = True) -> list[SweepJob]:
     """Run every job not done yet; return the jobs handed to the executor.
 
@@ -184,8 +179,9 @@ def run_sweep(sweep: LoadedSweep, *, overwrite: bool = False, wait: bool = True)
     # --overwrite also starts failed jobs afresh: a store that cannot be resumed (written by
     # another robench version, say) would otherwise fail the same way on every run.
     discarded = changed + ([s for s in statuses if s.status == "failed"] if overwrite else [])
-    for status in discarded:
-        _discard(status.job)
+    for job in (status.job for status in discarded):
+        for path in (job.report, *samples_files(job.report), job.state):
+            path.unlink(missing_ok=True)
     todo = [s.job for s in statuses if s.status != "done" and not s.active]
     running = [s.job for s in statuses if s.active]
     for job in running:
