@@ -110,9 +110,7 @@ def check_dataset_names(loaded_suite: LoadedSuite, names: list[str]) -> None:
             f"NAME=PATH ({listed})."
         )
     for planned in loaded_suite.plan:
-        if planned.dataset is not None and planned.dataset not in names:
-            if planned.dataset in optional:
-                continue
+        if planned.dataset not in (None, *names, *optional):
             raise ConfigError(
                 f"suite entry {planned.label!r} runs on dataset {planned.dataset!r}, which was "
                 f"not given; pass --data {planned.dataset}=PATH (given: {', '.join(names)})."

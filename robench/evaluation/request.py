@@ -105,15 +105,15 @@ T = TypeVar("T")
 
 @dataclass
 class EvalRequest:
-    """Everything `robench eval` takes; `None` means "not given" (use the next source)."""
+    """Everything `robench eval` takes; `None` means "not given" (use the next source). A
+    field is the option of the same name, whose help in robench/evaluation/options/__init__.py
+    says what it means."""
 
     # A shipped suite's name or a TOML file; or a suite already read (`robench.evaluate`
     # builds one from Python entries).
     suite: str | LoadedSuite
-    # One dataset (a path or built-in name), or named datasets {name: path}; suite entries
-    # pick one by name (`dataset = "imagenet-r"`), the first is the default. None: the task's
-    # built-in data (Fashion-MNIST, or the Python docs for language models). `InMemory`: items
-    # held in memory (`robench.evaluate(data=...)`), which the task opens as it opens a path.
+    # None: the task's built-in data. `InMemory`: items held in memory
+    # (`robench.evaluate(data=...)`), which the task opens as it opens a path.
     data: str | InMemory | Mapping[str, str | InMemory] | None
     out: Path
     model: str | None = None
@@ -121,47 +121,34 @@ class EvalRequest:
     split: str = "test"
     class_map: Path | None = None
     limit: int | None = None
-    # Listed samples of the default dataset: a shipped subset name or a file of names or
-    # indices (robench.data.subset); default: the suite's `subset`, else every sample.
-    subset: str | None = None
-    # Restrict the default dataset's label space: a shipped list ("imagenet-a") or a file of
-    # ImageNet wnids (timm's --valid-labels); only their images, argmax among their logits.
+    subset: str | None = None  # robench/data/subset.py
     classes: str | None = None
     batch_size: int = 64
     seed: int = 0
     device: str = "auto"
     workers: int | str = "auto"  # a count, or "auto" (robench/data/workers.py)
-    # An unreadable image: "stop" the run (exit 2), or "skip" it (read every sample once
-    # first, leave the unreadable ones out of every perturbation, list them in the report).
     bad_images: str = "stop"
-    # Count samples whose data or model outputs are NaN or inf instead of refusing the run
-    # (robench/tasks/finite_values.py).
-    allow_nonfinite: bool = False
+    allow_nonfinite: bool = False  # robench/tasks/finite_values.py
     imports: tuple[str, ...] = ()
     overrides: ModelSpec = field(default_factory=ModelSpec)
     ema: bool = False
     trust_checkpoint: bool = False
-    trust_remote_code: bool = False  # run code a transformers model ships (auto_map)
+    trust_remote_code: bool = False
     resume: bool = False
     overwrite: bool = False
-    allow_random_weights: bool = False  # evaluate a model that has no checkpoint
-    # Transfer attacks: the model attacks without a surrogate of their own are crafted on
-    # (robench/evaluation/transfer.py), and its weights. A MODEL string; or a model held in
+    allow_random_weights: bool = False
+    # Transfer attacks (robench/evaluation/transfer.py): a MODEL string; or a model held in
     # memory, wrapped (`robench.evaluate(..., surrogate=module)` wraps an nn.Module).
     surrogate: str | LoadedModel | None = None
     surrogate_checkpoint: Path | None = None
-    sanity: bool = False  # run the sanity battery too (also on when the suite says so)
-    sanity_eps: float | None = None  # battery budget; default: suite's, else its largest eps
-    # How hard the battery tries: "auto" (at most 3x the suite's cost), "full" or "quick"
-    # (docs/sanity.md); None: the suite's `sanity_budget`, else "auto".
-    sanity_budget: str | None = None
+    sanity: bool = False
+    sanity_eps: float | None = None
+    sanity_budget: str | None = None  # docs/sanity.md
     # The task's data options over the suite's (language modelling: target_length, context).
     data_options: dict[str, Any] = field(default_factory=dict)
     # Opt-in speed modes: --amp (clean and corruption scoring), --channels-last, --compile.
     speed: SpeedOptions = field(default_factory=SpeedOptions)
-    # Sequential evaluation: samples in a seeded random order, stopped once every bounded
-    # metric's 95% confidence-sequence half-width is at most this (docs/sequential.md); None:
-    # the suite's `target_halfwidth`, else every sample in index order.
+    # docs/sequential.md; None: the suite's, else every sample in index order (not sequential).
     target_halfwidth: float | None = None
     command: list[str] = field(default_factory=list)
 

@@ -420,18 +420,10 @@ def plan_entry(entry: PerturbationEntry, suite_path: Path) -> list[PlannedPertur
     except (ValidationError, ConfigError, ValueError) as exc:
         unknown = _unknown_keys(entry, exc, PERTURBATIONS)
         raise _describe_entry_error(suite_path, entry.label, exc, unknown) from None
+    surrogate = _surrogate_ref(entry, suite_path)
+    shared = (entry.max_samples, entry.differentiable_m, entry.dataset, entry.classes, surrogate)
     return [
-        PlannedPerturbation(
-            label or entry.kind,
-            entry.kind,
-            params,
-            entry.max_samples,
-            entry.differentiable_m,
-            entry.dataset,
-            entry.classes,
-            _surrogate_ref(entry, suite_path),
-        )
-        for label, params in validated
+        PlannedPerturbation(label or entry.kind, entry.kind, p, *shared) for label, p in validated
     ]
 
 

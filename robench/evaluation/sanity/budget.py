@@ -230,13 +230,10 @@ def fit_budget(
         raise ValueError(f"the battery needs at least one sample, got {available_samples}")
     top = available_samples if start.samples is None else min(start.samples, available_samples)
     low = min(top, floor.samples or 1)
-
-    def per_sample(budget: SanityBudget) -> int:
-        costs = check_costs(budget, norm=norm, adaptive=adaptive, randomized=randomized, eps=eps)
-        return sum(costs.values())
+    flags: dict[str, Any] = dict(norm=norm, adaptive=adaptive, randomized=randomized, eps=eps)
 
     def most_samples(budget: SanityBudget, fewest: int, most: int) -> SanityBudget | None:
-        n = min(most, cap_passes // max(per_sample(budget), 1))
+        n = min(most, cap_passes // max(sum(check_costs(budget, **flags).values()), 1))
         return replace(budget, samples=n) if n >= fewest else None
 
     levels = list(_levels(start, floor))
@@ -251,8 +248,7 @@ def fit_budget(
     if found is not None:
         return found
     # Not one sample of the attacks fits: the gradients check alone, else nothing.
-    checks = check_costs(floors, norm=norm, adaptive=adaptive, randomized=randomized, eps=eps)
-    attacks = tuple(name for name in checks if name != GRADIENTS)
+    attacks = tuple(name for name in check_costs(floors, **flags) if name != GRADIENTS)
     found = most_samples(replace(floors, left_out=attacks), 1, 1)
     return found or replace(floors, samples=0, left_out=(*attacks, GRADIENTS))
 

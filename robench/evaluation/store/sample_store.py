@@ -244,12 +244,9 @@ def _parse(
         header = {}
     if not isinstance(header, dict) or header.get("robench_samples") != FORMAT_VERSION:
         raise ResumeError(f"{path} is not a robench per-sample file; remove it.")
-    if header.get("fingerprint") != fingerprint:
-        changed = sorted(
-            key
-            for key in set(fingerprint) | set(header.get("fingerprint", {}))
-            if header.get("fingerprint", {}).get(key) != fingerprint.get(key)
-        )
+    old = header.get("fingerprint", {})
+    if old != fingerprint:
+        changed = sorted(k for k in {*fingerprint, *old} if old.get(k) != fingerprint.get(k))
         raise ResumeError(
             f"cannot resume from {path}: it was written by a different run "
             f"(differs in {', '.join(changed)}); use the same command, or drop --resume."

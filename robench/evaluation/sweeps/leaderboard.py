@@ -126,16 +126,14 @@ def collect(sweep: LoadedSweep, *, figures: bool = False) -> Leaderboards:
         reports = _reports(done, seeds, found.notes)
         if not reports:
             continue
-        comparison = build_comparison(reports)
-        comparison.title = f"{Path(suite).stem}: {comparison.title}"
+        comparison, stem = build_comparison(reports), Path(suite).stem
+        comparison.title = f"{stem}: {comparison.title}"
         found.notes += [f"suite {suite}: {note}" for note in comparison.notes]
         sections.append((reports, comparison))
-        stem = Path(suite).stem
-        table = str(COMPARE_FORMATS.get("markdown")(comparison, True))
-        found.tables[suite] = table
-        for name, suffix in (("markdown", ".md"), ("csv", ".csv")):
+        texts = {f: str(COMPARE_FORMATS.get(f)(comparison, True)) for f in ("markdown", "csv")}
+        found.tables[suite] = texts["markdown"]
+        for text, suffix in ((texts["markdown"], ".md"), (texts["csv"], ".csv")):
             path = folder / f"{stem}{suffix}"
-            text = table if name == "markdown" else str(COMPARE_FORMATS.get(name)(comparison, True))
             path.write_text(text if text.endswith("\n") else text + "\n", "utf-8")
             found.files.append(path)
     page = folder / "index.html"
