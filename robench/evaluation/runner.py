@@ -171,7 +171,7 @@ class _Run:
 def _run_job(r: _Run, job: Job) -> None:
     """Evaluate one job's batches of this shard not yet stored, recording its wall time and
     model passes in `r.times`."""
-    task, store, progress, counter = r.task, r.store, r.progress, r.counter
+    task, store, progress, counter, times = r.task, r.store, r.progress, r.counter, r.times
     rank, world = r.shard
     planned, source = job.planned, job.data
     chosen = source.indices
@@ -187,7 +187,7 @@ def _run_job(r: _Run, job: Job) -> None:
     dataset, perturbed_on_load = _loaded_data(job, r.seed)
     summary = getattr(dataset, "perturbation_summary", None)
     if summary:
-        r.times.summaries[planned.label] = dict(summary)
+        times.summaries[planned.label] = dict(summary)
     scored = task.restrict_outputs(r.model, source.output_classes)
     attacker = _attacked_model(task, job, scored)
     # Inputs made without the model may be scored in lower precision (--amp).
@@ -219,10 +219,8 @@ def _run_job(r: _Run, job: Job) -> None:
         store.append(planned.label, batch, columns, spent)
         progress.advance(len(batch))
     resumed = store.claim_resumed_passes(planned.label)  # an earlier process's batches
-    r.times.passes[planned.label] = counter.count + (
-        PassCount(*resumed) if resumed else PassCount()
-    )
-    r.times.seconds[planned.label] = time.perf_counter() - start
+    times.passes[planned.label] = counter.count + (PassCount(*resumed) if resumed else PassCount())
+    times.seconds[planned.label] = time.perf_counter() - start
     progress.finish()
 
 

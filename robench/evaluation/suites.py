@@ -9,7 +9,6 @@ the format.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
 import hashlib
 import json
@@ -26,7 +25,7 @@ from robench._core.toml_files import describe_validation_error, validate_toml_mo
 from robench._core.units import display_pixel_value, parse_pixel_value
 from robench.diagnostics.params import DIAGNOSTICS, DiagnosticParams
 from robench.evaluation.suite_files import bundled_suites as bundled_suites  # re-exported
-from robench.evaluation.suite_files import read_suite_file, resolve_suite_path
+from robench.evaluation.suite_files import close_match, read_suite_file, resolve_suite_path
 from robench.perturbations import PERTURBATIONS
 from robench.perturbations.base import Perturbation, PerturbationParams
 
@@ -354,10 +353,7 @@ def _unknown_keys(entry: _Entry, exc: Exception, registry: Any) -> str | None:
         return None
     schema = registry.get(entry.kind).Params
     known = [*schema.model_fields, *type(entry).model_fields]
-    parts = []
-    for key in unknown:
-        close = difflib.get_close_matches(key, known, n=1, cutoff=0.5)
-        parts.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    parts = [f"{key!r}{close_match(key, known)}" for key in unknown]
     fields = ", ".join(name for name in schema.model_fields if not name.startswith("_"))
     return f"unknown key {', '.join(parts)}; {entry.kind} takes {fields}"
 

@@ -82,15 +82,11 @@ def check_folder(folder: Path, plan: Path) -> None:
     existing = folder
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
-    problem = None
-    if not existing.is_dir():
-        problem = f"{existing} is a file"
-    elif not os.access(existing, os.W_OK | os.X_OK):
-        problem = f"{existing} is not writable"
-    if problem is not None:
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        problem = "is not writable" if existing.is_dir() else "is a file"
         raise ConfigError(
-            f"the sweep folder {folder} of {plan} cannot be written ({problem}); set the "
-            "plan's out_dir to a folder you can write to."
+            f"the sweep folder {folder} of {plan} cannot be written ({existing} {problem}); set "
+            "the plan's out_dir to a folder you can write to."
         )
 
 
