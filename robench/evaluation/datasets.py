@@ -110,9 +110,7 @@ def check_dataset_names(loaded_suite: LoadedSuite, names: list[str]) -> None:
             f"NAME=PATH ({listed})."
         )
     for planned in loaded_suite.plan:
-        if planned.dataset is not None and planned.dataset not in names:
-            if planned.dataset in optional:
-                continue
+        if planned.dataset not in (None, *names, *optional):
             raise ConfigError(
                 f"suite entry {planned.label!r} runs on dataset {planned.dataset!r}, which was "
                 f"not given; pass --data {planned.dataset}=PATH (given: {', '.join(names)})."
@@ -187,34 +185,6 @@ def _label_space_info(dataset: TaskData, task: Task) -> LabelSpaceInfo | None:
     )
 
 
-def _data_info(
-    task: Task,
-    dataset: TaskData,
-    indices: list[int],
-    indices_hash: str,  # indices_sha256(indices), as the run's fingerprint has it
-    limit: int | None,
-    subset: str | None,
-    skipped: list[Unreadable],
-) -> DataInfo:
-    corpus = getattr(dataset, "info", None)
-    return DataInfo(
-        corpus=corpus() if callable(corpus) else None,
-        label_space=_label_space_info(dataset, task),
-        preprocessing_note=dataset.preprocessing_note,
-        path=str(dataset.root),
-        kind=dataset.kind,
-        split=dataset.split,
-        n_total=len(dataset),
-        n_samples=len(indices),
-        limit=limit,
-        indices_sha256=indices_hash,
-        classes=len(dataset.classes),
-        class_index_note=dataset.class_index_note,
-        subset=subset,
-        skipped=[SkippedSample(index=u.index, reason=u.reason) for u in skipped],
-    )
-
-
 def _with_label_spaces(
     datasets: dict[str, TaskData],
     loaded_suite: LoadedSuite,
@@ -255,18 +225,28 @@ class RequestData:
 
     def infos(self, task: Task, limit: int | None) -> dict[str, DataInfo]:
         """The report's `datasets` section."""
-        return {
-            name: _data_info(
-                task,
-                self.views[name],
-                list(d.indices),
-                self.indices_sha256[name],
-                limit,
-                self.subsets.get(name),
-                self.skipped.get(name, []),
-            )
-            for name, d in self.data.items()
-        }
+        return {name: self._info(name, task, limit) for name in self.data}
+
+    def _info(self, name: str, task: Task, limit: int | None) -> DataInfo:
+        dataset, corpus = self.views[name], getattr(self.views[name], "info", None)
+        return DataInfo(
+            corpus=corpus() if callable(corpus) else None,
+            label_space=_label_space_info(dataset, task),
+            preprocessing_note=dataset.preprocessing_note,
+            path=str(dataset.root),
+            kind=dataset.kind,
+            split=dataset.split,
+            n_total=len(dataset),
+            n_samples=len(self.data[name].indices),
+            limit=limit,
+            indices_sha256=self.indices_sha256[name],
+            classes=len(dataset.classes),
+            class_index_note=dataset.class_index_note,
+            subset=self.subsets.get(name),
+            skipped=[
+                SkippedSample(index=u.index, reason=u.reason) for u in self.skipped.get(name, [])
+            ],
+        )
 
 
 def build_data(

@@ -73,9 +73,7 @@ def _common_dir(git_dir: Path) -> Path:
 
 def _sha_or_none(text: str) -> str | None:
     """`text` when it is a commit id (SHA-1, or SHA-256 in repositories that use it)."""
-    if len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text):
-        return text
-    return None
+    return text if len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text) else None
 
 
 def describe_device(device: torch.device) -> str:

@@ -58,14 +58,12 @@ def input_paths(request: FingerprintRequest, loaded_suite: LoadedSuite) -> dict[
         ("--classes", request.classes),
         *(("--import", target) for target in request.imports),
         *((f"--data {name}", path) for name, path in request.datasets.items()),
+        *surrogate_paths(request, loaded_suite),
     ]
     return {
-        **{
-            flag: Path(value)
-            for flag, value in given
-            if isinstance(value, (str, Path)) and value and Path(value).exists()
-        },
-        **surrogate_paths(request, loaded_suite),
+        flag: Path(value)
+        for flag, value in given
+        if isinstance(value, (str, Path)) and value and Path(value).exists()
     }
 
 

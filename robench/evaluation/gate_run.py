@@ -34,19 +34,12 @@ class Candidate:
     command: list[str] = field(default_factory=list)
 
 
-def _suite_of(baseline: Report) -> str:
-    """The baseline's suite: a shipped suite by its name, else its file (a path)."""
-    if baseline.suite.name in bundled_suites():
-        return baseline.suite.name
-    return baseline.suite.path
-
-
 def candidate_request(baseline: Report, candidate: Candidate) -> EvalRequest:
     """The evaluation of `candidate` on the baseline's suite and samples."""
     paths = {name: info.path for name, info in baseline.datasets.items()}
-    default = baseline.data
+    default, suite = baseline.data, baseline.suite
     return EvalRequest(
-        suite=_suite_of(baseline),
+        suite=suite.name if suite.name in bundled_suites() else suite.path,  # shipped: by name
         data=paths[DEFAULT_DATASET] if list(paths) == [DEFAULT_DATASET] else paths,
         out=candidate.out,
         model=candidate.model,

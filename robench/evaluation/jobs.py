@@ -27,6 +27,14 @@ def data_key(planned: PlannedPerturbation, default: str) -> str:
     return f"{base}[{planned.classes}]" if planned.classes else base
 
 
+def missing_result(planned: PlannedPerturbation, key: str, reason: str) -> MissingResult:
+    """The report's record of an entry that does not run on dataset `key`, and why."""
+    params = planned.report_params()
+    return MissingResult(
+        name=planned.label, kind=planned.kind, params=params, dataset=key, reason=reason
+    )
+
+
 def resolve_jobs(
     plan: Sequence[PlannedPerturbation],
     data: Mapping[str, EvalData],
@@ -38,15 +46,7 @@ def resolve_jobs(
     missing: list[MissingResult] = []
 
     def skip(planned: PlannedPerturbation, key: str, reason: str) -> None:
-        missing.append(
-            MissingResult(
-                name=planned.label,
-                kind=planned.kind,
-                params=planned.report_params(),
-                dataset=key,
-                reason=reason,
-            )
-        )
+        missing.append(missing_result(planned, key, reason))
 
     for planned in plan:
         key = data_key(planned, default)
@@ -67,22 +67,17 @@ def resolve_jobs(
             if CLEAN_DATASET in data and key != CLEAN_DATASET:
                 jobs.append((CLEAN_DATASET, Job(planned, data[CLEAN_DATASET])))
             else:
-                skip(
-                    planned,
-                    key,
-                    f"{root} holds corrupted images only; pass the clean images "
-                    f"as --data {CLEAN_DATASET}=PATH to evaluate {planned.label!r}.",
+                clean = f"pass the clean images as --data {CLEAN_DATASET}=PATH"
+                reason = (
+                    f"{root} holds corrupted images only; {clean} to evaluate {planned.label!r}."
                 )
+                skip(planned, key, reason)
             continue
         severity = planned.params.severity  # type: ignore[attr-defined]
         member = members.get((corruption, severity))
         if member is None:
-            skip(
-                planned,
-                key,
-                f"{root} has no {corruption} at severity {severity} "
-                f"(expected {corruption}/{severity}/ in it).",
-            )
+            expected = f"expected {corruption}/{severity}/ in it"
+            skip(planned, key, f"{root} has no {corruption} at severity {severity} ({expected}).")
             continue
         rendered = EvalData(member, source.indices, source.output_classes)
         jobs.append((key, Job(planned, rendered, prerendered=True)))

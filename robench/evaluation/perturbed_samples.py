@@ -7,6 +7,7 @@ every batch size, worker count and number of processes gives the same perturbed 
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import torch
@@ -43,20 +44,14 @@ class PerturbedSamples(Dataset[tuple[torch.Tensor, Any]]):
             )
         check_pixel_range(item.unsqueeze(0), [index])
 
-    def sample_seed(self, index: int) -> int:
-        return derive_seed(self.seed, self.perturbation.seed_key, index)
-
     def __getitem__(self, index: int) -> tuple[torch.Tensor, Any]:
         item, target = self.dataset[index]
         if isinstance(item, torch.Tensor):
             self._check_input(item, index)
-        seed = self.sample_seed(index)
-        perturbed = perturbed_sample(
-            self.perturbation.seed_key,
-            seed,
-            item,
-            lambda: self.perturbation.perturb_sample(item, seed),
-        )
+        perturbation = self.perturbation
+        seed = derive_seed(self.seed, perturbation.seed_key, index)
+        compute = functools.partial(perturbation.perturb_sample, item, seed)
+        perturbed = perturbed_sample(perturbation.seed_key, seed, item, compute)
         if perturbed.shape != item.shape or perturbed.dtype != item.dtype:
             raise AttackCheckError(
                 f"Perturbation {self.name!r} turned sample {index} of shape {tuple(item.shape)} "

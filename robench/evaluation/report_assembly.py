@@ -57,9 +57,7 @@ def _single_weight_sha256(loaded: LoadedModel) -> str | None:
 
 
 def model_info(loaded: LoadedModel, randomized: bool) -> ModelInfo:
-    spec = loaded.spec
-    ckpt = loaded.checkpoint
-    prep = loaded.preprocessing
+    spec, ckpt, prep = loaded.spec, loaded.checkpoint, loaded.preprocessing
     extensions = report_sections(loaded.model)
     if loaded.vocabulary is not None:
         extensions["vocabulary"] = {

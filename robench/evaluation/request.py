@@ -105,15 +105,15 @@ T = TypeVar("T")
 
 @dataclass
 class EvalRequest:
-    """Everything `robench eval` takes; `None` means "not given" (use the next source)."""
+    """Everything `robench eval` takes; `None` means "not given" (use the next source). A
+    field is the option of the same name, whose help in robench/evaluation/options/__init__.py
+    says what it means."""
 
     # A shipped suite's name or a TOML file; or a suite already read (`robench.evaluate`
     # builds one from Python entries).
     suite: str | LoadedSuite
-    # One dataset (a path or built-in name), or named datasets {name: path}; suite entries
-    # pick one by name (`dataset = "imagenet-r"`), the first is the default. None: the task's
-    # built-in data (Fashion-MNIST, or the Python docs for language models). `InMemory`: items
-    # held in memory (`robench.evaluate(data=...)`), which the task opens as it opens a path.
+    # None: the task's built-in data. `InMemory`: items held in memory
+    # (`robench.evaluate(data=...)`), which the task opens as it opens a path.
     data: str | InMemory | Mapping[str, str | InMemory] | None
     out: Path
     model: str | None = None
@@ -121,55 +121,40 @@ class EvalRequest:
     split: str = "test"
     class_map: Path | None = None
     limit: int | None = None
-    # Listed samples of the default dataset: a shipped subset name or a file of names or
-    # indices (robench.data.subset); default: the suite's `subset`, else every sample.
-    subset: str | None = None
-    # Restrict the default dataset's label space: a shipped list ("imagenet-a") or a file of
-    # ImageNet wnids (timm's --valid-labels); only their images, argmax among their logits.
+    subset: str | None = None  # robench/data/subset.py
     classes: str | None = None
     batch_size: int = 64
     seed: int = 0
     device: str = "auto"
     workers: int | str = "auto"  # a count, or "auto" (robench/data/workers.py)
-    # An unreadable image: "stop" the run (exit 2), or "skip" it (read every sample once
-    # first, leave the unreadable ones out of every perturbation, list them in the report).
     bad_images: str = "stop"
-    # Count samples whose data or model outputs are NaN or inf instead of refusing the run
-    # (robench/tasks/finite_values.py).
-    allow_nonfinite: bool = False
+    allow_nonfinite: bool = False  # robench/tasks/finite_values.py
     imports: tuple[str, ...] = ()
     overrides: ModelSpec = field(default_factory=ModelSpec)
     ema: bool = False
     trust_checkpoint: bool = False
-    trust_remote_code: bool = False  # run code a transformers model ships (auto_map)
+    trust_remote_code: bool = False
     resume: bool = False
     overwrite: bool = False
-    allow_random_weights: bool = False  # evaluate a model that has no checkpoint
-    # Transfer attacks: the model attacks without a surrogate of their own are crafted on
-    # (robench/evaluation/transfer.py), and its weights. A MODEL string; or a model held in
+    allow_random_weights: bool = False
+    # Transfer attacks (robench/evaluation/transfer.py): a MODEL string; or a model held in
     # memory, wrapped (`robench.evaluate(..., surrogate=module)` wraps an nn.Module).
     surrogate: str | LoadedModel | None = None
     surrogate_checkpoint: Path | None = None
-    sanity: bool = False  # run the sanity battery too (also on when the suite says so)
-    sanity_eps: float | None = None  # battery budget; default: suite's, else its largest eps
-    # How hard the battery tries: "auto" (at most 3x the suite's cost), "full" or "quick"
-    # (docs/sanity.md); None: the suite's `sanity_budget`, else "auto".
-    sanity_budget: str | None = None
+    sanity: bool = False
+    sanity_eps: float | None = None
+    sanity_budget: str | None = None  # docs/sanity.md
     # The task's data options over the suite's (language modelling: target_length, context).
     data_options: dict[str, Any] = field(default_factory=dict)
     # Opt-in speed modes: --amp (clean and corruption scoring), --channels-last, --compile.
     speed: SpeedOptions = field(default_factory=SpeedOptions)
-    # Sequential evaluation: samples in a seeded random order, stopped once every bounded
-    # metric's 95% confidence-sequence half-width is at most this (docs/sequential.md); None:
-    # the suite's `target_halfwidth`, else every sample in index order.
+    # docs/sequential.md; None: the suite's, else every sample in index order (not sequential).
     target_halfwidth: float | None = None
     command: list[str] = field(default_factory=list)
 
     @property
     def datasets(self) -> dict[str, str | InMemory]:
         """The named datasets, in order; a single dataset is named "default"."""
-        if self.data is None:
-            raise ConfigError("no dataset was given; pass --data PATH (or NAME=PATH).")
         if isinstance(self.data, (str, InMemory)):
             return {DEFAULT_DATASET: self.data}
         if not self.data:
@@ -187,14 +172,6 @@ def _model_task(suite_task: str, loaded: LoadedModel) -> str:
     if not loaded.task_declared and TASKS.get(suite_task).inputs == "images":
         return suite_task
     return loaded.task
-
-
-def _check_tasks(suite_task: str, model_task: str, model_name: str) -> None:
-    if suite_task != model_task:
-        raise ConfigError(
-            f"the suite is for {suite_task} models but {model_name} is a model for "
-            f"{model_task}; pick a suite for {model_task} (`robench list suites`)."
-        )
 
 
 def _check_output(request: EvalRequest, loaded_suite: LoadedSuite) -> None:
@@ -251,9 +228,8 @@ def _check_request(request: EvalRequest) -> None:
 
 def _target_halfwidth(request: EvalRequest, loaded_suite: LoadedSuite) -> float | None:
     """--target-halfwidth over the suite's `target_halfwidth`."""
-    if request.target_halfwidth is not None:
-        return request.target_halfwidth
-    return loaded_suite.suite.target_halfwidth
+    given = request.target_halfwidth
+    return loaded_suite.suite.target_halfwidth if given is None else given
 
 
 def _check_sequential(
@@ -334,7 +310,11 @@ def set_up(
             "--allow-random-weights to evaluate random weights on purpose."
         )
     loaded = replace(loaded, task=_model_task(loaded_suite.suite.task, loaded))
-    _check_tasks(loaded_suite.suite.task, loaded.task, loaded.name)
+    if loaded_suite.suite.task != loaded.task:
+        raise ConfigError(
+            f"the suite is for {loaded_suite.suite.task} models but {loaded.name} is a model "
+            f"for {loaded.task}; pick a suite for {loaded.task} (`robench list suites`)."
+        )
     task = load_task(loaded_suite.suite.task)
     if (request.sanity or loaded_suite.suite.sanity) and not task.sanity_battery:
         raise ConfigError(  # before the run, not after it
@@ -477,18 +457,10 @@ def _after_the_suite(
     if not s.dist.is_main:
         return [], None, []
     default = s.data.data[s.data.default]
-    default_indices = list(default.indices)
-    args = (s.task, first.scored, default.dataset, default_indices, s.dist.device)
-    sanity, sanity_budget = run_battery(
-        s.request,
-        s.suite,
-        *args,
-        progress=progress,
-        suite_results=suite_results,
-        randomized=first.checks.randomized,
-    )
-    found = diagnostics(s.suite, *args, s.request.out, s.loaded.name)
-    return sanity, sanity_budget, found
+    args = (s.task, first.scored, default.dataset, list(default.indices), s.dist.device)
+    randomized = first.checks.randomized
+    battery = run_battery(s.request, s.suite, *args, progress, suite_results, randomized)
+    return (*battery, diagnostics(s.suite, *args, s.request.out, s.loaded.name))
 
 
 def evaluate(
@@ -518,13 +490,8 @@ def _evaluate(  # long: the run in order (set up, jobs, run, results, report); s
 ) -> Report:
     started = time.perf_counter()
     s = set_up(request, progress, model)
-    request, loaded_suite, loaded, task, device = (
-        s.request,
-        s.suite,
-        s.loaded,
-        s.task,
-        s.dist.device,
-    )
+    request, loaded_suite, loaded, task = s.request, s.suite, s.loaded, s.task
+    device = s.dist.device
     first = _check_first_batches(s)
     warnings = first.warnings
     jobs, missing = resolve_jobs(

@@ -130,110 +130,88 @@ def run_plan(
     and picks each scoring pass's precision. NaN or inf in the data or in the model's
     outputs stops the run naming the sample and `model_name`, unless `allow_nonfinite`.
     """
-    progress = progress or NoProgress()
-    speed = speed or SpeedOptions()
-    times = RunTimes()
-    splitter = SplitOnOutOfMemory(batch_size)
-    # Every pass of the model (and of transfer attacks' surrogates), per job (cost.py).
-    counter = PassCounter()
     surrogates = [job.surrogate.model for job in jobs if job.surrogate is not None]
+    r = _Run(model, task, store, batch_size, seed, device, workers, progress or NoProgress())
+    r.shard, r.speed, r.model_name = shard, speed or SpeedOptions(), model_name
     with (
         _long_lived_objects_frozen(),
         nonfinite_allowed(allow_nonfinite),
-        counter.counting(model, *surrogates),
+        r.counter.counting(model, *surrogates),
     ):
         for job in jobs:
-            _run_job(
-                model,
-                task,
-                job,
-                store,
-                batch_size=batch_size,
-                seed=seed,
-                device=device,
-                workers=workers,
-                progress=progress,
-                shard=shard,
-                speed=speed,
-                model_name=model_name,
-                times=times,
-                splitter=splitter,
-                counter=counter,
-            )
-    times.batch_size_used, times.batch_size_note = splitter.size, splitter.note
-    return times
+            _run_job(r, job)
+    r.times.batch_size_used, r.times.batch_size_note = r.splitter.size, r.splitter.note
+    return r.times
 
 
-def _run_job(
-    model: torch.nn.Module,
-    task: Task,
-    job: Job,
-    store: SampleStore,
-    *,
-    batch_size: int,
-    seed: int,
-    device: torch.device,
-    workers: int,
-    progress: Progress,
-    shard: tuple[int, int],
-    speed: SpeedOptions,
-    model_name: str,
-    times: RunTimes,
-    splitter: SplitOnOutOfMemory,
-    counter: PassCounter,
-) -> None:
+@dataclass
+class _Run:
+    """run_plan's arguments, and the state it keeps across jobs."""
+
+    model: torch.nn.Module
+    task: Task
+    store: SampleStore
+    batch_size: int
+    seed: int
+    device: torch.device
+    workers: int
+    progress: Progress
+    shard: tuple[int, int] = (0, 1)
+    speed: SpeedOptions = field(default_factory=SpeedOptions)
+    model_name: str = "the model"
+    times: RunTimes = field(default_factory=RunTimes)
+    # Every pass of the model (and of transfer attacks' surrogates), per job (cost.py).
+    counter: PassCounter = field(default_factory=PassCounter)
+    splitter: SplitOnOutOfMemory = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.splitter = SplitOnOutOfMemory(self.batch_size)
+
+
+def _run_job(r: _Run, job: Job) -> None:
     """Evaluate one job's batches of this shard not yet stored, recording its wall time and
-    model passes in `times` (run_plan's arguments, and the state it keeps across jobs)."""
-    rank, world = shard
+    model passes in `r.times`."""
+    task, store, progress, counter, times = r.task, r.store, r.progress, r.counter, r.times
+    rank, world = r.shard
     planned, source = job.planned, job.data
     chosen = source.indices
     if planned.max_samples:
         chosen = chosen[: planned.max_samples]
-    numbered = enumerate(batch_indices(chosen, batch_size))
+    numbered = enumerate(batch_indices(chosen, r.batch_size))
     mine = [(b, batch) for b, batch in numbered if b % world == rank]
     done = store.done(planned.label)
     todo = [(b, batch) for b, batch in mine if not done.issuperset(batch)]
     total = sum(len(batch) for _, batch in mine)
     progress.start(planned.label, total, total - sum(len(batch) for _, batch in todo))
     start = time.perf_counter()
-    dataset, perturbed_on_load = _loaded_data(job, seed)
+    dataset, perturbed_on_load = _loaded_data(job, r.seed)
     summary = getattr(dataset, "perturbation_summary", None)
     if summary:
         times.summaries[planned.label] = dict(summary)
-    scored = task.restrict_outputs(model, source.output_classes)
+    scored = task.restrict_outputs(r.model, source.output_classes)
     attacker = _attacked_model(task, job, scored)
     # Inputs made without the model may be scored in lower precision (--amp).
     model_free = perturbed_on_load or not planned.perturbation.uses_model
-    precision = functools.partial(scoring_precision, speed, device, model_free)
+    precision = functools.partial(scoring_precision, r.speed, r.device, model_free)
     # robench's readers give valid inputs by construction ([0, 1] pixels): the first
     # batch catches one that does not (a plugin that normalises) without a pass over
     # every batch, about 1% of a clean evaluation (benchmarks/bench_harness.py).
     identity = planned.perturbation.identity
-    loaded = task.batches(dataset, [batch for _, batch in todo], device, workers)
+    loaded = task.batches(dataset, [batch for _, batch in todo], r.device, r.workers)
     counter.count = PassCount()  # this job's
     for position, ((number, batch), (inputs, targets)) in enumerate(zip(todo, loaded, strict=True)):
-        inputs = to_memory_format(speed, inputs)
+        inputs = to_memory_format(r.speed, inputs)
         if perturbed_on_load:
             task.check_inputs(inputs, name=planned.label)
         elif not identity or position == 0:  # an attack costs far more than a look
             task.check_data_values(inputs, batch)
+        as_loaded, first_row = perturbed_on_load or identity, number * r.batch_size
         work = _BatchWork(
-            model=scored,
-            attacker=attacker,
-            task=task,
-            job=job,
-            inputs=inputs,
-            targets=targets,
-            as_loaded=perturbed_on_load or identity,
-            precision=precision,
-            seed=seed,
-            first_row=number * batch_size,
-            indices=batch,
-            model_name=model_name,
+            r, job, scored, attacker, inputs, targets, as_loaded, precision, first_row, batch
         )
         own = planned.perturbation.own_batch  # smoothing's `batch`, `query_batch`
         before = dataclasses.replace(counter.count)
-        columns = splitter.run(len(batch), work, f"{planned.label} batch {number}", own)
+        columns = r.splitter.run(len(batch), work, f"{planned.label} batch {number}", own)
         counter.count.samples += len(batch)
         # The batch's passes, kept with its records for a resumed run: [forward, backward,
         # scoring, samples].
@@ -262,18 +240,16 @@ def _long_lived_objects_frozen() -> Iterator[None]:
 class _BatchWork:
     """One loaded batch of a job, and how to perturb (unless already) and score any part."""
 
+    run: _Run  # its seed, task and model name
+    job: Job
     model: torch.nn.Module
     attacker: torch.nn.Module  # the model the attack runs on: `model`, or a surrogate
-    task: Task
-    job: Job
     inputs: torch.Tensor
     targets: torch.Tensor
     as_loaded: bool  # scored as loaded: perturbed on load, or the identity
     precision: Callable[[], AbstractContextManager[object]]
-    seed: int  # the run's
     first_row: int  # the batch's position among the job's samples
     indices: Sequence[int]  # the batch's dataset indices (per-sample seeds)
-    model_name: str = "the model"
 
     def __call__(self, start: int, stop: int, size: int) -> Columns:
         try:
@@ -285,16 +261,16 @@ class _BatchWork:
         """The sentence for non-finite outputs: the data's fault when that row's inputs are
         not finite either, else the model's; with the sample's dataset index."""
         row = exc.rows[0]
-        index = self.indices[start + row]
+        index, name = self.indices[start + row], self.run.model_name
         result = self.job.planned.label
         if non_finite_rows(self.inputs[start + row : start + row + 1]):
             return DataError(
-                f"sample {index} of the data holds NaN or inf values, so {self.model_name} "
+                f"sample {index} of the data holds NaN or inf values, so {name} "
                 f"returned non-finite {exc.what} on it ({result}); fix or drop the sample, or "
                 f"pass {ALLOW_FLAG} to count it."
             )
         return DataError(
-            f"{self.model_name} returned non-finite {exc.what} (NaN or inf) on sample {index} "
+            f"{name} returned non-finite {exc.what} (NaN or inf) on sample {index} "
             f"({result}; {len(exc.rows)} in its batch); its weights or computation diverged, "
             f"so check the checkpoint, or pass {ALLOW_FLAG} to count such samples anyway."
         )
@@ -304,12 +280,12 @@ class _BatchWork:
         these rows form with `--batch-size size` (the batch's own seed when unsplit), so a
         batch split out of GPU memory computes what that run computes."""
         planned = self.job.planned
-        seed = derive_seed(self.seed, planned.label, (self.first_row + start) // size)
-        model, task, precision = self.model, self.task, self.precision
+        seed = derive_seed(self.run.seed, planned.label, (self.first_row + start) // size)
+        model, task, precision = self.model, self.run.task, self.precision
         rows, targets = self.inputs[start:stop], self.targets[start:stop]
         if self.as_loaded:
             return score_seeded(model, task, rows, targets, seed, precision)
-        samples = [derive_seed(self.seed, planned.label, i) for i in self.indices[start:stop]]
+        samples = [derive_seed(self.run.seed, planned.label, i) for i in self.indices[start:stop]]
         attacker = None if self.attacker is model else self.attacker
         return perturb_and_score(
             model, task, planned, rows, targets, seed, precision, samples, attacker

@@ -136,11 +136,6 @@ def ordered_jobs(jobs: list[tuple[str, Job]], seed: int) -> list[tuple[str, Job]
     return out
 
 
-def prefix_jobs(jobs: list[tuple[str, Job]], n: int) -> list[Job]:
-    """Every job on the first `n` samples of its order."""
-    return [replace(job, data=replace(job.data, indices=job.data.indices[:n])) for _, job in jobs]
-
-
 def values_in_order(
     jobs: list[tuple[str, Job]],
     records: dict[str, SampleRecords],
@@ -163,23 +158,6 @@ def values_in_order(
             if not (m.requires and any(m.requires not in r for r in rows))
         }
     return values, order
-
-
-def run_in_chunks(
-    run_chunk: Callable[[int], None],
-    read: Callable[[int], tuple[Values, dict[str, list[int]]]],
-    rule: StoppingRule,
-    n_available: int,
-    batch_size: int,
-) -> tuple[int, bool]:
-    """Run growing prefixes (`run_chunk(n)`) until `rule` is settled on what `read(n)` gives
-    or the data run out: (samples evaluated, whether the rule was settled)."""
-    n = 0
-    for n in chunk_ends(n_available, batch_size):
-        run_chunk(n)
-        if rule.settled(*read(n)):
-            return n, True
-    return n, False
 
 
 def with_sequence_intervals(
@@ -254,13 +232,16 @@ class SequentialRun:
         rule reads) until the rule is settled or the data run out."""
         parts: list[RunTimes] = []
         self.n_available = max((len(job.data.indices) for _, job in jobs), default=0)
-        self.n_stopped, self.reached = run_in_chunks(
-            lambda n: parts.append(run_jobs(prefix_jobs(jobs, n))),
-            lambda n: values_in_order(jobs, records(), metric_names, n),
-            self.rule,
-            self.n_available,
-            batch_size,
-        )
+        for n in chunk_ends(self.n_available, batch_size):  # every job on its first n samples
+            prefixes = [
+                replace(job, data=replace(job.data, indices=job.data.indices[:n]))
+                for _, job in jobs
+            ]
+            parts.append(run_jobs(prefixes))
+            self.n_stopped = n
+            if self.rule.settled(*values_in_order(jobs, records(), metric_names, n)):
+                self.reached = True
+                break
         stopped = "met its rule" if self.reached else "ran out of samples"
         logger.info("sequential run %s after %d samples", stopped, self.n_stopped)
         return merged_times(parts)

@@ -142,7 +142,7 @@ def _include_path(path: Path, include: str) -> Path:
     if include not in shipped:
         raise ConfigError(
             f"suite file {path} includes {include!r}, which is no shipped suite"
-            f"{_close(include, list(shipped))}; give a shipped suite's name (`robench list "
+            f"{close_match(include, list(shipped))}; give a shipped suite's name (`robench list "
             "suites`) or a .toml path relative to the including file."
         )
     return shipped[include]
@@ -159,7 +159,7 @@ def _drop_list(path: Path, drop: object) -> list[str]:
     return list(drop)
 
 
-def _close(name: str, choices: list[str]) -> str:
+def close_match(name: str, choices: list[str]) -> str:
     """ " (did you mean 'x'?)" when a choice is close to `name`, else ""."""
     close = difflib.get_close_matches(name, choices, n=1, cutoff=0.5)
     return f" (did you mean {close[0]!r}?)" if close else ""
@@ -179,7 +179,7 @@ def _merge(
     if unknown:
         raise ConfigError(
             f"suite file {path} drops {unknown[0]!r}, which the included suite does not have"
-            f"{_close(unknown[0], [str(label) for label in labels])}; drop the included "
+            f"{close_match(unknown[0], [str(label) for label in labels])}; drop the included "
             "entries by their result names (`robench validate --resolved` lists them)."
         )
     merged = _lay_over(base, own)
@@ -216,7 +216,7 @@ def _merge_entries(base: list[Any], own: list[Any], path: Path) -> list[Any]:
             name = str(entry["name"])
             raise ConfigError(
                 f"suite file {path}: entry {name!r} has no kind and overrides no included "
-                f"entry{_close(name, [str(_label(e)) for e in base])}; name an included entry "
+                f"entry{close_match(name, [str(_label(e)) for e in base])}; name an included entry "
                 "to override it, or give a new entry its `kind`."
             )
         merged.append(entry)

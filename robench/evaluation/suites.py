@@ -9,7 +9,6 @@ the format.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
 import hashlib
 import json
@@ -26,7 +25,7 @@ from robench._core.toml_files import describe_validation_error, validate_toml_mo
 from robench._core.units import display_pixel_value, parse_pixel_value
 from robench.diagnostics.params import DIAGNOSTICS, DiagnosticParams
 from robench.evaluation.suite_files import bundled_suites as bundled_suites  # re-exported
-from robench.evaluation.suite_files import read_suite_file, resolve_suite_path
+from robench.evaluation.suite_files import close_match, read_suite_file, resolve_suite_path
 from robench.perturbations import PERTURBATIONS
 from robench.perturbations.base import Perturbation, PerturbationParams
 
@@ -275,14 +274,12 @@ class PlannedPerturbation:
 
     @property
     def eps(self) -> float | None:
-        eps: float | None = getattr(self.params, "eps", None)
-        return eps
+        return getattr(self.params, "eps", None)  # type: ignore[no-any-return]
 
     @property
     def norm(self) -> str | None:
         """The threat model (a key of NORMS) of a bounded perturbation; None if unbounded."""
-        norm: str | None = getattr(self.params, "norm", None) if self.eps is not None else None
-        return norm
+        return getattr(self.params, "norm", None) if self.eps is not None else None
 
     def report_params(self) -> dict[str, Any]:
         """Parameters as the report records them: numbers, plus display forms of pixel values;
@@ -356,10 +353,7 @@ def _unknown_keys(entry: _Entry, exc: Exception, registry: Any) -> str | None:
         return None
     schema = registry.get(entry.kind).Params
     known = [*schema.model_fields, *type(entry).model_fields]
-    parts = []
-    for key in unknown:
-        close = difflib.get_close_matches(key, known, n=1, cutoff=0.5)
-        parts.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    parts = [f"{key!r}{close_match(key, known)}" for key in unknown]
     fields = ", ".join(name for name in schema.model_fields if not name.startswith("_"))
     return f"unknown key {', '.join(parts)}; {entry.kind} takes {fields}"
 
@@ -386,13 +380,11 @@ def plan_diagnostic(entry: DiagnosticEntry, suite_path: Path) -> PlannedDiagnost
 
 def _surrogate_ref(entry: PerturbationEntry, suite_path: Path) -> SurrogateRef | None:
     """The entry's surrogate, its checkpoint relative to the suite file (as a model card's)."""
-    if entry.surrogate is None:
-        return None
-    checkpoint = None
-    if entry.surrogate_checkpoint is not None:
-        checkpoint = Path(entry.surrogate_checkpoint).expanduser()
-        if not checkpoint.is_absolute() and suite_path != PYTHON_SUITE_PATH:
-            checkpoint = suite_path.parent / checkpoint
+    if entry.surrogate is None or entry.surrogate_checkpoint is None:
+        return None if entry.surrogate is None else SurrogateRef(entry.surrogate)
+    checkpoint = Path(entry.surrogate_checkpoint).expanduser()
+    if not checkpoint.is_absolute() and suite_path != PYTHON_SUITE_PATH:
+        checkpoint = suite_path.parent / checkpoint
     return SurrogateRef(entry.surrogate, checkpoint)
 
 
@@ -424,30 +416,28 @@ def plan_entry(entry: PerturbationEntry, suite_path: Path) -> list[PlannedPertur
     except (ValidationError, ConfigError, ValueError) as exc:
         unknown = _unknown_keys(entry, exc, PERTURBATIONS)
         raise _describe_entry_error(suite_path, entry.label, exc, unknown) from None
+    surrogate = _surrogate_ref(entry, suite_path)
+    shared = (entry.max_samples, entry.differentiable_m, entry.dataset, entry.classes, surrogate)
     return [
-        PlannedPerturbation(
-            label or entry.kind,
-            entry.kind,
-            params,
-            entry.max_samples,
-            entry.differentiable_m,
-            entry.dataset,
-            entry.classes,
-            _surrogate_ref(entry, suite_path),
-        )
-        for label, params in validated
+        PlannedPerturbation(label or entry.kind, entry.kind, p, *shared) for label, p in validated
     ]
 
 
-def _check_unique_labels(labels: list[str], suite_path: Path) -> None:
+def _planned(
+    suite: Suite, path: Path
+) -> tuple[tuple[PlannedPerturbation, ...], tuple[PlannedDiagnostic, ...]]:
+    """The suite's entries planned, each label used once."""
+    plan = tuple(planned for entry in suite.perturbations for planned in plan_entry(entry, path))
+    diagnostics = tuple(plan_diagnostic(entry, path) for entry in suite.diagnostics)
     seen: set[str] = set()
-    for label in labels:
+    for label in [p.label for p in plan] + [d.label for d in diagnostics]:
         if label in seen:
             raise ConfigError(
-                f"suite file {suite_path}: two perturbations or diagnostics are named "
+                f"suite file {path}: two perturbations or diagnostics are named "
                 f"{label!r}; give each entry its own `name`."
             )
         seen.add(label)
+    return plan, diagnostics
 
 
 def load_suite(name_or_path: str) -> LoadedSuite:
@@ -455,9 +445,7 @@ def load_suite(name_or_path: str) -> LoadedSuite:
     path = resolve_suite_path(name_or_path)
     source = read_suite_file(path)  # its includes resolved (robench/evaluation/suite_files.py)
     suite = validate_toml_model(source.data, Suite, "suite", source.describe(path))
-    plan = tuple(planned for entry in suite.perturbations for planned in plan_entry(entry, path))
-    diagnostics = tuple(plan_diagnostic(entry, path) for entry in suite.diagnostics)
-    _check_unique_labels([p.label for p in plan] + [d.label for d in diagnostics], path)
+    plan, diagnostics = _planned(suite, path)
     return LoadedSuite(suite, path, source.sha256, plan, diagnostics, source.includes)
 
 
@@ -482,10 +470,7 @@ def suite_from_data(
             f"the suite given in Python is invalid: {describe_validation_error(exc)}; see "
             "docs/formats.md for the suite format."
         ) from None
-    path = PYTHON_SUITE_PATH
-    plan = tuple(planned for entry in suite.perturbations for planned in plan_entry(entry, path))
-    diagnostics = tuple(plan_diagnostic(entry, path) for entry in suite.diagnostics)
-    _check_unique_labels([p.label for p in plan] + [d.label for d in diagnostics], path)
+    plan, diagnostics = _planned(suite, PYTHON_SUITE_PATH)
     canonical = json.dumps(suite.model_dump(mode="json"), sort_keys=True, default=str)
     sha256 = hashlib.sha256(canonical.encode()).hexdigest()
-    return LoadedSuite(suite, path, sha256, plan, diagnostics)
+    return LoadedSuite(suite, PYTHON_SUITE_PATH, sha256, plan, diagnostics)

@@ -31,11 +31,12 @@ from typing import Any, Protocol
 import torch
 
 from robench._core.errors import ConfigError, RobenchError, first_line
+from robench.evaluation.jobs import missing_result
 from robench.evaluation.options.applicability import applies_to_entry
 from robench.evaluation.report_assembly import model_info
 from robench.evaluation.runner import Job, Surrogate
 from robench.evaluation.speed import SpeedOptions, prepare_model
-from robench.evaluation.suites import LoadedSuite, PlannedPerturbation, SurrogateRef
+from robench.evaluation.suites import LoadedSuite, SurrogateRef
 from robench.models.loaded_model import LoadedModel
 from robench.models.loading import load_model
 from robench.results.report.schema import MissingResult
@@ -60,14 +61,6 @@ class SurrogateLoading(SurrogateChoice, Protocol):
     trust_remote_code: bool
     allow_random_weights: bool
     allow_nonfinite: bool
-
-
-def _is_attack(planned: PlannedPerturbation) -> bool:
-    """Whether the entry's inputs are made with the model by an attack whose images a
-    surrogate can make instead: the option table's rule for --surrogate
-    (robench/evaluation/options/applicability.py); not clean, corruptions, Word Swap or
-    certification."""
-    return applies_to_entry("surrogate", planned)
 
 
 def _given_surrogate(request: SurrogateChoice) -> SurrogateRef | None:
@@ -100,26 +93,27 @@ def _given_surrogate(request: SurrogateChoice) -> SurrogateRef | None:
 
 def plan_transfer(request: SurrogateChoice, loaded_suite: LoadedSuite) -> LoadedSuite:
     """The suite with `--surrogate` (or an in-memory surrogate) given to every attack entry
-    that names no surrogate of its own; an entry that names one but is no attack is refused."""
+    that names no surrogate of its own; an entry that names one but is no attack (the option
+    table's rule for --surrogate, robench/evaluation/options/applicability.py: not clean,
+    corruptions, Word Swap or certification) is refused."""
     given = _given_surrogate(request)
     plan = []
     for planned in loaded_suite.plan:
-        if planned.surrogate is not None and not _is_attack(planned):
+        if planned.surrogate is not None and not applies_to_entry("surrogate", planned):
             raise ConfigError(
                 f"suite entry {planned.label!r} ({planned.kind}) names a surrogate, but it "
                 "is not an attack whose images another model can craft (it uses no model, or "
                 "certifies the evaluated model itself); drop `surrogate` from it (only "
                 "attacks transfer)."
             )
-        if planned.surrogate is None and given is not None and _is_attack(planned):
+        if (
+            planned.surrogate is None
+            and given is not None
+            and applies_to_entry("surrogate", planned)
+        ):
             planned = planned.with_surrogate(given)
         plan.append(planned)
     return replace(loaded_suite, plan=tuple(plan))
-
-
-def surrogate_refs(plan: Sequence[PlannedPerturbation]) -> list[SurrogateRef]:
-    """The distinct surrogates of a plan, in the order entries first name them."""
-    return list(dict.fromkeys(p.surrogate for p in plan if p.surrogate is not None))
 
 
 def _load(request: SurrogateLoading, ref: SurrogateRef, device: torch.device) -> LoadedModel:
@@ -225,7 +219,8 @@ def load_surrogates(
 ) -> dict[SurrogateRef, Surrogate]:
     """Every surrogate of the plan, loaded, checked against the evaluated model on the first
     batch `inputs`, prepared for the run's speed modes, with its provenance for the report."""
-    refs = surrogate_refs(loaded_suite.plan)
+    # The distinct surrogates of the plan, in the order entries first name them.
+    refs = list(dict.fromkeys(p.surrogate for p in loaded_suite.plan if p.surrogate is not None))
     if not refs:
         return {}
     task = loaded_suite.suite.task
@@ -285,34 +280,21 @@ def with_surrogates(
             "measures that."
         )
         logger.info("not evaluated: %s: %s", job.planned.label, reason)
-        missing.append(
-            MissingResult(
-                name=job.planned.label,
-                kind=job.planned.kind,
-                params=job.planned.report_params(),
-                dataset=key,
-                reason=reason,
-            )
-        )
+        missing.append(missing_result(job.planned, key, reason))
     return kept, missing
 
 
 def surrogate_fingerprint(surrogates: Mapping[SurrogateRef, Surrogate]) -> dict[str, Any]:
     """What the resume fingerprint adds for transfer runs: each surrogate's weights."""
-    return {
-        ref.describe(): {
-            "architecture": surrogate.info["architecture"],
-            "checkpoint_sha256": surrogate.info["checkpoint_sha256"],
-            "source": surrogate.info["source"],
-            "model_kwargs": surrogate.info["model_kwargs"],
-        }
-        for ref, surrogate in surrogates.items()
-    }
+    keys = ("architecture", "checkpoint_sha256", "source", "model_kwargs")
+    return {ref.describe(): {k: s.info[k] for k in keys} for ref, s in surrogates.items()}
 
 
-def surrogate_paths(request: SurrogateChoice, loaded_suite: LoadedSuite) -> dict[str, Path]:
-    """The surrogates' files the run reads (checkpoints, model cards given as paths), so
-    that --out cannot overwrite one."""
+def surrogate_paths(
+    request: SurrogateChoice, loaded_suite: LoadedSuite
+) -> list[tuple[str, object]]:
+    """What names the surrogates' files (checkpoints, model cards given as paths), by the
+    flag or entry that names them, so that --out cannot overwrite one."""
     given: list[tuple[str, object]] = [
         ("--surrogate", request.surrogate),
         ("--surrogate-checkpoint", request.surrogate_checkpoint),
@@ -322,8 +304,4 @@ def surrogate_paths(request: SurrogateChoice, loaded_suite: LoadedSuite) -> dict
             given.append((f"the surrogate of {planned.label!r}", planned.surrogate.model))
             where = f"the surrogate checkpoint of {planned.label!r}"
             given.append((where, planned.surrogate.checkpoint))
-    return {
-        flag: Path(value)
-        for flag, value in given
-        if isinstance(value, (str, Path)) and value and Path(value).exists()
-    }
+    return given

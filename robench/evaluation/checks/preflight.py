@@ -110,14 +110,10 @@ def check_model_name(name: str, *, has_checkpoint: bool, sourced_refused: bool =
 
 
 def _has_model_plugins() -> bool:
-    from robench._core.plugins import (
-        ENTRY_POINT_GROUP,
-        SOURCE_ENTRY_POINT_GROUP,
-        installed_entry_points,
-    )
+    from robench._core import plugins
 
-    groups = (ENTRY_POINT_GROUP, SOURCE_ENTRY_POINT_GROUP)
-    return any(len(installed_entry_points(group)) for group in groups)
+    groups = (plugins.ENTRY_POINT_GROUP, plugins.SOURCE_ENTRY_POINT_GROUP)
+    return any(len(plugins.installed_entry_points(group)) for group in groups)
 
 
 def _check_card(path: Path, has_checkpoint: bool, missing: str) -> None:

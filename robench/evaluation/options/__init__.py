@@ -49,10 +49,6 @@ __all__ = ["EVAL_OPTIONS", "KEYWORDS", "EvalOptions", "EvalTarget", "plan_option
 IMAGE_TASKS = ("image-classification", "semantic-segmentation")
 
 
-def _path(value: Any) -> Path:
-    return Path(value)
-
-
 def _names(value: str | Sequence[str]) -> tuple[str, ...]:
     return (value,) if isinstance(value, str) else tuple(value)
 
@@ -123,7 +119,7 @@ class EvalOptions(TypedDict, total=False):
             ".safetensors, .pth, .pth.tar or .pt weights.",
             short="-c",
             in_plans=False,
-            normalise=_path,
+            normalise=Path,
         ),
     ]
     ema: Annotated[bool, EvalOption(False, MODEL, "Use the checkpoint's EMA weights.")]
@@ -216,7 +212,7 @@ class EvalOptions(TypedDict, total=False):
             MODEL,
             "The surrogate's weights (default: its own, e.g. a model card's).",
             metavar="CKPT",
-            normalise=_path,
+            normalise=Path,
         ),
     ]
     split: Annotated[
@@ -229,7 +225,7 @@ class EvalOptions(TypedDict, total=False):
             None,
             DATA,
             "File with one class folder name per line; line number = index.",
-            normalise=_path,
+            normalise=Path,
         ),
     ]
     limit: Annotated[
@@ -367,7 +363,7 @@ class EvalOptions(TypedDict, total=False):
             "Report path. Default: MODEL__SUITE.json in runs/.",
             short="-o",
             in_plans=False,
-            normalise=_path,
+            normalise=Path,
         ),
     ]
     resume: Annotated[

@@ -48,12 +48,6 @@ def check_keywords(
             )
 
 
-def _given(options: Mapping[str, Any], option: EvalOption) -> Any:
-    """The value given for `option`, else its default ("not given" is None)."""
-    value = options.get(option.name)
-    return option.default if value is None else value
-
-
 def _value(option: EvalOption, value: Any) -> Any:
     return option.normalise(value) if option.normalise and value is not None else value
 
@@ -90,8 +84,8 @@ def request_from_options(**options: Any) -> EvalRequest:
     from robench.evaluation.request import EvalRequest
 
     check_keywords(options)
-    fields = {
-        name: _value(option, _given(options, option))
+    fields = {  # a value of None is "not given": the option's default
+        name: _value(option, option.default if options.get(name) is None else options[name])
         for name, option in EVAL_OPTIONS.items()
         if option.into == REQUEST
     }

@@ -19,6 +19,7 @@ gives a wall time: the estimated passes over that throughput.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from robench._core.model_hooks import supports_adaptive_attack
 from robench.evaluation.environment import describe_device
@@ -108,17 +109,11 @@ def _battery(
         return 0, 0, ""
     norm, eps = threat_model(request, loaded_suite)
     adaptive = supports_adaptive_attack(loaded.model)
-    budget = choose_budget(
-        mode,
-        suite_passes=suite_passes,
-        available_samples=available,
-        norm=norm,
-        adaptive=adaptive,
-        eps=eps,
-    )
+    flags: dict[str, Any] = {"norm": norm, "adaptive": adaptive, "eps": eps}
+    budget = choose_budget(mode, suite_passes=suite_passes, available_samples=available, **flags)
     if not budget.samples:
         return 0, 0, f"sanity battery ({mode}): no check fits its cap"
-    passes = battery_cost(budget, norm, adaptive, eps=eps)
+    passes = battery_cost(budget, **flags)
     note = (
         f"sanity battery ({mode}): {budget.samples} samples; a randomized model adds its "
         "EOT check, which only a run can find"

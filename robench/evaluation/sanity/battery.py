@@ -112,13 +112,8 @@ def run_battery(
     )
     # full and quick run EOT whenever the battery finds the model randomized: count it then.
     flags["randomized"] = randomized or any(r.name == EOT for r in results)
-    info = budget_info(
-        budget,
-        mode,
-        suite_passes=suite_passes,
-        wall_time_s=time.perf_counter() - started,
-        **flags,
-    )
+    seconds = time.perf_counter() - started
+    info = budget_info(budget, mode, suite_passes=suite_passes, wall_time_s=seconds, **flags)
     _log(results, info, NORMS[norm].budget_display(eps), mode, suite_passes)
     return results, info
 

@@ -98,23 +98,9 @@ class AttackRun:
         return params.passes_per_sample()
 
 
-def pgd_step_size(eps: float, steps: int) -> float:
-    """eps / 4, or longer when there are fewer than 10 steps (they cover 2.5 eps)."""
-    return max(eps * max(PGD_STEP, PGD_TRAVEL / steps), 1e-6)
-
-
-def unbounded_step_size(radius: float, steps: int) -> float:
-    """5% of the cube's radius, or longer when the steps would not cross it 1.5 times."""
-    return radius * max(UNBOUNDED_STEP, UNBOUNDED_TRAVEL / steps)
-
-
-def spsa_lr(eps: float, steps: int) -> float:
-    """SPSA's usual learning rate, or larger when its steps would not cover 2 eps."""
-    return max(SPSA_LR, SPSA_TRAVEL * eps / steps)
-
-
 def _pgd(label: str, eps: float, norm: str, steps: int, adaptive: bool = False) -> AttackRun:
-    params = {"eps": eps, "norm": norm, "steps": steps, "step_size": pgd_step_size(eps, steps)}
+    step_size = max(eps * max(PGD_STEP, PGD_TRAVEL / steps), 1e-6)
+    params = {"eps": eps, "norm": norm, "steps": steps, "step_size": step_size}
     return AttackRun(label, "pgd", params, adaptive)
 
 
@@ -131,14 +117,10 @@ def battery_runs(
     none: it costs GRADIENT_CHECK_PASSES). `radius` is the image cube's (the unbounded
     attack's eps); `adaptive`: the model lets gradients through M; `randomized`: the model
     is randomized (EOT runs). PGD at 1 x eps is the sweep's run, reused by later checks."""
-    p = budget.pgd_steps
+    p, u = budget.pgd_steps, budget.unbounded_steps
     kind, one_step = ONE_STEP[norm]
-    unbounded = {
-        "eps": radius,
-        "norm": norm,
-        "steps": budget.unbounded_steps,
-        "step_size": unbounded_step_size(radius, budget.unbounded_steps),
-    }
+    step_size = radius * max(UNBOUNDED_STEP, UNBOUNDED_TRAVEL / u)
+    unbounded = {"eps": radius, "norm": norm, "steps": u, "step_size": step_size}
     eps0 = {"eps": 0.0, "norm": norm, "steps": EPS0_STEPS, "step_size": 1 / 255}
     runs: dict[str, tuple[AttackRun, ...]] = {
         EPS0: (AttackRun("clean", "clean"), AttackRun("pgd-eps0", "pgd", eps0)),
@@ -151,7 +133,7 @@ def battery_runs(
             "eps": eps,
             "steps": budget.spsa_steps,
             "nb_sample": budget.spsa_directions,
-            "lr": spsa_lr(eps, budget.spsa_steps),
+            "lr": max(SPSA_LR, SPSA_TRAVEL * eps / budget.spsa_steps),
         }
         runs[BLACK_BOX] = (AttackRun("spsa", "spsa", spsa),)
     runs[GRADIENTS] = ()
@@ -248,13 +230,10 @@ def fit_budget(
         raise ValueError(f"the battery needs at least one sample, got {available_samples}")
     top = available_samples if start.samples is None else min(start.samples, available_samples)
     low = min(top, floor.samples or 1)
-
-    def per_sample(budget: SanityBudget) -> int:
-        costs = check_costs(budget, norm=norm, adaptive=adaptive, randomized=randomized, eps=eps)
-        return sum(costs.values())
+    flags: dict[str, Any] = dict(norm=norm, adaptive=adaptive, randomized=randomized, eps=eps)
 
     def most_samples(budget: SanityBudget, fewest: int, most: int) -> SanityBudget | None:
-        n = min(most, cap_passes // max(per_sample(budget), 1))
+        n = min(most, cap_passes // max(sum(check_costs(budget, **flags).values()), 1))
         return replace(budget, samples=n) if n >= fewest else None
 
     levels = list(_levels(start, floor))
@@ -269,8 +248,7 @@ def fit_budget(
     if found is not None:
         return found
     # Not one sample of the attacks fits: the gradients check alone, else nothing.
-    checks = check_costs(floors, norm=norm, adaptive=adaptive, randomized=randomized, eps=eps)
-    attacks = tuple(name for name in checks if name != GRADIENTS)
+    attacks = tuple(name for name in check_costs(floors, **flags) if name != GRADIENTS)
     found = most_samples(replace(floors, left_out=attacks), 1, 1)
     return found or replace(floors, samples=0, left_out=(*attacks, GRADIENTS))
 

@@ -315,19 +315,8 @@ def run_sanity(
     task = task or load_task("image-classification")
     budget = budget or FULL_BUDGET
     chosen = list(indices) if budget.samples is None else list(indices)[: budget.samples]
-    b = _Battery(
-        model,
-        dataset,
-        chosen,
-        eps,
-        seed,
-        batch_size,
-        device,
-        task,
-        norm,
-        budget.pgd_steps,
-        progress or NoProgress(),
-    )
+    steps, shown = budget.pgd_steps, progress or NoProgress()
+    b = _Battery(model, dataset, chosen, eps, seed, batch_size, device, task, norm, steps, shown)
     if chosen:
         b.runs = battery_runs(
             budget,

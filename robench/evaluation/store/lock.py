@@ -15,7 +15,6 @@ import fcntl
 import logging
 import os
 from pathlib import Path
-from types import TracebackType
 
 from robench._core.errors import ResumeError
 
@@ -71,12 +70,7 @@ class StoreLock:
     def __enter__(self) -> StoreLock:
         return self.acquire()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.release()
 
 
@@ -94,7 +88,7 @@ def _recorded_pid(fd: int) -> int | None:
         return None
 
 
-def _is_alive(pid: int) -> bool:
+def is_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -105,7 +99,7 @@ def _is_alive(pid: int) -> bool:
 
 
 def _held_message(store: Path, pid: int | None) -> str:
-    if pid is not None and not _is_alive(pid):
+    if pid is not None and not is_alive(pid):
         return (
             f"{store} is still locked by processes of a run that has ended (PID {pid}; its "
             "data-loading workers are exiting); retry in a few seconds."

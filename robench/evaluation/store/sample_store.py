@@ -244,12 +244,9 @@ def _parse(
         header = {}
     if not isinstance(header, dict) or header.get("robench_samples") != FORMAT_VERSION:
         raise ResumeError(f"{path} is not a robench per-sample file; remove it.")
-    if header.get("fingerprint") != fingerprint:
-        changed = sorted(
-            key
-            for key in set(fingerprint) | set(header.get("fingerprint", {}))
-            if header.get("fingerprint", {}).get(key) != fingerprint.get(key)
-        )
+    old = header.get("fingerprint", {})
+    if old != fingerprint:
+        changed = sorted(k for k in {*fingerprint, *old} if old.get(k) != fingerprint.get(k))
         raise ResumeError(
             f"cannot resume from {path}: it was written by a different run "
             f"(differs in {', '.join(changed)}); use the same command, or drop --resume."
@@ -283,20 +280,14 @@ def _parse(
     return batches, passes
 
 
-def is_complete(samples: Path) -> bool:
-    """True when the file's last line is the completion marker of a finished run."""
-    with samples.open("rb") as fh:
-        lines = fh.read().splitlines()
-    return bool(lines) and lines[-1].strip() == b'{"complete":true}'
-
-
 def check_fresh_start(samples: Path, *, resume: bool, overwrite: bool) -> None:
     """Refuse to discard an interrupted run's results unless asked to."""
     if resume or overwrite or not samples.exists():
         return
     with StoreLock(samples):  # a running run's file is not an interrupted one
         pass
-    if is_complete(samples):
+    lines = samples.read_bytes().splitlines()
+    if lines and lines[-1].strip() == b'{"complete":true}':  # a finished run's marker
         return
     raise ConfigError(
         f"an interrupted run left per-sample results in {samples}; pass --resume to continue "

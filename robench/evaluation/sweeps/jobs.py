@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from robench._core.bundled import bundled_dir
 from robench._core.errors import ConfigError
 from robench._core.registry import did_you_mean
 from robench.evaluation.options import EVAL_OPTIONS, plan_options
+from robench.evaluation.options.ranges import flag_of
+from robench.evaluation.suite_files import bundled_suites  # torch-free, no kinds' schemas
 from robench.evaluation.sweeps.plan import ModelEntry, OptionValue, SweepPlan, out_dir
 
 __all__ = ["PLAN_OPTIONS", "SweepJob", "plan_jobs"]
@@ -33,17 +34,13 @@ PLAN_OPTIONS: dict[str, str] = plan_options()
 _SET_BY_THE_SWEEP = {o.plan_key for o in EVAL_OPTIONS.values() if not o.in_plans}
 
 
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
-def _values(name: str, value: OptionValue) -> list[str]:
+def _values(value: OptionValue) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else [str(value)]
 
 
 def _option_args(name: str, value: OptionValue) -> list[str]:
     """One option as `robench eval` arguments."""
-    kind, flag = PLAN_OPTIONS[name], _flag(name)
+    kind, flag = PLAN_OPTIONS[name], flag_of(name)
     if kind == "switch":
         if not isinstance(value, bool):
             raise ConfigError(f"eval option {name} = {value!r}: give true or false.")
@@ -51,11 +48,11 @@ def _option_args(name: str, value: OptionValue) -> list[str]:
     if kind == "json":
         return [flag, json.dumps(value, sort_keys=True)]
     if kind == "comma":
-        return [flag, ",".join(_values(name, value))]
+        return [flag, ",".join(_values(value))]
     if kind == "data" and isinstance(value, dict):
         return [arg for key, path in value.items() for arg in (flag, f"{key}={path}")]
     if kind in ("repeated", "data"):
-        return [arg for v in _values(name, value) for arg in (flag, v)]
+        return [arg for v in _values(value) for arg in (flag, v)]
     if isinstance(value, (list, dict)):
         raise ConfigError(f"eval option {name} = {value!r}: give one value, not a list.")
     return [flag, str(value).lower() if isinstance(value, bool) else str(value)]
@@ -126,12 +123,6 @@ def _file_identity(cwd: Path, path: str | None) -> list[int] | None:
     return [stat.st_size, stat.st_mtime_ns]
 
 
-def bundled_suites() -> list[str]:
-    """The shipped suites' names, read without importing the suite module (which imports
-    every perturbation kind's schema; the sweep needs only the names)."""
-    return sorted(p.stem for p in bundled_dir("attacks").glob("*.toml"))
-
-
 def _check_suite(suite: str, cwd: Path) -> None:
     candidate = Path(suite)
     if candidate.suffix == ".toml" or len(candidate.parts) > 1:
@@ -140,9 +131,9 @@ def _check_suite(suite: str, cwd: Path) -> None:
                 f"the plan's suite {suite} does not exist (relative to {cwd}); pass a .toml "
                 "suite file or a shipped suite name (`robench list suites`)."
             )
-    elif suite not in bundled_suites():
+    elif suite not in (shipped := list(bundled_suites())):
         raise ConfigError(
-            f"the plan's suites: {did_you_mean(suite, bundled_suites(), 'suite')[:-1]}"
+            f"the plan's suites: {did_you_mean(suite, shipped, 'suite')[:-1]}"
             " (or a path to a .toml suite file)."
         )
 
@@ -216,6 +207,7 @@ def plan_jobs(plan: SweepPlan, plan_path: Path) -> list[SweepJob]:
         if entry.checkpoint is not None:
             args_common += ["--checkpoint", entry.checkpoint]
         option_args = [arg for name, value in options.items() for arg in _option_args(name, value)]
+        tail = [*option_args, "--format", "markdown"]
         for suite in plan.suites:
             for seed in plan.seeds:
                 stem = f"{entry.label}__seed{seed}"
@@ -236,16 +228,7 @@ def plan_jobs(plan: SweepPlan, plan_path: Path) -> list[SweepJob]:
                     label=entry.label,
                     suite=suite,
                     seed=seed,
-                    eval_args=[
-                        *args_common,
-                        "--suite",
-                        suite,
-                        "--seed",
-                        str(seed),
-                        *option_args,
-                        "--format",
-                        "markdown",
-                    ],
+                    eval_args=[*args_common, "--suite", suite, "--seed", str(seed), *tail],
                     spec=spec,
                     cwd=cwd,
                     report=folder / "reports" / suite_dir / f"{stem}.json",

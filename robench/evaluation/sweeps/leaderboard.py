@@ -39,11 +39,6 @@ class Leaderboards:
     notes: list[str] = field(default_factory=list)
 
 
-def _row_name(status: JobStatus, seeds: int) -> str:
-    job = status.job
-    return f"{job.label} (seed {job.seed})" if seeds > 1 else job.label
-
-
 def _reports(done: list[JobStatus], seeds: int, notes: list[str]) -> list[tuple[str, Report]]:
     """The suite's reports, each row named after its plan entry (and seed); one that cannot
     be read is left out with a note (it never stops the others)."""
@@ -54,7 +49,9 @@ def _reports(done: list[JobStatus], seeds: int, notes: list[str]) -> list[tuple[
         except RobenchError as exc:
             notes.append(f"{status.job.job_id}: left out: {exc}")
             continue
-        model = report.model.model_copy(update={"name": _row_name(status, seeds)})
+        job = status.job
+        name = f"{job.label} (seed {job.seed})" if seeds > 1 else job.label
+        model = report.model.model_copy(update={"name": name})
         found.append((str(status.job.report), report.model_copy(update={"model": model})))
     return found
 
@@ -129,16 +126,14 @@ def collect(sweep: LoadedSweep, *, figures: bool = False) -> Leaderboards:
         reports = _reports(done, seeds, found.notes)
         if not reports:
             continue
-        comparison = build_comparison(reports)
-        comparison.title = f"{Path(suite).stem}: {comparison.title}"
+        comparison, stem = build_comparison(reports), Path(suite).stem
+        comparison.title = f"{stem}: {comparison.title}"
         found.notes += [f"suite {suite}: {note}" for note in comparison.notes]
         sections.append((reports, comparison))
-        stem = Path(suite).stem
-        table = str(COMPARE_FORMATS.get("markdown")(comparison, True))
-        found.tables[suite] = table
-        for name, suffix in (("markdown", ".md"), ("csv", ".csv")):
+        texts = {f: str(COMPARE_FORMATS.get(f)(comparison, True)) for f in ("markdown", "csv")}
+        found.tables[suite] = texts["markdown"]
+        for text, suffix in ((texts["markdown"], ".md"), (texts["csv"], ".csv")):
             path = folder / f"{stem}{suffix}"
-            text = table if name == "markdown" else str(COMPARE_FORMATS.get(name)(comparison, True))
             path.write_text(text if text.endswith("\n") else text + "\n", "utf-8")
             found.files.append(path)
     page = folder / "index.html"

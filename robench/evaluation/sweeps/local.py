@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from robench._core.errors import ConfigError
+from robench.evaluation.store.lock import is_alive  # torch-free
 from robench.evaluation.sweeps.executors import EXECUTORS, Executor
 from robench.evaluation.sweeps.jobs import SweepJob
 from robench.evaluation.sweeps.run_job import CPUS_VARIABLE, run_job
@@ -149,10 +150,4 @@ class LocalExecutor(Executor):
     def alive(self, state: JobState) -> bool | None:
         if state.host != this_host() or state.pid is None:
             return None
-        try:
-            os.kill(state.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+        return is_alive(state.pid)

@@ -13,10 +13,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from robench._core.toml_files import read_toml_model
+from robench.evaluation.options.ranges import MAX_SEED  # as `robench eval --seed`
 
 __all__ = ["ModelEntry", "Resources", "SweepPlan", "read_plan"]
 
-MAX_SEED = 2**63 - 1  # torch's generator takes a 64-bit seed, as `robench eval --seed`
 
 # A value of an eval option: a flag's value, a switch, a repeated flag or `data`'s NAME = PATH.
 OptionValue = str | int | float | bool | list[str | int | float] | dict[str, Any]
@@ -73,9 +73,7 @@ class Resources(BaseModel):
     @property
     def processes(self) -> int:
         """Processes one job starts: torchrun's, else one."""
-        if not self.torchrun:
-            return 1
-        return self.gpus or self.cpus
+        return (self.gpus or self.cpus) if self.torchrun else 1
 
 
 class SweepPlan(BaseModel):
@@ -109,8 +107,7 @@ class SweepPlan(BaseModel):
 def read_plan(path: Path) -> SweepPlan:
     """Parse and validate a plan file (its entries are checked by `robench.evaluation.sweeps
     .jobs.plan_jobs`)."""
-    plan, _ = read_toml_model(path, SweepPlan, "sweep plan", doc="docs/sweeps.md")
-    return plan
+    return read_toml_model(path, SweepPlan, "sweep plan", doc="docs/sweeps.md")[0]
 
 
 def out_dir(plan: SweepPlan, plan_path: Path) -> Path:

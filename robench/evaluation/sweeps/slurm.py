@@ -66,12 +66,8 @@ def slurm_queue(ids: list[str]) -> dict[str, str] | None:
     if run.returncode != 0:
         # squeue refuses ids it has forgotten (long finished): none of them is queued.
         return {} if "Invalid job id" in run.stderr else None
-    queued = {}
-    for line in run.stdout.splitlines():
-        parts = line.split()
-        if len(parts) == 2:
-            queued[parts[0]] = parts[1]
-    return queued
+    rows = [line.split() for line in run.stdout.splitlines()]
+    return {row[0]: row[1] for row in rows if len(row) == 2}
 
 
 @EXECUTORS.register("slurm")
@@ -115,11 +111,8 @@ class SlurmExecutor(Executor):
             params["gpus_per_node"] = r.gpus
         if r.mem_gb is not None:
             params["mem"] = f"{max(1, round(r.mem_gb * 1024))}M"
-        for name in ("partition", "account", "qos", "constraint"):
-            value = getattr(o, name)
-            if value is not None:
-                params[name] = value
-        return params
+        named = {name: getattr(o, name) for name in ("partition", "account", "qos", "constraint")}
+        return params | {name: value for name, value in named.items() if value is not None}
 
     def run(self, jobs: list[SweepJob], *, wait: bool) -> None:
         if not jobs:

@@ -82,15 +82,11 @@ def check_folder(folder: Path, plan: Path) -> None:
     existing = folder
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
-    problem = None
-    if not existing.is_dir():
-        problem = f"{existing} is a file"
-    elif not os.access(existing, os.W_OK | os.X_OK):
-        problem = f"{existing} is not writable"
-    if problem is not None:
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        problem = "is not writable" if existing.is_dir() else "is a file"
         raise ConfigError(
-            f"the sweep folder {folder} of {plan} cannot be written ({problem}); set the "
-            "plan's out_dir to a folder you can write to."
+            f"the sweep folder {folder} of {plan} cannot be written ({existing} {problem}); set "
+            "the plan's out_dir to a folder you can write to."
         )
 
 
@@ -159,11 +155,6 @@ def job_statuses(sweep: LoadedSweep) -> list[JobStatus]:
     return found
 
 
-def _discard(job: SweepJob) -> None:
-    for path in (job.report, *samples_files(job.report), job.state):
-        path.unlink(missing_ok=True)
-
-
 def run_sweep(sweep: LoadedSweep, *, overwrite: bool = False, wait: bool = True) -> list[SweepJob]:
     """Run every job not done yet; return the jobs handed to the executor.
 
@@ -184,8 +175,9 @@ def run_sweep(sweep: LoadedSweep, *, overwrite: bool = False, wait: bool = True)
     # --overwrite also starts failed jobs afresh: a store that cannot be resumed (written by
     # another robench version, say) would otherwise fail the same way on every run.
     discarded = changed + ([s for s in statuses if s.status == "failed"] if overwrite else [])
-    for status in discarded:
-        _discard(status.job)
+    for job in (status.job for status in discarded):
+        for path in (job.report, *samples_files(job.report), job.state):
+            path.unlink(missing_ok=True)
     todo = [s.job for s in statuses if s.status != "done" and not s.active]
     running = [s.job for s in statuses if s.active]
     for job in running:
