@@ -22,6 +22,7 @@ import io
 import logging
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import torch
 
@@ -184,6 +185,17 @@ def in_eval_mode(model: torch.nn.Module) -> Iterator[None]:
         yield
     finally:
         model.train(was_training)
+
+
+def in_pixel_space(attack: Any, device: torch.device) -> Any:
+    """A torchattacks `attack`, set up for a model that normalises inside: torchattacks must
+    not normalise (it would for a MAIR RobModel) nor switch the model to train mode, and
+    cannot find the device of a model without parameters, so it is given the images'."""
+    attack._set_normalization_applied(None)
+    attack.normalization_used = None
+    attack.set_model_training_mode(model_training=False)
+    attack.set_device(device)
+    return attack
 
 
 @contextlib.contextmanager

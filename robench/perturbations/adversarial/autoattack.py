@@ -39,11 +39,9 @@ from robench.perturbations.adversarial.params import (
 )
 from robench.perturbations.base import Perturbation
 from robench.perturbations.checks import isolated_attack, project_onto_ball
+from robench.perturbations.threat_models import NORMS
 
 logger = logging.getLogger(__name__)
-
-# robench's norm -> the library's spelling of it (pyautoattack AutoAttack(norm=...)).
-_LIBRARY_NORM: dict[str, str] = {"linf": "Linf", "l2": "L2"}
 
 
 def _set_apgd_iterations(apgd: Any, n_iter: int) -> None:
@@ -84,7 +82,7 @@ class AutoAttack(Perturbation):
             try:
                 attack = LibraryAutoAttack(
                     model,
-                    norm=_LIBRARY_NORM[p.norm],  # type: ignore[arg-type]
+                    norm=NORMS[p.norm].name,  # type: ignore[arg-type]  # "Linf", "L2"
                     eps=p.eps,
                     version=_LIBRARY_VERSION[p.version],  # type: ignore[arg-type]
                     seed=seed,

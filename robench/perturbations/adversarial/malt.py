@@ -20,11 +20,11 @@ from typing import Any
 import torch
 
 from robench._core.errors import ConfigError
-from robench.perturbations.adversarial.autoattack import _LIBRARY_NORM
 from robench.perturbations.adversarial.malt_params import MALTParams
 from robench.perturbations.adversarial.malt_targets import logit_targets, malt_targets
 from robench.perturbations.base import Perturbation
 from robench.perturbations.checks import isolated_attack, project_onto_ball
+from robench.perturbations.threat_models import NORMS
 
 _MIN_CLASSES = 4  # the targeted DLR loss reads the 4th-largest logit
 
@@ -89,7 +89,7 @@ class MALT(Perturbation):
                 n_iter=p.n_iter,
                 verbose=False,
                 eps=p.eps,
-                norm=_LIBRARY_NORM[p.norm],
+                norm=NORMS[p.norm].name,  # "Linf", "L2"
                 eot_iter=1,
                 rho=0.75,
                 seed=seed,

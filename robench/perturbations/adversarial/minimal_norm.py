@@ -24,11 +24,14 @@ import torch
 from robench.perturbations.adversarial.fmn import MinimalNormFound, fmn
 from robench.perturbations.adversarial.params import MinimalNormParams
 from robench.perturbations.base import Perturbation
-from robench.perturbations.checks import isolated_attack, project_onto_ball, scored_prediction
+from robench.perturbations.checks import (
+    in_pixel_space,
+    isolated_attack,
+    project_onto_ball,
+    scored_prediction,
+)
 from robench.perturbations.threat_models import NORMS
 
-# The torchattacks spelling of each norm, for FAB.
-_LIBRARY_NORM = {"linf": "Linf", "l2": "L2"}
 # FAB keeps only adversarials within its own eps; this one keeps every one it finds, so that
 # the norms above the cap are known too.
 _FAB_UNCAPPED = {"linf": 1.0, "l2": 1e6}
@@ -58,17 +61,13 @@ def _run_fab(
         classes = int(model(images[:1]).shape[-1])
     attack = torchattacks.FAB(
         model,
-        norm=_LIBRARY_NORM[params.norm],
+        norm=NORMS[params.norm].name,  # "Linf", "L2": torchattacks' spelling
         eps=_FAB_UNCAPPED[params.norm],
         steps=params.steps,
         n_restarts=1,
         n_classes=classes,
     )
-    attack._set_normalization_applied(None)
-    attack.normalization_used = None
-    attack.set_model_training_mode(model_training=False)
-    attack.set_device(images.device)
-    adv = attack(images, labels).clamp(0, 1)
+    adv = in_pixel_space(attack, images.device)(images, labels).clamp(0, 1)
     with torch.no_grad():
         wrong = scored_prediction(model(adv)) != labels  # (B,), decided as scoring decides
     length = NORMS[params.norm].distance(adv - images)

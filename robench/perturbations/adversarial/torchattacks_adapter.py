@@ -25,12 +25,9 @@ In a targeted mode, each sample's target class is recorded in `target_class`.
 
 from __future__ import annotations
 
-import contextlib
 import inspect
-from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
 import torch
 
 from robench._core.errors import ConfigError, first_line
@@ -49,19 +46,14 @@ from robench.perturbations.adversarial.torchattacks_params import (
     TorchattacksParams,
 )
 from robench.perturbations.base import Perturbation
-from robench.perturbations.checks import isolated_attack, project_onto_ball, scored_prediction
+from robench.perturbations.checks import (
+    in_pixel_space,
+    isolated_attack,
+    project_onto_ball,
+    scored_prediction,
+)
+from robench.perturbations.corruptions.reference import seeded_global_rng
 from robench.perturbations.threat_models import NORMS
-
-
-@contextlib.contextmanager
-def seeded_numpy(seed: int) -> Iterator[None]:
-    """numpy's global RNG seeded with `seed` mod 2**32 inside, restored on exit."""
-    state = np.random.get_state()
-    np.random.seed(seed % 2**32)
-    try:
-        yield
-    finally:
-        np.random.set_state(state)
 
 
 class TargetRecorder:
@@ -133,14 +125,7 @@ def build_attack(
             f"{kind} rejected its parameters {kwargs}: {exc or type(exc).__name__}; fix them "
             f"in the suite (see torchattacks' documentation of {params.attack})."
         ) from None
-    # The model normalises inside: torchattacks must not (it would for a MAIR RobModel), and
-    # must not switch the model to train mode; it cannot find the device of a model without
-    # parameters, so set it from the images.
-    attack._set_normalization_applied(None)
-    attack.normalization_used = None
-    attack.set_model_training_mode(model_training=False)
-    attack.set_device(images.device)
-    return attack
+    return in_pixel_space(attack, images.device)
 
 
 def run_attack(
@@ -214,7 +199,7 @@ class TorchattacksAttack(Perturbation):
             # A radius-0 ball is the image itself (PGD-L2 would divide 0 by 0 there).
             return clean.clone(), {}
         columns: dict[str, list[Any]] = {}
-        with isolated_attack(model, seed, clean.device), seeded_numpy(seed):
+        with isolated_attack(model, seed, clean.device), seeded_global_rng(seed % 2**32):
             attack = build_attack(p, model, clean, seed)
             mode = getattr(p, "targeted", None)
             recorder = None

@@ -29,7 +29,7 @@ from robench.perturbations.adversarial.dense_pgd import dense_fgsm, dense_pgd
 from robench.perturbations.adversarial.first_success import FirstWrong
 from robench.perturbations.adversarial.params import FGSMParams, PGDParams, SPSAParams
 from robench.perturbations.base import BoundedParams, Perturbation
-from robench.perturbations.checks import isolated_attack, project_onto_ball
+from robench.perturbations.checks import in_pixel_space, isolated_attack, project_onto_ball
 
 
 class _TorchattacksPerturbation(Perturbation):
@@ -61,14 +61,7 @@ class _TorchattacksPerturbation(Perturbation):
         if labels.dim() > 1:  # label maps: a dense-prediction model, robench's own loop
             return self._dense(model, images.detach(), labels.detach(), seed)
         with isolated_attack(model, seed, images.device):
-            attack = self._build(model)
-            # The model normalises inside: torchattacks must not (it would for a MAIR RobModel),
-            # and must not switch the model to train mode; it also cannot find the device of a
-            # model without parameters, so set it from the images.
-            attack._set_normalization_applied(None)
-            attack.normalization_used = None
-            attack.set_model_training_mode(model_training=False)
-            attack.set_device(images.device)
+            attack = in_pixel_space(self._build(model), images.device)
             adv = attack(images.detach(), labels.detach())
         name, threat = type(self).__name__, self.threat_model
         return project_onto_ball(adv, images.detach(), self.params.eps, name=name, threat=threat)

@@ -187,12 +187,3 @@ def library_attacks() -> dict[str, LibraryAttack | None]:
         if source is not None and source.is_file():
             found[name] = _read_class(source, name, name in wrappers)
     return found
-
-
-def library_version() -> str | None:
-    """torchattacks' `__version__`, read from its source."""
-    root = package_dir()
-    if root is None:
-        return None
-    version = _module_assignments(ast.parse((root / "__init__.py").read_text())).get("__version__")
-    return version if isinstance(version, str) else None

@@ -30,6 +30,7 @@ from robench.perturbations.certification.params import SmoothedPGDParams
 from robench.perturbations.certification.smoothing import (
     SmoothedAttack,
     noise_votes,
+    noisy_copies,
 )
 from robench.perturbations.own_batch import OwnBatch
 from robench.results.stats import certificates as cert
@@ -46,13 +47,10 @@ def smoothed_losses(
     (S, C, H, W), each estimated with `noise_samples` noisy copies drawn from its own
     generator, all S x noise_samples copies in one forward pass."""
     m = params.noise_samples
-    noisy = []
-    for image, generator in zip(images, generators, strict=True):
-        copies = image.unsqueeze(0).expand(m, *image.shape)  # (m, C, H, W)
-        noise = torch.randn(
-            copies.shape, generator=generator, device=image.device, dtype=image.dtype
-        )
-        noisy.append(copies + noise * params.sigma)
+    noisy = [
+        noisy_copies(image, m, params.sigma, generator)
+        for image, generator in zip(images, generators, strict=True)
+    ]
     logits = model(torch.cat(noisy))  # (S m, K)
     probs = logits.softmax(dim=-1).view(len(images), m, -1).mean(dim=1)  # (S, K)
     return -torch.log(probs.gather(1, labels[:, None]).squeeze(1).clamp_min(1e-12))

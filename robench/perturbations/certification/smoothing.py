@@ -59,6 +59,15 @@ def noise_generator(seed: int, device: torch.device) -> torch.Generator:
     return torch.Generator(device=device).manual_seed(seed)
 
 
+def noisy_copies(
+    image: torch.Tensor, count: int, sigma: float, generator: torch.Generator
+) -> torch.Tensor:
+    """`count` copies (count, C, H, W) of `image` plus noise of std `sigma` from `generator`."""
+    copies = image.unsqueeze(0).expand(count, *image.shape)
+    noise = torch.randn(copies.shape, generator=generator, device=image.device, dtype=image.dtype)
+    return copies + noise * sigma
+
+
 def noise_votes(
     model: torch.nn.Module,
     images: torch.Tensor,
@@ -84,11 +93,7 @@ def noise_votes(
         remaining = num
         while remaining > 0:
             size = min(batch, remaining)
-            copies = image.unsqueeze(0).expand(size, *image.shape)  # (b, C, H, W)
-            noise = torch.randn(
-                copies.shape, generator=generator, device=image.device, dtype=image.dtype
-            )
-            pending.append(copies + noise * sigma)
+            pending.append(noisy_copies(image, size, sigma, generator))
             owners.append(torch.full((size,), i, device=image.device))
             rows, remaining = rows + size, remaining - size
             if rows >= own.size:

@@ -10,8 +10,8 @@ noised as pixels) in one sentence before any sample is edited.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
+from functools import partial
 from typing import Any, ClassVar
 
 import torch
@@ -27,7 +27,9 @@ from robench.perturbations.sequences.params import (
     TokenSubstitutionParams,
 )
 
-Edit = Callable[[torch.Tensor, int], torch.Tensor]  # (tokens, seed) -> edited tokens
+# (tokens, seed=...) -> edited tokens: a partial of an `edits` function (module-level, so
+# that DataLoader workers can pickle it)
+Edit = Callable[..., torch.Tensor]
 
 
 # The LRA tasks whose sequences are pixels (intensities as ids), not tokens.
@@ -51,7 +53,7 @@ class EditedSequences(Dataset[tuple[torch.Tensor, int]]):
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
         tokens, label = self.dataset[index]
-        return self.edit(tokens, derive_seed(self.seed, self.key, index)), label
+        return self.edit(tokens, seed=derive_seed(self.seed, self.key, index)), label
 
 
 class _SequencePerturbation(DatasetPerturbation):
@@ -96,8 +98,9 @@ class TokenSubstitution(_SequencePerturbation):
     params: TokenSubstitutionParams
 
     def _edit(self, dataset: Any) -> Edit:
-        return functools.partial(
-            _substitute, self.params.rate, int(dataset.vocab_size), dataset.pad_id
+        vocab_size, pad_id = int(dataset.vocab_size), dataset.pad_id
+        return partial(
+            edits.substitute_tokens, rate=self.params.rate, vocab_size=vocab_size, pad_id=pad_id
         )
 
 
@@ -107,7 +110,9 @@ class PixelNoise(_SequencePerturbation):
     params: PixelNoiseParams
 
     def _edit(self, dataset: Any) -> Edit:
-        return functools.partial(_noise, self.params.std, int(dataset.vocab_size))
+        return partial(
+            edits.add_pixel_noise, std=self.params.std, vocab_size=int(dataset.vocab_size)
+        )
 
 
 class PixelOcclusion(_SequencePerturbation):
@@ -126,23 +131,5 @@ class PixelOcclusion(_SequencePerturbation):
             )
 
     def _edit(self, dataset: Any) -> Edit:
-        return functools.partial(
-            _occlude, self.params.size, self.params.value, int(dataset.vocab_size)
-        )
-
-
-# Module-level, so that DataLoader workers can pickle the edits.
-def _substitute(
-    rate: float, vocab_size: int, pad_id: int | None, tokens: torch.Tensor, seed: int
-) -> torch.Tensor:
-    return edits.substitute_tokens(tokens, rate, vocab_size, pad_id, seed)
-
-
-def _noise(std: float, vocab_size: int, tokens: torch.Tensor, seed: int) -> torch.Tensor:
-    return edits.add_pixel_noise(tokens, std, vocab_size, seed)
-
-
-def _occlude(
-    size: int, value: float, vocab_size: int, tokens: torch.Tensor, seed: int
-) -> torch.Tensor:
-    return edits.occlude(tokens, size, value, vocab_size, seed)
+        p, vocab_size = self.params, int(dataset.vocab_size)
+        return partial(edits.occlude, size=p.size, value=p.value, vocab_size=vocab_size)

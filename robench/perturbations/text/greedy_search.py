@@ -39,7 +39,6 @@ from robench.perturbations.text.word_transformations import Transformation
 ScoreTexts = Callable[[Sequence[str]], np.ndarray]  # texts -> (n, K) class probabilities
 OUTCOMES = ("skipped", "succeeded", "failed")
 UNK_TOKEN = "[UNK]"  # what weighted saliency puts in a word's place (TextAttack's default)
-RANKINGS = ("delete", "weighted-saliency")
 
 
 @dataclass(frozen=True)

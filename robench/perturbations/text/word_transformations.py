@@ -28,33 +28,15 @@ LETTERS = string.ascii_letters  # TextAttack's default `letters_to_insert`
 # TextAttack's `WordSwapQWERTY._keyboard_adjacency`: lower-case keys and their neighbours. It
 # is not the geometric table of swaps.py (Word Swap's typos): TextAttack's is hand-written and
 # not symmetric ('a' -> x, 'x' -/> a), and the recipes' candidates must equal its.
+_ROWS = {  # each keyboard row's keys -> their neighbours, key by key
+    "qwertyuiop": "was qeasd wsdfr edfgt rfghy tghju yhjki ujklo iklp ol",
+    "asdfghjkl": "qwszx qweadzx werfcxs ertgvcd rtyhbvd tyugjbn yuikmnh uiolmj iopk",
+    "zxcvbnm": "asx sdzc xdfv cfgb vghn bhjm njk",
+}
 QWERTY_NEIGHBOURS: dict[str, str] = {
-    "q": "was",
-    "w": "qeasd",
-    "e": "wsdfr",
-    "r": "edfgt",
-    "t": "rfghy",
-    "y": "tghju",
-    "u": "yhjki",
-    "i": "ujklo",
-    "o": "iklp",
-    "p": "ol",
-    "a": "qwszx",
-    "s": "qweadzx",
-    "d": "werfcxs",
-    "f": "ertgvcd",
-    "g": "rtyhbvd",
-    "h": "tyugjbn",
-    "j": "yuikmnh",
-    "k": "uiolmj",
-    "l": "iopk",
-    "z": "asx",
-    "x": "sdzc",
-    "c": "xdfv",
-    "v": "cfgb",
-    "b": "vghn",
-    "n": "bhjm",
-    "m": "njk",
+    key: near
+    for keys, nears in _ROWS.items()
+    for key, near in zip(keys, nears.split(), strict=True)
 }
 
 
@@ -104,7 +86,6 @@ _EDITS: dict[str, tuple[EditAt, bool, bool]] = {
     "substitute": (_substitute_at, False, False),
     "qwerty": (_qwerty_at, False, True),
 }
-EDITS = tuple(_EDITS)
 
 
 def edit_candidates(
