@@ -56,7 +56,7 @@ def _flat(t: torch.Tensor) -> torch.Tensor:
     return t.reshape(t.shape[0], -1)
 
 
-def _per_sample(factor: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+def per_sample(factor: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     """(B,) -> (B, 1, ..., 1), broadcastable against `like`."""
     return factor.reshape((-1,) + (1,) * (like.dim() - 1))
 
@@ -91,8 +91,8 @@ def _l2_project(adv: torch.Tensor, clean: torch.Tensor, eps: float) -> torch.Ten
     norms = _l2_distance(diff.double())  # (B,)
     outside = norms > eps
     scale = (eps / norms.clamp_min(1e-30)).to(adv.dtype)  # (B,)
-    projected = clean + diff * _per_sample(scale, diff)
-    return adv.where(~_per_sample(outside, adv), projected)
+    projected = clean + diff * per_sample(scale, diff)
+    return adv.where(~per_sample(outside, adv), projected)
 
 
 def _l2_tolerance(n_values: int, machine_eps: float) -> float:
@@ -134,7 +134,7 @@ def _l1_project(adv: torch.Tensor, clean: torch.Tensor, eps: float) -> torch.Ten
     shrunk = flat.sign() * (magnitude - theta).clamp_min(0)
     projected = clean + shrunk.reshape(diff.shape)
     outside = _l1_distance(diff.double()) > eps  # (B,)
-    return adv.where(~_per_sample(outside, adv), projected)
+    return adv.where(~per_sample(outside, adv), projected)
 
 
 def _l1_tolerance(n_values: int, machine_eps: float) -> float:
@@ -185,35 +185,14 @@ def _l0_display(eps: float) -> str:
     return f"{eps:g} px"
 
 
+# The fields in order: name, distance, project, tolerance, display.
 NORMS: dict[str, ThreatModel] = {
     "linf": ThreatModel(
-        name="Linf",
-        distance=_linf_distance,
-        project=_linf_project,
-        tolerance=_linf_tolerance,
-        display=display_pixel_value,
-        max_eps=1.0,
+        "Linf", _linf_distance, _linf_project, _linf_tolerance, display_pixel_value, max_eps=1.0
     ),
-    "l2": ThreatModel(
-        name="L2",
-        distance=_l2_distance,
-        project=_l2_project,
-        tolerance=_l2_tolerance,
-        display=_plain_display,
-    ),
-    "l1": ThreatModel(
-        name="L1",
-        distance=_l1_distance,
-        project=_l1_project,
-        tolerance=_l1_tolerance,
-        display=_plain_display,
-    ),
+    "l2": ThreatModel("L2", _l2_distance, _l2_project, _l2_tolerance, _plain_display),
+    "l1": ThreatModel("L1", _l1_distance, _l1_project, _l1_tolerance, _plain_display),
     "l0": ThreatModel(
-        name="L0",
-        distance=_l0_distance,
-        project=_l0_project,
-        tolerance=_l0_tolerance,
-        display=_l0_display,
-        integer_budget=True,
+        "L0", _l0_distance, _l0_project, _l0_tolerance, _l0_display, integer_budget=True
     ),
 }

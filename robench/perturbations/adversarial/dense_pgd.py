@@ -34,7 +34,7 @@ from robench.perturbations.adversarial.pixel_loss import (
     segpgd_weight,
 )
 from robench.perturbations.checks import isolated_attack, project_onto_ball
-from robench.perturbations.threat_models import NORMS
+from robench.perturbations.threat_models import NORMS, per_sample
 
 # (logits, labels, step, steps) -> scalar loss to ascend; step counts from 1 to steps.
 LossFn = Callable[[torch.Tensor, torch.Tensor, int, int], torch.Tensor]
@@ -55,11 +55,6 @@ def _segpgd(logits: torch.Tensor, labels: torch.Tensor, step: int, steps: int) -
 LOSSES: dict[str, LossFn] = {"ce": _pixel_ce, "segpgd": _segpgd}
 
 
-def _per_sample(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    """(B,) -> (B, 1, ..., 1), broadcastable against `like`."""
-    return values.reshape((-1,) + (1,) * (like.dim() - 1))
-
-
 def _linf_start(images: torch.Tensor, eps: float) -> torch.Tensor:
     noise = torch.empty_like(images).uniform_(-eps, eps)
     return torch.clamp(images + noise, min=0, max=1)
@@ -67,7 +62,7 @@ def _linf_start(images: torch.Tensor, eps: float) -> torch.Tensor:
 
 def _l2_start(images: torch.Tensor, eps: float) -> torch.Tensor:
     delta = torch.empty_like(images).normal_()
-    norms = _per_sample(delta.reshape(images.shape[0], -1).norm(p=2, dim=1), images)
+    norms = per_sample(delta.reshape(images.shape[0], -1).norm(p=2, dim=1), images)
     radius = torch.zeros_like(norms).uniform_(0, 1)
     delta *= radius / norms * eps
     return torch.clamp(images + delta, min=0, max=1)
@@ -79,18 +74,12 @@ def _linf_direction(grad: torch.Tensor) -> torch.Tensor:
 
 def _l2_direction(grad: torch.Tensor) -> torch.Tensor:
     norms = grad.reshape(grad.shape[0], -1).norm(p=2, dim=1) + _EPS_FOR_DIVISION  # (B,)
-    return grad / _per_sample(norms, grad)
+    return grad / per_sample(norms, grad)
 
 
 # Each norm's random start and step direction (its projection is NORMS[norm].project).
-_STARTS: dict[str, Callable[[torch.Tensor, float], torch.Tensor]] = {
-    "linf": _linf_start,
-    "l2": _l2_start,
-}
-_DIRECTIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "linf": _linf_direction,
-    "l2": _l2_direction,
-}
+_STARTS = {"linf": _linf_start, "l2": _l2_start}
+_DIRECTIONS = {"linf": _linf_direction, "l2": _l2_direction}
 
 
 def dense_pgd(
@@ -115,12 +104,9 @@ def dense_pgd(
     """
     if norm not in _STARTS:
         raise ValueError(f"norm must be one of {sorted(_STARTS)}, got {norm!r}")
-    if isinstance(loss, str):
-        if loss not in LOSSES:
-            raise ValueError(f"loss must be one of {sorted(LOSSES)} or a callable, got {loss!r}")
-        loss_fn = LOSSES[loss]
-    else:
-        loss_fn = loss
+    if isinstance(loss, str) and loss not in LOSSES:
+        raise ValueError(f"loss must be one of {sorted(LOSSES)} or a callable, got {loss!r}")
+    loss_fn = LOSSES[loss] if isinstance(loss, str) else loss
     if steps < 1:
         raise ValueError(f"steps must be at least 1, got {steps}")
     clean = images.detach()

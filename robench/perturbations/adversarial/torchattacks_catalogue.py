@@ -113,9 +113,6 @@ LIMITS: dict[str, str] = {
 # beyond it, the runner's check refuses the attack (exit 3).
 ROUNDING_TOLERANCE = 1e-4
 
-# torchattacks' spelling of each norm (the `norm` parameter of APGD, FAB, Square, AutoAttack).
-LIBRARY_NORMS = {"linf": "Linf", "l2": "L2", "l1": "L1"}
-
 # Parameters with an integer default that take real values (CW's c = 1, EAD's kappa = 0):
 # a suite may write 0.5 for them. Other integer defaults (steps, restarts) take integers.
 REAL_VALUED = frozenset({"c", "kappa", "lam", "nsig", "scale"})

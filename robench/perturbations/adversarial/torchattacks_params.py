@@ -33,7 +33,6 @@ from robench.perturbations.adversarial.torchattacks_catalogue import (
     BOUNDS,
     CHOICES,
     FILLED_BY_ROBENCH,
-    LIBRARY_NORMS,
     REAL_VALUED,
     THREATS,
     Bounded,
@@ -104,8 +103,8 @@ class TorchattacksParams(PerturbationParams):
         library's names (robench fills `seed` and `n_classes` at run time when not set)."""
         given = {name: getattr(self, name) for name in self.model_fields_set}
         kwargs = {self.library_names[k]: v for k, v in given.items() if k in self.library_names}
-        if "norm" in kwargs:
-            kwargs["norm"] = LIBRARY_NORMS[kwargs["norm"]]
+        if "norm" in kwargs:  # the library spells norms as NORMS names them: "Linf", "L2"
+            kwargs["norm"] = NORMS[kwargs["norm"]].name
         return kwargs
 
     def passes_per_sample(self, classes: int = 10) -> int:
@@ -162,7 +161,7 @@ class TorchattacksBoundedParams(TorchattacksParams, BoundedParams):
         budget: Any = int(self.eps) if NORMS[self.norm].integer_budget else self.eps
         kwargs[threat.budget] = budget
         if "norm" in self.library_names:
-            kwargs["norm"] = LIBRARY_NORMS[self.norm]
+            kwargs["norm"] = NORMS[self.norm].name
         return kwargs
 
 

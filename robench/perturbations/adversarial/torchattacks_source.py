@@ -180,10 +180,9 @@ def library_attacks() -> dict[str, LibraryAttack | None]:
         if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
             path = root.joinpath(*node.module.split(".")).with_suffix(".py")
             modules.update({alias.asname or alias.name: path for alias in node.names})
-    found: dict[str, LibraryAttack | None] = {}
-    for name in names:
-        source = modules.get(name)
-        found[name] = None
-        if source is not None and source.is_file():
-            found[name] = _read_class(source, name, name in wrappers)
-    return found
+    return {
+        name: _read_class(modules[name], name, name in wrappers)
+        if name in modules and modules[name].is_file()
+        else None
+        for name in names
+    }

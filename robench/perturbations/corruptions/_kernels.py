@@ -18,10 +18,8 @@ import numpy as np
 
 from robench._core.jit import cached_njit
 
-_jit = cached_njit
 
-
-@_jit
+@cached_njit
 def glass_shuffle(x: np.ndarray, max_delta: int, iterations: int, seed: int) -> None:
     """The library's `_shuffle_pixels_njit_glass_blur`, in place, with the same numba RNG.
 
@@ -43,7 +41,7 @@ def glass_shuffle(x: np.ndarray, max_delta: int, iterations: int, seed: int) -> 
                     x[h, w, c] = x[h + dy, w + dx, c]
 
 
-@_jit
+@cached_njit
 def shift_sum(x: np.ndarray, dys: np.ndarray, dxs: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """sum_i weights[i] * x shifted by (dys[i], dxs[i]), edges replicated; float64 (H, W, C).
 
@@ -72,7 +70,7 @@ def shift_sum(x: np.ndarray, dys: np.ndarray, dxs: np.ndarray, weights: np.ndarr
     return acc.reshape(height, width, channels)
 
 
-@_jit
+@cached_njit
 def zoom_sum(
     x: np.ndarray,
     rows: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
@@ -105,7 +103,7 @@ def zoom_sum(
                     out[i, j, c] = out[i, j, c] + np.float32(t)
 
 
-@_jit
+@cached_njit
 def hsv_adjust(
     x: np.ndarray, s_scale: float, s_shift: float, v_shift: float, out: np.ndarray
 ) -> None:
@@ -159,7 +157,7 @@ def hsv_adjust(
                 out[i, j, c] = np.uint8(min(max(rgb[c], 0.0), 1.0) * 255)
 
 
-@_jit
+@cached_njit
 def _reflect(cc: float, length: int) -> float:
     """scipy's `map_coordinate` for mode 'reflect' (ni_interpolation.c)."""
     if cc < 0:
@@ -179,7 +177,7 @@ def _reflect(cc: float, length: int) -> float:
     return cc
 
 
-@_jit
+@cached_njit
 def mirror_index(idx: int, length: int) -> int:
     """Index of a spline tap outside the input, mirrored about the edge sample (d c b | a b c)."""
     if length <= 1:
@@ -195,7 +193,7 @@ def mirror_index(idx: int, length: int) -> int:
     return idx
 
 
-@_jit
+@cached_njit
 def _reflect_index(idx: int, length: int) -> int:
     """Index of a spline tap outside the input, reflected about the edge (b a | a b c);
     what scipy uses for mode 'reflect' (checked against `map_coordinates`)."""
@@ -203,7 +201,7 @@ def _reflect_index(idx: int, length: int) -> int:
     return 2 * length - 1 - idx if idx >= length else idx
 
 
-@_jit
+@cached_njit
 def elastic_sample(image: np.ndarray, dy: np.ndarray, dx: np.ndarray, out: np.ndarray) -> None:
     """`map_coordinates(image, (y + dy, x + dx, c), order=1, mode='reflect')`, then
     clip(0, 1) * 255 in float32, truncated to uint8.

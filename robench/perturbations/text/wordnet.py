@@ -41,6 +41,9 @@ LEXNAMES = (
     ("verb.possession", 2), ("verb.social", 2), ("verb.stative", 2), ("verb.weather", 2),
     ("adj.ppl", 3),
 )  # fmt: skip
+# What nltk's parser raises (besides its WordNetError) on files that are not WordNet's: bytes
+# that are not text, lines without the fields it splits, offsets into nothing.
+_PARSE_ERRORS = (UnicodeDecodeError, ValueError, IndexError, KeyError, OSError, StopIteration)
 # The dict files nltk's reader opens: each part of speech's data, index and exceptions.
 _REQUIRED = tuple(
     name
@@ -100,17 +103,7 @@ def synonyms(word: str) -> list[str]:
         with warnings.catch_warnings():  # nltk warns, then returns None, for a cut-off file
             warnings.simplefilter("ignore")
             found = _reader(root).synsets(word)
-    # What nltk's parser raises on files that are not WordNet's: bytes that are not text,
-    # lines without the fields it splits, offsets into nothing.
-    except (
-        UnicodeDecodeError,
-        ValueError,
-        IndexError,
-        KeyError,
-        OSError,
-        StopIteration,
-        WordNetError,
-    ) as exc:
+    except (*_PARSE_ERRORS, WordNetError) as exc:
         raise _unreadable(root, exc) from None
     if any(synset is None for synset in found):
         raise _unreadable(root, WordNetError(f"an index entry of {word!r} points past a data file"))
