@@ -2,25 +2,19 @@
 
 `TorchattacksAttack` builds torchattacks.NAME with the suite's parameters (its schema,
 torchattacks_params.py) and runs it in pixel space on the true labels, as the FGSM/PGD/SPSA
-wrappers do (torchattacks_attacks.py): torchattacks' normalisation handling off (the model
-normalises inside), the model in eval mode, the device taken from the images, and inside
-`isolated_attack`: torch's RNG forked and seeded with the batch's seed, prints captured, the
-model's parameters untouched. numpy's global RNG, which OnePixel (differential evolution)
-and Pixle draw from, is seeded the same way (seed mod 2**32) and restored afterwards. So the
-same seed gives the same images, bit for bit equal to torchattacks called directly with that
-seeding (tests/test_torchattacks_adapter.py).
+wrappers do (`in_pixel_space`, `isolated_attack`). numpy's global RNG, which OnePixel
+(differential evolution) and Pixle draw from, is seeded too (seed mod 2**32) and restored
+afterwards. So the same seed gives the same images, bit for bit those of torchattacks called
+directly with that seeding (tests/test_torchattacks_adapter.py).
 
-After the attack, by threat model (torchattacks_catalogue.py):
-- bounded: `project_onto_ball` in the attack's norm, which leaves every sample the library
-  kept inside the ball unchanged; the runner's check then enforces ball and [0, 1];
-- minimal-norm: the output as it is, and per sample `min_norm`: 0.0 when the clean image is
-  already misclassified, the distance to the output in the attack's norm when the output is
-  misclassified, else None (no adversarial found), as the `minimal-norm` kind records it;
-- noise (VANILA, GN): the output as it is.
-Minimal-norm and noise outputs up to ROUNDING_TOLERANCE (1e-4) outside [0, 1] (the
-library's float rounding: EADL1 returns about -1e-5) are clipped, and the amount recorded per
-sample in `rounding_clip`; beyond it the runner's check refuses the attack.
-In a targeted mode, each sample's target class is recorded in `target_class`.
+After the attack, by threat model (torchattacks_catalogue.py): bounded outputs go through
+`project_onto_ball` (samples inside the ball unchanged); minimal-norm ones are kept as they
+are, with `min_norm` per sample (0.0 when the clean image is already misclassified, the
+distance to the output when it is misclassified, else None), as the `minimal-norm` kind
+records it; noise (VANILA, GN) is kept as it is. Minimal-norm and noise outputs up to
+ROUNDING_TOLERANCE outside [0, 1] (the library's float rounding: EADL1 returns about -1e-5)
+are clipped, the amount recorded in `rounding_clip`; beyond it the runner's check refuses the
+attack. In a targeted mode, each sample's target class is recorded in `target_class`.
 """
 
 from __future__ import annotations
@@ -132,7 +126,7 @@ def run_attack(
     attack: Any, kind: str, name: str, images: torch.Tensor, labels: torch.Tensor
 ) -> torch.Tensor:
     """`attack(images, labels)`; a failure inside the library that its parameters or the
-    model's shape cause (a division by zero, an index past the classes) is one sentence."""
+    model's shape cause (a division by zero) is one sentence."""
     try:
         adv: torch.Tensor = attack(images, labels)
     except (ZeroDivisionError, IndexError, ValueError, AssertionError) as exc:
@@ -145,9 +139,8 @@ def run_attack(
 
 
 def clip_rounding(adv: torch.Tensor) -> tuple[torch.Tensor, list[float]]:
-    """`adv` clipped to [0, 1] when it is outside by at most the library's rounding
-    (ROUNDING_TOLERANCE), with how far outside each sample was; left as it is beyond that,
-    for the runner's check to refuse."""
+    """`adv` clipped to [0, 1] when outside by at most ROUNDING_TOLERANCE, with how far
+    outside each sample was; left as it is beyond that, for the runner's check to refuse."""
     flat = adv.reshape(adv.shape[0], -1)
     excess = torch.maximum(-flat.amin(dim=1), flat.amax(dim=1) - 1).clamp(min=0)  # (B,)
     if not bool(excess.max() <= ROUNDING_TOLERANCE):  # NaN too: not rounding
@@ -163,7 +156,7 @@ def minimal_norms(
     norm: str,
 ) -> list[float | None]:
     """Per sample: 0.0 if clean is misclassified, else the `norm` distance to `adv` if `adv`
-    is misclassified, else None (no adversarial found)."""
+    is, else None."""
     with torch.no_grad():
         wrong_clean = (scored_prediction(model(clean)) != labels).tolist()
         wrong_adv = (scored_prediction(model(adv)) != labels).tolist()
@@ -188,8 +181,7 @@ class TorchattacksAttack(Perturbation):
     def perturb_with_columns(
         self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
     ) -> tuple[torch.Tensor, dict[str, list[Any]]]:
-        """The attack's images (projected onto the ball when bounded) and its per-sample
-        columns: `min_norm` (minimal-norm attacks), `target_class` (targeted modes)."""
+        """The attack's images and per-sample columns (see the module docstring)."""
         p = self.params
         kind = f"{KIND_PREFIX}{p.attack}"
         if labels.dim() > 1:

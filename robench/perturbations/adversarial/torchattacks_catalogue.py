@@ -2,27 +2,22 @@
 model, which parameter is its budget, and why an attack cannot run as a suite kind.
 
 Each attack is one of:
-- bounded (`Bounded`): images stay inside a ball of radius `eps` in one of `norms`; the
-  post-attack check enforces it (robench/perturbations/checks.py). The budget parameter is
-  torchattacks' `eps`, or `max_epsilon` (PI-FGSM) or `pixels` (OnePixel, an L0 budget: how
-  many pixels change), written `eps` in a suite either way. An attack with a `norm` parameter
-  (APGD, FAB, Square, AutoAttack) runs in the norm the suite picks among `norms`.
-- minimal-norm (`MinimalNorm`): no budget; the attack searches for the smallest adversarial
-  perturbation in `norm` (CW, DeepFool, EAD, SparseFool, JSMA, Pixle). The runner scores
-  its output as it is, and the per-sample `min_norm` column gives accuracy at every eps.
-  The issue behind this catalogue (37) lists SparseFool and JSMA both as minimal-norm and
-  as L0 attacks: they are minimal-norm attacks whose norm is L0 (they change few pixels,
-  not a fixed number). OnePixel is L0 with a budget (`pixels`), so it is bounded. Pixle
-  changes patches until the prediction flips, so it is a minimal-norm L0 attack too.
-  EADEN's decision rule is the elastic net (L1 + L2), its size is reported in L2 (where
-  torchattacks files it); EADL1's in L1.
+- bounded (`Bounded`): inside a ball of radius `eps` in one of `norms` (checks.py enforces
+  it); the budget is torchattacks' `eps`, `max_epsilon` (PI-FGSM) or `pixels` (OnePixel, an
+  L0 budget), written `eps` in a suite. An attack with a `norm` parameter (APGD, FAB, Square,
+  AutoAttack) runs in the norm the suite picks.
+- minimal-norm (`MinimalNorm`): no budget; it searches for the smallest adversarial in `norm`
+  (CW, DeepFool, EAD, SparseFool, JSMA, Pixle), and `min_norm` gives accuracy at every eps.
+  Issue 37 lists SparseFool and JSMA as both minimal-norm and L0: they are minimal-norm
+  attacks whose norm is L0 (few pixels, not a fixed number), as is Pixle; OnePixel has an
+  L0 budget, so it is bounded. EADEN's rule is the elastic net (L1 + L2), its size reported
+  in L2 (where torchattacks files it); EADL1's in L1.
 - noise (`Noise`): no ball and no search (VANILA returns its input, GN adds Gaussian noise);
   reported as `unbounded`, like a corruption.
 - refused: `REFUSED[name]` says why it cannot run from a suite entry.
 
-An attack that a later torchattacks adds and this table does not know is listed and refused
-with a sentence that says so, until a row is added here; its parameters are still read from
-the library (torchattacks_source.py).
+An attack a later torchattacks adds that this table does not know is listed and refused
+with a sentence saying so, until a row is added here.
 """
 
 from __future__ import annotations

@@ -2,22 +2,16 @@
 from the class's own `__init__` parameters (read from source, torchattacks_source.py) and its
 row of the threat-model catalogue (torchattacks_catalogue.py), without importing torch.
 
-A suite writes the kind as torchattacks spells the class, `torchattacks.CW`,
-`torchattacks.MIFGSM`, and its parameters as torchattacks names them; an unknown one is
-refused with a did-you-mean, like every kind's. Besides the library's parameters:
-- bounded attacks take `eps` (pixel units; torchattacks' `max_epsilon` or OnePixel's
-  `pixels` are accepted as aliases) and, where the attack has one, `norm` ("linf", "l2",
-  "l1"; torchattacks' "Linf" spellings too);
-- minimal-norm and noise attacks refuse `eps`: they have no budget;
-- attacks that support it take `targeted = "random"` or `"least-likely"` (torchattacks'
-  `set_mode_targeted_random` / `set_mode_targeted_least_likely`); each sample's target is
-  recorded in the `target_class` column;
-- `seed` and `n_classes`, where the attack has them, default to the batch's seed and the
-  model's number of outputs (catalogue `FILLED_BY_ROBENCH`).
+A suite writes the kind and its parameters as torchattacks spells them (`torchattacks.CW`);
+an unknown parameter is refused with a did-you-mean. Besides the library's parameters:
+bounded attacks take `eps` (pixel units; `max_epsilon` and OnePixel's `pixels` are aliases)
+and, where the attack has one, `norm`; minimal-norm and noise attacks refuse `eps`; attacks
+that support it take `targeted = "random"` or `"least-likely"` (`set_mode_targeted_*`), each
+sample's target recorded in `target_class`; `seed` and `n_classes` default to the batch's
+seed and the model's outputs (catalogue `FILLED_BY_ROBENCH`).
 
-The kinds are registered by a loader of the perturbation registry, on its first listing or
-first lookup of a name it does not hold, so commands that never ask for them never read
-torchattacks' source.
+A loader of the perturbation registry registers the kinds on its first listing or lookup of
+a name it does not hold, so commands that never ask for them never read torchattacks' source.
 """
 
 from __future__ import annotations
@@ -99,8 +93,8 @@ class TorchattacksParams(PerturbationParams):
         return "unbounded (no eps)"
 
     def library_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments of the torchattacks class: what the suite set, under the
-        library's names (robench fills `seed` and `n_classes` at run time when not set)."""
+        """What the suite set, under the library's names (`seed` and `n_classes` are filled
+        at run time when not set)."""
         given = {name: getattr(self, name) for name in self.model_fields_set}
         kwargs = {self.library_names[k]: v for k, v in given.items() if k in self.library_names}
         if "norm" in kwargs:  # the library spells norms as NORMS names them: "Linf", "L2"
@@ -111,9 +105,8 @@ class TorchattacksParams(PerturbationParams):
         return self.passes_per_sample_on(classes, None)
 
     def passes_per_sample_on(self, classes: int, shape: tuple[int, ...] | None) -> int:
-        """The attack's own passes (torchattacks_cost.py: its row, else a gradient per step
-        of every repeat count, or a forward per query) and what runs around it; `shape`
-        None: the reference image (base.REFERENCE_SHAPE)."""
+        """The attack's own passes (torchattacks_cost.py) and what runs around it; `shape`
+        None: base.REFERENCE_SHAPE."""
         from robench.perturbations.adversarial import torchattacks_cost as cost
 
         values = self.model_dump()
@@ -229,8 +222,7 @@ def _field_type(parameter: LibraryParameter) -> Any:
 
 
 def _bounded(attack: str, parameter: LibraryParameter) -> Any:
-    """The field's type with the bounds its meaning allows (catalogue `BOUNDS`) for numbers,
-    and the values the class tests for (catalogue `CHOICES`) for strings."""
+    """The field's type, with catalogue `BOUNDS` for numbers and `CHOICES` for strings."""
     choices = CHOICES.get((attack, parameter.name))
     if choices is not None:
         return Literal[choices]  # type: ignore[valid-type]

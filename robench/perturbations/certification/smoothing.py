@@ -127,27 +127,6 @@ def _vote(
     return counts
 
 
-@dataclass(frozen=True)
-class _Phases:
-    """The votes of CERTIFY's two phases for a batch of samples."""
-
-    selection: torch.Tensor  # (S, K): n0 draws each
-    estimation: torch.Tensor  # (S, K): n draws each
-
-
-def certify_votes(
-    model: torch.nn.Module,
-    images: torch.Tensor,
-    params: RandomizedSmoothingParams,
-    generators: Sequence[torch.Generator],
-    own: OwnBatch,
-) -> _Phases:
-    """Both phases' votes for images (S, C, H, W); each sample's selection draws first."""
-    selection = noise_votes(model, images, params.n0, params.batch, params.sigma, generators, own)
-    estimation = noise_votes(model, images, params.n, params.batch, params.sigma, generators, own)
-    return _Phases(selection, estimation)
-
-
 def certificate(
     selection: torch.Tensor, estimation: torch.Tensor, params: RandomizedSmoothingParams
 ) -> Certificate:
@@ -196,9 +175,11 @@ class RandomizedSmoothing(SmoothedAttack):
     def smoothed(
         self, model: nn.Module, images: Tensor, targets: Tensor, generators: list[torch.Generator]
     ) -> tuple[Tensor, SampleColumns]:
-        with torch.inference_mode():
-            votes = certify_votes(model, images, self.params, generators, self.own_batch)
-        selection, estimation = votes.selection.cpu(), votes.estimation.cpu()  # one sync
+        p, own = self.params, self.own_batch
+        with torch.inference_mode():  # (S, K) votes of each phase, a sample's selection first
+            selection = noise_votes(model, images, p.n0, p.batch, p.sigma, generators, own)
+            estimation = noise_votes(model, images, p.n, p.batch, p.sigma, generators, own)
+        selection, estimation = selection.cpu(), estimation.cpu()  # one sync
         columns: SampleColumns = {name: [] for name in self.params.columns}
         for i in range(len(images)):
             found = certificate(selection[i], estimation[i], self.params).columns()

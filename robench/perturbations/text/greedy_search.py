@@ -1,27 +1,24 @@
 """TextAttack's untargeted searches over word swaps, written as generators of model queries.
 
-A search is a generator: it yields the texts it wants scored and is sent back their class
-probabilities ((n, K), softmax of the logits); it returns an `AttackOutcome`. Written so, one
-driver (`run_searches`) can advance many samples' searches at once and score all their pending
-texts in one model call, while each search stays the sequential algorithm TextAttack defines
-(textattack/search_methods/ and goal_functions/classification/, read at commit f800c2c0):
+A search is a generator: it yields the texts it wants scored, is sent back their class
+probabilities (n, K) and returns an `AttackOutcome`, so one driver (`run_searches`) can score
+many samples' pending texts in one model call while each search stays TextAttack's sequential
+algorithm (textattack/search_methods/ and goal_functions/classification/, commit f800c2c0):
 
-- `greedy_wir(..., ranking="delete")`: `GreedyWordSwapWIR("delete")` (DeepWordBug): each
-  modifiable word is ranked by the goal score of the text without it (its characters only;
-  the spaces around it stay, as `delete_word_at_index` leaves them);
-- `greedy_wir(..., ranking="weighted-saliency")`: `GreedyWordSwapWIR("weighted-saliency")`
-  (PWWS): softmax over words of the goal score with the word replaced by "[UNK]", times the
-  best goal score among the word's own swaps;
-  then, in that order (ties in word order), each word's candidates that the constraints allow
-  are scored in one batch and the best is kept if it raises the goal score;
-- `greedy_beam`: `GreedySearch` (beam search of width 1; Pruthi): every allowed candidate of
-  every modifiable word is scored, the best becomes the current text (even when it scores
-  lower, as TextAttack's beam refill does), until the model is fooled or no candidate is left.
+- `greedy_wir(..., ranking="delete")`, `GreedyWordSwapWIR("delete")` (DeepWordBug), ranks
+  each modifiable word by the goal score of the text without its characters (the spaces
+  around it stay, as `delete_word_at_index` leaves them); with `ranking="weighted-saliency"`
+  (PWWS), by the softmax over words of the goal score with the word replaced by "[UNK]",
+  times the best goal score among its swaps. Then, in that order (ties in word order), each
+  word's allowed candidates are scored in one batch and the best kept if it raises the score.
+- `greedy_beam`, `GreedySearch` (beam width 1; Pruthi): the best allowed candidate of every
+  modifiable word becomes the current text (even when it scores lower, as TextAttack's beam
+  refill does), until the model is fooled or no candidate is left.
 
-The goal score is 1 - p(true class). A sample the model already gets wrong is `skipped` after
-one query; the first misclassified text ends a search `succeeded`; running out of words,
-candidates or the query budget (each scored text counts, the clean one included; a batch is
-cut to what the budget has left) ends it `failed`, keeping the best text found.
+The goal score is 1 - p(true class). A sample already misclassified is `skipped` after one
+query; the first misclassified text ends a search `succeeded`; running out of words,
+candidates or query budget (the clean query counts; a batch is cut to what is left) ends it
+`failed`, keeping the best text found.
 """
 
 from __future__ import annotations
@@ -99,10 +96,6 @@ class _Attack:
         return AttackOutcome(kind, text.text, self.budget.used, changed, len(self.original.words))
 
 
-def _start(text: str, label: int, budget: int | None) -> tuple[WordSpans, _Budget]:
-    return WordSpans.of(text), _Budget(label, budget)
-
-
 def _deleted(text: WordSpans, index: int) -> str:
     start, end = text.spans[index]
     return text.text[:start] + text.text[end:]
@@ -141,7 +134,7 @@ def greedy_wir(
     ranking: str = "delete",
 ) -> Search:
     """`GreedyWordSwapWIR(ranking)`, untargeted (see the module docstring)."""
-    original, budget = _start(text, label, query_budget)
+    original, budget = WordSpans.of(text), _Budget(label, query_budget)
     attack = _Attack(original, label, transformation, constraints, rng, budget)
     score, predicted, _ = yield from budget.scores([text])
     if predicted[0] != label:
@@ -174,7 +167,7 @@ def greedy_beam(
     query_budget: int | None = None,
 ) -> Search:
     """`GreedySearch` (beam width 1), untargeted (see the module docstring)."""
-    original, budget = _start(text, label, query_budget)
+    original, budget = WordSpans.of(text), _Budget(label, query_budget)
     attack = _Attack(original, label, transformation, constraints, rng, budget)
     _, predicted, _ = yield from budget.scores([text])
     if predicted[0] != label:
@@ -203,8 +196,8 @@ def greedy_beam(
 
 def run_searches(searches: Sequence[Search], score_texts: ScoreTexts) -> list[AttackOutcome]:
     """Advance every search until it returns, scoring all their pending texts in one
-    `score_texts` call per round (each search sees exactly what it would alone, as long as
-    the model scores a text the same in any batch)."""
+    `score_texts` call per round (each sees what it would alone, if the model scores a text
+    the same in any batch)."""
     outcomes: list[AttackOutcome | None] = [None] * len(searches)
     pending: dict[int, list[str]] = {}
     for i, search in enumerate(searches):

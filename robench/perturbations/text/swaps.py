@@ -1,33 +1,21 @@
 """Word Swap on lines of words: which words may be swapped, how many, and what a swap does.
 
-Pure Python (no torch), so it is cheap to test and identical on every machine. Line `i`
-draws from its own `random.Random(derive_seed(seed, "word-swap", i))`: a line's result
-depends only on the seed, its line number, its words and the parameters, never on the other
-lines, the batch or window layout or the number of processes, and every model is evaluated
-on the same contaminated text.
+Pure Python (no torch). Line `i` draws from its own `random.Random(derive_seed(seed,
+"word-swap", i))`, so a line's result depends only on the seed, its line number, its words and
+the parameters, never on the other lines, the batching or the number of processes.
 
-Per line, with `n` eligible words:
+Per line, with `n` eligible words, k = min(max(floor(rate * n + u), min_per_line), n) with
+u ~ U[0, 1) from the line's RNG (unbiased: E[k] = rate * n before the clamps), and `k`
+eligible positions are drawn without replacement. A swap turns one word into one word, so
+every line keeps its number of words and evaluation windows stay aligned with the clean text.
 
-    k = floor(rate * n + u),  u ~ U[0, 1) from the line's RNG      (unbiased: E[k] = rate * n)
-    k = min(max(k, min_per_line), n)
-
-and `k` eligible positions are drawn uniformly without replacement. A swap turns one word
-into one word (never empty, never with a space), so every line keeps its number of words and
-evaluation windows stay aligned with the clean text.
-
-The methods (TextAttack's names in brackets; the code here is robench's own):
-
-- "replace": the word becomes `token` ('AAA' by default).
-- "char-delete" [WordSwapRandomCharacterDeletion]: one character removed. Words of one
-  character are not eligible (they would vanish).
-- "char-insert" [WordSwapRandomCharacterInsertion]: a random lower-case ASCII letter inserted
-  at one of the len + 1 positions.
-- "char-substitute" [WordSwapRandomCharacterSubstitution]: one character replaced by a
-  lower-case ASCII letter other than itself (case-insensitively), so the word always changes.
-- "char-swap" [WordSwapNeighboringCharacterSwap]: two different adjacent characters
-  exchanged; words without such a pair ("a", "oo") are not eligible.
-- "qwerty" [WordSwapQWERTY]: one ASCII letter replaced by a neighbouring key of a QWERTY
-  keyboard, keeping its case; words without an ASCII letter are not eligible.
+The methods, robench's own code after TextAttack's (names in brackets): "replace" (the word
+becomes `token`); "char-delete" [WordSwapRandomCharacterDeletion], words of 2+ characters;
+"char-insert" [WordSwapRandomCharacterInsertion], a lower-case ASCII letter at one of the
+len + 1 positions; "char-substitute" [WordSwapRandomCharacterSubstitution], a lower-case
+letter other than the one replaced (case-insensitively), so the word always changes;
+"char-swap" [WordSwapNeighboringCharacterSwap], two different adjacent characters; "qwerty"
+[WordSwapQWERTY], an ASCII letter becomes a neighbouring key, keeping its case.
 """
 
 from __future__ import annotations
@@ -54,8 +42,8 @@ _QWERTY_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
 
 
 def _qwerty_neighbours() -> dict[str, str]:
-    """Each letter -> the letters on the keys touching it (same row, and the two keys above
-    and below it that the half-key stagger puts next to it)."""
+    """Each letter -> the letters on the keys touching it (same row, and the two above and
+    below that the half-key stagger puts next to it)."""
     neighbours: dict[str, str] = {}
     for r, row in enumerate(_QWERTY_ROWS):
         for c, key in enumerate(row):
@@ -86,15 +74,14 @@ def stopwords() -> frozenset[str]:
 
 
 def is_stopword(word: str) -> bool:
-    """Case-insensitive; a clitic split off by the tokeniser ("'s", "'ll") counts as its
-    stopword ("s", "ll")."""
+    """Case-insensitive; a clitic ("'s", "'ll") counts as its stopword ("s", "ll")."""
     key = word.lower()
     return key in stopwords() or key.strip("'") in stopwords()
 
 
 def is_word(word: str) -> bool:
-    """A word a swap may touch: has a letter or digit and is not a `<...>` special token.
-    Punctuation ("," "@-@" "--") never is."""
+    """A word a swap may touch: has a letter or digit (punctuation never is) and is not a
+    `<...>` special token."""
     return any(c.isalnum() for c in word) and not _SPECIAL.fullmatch(word)
 
 
@@ -176,9 +163,8 @@ class SwapStats:
 
     @property
     def realised_rate(self) -> float:
-        """Swapped / words (`is_word`: TextAttack's notion of a word, punctuation and specials
-        left out): what the paper's "2.5% of words" means. With `skip_stopwords` it falls
-        below `rate`, which applies to eligible words."""
+        """Swapped / words (`is_word`, TextAttack's notion): the paper's "2.5% of words". With
+        `skip_stopwords` it falls below `rate`, which applies to eligible words."""
         return self.swapped / self.words if self.words else 0.0
 
     @property
@@ -219,12 +205,9 @@ def swap_lines(
     *,
     line_numbers: Sequence[int] | None = None,
 ) -> tuple[list[tuple[str, ...]], SwapStats]:
-    """Swap words of every line; line `line_numbers[j]` (default `j`, its place in `lines`)
-    is seeded with `derive_seed(seed, "word-swap", line number)`.
-
-    Passing the corpus line numbers of a part of a corpus gives exactly those lines of the
-    whole corpus swapped.
-    """
+    """Swap words of every line; line `line_numbers[j]` (default `j`) is seeded with
+    `derive_seed(seed, "word-swap", line number)`, so a part of a corpus given its corpus
+    line numbers is swapped exactly as in the whole corpus."""
     numbers = range(len(lines)) if line_numbers is None else line_numbers
     if len(numbers) != len(lines):
         raise ValueError(f"got {len(numbers)} line numbers for {len(lines)} lines")

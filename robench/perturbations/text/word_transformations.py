@@ -1,20 +1,16 @@
 """The word transformations of TextAttack's character-level recipes, as pure functions.
 
-`edit_candidates(word, edit, rng)` returns the candidate words one edit offers for one word,
-following TextAttack's definitions (textattack/transformations/word_swaps/, read at commit
-f800c2c0; docs/text-classification.md, "How the recipes are built", states the rules):
-- `swap`: swap characters i and i+1 (`WordSwapNeighboringCharacterSwap`);
-- `delete`: delete character i (`WordSwapRandomCharacterDeletion`);
-- `insert`: insert a random letter before character i (`WordSwapRandomCharacterInsertion`);
-- `substitute`: replace character i by a random letter (`WordSwapRandomCharacterSubstitution`,
-  which has no skip options);
-- `qwerty`: replace character i by each key next to it on a QWERTY keyboard (`WordSwapQWERTY`).
+`edit_candidates(word, edit, rng)` returns the candidates one edit offers for one word, as
+TextAttack defines them (textattack/transformations/word_swaps/, commit f800c2c0; the rules in
+docs/text-classification.md, "How the recipes are built"): `swap` characters i and i+1
+(`WordSwapNeighboringCharacterSwap`), `delete` character i, `insert` a random letter before
+it, `substitute` it by a random letter (`WordSwapRandomCharacter*`; substitution has no skip
+options), or replace it by each QWERTY key next to it (`qwerty`, `WordSwapQWERTY`).
 `TRANSFORMATIONS` composes them as the `deepwordbug` and `pruthi` recipes do.
-Words of one character get no candidates. With `skip_first`, position 0 is never edited; with
-`skip_last`, the last character is never edited (for a swap: no pair that contains it). In
-TextAttack's "all candidates" mode (`random_one=False`) insertions and substitutions still
-draw one random letter per position; here that letter comes from the seeded `rng`. Candidates
-equal to the word are dropped (TextAttack's `WordSwap._get_transformations`).
+Words of one character get no candidates; `skip_first` / `skip_last` never edit the first /
+last character (for a swap: no pair that contains it). In "all candidates" mode
+(`random_one=False`) insertions and substitutions still draw one letter per position, here
+from the seeded `rng`. Candidates equal to the word are dropped (`WordSwap._get_transformations`).
 """
 
 from __future__ import annotations
