@@ -1,26 +1,17 @@
 """FGSM and PGD for dense prediction, L-inf and L2, written in robench rather than run through
 torchattacks (whose losses are a classifier's cross-entropy over (B, K) logits).
 
-The loop is torchattacks' `PGD` / `PGDL2` step for step, so that with a classifier's
-batch-mean cross-entropy as the loss it returns the same images as the library under the same
-seed (tests/test_dense_pgd.py checks this to 1e-6):
+The loop is torchattacks' `PGD` / `PGDL2` step for step (random start uniform in the L-inf
+ball, or a Gaussian direction at a radius uniform in [0, eps]; signed or L2-normalised steps;
+the difference projected with the threat model's `project` around zero, the image clipped to
+[0, 1]), drawn from torch's global RNG as the library draws, so with a classifier's batch-mean
+cross-entropy it returns the library's images under the same seed (tests/test_dense_pgd.py,
+to 1e-6).
 
-- random start, L-inf: noise uniform in [-eps, eps] per value, clipped to [0, 1];
-- random start, L2: a Gaussian direction scaled to a radius uniform in [0, eps] per sample;
-  both drawn from torch's global RNG in that order, which `isolated_attack` seeds with `seed`;
-- step, L-inf: x + step_size * sign(grad), the difference clamped onto the ball;
-- step, L2: x + step_size * grad / (||grad|| + 1e-10), the difference scaled onto the ball;
-  after every step the image is clipped to [0, 1].
-
-The projection of the difference is the threat model's (`threat_models.NORMS`), applied around
-zero. The loss is pluggable: `loss_fn(logits, labels, step, steps)` with step counting from 1,
-or a name from `LOSSES`: "ce" (each sample's mean pixel cross-entropy) and "segpgd" (each
-sample's SegPGD-weighted one, `pixel_loss`), both summed over the samples so that a sample's
-gradient, and without a random start its adversarial image, is the same whatever else is in
-its batch. With a random start it is not: the start of every sample is drawn from one stream,
-so it depends on the sample's position in the batch (as in torchattacks).
-
-FGSM is one L-inf step of size eps from the clean image (torchattacks `FGSM`).
+The loss is `loss_fn(logits, labels, step, steps)` (step from 1) or a name in `LOSSES`: "ce"
+and "segpgd" (`pixel_loss`), each sample's mean summed over the samples, so that a sample's
+gradient, and without a random start its adversarial image, does not depend on its batch
+(the random start does: every sample's is drawn from one stream, as in torchattacks).
 """
 
 from __future__ import annotations
@@ -96,12 +87,8 @@ def dense_pgd(
     seed: int = 0,
 ) -> torch.Tensor:
     """PGD on `model` against `labels`: images (B, C, H, W) in [0, 1] -> adversarial images
-    in [0, 1], each within `eps` of its original in `norm` ("linf" or "l2").
-
-    `step_size` defaults to eps / 4. `loss` is a name in `LOSSES` or a callable
-    `loss_fn(logits, labels, step, steps)`. Same seed, same images. The model is attacked in
-    eval mode; its parameters, mode and the caller's RNG are left as they were.
-    """
+    in [0, 1], each within `eps` of its original in `norm` ("linf" or "l2"); `step_size`
+    defaults to eps / 4. Same seed, same images; the model is left as it was."""
     if norm not in _STARTS:
         raise ValueError(f"norm must be one of {sorted(_STARTS)}, got {norm!r}")
     if isinstance(loss, str) and loss not in LOSSES:

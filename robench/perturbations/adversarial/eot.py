@@ -1,18 +1,12 @@
 """Expectation over transformation (EOT) for PGD: the attack on a randomized model.
 
 Athalye, Carlini & Wagner, "Obfuscated Gradients Give a False Sense of Security", ICML 2018,
-https://arxiv.org/abs/1802.00420 . A model whose forward pass draws randomness (random M,
-dropout at test time, random resizing) gives a different gradient on every pass; one sample of
-it points the wrong way often enough that PGD looks weaker than it is. EOT follows the expected
-gradient instead, estimated at every step from `eot_iter` forward-backward passes on the same
-iterate:
-
-    g_t = (1/k) sum_{j=1..k} grad_x CE(f_j(x_t), y)        (f_j: the j-th pass's draw)
-
-L-inf takes the sign of it (torchattacks `EOTPGD`, used as it is); L2 steps along it
-normalised, which torchattacks has no EOT form of: `EOTPGDL2` below is torchattacks `PGDL2`
-with that average in place of its single gradient. With `eot_iter = 1` either is its plain
-attack, operation for operation (tests/test_eot.py checks both bit for bit).
+https://arxiv.org/abs/1802.00420 . A model that draws randomness in its forward pass gives a
+different gradient on every pass, which makes PGD look weaker than it is; EOT follows the mean
+gradient of `eot_iter` forward-backward passes on the same iterate,
+g_t = (1/k) sum_j grad_x CE(f_j(x_t), y). L-inf takes its sign (torchattacks `EOTPGD`); L2
+has no EOT form in torchattacks: `EOTPGDL2` is its `PGDL2` with that mean in place of the
+single gradient. With `eot_iter = 1` either is its plain attack, bit for bit (tests/test_eot.py).
 """
 
 from __future__ import annotations

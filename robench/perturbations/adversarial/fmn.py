@@ -16,8 +16,7 @@ delta_0 = 0, step k = 1..K:
     delta   = project onto {||delta||_p <= eps}, then clip x + delta to [0, 1]
 
 alpha_k and gamma_k fall from alpha_0 to alpha_0 / 100 and from gamma_0 to 0.001 by a cosine.
-The last iterate is checked once more after the loop. No randomness: the same images give the
-same result.
+The last iterate is checked once more after the loop. No randomness.
 """
 
 from __future__ import annotations
@@ -80,9 +79,9 @@ def fmn(
     cap: float = math.inf,
     record_first: bool = True,
 ) -> MinimalNormFound:
-    """FMN on a batch of pixel images in [0, 1] against the true `labels` (B,); `cap` only
-    decides which iterate counts as the first success (adversarial with norm <= cap).
-    `record_first = False` leaves `first_success` at -1 (the benchmark's baseline)."""
+    """FMN on pixel images in [0, 1] against the true `labels` (B,); `cap` only decides
+    which iterate is the first success. `record_first = False` leaves `first_success` at -1
+    (the benchmark's baseline)."""
     distance = NORMS[norm].distance
     batch = images.shape[0]
     view = (-1,) + (1,) * (images.dim() - 1)

@@ -1,13 +1,9 @@
 """MALT's parameters and its registered kind, validated without torch or pyautoattack.
 
 MALT (Melamed, Yehudai and Shamir, "MALT Powers Up Adversarial Attacks", NeurIPS 2024,
-https://arxiv.org/abs/2407.02240; code: github.com/odeliamel/MALT) ranks the target classes of
-a targeted attack by a mesoscopic almost-linearity score instead of by the logits, then runs
-APGD-T (pyautoattack's, as robench's AutoAttack does) on the best-ranked targets in order. The
-defaults are the public code's (`MALTAttack(k=9, testk=100)`): 100 candidate classes (the
-largest logits after the true class's, capped to the classes - 1), 9 targets attacked.
-The implementation is `robench.perturbations.adversarial.malt`; the ranking,
-`malt_targets`.
+https://arxiv.org/abs/2407.02240; code: github.com/odeliamel/MALT) ranks the targets of APGD-T
+by a mesoscopic almost-linearity score instead of the logits (`malt.py`, `malt_targets.py`).
+The defaults are the public code's (`MALTAttack(k=9, testk=100)`).
 """
 
 from __future__ import annotations

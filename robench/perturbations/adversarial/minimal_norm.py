@@ -1,16 +1,12 @@
 """The `minimal-norm` kind: each sample's smallest adversarial perturbation, by FMN
 (robench's `fmn.py`) or FAB (torchattacks), and its norm as a per-sample column.
 
-The image the runner scores is the smallest adversarial found when its norm is at most the
-cap `eps`, else the clean image; so the result's top-1 is the accuracy at the cap, and the
-per-sample norms give the accuracy at every smaller eps (results/stats/robustness_curves.py).
-
-Columns (docs/formats.md, "Attack columns"):
-- `min_norm`: the norm of the smallest adversarial found (pixel units, in the threat model's
-  norm, whether or not under the cap); 0.0 when the clean image is already misclassified;
-  None (infinity: JSON has none) when no adversarial was found.
-- `first_success` (FMN only): the first iterate, 0 the clean image and k the image after k
-  steps, that was adversarial within the cap; None when none was.
+The runner scores the smallest adversarial found when its norm is at most the cap `eps`, else
+the clean image: top-1 is the accuracy at the cap, and the per-sample norms give it at every
+smaller eps (results/stats/robustness_curves.py). Columns (docs/formats.md, "Attack columns"):
+`min_norm`, the norm of the smallest adversarial found (pixel units, under the cap or not;
+0.0 when the clean image is misclassified; None, infinity, when none was found), and for FMN
+`first_success`, the first iterate (0 the clean image) adversarial within the cap, or None.
 """
 
 from __future__ import annotations
@@ -95,8 +91,7 @@ class MinimalNorm(Perturbation):
     def perturb_with_columns(
         self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
     ) -> tuple[torch.Tensor, dict[str, list[Any]]]:
-        """The smallest adversarial within the cap (else the clean image), with `min_norm`
-        and, for FMN, `first_success` per sample."""
+        """The smallest adversarial within the cap (else the clean image), and its columns."""
         p = self.params
         if images.shape[0] == 0:
             return images.detach().clone(), {name: [] for name in p.columns}

@@ -1,20 +1,11 @@
 """FGSM, PGD and SPSA run through torchattacks: L-inf, and L2 for PGD.
 
-All three take pixel-space images in [0, 1], attack the true labels passed in, and return
-images inside the eps-ball of their threat model around the input, clipped to [0, 1].
-torchattacks' own normalisation handling is switched off (the model normalises inside), the
-model stays in eval mode, and randomness (PGD's random start, SPSA's directions) comes only
-from `seed`.
-
-- `fgsm`: one signed-gradient step of size eps on the cross-entropy (Goodfellow et al., 2015).
-- `pgd`, norm "linf": `steps` signed-gradient steps of `step_size` (default eps/4) from a
-  uniform random start in the ball, projected after every step (Madry et al., 2018;
-  torchattacks `PGD`).
-- `pgd`, norm "l2": `steps` steps of length `step_size` (default eps/4) along the
-  L2-normalised gradient, the difference rescaled onto the L2 ball after every step; the
-  random start is a random direction with a radius uniform in [0, eps] (torchattacks `PGDL2`).
-- `spsa`: gradient-free; Adam on an SPSA estimate of the margin loss's gradient from
-  `nb_sample` random +-1 directions of size `delta` (Uesato et al., 2018; advertorch's code).
+All three attack pixel-space images in [0, 1] against the true labels, in pixel space
+(`in_pixel_space`), and return images inside their threat model's ball, clipped to [0, 1];
+randomness (PGD's random start, SPSA's directions) comes only from `seed`. SPSA runs Adam on
+an SPSA estimate of the margin loss's gradient from `nb_sample` random +-1 directions of size
+`delta` (Uesato et al., 2018; advertorch's code). Label maps (segmentation) go to robench's
+own FGSM and PGD loop (dense_pgd.py).
 """
 
 from __future__ import annotations
@@ -54,7 +45,6 @@ class _TorchattacksPerturbation(Perturbation):
     def perturb(
         self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
     ) -> torch.Tensor:
-        """Attack `images` against the true `labels`; same seed, same images."""
         # A radius-0 ball is the image itself; PGD-L2 would divide 0 by 0 there (NaN).
         if images.shape[0] == 0 or self.params.eps == 0:
             return images.detach().clone()
@@ -68,7 +58,7 @@ class _TorchattacksPerturbation(Perturbation):
 
 
 class FGSM(_TorchattacksPerturbation):
-    """Fast Gradient Sign Method: x + eps * sign(grad CE(model(x), y)), clipped to [0, 1]."""
+    """FGSM (Goodfellow et al., 2015): x + eps * sign(grad CE(model(x), y)), clipped."""
 
     Params = FGSMParams
     params: FGSMParams

@@ -1,28 +1,21 @@
 """Fast corruptions: the library's slow ones, reimplemented to give the same pixels.
 
-`corrupt_fast` has `corrupt_reference`'s contract and output. After `np.random.seed(seed)`
-each reimplementation draws from numpy's global RNG in exactly the library's order and
-amounts, and repeats its floating-point operations in the same order and precision (float32
-where the library uses float32), so outputs are bit-identical: the one-grey-level allowance
-for the fast path is not used by any corruption. `tests/test_corruption_functions.py`
-checks this on real photographs at every severity. Corruptions not listed in `_FAST` are
-already quick in the library (under 10 ms at 224 x 224) and go to the reference.
+`corrupt_fast` has `corrupt_reference`'s contract and output: each reimplementation draws
+from numpy's global RNG in the library's order and amounts, and repeats its floating-point
+operations in the same order and precision, so outputs are bit-identical
+(`tests/test_corruption_functions.py`, on real photographs at every severity). Corruptions
+not in `_FAST` are already quick in the library (under 10 ms at 224 x 224).
 
 What is faster, and why it is still exact:
 - zoom_blur: scipy's `zoom(order=1)` of each centred crop becomes one numba pass over all zoom
   factors, with per-axis source indices and weights precomputed once per (size, factor) by
-  scipy's own rules (output o reads input o * (in - 1) / (out - 1); weights 1 - t and
-  1 - (1 - t); cval 0 outside), summed in float32 like the library's `out += layer`.
-- motion_blur, and the motion-blurred layer of snow: the shifted-copy sum becomes one kernel
-  with the same taps in the same order (`_kernels.shift_sum`).
-- glass_blur: the library's numba shuffle is compiled in every process (2.2 s on the
-  benchmark machine, and again for severity 3, whose parameters are all integers);
-  `_kernels.glass_shuffle` draws the same numba RNG numbers, is compiled once and cached on
+  scipy's own rules, summed in float32 like the library's `out += layer`.
+- motion_blur, and snow's motion-blurred layer: one kernel, the same taps in the same order.
+- glass_blur: the library's numba shuffle is compiled in every process (2.2 s, and again for
+  severity 3); `_kernels.glass_shuffle` draws the same numba RNG numbers and is cached on
   disk. Both Gaussian blurs call SciPy with the arguments skimage's `gaussian` passes.
 - brightness, saturate: skimage's `rgb2hsv`/`hsv2rgb` round trip, per pixel in float64.
-- elastic_transform: scipy's `map_coordinates(order=1, mode='reflect')` over (y, x, channel)
-  coordinates, per pixel; SciPy's 'reflect' interpolates the half-sample-symmetric extension
-  (b a | a b c d | d c), after folding the coordinate back as its `map_coordinate` does.
+- elastic_transform: scipy's `map_coordinates(order=1, mode='reflect')`, per pixel.
 - frost: the frost photographs are read and resized once per (photograph, image size).
 """
 
@@ -73,7 +66,8 @@ _ELASTIC_ALPHA = (250 * 0.05, 250 * 0.065, 250 * 0.085, 250 * 0.1, 250 * 0.12)
 @functools.lru_cache(maxsize=256)
 def _zoom_axis(length: int, zoom_factor: float) -> Tables:
     """Per output index < `length`: the two source indices, weights and in-range flag of
-    scipy's order-1 `zoom` of the centred crop `clipped_zoom` takes (ni_interpolation.c)."""
+    scipy's order-1 `zoom` of the centred crop `clipped_zoom` takes (ni_interpolation.c:
+    output o reads input o * (in - 1) / (out - 1), weights 1 - t and t, cval 0 outside)."""
     crop = int(np.ceil(length / float(zoom_factor)))
     top = (length - crop) // 2
     out_len = round(crop * zoom_factor)
