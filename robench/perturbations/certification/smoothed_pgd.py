@@ -8,14 +8,12 @@ SmoothAdv's attack), then Cohen et al.'s PREDICT at the adversarial image, per s
     PREDICT: votes of f over n copies x' + noise; the top class unless the binomial test of
     its count against the runner-up's does not reject at alpha (then abstain)
 
-The attack starts at the clean image (Salman et al.'s attack has no random start). Each
-sample draws its noise from its own generator, seeded with the runner's per-sample seed, the
-attack's draws first and PREDICT's after, so its result does not depend on the batch size;
-as in `smoothing.py`, noise is added before the model's normalisation and not clipped. The
-smoothed classifier's prediction at x' is in the columns; the runner scores the base
-classifier on x' (`top1`). A certificate of the same sigma holds the smoothed prediction
-within its radius, so this attack, and not one on the base classifier, can contradict it
-(`results/stats/certificate_checks.py`).
+The attack starts at the clean image (Salman et al.'s has no random start). Each sample draws
+its noise from its own generator (the attack's draws, then PREDICT's), so its result does not
+depend on the batch size; noise is added as in `smoothing.py`. The smoothed prediction at x'
+is in the columns; the runner scores the base classifier on x' (`top1`). A certificate of the
+same sigma holds the smoothed prediction within its radius, so this attack, not one on the
+base classifier, can contradict it (`results/stats/certificate_checks.py`).
 """
 
 from __future__ import annotations
@@ -44,8 +42,7 @@ def smoothed_losses(
     generators: Sequence[torch.Generator],
 ) -> torch.Tensor:
     """The cross-entropy (S,) of the smoothed soft classifier at each of `images`
-    (S, C, H, W), each estimated with `noise_samples` noisy copies drawn from its own
-    generator, all S x noise_samples copies in one forward pass."""
+    (S, C, H, W), from `noise_samples` noisy copies each, all in one forward pass."""
     m = params.noise_samples
     noisy = [
         noisy_copies(image, m, params.sigma, generator)
@@ -68,8 +65,7 @@ def attack(
     params: SmoothedPGDParams,
     generators: Sequence[torch.Generator],
 ) -> torch.Tensor:
-    """SmoothAdv's PGD-L2 from the clean images (S, C, H, W), all samples a step at a time;
-    the results stay in their eps balls and [0, 1]."""
+    """SmoothAdv's PGD-L2 from the clean images (S, C, H, W), all samples a step at a time."""
     adversarial = images.clone()
     if params.eps == 0:
         return adversarial
@@ -106,8 +102,7 @@ def predictions(
 
 
 class SmoothedPGD(SmoothedAttack):
-    """SmoothAdv's PGD-L2 on every sample of a batch at once (samples x noise copies per
-    forward pass), and the smoothed prediction at its image."""
+    """SmoothAdv's PGD-L2 on a batch at once, and the smoothed prediction at its image."""
 
     Params = SmoothedPGDParams
     kind = "smoothed-pgd"  # its `batch` sizes PREDICT's forward passes

@@ -6,12 +6,11 @@ their `core.py`), per sample:
     pA      = Clopper-Pearson lower bound (1 - alpha) of nA / n
     radius  = sigma Phi^-1(pA), or abstain when pA <= 1/2
 
-The noise N(0, sigma^2 I) is added to the pixels in [0, 1], before the model's normalisation
-(robench's models normalise inside), and not clipped, as Cohen et al. do, so sigma is in the
-pixel units eps is. Each sample draws its noise from its own generator, seeded with the
-runner's per-sample seed (run seed, result label, dataset index), selection draws first, in
-chunks of `batch` copies: a sample's certificate is the same at any batch size of the run and
-under torchrun. The scored input is the clean image; the certificate is in the columns.
+The noise N(0, sigma^2 I) is added to the pixels in [0, 1], before the model's normalisation,
+and not clipped, as Cohen et al. do, so sigma is in the pixel units eps is. Each sample draws
+from its own generator, seeded with the runner's per-sample seed, selection draws first, in
+chunks of `batch` copies: its certificate is the same at any batch size and under torchrun.
+The scored input is the clean image; the certificate is in the columns.
 """
 
 from __future__ import annotations
@@ -81,10 +80,9 @@ def noise_votes(
     (S, C, H, W), noise of std `sigma`.
 
     Sample i's noise comes from generators[i] in chunks of `batch` copies, as Cohen et al.'s
-    `_sample_noise` draws it for one image, so its draws are those of a run on the sample
-    alone. The forward passes take the chunks of consecutive samples together, at most
-    `own.size` rows each (the GPU gets full batches even when `num` < `batch`), and the votes
-    stay on the device: no host synchronisation per pass."""
+    `_sample_noise` draws it for one image alone. The forward passes take the chunks of
+    consecutive samples together, at most `own.size` rows each (full batches even when `num` <
+    `batch`), and the votes stay on the device: no host synchronisation per pass."""
     counts: torch.Tensor | None = None
     pending: list[torch.Tensor] = []  # noisy copies not yet forwarded
     owners: list[torch.Tensor] = []  # each copy's sample
@@ -113,8 +111,7 @@ def _vote(
     samples: int,
     own: OwnBatch,
 ) -> torch.Tensor:
-    """`counts` (S, K) plus the votes of the base classifier on the pending copies, forwarded
-    in parts of at most `own.size` rows."""
+    """`counts` (S, K) plus the base classifier's votes on the pending copies."""
     with own.calls():
         noisy, owner = torch.cat(pending), torch.cat(owners)
         for part in own.parts(len(noisy)):
@@ -138,8 +135,8 @@ def certificate(
 
 
 class SmoothedAttack(PerSampleAttack):
-    """What the perturbations of a smoothed classifier share: one noise generator per sample,
-    the model in eval mode, its forward passes sized by the `batch` option."""
+    """A smoothed classifier's perturbation: one noise generator per sample, the model in eval
+    mode, its forward passes sized by the `batch` option."""
 
     transferable = False  # a certificate is the evaluated model's own
     kind: ClassVar[str]  # the registered name, for the `batch` option's messages
@@ -165,8 +162,8 @@ class SmoothedAttack(PerSampleAttack):
 
 
 class RandomizedSmoothing(SmoothedAttack):
-    """CERTIFY per sample, the forward passes shared across the batch's samples; the clean
-    images are returned (and scored) unchanged."""
+    """CERTIFY per sample, forward passes shared across the batch; the clean images are
+    returned (and scored) unchanged."""
 
     Params = RandomizedSmoothingParams
     kind = "randomized-smoothing"

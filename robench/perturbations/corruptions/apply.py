@@ -73,12 +73,9 @@ def luma(rgb: np.ndarray) -> np.ndarray:
 def corrupt_image(
     image: np.ndarray, name: str, severity: int, seed: int, implementation: str = "fast"
 ) -> np.ndarray:
-    """`image` corrupted by `name` at `severity` (1..5), deterministic in `seed`.
-
-    `image` is uint8 of shape (H, W), (H, W, 1) or (H, W, 3); the result has the same shape
-    and dtype. `seed` (0..2**32 - 1) fixes every random draw; numpy's global RNG is left as
-    it was.
-    """
+    """`image` (uint8, (H, W), (H, W, 1) or (H, W, 3)) corrupted by `name` at `severity`
+    (1..5), same shape and dtype; `seed` (0..2**32 - 1) fixes every random draw, and numpy's
+    global RNG is left as it was."""
     _check_choice(name, ALL, "corruption")
     _check_choice(implementation, tuple(_IMPLEMENTATIONS), "corruption implementation")
     _check_arguments(image, severity, seed)

@@ -1,9 +1,7 @@
 """The `corruption` kind: an ImageNet-C corruption applied to each image on the fly.
 
-Images arrive as the model sees them (after resize and crop, in [0, 1]); they are turned
-into uint8 H x W x C, corrupted (grey images through RGB and back, see `apply.py`) and
-returned in [0, 1]. The runner applies it while loading data (`SamplePerturbation`), seeded
-per sample, so the same image gets the same corruption in every run.
+Images arrive as the model sees them (after resize and crop, in [0, 1]) and are corrupted as
+uint8 H x W x C (grey images through RGB, `apply.py`), per sample while the data loads.
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ from robench._core.errors import ConfigError
 def substitute_tokens(
     tokens: torch.Tensor, rate: float, vocab_size: int, pad_id: int | None, seed: int
 ) -> torch.Tensor:
-    """`tokens` with round(rate * n) of its n real tokens (stochastic rounding: unbiased)
-    replaced, each by a uniformly drawn vocabulary token other than itself and the padding."""
+    """`tokens` with round(rate * n) of its n real tokens (stochastic rounding) replaced, each
+    by a uniformly drawn vocabulary token other than itself and the padding."""
     generator = torch.Generator().manual_seed(seed)
     flat = tokens.flatten().clone()
     real = torch.nonzero(

@@ -1,9 +1,5 @@
-"""The LRA perturbation kinds' parameters, validated without importing torch.
-
-Each entry is one result over the evaluated split; every sample is edited with randomness
-from (run seed, the entry's parameters, its index) only, so every batch size, model and
-process sees the same edited sequences. See docs/sequence-classification.md.
-"""
+"""The LRA perturbation kinds' parameters, validated without importing torch
+(docs/sequence-classification.md)."""
 
 from __future__ import annotations
 
@@ -35,9 +31,7 @@ class TokenSubstitutionParams(_SequenceParams):
     display: ClassVar[str | None] = "token substitution"
     lra_tasks: ClassVar[tuple[str, ...]] = ("listops", "text", "retrieval")
 
-    # Share of each sequence's real (non-padding) tokens replaced, in (0, 1]; the count per
-    # sequence is rounded stochastically (unbiased), each replacement a uniformly drawn
-    # vocabulary token other than the padding and the token it replaces.
+    # Share of each sequence's real (non-padding) tokens replaced (edits.substitute_tokens).
     rate: float = Field(gt=0, le=1)
 
 

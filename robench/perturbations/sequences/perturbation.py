@@ -1,11 +1,7 @@
-"""The LRA perturbation kinds for the runner: each edits the evaluated dataset as a whole
-(`DatasetPerturbation`), lazily, sample i with the seed derive_seed(seed, kind and
-parameters, i), so any batch size or model sees the same edited sequences.
-
-The dataset is the sequence-classification task's (`tasks/sequence_data.SequenceData`):
-what each kind needs of it (vocabulary size, padding id, the LRA task) is read there, and a
-kind refuses data of another LRA task (pixels are not substituted as tokens, nor tokens
-noised as pixels) in one sentence before any sample is edited.
+"""The LRA perturbation kinds for the runner: each edits the evaluated dataset
+(`tasks/sequence_data.SequenceData`) as a whole, lazily, sample i with the seed
+derive_seed(seed, kind and parameters, i), so any batch size or model sees the same edited
+sequences. A kind refuses data of another LRA task before any sample is edited.
 """
 
 from __future__ import annotations
@@ -37,8 +33,8 @@ PIXEL_TASKS = frozenset({"image", "pathfinder"})
 
 
 class EditedSequences(Dataset[tuple[torch.Tensor, int]]):
-    """`dataset` with every item's tokens edited as it is read; its other attributes (pad_id,
-    targets, ...) are the dataset's."""
+    """`dataset` with every item's tokens edited as it is read; its other attributes are the
+    dataset's."""
 
     def __init__(self, dataset: Any, edit: Edit, seed: int, key: str) -> None:
         self.dataset, self.edit, self.seed, self.key = dataset, edit, seed, key
@@ -61,8 +57,7 @@ class _SequencePerturbation(DatasetPerturbation):
     params: TokenSubstitutionParams | PixelNoiseParams | PixelOcclusionParams
 
     def _edit(self, dataset: Any) -> Edit:
-        """The edit of one sequence of `dataset`."""
-        raise NotImplementedError
+        raise NotImplementedError  # the edit of one sequence of `dataset`
 
     def check_dataset(self, dataset: Any) -> None:
         """Refuse another LRA task's data (pixels are not substituted as tokens, nor tokens

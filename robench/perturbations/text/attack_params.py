@@ -1,6 +1,5 @@
-"""The text attack kinds' parameters (`deepwordbug`, `pruthi`, `pwws`), validated without
-torch. One entry is one result: every sample attacked by the recipe (recipes.py), each with
-its own query budget; the constraints default to the recipe's (docs/text-classification.md)."""
+"""The text attack kinds' parameters (`deepwordbug`, `pruthi`, `pwws`; recipes.py), validated
+without torch; the constraints default to the recipe's (docs/text-classification.md)."""
 
 from __future__ import annotations
 
@@ -17,8 +16,7 @@ _UNBUDGETED_QUERIES = 1000  # the cost bound of an attack without a query budget
 class TextAttackParams(PerturbationParams):
     """What every text attack recipe takes."""
 
-    # Bounded by its constraints (edit distance, perturbed words), not by an eps-ball.
-    unbounded: ClassVar[bool] = True
+    unbounded: ClassVar[bool] = True  # bounded by its constraints, not by an eps-ball
     task: ClassVar[str | tuple[str, ...] | None] = "text-classification"
     # What each sample's attack did, kept per sample in the report (word_attack.py).
     columns: ClassVar[tuple[str, ...]] = ("outcome", "queries", "changed_words", "words", "text")

@@ -1,15 +1,6 @@
-"""TextAttack's attack recipes as robench builds them: transformation, constraints, search.
-
-- `deepwordbug` (Gao et al. 2018): swap, substitute, delete or insert a character, one random
-  position each; no stopwords, Levenshtein distance <= 30; greedy, words ranked by deletion.
-- `pruthi` (Pruthi et al. 2019): every swap, deletion, insertion and QWERTY typo keeping the
-  first and last character; words of >= 4 characters, no stopwords, <= 1 perturbed word;
-  greedy (beam width 1).
-- `pwws` (Ren et al. 2019): WordNet synonyms; no stopwords; greedy, words ranked by weighted
-  saliency.
-
-Every recipe also never modifies a word twice. TextAttack's definitions are in
-textattack/attack_recipes/ (read at commit f800c2c0); docs/text-classification.md gives the details.
+"""TextAttack's attack recipes (textattack/attack_recipes/, commit f800c2c0) as robench builds
+them: a transformation (word_transformations.py, or WordNet synonyms for `pwws`), constraints
+(attack_params.py) and a search (greedy_search.py); docs/text-classification.md gives details.
 """
 
 from __future__ import annotations

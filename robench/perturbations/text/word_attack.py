@@ -1,12 +1,9 @@
 """A text attack recipe as a perturbation: every sample of a batch searched at once.
 
-`WordAttack.perturb_samples` starts one search per text (recipes.py, seeded by the runner's
-per-sample seed) and advances them together (`greedy_search.run_searches`): each round, the
-texts all the searches ask for are scored in model calls of `query_batch` texts. The model
-scores a text the same in any batch (robench's text classifiers read fixed-length ids), so a
-sample's attack is the one it would get alone: the same at any batch size and under torchrun.
-The returned columns say what happened to each sample (TextAttack's categories), its queries
-and changed words, and the perturbed text.
+`WordAttack.perturb_samples` starts one search per text (seeded by the runner's per-sample
+seed) and advances them together (`greedy_search.run_searches`), scoring in model calls of
+`query_batch` texts. robench's text classifiers score a text the same in any batch, so a
+sample's attack is the same at any batch size and under torchrun.
 """
 
 from __future__ import annotations
@@ -64,14 +61,13 @@ class WordAttack(PerSampleAttack):
         return encode_rows(texts).to(inputs.device), columns
 
     def violation(self, original: str, perturbed: str) -> str | None:
-        """Why `perturbed` is not a text this attack may produce from `original`; None if it
-        is (the task checks every attacked text)."""
+        """Why `perturbed` is not a text this attack may produce from `original`, or None."""
         return self.constraints.violation(original, perturbed)
 
 
 def text_scorer(model: torch.nn.Module, device: torch.device, own: OwnBatch) -> ScoreTexts:
     """A search's access to the model: texts -> class probabilities (float64), in model calls
-    of at most `own.size` texts (`query_batch`, halved when the GPU runs out of memory)."""
+    of at most `own.size` texts."""
 
     def score_texts(texts: Sequence[str]) -> np.ndarray:
         parts = []

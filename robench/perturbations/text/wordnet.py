@@ -1,15 +1,13 @@
 """WordNet synonyms for PWWS, read offline from Debian's `wordnet-base` dict files with nltk.
 
-TextAttack's `WordSwapWordNet` offers, for a word, the lemma names of every synset
-`wordnet.synsets(word)` finds (all parts of speech, after nltk's morphy reduces inflected
-forms), except the word itself, names with "_" (multi-word lemmas), and names that are not one
-word by TextAttack's `is_one_word`. robench reads the same WordNet 3.0 with nltk's own reader,
-so `synonyms` equals that set.
+TextAttack's `WordSwapWordNet` offers the lemma names of every synset `wordnet.synsets(word)`
+finds, except the word itself, multi-word lemmas ("_") and names that are not one word by its
+`is_one_word`; robench reads the same WordNet 3.0 with nltk's reader, so `synonyms` equals it.
 
-Debian ships the dict files (`/usr/share/wordnet`, package `wordnet-base`) without two small
-files nltk's reader expects: `lexnames`, the fixed table of WordNet 3.0's 45 lexicographer
-files (written out below, as `man 5 lexnames` lists it), and the OMW mapping nltk only needs
-for other WordNet versions. `ROBENCH_WORDNET_DIR` points at another copy of the dict files.
+Debian's dict files (`/usr/share/wordnet`, `wordnet-base`) lack two small files nltk's reader
+expects: `lexnames`, the fixed table of WordNet 3.0's 45 lexicographer files (written out
+below, as `man 5 lexnames` lists it), and the OMW mapping, needed only for other versions.
+`ROBENCH_WORDNET_DIR` points at another copy of the dict files.
 """
 
 from __future__ import annotations
@@ -118,9 +116,9 @@ def synonyms(word: str) -> list[str]:
 
 
 def check_wordnet() -> None:
-    """Refuse, before any sample is attacked, a WordNet that is missing or unreadable: the
-    dict files must exist, and a lookup through nltk's reader must parse them and find
-    synonyms of "good" (33 in WordNet 3.0); empty files would leave PWWS without a swap."""
+    """Refuse, before any sample is attacked, a WordNet that is missing or unreadable: a lookup
+    must find synonyms of "good" (33 in WordNet 3.0); empty files would leave PWWS without a
+    swap."""
     if not synonyms("good"):
         from nltk.corpus.reader.wordnet import WordNetError
 
