@@ -1,16 +1,12 @@
-"""Threat models in one table: each row says how far a perturbed image is from its original,
-how to project back onto the ball, how much rounding slack the post-attack check allows, and
-how a budget is shown.
+"""Threat models in one table (`NORMS`): each row says how far a perturbed image is from its
+original, how to project back onto the ball, how much rounding slack the post-attack check
+allows, and how a budget is shown. Adding a norm means one row here; the runner, the
+adapters' final projection and the check read nothing else.
 
-Adding a norm means one row here and the value in an attack's `norm` parameter; the runner,
-the adapters' final projection and the post-attack check read this table and nothing else.
-Budgets are in pixel units on the [0, 1] scale for every norm: L2 eps 0.5 is an L2 norm of
-0.5 over the whole (C, H, W) image tensor, as RobustBench defines it; L1 likewise sums over
-the whole tensor. L0 is the exception: it counts changed pixels (positions (H, W) where any
-channel differs, as OnePixel changes a pixel), so its budget is a whole number (3, not 2.5).
-
-Importing this module does not import torch (the functions receive tensors), so suites and
-reports can show a budget (`budget_display`) without it.
+Budgets are in pixel units on the [0, 1] scale: L2 eps 0.5 is an L2 norm of 0.5 over the whole
+(C, H, W) image tensor, as RobustBench defines it; L1 likewise sums over it. L0 counts changed
+pixels (positions (H, W) where any channel differs, as OnePixel changes a pixel), so its
+budget is a whole number. This module does not import torch (suites show budgets without it).
 """
 
 from __future__ import annotations
@@ -41,8 +37,7 @@ class ThreatModel:
     # (values per sample, machine epsilon of the image dtype) -> slack allowed past eps
     tolerance: Callable[[int, float], float]
     display: Callable[[float], str]  # how a budget is written: "8/255", "0.5"
-    # Largest meaningful eps on the [0, 1] scale, checked when a suite is read (None: the
-    # largest distance depends on the image size, as for L2: sqrt(C * H * W))
+    # Largest meaningful eps, checked when a suite is read (None: it depends on the image size)
     max_eps: float | None = None
     # The budget counts something (L0: changed pixels): a suite's eps must be a whole number.
     integer_budget: bool = False

@@ -102,10 +102,9 @@ LIMITS: dict[str, str] = {
     "EADL1": "with abort_early = true it needs max_iterations >= 10",
 }
 
-# How far outside [0, 1] a minimal-norm or noise attack's output may land from the
-# library's float rounding (EADL1 and EADEN return values about 1e-5 below 0): within it, the
-# output is clipped to [0, 1] and the amount recorded per sample (column `rounding_clip`);
-# beyond it, the runner's check refuses the attack (exit 3).
+# How far outside [0, 1] a minimal-norm or noise attack's output may land from the library's
+# float rounding (EADL1 and EADEN return about -1e-5), to be clipped and recorded
+# (`rounding_clip`); beyond it, the runner's check refuses the attack (exit 3).
 ROUNDING_TOLERANCE = 1e-4
 
 # Parameters with an integer default that take real values (CW's c = 1, EAD's kappa = 0):
@@ -177,10 +176,8 @@ CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
     ),
 }  # fmt: skip
 
-# Parameters robench fills when a suite leaves them out (the adapter, at run time):
-# `seed`: the batch's seed, so a run's --seed governs the attack (AutoAttack's default, None,
-# would seed from the clock); `n_classes`: the model's number of outputs (torchattacks
-# assumes 10).
+# Parameters robench fills when a suite leaves them out: `seed`, so that --seed governs the
+# attack (AutoAttack's None would seed from the clock); `n_classes` (torchattacks assumes 10).
 FILLED_BY_ROBENCH = {
     "seed": "the batch's seed (from the run's --seed)",
     "n_classes": "the model's number of outputs",

@@ -1,12 +1,10 @@
 """The attack classes of the installed torchattacks, read from its source without importing it.
 
-`robench list perturbations` and `robench validate` must not import torch, and importing
-torchattacks imports torch. So the catalogue of `torchattacks.*` kinds is read with `ast`
-from the installed package's files: the names in `torchattacks.__all__`, each class's
-`__init__` parameters and defaults, and whether it lists "targeted" in `supported_mode`.
-An attack a later torchattacks adds to `__all__` is found the same way. At run time the
-adapter checks these parameters against `inspect.signature` of the imported class, and
-tests/test_torchattacks_adapter.py checks that both readings agree for every class.
+`robench list perturbations` and `robench validate` must not import torch, which
+torchattacks imports; so the names in `torchattacks.__all__`, each class's `__init__`
+parameters and defaults, and whether it supports "targeted", are read with `ast` from the
+installed package's files. The adapter checks them against the imported class's signature at
+run time (and tests/test_torchattacks_adapter.py for every class).
 
 A default that is not a plain literal (`eps=8/255` is, `attack_class=BIM` is not) is kept as
 its source text (`Unreadable`): such a parameter cannot be written in a TOML suite.
