@@ -21,6 +21,9 @@ from robench._core.units import display_pixel_value
 if TYPE_CHECKING:
     import torch
 
+# The order q of each norm's dual, ||g||_q: the linear estimate of the distance to a decision
+# boundary is margin / ||grad||_q (FMN's step, MALT's score).
+DUAL_ORDER: dict[str, float] = {"linf": 1.0, "l2": 2.0}
 # Smallest slack on the ball's radius, for float64 images and integer corner cases.
 MIN_TOLERANCE = 1e-6
 

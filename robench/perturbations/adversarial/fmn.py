@@ -26,11 +26,8 @@ from dataclasses import dataclass
 
 import torch
 
-from robench.perturbations.threat_models import NORMS
+from robench.perturbations.threat_models import DUAL_ORDER, NORMS
 
-# The dual norm's order q of each threat model, for the linear estimate of the distance to
-# the decision boundary, m / ||g||_q.
-_DUAL_ORDER: dict[str, float] = {"linf": 1.0, "l2": 2.0}
 _FINAL_FRACTION = 0.01  # alpha_K = alpha_0 / 100
 _GAMMA_FINAL = 0.001
 
@@ -114,7 +111,7 @@ def fmn(
         margin = margin.detach()
         adversarial = record(k, adv_images.detach(), margin)
         found = torch.isfinite(best_norm)
-        dual = grad.flatten(1).norm(p=_DUAL_ORDER[norm], dim=1).clamp_min(1e-12)  # (B,)
+        dual = grad.flatten(1).norm(p=DUAL_ORDER[norm], dim=1).clamp_min(1e-12)  # (B,)
         estimate = distance(delta) + margin / dual
         # Before the first adversarial the radius never shrinks: a step that lands exactly
         # on a (locally linear) boundary, margin 0, would otherwise stay there.

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import torch
 
-# The dual norm's order per threat model: the score's denominator.
-DUAL_ORDER: dict[str, float] = {"linf": 1.0, "l2": 2.0}
+from robench.perturbations.threat_models import DUAL_ORDER
 
 
 def candidate_classes(logits: torch.Tensor, labels: torch.Tensor, testk: int) -> torch.Tensor:

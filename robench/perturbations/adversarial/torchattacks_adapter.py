@@ -72,12 +72,6 @@ class TargetRecorder:
         return [int(t) for t in every[-batch:].tolist()] if len(every) >= batch else [None] * batch
 
 
-def _library_class(name: str) -> Any:
-    import torchattacks
-
-    return getattr(torchattacks, name)
-
-
 def _fill(
     kwargs: dict[str, Any],
     accepted: set[str],
@@ -100,7 +94,9 @@ def build_attack(
 ) -> Any:
     """The configured torchattacks attack, checked against the class's own signature."""
     kind = f"{KIND_PREFIX}{params.attack}"
-    library = _library_class(params.attack)
+    import torchattacks
+
+    library = getattr(torchattacks, params.attack)
     signature = inspect.signature(library.__init__)
     accepted = set(signature.parameters) - {"self", "model"}
     kwargs = _fill(params.library_kwargs(), accepted & set(FILLED_BY_ROBENCH), model, images, seed)

@@ -126,16 +126,15 @@ class PGD(_TorchattacksPerturbation):
                 f'pgd loss = "{p.loss}" weights pixels of label maps; for classification use '
                 'loss = "ce".'
             )
-        arguments = dict(eps=p.eps, alpha=p.resolved_step_size, steps=p.steps)
+        arguments = dict(
+            eps=p.eps, alpha=p.resolved_step_size, steps=p.steps, random_start=p.random_start
+        )
         if p.eot_samples is not None:  # expectation over transformation (eot.py)
             from robench.perturbations.adversarial.eot import EOTPGDL2
 
             eot_class = {"linf": torchattacks.EOTPGD, "l2": EOTPGDL2}[p.norm]
-            return eot_class(
-                model, **arguments, eot_iter=p.eot_samples, random_start=p.random_start
-            )
-        attack_class = getattr(torchattacks, self._LIBRARY_CLASS[p.norm])
-        return attack_class(model, **arguments, random_start=p.random_start)
+            return eot_class(model, **arguments, eot_iter=p.eot_samples)
+        return getattr(torchattacks, self._LIBRARY_CLASS[p.norm])(model, **arguments)
 
 
 class SPSA(_TorchattacksPerturbation):

@@ -98,8 +98,7 @@ LIMITS: dict[str, str] = {
         "untargeted, JSMA aims at class (label + 1) mod 10, so the model needs at least 10 "
         'outputs; with fewer, use targeted = "random"'
     ),
-    "EADEN": "with abort_early = true it needs max_iterations >= 10",
-    "EADL1": "with abort_early = true it needs max_iterations >= 10",
+    **dict.fromkeys(("EADEN", "EADL1"), "with abort_early = true it needs max_iterations >= 10"),
 }
 
 # How far outside [0, 1] a minimal-norm or noise attack's output may land from the library's

@@ -128,18 +128,7 @@ def hsv_adjust(
             q = v * (1 - f * s)
             t = v * (1 - (1 - f) * s)
             sector = np.uint8(hi) % 6
-            if sector == 0:
-                rgb = (v, t, p)
-            elif sector == 1:
-                rgb = (q, v, p)
-            elif sector == 2:
-                rgb = (p, v, t)
-            elif sector == 3:
-                rgb = (p, q, v)
-            elif sector == 4:
-                rgb = (t, p, v)
-            else:
-                rgb = (v, p, q)
+            rgb = ((v, t, p), (q, v, p), (p, v, t), (p, q, v), (t, p, v), (v, p, q))[sector]
             for c in range(3):
                 out[i, j, c] = np.uint8(min(max(rgb[c], 0.0), 1.0) * 255)
 

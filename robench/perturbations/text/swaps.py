@@ -88,10 +88,6 @@ def is_word(word: str) -> bool:
 # --- the methods: (can this word be swapped, the swap) -------------------------------------
 
 
-def _can_delete(word: str) -> bool:
-    return len(word) >= 2
-
-
 def _delete(word: str, rng: random.Random) -> str:
     i = rng.randrange(len(word))
     return word[:i] + word[i + 1 :]
@@ -133,15 +129,11 @@ class _Method:
     edit: Callable[[str, random.Random], str]  # the swapped word, drawing from the line's RNG
 
 
-def _always(word: str) -> bool:
-    return True
-
-
 # The character-level methods; "replace" is the token and needs no table entry.
 _CHAR_METHODS: dict[str, _Method] = {
-    "char-delete": _Method(_can_delete, _delete),
-    "char-insert": _Method(_always, _insert),
-    "char-substitute": _Method(_always, _substitute),
+    "char-delete": _Method(lambda w: len(w) >= 2, _delete),
+    "char-insert": _Method(lambda w: True, _insert),
+    "char-substitute": _Method(lambda w: True, _substitute),
     "char-swap": _Method(lambda w: bool(_swap_positions(w)), _swap),
     "qwerty": _Method(lambda w: bool(_letter_positions(w)), _qwerty),
 }
