@@ -4,25 +4,21 @@ A perturbation belongs to a task (`PerturbationParams.task`; None, as for `clean
 task) and perturbs that task's inputs, in one of three ways:
 - `Perturbation.perturb(model, inputs, targets, seed)`: a batch (attacks). For image
   classification the inputs are pixels (float in [0, 1], shape (B, C, H, W)), the targets the
-  true labels, and the model normalises inside. An attack that finds something per sample
-  besides the perturbed input (the minimal norm, the first successful iteration) returns it
-  from `perturb_with_columns` as extra record columns, which the runner stores and the
-  report keeps (docs/formats.md, "Attack columns").
+  true labels, and the model normalises inside. What an attack finds per sample besides the
+  perturbed input (the minimal norm) comes from `perturb_with_columns` as record columns.
 - `SamplePerturbation.perturb_sample(item, seed)`: one input at a time, without the model,
   while the data loads (corruptions).
 - `DatasetPerturbation.perturb_dataset(dataset, seed)`: the evaluated data as a whole, once,
   before batching (Word Swap on a text corpus).
-A batch perturbation that attacks each sample on its own (a text attack's search) is a
-`PerSampleAttack`: `perturb_samples(model, inputs, targets, seeds)` gets one seed per sample
-and returns, besides the perturbed batch, per-sample columns (the attack's outcome, queries)
-that the runner stores beside the task's records.
+- `PerSampleAttack.perturb_samples(model, inputs, targets, seeds)`: a batch, each sample
+  attacked on its own with its own seed (a text attack's search), with per-sample columns.
 The runner checks what comes back with the task's `check_perturbed` (for images: the threat
-model's ball, [0, 1], finite; for text: the shape and token ids) and re-runs the model on it;
-a perturbation never reports accuracy itself.
+model's ball, [0, 1], finite) and re-runs the model on it; a perturbation never reports
+accuracy itself.
 
-A kind is registered by its parameter schema (`@register_kind` on a pydantic model) together
-with the dotted path of its implementation, so suites validate, and `robench list` shows
-parameters, without importing torch or any attack library.
+A kind is registered by its parameter schema (`@register_kind` on a pydantic model) and the
+dotted path of its implementation, so suites validate without importing torch or any attack
+library.
 """
 
 from __future__ import annotations

@@ -167,14 +167,8 @@ def _frost_layer(index: int, height: int, width: int) -> np.ndarray:
     if frost is None:
         raise FileNotFoundError(f"imagecorruptions' frost image {ref} cannot be read")
     fh, fw = frost.shape[:2]
-    scaling = 1.0
-    if fh < height and fw >= width:
-        scaling = height / fh
-    elif fh >= height and fw < width:
-        scaling = width / fw
-    elif fh < height and fw < width:
-        scaling = np.maximum(height / fh, width / fw)
-    scaling *= 1.1
+    # The library's case analysis comes to: scaled up until it covers the image, then by 1.1.
+    scaling = max(1.0, height / fh, width / fw) * 1.1
     size = (int(np.ceil(fw * scaling)), int(np.ceil(fh * scaling)))
     resized = cv2.resize(frost, dsize=size, interpolation=cv2.INTER_CUBIC)
     resized.flags.writeable = False
