@@ -76,7 +76,6 @@ class TorchattacksParams(PerturbationParams):
     threat: ClassVar[Threat] = Noise()
     # The library's parameters this schema exposes (robench's field name -> the library's).
     library_names: ClassVar[dict[str, str]] = {}
-    targeted_modes: ClassVar[bool] = False  # whether `targeted` is a field
 
     @classmethod
     def display_name(cls, kind: str, params: Mapping[str, Any]) -> str:
@@ -270,15 +269,13 @@ def _schema(attack: LibraryAttack, threat: Threat) -> type[TorchattacksParams]:
     if attack.targeted and "targeted" not in fields:
         fields["targeted"] = (Literal["random", "least-likely"] | None, None)
     base = _BASES[type(threat)]
-    columns = base.columns + ((TARGET_COLUMN,) if "targeted" in fields else ())
     schema: type[TorchattacksParams] = create_model(  # type: ignore[call-overload]
         f"Torchattacks{attack.name}Params", __base__=base, **fields
     )
     schema.attack = attack.name
     schema.threat = threat
     schema.library_names = names
-    schema.targeted_modes = "targeted" in fields
-    schema.columns = columns
+    schema.columns = base.columns + ((TARGET_COLUMN,) if "targeted" in fields else ())
     schema.__doc__ = f"torchattacks.{attack.name}, {schema.threat_summary()}."
     return schema
 

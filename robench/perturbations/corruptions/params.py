@@ -44,10 +44,7 @@ class CorruptionParams(PerturbationParams):
     # "fast": robench's output-identical rewrite; "reference": the library itself.
     implementation: Literal["fast", "reference"] = "fast"
 
-    @field_validator("corruption", mode="before")
-    @classmethod
-    def _check_corruption(cls, value: Any) -> str:
-        return _known(value)
+    _check_corruption = field_validator("corruption", mode="before")(_known)
 
     @classmethod
     def expand_grid(

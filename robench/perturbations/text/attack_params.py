@@ -21,6 +21,8 @@ class TextAttackParams(PerturbationParams):
     # What each sample's attack did, kept per sample in the report (word_attack.py).
     columns: ClassVar[tuple[str, ...]] = ("outcome", "queries", "changed_words", "words", "text")
     recipe: ClassVar[str]
+    # The fields that are `AttackConstraints` options of the recipe.
+    constraint_fields: ClassVar[tuple[str, ...]] = ("skip_stopwords",)
 
     # Model queries per sample, the clean one included (TextAttack's `query_budget`); None:
     # no limit, as TextAttack's default.
@@ -35,7 +37,7 @@ class TextAttackParams(PerturbationParams):
 
     def constraint_options(self) -> dict[str, int | bool | None]:
         """The recipe's constraints as `AttackConstraints` keyword arguments."""
-        return {"skip_stopwords": self.skip_stopwords}
+        return {name: getattr(self, name) for name in self.constraint_fields}
 
 
 @register_kind("deepwordbug", _IMPLEMENTATION)
@@ -44,11 +46,9 @@ class DeepWordBugParams(TextAttackParams):
 
     recipe: ClassVar[str] = "deepwordbug"
     display: ClassVar[str | None] = "DeepWordBug"
+    constraint_fields: ClassVar[tuple[str, ...]] = ("skip_stopwords", "max_edit_distance")
     # Character edit distance of the whole text to the original (the recipe's 30).
     max_edit_distance: int = Field(default=30, ge=1)
-
-    def constraint_options(self) -> dict[str, int | bool | None]:
-        return {**super().constraint_options(), "max_edit_distance": self.max_edit_distance}
 
 
 @register_kind("pruthi", _IMPLEMENTATION)
@@ -57,15 +57,13 @@ class PruthiParams(TextAttackParams):
 
     recipe: ClassVar[str] = "pruthi"
     display: ClassVar[str | None] = "Pruthi"
+    constraint_fields: ClassVar[tuple[str, ...]] = (
+        "skip_stopwords",
+        "max_words_perturbed",
+        "min_word_length",
+    )
     max_words_perturbed: int = Field(default=1, ge=1)
     min_word_length: int = Field(default=4, ge=1)
-
-    def constraint_options(self) -> dict[str, int | bool | None]:
-        return {
-            **super().constraint_options(),
-            "max_words_perturbed": self.max_words_perturbed,
-            "min_word_length": self.min_word_length,
-        }
 
 
 @register_kind("pwws", _IMPLEMENTATION)
