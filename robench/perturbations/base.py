@@ -116,8 +116,8 @@ class PerturbationParams(BaseModel):
 
     @classmethod
     def threat_summary(cls) -> str | None:
-        """The threat model in words for `robench list perturbations` ("bounded Linf, L2",
-        "unbounded"); None for a kind with no image budget to speak of (clean, text)."""
+        """The threat model in words ("bounded Linf, L2", "unbounded"); None for a kind with no
+        image budget to speak of (clean, text)."""
         return "unbounded" if cls.unbounded else None
 
     def report_fields(self) -> dict[str, Any]:
@@ -126,8 +126,7 @@ class PerturbationParams(BaseModel):
         return {}
 
     def gradient_samples(self) -> int | None:
-        """The EOT samples its attack averages each gradient over (`eot_samples`), when given;
-        None for perturbations without EOT, or that were not given it."""
+        """The EOT samples its attack averages each gradient over, when given, else None."""
         return None
 
     def passes_per_sample(self, classes: int = 10) -> int:
@@ -144,8 +143,7 @@ class PerturbationParams(BaseModel):
 
     @classmethod
     def cost_formula(cls) -> str | None:
-        """`passes_per_sample` in words (`robench list perturbations`); None where the
-        kind's documentation gives it."""
+        """`passes_per_sample` in words; None where the kind's documentation gives it."""
         return None
 
 
@@ -241,8 +239,8 @@ class Perturbation(abc.ABC):
     def perturb(
         self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
     ) -> torch.Tensor:
-        """Return perturbed images in [0, 1]; use only `seed` (or torch's RNG seeded by the
-        runner) for randomness so that the same seed gives the same images."""
+        """Perturbed images in [0, 1], drawing randomness from `seed` (or torch's RNG, seeded
+        by the runner) only."""
 
     def perturb_with_columns(
         self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int

@@ -51,8 +51,7 @@ def _set_apgd_iterations(apgd: Any, n_iter: int) -> None:
 
 
 class AutoAttack(Perturbation):
-    """AutoAttack on one batch: per sample, the first successful adversarial image of the
-    configured attacks, or the clean image if all fail."""
+    """Per sample, the first successful adversarial image of the attacks, or the clean one."""
 
     Params = AutoAttackParams
     params: AutoAttackParams
@@ -60,7 +59,6 @@ class AutoAttack(Perturbation):
     def perturb(
         self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
     ) -> torch.Tensor:
-        """Run the configured attacks against the true `labels`; same seed, same images."""
         if images.shape[0] == 0:
             return images.detach().clone()
         from pyautoattack import AutoAttack as LibraryAutoAttack

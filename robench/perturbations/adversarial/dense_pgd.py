@@ -86,9 +86,8 @@ def dense_pgd(
     loss: str | LossFn = "ce",
     seed: int = 0,
 ) -> torch.Tensor:
-    """PGD on `model` against `labels`: images (B, C, H, W) in [0, 1] -> adversarial images
-    in [0, 1], each within `eps` of its original in `norm` ("linf" or "l2"); `step_size`
-    defaults to eps / 4. Same seed, same images; the model is left as it was."""
+    """PGD against `labels` on images (B, C, H, W) in [0, 1], in `norm` ("linf" or "l2");
+    `step_size` defaults to eps / 4. Same seed, same images; the model is left as it was."""
     if norm not in _STARTS:
         raise ValueError(f"norm must be one of {sorted(_STARTS)}, got {norm!r}")
     if isinstance(loss, str) and loss not in LOSSES:

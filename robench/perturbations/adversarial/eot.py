@@ -19,8 +19,7 @@ from torch import nn
 
 
 class EOTPGDL2(torchattacks.PGDL2):  # type: ignore[misc]
-    """torchattacks `PGDL2` whose every step follows the gradient averaged over `eot_iter`
-    forward-backward passes (the same arguments, plus `eot_iter`)."""
+    """torchattacks `PGDL2` stepping along the gradient averaged over `eot_iter` passes."""
 
     def __init__(self, model: nn.Module, *args: Any, eot_iter: int = 2, **kwargs: Any) -> None:
         super().__init__(model, *args, **kwargs)

@@ -34,8 +34,6 @@ _GAMMA_FINAL = 0.001
 
 @dataclass(frozen=True)
 class MinimalNormFound:
-    """What FMN found per sample."""
-
     best: torch.Tensor  # (B, C, H, W) the smallest adversarial image found; clean when none
     norm: torch.Tensor  # (B,) its norm; inf where none was found, 0 where clean is wrong
     # (B,) the first iterate (0 = clean, k = after k steps) adversarial within the cap; -1: none

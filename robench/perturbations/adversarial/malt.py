@@ -52,8 +52,7 @@ def _attack_targets(
 
 
 class MALT(Perturbation):
-    """MALT-ranked APGD-T on one batch: per sample, the first target's adversarial image that
-    the model misclassifies, or the clean image."""
+    """MALT-ranked APGD-T: per sample, the first target's misclassified image, or the clean."""
 
     Params = MALTParams
     params: MALTParams

@@ -76,8 +76,8 @@ def malt_targets(
     testk: int,
     k: int,
 ) -> torch.Tensor:
-    """(B, k) target classes, the best-ranked (smallest score) first. `logits` are the model's
-    on `images` (computed once by the caller, which needs them anyway)."""
+    """(B, k) target classes, the best-ranked (smallest score) first; `logits` are the model's
+    on `images`."""
     candidates = candidate_classes(logits, labels, testk)
     gradients = _difference_gradients(model, images, labels, candidates)
     scores = malt_scores(logits, labels, candidates, gradients, norm)

@@ -88,7 +88,6 @@ def pixel_cross_entropy(
 def per_sample_pixel_cross_entropy(
     logits: torch.Tensor, labels: torch.Tensor, *, weighting: float | None = None
 ) -> torch.Tensor:
-    """(B,) each sample's `pixel_cross_entropy` over its own scored pixels (0 for a sample
-    with none)."""
+    """(B,) each sample's `pixel_cross_entropy` over its own scored pixels (0 if none)."""
     sums, counts = _sums_and_counts(logits, labels, weighting)
     return sums / counts.clamp_min(1.0)

@@ -121,8 +121,7 @@ def build_attack(
 def run_attack(
     attack: Any, kind: str, name: str, images: torch.Tensor, labels: torch.Tensor
 ) -> torch.Tensor:
-    """`attack(images, labels)`; a failure inside the library that its parameters or the
-    model's shape cause (a division by zero) is one sentence."""
+    """`attack(images, labels)`; a failure its parameters cause inside it is one sentence."""
     try:
         adv: torch.Tensor = attack(images, labels)
     except (ZeroDivisionError, IndexError, ValueError, AssertionError) as exc:
@@ -135,8 +134,8 @@ def run_attack(
 
 
 def clip_rounding(adv: torch.Tensor) -> tuple[torch.Tensor, list[float]]:
-    """`adv` clipped to [0, 1] when outside by at most ROUNDING_TOLERANCE, with how far
-    outside each sample was; left as it is beyond that, for the runner's check to refuse."""
+    """`adv` clipped to [0, 1] when outside by at most ROUNDING_TOLERANCE, with how far each
+    sample was; beyond that left for the runner's check to refuse."""
     flat = adv.reshape(adv.shape[0], -1)
     excess = torch.maximum(-flat.amin(dim=1), flat.amax(dim=1) - 1).clamp(min=0)  # (B,)
     if not bool(excess.max() <= ROUNDING_TOLERANCE):  # NaN too: not rounding
@@ -151,8 +150,7 @@ def minimal_norms(
     labels: torch.Tensor,
     norm: str,
 ) -> list[float | None]:
-    """Per sample: 0.0 if clean is misclassified, else the `norm` distance to `adv` if `adv`
-    is, else None."""
+    """Per sample: 0.0 if clean is wrong, else the `norm` distance to `adv` if it is, else None."""
     with torch.no_grad():
         wrong_clean = (scored_prediction(model(clean)) != labels).tolist()
         wrong_adv = (scored_prediction(model(adv)) != labels).tolist()

@@ -24,8 +24,7 @@ from robench.perturbations.checks import in_pixel_space, isolated_attack, projec
 
 
 class _TorchattacksPerturbation(Perturbation):
-    """Runs one torchattacks attack in pixel space, seeded, then enforces its threat model's
-    ball (samples the library kept inside it come back unchanged)."""
+    """One torchattacks attack in pixel space, seeded, then projected onto its ball."""
 
     params: BoundedParams
 

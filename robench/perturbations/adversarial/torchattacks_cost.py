@@ -50,8 +50,6 @@ class CostInput:
 
 @dataclass(frozen=True)
 class CostRule:
-    """One attack's passes per sample, in words and as a function."""
-
     formula: str
     passes: Callable[[CostInput], int]
 
@@ -162,8 +160,7 @@ def _ead(c: CostInput) -> int:
 
 
 def generic_passes(c: CostInput) -> int:
-    """A forward and a gradient per step of every repeat count the attack takes, or a
-    forward per query of every repeat count (the attacks with no row in `ATTACK_COSTS`)."""
+    """The rule of the attacks with no row in `ATTACK_COSTS` (the module docstring)."""
     steps = math.prod(int(c.values[k]) for k in _STEP_COUNTS if isinstance(c.values.get(k), int))
     queries = math.prod(int(c.values[k]) for k in _QUERY_COUNTS if isinstance(c.values.get(k), int))
     if any(k in c.values for k in _QUERY_COUNTS):

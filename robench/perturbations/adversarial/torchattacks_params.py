@@ -92,8 +92,7 @@ class TorchattacksParams(PerturbationParams):
         return "unbounded (no eps)"
 
     def library_kwargs(self) -> dict[str, Any]:
-        """What the suite set, under the library's names (`seed` and `n_classes` are filled
-        at run time when not set)."""
+        """What the suite set, under the library's names."""
         given = {name: getattr(self, name) for name in self.model_fields_set}
         kwargs = {self.library_names[k]: v for k, v in given.items() if k in self.library_names}
         if "norm" in kwargs:  # the library spells norms as NORMS names them: "Linf", "L2"
@@ -104,8 +103,7 @@ class TorchattacksParams(PerturbationParams):
         return self.passes_per_sample_on(classes, None)
 
     def passes_per_sample_on(self, classes: int, shape: tuple[int, ...] | None) -> int:
-        """The attack's own passes (torchattacks_cost.py) and what runs around it; `shape`
-        None: base.REFERENCE_SHAPE."""
+        """The attack's own passes and what runs around it (torchattacks_cost.py)."""
         from robench.perturbations.adversarial import torchattacks_cost as cost
 
         values = self.model_dump()
@@ -250,7 +248,6 @@ def _budget_fields(attack: LibraryAttack, threat: Bounded) -> dict[str, Any]:
 
 
 def _schema(attack: LibraryAttack, threat: Threat) -> type[TorchattacksParams]:
-    """The parameter schema of one attack class."""
     fields: dict[str, Any] = {}
     names: dict[str, str] = {}
     budget_names: set[str] = set()

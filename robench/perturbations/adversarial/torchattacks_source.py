@@ -63,8 +63,6 @@ REQUIRED: Any = Unreadable("<required>")
 
 @dataclass(frozen=True)
 class LibraryAttack:
-    """An attack class as its source declares it."""
-
     name: str  # the class name, as in `torchattacks.__all__` ("CW", "MIFGSM")
     takes_model: bool  # the first parameter after self is `model`
     parameters: tuple[LibraryParameter, ...]
@@ -162,9 +160,8 @@ def _module_assignments(tree: ast.Module) -> dict[str, Any]:
 
 @cache
 def library_attacks() -> dict[str, LibraryAttack | None]:
-    """Every name in torchattacks' `__all__` -> its class as declared in source; None for a
-    name whose class robench could not find (a re-export it cannot follow). Empty when
-    torchattacks is not installed."""
+    """Every name in torchattacks' `__all__` -> its class as declared in source (None: not
+    found, a re-export it cannot follow); empty when torchattacks is not installed."""
     root = package_dir()
     if root is None:
         logger.debug("torchattacks is not installed: no torchattacks.* kinds")

@@ -162,8 +162,7 @@ class SmoothedAttack(PerSampleAttack):
 
 
 class RandomizedSmoothing(SmoothedAttack):
-    """CERTIFY per sample, forward passes shared across the batch; the clean images are
-    returned (and scored) unchanged."""
+    """CERTIFY per sample; the clean images are returned (and scored) unchanged."""
 
     Params = RandomizedSmoothingParams
     kind = "randomized-smoothing"

@@ -95,8 +95,7 @@ def hsv_adjust(
     x: np.ndarray, s_scale: float, s_shift: float, v_shift: float, out: np.ndarray
 ) -> None:
     """uint8 RGB -> skimage `rgb2hsv`, s = clip(s * s_scale + s_shift), v = clip(v + v_shift),
-    `hsv2rgb`, then clip(0, 1) * 255 truncated to uint8: brightness and saturate per pixel.
-    """
+    `hsv2rgb`, then clip(0, 1) * 255 truncated to uint8: brightness and saturate per pixel."""
     height, width = x.shape[0], x.shape[1]
     for i in range(height):
         for j in range(width):

@@ -49,8 +49,7 @@ def seeded_global_rng(seed: int) -> Iterator[None]:
 def with_small_image_padding(
     corrupt: Corruption, image: np.ndarray, name: str, severity: int, seed: int
 ) -> np.ndarray:
-    """Run `corrupt`, edge-padding images too small for `name` and cropping the result back
-    (both implementations, so that they agree on small images too)."""
+    """Run `corrupt`, edge-padding images too small for `name` and cropping the result back."""
     height, width = image.shape[:2]
     side = _SMALL_IMAGE_PADDING.get(name)
     if side is None or min(height, width) >= LIBRARY_MIN_SIDE:

@@ -33,8 +33,7 @@ PIXEL_TASKS = frozenset({"image", "pathfinder"})
 
 
 class EditedSequences(Dataset[tuple[torch.Tensor, int]]):
-    """`dataset` with every item's tokens edited as it is read; its other attributes are the
-    dataset's."""
+    """`dataset` (all its attributes) with every item's tokens edited as it is read."""
 
     def __init__(self, dataset: Any, edit: Edit, seed: int, key: str) -> None:
         self.dataset, self.edit, self.seed, self.key = dataset, edit, seed, key

@@ -55,8 +55,7 @@ def _common_prefix(a: str, b: str) -> int:
 
 
 def levenshtein(a: str, b: str, limit: int | None = None) -> int:
-    """Character edit distance of `a` and `b`; with `limit`, limit + 1 as soon as it must
-    exceed it."""
+    """Character edit distance of `a` and `b`; with `limit`, limit + 1 once it must exceed it."""
     start = _common_prefix(a, b)
     a, b = a[start:], b[start:]
     end = _common_prefix(a[::-1], b[::-1])

@@ -196,8 +196,7 @@ def greedy_beam(
 
 def run_searches(searches: Sequence[Search], score_texts: ScoreTexts) -> list[AttackOutcome]:
     """Advance every search until it returns, scoring all their pending texts in one
-    `score_texts` call per round (each sees what it would alone, if the model scores a text
-    the same in any batch)."""
+    `score_texts` call per round."""
     outcomes: list[AttackOutcome | None] = [None] * len(searches)
     pending: dict[int, list[str]] = {}
     for i, search in enumerate(searches):

@@ -80,8 +80,7 @@ def is_stopword(word: str) -> bool:
 
 
 def is_word(word: str) -> bool:
-    """A word a swap may touch: has a letter or digit (punctuation never is) and is not a
-    `<...>` special token."""
+    """A word a swap may touch: has a letter or digit, and is not a `<...>` special token."""
     return any(c.isalnum() for c in word) and not _SPECIAL.fullmatch(word)
 
 
@@ -144,8 +143,6 @@ _CHAR_METHODS: dict[str, _Method] = {
 
 @dataclass(frozen=True)
 class SwapStats:
-    """Counts over the swapped lines."""
-
     tokens: int  # every token of the lines except the `<eos>` marker (punctuation included)
     words: int  # tokens with a letter or digit that are not `<...>` specials (`is_word`)
     eligible: int  # words the method could have swapped (see `is_word`, the method, stopwords)

@@ -66,8 +66,7 @@ class WordAttack(PerSampleAttack):
 
 
 def text_scorer(model: torch.nn.Module, device: torch.device, own: OwnBatch) -> ScoreTexts:
-    """A search's access to the model: texts -> class probabilities (float64), in model calls
-    of at most `own.size` texts."""
+    """texts -> class probabilities (float64), in model calls of at most `own.size` texts."""
 
     def score_texts(texts: Sequence[str]) -> np.ndarray:
         parts = []

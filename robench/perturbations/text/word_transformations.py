@@ -128,9 +128,8 @@ def _pruthi(word: str, rng: random.Random) -> list[str]:
 
 
 def _unique(groups: list[list[str]]) -> list[str]:
-    """The candidates of every group (none is the word: `edit_candidates` drops it), first
-    occurrence first (TextAttack's composite keeps a set of texts; the order here is only for
-    reproducibility)."""
+    """The candidates of every group, first occurrence first (TextAttack's composite keeps a
+    set; the order is only for reproducibility)."""
     return list(dict.fromkeys(candidate for group in groups for candidate in group))
 
 

@@ -116,9 +116,8 @@ def synonyms(word: str) -> list[str]:
 
 
 def check_wordnet() -> None:
-    """Refuse, before any sample is attacked, a WordNet that is missing or unreadable: a lookup
-    must find synonyms of "good" (33 in WordNet 3.0); empty files would leave PWWS without a
-    swap."""
+    """Refuse a missing or unreadable WordNet before any sample is attacked: "good" must have
+    synonyms (33 in WordNet 3.0); empty files would leave PWWS without a swap."""
     if not synonyms("good"):
         from nltk.corpus.reader.wordnet import WordNetError
 
