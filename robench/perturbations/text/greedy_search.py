@@ -1,24 +1,13 @@
 """TextAttack's untargeted searches over word swaps, written as generators of model queries.
 
-A search is a generator: it yields the texts it wants scored, is sent back their class
-probabilities (n, K) and returns an `AttackOutcome`, so one driver (`run_searches`) can score
-many samples' pending texts in one model call while each search stays TextAttack's sequential
-algorithm (textattack/search_methods/ and goal_functions/classification/, commit f800c2c0):
-
-- `greedy_wir(..., ranking="delete")`, `GreedyWordSwapWIR("delete")` (DeepWordBug), ranks
-  each modifiable word by the goal score of the text without its characters (the spaces
-  around it stay, as `delete_word_at_index` leaves them); with `ranking="weighted-saliency"`
-  (PWWS), by the softmax over words of the goal score with the word replaced by "[UNK]",
-  times the best goal score among its swaps. Then, in that order (ties in word order), each
-  word's allowed candidates are scored in one batch and the best kept if it raises the score.
-- `greedy_beam`, `GreedySearch` (beam width 1; Pruthi): the best allowed candidate of every
-  modifiable word becomes the current text (even when it scores lower, as TextAttack's beam
-  refill does), until the model is fooled or no candidate is left.
-
-The goal score is 1 - p(true class). A sample already misclassified is `skipped` after one
-query; the first misclassified text ends a search `succeeded`; running out of words,
-candidates or query budget (the clean query counts; a batch is cut to what is left) ends it
-`failed`, keeping the best text found.
+A search yields the texts it wants scored, is sent back their class probabilities (n, K) and
+returns an `AttackOutcome`, so one driver (`run_searches`) can score many samples' pending
+texts in one model call while each search stays TextAttack's sequential algorithm
+(textattack/search_methods/ and goal_functions/classification/, commit f800c2c0):
+`greedy_wir` is `GreedyWordSwapWIR` (ranking "delete": DeepWordBug; "weighted-saliency":
+PWWS), `greedy_beam` is `GreedySearch` (beam width 1: Pruthi). docs/text-classification.md
+("Search: ...") gives each step. The goal score is 1 - p(true class); every scored text
+counts against the query budget (the clean one included; a batch is cut to what is left).
 """
 
 from __future__ import annotations
@@ -34,13 +23,12 @@ from robench.perturbations.text.word_spans import WordSpans
 from robench.perturbations.text.word_transformations import Transformation
 
 ScoreTexts = Callable[[Sequence[str]], np.ndarray]  # texts -> (n, K) class probabilities
-OUTCOMES = ("skipped", "succeeded", "failed")
 UNK_TOKEN = "[UNK]"  # what weighted saliency puts in a word's place (TextAttack's default)
 
 
 @dataclass(frozen=True)
 class AttackOutcome:
-    outcome: str  # one of OUTCOMES
+    outcome: str  # "skipped" (already misclassified), "succeeded" or "failed"
     text: str  # the perturbed text (the original when skipped or nothing improved)
     queries: int  # model queries spent, the first (clean) one included
     changed_words: int

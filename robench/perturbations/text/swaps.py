@@ -9,13 +9,8 @@ u ~ U[0, 1) from the line's RNG (unbiased: E[k] = rate * n before the clamps), a
 eligible positions are drawn without replacement. A swap turns one word into one word, so
 every line keeps its number of words and evaluation windows stay aligned with the clean text.
 
-The methods, robench's own code after TextAttack's (names in brackets): "replace" (the word
-becomes `token`); "char-delete" [WordSwapRandomCharacterDeletion], words of 2+ characters;
-"char-insert" [WordSwapRandomCharacterInsertion], a lower-case ASCII letter at one of the
-len + 1 positions; "char-substitute" [WordSwapRandomCharacterSubstitution], a lower-case
-letter other than the one replaced (case-insensitively), so the word always changes;
-"char-swap" [WordSwapNeighboringCharacterSwap], two different adjacent characters; "qwerty"
-[WordSwapQWERTY], an ASCII letter becomes a neighbouring key, keeping its case.
+The methods ("replace" by `token`, and one-character edits after TextAttack's word swaps,
+in robench's own code) are described in docs/text-perturbations.md.
 """
 
 from __future__ import annotations
