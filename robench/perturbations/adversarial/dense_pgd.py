@@ -51,7 +51,8 @@ def _linf_start(images: torch.Tensor, eps: float) -> torch.Tensor:
     return torch.clamp(images + noise, min=0, max=1)
 
 
-def _l2_start(images: torch.Tensor, eps: float) -> torch.Tensor:
+def l2_start(images: torch.Tensor, eps: float) -> torch.Tensor:
+    """torchattacks `PGDL2`'s random start: a Gaussian direction, a radius uniform in [0, eps]."""
     delta = torch.empty_like(images).normal_()
     norms = per_sample(delta.reshape(images.shape[0], -1).norm(p=2, dim=1), images)
     radius = torch.zeros_like(norms).uniform_(0, 1)
@@ -69,7 +70,7 @@ def _l2_direction(grad: torch.Tensor) -> torch.Tensor:
 
 
 # Each norm's random start and step direction (its projection is NORMS[norm].project).
-_STARTS = {"linf": _linf_start, "l2": _l2_start}
+_STARTS = {"linf": _linf_start, "l2": l2_start}
 _DIRECTIONS = {"linf": _linf_direction, "l2": _l2_direction}
 
 

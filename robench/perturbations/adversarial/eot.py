@@ -17,6 +17,8 @@ import torch
 import torchattacks
 from torch import nn
 
+from robench.perturbations.adversarial.dense_pgd import l2_start
+
 
 class EOTPGDL2(torchattacks.PGDL2):  # type: ignore[misc]
     """torchattacks `PGDL2` stepping along the gradient averaged over `eot_iter` passes."""
@@ -44,12 +46,8 @@ class EOTPGDL2(torchattacks.PGDL2):  # type: ignore[misc]
             labels = self.get_target_label(images, labels)
         adv_images = images.clone().detach()
         batch_size = len(images)
-        if self.random_start:  # a random direction, a radius uniform in [0, eps]
-            delta = torch.empty_like(adv_images).normal_()
-            n = delta.view(adv_images.size(0), -1).norm(p=2, dim=1).view(batch_size, 1, 1, 1)
-            r = torch.zeros_like(n).uniform_(0, 1)
-            delta *= r / n * self.eps
-            adv_images = torch.clamp(adv_images + delta, min=0, max=1).detach()
+        if self.random_start:  # the same draws and operations as PGDL2's
+            adv_images = l2_start(adv_images, self.eps).detach()
         for _ in range(self.steps):
             adv_images.requires_grad = True
             grad = self._mean_gradient(adv_images, labels)

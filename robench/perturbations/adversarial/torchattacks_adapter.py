@@ -1,20 +1,16 @@
 """Every torchattacks attack class as one robench perturbation: the `torchattacks.NAME` kinds.
 
 `TorchattacksAttack` builds torchattacks.NAME with the suite's parameters (its schema,
-torchattacks_params.py) and runs it in pixel space on the true labels, as the FGSM/PGD/SPSA
-wrappers do (`in_pixel_space`, `isolated_attack`). numpy's global RNG, which OnePixel
-(differential evolution) and Pixle draw from, is seeded too (seed mod 2**32) and restored
-afterwards. So the same seed gives the same images, bit for bit those of torchattacks called
-directly with that seeding (tests/test_torchattacks_adapter.py).
+torchattacks_params.py) and runs it in pixel space on the true labels (`in_pixel_space`,
+`isolated_attack`), numpy's global RNG (OnePixel's and Pixle's) seeded too and restored: the
+same seed gives the same images, bit for bit those of torchattacks called directly with that
+seeding (tests/test_torchattacks_adapter.py).
 
-After the attack, by threat model (torchattacks_catalogue.py): bounded outputs go through
-`project_onto_ball` (samples inside the ball unchanged); minimal-norm ones are kept as they
-are, with `min_norm` per sample (0.0 when the clean image is already misclassified, the
-distance to the output when it is misclassified, else None), as the `minimal-norm` kind
-records it; noise (VANILA, GN) is kept as it is. Minimal-norm and noise outputs up to
-ROUNDING_TOLERANCE outside [0, 1] (the library's float rounding: EADL1 returns about -1e-5)
-are clipped, the amount recorded in `rounding_clip`; beyond it the runner's check refuses the
-attack. In a targeted mode, each sample's target class is recorded in `target_class`.
+Bounded outputs go through `project_onto_ball`; minimal-norm ones get `min_norm` per sample,
+as the `minimal-norm` kind records it. Minimal-norm and noise outputs up to ROUNDING_TOLERANCE
+outside [0, 1] (the library's float rounding: EADL1 returns about -1e-5) are clipped, the
+amount recorded in `rounding_clip`; beyond it the runner's check refuses the attack. A
+targeted mode records each sample's target class in `target_class`.
 """
 
 from __future__ import annotations

@@ -1,23 +1,14 @@
 """What robench knows about each torchattacks attack that its source does not say: its threat
-model, which parameter is its budget, and why an attack cannot run as a suite kind.
+model, which parameter is its budget, and why an attack cannot run as a suite kind (the
+classes by threat model: docs/torchattacks.md).
 
-Each attack is one of:
-- bounded (`Bounded`): inside a ball of radius `eps` in one of `norms` (checks.py enforces
-  it); the budget is torchattacks' `eps`, `max_epsilon` (PI-FGSM) or `pixels` (OnePixel, an
-  L0 budget), written `eps` in a suite. An attack with a `norm` parameter (APGD, FAB, Square,
-  AutoAttack) runs in the norm the suite picks.
-- minimal-norm (`MinimalNorm`): no budget; it searches for the smallest adversarial in `norm`
-  (CW, DeepFool, EAD, SparseFool, JSMA, Pixle), and `min_norm` gives accuracy at every eps.
-  Issue 37 lists SparseFool and JSMA as both minimal-norm and L0: they are minimal-norm
-  attacks whose norm is L0 (few pixels, not a fixed number), as is Pixle; OnePixel has an
-  L0 budget, so it is bounded. EADEN's rule is the elastic net (L1 + L2), its size reported
-  in L2 (where torchattacks files it); EADL1's in L1.
-- noise (`Noise`): no ball and no search (VANILA returns its input, GN adds Gaussian noise);
-  reported as `unbounded`, like a corruption.
-- refused: `REFUSED[name]` says why it cannot run from a suite entry.
-
-An attack a later torchattacks adds that this table does not know is listed and refused
-with a sentence saying so, until a row is added here.
+`Bounded` attacks stay inside a ball of radius `eps` in one of `norms` (the budget may be
+torchattacks' `max_epsilon`, or OnePixel's `pixels`, an L0 budget). `MinimalNorm` ones have no
+budget and search for the smallest adversarial in `norm`: issue 37 lists SparseFool and JSMA
+both as minimal-norm and as L0 attacks, which they are (few pixels, not a fixed number), as is
+Pixle; EADEN's rule is the elastic net, its size reported in L2 (where torchattacks files it).
+`Noise` has neither ball nor search (VANILA, GN); `REFUSED` says why a class cannot run. An
+attack a later torchattacks adds that this table does not know is refused until a row is added.
 """
 
 from __future__ import annotations

@@ -9,7 +9,6 @@ sample's attack is the same at any batch size and under torchrun.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import torch
@@ -50,15 +49,9 @@ class WordAttack(PerSampleAttack):
         ]
         assert self.own_batch is not None
         outcomes = run_searches(searches, text_scorer(model, inputs.device, self.own_batch))
-        texts = [o.text for o in outcomes]
-        columns: dict[str, list[Any]] = {
-            "outcome": [o.outcome for o in outcomes],
-            "queries": [o.queries for o in outcomes],
-            "changed_words": [o.changed_words for o in outcomes],
-            "words": [o.words for o in outcomes],
-            "text": texts,
-        }
-        return encode_rows(texts).to(inputs.device), columns
+        # Each column is the outcomes' attribute of its name ("outcome", "queries", ..., "text").
+        columns = {name: [getattr(o, name) for o in outcomes] for name in params.columns}
+        return encode_rows(columns["text"]).to(inputs.device), columns
 
     def violation(self, original: str, perturbed: str) -> str | None:
         """Why `perturbed` is not a text this attack may produce from `original`, or None."""
