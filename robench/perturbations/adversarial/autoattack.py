@@ -1,7 +1,5 @@
-"""AutoAttack (Croce & Hein, 2020), L-inf or L2, through the official code (`pyautoattack`).
-
-https://arxiv.org/abs/2003.01690 . The versions:
-
+"""AutoAttack (Croce & Hein, 2020, https://arxiv.org/abs/2003.01690), L-inf or L2, through the
+official code (`pyautoattack`). The versions:
 - `standard`: the sequential worst case over APGD-CE, APGD-T (9 target classes), FAB-T
   (9 target classes) and Square (5000 queries), 1 restart each, 100 iterations each. A sample
   counts as robust only if every attack fails on it; the first success is what is returned.
@@ -11,13 +9,11 @@ https://arxiv.org/abs/2003.01690 . The versions:
   in `standard`: one attack alone measures a component (AutoAttack's own `custom` defaults
   differ: 5 restarts for APGD and FAB; use `n_restarts`).
 
-eps is in pixel units on the [0, 1] scale for both norms (L2: over the whole image tensor), as
-RobustBench uses it; the model normalises inside. The library's seed is always robench's (its
-own `seed=None` would seed every attack from the clock), and robench changes nothing it
-returns except samples outside the ball's tolerance (`project_onto_ball`): on one batch, the
-images and verdicts are the library's own for that seed and batch size. Samples already
-misclassified are returned unchanged. With fewer than 10 classes APGD-T and FAB-T use
-classes - 1 target classes.
+eps is in pixel units (L2: over the whole image tensor), as RobustBench uses it. The library's
+seed is always robench's (its own `seed=None` would seed every attack from the clock), and
+robench changes nothing it returns except samples outside the ball's tolerance: on one batch,
+the images and verdicts are the library's own for that seed and batch size. With fewer than
+10 classes APGD-T and FAB-T use classes - 1 target classes.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """FGSM and PGD for dense prediction, L-inf and L2, written in robench rather than run through
 torchattacks (whose losses are a classifier's cross-entropy over (B, K) logits).
 
-The loop is torchattacks' `PGD` / `PGDL2` step for step (random start uniform in the L-inf
-ball, or a Gaussian direction at a radius uniform in [0, eps]; signed or L2-normalised steps;
-the difference projected with the threat model's `project` around zero, the image clipped to
-[0, 1]), drawn from torch's global RNG as the library draws, so with a classifier's batch-mean
-cross-entropy it returns the library's images under the same seed (tests/test_dense_pgd.py,
-to 1e-6).
+The loop is torchattacks' `PGD` / `PGDL2` step for step, drawing from torch's global RNG as
+the library draws, so with a classifier's batch-mean cross-entropy it returns the library's
+images under the same seed (tests/test_dense_pgd.py, to 1e-6).
 
 The loss is `loss_fn(logits, labels, step, steps)` (step from 1) or a name in `LOSSES`: "ce"
 and "segpgd" (`pixel_loss`), each sample's mean summed over the samples, so that a sample's

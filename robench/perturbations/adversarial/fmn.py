@@ -1,10 +1,8 @@
 """Fast Minimum-norm attack (FMN): the smallest L-inf or L2 perturbation that changes a
-classifier's prediction, per sample.
-
-Pintor, Roli, Brendel and Biggio, "Fast Minimum-norm Adversarial Attacks through Adaptive Norm
-Constraints", NeurIPS 2021 (https://arxiv.org/abs/2102.12827), Algorithm 1, written here from
-the paper. With the margin m(x) = z_y(x) - max_{j != y} z_j(x) (adversarial when m < 0) and
-delta_0 = 0, step k = 1..K:
+classifier's prediction, per sample (Pintor, Roli, Brendel and Biggio, "Fast Minimum-norm
+Adversarial Attacks through Adaptive Norm Constraints", NeurIPS 2021,
+https://arxiv.org/abs/2102.12827, Algorithm 1, written here from the paper). With the margin
+m(x) = z_y(x) - max_{j != y} z_j(x) (adversarial when m < 0) and delta_0 = 0, step k = 1..K:
 
     g       = grad_delta m(x + delta)
     if m < 0:        best = delta if ||delta||_p < ||best||_p

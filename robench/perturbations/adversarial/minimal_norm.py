@@ -2,11 +2,9 @@
 (robench's `fmn.py`) or FAB (torchattacks), and its norm as a per-sample column.
 
 The runner scores the smallest adversarial found when its norm is at most the cap `eps`, else
-the clean image: top-1 is the accuracy at the cap, and the per-sample norms give it at every
-smaller eps (results/stats/robustness_curves.py). Columns (docs/formats.md, "Attack columns"):
-`min_norm`, the norm of the smallest adversarial found (pixel units, under the cap or not;
-0.0 when the clean image is misclassified; None, infinity, when none was found), and for FMN
-`first_success`, the first iterate (0 the clean image) adversarial within the cap, or None.
+the clean image: top-1 is the accuracy at the cap, and the per-sample norms (`min_norm`; None,
+infinity, when none was found) give it at every smaller eps (results/stats/robustness_curves.py;
+the columns: docs/formats.md, "Attack columns").
 """
 
 from __future__ import annotations

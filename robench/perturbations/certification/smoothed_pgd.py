@@ -9,11 +9,10 @@ SmoothAdv's attack), then Cohen et al.'s PREDICT at the adversarial image, per s
     its count against the runner-up's does not reject at alpha (then abstain)
 
 The attack starts at the clean image (Salman et al.'s has no random start). Each sample draws
-its noise from its own generator (the attack's draws, then PREDICT's), so its result does not
-depend on the batch size; noise is added as in `smoothing.py`. The smoothed prediction at x'
-is in the columns; the runner scores the base classifier on x' (`top1`). A certificate of the
-same sigma holds the smoothed prediction within its radius, so this attack, not one on the
-base classifier, can contradict it (`results/stats/certificate_checks.py`).
+its noise from its own generator (the attack's draws, then PREDICT's), as in `smoothing.py`.
+The runner scores the base classifier on x' (`top1`). A certificate of the same sigma holds
+the smoothed prediction within its radius, so this attack, not one on the base classifier,
+can contradict it (`results/stats/certificate_checks.py`).
 """
 
 from __future__ import annotations

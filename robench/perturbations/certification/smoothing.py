@@ -8,9 +8,8 @@ their `core.py`), per sample:
 
 The noise N(0, sigma^2 I) is added to the pixels in [0, 1], before the model's normalisation,
 and not clipped, as Cohen et al. do, so sigma is in the pixel units eps is. Each sample draws
-from its own generator, seeded with the runner's per-sample seed, selection draws first, in
-chunks of `batch` copies: its certificate is the same at any batch size and under torchrun.
-The scored input is the clean image; the certificate is in the columns.
+from its own generator (the runner's per-sample seed), selection first, in chunks of `batch`
+copies: its certificate is the same at any batch size and under torchrun.
 """
 
 from __future__ import annotations

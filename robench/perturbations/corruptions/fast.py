@@ -1,16 +1,14 @@
 """Fast corruptions: the library's slow ones, reimplemented to give the same pixels.
 
-`corrupt_fast` has `corrupt_reference`'s contract and output: each reimplementation draws
-from numpy's global RNG in the library's order and amounts, and repeats its floating-point
-operations in the same order and precision, so outputs are bit-identical
-(`tests/test_corruption_functions.py`, on real photographs at every severity). Corruptions
-not in `_FAST` are already quick in the library (under 10 ms at 224 x 224).
+Each reimplementation draws from numpy's global RNG in the library's order and amounts, and
+repeats its floating-point operations in the same order and precision, so outputs are
+bit-identical (`tests/test_corruption_functions.py`). Corruptions not in `_FAST` are already
+quick in the library (under 10 ms at 224 x 224).
 
 What is faster, and why it is still exact:
-- zoom_blur: scipy's `zoom(order=1)` of each centred crop becomes one numba pass over all zoom
-  factors, with per-axis source indices and weights precomputed once per (size, factor) by
-  scipy's own rules, summed in float32 like the library's `out += layer`.
-- motion_blur, and snow's motion-blurred layer: one kernel, the same taps in the same order.
+- zoom_blur: one numba pass over all zoom factors, with per-axis indices and weights of
+  scipy's `zoom(order=1)` precomputed once per (size, factor), summed in float32 as the
+  library does. motion_blur, and snow's layer: one kernel, the same taps in the same order.
 - glass_blur: the library's numba shuffle is compiled in every process (2.2 s, and again for
   severity 3); `_kernels.glass_shuffle` draws the same numba RNG numbers and is cached on
   disk. Both Gaussian blurs call SciPy with the arguments skimage's `gaussian` passes.

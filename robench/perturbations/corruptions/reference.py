@@ -1,20 +1,16 @@
 """The reference corruptions: `imagecorruptions` itself, seeded by robench.
 
-`corrupt_reference` seeds numpy's global RNG with `seed` (and passes it to `glass_blur` and
-`impulse_noise`, which draw from their own generators), calls the library's function and
-converts its result as `imagecorruptions.corrupt` does (`np.uint8`, truncating), restoring the
-caller's RNG state afterwards. Threads share that state, so corrupt from one thread per
-process (DataLoader workers are processes). For images of at least 32 x 32 pixels, the
-library's minimum, the output equals `np.random.seed(seed); imagecorruptions.corrupt(...)`.
+For images of at least 32 x 32 pixels, the library's minimum, `corrupt_reference` equals
+`np.random.seed(seed); imagecorruptions.corrupt(...)` (`glass_blur` and `impulse_noise` also
+get `seed`), and restores the caller's RNG state. Threads share that state, so corrupt from
+one thread per process (DataLoader workers are processes).
 
-Smaller images (Fashion-MNIST is 28 x 28) bypass `corrupt`'s size check. At 28 x 28 all 19
-corruptions run and keep the shape, and 18 behave as at 32 px. `motion_blur` does not: the
-library stops adding taps of its 21 to 41 tap kernel once a shift reaches the image side,
-so the remaining weight is lost and the image darkens (a flat grey 200 comes back as 188 at
-28 px, severity 5). Such images are edge-padded (bottom and right) to
-`_SMALL_IMAGE_PADDING[name]` pixels and cropped back: the library's shifts replicate edge
-pixels, so the result is the library's formula with every tap kept. (The library itself drops
-taps for severity 5 on images of 32 to 40 px; those are left to it, unchanged.)
+Smaller images (Fashion-MNIST is 28 x 28) bypass `corrupt`'s size check; all 19 corruptions
+keep the shape and 18 behave as at 32 px. `motion_blur` stops adding taps once a shift
+reaches the image side, so the image darkens (a flat grey 200 comes back as 188 at 28 px,
+severity 5): such images are edge-padded (bottom and right) and cropped back, which keeps
+every tap of the library's formula, since its shifts replicate edge pixels. (The library
+drops taps for severity 5 on images of 32 to 40 px too; those are left to it, unchanged.)
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
 """Word Swap on lines of words: which words may be swapped, how many, and what a swap does.
 
 Pure Python (no torch). Line `i` draws from its own `random.Random(derive_seed(seed,
-"word-swap", i))`, so a line's result depends only on the seed, its line number, its words and
-the parameters, never on the other lines, the batching or the number of processes.
-
-Per line, with `n` eligible words, k = min(max(floor(rate * n + u), min_per_line), n) with
-u ~ U[0, 1) from the line's RNG (unbiased: E[k] = rate * n before the clamps), and `k`
-eligible positions are drawn without replacement. A swap turns one word into one word, so
-every line keeps its number of words and evaluation windows stay aligned with the clean text.
-
-The methods ("replace" by `token`, and one-character edits after TextAttack's word swaps,
-in robench's own code) are described in docs/text-perturbations.md.
+"word-swap", i))`: its result never depends on the other lines or the batching. Per line,
+with `n` eligible words, k = min(max(floor(rate * n + u), min_per_line), n) with u ~ U[0, 1)
+from the line's RNG (E[k] = rate * n before the clamps), and `k` eligible positions are drawn
+without replacement. A swap turns one word into one word, so every line keeps its number of
+words and evaluation windows stay aligned with the clean text.
+The methods (robench's own code, after TextAttack's) are in docs/text-perturbations.md.
 """
 
 from __future__ import annotations

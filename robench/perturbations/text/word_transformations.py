@@ -1,16 +1,11 @@
 """The word transformations of TextAttack's character-level recipes, as pure functions.
 
-`edit_candidates(word, edit, rng)` returns the candidates one edit offers for one word, as
-TextAttack defines them (textattack/transformations/word_swaps/, commit f800c2c0; the rules in
-docs/text-classification.md, "How the recipes are built"): `swap` characters i and i+1
-(`WordSwapNeighboringCharacterSwap`), `delete` character i, `insert` a random letter before
-it, `substitute` it by a random letter (`WordSwapRandomCharacter*`; substitution has no skip
-options), or replace it by each QWERTY key next to it (`qwerty`, `WordSwapQWERTY`).
-`TRANSFORMATIONS` composes them as the `deepwordbug` and `pruthi` recipes do.
-Words of one character get no candidates; `skip_first` / `skip_last` never edit the first /
-last character (for a swap: no pair that contains it). In "all candidates" mode
-(`random_one=False`) insertions and substitutions still draw one letter per position, here
-from the seeded `rng`. Candidates equal to the word are dropped (`WordSwap._get_transformations`).
+`edit_candidates(word, edit, rng)` returns the candidates one edit (`swap`, `delete`,
+`insert`, `substitute`, `qwerty`) offers for one word, as TextAttack defines them
+(textattack/transformations/word_swaps/, commit f800c2c0; the rules are in
+docs/text-classification.md, "How the recipes are built"); `TRANSFORMATIONS` composes them as
+the `deepwordbug` and `pruthi` recipes do. In "all candidates" mode (`random_one=False`)
+insertions and substitutions still draw one letter per position, here from the seeded `rng`.
 """
 
 from __future__ import annotations
