@@ -78,8 +78,7 @@ class PerturbationParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    # True for perturbations with no budget at all (corruptions): the runner still checks
-    # shape, range and finiteness, and the report records `threat_model = "unbounded"`.
+    # No budget at all (corruptions): the report records `threat_model = "unbounded"`.
     unbounded: ClassVar[bool] = False
     # The task (robench/tasks), or tasks (pgd and fgsm: classification and segmentation),
     # whose data it perturbs; None for any task (`clean`). Suites refuse a kind of another.
@@ -93,12 +92,10 @@ class PerturbationParams(BaseModel):
     # Modules of optional extras its implementation imports (robench/_core/extras.py), with
     # what needs them: a run checks them before it starts (PWWS: nltk's WordNet reader).
     modules: ClassVar[dict[str, str]] = {}
-    # Parameters left out of the report's `params` while None (not given): ones added after
-    # reports were written, so that old and new reports still compare equal.
+    # Parameters left out of the report while None: ones added later, so reports still compare.
     report_omits_none: ClassVar[tuple[str, ...]] = ()
-    # Metrics only its results can fill (smoothing's certificates): a suite that names no
-    # metrics reports these after its task's defaults, so a hand-written entry is not scored
-    # on top-1 alone without a word.
+    # Metrics only its results can fill (certificates): reported after the task's defaults when
+    # a suite names none, so an entry is not scored on top-1 alone without a word.
     metrics: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
@@ -212,8 +209,7 @@ class Perturbation(abc.ABC):
     uses_model: ClassVar[bool] = True
     # Returns its inputs unchanged (clean): the runner scores loaded batches directly.
     identity: ClassVar[bool] = False
-    # The parameter sizing its model calls when not --batch-size (own_batch.py), set per
-    # instance: the out-of-memory fallback halves it when memory runs out in those calls.
+    # The parameter sizing its model calls (own_batch.py), halved when memory runs out there.
     own_batch: OwnBatch | None = None
     # Its images can be crafted on another model and scored on the evaluated one (transfer,
     # --surrogate); False where the outcome is the evaluated model's own (certification).

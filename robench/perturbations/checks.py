@@ -3,13 +3,9 @@
 `check_adversarial` is what the runner calls on every batch an attack returns: same shape and
 dtype as the clean images, finite, inside [0, 1] and, per sample, inside the ball of radius
 `eps` of its threat model (a row of `threat_models.NORMS`; L-inf when none is given).
-`project_onto_ball` and `isolated_attack` are what the attack adapters use to get there: a
-final projection that only touches samples past the check's tolerance, and a context that runs
-a library in eval mode under a seeded, forked RNG, its prints off stdout, the model untouched.
-
+`project_onto_ball` and `isolated_attack` are what the attack adapters use to get there.
 Tolerance: distance <= eps + the threat model's rounding allowance for the image dtype
-(`ThreatModel.tolerance`: for L-inf one machine epsilon, for L2 sqrt(values per sample) of
-them, at least 1e-6 either way).
+(`ThreatModel.tolerance`).
 """
 
 from __future__ import annotations

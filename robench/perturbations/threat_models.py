@@ -94,11 +94,9 @@ def _l2_project(adv: torch.Tensor, clean: torch.Tensor, eps: float) -> torch.Ten
 
 
 def _l2_tolerance(n_values: int, machine_eps: float) -> float:
-    # Each of the n values of a projected image carries its own rounding error (up to half a
-    # machine epsilon for values in [0, 1]); in the worst case they all add up along the
-    # difference, which moves its L2 norm by at most sqrt(n) * eps_machine / 2. We allow twice
-    # that: 4.6e-5 for a float32 224x224 RGB image (0.01% of eps 0.5), 6.6e-6 for CIFAR-10,
-    # 3.3e-6 for 28x28 grey. A real budget violation (0.6 for eps 0.5) is far above it.
+    # The n values' rounding errors (up to half a machine epsilon each) can add up along the
+    # difference, moving its L2 norm by sqrt(n) * eps_machine / 2; we allow twice that: 4.6e-5
+    # for a float32 224x224 RGB image, 6.6e-6 for CIFAR-10, far below a real violation.
     return max(MIN_TOLERANCE, math.sqrt(n_values) * machine_eps)
 
 

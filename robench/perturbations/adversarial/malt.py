@@ -1,14 +1,12 @@
 """MALT (Melamed, Yehudai and Shamir, NeurIPS 2024, https://arxiv.org/abs/2407.02240): APGD-T
 on the targets MALT's mesoscopic almost-linearity score ranks best, L-inf or L2.
 
-Per batch: the clean logits, MALT's ranking of the correctly classified samples
-(`malt_targets`), then pyautoattack's APGD-T (`APGDAttack_targeted` at AutoAttack's settings:
-100 iterations, 1 restart, rho 0.75, targeted DLR loss) on each target in rank order, on the
-samples no earlier target broke: pyautoattack's own `perturb` loop with round i's target
-taken from the ranking instead of the i+1-th largest logit, so `ranking = "logits"` is exactly
-its APGD-T (tests/test_malt.py). A sample is broken when misclassified, as in AutoAttack
-(MALT's code asks for the target class). Samples already misclassified are returned unchanged
-and cost no attack (MALT's code attacks them too).
+Per batch, on the correctly classified samples: MALT's ranking (`malt_targets`), then
+pyautoattack's APGD-T at AutoAttack's settings on each target in rank order, on the samples no
+earlier target broke: its own `perturb` loop with round i's target taken from the ranking, so
+`ranking = "logits"` is exactly its APGD-T (tests/test_malt.py). A sample is broken when
+misclassified, as in AutoAttack (MALT's code asks for the target class, and also attacks
+samples already misclassified, which robench returns unchanged).
 """
 
 from __future__ import annotations

@@ -25,11 +25,9 @@ class MALTParams(BoundedParams):
     # Threat model: L-inf (the score divides by the gradient's L1 norm, the dual) or L2.
     norm: Literal["linf", "l2"] = "linf"
     n_target_classes: PositiveInt = 9  # targets attacked per sample (MALT's k), best first
-    # Classes scored per sample (MALT's testk): the largest logits but the true class's,
-    # capped to classes - 1; each costs a forward and a backward pass per sample.
+    # Classes scored per sample (MALT's testk, capped to classes - 1): a gradient each.
     candidates: PositiveInt = 100
-    # How targets are ranked: "malt" (the paper's score), or "logits" (the 2nd, 3rd, ...
-    # largest logit: pyautoattack's APGD-T as AutoAttack runs it, for comparison).
+    # "malt" (the paper's score), or "logits" (pyautoattack's APGD-T, for comparison).
     ranking: Literal["malt", "logits"] = "malt"
     n_iter: PositiveInt = _DEFAULT_ITERATIONS  # APGD-T iterations per target
     n_restarts: PositiveInt = 1  # APGD-T restarts per target
@@ -57,9 +55,8 @@ class MALTParams(BoundedParams):
         return 0 if self.ranking == "logits" else max(min(self.candidates, classes - 1), 1)
 
     def passes_per_sample(self, classes: int = 10) -> int:
-        # The clean forward, a gradient per scored class, (n_iter + 1) gradients per target
-        # and restart for a sample no target breaks, and the runner's re-run; at eps 0 only
-        # the re-run.
+        # The clean forward, a gradient per scored class, (n_iter + 1) gradients per target and
+        # restart for a sample no target breaks, and the runner's re-run (alone at eps 0).
         if self.eps == 0:
             return FORWARD_PASS
         ranking = FORWARD_PASS + GRADIENT_PASS * self.scored(classes)

@@ -76,12 +76,10 @@ class PGDParams(BoundedParams):
     steps: PositiveInt = 20  # gradient steps
     step_size: float | None = None  # pixel units ("0.25/255" allowed); None means eps / 4
     random_start: bool = True  # start from a random point of the ball
-    # The loss ascended: cross-entropy; "segpgd" (segmentation only) weights correct and wrong
-    # pixels by SegPGD's schedule (perturbations/adversarial/pixel_loss.py).
+    # "segpgd" (segmentation only): SegPGD's weighting of correct and wrong pixels (pixel_loss).
     loss: Literal["ce", "segpgd"] = "ce"
-    # Expectation over transformation (Athalye et al. 2018), for randomized models: each step
-    # follows the gradient averaged over this many forward-backward passes (torchattacks
-    # `EOTPGD`'s `eot_iter`; for L2 robench's EOT form of `PGDL2`); None: one pass (plain PGD).
+    # Expectation over transformation (Athalye et al. 2018, eot.py) for randomized models: each
+    # step follows the gradient averaged over this many passes; None: one pass (plain PGD).
     eot_samples: PositiveInt | None = None
 
     # Left out of a report while None, so reports from before EOT line up in `compare`.
@@ -135,8 +133,7 @@ class MinimalNormParams(BoundedParams):
         return f"{method}-{params['steps']}" if "steps" in params else method
 
     def passes_per_sample(self, classes: int = 10) -> int:
-        # A gradient per step and a forward at the end (FMN); FAB's gradient of every
-        # class's logit costs about `classes` gradients per step.
+        # A gradient per step and a final forward; FAB's per-class gradients cost `classes`.
         per_step = GRADIENT_PASS * (classes if self.method == "fab" else 1)
         return 2 * FORWARD_PASS + per_step * self.steps
 
@@ -168,8 +165,7 @@ class SPSAParams(BoundedParams):
 
 AttackName = Literal["apgd-ce", "apgd-dlr", "apgd-t", "fab", "fab-t", "square"]
 
-# Which of the library's versions configures the attacks for each robench version: `custom`
-# runs a subset with the settings those attacks have in `standard`.
+# The library's version that configures each robench version (`custom`: `standard`'s settings).
 _LIBRARY_VERSION: dict[str, str] = {
     "standard": "standard",
     "plus": "plus",
@@ -194,8 +190,7 @@ class AutoAttackParams(BoundedParams):
     n_restarts: PositiveInt | None = None  # restarts of every attack (FAB-T always runs 1)
     n_iter: PositiveInt | None = None  # iterations of APGD, APGD-T and FAB (default 100)
     n_target_classes: PositiveInt = 9  # APGD-T / FAB-T targets, capped to classes - 1
-    # EOT gradient samples per step of APGD and APGD-T (1; 20 in "rand"); suites may also
-    # write `eot_samples`, PGD's name for it.
+    # EOT samples per step of APGD and APGD-T (1; 20 in "rand"); PGD's `eot_samples` too.
     eot_iter: PositiveInt | None = Field(
         default=None, validation_alias=AliasChoices("eot_iter", "eot_samples")
     )

@@ -120,9 +120,8 @@ _NON_NEGATIVE = Bound(ge=0)  # a margin, decay or noise level: zero switches it 
 _PROBABILITY = Bound(ge=0, le=1)
 _FRACTION = Bound(gt=0, le=1)
 
-# Bounds by torchattacks parameter name, from what the parameter means (the same name means
-# the same thing across its classes). Without them `steps = -1` ran no step and reported the
-# clean accuracy as robust, and CW's `c = -1` found no adversarial at all.
+# Bounds by torchattacks parameter name (a name means the same across its classes): without
+# them `steps = -1` ran no step and reported clean accuracy as robust.
 BOUNDS: dict[str, Bound] = {
     **dict.fromkeys(
         (

@@ -120,9 +120,8 @@ def _autoattack(c: CostInput) -> int:
 
 
 def _onepixel(c: CostInput) -> int:
-    # Differential evolution over D = pixels x (2 + C) numbers: a population of
-    # max(5, max(1, popsize // D) x D), evaluated at the start and once per step, and the
-    # success check on the best member after each step.
+    # Differential evolution over D = pixels x (2 + C) numbers: the population evaluated at the
+    # start and once per step, and the success check on the best member after each step.
     dims = c.get("eps") * (2 + c.shape[0])
     population = max(5, max(1, c.get("popsize") // dims) * dims)
     return (c.get("steps") + 1) * population + c.get("steps")
@@ -153,8 +152,7 @@ def _sparsefool(c: CostInput) -> int:
 
 
 def _ead(c: CostInput) -> int:
-    # The clean forward, then per binary-search step and iteration a gradient on y_k and a
-    # forward on x_k.
+    # The clean forward, then per search step and iteration a gradient (y_k), a forward (x_k).
     rounds = c.get("binary_search_steps") * c.get("max_iterations")
     return FORWARD_PASS + rounds * (GRADIENT_PASS + FORWARD_PASS)
 

@@ -2,13 +2,10 @@
 from the class's own `__init__` parameters (read from source, torchattacks_source.py) and its
 row of the threat-model catalogue (torchattacks_catalogue.py), without importing torch.
 
-A suite writes the kind and its parameters as torchattacks spells them (`torchattacks.CW`);
-an unknown parameter is refused with a did-you-mean. Besides the library's parameters:
-bounded attacks take `eps` (pixel units; `max_epsilon` and OnePixel's `pixels` are aliases)
-and, where the attack has one, `norm`; minimal-norm and noise attacks refuse `eps`; attacks
-that support it take `targeted = "random"` or `"least-likely"` (`set_mode_targeted_*`), each
-sample's target recorded in `target_class`; `seed` and `n_classes` default to the batch's
-seed and the model's outputs (catalogue `FILLED_BY_ROBENCH`).
+A suite writes the parameters as torchattacks names them; besides them bounded attacks take
+`eps` (pixel units; `max_epsilon` and OnePixel's `pixels` are aliases) and `norm`, others
+refuse `eps`, and targeted modes are `targeted = "random"` or `"least-likely"`
+(docs/torchattacks.md).
 
 A loader of the perturbation registry registers the kinds on its first listing or lookup of
 a name it does not hold, so commands that never ask for them never read torchattacks' source.
@@ -56,8 +53,7 @@ KIND_PREFIX = "torchattacks."
 IMPLEMENTATION = "robench.perturbations.adversarial.torchattacks_adapter:TorchattacksAttack"
 # Column of the target class each sample was attacked towards (targeted modes only).
 TARGET_COLUMN = "target_class"
-# Column of how far outside [0, 1] the library's output was before robench clipped it
-# (0.0 when it was inside; catalogue ROUNDING_TOLERANCE).
+# Column of how far outside [0, 1] the library's output was (catalogue ROUNDING_TOLERANCE).
 ROUNDING_COLUMN = "rounding_clip"
 
 

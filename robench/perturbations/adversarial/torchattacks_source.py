@@ -66,9 +66,8 @@ class LibraryAttack:
     name: str  # the class name, as in `torchattacks.__all__` ("CW", "MIFGSM")
     takes_model: bool  # the first parameter after self is `model`
     parameters: tuple[LibraryParameter, ...]
-    # "targeted" in its `supported_mode` and its code asks for target labels
-    # (`self.get_target_label`): set_mode_targeted_* then work. SPSA lists the mode but never
-    # asks, so it would attack towards the true label: not targeted.
+    # "targeted" in its `supported_mode` and its code asks for target labels: SPSA lists the
+    # mode but never asks, so it would attack towards the true label: not targeted.
     targeted: bool
     wrapper: bool  # listed in `torchattacks.__wrapper__` (MultiAttack, LGV)
 

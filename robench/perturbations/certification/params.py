@@ -30,8 +30,7 @@ def _sigma(value: Any) -> float:
 
 
 def _count(value: Any) -> Any:
-    # pydantic would take 100.0 (and "100") as 100; a count written as 1e5 or 0.5 is a
-    # mistake worth a sentence.
+    # pydantic would take 100.0 (and "100") as 100; a count written as 1e5 is worth a sentence.
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ValueError(f"must be a positive integer, got {value!r}")
     return value

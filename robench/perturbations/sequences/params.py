@@ -14,7 +14,6 @@ SEQUENCE_CLASSIFICATION = "sequence-classification"
 
 
 class _SequenceParams(PerturbationParams):
-    # Unbounded: tokens are replaced outright, there is no eps-ball to check against.
     unbounded: ClassVar[bool] = True
     task: ClassVar[str | tuple[str, ...] | None] = SEQUENCE_CLASSIFICATION
     # The LRA tasks whose data it edits (robench/data/lra's task names).
@@ -51,8 +50,7 @@ class PixelNoiseParams(_SequenceParams):
     display: ClassVar[str | None] = "pixel noise"
     lra_tasks: ClassVar[tuple[str, ...]] = ("image", "pathfinder")
 
-    # Standard deviation in intensity units ([0, 1] = the data's darkest to brightest token;
-    # "16/255" is 16 grey levels of an 8-bit image), > 0.
+    # In intensity units ([0, 1]: darkest to brightest token; "16/255": 16 grey levels), > 0.
     std: float
 
     @field_validator("std", mode="before")

@@ -23,8 +23,7 @@ from robench.perturbations.sequences.params import (
     TokenSubstitutionParams,
 )
 
-# (tokens, seed=...) -> edited tokens: a partial of an `edits` function (module-level, so
-# that DataLoader workers can pickle it)
+# (tokens, seed=...) -> edited tokens: a partial of an `edits` function (workers pickle it)
 Edit = Callable[..., torch.Tensor]
 
 

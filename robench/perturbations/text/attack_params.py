@@ -24,8 +24,7 @@ class TextAttackParams(PerturbationParams):
     # The fields that are `AttackConstraints` options of the recipe.
     constraint_fields: ClassVar[tuple[str, ...]] = ("skip_stopwords",)
 
-    # Model queries per sample, the clean one included (TextAttack's `query_budget`); None:
-    # no limit, as TextAttack's default.
+    # Model queries per sample, the clean one included (TextAttack's); None: no limit.
     query_budget: int | None = Field(default=None, ge=1)
     # Texts per model call while searching: speed only, the results do not depend on it.
     query_batch: int = Field(default=256, ge=1)

@@ -23,8 +23,7 @@ from robench._core.errors import DataError, first_line
 from robench.perturbations.text.word_spans import word_spans
 
 DEFAULT_DIR = Path("/usr/share/wordnet")
-# WordNet 3.0's lexicographer files, numbered from 00, with their syntactic category
-# (1 noun, 2 verb, 3 adjective, 4 adverb).
+# WordNet 3.0's lexicographer files from 00, with their category (1 noun, 2 verb, 3 adj, 4 adv).
 LEXNAMES = (
     ("adj.all", 3), ("adj.pert", 3), ("adv.all", 4), ("noun.Tops", 1), ("noun.act", 1),
     ("noun.animal", 1), ("noun.artifact", 1), ("noun.attribute", 1), ("noun.body", 1),
