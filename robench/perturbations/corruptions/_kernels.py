@@ -14,8 +14,10 @@ import numpy as np
 
 from robench._core.jit import cached_njit
 
+_jit = cached_njit
 
-@cached_njit
+
+@_jit
 def glass_shuffle(x: np.ndarray, max_delta: int, iterations: int, seed: int) -> None:
     """The library's `_shuffle_pixels_njit_glass_blur`, in place, with the same numba RNG.
 
@@ -35,7 +37,7 @@ def glass_shuffle(x: np.ndarray, max_delta: int, iterations: int, seed: int) -> 
                     x[h, w, c] = x[h + dy, w + dx, c]
 
 
-@cached_njit
+@_jit
 def shift_sum(x: np.ndarray, dys: np.ndarray, dxs: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """sum_i weights[i] * x shifted by (dys[i], dxs[i]), edges replicated; float64 (H, W, C):
     the library's `_motion_blur` products in the same tap order, row by row without copies."""
@@ -60,7 +62,7 @@ def shift_sum(x: np.ndarray, dys: np.ndarray, dxs: np.ndarray, weights: np.ndarr
     return acc.reshape(height, width, channels)
 
 
-@cached_njit
+@_jit
 def zoom_sum(
     x: np.ndarray,
     rows: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
@@ -90,7 +92,7 @@ def zoom_sum(
                     out[i, j, c] = out[i, j, c] + np.float32(t)
 
 
-@cached_njit
+@_jit
 def hsv_adjust(
     x: np.ndarray, s_scale: float, s_shift: float, v_shift: float, out: np.ndarray
 ) -> None:
@@ -132,7 +134,7 @@ def hsv_adjust(
                 out[i, j, c] = np.uint8(min(max(rgb[c], 0.0), 1.0) * 255)
 
 
-@cached_njit
+@_jit
 def _reflect(cc: float, length: int) -> float:
     """scipy's `map_coordinate` for mode 'reflect' (ni_interpolation.c)."""
     if cc < 0:
@@ -152,7 +154,7 @@ def _reflect(cc: float, length: int) -> float:
     return cc
 
 
-@cached_njit
+@_jit
 def mirror_index(idx: int, length: int) -> int:
     """Index of a spline tap outside the input, mirrored about the edge sample (d c b | a b c)."""
     if length <= 1:
@@ -168,7 +170,7 @@ def mirror_index(idx: int, length: int) -> int:
     return idx
 
 
-@cached_njit
+@_jit
 def _reflect_index(idx: int, length: int) -> int:
     """Index of a spline tap outside the input, reflected about the edge (b a | a b c);
     what scipy uses for mode 'reflect' (checked against `map_coordinates`)."""
@@ -176,7 +178,7 @@ def _reflect_index(idx: int, length: int) -> int:
     return 2 * length - 1 - idx if idx >= length else idx
 
 
-@cached_njit
+@_jit
 def elastic_sample(image: np.ndarray, dy: np.ndarray, dx: np.ndarray, out: np.ndarray) -> None:
     """`map_coordinates(image, (y + dy, x + dx, c), order=1, mode='reflect')`, then
     clip(0, 1) * 255 in float32, truncated to uint8. The channel weights are exactly 1 and 0,

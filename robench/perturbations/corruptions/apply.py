@@ -8,13 +8,13 @@ half up), so a grey result is what a PIL-based pipeline would store.
 
 from __future__ import annotations
 
-import difflib
 import importlib
 
 import numpy as np
 
 from robench._core.corruption_names import ALL, SEVERITIES
 from robench._core.errors import RobenchError
+from robench._core.registry import did_you_mean
 
 # Implementation name -> (module, function); imported on first use, since both pull in the
 # library's stack (OpenCV, scikit-image, SciPy, numba).
@@ -33,11 +33,8 @@ class CorruptionInputError(RobenchError, ValueError):
 
 
 def _check_choice(value: object, choices: tuple[str, ...], what: str) -> None:
-    if value in choices:
-        return
-    close = difflib.get_close_matches(str(value), choices, n=3, cutoff=0.5)
-    hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-    raise CorruptionInputError(f"Unknown {what} {value!r}.{hint} Available: {', '.join(choices)}.")
+    if value not in choices:
+        raise CorruptionInputError(did_you_mean(str(value), list(choices), what))
 
 
 def _check_arguments(image: np.ndarray, severity: int, seed: int) -> None:
