@@ -12,9 +12,8 @@ task) and perturbs that task's inputs, in one of three ways:
   before batching (Word Swap on a text corpus).
 - `PerSampleAttack.perturb_samples(model, inputs, targets, seeds)`: a batch, each sample
   attacked on its own with its own seed (a text attack's search), with per-sample columns.
-The runner checks what comes back with the task's `check_perturbed` (for images: the threat
-model's ball, [0, 1], finite) and re-runs the model on it; a perturbation never reports
-accuracy itself.
+The runner checks what comes back (the task's `check_perturbed`) and re-runs the model on it;
+a perturbation never reports accuracy itself.
 
 A kind is registered by its parameter schema (`@register_kind` on a pydantic model) and the
 dotted path of its implementation, so suites validate without importing torch or any attack

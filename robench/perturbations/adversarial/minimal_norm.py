@@ -98,8 +98,7 @@ class MinimalNorm(Perturbation):
             found = _METHODS[p.method](p, model, clean, targets)
         inside = (found.norm <= p.eps).view(-1, *(1,) * (clean.dim() - 1))
         adv = torch.where(inside, found.best, clean)
-        threat = self.threat_model
-        adv = project_onto_ball(adv, clean, p.eps, name="MinimalNorm", threat=threat)
+        adv = project_onto_ball(adv, clean, p.eps, name="MinimalNorm", threat=self.threat_model)
         norms = [None if math.isinf(n) else n for n in found.norm.tolist()]
         columns: dict[str, list[Any]] = {"min_norm": norms}
         if p.method == "fmn":

@@ -1,18 +1,15 @@
 """Per-pixel cross-entropy of a segmentation model, the loss dense attacks ascend.
 
-Logits (B, K, h, w) are compared with int64 label maps (B, Hl, Wl) at the label resolution
-(`logits_at_labels`). Pixels labelled `IGNORE_INDEX` and padding are left out of every sum
-and count. Plain cross-entropy is the mean over scored pixels (mmsegmentation's
-`CrossEntropyLoss` with `avg_non_ignore=True`); SegPGD weighting (Gu et al., "SegPGD: An
-Effective and Efficient Adversarial Attack for Evaluating and Boosting Segmentation
-Robustness", ECCV 2022, arXiv:2207.12391, Eq. 4 and Algorithm 1) at step t of T (t = 1 .. T) is
+Logits (B, K, h, w) are compared with int64 label maps at the label resolution; ignored and
+padded pixels are left out of every sum and count. Plain cross-entropy is the mean over scored
+pixels (mmsegmentation's `avg_non_ignore=True`); SegPGD (Gu et al., ECCV 2022,
+arXiv:2207.12391, Eq. 4 and Algorithm 1) weights it at step t of T (t = 1 .. T):
 
     L_t = (1 - lambda_t) / N * sum_{j correct} CE_j + lambda_t / N * sum_{k wrong} CE_k,
     lambda_t = (t - 1) / (2 T),
 
 where "correct" means the current arg-max equals the label and N is the number of scored
-pixels (the paper's H x W: both sums over all pixels, not their own set's size). The weight
-moves from the correct pixels towards the wrong ones, just under one half at t = T; CosPGD's
+pixels (the paper's H x W: both sums over all pixels, not their own set's size); CosPGD's
 reference code (Agnihotri and Keuper, `segpgd_scale`) has the same schedule.
 
 `per_sample_pixel_cross_entropy` returns each sample's own mean, which attacks sum so that a

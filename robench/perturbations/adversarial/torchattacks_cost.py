@@ -1,9 +1,8 @@
 """An upper bound on a `torchattacks.NAME` attack's model passes per sample, from its parameters.
 
-Counted against torchattacks 3.5's source, in the cost model's unit (a forward pass 1, a forward
-and backward pass 3; a backward alone, one logit's gradient in a Jacobian, 2), for the worst
-case in which no sample is broken early (CW, EAD, DeepFool, SparseFool, JSMA, Pixle, OnePixel,
-Square, APGD and FAB stop on a misclassified sample; docs/cost.md gives the measured ratios).
+Counted against torchattacks 3.5's source, in the cost model's unit (a backward alone, one
+logit's gradient in a Jacobian, is 2), for the worst case in which no sample is broken early
+(most attacks stop on a misclassified sample; docs/cost.md gives the measured ratios).
 An attack with no row in `ATTACK_COSTS` costs a forward and a gradient per step of every
 repeat count it takes, or a forward per query; `adapter_passes` is what runs around it. In
 the formulas `classes` is the model's outputs, C x H x W one sample's shape.

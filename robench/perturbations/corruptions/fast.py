@@ -57,7 +57,7 @@ _SNOW = (
 _FROST = ((1, 0.4), (0.8, 0.6), (0.7, 0.7), (0.65, 0.7), (0.6, 0.75))
 _FROST_FILES = ("frost1.png", "frost2.png", "frost3.png", "frost4.jpg", "frost5.jpg", "frost6.jpg")
 _BRIGHTNESS = (0.1, 0.2, 0.3, 0.4, 0.5)
-_SATURATE = ((0.3, 0), (0.1, 0), (2, 0), (5, 0.1), (20, 0.2))
+_SATURATE: tuple[tuple[float, float], ...] = ((0.3, 0), (0.1, 0), (2, 0), (5, 0.1), (20, 0.2))
 _ELASTIC_ALPHA = (250 * 0.05, 250 * 0.065, 250 * 0.085, 250 * 0.1, 250 * 0.12)
 
 
@@ -116,8 +116,8 @@ def _motion_taps(
             break  # the library stops here: the remaining taps' weight is lost
         dys.append(dy)
         dxs.append(dx)
-    taps = len(dys)
-    return np.array(dys, np.int64), np.array(dxs, np.int64), np.ascontiguousarray(kernel[:taps])
+    weights = np.ascontiguousarray(kernel[: len(dys)])
+    return np.array(dys, np.int64), np.array(dxs, np.int64), weights
 
 
 def _motion_blur(image: np.ndarray, severity: int) -> np.ndarray:
@@ -213,9 +213,7 @@ _FAST: dict[str, Callable[[np.ndarray, int, int], np.ndarray]] = {
     "glass_blur": _glass_blur,
     "frost": lambda image, severity, seed: _frost(image, severity),
     "brightness": lambda image, severity, seed: _hsv(1.0, 0.0, _BRIGHTNESS[severity - 1], image),
-    "saturate": lambda image, severity, seed: _hsv(
-        _SATURATE[severity - 1][0], _SATURATE[severity - 1][1], 0.0, image
-    ),
+    "saturate": lambda image, severity, seed: _hsv(*_SATURATE[severity - 1], 0.0, image),
     "elastic_transform": lambda image, severity, seed: _elastic_transform(image, severity),
 }
 FAST_NAMES = frozenset(_FAST)

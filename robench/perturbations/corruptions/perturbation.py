@@ -26,12 +26,7 @@ class Corruption(SamplePerturbation):
         # The loaders' images are uint8 / 255, so rounding recovers their grey levels exactly.
         pixels = (item.detach().cpu() * 255).round().clamp(0, 255).to(torch.uint8)
         image = pixels.permute(1, 2, 0).numpy()
-        corrupted = corrupt_image(
-            image,
-            self.params.corruption,
-            self.params.severity,
-            seed,
-            implementation=self.params.implementation,
-        )
+        p = self.params
+        corrupted = corrupt_image(image, p.corruption, p.severity, seed, p.implementation)
         out = torch.from_numpy(corrupted.reshape(image.shape)).permute(2, 0, 1)
         return out.to(item.dtype).div_(255).to(item.device)

@@ -72,12 +72,9 @@ class _Attack:
 
     def candidates(self, current: WordSpans, index: int) -> list[WordSpans]:
         """The transformation's candidates for word `index` that the constraints allow."""
-        found = []
-        for word in self.transformation(current.words[index], self.rng):
-            candidate = current.replace(index, word)
-            if self.constraints.allows(candidate, self.original):
-                found.append(candidate)
-        return found
+        words = self.transformation(current.words[index], self.rng)
+        candidates = [current.replace(index, word) for word in words]
+        return [c for c in candidates if self.constraints.allows(c, self.original)]
 
     def outcome(self, kind: str, text: WordSpans) -> AttackOutcome:
         changed = len(text.changed_words(self.original))

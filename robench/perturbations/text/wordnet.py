@@ -104,14 +104,8 @@ def synonyms(word: str) -> list[str]:
         raise _unreadable(root, exc) from None
     if any(synset is None for synset in found):
         raise _unreadable(root, WordNetError(f"an index entry of {word!r} points past a data file"))
-    return sorted(
-        {
-            name
-            for synset in found
-            for name in synset.lemma_names()
-            if name != word and "_" not in name and is_one_word(name)
-        }
-    )
+    names = {name for synset in found for name in synset.lemma_names()}
+    return sorted(n for n in names if n != word and "_" not in n and is_one_word(n))
 
 
 def check_wordnet() -> None:
