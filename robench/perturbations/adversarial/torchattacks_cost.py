@@ -229,9 +229,7 @@ def cost_formula(attack: str, fields: Collection[str]) -> str:
         return ATTACK_COSTS[attack].formula
     steps = [name for name in _STEP_COUNTS if name in fields]
     queries = [name for name in _QUERY_COUNTS if name in fields]
-    if queries:
-        return " x ".join(queries + steps)
-    return " x ".join(["1 + 3", *steps])
+    return " x ".join(queries + steps if queries else ["1 + 3", *steps])
 
 
 def adapter_passes(*, minimal_norm: bool, targeted: bool, fills_classes: bool) -> int:

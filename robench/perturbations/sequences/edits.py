@@ -25,8 +25,7 @@ def substitute_tokens(
     real = torch.nonzero(
         flat != pad_id if pad_id is not None else torch.ones_like(flat, dtype=torch.bool)
     ).flatten()
-    wanted = rate * len(real)
-    count = math.floor(wanted + float(torch.rand((), generator=generator)))
+    count = math.floor(rate * len(real) + float(torch.rand((), generator=generator)))
     chosen = real[torch.randperm(len(real), generator=generator)[:count]]
     # The ids a token may become: the vocabulary without padding, in order; a drawn offset in
     # [1, n) from the token's own place lands on any other id with equal chance.
