@@ -5,10 +5,10 @@ them: a transformation (word_transformations.py, or WordNet synonyms for `pwws`)
 
 from __future__ import annotations
 
-import functools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from robench.perturbations.text.attack_constraints import AttackConstraints
 from robench.perturbations.text.greedy_search import Search, greedy_beam, greedy_wir
@@ -28,10 +28,9 @@ def _wordnet_synonyms(word: str, rng: random.Random) -> list[str]:
 
 @dataclass(frozen=True)
 class Recipe:
-    name: str
     transformation: Transformation
     search: SearchFn
-    uses_wordnet: bool = False
+    uses_wordnet: bool = False  # its transformation reads WordNet (checked before a run)
 
     def start(
         self,
@@ -47,12 +46,7 @@ class Recipe:
 
 
 RECIPES = {
-    "deepwordbug": Recipe("deepwordbug", TRANSFORMATIONS["deepwordbug"], greedy_wir),
-    "pruthi": Recipe("pruthi", TRANSFORMATIONS["pruthi"], greedy_beam),
-    "pwws": Recipe(
-        "pwws",
-        _wordnet_synonyms,
-        functools.partial(greedy_wir, ranking="weighted-saliency"),
-        uses_wordnet=True,
-    ),
+    "deepwordbug": Recipe(TRANSFORMATIONS["deepwordbug"], greedy_wir),
+    "pruthi": Recipe(TRANSFORMATIONS["pruthi"], greedy_beam),
+    "pwws": Recipe(_wordnet_synonyms, partial(greedy_wir, ranking="weighted-saliency"), True),
 }
