@@ -339,8 +339,7 @@ P = TypeVar("P", bound=type[PerturbationParams])
 
 
 def register_kind(name: str, implementation: str) -> Callable[[P], P]:
-    """`@register_kind("pgd", "module:Class")` on a parameter class: registers the kind and
-    its display name (`results.attack_names`)."""
+    """`@register_kind("pgd", "module:Class")`: the kind, and its name in `attack_names`."""
 
     def decorate(params: P) -> P:
         ATTACK_NAMES[name] = functools.partial(params.display_name, name)

@@ -23,12 +23,9 @@ robench's `custom` uses `standard`'s; the parameters override them as autoattack
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # params imports this module when asked for a cost
-    from robench.perturbations.adversarial.params import AutoAttackParams
+from typing import Protocol
 
 _GRADIENT = 3  # a forward and a backward pass
 _DEFAULT_ITERATIONS = 100  # APGD, APGD-T and FAB
@@ -90,7 +87,26 @@ _ATTACK_PASSES: dict[str, Callable[[_Resolved], int]] = {
 }
 
 
-def autoattack_passes(params: AutoAttackParams, classes: int) -> int:
+class AutoAttackSettings(Protocol):
+    """What the count reads of `params.AutoAttackParams` (a protocol: params imports this)."""
+
+    @property
+    def version(self) -> str: ...
+    @property
+    def attacks(self) -> Sequence[str] | None: ...
+    @property
+    def n_restarts(self) -> int | None: ...
+    @property
+    def n_iter(self) -> int | None: ...
+    @property
+    def eot_iter(self) -> int | None: ...
+    @property
+    def n_target_classes(self) -> int: ...
+    @property
+    def n_queries(self) -> int: ...
+
+
+def autoattack_passes(params: AutoAttackSettings, classes: int) -> int:
     """Passes per sample of one AutoAttack run (robench's re-run of the model not included)."""
     version = _VERSIONS[params.version]
     attacks = params.attacks or version.attacks

@@ -80,8 +80,7 @@ def _literal(node: ast.expr) -> Any:
         pass
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         left, right = _literal(node.left), _literal(node.right)
-        numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (left, right))
-        if numbers:
+        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in (left, right)):
             return _BINARY[type(node.op)](left, right)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         value = _literal(node.operand)

@@ -106,12 +106,9 @@ def hsv_adjust(
             b = np.float64(x[i, j, 2]) / 255.0
             v = max(r, g, b)
             delta = v - min(r, g, b)
-            if delta == 0.0:
-                h = 0.0
-                s = 0.0
-            else:
+            h = s = 0.0
+            if delta != 0.0:
                 s = delta / v
-                h = 0.0
                 if r == v:
                     h = (g - b) / delta
                 if g == v:

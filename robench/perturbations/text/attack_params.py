@@ -45,7 +45,7 @@ class DeepWordBugParams(TextAttackParams):
 
     recipe: ClassVar[str] = "deepwordbug"
     display: ClassVar[str | None] = "DeepWordBug"
-    constraint_fields: ClassVar[tuple[str, ...]] = ("skip_stopwords", "max_edit_distance")
+    constraint_fields = ("skip_stopwords", "max_edit_distance")
     # Character edit distance of the whole text to the original (the recipe's 30).
     max_edit_distance: int = Field(default=30, ge=1)
 
@@ -56,11 +56,7 @@ class PruthiParams(TextAttackParams):
 
     recipe: ClassVar[str] = "pruthi"
     display: ClassVar[str | None] = "Pruthi"
-    constraint_fields: ClassVar[tuple[str, ...]] = (
-        "skip_stopwords",
-        "max_words_perturbed",
-        "min_word_length",
-    )
+    constraint_fields = ("skip_stopwords", "max_words_perturbed", "min_word_length")
     max_words_perturbed: int = Field(default=1, ge=1)
     min_word_length: int = Field(default=4, ge=1)
 
