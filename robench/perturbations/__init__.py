@@ -1,19 +1,12 @@
 """Perturbations: the contract, the registry of kinds, threat models and the check every
 output must pass. `adversarial/` holds the attacks, `corruptions/` the ImageNet-C corruptions,
-`text/` Word Swap on language-modelling text and the adversarial word and character attacks on
-text classifiers (TextAttack's recipes), `sequences/` token substitution, pixel noise and
-occlusion on LRA sequences.
+`text/` Word Swap on language-modelling text and TextAttack's recipes on text classifiers,
+`sequences/` the Long Range Arena's edits, `certification/` randomized smoothing's
+certificates (Cohen et al., ICML 2019) and the attack that can test them (SmoothAdv).
 
-Importing this package registers every built-in kind (`clean`, `fgsm`, `fgm`, `pgd`, `spsa`,
-`autoattack`, `malt`, `minimal-norm`, `randomized-smoothing`, `smoothed-pgd`, `corruption`,
-`word-swap`, `deepwordbug`, `pruthi`, `pwws`, `token-substitution`, `pixel-noise`,
-`pixel-occlusion`, and, on first listing, `torchattacks.NAME` for every torchattacks attack
-class) by its parameter schema only: no torch, no attack or corruption library.
-Implementations are imported when a perturbation is built. Threat models (L-inf, L2, L1, L0)
-are rows of `threat_models.NORMS`; a bounded kind's `norm` parameter picks one.
-`certification/` holds randomized smoothing's certificates (Cohen et al., ICML 2019) and the
-attack on the smoothed classifier that can test them (`smoothed-pgd`, SmoothAdv);
-`sequences/` the Long Range Arena's edits.
+Importing this package registers every built-in kind (and, on first listing, a
+`torchattacks.NAME` kind per torchattacks attack class) by its parameter schema only: no
+torch, no attack or corruption library; implementations are imported when one is built.
 
 May import: `robench.models`, `robench.data`, `robench.results`, `robench._core`.
 """

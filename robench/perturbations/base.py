@@ -4,25 +4,20 @@ A perturbation belongs to a task (`PerturbationParams.task`; None, as for `clean
 task) and perturbs that task's inputs, in one of three ways:
 - `Perturbation.perturb(model, inputs, targets, seed)`: a batch (attacks). For image
   classification the inputs are pixels (float in [0, 1], shape (B, C, H, W)), the targets the
-  true labels, and the model normalises inside. An attack that finds something per sample
-  besides the perturbed input (the minimal norm, the first successful iteration) returns it
-  from `perturb_with_columns` as extra record columns, which the runner stores and the
-  report keeps (docs/formats.md, "Attack columns").
+  true labels, and the model normalises inside. What an attack finds per sample besides the
+  perturbed input (the minimal norm) comes from `perturb_with_columns` as record columns.
 - `SamplePerturbation.perturb_sample(item, seed)`: one input at a time, without the model,
   while the data loads (corruptions).
 - `DatasetPerturbation.perturb_dataset(dataset, seed)`: the evaluated data as a whole, once,
   before batching (Word Swap on a text corpus).
-A batch perturbation that attacks each sample on its own (a text attack's search) is a
-`PerSampleAttack`: `perturb_samples(model, inputs, targets, seeds)` gets one seed per sample
-and returns, besides the perturbed batch, per-sample columns (the attack's outcome, queries)
-that the runner stores beside the task's records.
-The runner checks what comes back with the task's `check_perturbed` (for images: the threat
-model's ball, [0, 1], finite; for text: the shape and token ids) and re-runs the model on it;
+- `PerSampleAttack.perturb_samples(model, inputs, targets, seeds)`: a batch, each sample
+  attacked on its own with its own seed (a text attack's search), with per-sample columns.
+The runner checks what comes back (the task's `check_perturbed`) and re-runs the model on it;
 a perturbation never reports accuracy itself.
 
-A kind is registered by its parameter schema (`@register_kind` on a pydantic model) together
-with the dotted path of its implementation, so suites validate, and `robench list` shows
-parameters, without importing torch or any attack library.
+A kind is registered by its parameter schema (`@register_kind` on a pydantic model) and the
+dotted path of its implementation, so suites validate without importing torch or any attack
+library.
 """
 
 from __future__ import annotations
@@ -82,15 +77,13 @@ class PerturbationParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    # True for perturbations with no budget at all (corruptions): the runner still checks
-    # shape, range and finiteness, and the report records `threat_model = "unbounded"`.
+    # No budget at all (corruptions): the report records `threat_model = "unbounded"`.
     unbounded: ClassVar[bool] = False
-    # The task whose data it perturbs (robench/tasks); None for any task (`clean`). Suites
-    # refuse a kind of another task than theirs.
-    # A tuple names every task it applies to (pgd and fgsm: classification and segmentation).
+    # The task (robench/tasks), or tasks (pgd and fgsm: classification and segmentation),
+    # whose data it perturbs; None for any task (`clean`). Suites refuse a kind of another.
     task: ClassVar[str | tuple[str, ...] | None] = "image-classification"
-    # Its name in figures; None: the kind's name in capitals ("fgsm" -> "FGSM"). A kind whose
-    # parameters change the name (PGD-20) overrides `display_name` instead.
+    # Its name in figures; None: the kind's in capitals ("FGSM"). `display_name` may use the
+    # parameters (PGD-20).
     display: ClassVar[str | None] = None
     # The extra per-sample columns its attack returns (`Perturbation.perturb_with_columns`),
     # which the report keeps beside the task's outputs (docs/formats.md, "Attack columns").
@@ -98,12 +91,10 @@ class PerturbationParams(BaseModel):
     # Modules of optional extras its implementation imports (robench/_core/extras.py), with
     # what needs them: a run checks them before it starts (PWWS: nltk's WordNet reader).
     modules: ClassVar[dict[str, str]] = {}
-    # Parameters left out of the report's `params` while None (not given): ones added after
-    # reports were written, so that old and new reports still compare equal.
+    # Parameters left out of the report while None: ones added later, so reports still compare.
     report_omits_none: ClassVar[tuple[str, ...]] = ()
-    # Metrics only its results can fill (smoothing's certificates): a suite that names no
-    # metrics reports these after its task's defaults, so a hand-written entry is not scored
-    # on top-1 alone without a word.
+    # Metrics only its results can fill (certificates): reported after the task's defaults when
+    # a suite names none, so an entry is not scored on top-1 alone without a word.
     metrics: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
@@ -115,15 +106,14 @@ class PerturbationParams(BaseModel):
     def expand_grid(
         cls, label: str | None, params: dict[str, Any]
     ) -> list[tuple[str | None, dict[str, Any]]]:
-        """One suite entry -> the (label, params) of the results it stands for. A kind whose
-        suites ask for grids (corruptions x severities) overrides this; the default is the
-        entry itself."""
+        """One suite entry -> the (label, params) of the results it stands for: the entry
+        itself, or a grid (corruptions x severities)."""
         return [(label, params)]
 
     @classmethod
     def threat_summary(cls) -> str | None:
-        """The threat model in words for `robench list perturbations` ("bounded Linf, L2",
-        "unbounded"); None for a kind with no image budget to speak of (clean, text)."""
+        """The threat model in words ("bounded Linf, L2", "unbounded"); None for a kind with no
+        image budget to speak of (clean, text)."""
         return "unbounded" if cls.unbounded else None
 
     def report_fields(self) -> dict[str, Any]:
@@ -132,62 +122,53 @@ class PerturbationParams(BaseModel):
         return {}
 
     def gradient_samples(self) -> int | None:
-        """The EOT samples its attack averages each gradient over (`eot_samples`), when given;
-        None for perturbations without EOT, or that were not given it."""
+        """The EOT samples its attack averages each gradient over, when given, else None."""
         return None
 
     def passes_per_sample(self, classes: int = 10) -> int:
-        """Model passes one sample costs (`FORWARD_PASS` = 1, `GRADIENT_PASS` = 3), the
-        runner's re-run of the model on the perturbed input included: an upper bound that
-        never looks at a clock, so budgets built on it are reproducible. The default is that
-        re-run alone (the perturbation never calls the model: clean, corruptions, Word Swap);
-        attacks override it. `classes`, the model's outputs, matters only to attacks whose cost
-        grows with it (AutoAttack's FAB)."""
+        """Model passes one sample costs (`FORWARD_PASS`, `GRADIENT_PASS`), the runner's re-run
+        on the perturbed input included: an upper bound that never looks at a clock, so budgets
+        built on it are reproducible. The default is that re-run alone (clean, corruptions,
+        Word Swap). `classes` matters only where the cost grows with it (AutoAttack's FAB)."""
         return FORWARD_PASS
 
     def passes_per_sample_on(self, classes: int, shape: tuple[int, ...] | None) -> int:
-        """`passes_per_sample` on inputs whose one sample has `shape` ((C, H, W); None: not
-        known), what `robench eval --dry-run` asks: kinds whose cost grows with the input
-        (torchattacks' JSMA and OnePixel) override it, the rest do not depend on it."""
+        """`passes_per_sample` on samples of `shape` ((C, H, W); None: not known), for `robench
+        eval --dry-run`: kinds whose cost grows with the input (JSMA, OnePixel) override it."""
         return self.passes_per_sample(classes)
 
     @classmethod
     def cost_formula(cls) -> str | None:
-        """`passes_per_sample` in words (`robench list perturbations`); None where the
-        kind's documentation gives it."""
+        """`passes_per_sample` in words; None where the kind's documentation gives it."""
         return None
 
 
 class BoundedParams(PerturbationParams):
-    """Parameters of an attack with budget `eps` (pixel units) in its threat model `norm`.
-
-    `norm` names a row of `threat_models.NORMS`; a subclass annotates it with a `Literal` of
-    the norms its attack implements (PGD and AutoAttack: "linf" and "l2"; FGM: "l2" only;
-    FGSM and SPSA: "linf"), which the validator and the JSON schema read. Suites may write the
-    attack libraries' spellings ("Linf", "L2"): case does not matter. eps is checked against
-    the threat model's `max_eps` (1 for L-inf; L2 has no fixed bound).
-    """
+    """Parameters of an attack with budget `eps` (pixel units) in its threat model `norm`, a
+    row of `threat_models.NORMS`. A subclass annotates `norm` with a `Literal` of the norms its
+    attack implements (a plain `str` means "linf" only), which the validator and the JSON
+    schema read; case does not matter ("Linf", "L2"). eps is checked against `max_eps`."""
 
     # Shown after the list of supported norms when a suite asks for another one.
     _other_norm_hint: ClassVar[str] = ""
 
     eps: float  # radius in pixel units ([0, 1] scale); suites may write "1/255"
-    # Threat model, a row of NORMS; subclasses that support more than L-inf annotate it with a
-    # `Literal` of their norms (a plain `str` here means "linf" only).
     norm: str = "linf"
 
     @classmethod
+    def _norms(cls) -> tuple[str, ...]:
+        return get_args(cls.model_fields["norm"].annotation) or ("linf",)
+
+    @classmethod
     def threat_summary(cls) -> str | None:
-        supported = get_args(cls.model_fields["norm"].annotation) or ("linf",)
-        return "bounded " + ", ".join(NORMS[n].name for n in supported)
+        return "bounded " + ", ".join(NORMS[n].name for n in cls._norms())
 
     @field_validator("norm", mode="before")
     @classmethod
     def _parse_norm(cls, value: Any) -> Any:
         norm = value.strip().lower() if isinstance(value, str) else value
-        supported = get_args(cls.model_fields["norm"].annotation) or ("linf",)
-        if norm not in supported:
-            shown = ", ".join(repr(n) for n in supported)
+        if norm not in cls._norms():
+            shown = ", ".join(repr(n) for n in cls._norms())
             raise ValueError(
                 f"norm {value!r} is not supported by this attack; it supports {shown}"
                 f"{cls._other_norm_hint}"
@@ -227,8 +208,7 @@ class Perturbation(abc.ABC):
     uses_model: ClassVar[bool] = True
     # Returns its inputs unchanged (clean): the runner scores loaded batches directly.
     identity: ClassVar[bool] = False
-    # The parameter sizing its model calls when not --batch-size (own_batch.py), set per
-    # instance: the out-of-memory fallback halves it when memory runs out in those calls.
+    # The parameter sizing its model calls (own_batch.py), halved when memory runs out there.
     own_batch: OwnBatch | None = None
     # Its images can be crafted on another model and scored on the evaluated one (transfer,
     # --surrogate); False where the outcome is the evaluated model's own (certification).
@@ -254,16 +234,15 @@ class Perturbation(abc.ABC):
     def perturb(
         self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
     ) -> torch.Tensor:
-        """Return perturbed images in [0, 1]; use only `seed` (or torch's RNG seeded by the
-        runner) for randomness so that the same seed gives the same images."""
+        """Perturbed images in [0, 1], drawing randomness from `seed` (or torch's RNG, seeded
+        by the runner) only."""
 
     def perturb_with_columns(
         self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
     ) -> tuple[torch.Tensor, dict[str, list[Any]]]:
-        """`perturb`, and what the attack found per sample as extra record columns (one value
-        per sample, JSON-able: `{"min_norm": [...], "first_success": [...]}`), named in its
-        parameters' `columns`; the runner stores them beside the task's columns and the
-        report keeps them. The default has none."""
+        """`perturb`, and what the attack found per sample as extra record columns named in
+        its parameters' `columns` (one JSON-able value per sample: `{"min_norm": [...]}`),
+        which the report keeps. The default has none."""
         return self.perturb(model, images, labels, seed), {}
 
 
@@ -273,16 +252,14 @@ class PerSampleAttack(Perturbation):
     The runner seeds each sample from (run seed, result label, the sample's dataset index), so
     a sample's attack is the same whatever the batch size or number of processes (as long as
     the model scores a row the same whatever its batch companions), and stores the returned
-    per-sample columns with the task's records: the metrics and the report read them (e.g.
-    how many queries each sample's attack spent and whether it succeeded).
+    per-sample columns (queries spent, success) with the task's records.
     """
 
     @abc.abstractmethod
     def perturb_samples(
         self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, seeds: Sequence[int]
     ) -> tuple[torch.Tensor, SampleColumns]:
-        """(the perturbed batch, per-sample columns); sample i draws randomness from seeds[i]
-        only."""
+        """(the perturbed batch, per-sample columns); sample i draws from seeds[i] only."""
 
     def perturb(
         self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
@@ -297,10 +274,9 @@ class PerSampleAttack(Perturbation):
 class SamplePerturbation(Perturbation):
     """A perturbation of one input at a time that never looks at the model (corruptions).
 
-    The runner applies it while loading data, in DataLoader workers when there are any, and
-    seeds every sample from (run seed, `seed_key`, the sample's dataset index): a sample gets
-    the same perturbed input whatever the batch size, worker count or number of processes,
-    and in every model's run.
+    The runner applies it while loading data (in DataLoader workers, if any), seeding every
+    sample from (run seed, `seed_key`, its dataset index): the same perturbed input whatever
+    the batch size, worker count, number of processes or model.
     """
 
     uses_model: ClassVar[bool] = False
@@ -308,8 +284,8 @@ class SamplePerturbation(Perturbation):
     @property
     @abc.abstractmethod
     def seed_key(self) -> str:
-        """What, besides the run seed and the sample index, a sample's seed is derived from
-        (e.g. "fog-3"), so that equal perturbations draw equal noise whatever their label."""
+        """What else a sample's seed is derived from (e.g. "fog-3"), so that equal
+        perturbations draw equal noise whatever their label."""
 
     @abc.abstractmethod
     def perturb_sample(self, item: torch.Tensor, seed: int) -> torch.Tensor:
@@ -333,24 +309,21 @@ class DatasetPerturbation(Perturbation):
     Swap on a text corpus).
 
     The runner calls `perturb_dataset` once per result, before batching, and evaluates the
-    returned dataset as it would pre-rendered data (checked by the task, never perturbed
-    again). The perturbation must depend only on the data and `seed` (e.g. each line of a
-    corpus seeded by its line number), so every batch size, window layout, number of
-    processes and model sees the same perturbed data, and a resumed run the same as before.
+    returned dataset as pre-rendered data. It must depend only on the data and `seed` (each
+    line of a corpus seeded by its line number), so every batch size, window layout, number
+    of processes, model and resumed run sees the same perturbed data.
     """
 
     uses_model: ClassVar[bool] = False
 
     def check_dataset(self, dataset: Any) -> None:
         """Raise a ConfigError when `dataset` is data this perturbation cannot edit (another
-        task's sequences, images smaller than a patch); the runner asks before any job runs,
-        so bad input stops a run before anything is scored. The default accepts any."""
+        task's sequences); the runner asks before any job runs. The default accepts any."""
 
     @abc.abstractmethod
     def perturb_dataset(self, dataset: Any, seed: int) -> Any:
-        """The perturbed dataset: same length and item layout as `dataset`. If it has a
-        `perturbation_summary` dict, the report adds it to the result's parameters (e.g. the
-        realised swap rate)."""
+        """The perturbed dataset, `dataset`'s length and item layout; a `perturbation_summary`
+        dict on it (the realised swap rate) goes into the result's parameters."""
 
     def perturb(
         self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
@@ -366,8 +339,7 @@ P = TypeVar("P", bound=type[PerturbationParams])
 
 
 def register_kind(name: str, implementation: str) -> Callable[[P], P]:
-    """`@register_kind("pgd", "module:Class")` on a parameter class: registers the kind, and
-    its display name in the figures' one table (`results.attack_names`)."""
+    """`@register_kind("pgd", "module:Class")`: the kind, and its name in `attack_names`."""
 
     def decorate(params: P) -> P:
         ATTACK_NAMES[name] = functools.partial(params.display_name, name)

@@ -3,16 +3,9 @@
 `check_adversarial` is what the runner calls on every batch an attack returns: same shape and
 dtype as the clean images, finite, inside [0, 1] and, per sample, inside the ball of radius
 `eps` of its threat model (a row of `threat_models.NORMS`; L-inf when none is given).
-`project_onto_ball` and `isolated_attack` are what the attack adapters use to get there: a
-final projection through the same table that only touches samples past the check's tolerance,
-and a context that runs a library in eval mode, under a forked RNG seeded from `seed`, with its
-prints kept off stdout and the model's parameters (and their gradients) left as they were.
-
-Tolerance: distance <= eps + slack, where the slack is the threat model's rounding allowance
-for the image dtype (`ThreatModel.tolerance`): for L-inf one machine epsilon (1.2e-7 for
-float32, at least 1e-6); for L2 sqrt(values per sample) machine epsilons (at least 1e-6), the
-worst case of every value's rounding error adding up along the difference: 4.6e-5 for a
-float32 224x224 RGB image, 6.6e-6 for a CIFAR-10 image.
+`project_onto_ball` and `isolated_attack` are what the attack adapters use to get there.
+Tolerance: distance <= eps + the threat model's rounding allowance for the image dtype
+(`ThreatModel.tolerance`).
 """
 
 from __future__ import annotations
@@ -22,6 +15,7 @@ import io
 import logging
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import torch
 
@@ -43,15 +37,12 @@ def scored_prediction(logits: torch.Tensor) -> torch.Tensor:
     return logits.topk(min(SCORED_TOP_K, logits.shape[-1]), dim=-1).indices[..., 0]
 
 
-def _machine_eps(dtype: torch.dtype) -> float:
-    """Relative rounding error of one value of this dtype (0 for integer dtypes)."""
-    return float(torch.finfo(dtype).eps) if dtype.is_floating_point else 0.0
-
-
 def ball_tolerance(threat: ThreatModel, images: torch.Tensor) -> float:
     """How far past `eps` rounding may legitimately push one sample of `images` (B, ...)."""
     n_values = images[0].numel() if images.shape[0] else 0
-    return threat.tolerance(n_values, _machine_eps(images.dtype))
+    # Machine epsilon: one value's relative rounding error (0 for integer dtypes).
+    machine_eps = float(torch.finfo(images.dtype).eps) if images.dtype.is_floating_point else 0.0
+    return threat.tolerance(n_values, machine_eps)
 
 
 def check_pixel_values(images: torch.Tensor, *, name: str) -> None:
@@ -91,13 +82,10 @@ def check_adversarial(
     name: str,
     threat: ThreatModel | None = None,
 ) -> None:
-    """Raise `AttackCheckError` unless `adv` is a valid perturbation of `clean`.
-
-    Valid means: same shape and dtype, every value finite and in [0, 1], and (when `eps` is not
-    None) distance(adv - clean) <= eps + tolerance per sample in the threat model (L-inf when
-    none is given; the tolerance is the module docstring's). The message names the
-    perturbation, the norm, how many samples fail and by how much.
-    """
+    """Raise `AttackCheckError` unless `adv` is a valid perturbation of `clean`: same shape
+    and dtype, finite, in [0, 1] and (unless `eps` is None) per sample within eps + tolerance
+    in the threat model (L-inf when none is given). The message says which samples fail and
+    by how much."""
     if adv.shape != clean.shape or adv.dtype != clean.dtype:
         raise AttackCheckError(
             f"Perturbation {name!r} returned images of shape {tuple(adv.shape)} and dtype "
@@ -132,13 +120,12 @@ def project_onto_ball(
     name: str,
     threat: ThreatModel | None = None,
 ) -> torch.Tensor:
-    """Return `adv` with every sample inside `check_adversarial`'s ball around `clean` (the
-    threat model's, L-inf when none is given) and inside [0, 1].
+    """Return `adv` with every sample inside `check_adversarial`'s ball around `clean` (L-inf
+    when no threat model is given) and inside [0, 1].
 
-    Samples the check would accept (within eps + tolerance, values in [0, 1]) come back
-    bit-for-bit unchanged, so a library's own result is never altered by the wrapper. A sample
-    past the tolerance means the library ignored the budget: it is logged as a warning and
-    projected onto the ball (then clipped to [0, 1], which only moves it closer to `clean`).
+    Samples the check would accept come back bit-for-bit unchanged, so a library's own result
+    is never altered. A sample past the tolerance (the library ignored the budget) is logged
+    as a warning and projected (then clipped to [0, 1], which only moves it closer to `clean`).
     """
     threat = threat or NORMS["linf"]
     adv = adv.detach().to(clean.dtype)
@@ -186,17 +173,27 @@ def in_eval_mode(model: torch.nn.Module) -> Iterator[None]:
         model.train(was_training)
 
 
+def in_pixel_space(attack: Any, device: torch.device) -> Any:
+    """A torchattacks `attack`, set up for a model that normalises inside: torchattacks must
+    not normalise (it would for a MAIR RobModel) nor switch the model to train mode, and
+    cannot find the device of a model without parameters, so it is given the images'."""
+    attack._set_normalization_applied(None)
+    attack.normalization_used = None
+    attack.set_model_training_mode(model_training=False)
+    attack.set_device(device)
+    return attack
+
+
 @contextlib.contextmanager
 def isolated_attack(model: torch.nn.Module, seed: int, device: torch.device) -> Iterator[None]:
     """Run an attack library on `model` without side effects outside this block.
 
-    Inside: gradients are enabled (even when the caller runs under `torch.no_grad()` or
-    inference mode), the model is in eval mode, its parameters do not require grad (gradients
-    flow to the input only, and libraries that call `.backward()` cannot write `.grad` into
-    the model), torch's RNG is forked and seeded with `seed`, and anything printed to stdout
-    is captured and logged at debug level. On exit the model's mode, `requires_grad` flags,
-    the caller's RNG state and any active `sys.settrace` hook (AutoAttack's checks reset it)
-    are restored.
+    Inside: gradients are enabled (even under `torch.no_grad()` or inference mode), the model
+    is in eval mode, its parameters do not require grad (libraries that call `.backward()`
+    cannot write `.grad` into the model), torch's RNG is forked and seeded with `seed`, and
+    stdout is captured and logged at debug level. On exit the model's mode, `requires_grad`
+    flags, the caller's RNG and any `sys.settrace` hook (AutoAttack's checks reset it) are
+    restored.
     """
     was_training = model.training
     if was_training:

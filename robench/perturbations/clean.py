@@ -28,6 +28,5 @@ class Clean(Perturbation):
     def perturb(
         self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
     ) -> torch.Tensor:
-        """Return `images` itself (no copy: nothing uses the batch after it is scored);
-        `model`, `labels` and `seed` are unused."""
+        """`images` itself (no copy: nothing uses the batch after it is scored)."""
         return images.detach()

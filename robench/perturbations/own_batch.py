@@ -1,12 +1,10 @@
 """A perturbation's own batch: the parameter that sizes its model calls, not --batch-size.
 
-Randomized smoothing scores `batch` noisy copies per forward pass, smoothed PGD's PREDICT
-too, and a text attack scores `query_batch` candidate texts per call; out of GPU memory there,
-a smaller --batch-size does not help. Such a perturbation runs those calls inside
-`OwnBatch.calls()`, in parts of at most `size` rows; the runner's out-of-memory fallback
-(robench/evaluation/oom_fallback.py) reads `ran_out` to tell which batch ran out and halves
-`size`. The parts are of the model calls only: what is drawn (noise, candidate texts) does not
-depend on `size`, so a sample's result does not either.
+Randomized smoothing scores `batch` noisy copies per forward pass and a text attack
+`query_batch` texts per call; out of GPU memory there, a smaller --batch-size does not help.
+Such calls run inside `OwnBatch.calls()`, in parts of at most `size` rows; the runner's
+out-of-memory fallback (robench/evaluation/oom_fallback.py) reads `ran_out` and halves `size`.
+What is drawn (noise, texts) does not depend on `size`, so a sample's result does not either.
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
-"""Threat models in one table: each row says how far a perturbed image is from its original,
-how to project back onto the ball, how much rounding slack the post-attack check allows, and
-how a budget is shown.
+"""Threat models in one table (`NORMS`): each row says how far a perturbed image is from its
+original, how to project back onto the ball, how much rounding slack the post-attack check
+allows, and how a budget is shown. Adding a norm means one row here; the runner, the
+adapters' final projection and the check read nothing else.
 
-Adding a norm means one row here and the value in an attack's `norm` parameter; the runner,
-the adapters' final projection and the post-attack check read this table and nothing else.
-Budgets are in pixel units on the [0, 1] scale for every norm: L2 eps 0.5 is an L2 norm of
-0.5 over the whole (C, H, W) image tensor, as RobustBench defines it; L1 likewise sums over
-the whole tensor. L0 is the exception: it counts changed pixels (positions (H, W) where any
-channel differs, as OnePixel changes a pixel), so its budget is a whole number (3, not 2.5).
-
-Importing this module does not import torch (the functions receive tensors), so suites and
-reports can show a budget (`budget_display`) without it.
+Budgets are in pixel units on the [0, 1] scale: L2 eps 0.5 is an L2 norm of 0.5 over the whole
+(C, H, W) image tensor, as RobustBench defines it; L1 likewise sums over it. L0 counts changed
+pixels (positions (H, W) where any channel differs, as OnePixel changes a pixel), so its
+budget is a whole number. This module does not import torch (suites show budgets without it).
 """
 
 from __future__ import annotations
@@ -25,6 +21,9 @@ from robench._core.units import display_pixel_value
 if TYPE_CHECKING:
     import torch
 
+# The order q of each norm's dual, ||g||_q: the linear estimate of the distance to a decision
+# boundary is margin / ||grad||_q (FMN's step, MALT's score).
+DUAL_ORDER: dict[str, float] = {"linf": 1.0, "l2": 2.0}
 # Smallest slack on the ball's radius, for float64 images and integer corner cases.
 MIN_TOLERANCE = 1e-6
 
@@ -41,8 +40,7 @@ class ThreatModel:
     # (values per sample, machine epsilon of the image dtype) -> slack allowed past eps
     tolerance: Callable[[int, float], float]
     display: Callable[[float], str]  # how a budget is written: "8/255", "0.5"
-    # Largest meaningful eps on the [0, 1] scale, checked when a suite is read (None: the
-    # largest distance depends on the image size, as for L2: sqrt(C * H * W))
+    # Largest meaningful eps, checked when a suite is read (None: it depends on the image size)
     max_eps: float | None = None
     # The budget counts something (L0: changed pixels): a suite's eps must be a whole number.
     integer_budget: bool = False
@@ -56,7 +54,7 @@ def _flat(t: torch.Tensor) -> torch.Tensor:
     return t.reshape(t.shape[0], -1)
 
 
-def _per_sample(factor: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+def per_sample(factor: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     """(B,) -> (B, 1, ..., 1), broadcastable against `like`."""
     return factor.reshape((-1,) + (1,) * (like.dim() - 1))
 
@@ -91,16 +89,14 @@ def _l2_project(adv: torch.Tensor, clean: torch.Tensor, eps: float) -> torch.Ten
     norms = _l2_distance(diff.double())  # (B,)
     outside = norms > eps
     scale = (eps / norms.clamp_min(1e-30)).to(adv.dtype)  # (B,)
-    projected = clean + diff * _per_sample(scale, diff)
-    return adv.where(~_per_sample(outside, adv), projected)
+    projected = clean + diff * per_sample(scale, diff)
+    return adv.where(~per_sample(outside, adv), projected)
 
 
 def _l2_tolerance(n_values: int, machine_eps: float) -> float:
-    # Each of the n values of a projected image carries its own rounding error (up to half a
-    # machine epsilon for values in [0, 1]); in the worst case they all add up along the
-    # difference, which moves its L2 norm by at most sqrt(n) * eps_machine / 2. We allow twice
-    # that: 4.6e-5 for a float32 224x224 RGB image (0.01% of eps 0.5), 6.6e-6 for CIFAR-10,
-    # 3.3e-6 for 28x28 grey. A real budget violation (0.6 for eps 0.5) is far above it.
+    # The n values' rounding errors (up to half a machine epsilon each) can add up along the
+    # difference, moving its L2 norm by sqrt(n) * eps_machine / 2; we allow twice that: 4.6e-5
+    # for a float32 224x224 RGB image, 6.6e-6 for CIFAR-10, far below a real violation.
     return max(MIN_TOLERANCE, math.sqrt(n_values) * machine_eps)
 
 
@@ -134,7 +130,7 @@ def _l1_project(adv: torch.Tensor, clean: torch.Tensor, eps: float) -> torch.Ten
     shrunk = flat.sign() * (magnitude - theta).clamp_min(0)
     projected = clean + shrunk.reshape(diff.shape)
     outside = _l1_distance(diff.double()) > eps  # (B,)
-    return adv.where(~_per_sample(outside, adv), projected)
+    return adv.where(~per_sample(outside, adv), projected)
 
 
 def _l1_tolerance(n_values: int, machine_eps: float) -> float:
@@ -185,35 +181,14 @@ def _l0_display(eps: float) -> str:
     return f"{eps:g} px"
 
 
+# The fields in order: name, distance, project, tolerance, display.
 NORMS: dict[str, ThreatModel] = {
     "linf": ThreatModel(
-        name="Linf",
-        distance=_linf_distance,
-        project=_linf_project,
-        tolerance=_linf_tolerance,
-        display=display_pixel_value,
-        max_eps=1.0,
+        "Linf", _linf_distance, _linf_project, _linf_tolerance, display_pixel_value, max_eps=1.0
     ),
-    "l2": ThreatModel(
-        name="L2",
-        distance=_l2_distance,
-        project=_l2_project,
-        tolerance=_l2_tolerance,
-        display=_plain_display,
-    ),
-    "l1": ThreatModel(
-        name="L1",
-        distance=_l1_distance,
-        project=_l1_project,
-        tolerance=_l1_tolerance,
-        display=_plain_display,
-    ),
+    "l2": ThreatModel("L2", _l2_distance, _l2_project, _l2_tolerance, _plain_display),
+    "l1": ThreatModel("L1", _l1_distance, _l1_project, _l1_tolerance, _plain_display),
     "l0": ThreatModel(
-        name="L0",
-        distance=_l0_distance,
-        project=_l0_project,
-        tolerance=_l0_tolerance,
-        display=_l0_display,
-        integer_budget=True,
+        "L0", _l0_distance, _l0_project, _l0_tolerance, _l0_display, integer_budget=True
     ),
 }

@@ -1,27 +1,19 @@
-"""AutoAttack (Croce & Hein, 2020), L-inf or L2, through the official code (`pyautoattack`).
-
-https://arxiv.org/abs/2003.01690 . The versions:
-
+"""AutoAttack (Croce & Hein, 2020, https://arxiv.org/abs/2003.01690), L-inf or L2, through the
+official code (`pyautoattack`). The versions:
 - `standard`: the sequential worst case over APGD-CE, APGD-T (9 target classes), FAB-T
   (9 target classes) and Square (5000 queries), 1 restart each, 100 iterations each. A sample
   counts as robust only if every attack fails on it; the first success is what is returned.
 - `plus`: APGD-CE, APGD-DLR, FAB, Square, APGD-T, FAB-T with 5 restarts (the library's "plus").
 - `rand`: APGD-CE and APGD-DLR with 20 EOT iterations, for randomized models.
-- `custom`: the attacks in `attacks`, in that order, with the settings they have in
-  `standard`. One attack alone is the way to measure each component individually
-  (`attacks = ["apgd-ce"]`; giving `attacks` implies `version = "custom"`). Note that
-  AutoAttack's own `custom` defaults differ (5 restarts for APGD and FAB); use `n_restarts`.
+- `custom`: the attacks in `attacks` (which implies it), in that order, with their settings
+  in `standard`: one attack alone measures a component (AutoAttack's own `custom` defaults
+  differ: 5 restarts for APGD and FAB; use `n_restarts`).
 
-`norm` ("linf" or "l2") is passed to the library as "Linf" / "L2"; eps is in pixel units on
-the [0, 1] scale for both (L2: the norm over the whole image tensor), as RobustBench uses it.
-The model receives pixel-space images in [0, 1] (it normalises inside), so AutoAttack's
-clipping to [0, 1] and its eps are in pixel units. The library's seed is always robench's
-`seed` (its own `seed=None` would seed every attack from the clock), and robench changes
-nothing it returns except samples outside the ball's tolerance (`project_onto_ball`): on one
-batch, the images and verdicts are the library's own for that seed and batch size. Samples
-the model already misclassifies (against the true labels passed in) are returned unchanged.
-With fewer than 10 classes the number of target classes of APGD-T and FAB-T is capped to
-(classes - 1).
+eps is in pixel units (L2: over the whole image tensor), as RobustBench uses it. The library's
+seed is always robench's (its own `seed=None` would seed every attack from the clock), and
+robench changes nothing it returns except samples outside the ball's tolerance: on one batch,
+the images and verdicts are the library's own for that seed and batch size. With fewer than
+10 classes APGD-T and FAB-T use classes - 1 target classes.
 """
 
 from __future__ import annotations
@@ -39,16 +31,14 @@ from robench.perturbations.adversarial.params import (
 )
 from robench.perturbations.base import Perturbation
 from robench.perturbations.checks import isolated_attack, project_onto_ball
+from robench.perturbations.threat_models import NORMS
 
 logger = logging.getLogger(__name__)
 
-# robench's norm -> the library's spelling of it (pyautoattack AutoAttack(norm=...)).
-_LIBRARY_NORM: dict[str, str] = {"linf": "Linf", "l2": "L2"}
-
 
 def _set_apgd_iterations(apgd: Any, n_iter: int) -> None:
-    """Change an APGD attack's iterations together with the step-size checkpoints its
-    constructor derives from them (pyautoattack autopgd_base.APGDAttack.__init__)."""
+    """An APGD attack's iterations, with the step-size checkpoints its constructor derives
+    from them (pyautoattack autopgd_base.APGDAttack.__init__)."""
     apgd.n_iter = n_iter
     apgd.n_iter_orig = n_iter
     apgd.n_iter_2 = max(int(0.22 * n_iter), 1)
@@ -57,8 +47,7 @@ def _set_apgd_iterations(apgd: Any, n_iter: int) -> None:
 
 
 class AutoAttack(Perturbation):
-    """AutoAttack's evaluation on one batch: returns, per sample, the first successful
-    adversarial image of the configured attacks, or the clean image if all fail."""
+    """Per sample, the first successful adversarial image of the attacks, or the clean one."""
 
     Params = AutoAttackParams
     params: AutoAttackParams
@@ -66,7 +55,6 @@ class AutoAttack(Perturbation):
     def perturb(
         self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
     ) -> torch.Tensor:
-        """Run the configured attacks against the true `labels`; same seed, same images."""
         if images.shape[0] == 0:
             return images.detach().clone()
         from pyautoattack import AutoAttack as LibraryAutoAttack
@@ -84,7 +72,7 @@ class AutoAttack(Perturbation):
             try:
                 attack = LibraryAutoAttack(
                     model,
-                    norm=_LIBRARY_NORM[p.norm],  # type: ignore[arg-type]
+                    norm=NORMS[p.norm].name,  # type: ignore[arg-type]  # "Linf", "L2"
                     eps=p.eps,
                     version=_LIBRARY_VERSION[p.version],  # type: ignore[arg-type]
                     seed=seed,

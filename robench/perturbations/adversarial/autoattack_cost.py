@@ -17,11 +17,8 @@ classes and K the model's outputs, one sample costs:
 | `fab-t` (always 1 restart) | T (4 n + 3) + 1 |
 | `square` | R (queries + 2) + 1 |
 
-The settings of each version are the library's (`AutoAttack._set_version`): `standard` runs
-APGD-CE, APGD-T, FAB-T and Square with 1 restart; `plus` adds APGD-DLR and FAB, with 5 restarts
-of APGD and FAB; `rand` runs APGD-CE and APGD-DLR with 20 EOT samples; robench's `custom`
-uses `standard`'s settings. `n_restarts`, `n_iter`, `eot_iter`, `n_queries` and
-`n_target_classes` override them as `robench.perturbations.adversarial.autoattack` does.
+The settings of each version are the library's (`AutoAttack._set_version`, `_VERSIONS`);
+robench's `custom` uses `standard`'s; the parameters override them as autoattack.py does.
 """
 
 from __future__ import annotations
@@ -91,7 +88,7 @@ _ATTACK_PASSES: dict[str, Callable[[_Resolved], int]] = {
 
 
 class AutoAttackSettings(Protocol):
-    """What the count reads of a run's settings (`params.AutoAttackParams` has them)."""
+    """What the count reads of `params.AutoAttackParams` (a protocol: params imports this)."""
 
     @property
     def version(self) -> str: ...

@@ -1,26 +1,14 @@
 """FGSM and PGD for dense prediction, L-inf and L2, written in robench rather than run through
 torchattacks (whose losses are a classifier's cross-entropy over (B, K) logits).
 
-The loop is torchattacks' `PGD` / `PGDL2` step for step, so that with a classifier's
-batch-mean cross-entropy as the loss it returns the same images as the library under the same
-seed (tests/test_dense_pgd.py checks this to 1e-6):
+The loop is torchattacks' `PGD` / `PGDL2` step for step, drawing from torch's global RNG as
+the library draws, so with a classifier's batch-mean cross-entropy it returns the library's
+images under the same seed (tests/test_dense_pgd.py, to 1e-6).
 
-- random start, L-inf: noise uniform in [-eps, eps] per value, clipped to [0, 1];
-- random start, L2: a Gaussian direction scaled to a radius uniform in [0, eps] per sample;
-  both drawn from torch's global RNG in that order, which `isolated_attack` seeds with `seed`;
-- step, L-inf: x + step_size * sign(grad), the difference clamped onto the ball;
-- step, L2: x + step_size * grad / (||grad|| + 1e-10), the difference scaled onto the ball;
-  after every step the image is clipped to [0, 1].
-
-The projection of the difference is the threat model's (`threat_models.NORMS`), applied around
-zero. The loss is pluggable: `loss_fn(logits, labels, step, steps)` with step counting from 1,
-or a name from `LOSSES`: "ce" (each sample's mean pixel cross-entropy) and "segpgd" (each
-sample's SegPGD-weighted one, `pixel_loss`), both summed over the samples so that a sample's
-gradient, and without a random start its adversarial image, is the same whatever else is in
-its batch. With a random start it is not: the start of every sample is drawn from one stream,
-so it depends on the sample's position in the batch (as in torchattacks).
-
-FGSM is one L-inf step of size eps from the clean image (torchattacks `FGSM`).
+The loss is `loss_fn(logits, labels, step, steps)` (step from 1) or a name in `LOSSES`: "ce"
+and "segpgd" (`pixel_loss`), each sample's mean summed over the samples, so that a sample's
+gradient, and without a random start its adversarial image, does not depend on its batch
+(the random start does: every sample's is drawn from one stream, as in torchattacks).
 """
 
 from __future__ import annotations
@@ -34,7 +22,7 @@ from robench.perturbations.adversarial.pixel_loss import (
     segpgd_weight,
 )
 from robench.perturbations.checks import isolated_attack, project_onto_ball
-from robench.perturbations.threat_models import NORMS
+from robench.perturbations.threat_models import NORMS, per_sample
 
 # (logits, labels, step, steps) -> scalar loss to ascend; step counts from 1 to steps.
 LossFn = Callable[[torch.Tensor, torch.Tensor, int, int], torch.Tensor]
@@ -55,19 +43,15 @@ def _segpgd(logits: torch.Tensor, labels: torch.Tensor, step: int, steps: int) -
 LOSSES: dict[str, LossFn] = {"ce": _pixel_ce, "segpgd": _segpgd}
 
 
-def _per_sample(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    """(B,) -> (B, 1, ..., 1), broadcastable against `like`."""
-    return values.reshape((-1,) + (1,) * (like.dim() - 1))
-
-
 def _linf_start(images: torch.Tensor, eps: float) -> torch.Tensor:
     noise = torch.empty_like(images).uniform_(-eps, eps)
     return torch.clamp(images + noise, min=0, max=1)
 
 
-def _l2_start(images: torch.Tensor, eps: float) -> torch.Tensor:
+def l2_start(images: torch.Tensor, eps: float) -> torch.Tensor:
+    """torchattacks `PGDL2`'s random start: a Gaussian direction, a radius uniform in [0, eps]."""
     delta = torch.empty_like(images).normal_()
-    norms = _per_sample(delta.reshape(images.shape[0], -1).norm(p=2, dim=1), images)
+    norms = per_sample(delta.reshape(images.shape[0], -1).norm(p=2, dim=1), images)
     radius = torch.zeros_like(norms).uniform_(0, 1)
     delta *= radius / norms * eps
     return torch.clamp(images + delta, min=0, max=1)
@@ -79,18 +63,12 @@ def _linf_direction(grad: torch.Tensor) -> torch.Tensor:
 
 def _l2_direction(grad: torch.Tensor) -> torch.Tensor:
     norms = grad.reshape(grad.shape[0], -1).norm(p=2, dim=1) + _EPS_FOR_DIVISION  # (B,)
-    return grad / _per_sample(norms, grad)
+    return grad / per_sample(norms, grad)
 
 
 # Each norm's random start and step direction (its projection is NORMS[norm].project).
-_STARTS: dict[str, Callable[[torch.Tensor, float], torch.Tensor]] = {
-    "linf": _linf_start,
-    "l2": _l2_start,
-}
-_DIRECTIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "linf": _linf_direction,
-    "l2": _l2_direction,
-}
+_STARTS = {"linf": _linf_start, "l2": l2_start}
+_DIRECTIONS = {"linf": _linf_direction, "l2": _l2_direction}
 
 
 def dense_pgd(
@@ -106,21 +84,13 @@ def dense_pgd(
     loss: str | LossFn = "ce",
     seed: int = 0,
 ) -> torch.Tensor:
-    """PGD on `model` against `labels`: images (B, C, H, W) in [0, 1] -> adversarial images
-    in [0, 1], each within `eps` of its original in `norm` ("linf" or "l2").
-
-    `step_size` defaults to eps / 4. `loss` is a name in `LOSSES` or a callable
-    `loss_fn(logits, labels, step, steps)`. Same seed, same images. The model is attacked in
-    eval mode; its parameters, mode and the caller's RNG are left as they were.
-    """
+    """PGD against `labels` on images (B, C, H, W) in [0, 1], in `norm` ("linf" or "l2");
+    `step_size` defaults to eps / 4. Same seed, same images; the model is left as it was."""
     if norm not in _STARTS:
         raise ValueError(f"norm must be one of {sorted(_STARTS)}, got {norm!r}")
-    if isinstance(loss, str):
-        if loss not in LOSSES:
-            raise ValueError(f"loss must be one of {sorted(LOSSES)} or a callable, got {loss!r}")
-        loss_fn = LOSSES[loss]
-    else:
-        loss_fn = loss
+    if isinstance(loss, str) and loss not in LOSSES:
+        raise ValueError(f"loss must be one of {sorted(LOSSES)} or a callable, got {loss!r}")
+    loss_fn = LOSSES[loss] if isinstance(loss, str) else loss
     if steps < 1:
         raise ValueError(f"steps must be at least 1, got {steps}")
     clean = images.detach()

@@ -1,18 +1,12 @@
 """Expectation over transformation (EOT) for PGD: the attack on a randomized model.
 
 Athalye, Carlini & Wagner, "Obfuscated Gradients Give a False Sense of Security", ICML 2018,
-https://arxiv.org/abs/1802.00420 . A model whose forward pass draws randomness (random M,
-dropout at test time, random resizing) gives a different gradient on every pass; one sample of
-it points the wrong way often enough that PGD looks weaker than it is. EOT follows the expected
-gradient instead, estimated at every step from `eot_iter` forward-backward passes on the same
-iterate:
-
-    g_t = (1/k) sum_{j=1..k} grad_x CE(f_j(x_t), y)        (f_j: the j-th pass's draw)
-
-L-inf takes the sign of it (torchattacks `EOTPGD`, used as it is); L2 steps along it
-normalised, which torchattacks has no EOT form of: `EOTPGDL2` below is torchattacks `PGDL2`
-with that average in place of its single gradient. With `eot_iter = 1` either is its plain
-attack, operation for operation (tests/test_eot.py checks both bit for bit).
+https://arxiv.org/abs/1802.00420 . A randomized model gives a different gradient on every
+pass, which makes PGD look weaker than it is; EOT follows the mean gradient of `eot_iter`
+passes on the same iterate, g_t = (1/k) sum_j grad_x CE(f_j(x_t), y). L-inf takes its sign
+(torchattacks `EOTPGD`); L2 has no EOT form in torchattacks: `EOTPGDL2` is its `PGDL2` with
+that mean in place of the single gradient. With `eot_iter = 1` either is its plain attack, bit
+for bit (tests/test_eot.py).
 """
 
 from __future__ import annotations
@@ -23,10 +17,11 @@ import torch
 import torchattacks
 from torch import nn
 
+from robench.perturbations.adversarial.dense_pgd import l2_start
+
 
 class EOTPGDL2(torchattacks.PGDL2):  # type: ignore[misc]
-    """torchattacks `PGDL2` whose every step follows the gradient averaged over `eot_iter`
-    forward-backward passes (the same arguments, plus `eot_iter`)."""
+    """torchattacks `PGDL2` stepping along the gradient averaged over `eot_iter` passes."""
 
     def __init__(self, model: nn.Module, *args: Any, eot_iter: int = 2, **kwargs: Any) -> None:
         super().__init__(model, *args, **kwargs)
@@ -51,12 +46,8 @@ class EOTPGDL2(torchattacks.PGDL2):  # type: ignore[misc]
             labels = self.get_target_label(images, labels)
         adv_images = images.clone().detach()
         batch_size = len(images)
-        if self.random_start:  # a random direction, a radius uniform in [0, eps]
-            delta = torch.empty_like(adv_images).normal_()
-            n = delta.view(adv_images.size(0), -1).norm(p=2, dim=1).view(batch_size, 1, 1, 1)
-            r = torch.zeros_like(n).uniform_(0, 1)
-            delta *= r / n * self.eps
-            adv_images = torch.clamp(adv_images + delta, min=0, max=1).detach()
+        if self.random_start:  # the same draws and operations as PGDL2's
+            adv_images = l2_start(adv_images, self.eps).detach()
         for _ in range(self.steps):
             adv_images.requires_grad = True
             grad = self._mean_gradient(adv_images, labels)

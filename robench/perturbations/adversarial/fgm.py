@@ -1,14 +1,10 @@
 """FGM: the fast gradient method under an L2 budget, the L2 sibling of FGSM.
 
-One step of L2 length eps along the gradient of the cross-entropy at the clean image
-(Goodfellow et al., 2015, in its L2 form, as cleverhans' `fast_gradient_method(norm=2)`):
-
-    x_adv = clip(x + eps * g / ||g||_2, 0, 1),    g = grad_x CE(model(x), y)
-
-per sample, with ||.||_2 over the whole (C, H, W) tensor. Clipping to [0, 1] only moves a
-value towards the clean image, so the result stays in the ball. A gradient with norm below
-1e-12 gives a shorter step (none for a zero gradient), never NaN. The loss is summed over the
-batch, so a sample's step does not depend on its batch. Deterministic: no randomness.
+x_adv = clip(x + eps * g / ||g||_2, 0, 1) with g = grad_x CE(model(x), y), per sample, the
+norm over the whole (C, H, W) tensor (Goodfellow et al., 2015, in its L2 form, as cleverhans'
+`fast_gradient_method(norm=2)`). Clipping only moves a value towards the clean image, so the
+result stays in the ball. The loss is summed over the batch, so a sample's step does not
+depend on its batch. Deterministic.
 """
 
 from __future__ import annotations
@@ -31,7 +27,6 @@ class FGM(Perturbation):
     def perturb(
         self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
     ) -> torch.Tensor:
-        """Attack `images` against the true `labels`; `seed` is unused (FGM is deterministic)."""
         images, labels = images.detach(), labels.detach()
         if images.shape[0] == 0:
             return images.clone()

@@ -1,13 +1,11 @@
 """Each sample's first successful iteration of an attack that runs in a library's own loop.
 
 `FirstWrong` wraps a classifier: every forward pass on the whole batch is one iterate of the
-attack (torchattacks' PGD evaluates iterate t, 0 being its start, in its t-th forward; under
-EOT, `passes` forwards per iterate), and the wrapper keeps, per sample, the first iterate a
-prediction was wrong on. It costs an argmax
-and a comparison per pass, with no synchronisation with the GPU
-(benchmarks/bench_attack_records.py).
-The last iterate, which the library returns without evaluating it, is scored by the runner's
-re-run: results/stats/robustness_curves.py counts a sample wrong there as fooled at the last step.
+attack (torchattacks' PGD evaluates iterate t, 0 its start, in its t-th forward; under EOT,
+`passes` forwards per iterate), and it keeps per sample the first iterate predicted wrong, at
+an argmax and a comparison per pass, without a GPU sync (benchmarks/bench_attack_records.py).
+The last iterate, which the library returns unevaluated, is scored by the runner's re-run
+(results/stats/robustness_curves.py counts a sample wrong there as fooled at the last step).
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Fast Minimum-norm attack (FMN): the smallest L-inf or L2 perturbation that changes a
-classifier's prediction, per sample.
-
-Pintor, Roli, Brendel and Biggio, "Fast Minimum-norm Adversarial Attacks through Adaptive Norm
-Constraints", NeurIPS 2021 (https://arxiv.org/abs/2102.12827), Algorithm 1, written here from
-the paper. With the margin m(x) = z_y(x) - max_{j != y} z_j(x) (adversarial when m < 0) and
-delta_0 = 0, step k = 1..K:
+classifier's prediction, per sample (Pintor, Roli, Brendel and Biggio, "Fast Minimum-norm
+Adversarial Attacks through Adaptive Norm Constraints", NeurIPS 2021,
+https://arxiv.org/abs/2102.12827, Algorithm 1, written here from the paper). With the margin
+m(x) = z_y(x) - max_{j != y} z_j(x) (adversarial when m < 0) and delta_0 = 0, step k = 1..K:
 
     g       = grad_delta m(x + delta)
     if m < 0:        best = delta if ||delta||_p < ||best||_p
@@ -16,8 +14,7 @@ delta_0 = 0, step k = 1..K:
     delta   = project onto {||delta||_p <= eps}, then clip x + delta to [0, 1]
 
 alpha_k and gamma_k fall from alpha_0 to alpha_0 / 100 and from gamma_0 to 0.001 by a cosine.
-The last iterate is checked once more after the loop. No randomness: the same images give the
-same result.
+The last iterate is checked once more after the loop. No randomness.
 """
 
 from __future__ import annotations
@@ -27,19 +24,14 @@ from dataclasses import dataclass
 
 import torch
 
-from robench.perturbations.threat_models import NORMS
+from robench.perturbations.threat_models import DUAL_ORDER, NORMS
 
-# The dual norm's order q of each threat model, for the linear estimate of the distance to
-# the decision boundary, m / ||g||_q.
-_DUAL_ORDER: dict[str, float] = {"linf": 1.0, "l2": 2.0}
 _FINAL_FRACTION = 0.01  # alpha_K = alpha_0 / 100
 _GAMMA_FINAL = 0.001
 
 
 @dataclass(frozen=True)
 class MinimalNormFound:
-    """What FMN found per sample."""
-
     best: torch.Tensor  # (B, C, H, W) the smallest adversarial image found; clean when none
     norm: torch.Tensor  # (B,) its norm; inf where none was found, 0 where clean is wrong
     # (B,) the first iterate (0 = clean, k = after k steps) adversarial within the cap; -1: none
@@ -80,9 +72,9 @@ def fmn(
     cap: float = math.inf,
     record_first: bool = True,
 ) -> MinimalNormFound:
-    """FMN on a batch of pixel images in [0, 1] against the true `labels` (B,); `cap` only
-    decides which iterate counts as the first success (adversarial with norm <= cap).
-    `record_first = False` leaves `first_success` at -1 (the benchmark's baseline)."""
+    """FMN on pixel images in [0, 1] against the true `labels` (B,); `cap` only decides
+    which iterate is the first success. `record_first = False` leaves `first_success` at -1
+    (the benchmark's baseline)."""
     distance = NORMS[norm].distance
     batch = images.shape[0]
     view = (-1,) + (1,) * (images.dim() - 1)
@@ -115,7 +107,7 @@ def fmn(
         margin = margin.detach()
         adversarial = record(k, adv_images.detach(), margin)
         found = torch.isfinite(best_norm)
-        dual = grad.flatten(1).norm(p=_DUAL_ORDER[norm], dim=1).clamp_min(1e-12)  # (B,)
+        dual = grad.flatten(1).norm(p=DUAL_ORDER[norm], dim=1).clamp_min(1e-12)  # (B,)
         estimate = distance(delta) + margin / dual
         # Before the first adversarial the radius never shrinks: a step that lands exactly
         # on a (locally linear) boundary, margin 0, would otherwise stay there.

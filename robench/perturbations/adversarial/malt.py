@@ -1,16 +1,12 @@
 """MALT (Melamed, Yehudai and Shamir, NeurIPS 2024, https://arxiv.org/abs/2407.02240): APGD-T
 on the targets MALT's mesoscopic almost-linearity score ranks best, L-inf or L2.
 
-Per batch: the clean logits (one forward), MALT's ranking of the correctly classified samples
-(`malt_targets`: a forward and a backward per scored class), then pyautoattack's APGD-T
-(`APGDAttack_targeted`, the settings AutoAttack gives it: 100 iterations, 1 restart, rho 0.75,
-targeted DLR loss) on each target in rank order, each run only on the samples no earlier
-target broke. The loop over targets is pyautoattack's own `APGDAttack_targeted.perturb` with
-the target of round i taken from MALT's ranking instead of the i+1-th largest logit:
-`ranking = "logits"` runs exactly pyautoattack's APGD-T (the same images for the same seed,
-`tests/test_malt.py`). A sample counts as broken when it is misclassified, as in AutoAttack
-(MALT's code asks that it be classified as the target). Samples the model already
-misclassifies are returned unchanged and cost no attack (MALT's code attacks them too).
+Per batch, on the correctly classified samples: MALT's ranking (`malt_targets`), then
+pyautoattack's APGD-T at AutoAttack's settings on each target in rank order, on the samples no
+earlier target broke: its own `perturb` loop with round i's target taken from the ranking, so
+`ranking = "logits"` is exactly its APGD-T (tests/test_malt.py). A sample is broken when
+misclassified, as in AutoAttack (MALT's code asks for the target class, and also attacks
+samples already misclassified, which robench returns unchanged).
 """
 
 from __future__ import annotations
@@ -20,11 +16,11 @@ from typing import Any
 import torch
 
 from robench._core.errors import ConfigError
-from robench.perturbations.adversarial.autoattack import _LIBRARY_NORM
 from robench.perturbations.adversarial.malt_params import MALTParams
 from robench.perturbations.adversarial.malt_targets import logit_targets, malt_targets
 from robench.perturbations.base import Perturbation
 from robench.perturbations.checks import isolated_attack, project_onto_ball
+from robench.perturbations.threat_models import NORMS
 
 _MIN_CLASSES = 4  # the targeted DLR loss reads the 4th-largest logit
 
@@ -54,8 +50,7 @@ def _attack_targets(
 
 
 class MALT(Perturbation):
-    """MALT-ranked APGD-T on one batch: per sample, the first target's adversarial image that
-    the model misclassifies, or the clean image."""
+    """MALT-ranked APGD-T: per sample, the first target's misclassified image, or the clean."""
 
     Params = MALTParams
     params: MALTParams
@@ -89,7 +84,7 @@ class MALT(Perturbation):
                 n_iter=p.n_iter,
                 verbose=False,
                 eps=p.eps,
-                norm=_LIBRARY_NORM[p.norm],
+                norm=NORMS[p.norm].name,  # "Linf", "L2"
                 eot_iter=1,
                 rho=0.75,
                 seed=seed,

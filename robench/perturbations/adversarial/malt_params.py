@@ -1,13 +1,9 @@
 """MALT's parameters and its registered kind, validated without torch or pyautoattack.
 
 MALT (Melamed, Yehudai and Shamir, "MALT Powers Up Adversarial Attacks", NeurIPS 2024,
-https://arxiv.org/abs/2407.02240; code: github.com/odeliamel/MALT) ranks the target classes of
-a targeted attack by a mesoscopic almost-linearity score instead of by the logits, then runs
-APGD-T (pyautoattack's, as robench's AutoAttack does) on the best-ranked targets in order. The
-defaults are the public code's (`MALTAttack(k=9, testk=100)`): 100 candidate classes (the
-largest logits after the true class's, capped to the classes - 1), 9 targets attacked.
-The implementation is `robench.perturbations.adversarial.malt`; the ranking,
-`malt_targets`.
+https://arxiv.org/abs/2407.02240; code: github.com/odeliamel/MALT) ranks the targets of APGD-T
+by a mesoscopic almost-linearity score instead of the logits (`malt.py`, `malt_targets.py`).
+The defaults are the public code's (`MALTAttack(k=9, testk=100)`).
 """
 
 from __future__ import annotations
@@ -29,11 +25,9 @@ class MALTParams(BoundedParams):
     # Threat model: L-inf (the score divides by the gradient's L1 norm, the dual) or L2.
     norm: Literal["linf", "l2"] = "linf"
     n_target_classes: PositiveInt = 9  # targets attacked per sample (MALT's k), best first
-    # Classes scored per sample (MALT's testk): the largest logits but the true class's,
-    # capped to classes - 1; each costs a forward and a backward pass per sample.
+    # Classes scored per sample (MALT's testk, capped to classes - 1): a gradient each.
     candidates: PositiveInt = 100
-    # How targets are ranked: "malt" (the paper's score), or "logits" (the 2nd, 3rd, ...
-    # largest logit: pyautoattack's APGD-T as AutoAttack runs it, for comparison).
+    # "malt" (the paper's score), or "logits" (pyautoattack's APGD-T, for comparison).
     ranking: Literal["malt", "logits"] = "malt"
     n_iter: PositiveInt = _DEFAULT_ITERATIONS  # APGD-T iterations per target
     n_restarts: PositiveInt = 1  # APGD-T restarts per target
@@ -61,9 +55,8 @@ class MALTParams(BoundedParams):
         return 0 if self.ranking == "logits" else max(min(self.candidates, classes - 1), 1)
 
     def passes_per_sample(self, classes: int = 10) -> int:
-        # The clean forward, a gradient per scored class, (n_iter + 1) gradients per target
-        # and restart for a sample no target breaks, and the runner's re-run; at eps 0 only
-        # the re-run.
+        # The clean forward, a gradient per scored class, (n_iter + 1) gradients per target and
+        # restart for a sample no target breaks, and the runner's re-run (alone at eps 0).
         if self.eps == 0:
             return FORWARD_PASS
         ranking = FORWARD_PASS + GRADIENT_PASS * self.scored(classes)

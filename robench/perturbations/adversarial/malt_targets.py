@@ -9,19 +9,15 @@ classes with the largest logits other than y's (capped to classes - 1). For each
 with q the dual of the threat model's norm (q = 1 for L-inf, q = 2 for L2): the distance to
 c's decision boundary if f were linear around x. A candidate whose gradient is zero keeps the
 score 0 (the code fills only non-zero rows of a zero matrix); classes outside C score +inf.
-The k targets are the k smallest scores, ascending. Ties, which the code leaves to
-`torch.topk`, are broken here by class index (a stable sort), so the ranking is deterministic.
-
-Each candidate's gradient is one forward and one backward pass of the batch (the code repeats
-each image once per candidate; the passes are the same).
+The k targets are the k smallest scores, ascending; ties, which the code leaves to
+`torch.topk`, are broken by class index (a stable sort), so the ranking is deterministic.
 """
 
 from __future__ import annotations
 
 import torch
 
-# The dual norm's order per threat model: the score's denominator.
-DUAL_ORDER: dict[str, float] = {"linf": 1.0, "l2": 2.0}
+from robench.perturbations.threat_models import DUAL_ORDER
 
 
 def candidate_classes(logits: torch.Tensor, labels: torch.Tensor, testk: int) -> torch.Tensor:
@@ -35,7 +31,7 @@ def _difference_gradients(
     model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, candidates: torch.Tensor
 ) -> torch.Tensor:
     """(B, testk, D): grad_x (z_c - z_y) for every candidate c, one forward and backward of
-    the batch per candidate."""
+    the batch per candidate (the code repeats each image per candidate: the same passes)."""
     rows = torch.arange(images.shape[0], device=images.device)
     grads = []
     for j in range(candidates.shape[1]):
@@ -80,8 +76,8 @@ def malt_targets(
     testk: int,
     k: int,
 ) -> torch.Tensor:
-    """(B, k) target classes, the best-ranked (smallest score) first. `logits` are the model's
-    on `images` (computed once by the caller, which needs them anyway)."""
+    """(B, k) target classes, the best-ranked (smallest score) first; `logits` are the model's
+    on `images`."""
     candidates = candidate_classes(logits, labels, testk)
     gradients = _difference_gradients(model, images, labels, candidates)
     scores = malt_scores(logits, labels, candidates, gradients, norm)

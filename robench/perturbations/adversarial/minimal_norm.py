@@ -1,16 +1,10 @@
 """The `minimal-norm` kind: each sample's smallest adversarial perturbation, by FMN
 (robench's `fmn.py`) or FAB (torchattacks), and its norm as a per-sample column.
 
-The image the runner scores is the smallest adversarial found when its norm is at most the
-cap `eps`, else the clean image; so the result's top-1 is the accuracy at the cap, and the
-per-sample norms give the accuracy at every smaller eps (results/stats/robustness_curves.py).
-
-Columns (docs/formats.md, "Attack columns"):
-- `min_norm`: the norm of the smallest adversarial found (pixel units, in the threat model's
-  norm, whether or not under the cap); 0.0 when the clean image is already misclassified;
-  None (infinity: JSON has none) when no adversarial was found.
-- `first_success` (FMN only): the first iterate, 0 the clean image and k the image after k
-  steps, that was adversarial within the cap; None when none was.
+The runner scores the smallest adversarial found when its norm is at most the cap `eps`, else
+the clean image: top-1 is the accuracy at the cap, and the per-sample norms (`min_norm`; None,
+infinity, when none was found) give it at every smaller eps (results/stats/robustness_curves.py;
+the columns: docs/formats.md, "Attack columns").
 """
 
 from __future__ import annotations
@@ -24,11 +18,14 @@ import torch
 from robench.perturbations.adversarial.fmn import MinimalNormFound, fmn
 from robench.perturbations.adversarial.params import MinimalNormParams
 from robench.perturbations.base import Perturbation
-from robench.perturbations.checks import isolated_attack, project_onto_ball, scored_prediction
+from robench.perturbations.checks import (
+    in_pixel_space,
+    isolated_attack,
+    project_onto_ball,
+    scored_prediction,
+)
 from robench.perturbations.threat_models import NORMS
 
-# The torchattacks spelling of each norm, for FAB.
-_LIBRARY_NORM = {"linf": "Linf", "l2": "L2"}
 # FAB keeps only adversarials within its own eps; this one keeps every one it finds, so that
 # the norms above the cap are known too.
 _FAB_UNCAPPED = {"linf": 1.0, "l2": 1e6}
@@ -58,17 +55,13 @@ def _run_fab(
         classes = int(model(images[:1]).shape[-1])
     attack = torchattacks.FAB(
         model,
-        norm=_LIBRARY_NORM[params.norm],
+        norm=NORMS[params.norm].name,  # "Linf", "L2": torchattacks' spelling
         eps=_FAB_UNCAPPED[params.norm],
         steps=params.steps,
         n_restarts=1,
         n_classes=classes,
     )
-    attack._set_normalization_applied(None)
-    attack.normalization_used = None
-    attack.set_model_training_mode(model_training=False)
-    attack.set_device(images.device)
-    adv = attack(images, labels).clamp(0, 1)
+    adv = in_pixel_space(attack, images.device)(images, labels).clamp(0, 1)
     with torch.no_grad():
         wrong = scored_prediction(model(adv)) != labels  # (B,), decided as scoring decides
     length = NORMS[params.norm].distance(adv - images)
@@ -96,8 +89,7 @@ class MinimalNorm(Perturbation):
     def perturb_with_columns(
         self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
     ) -> tuple[torch.Tensor, dict[str, list[Any]]]:
-        """The smallest adversarial within the cap (else the clean image), with `min_norm`
-        and, for FMN, `first_success` per sample."""
+        """The smallest adversarial within the cap (else the clean image), and its columns."""
         p = self.params
         if images.shape[0] == 0:
             return images.detach().clone(), {name: [] for name in p.columns}
@@ -106,8 +98,7 @@ class MinimalNorm(Perturbation):
             found = _METHODS[p.method](p, model, clean, targets)
         inside = (found.norm <= p.eps).view(-1, *(1,) * (clean.dim() - 1))
         adv = torch.where(inside, found.best, clean)
-        threat = self.threat_model
-        adv = project_onto_ball(adv, clean, p.eps, name="MinimalNorm", threat=threat)
+        adv = project_onto_ball(adv, clean, p.eps, name="MinimalNorm", threat=self.threat_model)
         norms = [None if math.isinf(n) else n for n in found.norm.tolist()]
         columns: dict[str, list[Any]] = {"min_norm": norms}
         if p.method == "fmn":

@@ -1,12 +1,8 @@
-"""Parameters of the adversarial attacks, validated without importing torch or any attack
-library, and the kinds they register: `robench validate` and `robench list` need only these.
-The implementations (`torchattacks_attacks`, `fgm`, `autoattack`) are imported when an attack
-runs.
+"""Parameters of the adversarial attacks and the kinds they register, validated without torch
+or any attack library (`robench validate` and `robench list` need only these).
 
-Threat models (`norm`, see `BoundedParams`): PGD and AutoAttack take "linf" (default) or "l2".
-The one-step attacks are split by norm rather than given a `norm`: `fgsm` is the L-inf step
-(sign of the gradient), `fgm` the L2 step (gradient scaled to L2 norm eps); each rejects the
-other norm with a pointer to its sibling. SPSA is L-inf only.
+The one-step attacks are split by norm rather than given a `norm`: `fgsm` is the L-inf step,
+`fgm` the L2 step; each rejects the other norm with a pointer to its sibling.
 """
 
 from __future__ import annotations
@@ -54,7 +50,7 @@ class FGSMParams(_OneStepParams):
 
     _other_norm_hint: ClassVar[str] = '; for the L2 one-step attack use kind = "fgm"'
 
-    norm: Literal["linf"] = "linf"  # threat model: FGSM is the L-inf step
+    norm: Literal["linf"] = "linf"
 
 
 @register_kind("fgm", "robench.perturbations.adversarial.fgm:FGM")
@@ -63,7 +59,7 @@ class FGMParams(_OneStepParams):
 
     _other_norm_hint: ClassVar[str] = '; for the L-inf one-step attack use kind = "fgsm"'
 
-    norm: Literal["l2"] = "l2"  # threat model: FGM is the L2 step
+    norm: Literal["l2"] = "l2"
 
 
 @register_kind("pgd", f"{_TA}:PGD")
@@ -76,20 +72,17 @@ class PGDParams(BoundedParams):
     # Classification: each sample's first wrong iterate (0 = the start), None if none was.
     columns: ClassVar[tuple[str, ...]] = ("first_success",)
 
-    norm: Literal["linf", "l2"] = "linf"  # threat model; "Linf" / "L2" accepted too
+    norm: Literal["linf", "l2"] = "linf"
     steps: PositiveInt = 20  # gradient steps
     step_size: float | None = None  # pixel units ("0.25/255" allowed); None means eps / 4
     random_start: bool = True  # start from a random point of the ball
-    # The loss ascended: cross-entropy; "segpgd" (segmentation only) weights correct and wrong
-    # pixels by SegPGD's schedule (perturbations/adversarial/pixel_loss.py).
+    # "segpgd" (segmentation only): SegPGD's weighting of correct and wrong pixels (pixel_loss).
     loss: Literal["ce", "segpgd"] = "ce"
-    # Expectation over transformation (Athalye et al. 2018), for randomized models: each step
-    # follows the gradient averaged over this many forward-backward passes (torchattacks
-    # `EOTPGD`'s `eot_iter`; for L2 robench's EOT form of `PGDL2`); None: one pass (plain PGD).
+    # Expectation over transformation (Athalye et al. 2018, eot.py) for randomized models: each
+    # step follows the gradient averaged over this many passes; None: one pass (plain PGD).
     eot_samples: PositiveInt | None = None
 
-    # Left out of a report's parameters when not given, so reports written before EOT existed
-    # still line up with new ones in `compare`.
+    # Left out of a report while None, so reports from before EOT line up in `compare`.
     report_omits_none: ClassVar[tuple[str, ...]] = ("eot_samples",)
 
     _parse_step_size = field_validator("step_size", mode="before")(optional_step_size)
@@ -113,15 +106,13 @@ class PGDParams(BoundedParams):
 class MinimalNormParams(BoundedParams):
     """The smallest adversarial perturbation per sample, L-inf or L2: FMN (Pintor et al.,
     NeurIPS 2021, robench's own implementation) or FAB (torchattacks). `eps` is the cap: the
-    curve of accuracy against eps is drawn up to it, and the perturbed image the run scores is
-    the smallest adversarial found when its norm is at most the cap (else the clean image),
-    so the result's top-1 is the accuracy at the cap. Records the per-sample `min_norm` and,
-    for FMN, `first_success` (docs/formats.md, "Attack columns")."""
+    curve of accuracy against eps is drawn up to it, and top-1 is the accuracy at it
+    (minimal_norm.py)."""
 
     columns: ClassVar[tuple[str, ...]] = ("min_norm", "first_success")
 
     method: Literal["fmn", "fab"] = "fmn"  # FMN (robench's own) or FAB (torchattacks)
-    norm: Literal["linf", "l2"] = "linf"  # threat model; "Linf" / "L2" accepted too
+    norm: Literal["linf", "l2"] = "linf"
     steps: PositiveInt = 100  # gradient steps (FMN), or FAB's iterations
     # FMN's initial step size (pixel units, along the L2-normalised gradient), annealed by a
     # cosine to a hundredth of it; None means 1.0 for L2 and 10.0 for L-inf.
@@ -142,8 +133,7 @@ class MinimalNormParams(BoundedParams):
         return f"{method}-{params['steps']}" if "steps" in params else method
 
     def passes_per_sample(self, classes: int = 10) -> int:
-        # A gradient per step and a forward at the end (FMN); FAB's gradient of every
-        # class's logit costs about `classes` gradients per step.
+        # A gradient per step and a final forward; FAB's per-class gradients cost `classes`.
         per_step = GRADIENT_PASS * (classes if self.method == "fab" else 1)
         return 2 * FORWARD_PASS + per_step * self.steps
 
@@ -152,7 +142,7 @@ class MinimalNormParams(BoundedParams):
 class SPSAParams(BoundedParams):
     """SPSA with Adam (torchattacks.SPSA; defaults follow advertorch's common usage), L-inf."""
 
-    norm: Literal["linf"] = "linf"  # threat model: L-inf only
+    norm: Literal["linf"] = "linf"
 
     # Adam iterations; suites may also write advertorch's name `nb_iter`.
     steps: PositiveInt = Field(default=20, validation_alias=AliasChoices("steps", "nb_iter"))
@@ -168,16 +158,14 @@ class SPSAParams(BoundedParams):
         return positive_pixel_value(value, info.field_name or "value")
 
     def passes_per_sample(self, classes: int = 10) -> int:
-        # Every step estimates the gradient from two forwards (x + delta v, x - delta v) per
-        # direction; no backward pass. At eps 0 nothing runs.
+        # Two forwards (x +- delta v) per direction and step; no backward. At eps 0 nothing.
         queries = 2 * FORWARD_PASS * self.nb_sample * self.steps
         return FORWARD_PASS + (0 if self.eps == 0 else queries)
 
 
 AttackName = Literal["apgd-ce", "apgd-dlr", "apgd-t", "fab", "fab-t", "square"]
 
-# Which of the library's versions configures the attacks for each robench version: `custom`
-# runs a subset with the settings those attacks have in `standard`.
+# The library's version that configures each robench version (`custom`: `standard`'s settings).
 _LIBRARY_VERSION: dict[str, str] = {
     "standard": "standard",
     "plus": "plus",
@@ -197,14 +185,12 @@ class AutoAttackParams(BoundedParams):
     # "standard" | "plus" | "rand" | "custom"; defaults to "custom" when `attacks` is given.
     version: Literal["standard", "plus", "rand", "custom"] = "standard"
     attacks: tuple[AttackName, ...] | None = None  # the attacks of version "custom", in order
-    # Threat model, passed to the library as "Linf" / "L2" (its spellings are accepted too).
     norm: Literal["linf", "l2"] = "linf"
     n_queries: PositiveInt = 5000  # Square's query budget
     n_restarts: PositiveInt | None = None  # restarts of every attack (FAB-T always runs 1)
     n_iter: PositiveInt | None = None  # iterations of APGD, APGD-T and FAB (default 100)
     n_target_classes: PositiveInt = 9  # APGD-T / FAB-T targets, capped to classes - 1
-    # EOT gradient samples per step of APGD and APGD-T (1; 20 in "rand"); suites may also
-    # write `eot_samples`, PGD's name for it.
+    # EOT samples per step of APGD and APGD-T (1; 20 in "rand"); PGD's `eot_samples` too.
     eot_iter: PositiveInt | None = Field(
         default=None, validation_alias=AliasChoices("eot_iter", "eot_samples")
     )

@@ -1,29 +1,19 @@
 """Per-pixel cross-entropy of a segmentation model, the loss dense attacks ascend.
 
-Logits (B, K, h, w) are compared with int64 label maps (B, Hl, Wl) at the label resolution
-(`logits_at_labels`: each sample's logits resized bilinearly to its own map). Pixels labelled
-`IGNORE_INDEX` and padding (`PAD_INDEX`, outside a map) are left out of every sum and count, so
-they have no influence on the loss or its gradient.
+Logits (B, K, h, w) are compared with int64 label maps at the label resolution; ignored and
+padded pixels are left out of every sum and count. Plain cross-entropy is the mean over scored
+pixels (mmsegmentation's `avg_non_ignore=True`); SegPGD (Gu et al., ECCV 2022,
+arXiv:2207.12391, Eq. 4 and Algorithm 1) weights it at step t of T (t = 1 .. T):
 
-- Plain cross-entropy: the mean over scored pixels, mmsegmentation's `CrossEntropyLoss` with
-  `avg_non_ignore=True`.
-- SegPGD weighting (Gu et al., "SegPGD: An Effective and Efficient Adversarial Attack for
-  Evaluating and Boosting Segmentation Robustness", ECCV 2022, arXiv:2207.12391, Eq. 4 and
-  Algorithm 1): at attack step t of T (t = 1 .. T)
+    L_t = (1 - lambda_t) / N * sum_{j correct} CE_j + lambda_t / N * sum_{k wrong} CE_k,
+    lambda_t = (t - 1) / (2 T),
 
-      L_t = (1 - lambda_t) / N * sum_{j correct} CE_j + lambda_t / N * sum_{k wrong} CE_k,
-      lambda_t = (t - 1) / (2 T),
+where "correct" means the current arg-max equals the label and N is the number of scored
+pixels (the paper's H x W: both sums over all pixels, not their own set's size); CosPGD's
+reference code (Agnihotri and Keuper, `segpgd_scale`) has the same schedule.
 
-  where "correct" means the model's current arg-max equals the label and N is the number of
-  scored pixels (the paper's H x W: both sums are divided by all pixels, not by the size of
-  their own set). At t = 1 all the weight is on correctly classified pixels; it moves towards
-  the wrong ones, reaching (T - 1) / (2T), just under one half, at t = T. CosPGD's reference
-  code (Agnihotri and Keuper, `segpgd_scale`) has the same schedule, as iteration / (2T) with
-  a 0-based iteration. Ignored and padded pixels are not counted in N (the paper has none).
-
-`pixel_cross_entropy` averages over the whole batch (a metric); `per_sample_pixel_cross_entropy`
-returns each sample's own mean, which attacks sum so that a sample's gradient does not depend
-on the other samples of its batch.
+`per_sample_pixel_cross_entropy` returns each sample's own mean, which attacks sum so that a
+sample's gradient does not depend on its batch; `pixel_cross_entropy` averages over the batch.
 """
 
 from __future__ import annotations
@@ -52,8 +42,7 @@ def _sums_and_counts(
     weighting: float | None,
     label_smoothing: float = 0.0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(B,) summed (weighted) cross-entropy over each sample's scored pixels, and (B,) their
-    counts."""
+    """(B,) summed (weighted) cross-entropy over each sample's scored pixels, and their counts."""
     sums, counts = [], []
     sizes = label_sizes(labels)
     resized = logits_at_labels(logits, labels, sizes)
@@ -86,9 +75,8 @@ def pixel_cross_entropy(
     weighting: float | None = None,
     label_smoothing: float = 0.0,
 ) -> torch.Tensor:
-    """Scalar cross-entropy averaged over the scored pixels of the whole batch (mmseg's
-    `avg_non_ignore`); with `weighting` = lambda, SegPGD's loss (module docstring) with N the
-    batch's scored pixels. No scored pixel at all gives 0 (with a zero gradient).
+    """Scalar cross-entropy averaged over the scored pixels of the whole batch; with
+    `weighting` = lambda, SegPGD's loss. No scored pixel gives 0 (with a zero gradient).
     `label_smoothing` is torch's (training, robench/training/objectives.py)."""
     sums, counts = _sums_and_counts(logits, labels, weighting, label_smoothing)
     return sums.sum() / counts.sum().clamp_min(1.0)
@@ -97,7 +85,6 @@ def pixel_cross_entropy(
 def per_sample_pixel_cross_entropy(
     logits: torch.Tensor, labels: torch.Tensor, *, weighting: float | None = None
 ) -> torch.Tensor:
-    """(B,) each sample's `pixel_cross_entropy` over its own scored pixels (0 for a sample
-    with none)."""
+    """(B,) each sample's `pixel_cross_entropy` over its own scored pixels (0 if none)."""
     sums, counts = _sums_and_counts(logits, labels, weighting)
     return sums / counts.clamp_min(1.0)

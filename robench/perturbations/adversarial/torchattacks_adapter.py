@@ -1,36 +1,23 @@
 """Every torchattacks attack class as one robench perturbation: the `torchattacks.NAME` kinds.
 
 `TorchattacksAttack` builds torchattacks.NAME with the suite's parameters (its schema,
-torchattacks_params.py) and runs it in pixel space on the true labels, as the FGSM/PGD/SPSA
-wrappers do (torchattacks_attacks.py): torchattacks' normalisation handling off (the model
-normalises inside), the model in eval mode, the device taken from the images, and inside
-`isolated_attack`: torch's RNG forked and seeded with the batch's seed, prints captured, the
-model's parameters untouched. numpy's global RNG, which OnePixel (differential evolution)
-and Pixle draw from, is seeded the same way (seed mod 2**32) and restored afterwards. So the
-same seed gives the same images, bit for bit equal to torchattacks called directly with that
+torchattacks_params.py) and runs it in pixel space on the true labels (`in_pixel_space`,
+`isolated_attack`), numpy's global RNG (OnePixel's and Pixle's) seeded too and restored: the
+same seed gives the same images, bit for bit those of torchattacks called directly with that
 seeding (tests/test_torchattacks_adapter.py).
 
-After the attack, by threat model (torchattacks_catalogue.py):
-- bounded: `project_onto_ball` in the attack's norm, which leaves every sample the library
-  kept inside the ball unchanged; the runner's check then enforces ball and [0, 1];
-- minimal-norm: the output as it is, and per sample `min_norm`: 0.0 when the clean image is
-  already misclassified, the distance to the output in the attack's norm when the output is
-  misclassified, else None (no adversarial found), as the `minimal-norm` kind records it;
-- noise (VANILA, GN): the output as it is.
-Minimal-norm and noise outputs up to ROUNDING_TOLERANCE (1e-4) outside [0, 1] (the
-library's float rounding: EADL1 returns about -1e-5) are clipped, and the amount recorded per
-sample in `rounding_clip`; beyond it the runner's check refuses the attack.
-In a targeted mode, each sample's target class is recorded in `target_class`.
+Bounded outputs go through `project_onto_ball`; minimal-norm ones get `min_norm` per sample,
+as the `minimal-norm` kind records it. Minimal-norm and noise outputs up to ROUNDING_TOLERANCE
+outside [0, 1] (the library's float rounding: EADL1 returns about -1e-5) are clipped, the
+amount recorded in `rounding_clip`; beyond it the runner's check refuses the attack. A
+targeted mode records each sample's target class in `target_class`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import inspect
-from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
 import torch
 
 from robench._core.errors import ConfigError, first_line
@@ -49,19 +36,14 @@ from robench.perturbations.adversarial.torchattacks_params import (
     TorchattacksParams,
 )
 from robench.perturbations.base import Perturbation
-from robench.perturbations.checks import isolated_attack, project_onto_ball, scored_prediction
+from robench.perturbations.checks import (
+    in_pixel_space,
+    isolated_attack,
+    project_onto_ball,
+    scored_prediction,
+)
+from robench.perturbations.corruptions.reference import seeded_global_rng
 from robench.perturbations.threat_models import NORMS
-
-
-@contextlib.contextmanager
-def seeded_numpy(seed: int) -> Iterator[None]:
-    """numpy's global RNG seeded with `seed` mod 2**32 inside, restored on exit."""
-    state = np.random.get_state()
-    np.random.seed(seed % 2**32)
-    try:
-        yield
-    finally:
-        np.random.set_state(state)
 
 
 class TargetRecorder:
@@ -86,12 +68,6 @@ class TargetRecorder:
         return [int(t) for t in every[-batch:].tolist()] if len(every) >= batch else [None] * batch
 
 
-def _library_class(name: str) -> Any:
-    import torchattacks
-
-    return getattr(torchattacks, name)
-
-
 def _fill(
     kwargs: dict[str, Any],
     accepted: set[str],
@@ -114,7 +90,9 @@ def build_attack(
 ) -> Any:
     """The configured torchattacks attack, checked against the class's own signature."""
     kind = f"{KIND_PREFIX}{params.attack}"
-    library = _library_class(params.attack)
+    import torchattacks
+
+    library = getattr(torchattacks, params.attack)
     signature = inspect.signature(library.__init__)
     accepted = set(signature.parameters) - {"self", "model"}
     kwargs = _fill(params.library_kwargs(), accepted & set(FILLED_BY_ROBENCH), model, images, seed)
@@ -133,21 +111,13 @@ def build_attack(
             f"{kind} rejected its parameters {kwargs}: {exc or type(exc).__name__}; fix them "
             f"in the suite (see torchattacks' documentation of {params.attack})."
         ) from None
-    # The model normalises inside: torchattacks must not (it would for a MAIR RobModel), and
-    # must not switch the model to train mode; it cannot find the device of a model without
-    # parameters, so set it from the images.
-    attack._set_normalization_applied(None)
-    attack.normalization_used = None
-    attack.set_model_training_mode(model_training=False)
-    attack.set_device(images.device)
-    return attack
+    return in_pixel_space(attack, images.device)
 
 
 def run_attack(
     attack: Any, kind: str, name: str, images: torch.Tensor, labels: torch.Tensor
 ) -> torch.Tensor:
-    """`attack(images, labels)`; a failure inside the library that its parameters or the
-    model's shape cause (a division by zero, an index past the classes) is one sentence."""
+    """`attack(images, labels)`; a failure its parameters cause inside it is one sentence."""
     try:
         adv: torch.Tensor = attack(images, labels)
     except (ZeroDivisionError, IndexError, ValueError, AssertionError) as exc:
@@ -160,9 +130,8 @@ def run_attack(
 
 
 def clip_rounding(adv: torch.Tensor) -> tuple[torch.Tensor, list[float]]:
-    """`adv` clipped to [0, 1] when it is outside by at most the library's rounding
-    (ROUNDING_TOLERANCE), with how far outside each sample was; left as it is beyond that,
-    for the runner's check to refuse."""
+    """`adv` clipped to [0, 1] when outside by at most ROUNDING_TOLERANCE, with how far each
+    sample was; beyond that left for the runner's check to refuse."""
     flat = adv.reshape(adv.shape[0], -1)
     excess = torch.maximum(-flat.amin(dim=1), flat.amax(dim=1) - 1).clamp(min=0)  # (B,)
     if not bool(excess.max() <= ROUNDING_TOLERANCE):  # NaN too: not rounding
@@ -177,8 +146,7 @@ def minimal_norms(
     labels: torch.Tensor,
     norm: str,
 ) -> list[float | None]:
-    """Per sample: 0.0 if clean is misclassified, else the `norm` distance to `adv` if `adv`
-    is misclassified, else None (no adversarial found)."""
+    """Per sample: 0.0 if clean is wrong, else the `norm` distance to `adv` if it is, else None."""
     with torch.no_grad():
         wrong_clean = (scored_prediction(model(clean)) != labels).tolist()
         wrong_adv = (scored_prediction(model(adv)) != labels).tolist()
@@ -203,8 +171,7 @@ class TorchattacksAttack(Perturbation):
     def perturb_with_columns(
         self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
     ) -> tuple[torch.Tensor, dict[str, list[Any]]]:
-        """The attack's images (projected onto the ball when bounded) and its per-sample
-        columns: `min_norm` (minimal-norm attacks), `target_class` (targeted modes)."""
+        """The attack's images and per-sample columns (see the module docstring)."""
         p = self.params
         kind = f"{KIND_PREFIX}{p.attack}"
         if labels.dim() > 1:
@@ -214,7 +181,7 @@ class TorchattacksAttack(Perturbation):
             # A radius-0 ball is the image itself (PGD-L2 would divide 0 by 0 there).
             return clean.clone(), {}
         columns: dict[str, list[Any]] = {}
-        with isolated_attack(model, seed, clean.device), seeded_numpy(seed):
+        with isolated_attack(model, seed, clean.device), seeded_global_rng(seed % 2**32):
             attack = build_attack(p, model, clean, seed)
             mode = getattr(p, "targeted", None)
             recorder = None

@@ -1,20 +1,11 @@
 """FGSM, PGD and SPSA run through torchattacks: L-inf, and L2 for PGD.
 
-All three take pixel-space images in [0, 1], attack the true labels passed in, and return
-images inside the eps-ball of their threat model around the input, clipped to [0, 1].
-torchattacks' own normalisation handling is switched off (the model normalises inside), the
-model stays in eval mode, and randomness (PGD's random start, SPSA's directions) comes only
-from `seed`.
-
-- `fgsm`: one signed-gradient step of size eps on the cross-entropy (Goodfellow et al., 2015).
-- `pgd`, norm "linf": `steps` signed-gradient steps of `step_size` (default eps/4) from a
-  uniform random start in the ball, projected after every step (Madry et al., 2018;
-  torchattacks `PGD`).
-- `pgd`, norm "l2": `steps` steps of length `step_size` (default eps/4) along the
-  L2-normalised gradient, the difference rescaled onto the L2 ball after every step; the
-  random start is a random direction with a radius uniform in [0, eps] (torchattacks `PGDL2`).
-- `spsa`: gradient-free; Adam on an SPSA estimate of the margin loss's gradient from
-  `nb_sample` random +-1 directions of size `delta` (Uesato et al., 2018; advertorch's code).
+All three attack pixel-space images in [0, 1] against the true labels, in pixel space
+(`in_pixel_space`), and return images inside their threat model's ball, clipped to [0, 1];
+randomness (PGD's random start, SPSA's directions) comes only from `seed`. SPSA runs Adam on
+an SPSA estimate of the margin loss's gradient from `nb_sample` random +-1 directions of size
+`delta` (Uesato et al., 2018; advertorch's code). Label maps (segmentation) go to robench's
+own FGSM and PGD loop (dense_pgd.py).
 """
 
 from __future__ import annotations
@@ -29,12 +20,11 @@ from robench.perturbations.adversarial.dense_pgd import dense_fgsm, dense_pgd
 from robench.perturbations.adversarial.first_success import FirstWrong
 from robench.perturbations.adversarial.params import FGSMParams, PGDParams, SPSAParams
 from robench.perturbations.base import BoundedParams, Perturbation
-from robench.perturbations.checks import isolated_attack, project_onto_ball
+from robench.perturbations.checks import in_pixel_space, isolated_attack, project_onto_ball
 
 
 class _TorchattacksPerturbation(Perturbation):
-    """Runs one torchattacks attack in pixel space, seeded, then enforces its threat model's
-    ball (samples the library kept inside it come back unchanged)."""
+    """One torchattacks attack in pixel space, seeded, then projected onto its ball."""
 
     params: BoundedParams
 
@@ -54,28 +44,20 @@ class _TorchattacksPerturbation(Perturbation):
     def perturb(
         self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
     ) -> torch.Tensor:
-        """Attack `images` against the true `labels`; same seed, same images."""
         # A radius-0 ball is the image itself; PGD-L2 would divide 0 by 0 there (NaN).
         if images.shape[0] == 0 or self.params.eps == 0:
             return images.detach().clone()
         if labels.dim() > 1:  # label maps: a dense-prediction model, robench's own loop
             return self._dense(model, images.detach(), labels.detach(), seed)
         with isolated_attack(model, seed, images.device):
-            attack = self._build(model)
-            # The model normalises inside: torchattacks must not (it would for a MAIR RobModel),
-            # and must not switch the model to train mode; it also cannot find the device of a
-            # model without parameters, so set it from the images.
-            attack._set_normalization_applied(None)
-            attack.normalization_used = None
-            attack.set_model_training_mode(model_training=False)
-            attack.set_device(images.device)
+            attack = in_pixel_space(self._build(model), images.device)
             adv = attack(images.detach(), labels.detach())
         name, threat = type(self).__name__, self.threat_model
         return project_onto_ball(adv, images.detach(), self.params.eps, name=name, threat=threat)
 
 
 class FGSM(_TorchattacksPerturbation):
-    """Fast Gradient Sign Method: x + eps * sign(grad CE(model(x), y)), clipped to [0, 1]."""
+    """FGSM (Goodfellow et al., 2015): x + eps * sign(grad CE(model(x), y)), clipped."""
 
     Params = FGSMParams
     params: FGSMParams
@@ -143,16 +125,15 @@ class PGD(_TorchattacksPerturbation):
                 f'pgd loss = "{p.loss}" weights pixels of label maps; for classification use '
                 'loss = "ce".'
             )
-        arguments = dict(eps=p.eps, alpha=p.resolved_step_size, steps=p.steps)
+        arguments = dict(
+            eps=p.eps, alpha=p.resolved_step_size, steps=p.steps, random_start=p.random_start
+        )
         if p.eot_samples is not None:  # expectation over transformation (eot.py)
             from robench.perturbations.adversarial.eot import EOTPGDL2
 
             eot_class = {"linf": torchattacks.EOTPGD, "l2": EOTPGDL2}[p.norm]
-            return eot_class(
-                model, **arguments, eot_iter=p.eot_samples, random_start=p.random_start
-            )
-        attack_class = getattr(torchattacks, self._LIBRARY_CLASS[p.norm])
-        return attack_class(model, **arguments, random_start=p.random_start)
+            return eot_class(model, **arguments, eot_iter=p.eot_samples)
+        return getattr(torchattacks, self._LIBRARY_CLASS[p.norm])(model, **arguments)
 
 
 class SPSA(_TorchattacksPerturbation):

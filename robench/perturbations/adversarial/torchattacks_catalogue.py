@@ -1,28 +1,14 @@
 """What robench knows about each torchattacks attack that its source does not say: its threat
-model, which parameter is its budget, and why an attack cannot run as a suite kind.
+model, which parameter is its budget, and why an attack cannot run as a suite kind (the
+classes by threat model: docs/torchattacks.md).
 
-Each attack is one of:
-- bounded (`Bounded`): images stay inside a ball of radius `eps` in one of `norms`; the
-  post-attack check enforces it (robench/perturbations/checks.py). The budget parameter is
-  torchattacks' `eps`, or `max_epsilon` (PI-FGSM) or `pixels` (OnePixel, an L0 budget: how
-  many pixels change), written `eps` in a suite either way. An attack with a `norm` parameter
-  (APGD, FAB, Square, AutoAttack) runs in the norm the suite picks among `norms`.
-- minimal-norm (`MinimalNorm`): no budget; the attack searches for the smallest adversarial
-  perturbation in `norm` (CW, DeepFool, EAD, SparseFool, JSMA, Pixle). The runner scores
-  its output as it is, and the per-sample `min_norm` column gives accuracy at every eps.
-  The issue behind this catalogue (37) lists SparseFool and JSMA both as minimal-norm and
-  as L0 attacks: they are minimal-norm attacks whose norm is L0 (they change few pixels,
-  not a fixed number). OnePixel is L0 with a budget (`pixels`), so it is bounded. Pixle
-  changes patches until the prediction flips, so it is a minimal-norm L0 attack too.
-  EADEN's decision rule is the elastic net (L1 + L2), its size is reported in L2 (where
-  torchattacks files it); EADL1's in L1.
-- noise (`Noise`): no ball and no search (VANILA returns its input, GN adds Gaussian noise);
-  reported as `unbounded`, like a corruption.
-- refused: `REFUSED[name]` says why it cannot run from a suite entry.
-
-An attack that a later torchattacks adds and this table does not know is listed and refused
-with a sentence that says so, until a row is added here; its parameters are still read from
-the library (torchattacks_source.py).
+`Bounded` attacks stay inside a ball of radius `eps` in one of `norms` (the budget may be
+torchattacks' `max_epsilon`, or OnePixel's `pixels`, an L0 budget). `MinimalNorm` ones have no
+budget and search for the smallest adversarial in `norm`: issue 37 lists SparseFool and JSMA
+both as minimal-norm and as L0 attacks, which they are (few pixels, not a fixed number), as is
+Pixle; EADEN's rule is the elastic net, its size reported in L2 (where torchattacks files it).
+`Noise` has neither ball nor search (VANILA, GN); `REFUSED` says why a class cannot run. An
+attack a later torchattacks adds that this table does not know is refused until a row is added.
 """
 
 from __future__ import annotations
@@ -103,18 +89,13 @@ LIMITS: dict[str, str] = {
         "untargeted, JSMA aims at class (label + 1) mod 10, so the model needs at least 10 "
         'outputs; with fewer, use targeted = "random"'
     ),
-    "EADEN": "with abort_early = true it needs max_iterations >= 10",
-    "EADL1": "with abort_early = true it needs max_iterations >= 10",
+    **dict.fromkeys(("EADEN", "EADL1"), "with abort_early = true it needs max_iterations >= 10"),
 }
 
-# How far outside [0, 1] a minimal-norm or noise attack's output may land from the
-# library's float rounding (EADL1 and EADEN return values about 1e-5 below 0): within it, the
-# output is clipped to [0, 1] and the amount recorded per sample (column `rounding_clip`);
-# beyond it, the runner's check refuses the attack (exit 3).
+# How far outside [0, 1] a minimal-norm or noise attack's output may land from the library's
+# float rounding (EADL1 and EADEN return about -1e-5), to be clipped and recorded
+# (`rounding_clip`); beyond it, the runner's check refuses the attack (exit 3).
 ROUNDING_TOLERANCE = 1e-4
-
-# torchattacks' spelling of each norm (the `norm` parameter of APGD, FAB, Square, AutoAttack).
-LIBRARY_NORMS = {"linf": "Linf", "l2": "L2", "l1": "L1"}
 
 # Parameters with an integer default that take real values (CW's c = 1, EAD's kappa = 0):
 # a suite may write 0.5 for them. Other integer defaults (steps, restarts) take integers.
@@ -139,9 +120,8 @@ _NON_NEGATIVE = Bound(ge=0)  # a margin, decay or noise level: zero switches it 
 _PROBABILITY = Bound(ge=0, le=1)
 _FRACTION = Bound(gt=0, le=1)
 
-# Bounds by torchattacks parameter name, from what the parameter means (the same name means
-# the same thing across its classes). Without them `steps = -1` ran no step and reported the
-# clean accuracy as robust, and CW's `c = -1` found no adversarial at all.
+# Bounds by torchattacks parameter name (a name means the same across its classes): without
+# them `steps = -1` ran no step and reported clean accuracy as robust.
 BOUNDS: dict[str, Bound] = {
     **dict.fromkeys(
         (
@@ -185,10 +165,8 @@ CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
     ),
 }  # fmt: skip
 
-# Parameters robench fills when a suite leaves them out (the adapter, at run time):
-# `seed`: the batch's seed, so a run's --seed governs the attack (AutoAttack's default, None,
-# would seed from the clock); `n_classes`: the model's number of outputs (torchattacks
-# assumes 10).
+# Parameters robench fills when a suite leaves them out: `seed`, so that --seed governs the
+# attack (AutoAttack's None would seed from the clock); `n_classes` (torchattacks assumes 10).
 FILLED_BY_ROBENCH = {
     "seed": "the batch's seed (from the run's --seed)",
     "n_classes": "the model's number of outputs",

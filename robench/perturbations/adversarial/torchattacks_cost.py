@@ -1,15 +1,11 @@
 """An upper bound on a `torchattacks.NAME` attack's model passes per sample, from its parameters.
 
-Counted against torchattacks 3.5's source, in the cost model's unit (a forward pass 1, a forward
-and backward pass 3; a backward alone, one logit's gradient in a Jacobian, 2), for the worst
-case in which no sample is broken early: CW, EAD, DeepFool, SparseFool, JSMA, Pixle, OnePixel,
-Square, APGD and FAB stop working on a sample once it is misclassified, so on a model they break
-they cost less (docs/cost.md gives the measured ratios). With S the steps, R the restarts, E the
-EOT samples, K the model's outputs, n the attack's `n_classes` (K unless given), C x H x W one
-sample's shape, an attack's own passes per sample are `ATTACK_COSTS[name]`; an attack with no row
-costs a gradient per step of every repeat count it takes (steps x restarts x EOT samples ...) and
-a forward, or a forward per query. `TorchattacksParams.passes_per_sample_on` adds what the
-adapter and the runner spend around the attack (`adapter_passes`).
+Counted against torchattacks 3.5's source, in the cost model's unit (a backward alone, one
+logit's gradient in a Jacobian, is 2), for the worst case in which no sample is broken early
+(most attacks stop on a misclassified sample; docs/cost.md gives the measured ratios).
+An attack with no row in `ATTACK_COSTS` costs a forward and a gradient per step of every
+repeat count it takes, or a forward per query; `adapter_passes` is what runs around it. In
+the formulas `classes` is the model's outputs, C x H x W one sample's shape.
 """
 
 from __future__ import annotations
@@ -35,8 +31,7 @@ _QUERY_COUNTS = ("n_queries", "nb_sample")
 
 @dataclass(frozen=True)
 class CostInput:
-    """What a rule reads: the attack's parameters (robench's names), the model's outputs and
-    one sample's shape."""
+    """The attack's parameters (robench's names), the model's outputs and one sample's shape."""
 
     values: Mapping[str, Any]
     classes: int
@@ -54,8 +49,6 @@ class CostInput:
 
 @dataclass(frozen=True)
 class CostRule:
-    """One attack's passes per sample: the formula in words, and the function."""
-
     formula: str
     passes: Callable[[CostInput], int]
 
@@ -126,9 +119,8 @@ def _autoattack(c: CostInput) -> int:
 
 
 def _onepixel(c: CostInput) -> int:
-    # Differential evolution over D = pixels x (2 + C) numbers: a population of
-    # max(5, max(1, popsize // D) x D), evaluated at the start and once per step, and the
-    # success check on the best member after each step.
+    # Differential evolution over D = pixels x (2 + C) numbers: the population evaluated at the
+    # start and once per step, and the success check on the best member after each step.
     dims = c.get("eps") * (2 + c.shape[0])
     population = max(5, max(1, c.get("popsize") // dims) * dims)
     return (c.get("steps") + 1) * population + c.get("steps")
@@ -159,15 +151,13 @@ def _sparsefool(c: CostInput) -> int:
 
 
 def _ead(c: CostInput) -> int:
-    # The clean forward, then per binary-search step and iteration a gradient on y_k and a
-    # forward on x_k.
+    # The clean forward, then per search step and iteration a gradient (y_k), a forward (x_k).
     rounds = c.get("binary_search_steps") * c.get("max_iterations")
     return FORWARD_PASS + rounds * (GRADIENT_PASS + FORWARD_PASS)
 
 
 def generic_passes(c: CostInput) -> int:
-    """A forward and a gradient per step of every repeat count the attack takes, or a
-    forward per query of every repeat count (the attacks with no row in `ATTACK_COSTS`)."""
+    """The rule of the attacks with no row in `ATTACK_COSTS` (the module docstring)."""
     steps = math.prod(int(c.values[k]) for k in _STEP_COUNTS if isinstance(c.values.get(k), int))
     queries = math.prod(int(c.values[k]) for k in _QUERY_COUNTS if isinstance(c.values.get(k), int))
     if any(k in c.values for k in _QUERY_COUNTS):
@@ -175,11 +165,8 @@ def generic_passes(c: CostInput) -> int:
     return FORWARD_PASS + GRADIENT_PASS * steps
 
 
-_NOTHING = CostRule("no model pass", lambda c: 0)
-
 ATTACK_COSTS: dict[str, CostRule] = {
-    "VANILA": _NOTHING,
-    "GN": _NOTHING,
+    **dict.fromkeys(("VANILA", "GN"), CostRule("no model pass", lambda c: 0)),
     "CW": CostRule("3 x steps", lambda c: GRADIENT_PASS * c.get("steps")),
     "DeepFool": CostRule(
         "steps x (1 + 2 x classes)", lambda c: _deepfool(c.get("steps"), c.classes)
@@ -187,8 +174,9 @@ ATTACK_COSTS: dict[str, CostRule] = {
     "SparseFool": CostRule(
         f"steps x (4 + {_SPARSEFOOL_DEEPFOOL_STEPS} x (1 + 2 x classes))", _sparsefool
     ),
-    "EADL1": CostRule("1 + 4 x binary_search_steps x max_iterations", _ead),
-    "EADEN": CostRule("1 + 4 x binary_search_steps x max_iterations", _ead),
+    **dict.fromkeys(
+        ("EADL1", "EADEN"), CostRule("1 + 4 x binary_search_steps x max_iterations", _ead)
+    ),
     "JSMA": CostRule("1 + ceil(C x H x W x gamma / 2) x (2 + 2 x classes)", _jsma),
     "OnePixel": CostRule(
         "(steps + 1) x max(5, max(1, popsize // D) x D) + steps, D = eps x (2 + C)", _onepixel
@@ -241,14 +229,11 @@ def cost_formula(attack: str, fields: Collection[str]) -> str:
         return ATTACK_COSTS[attack].formula
     steps = [name for name in _STEP_COUNTS if name in fields]
     queries = [name for name in _QUERY_COUNTS if name in fields]
-    if queries:
-        return " x ".join(queries + steps)
-    return " x ".join(["1 + 3", *steps])
+    return " x ".join(queries + steps if queries else ["1 + 3", *steps])
 
 
 def adapter_passes(*, minimal_norm: bool, targeted: bool, fills_classes: bool) -> int:
-    """What runs around the attack, per sample: the runner's re-run of the model on its
-    output; for a minimal-norm attack the two predictions `min_norm` reads; in a targeted
-    mode the library's forward that picks the targets; and robench's probe of the model's
-    outputs where it fills `n_classes` (one image per batch, so at most one per sample)."""
+    """Per sample: the runner's re-run on the output; a minimal-norm attack's two predictions
+    for `min_norm`; a targeted mode's forward picking targets; robench's probe of the
+    model's outputs where it fills `n_classes` (one image per batch: at most one per sample)."""
     return FORWARD_PASS * (1 + 2 * minimal_norm + targeted + fills_classes)

@@ -2,22 +2,13 @@
 from the class's own `__init__` parameters (read from source, torchattacks_source.py) and its
 row of the threat-model catalogue (torchattacks_catalogue.py), without importing torch.
 
-A suite writes the kind as torchattacks spells the class, `torchattacks.CW`,
-`torchattacks.MIFGSM`, and its parameters as torchattacks names them; an unknown one is
-refused with a did-you-mean, like every kind's. Besides the library's parameters:
-- bounded attacks take `eps` (pixel units; torchattacks' `max_epsilon` or OnePixel's
-  `pixels` are accepted as aliases) and, where the attack has one, `norm` ("linf", "l2",
-  "l1"; torchattacks' "Linf" spellings too);
-- minimal-norm and noise attacks refuse `eps`: they have no budget;
-- attacks that support it take `targeted = "random"` or `"least-likely"` (torchattacks'
-  `set_mode_targeted_random` / `set_mode_targeted_least_likely`); each sample's target is
-  recorded in the `target_class` column;
-- `seed` and `n_classes`, where the attack has them, default to the batch's seed and the
-  model's number of outputs (catalogue `FILLED_BY_ROBENCH`).
+A suite writes the parameters as torchattacks names them; besides them bounded attacks take
+`eps` (pixel units; `max_epsilon` and OnePixel's `pixels` are aliases) and `norm`, others
+refuse `eps`, and targeted modes are `targeted = "random"` or `"least-likely"`
+(docs/torchattacks.md).
 
-The kinds are registered by a loader of the perturbation registry, on its first listing or
-first lookup of a name it does not hold, so commands that never ask for them never read
-torchattacks' source.
+A loader of the perturbation registry registers the kinds on its first listing or lookup of
+a name it does not hold, so commands that never ask for them never read torchattacks' source.
 """
 
 from __future__ import annotations
@@ -33,7 +24,6 @@ from robench.perturbations.adversarial.torchattacks_catalogue import (
     BOUNDS,
     CHOICES,
     FILLED_BY_ROBENCH,
-    LIBRARY_NORMS,
     REAL_VALUED,
     THREATS,
     Bounded,
@@ -63,8 +53,7 @@ KIND_PREFIX = "torchattacks."
 IMPLEMENTATION = "robench.perturbations.adversarial.torchattacks_adapter:TorchattacksAttack"
 # Column of the target class each sample was attacked towards (targeted modes only).
 TARGET_COLUMN = "target_class"
-# Column of how far outside [0, 1] the library's output was before robench clipped it
-# (0.0 when it was inside; catalogue ROUNDING_TOLERANCE).
+# Column of how far outside [0, 1] the library's output was (catalogue ROUNDING_TOLERANCE).
 ROUNDING_COLUMN = "rounding_clip"
 
 
@@ -83,7 +72,6 @@ class TorchattacksParams(PerturbationParams):
     threat: ClassVar[Threat] = Noise()
     # The library's parameters this schema exposes (robench's field name -> the library's).
     library_names: ClassVar[dict[str, str]] = {}
-    targeted_modes: ClassVar[bool] = False  # whether `targeted` is a field
 
     @classmethod
     def display_name(cls, kind: str, params: Mapping[str, Any]) -> str:
@@ -100,21 +88,18 @@ class TorchattacksParams(PerturbationParams):
         return "unbounded (no eps)"
 
     def library_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments of the torchattacks class: what the suite set, under the
-        library's names (robench fills `seed` and `n_classes` at run time when not set)."""
+        """What the suite set, under the library's names."""
         given = {name: getattr(self, name) for name in self.model_fields_set}
         kwargs = {self.library_names[k]: v for k, v in given.items() if k in self.library_names}
-        if "norm" in kwargs:
-            kwargs["norm"] = LIBRARY_NORMS[kwargs["norm"]]
+        if "norm" in kwargs:  # the library spells norms as NORMS names them: "Linf", "L2"
+            kwargs["norm"] = NORMS[kwargs["norm"]].name
         return kwargs
 
     def passes_per_sample(self, classes: int = 10) -> int:
         return self.passes_per_sample_on(classes, None)
 
     def passes_per_sample_on(self, classes: int, shape: tuple[int, ...] | None) -> int:
-        """The attack's own passes (torchattacks_cost.py: its row, else a gradient per step
-        of every repeat count, or a forward per query) and what runs around it; `shape`
-        None: the reference image (base.REFERENCE_SHAPE)."""
+        """The attack's own passes and what runs around it (torchattacks_cost.py)."""
         from robench.perturbations.adversarial import torchattacks_cost as cost
 
         values = self.model_dump()
@@ -162,7 +147,7 @@ class TorchattacksBoundedParams(TorchattacksParams, BoundedParams):
         budget: Any = int(self.eps) if NORMS[self.norm].integer_budget else self.eps
         kwargs[threat.budget] = budget
         if "norm" in self.library_names:
-            kwargs["norm"] = LIBRARY_NORMS[self.norm]
+            kwargs["norm"] = NORMS[self.norm].name
         return kwargs
 
 
@@ -230,8 +215,7 @@ def _field_type(parameter: LibraryParameter) -> Any:
 
 
 def _bounded(attack: str, parameter: LibraryParameter) -> Any:
-    """The field's type with the bounds its meaning allows (catalogue `BOUNDS`) for numbers,
-    and the values the class tests for (catalogue `CHOICES`) for strings."""
+    """The field's type, with catalogue `BOUNDS` for numbers and `CHOICES` for strings."""
     choices = CHOICES.get((attack, parameter.name))
     if choices is not None:
         return Literal[choices]  # type: ignore[valid-type]
@@ -260,7 +244,6 @@ def _budget_fields(attack: LibraryAttack, threat: Bounded) -> dict[str, Any]:
 
 
 def _schema(attack: LibraryAttack, threat: Threat) -> type[TorchattacksParams]:
-    """The parameter schema of one attack class."""
     fields: dict[str, Any] = {}
     names: dict[str, str] = {}
     budget_names: set[str] = set()
@@ -279,15 +262,13 @@ def _schema(attack: LibraryAttack, threat: Threat) -> type[TorchattacksParams]:
     if attack.targeted and "targeted" not in fields:
         fields["targeted"] = (Literal["random", "least-likely"] | None, None)
     base = _BASES[type(threat)]
-    columns = base.columns + ((TARGET_COLUMN,) if "targeted" in fields else ())
     schema: type[TorchattacksParams] = create_model(  # type: ignore[call-overload]
         f"Torchattacks{attack.name}Params", __base__=base, **fields
     )
     schema.attack = attack.name
     schema.threat = threat
     schema.library_names = names
-    schema.targeted_modes = "targeted" in fields
-    schema.columns = columns
+    schema.columns = base.columns + ((TARGET_COLUMN,) if "targeted" in fields else ())
     schema.__doc__ = f"torchattacks.{attack.name}, {schema.threat_summary()}."
     return schema
 

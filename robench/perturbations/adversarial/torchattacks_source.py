@@ -1,12 +1,10 @@
 """The attack classes of the installed torchattacks, read from its source without importing it.
 
-`robench list perturbations` and `robench validate` must not import torch, and importing
-torchattacks imports torch. So the catalogue of `torchattacks.*` kinds is read with `ast`
-from the installed package's files: the names in `torchattacks.__all__`, each class's
-`__init__` parameters and defaults, and whether it lists "targeted" in `supported_mode`.
-An attack a later torchattacks adds to `__all__` is found the same way. At run time the
-adapter checks these parameters against `inspect.signature` of the imported class, and
-tests/test_torchattacks_adapter.py checks that both readings agree for every class.
+`robench list perturbations` and `robench validate` must not import torch, which
+torchattacks imports; so the names in `torchattacks.__all__`, each class's `__init__`
+parameters and defaults, and whether it supports "targeted", are read with `ast` from the
+installed package's files. The adapter checks them against the imported class's signature at
+run time (and tests/test_torchattacks_adapter.py for every class).
 
 A default that is not a plain literal (`eps=8/255` is, `attack_class=BIM` is not) is kept as
 its source text (`Unreadable`): such a parameter cannot be written in a TOML suite.
@@ -65,14 +63,11 @@ REQUIRED: Any = Unreadable("<required>")
 
 @dataclass(frozen=True)
 class LibraryAttack:
-    """An attack class as its source declares it."""
-
     name: str  # the class name, as in `torchattacks.__all__` ("CW", "MIFGSM")
     takes_model: bool  # the first parameter after self is `model`
     parameters: tuple[LibraryParameter, ...]
-    # "targeted" in its `supported_mode` and its code asks for target labels
-    # (`self.get_target_label`): set_mode_targeted_* then work. SPSA lists the mode but never
-    # asks, so it would attack towards the true label: not targeted.
+    # "targeted" in its `supported_mode` and its code asks for target labels: SPSA lists the
+    # mode but never asks, so it would attack towards the true label: not targeted.
     targeted: bool
     wrapper: bool  # listed in `torchattacks.__wrapper__` (MultiAttack, LGV)
 
@@ -85,8 +80,7 @@ def _literal(node: ast.expr) -> Any:
         pass
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         left, right = _literal(node.left), _literal(node.right)
-        numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (left, right))
-        if numbers:
+        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in (left, right)):
             return _BINARY[type(node.op)](left, right)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         value = _literal(node.operand)
@@ -164,9 +158,8 @@ def _module_assignments(tree: ast.Module) -> dict[str, Any]:
 
 @cache
 def library_attacks() -> dict[str, LibraryAttack | None]:
-    """Every name in torchattacks' `__all__` -> its class as declared in source; None for a
-    name whose class robench could not find (a re-export it cannot follow). Empty when
-    torchattacks is not installed."""
+    """Every name in torchattacks' `__all__` -> its class as declared in source (None: not
+    found, a re-export it cannot follow); empty when torchattacks is not installed."""
     root = package_dir()
     if root is None:
         logger.debug("torchattacks is not installed: no torchattacks.* kinds")
@@ -180,19 +173,9 @@ def library_attacks() -> dict[str, LibraryAttack | None]:
         if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
             path = root.joinpath(*node.module.split(".")).with_suffix(".py")
             modules.update({alias.asname or alias.name: path for alias in node.names})
-    found: dict[str, LibraryAttack | None] = {}
-    for name in names:
-        source = modules.get(name)
-        found[name] = None
-        if source is not None and source.is_file():
-            found[name] = _read_class(source, name, name in wrappers)
-    return found
-
-
-def library_version() -> str | None:
-    """torchattacks' `__version__`, read from its source."""
-    root = package_dir()
-    if root is None:
-        return None
-    version = _module_assignments(ast.parse((root / "__init__.py").read_text())).get("__version__")
-    return version if isinstance(version, str) else None
+    return {
+        name: _read_class(modules[name], name, name in wrappers)
+        if name in modules and modules[name].is_file()
+        else None
+        for name in names
+    }

@@ -1,6 +1,4 @@
-"""Parameters of the `randomized-smoothing` and `smoothed-pgd` kinds, validated without torch
-(suites, `robench list perturbations`); the implementations (`smoothing.py`,
-`smoothed_pgd.py`) are imported when a run needs them."""
+"""Parameters of the `randomized-smoothing` and `smoothed-pgd` kinds, validated without torch."""
 
 from __future__ import annotations
 
@@ -32,8 +30,7 @@ def _sigma(value: Any) -> float:
 
 
 def _count(value: Any) -> Any:
-    # pydantic would take 100.0 (and "100") as 100; a count written as 1e5 or 0.5 is a
-    # mistake worth a sentence.
+    # pydantic would take 100.0 (and "100") as 100; a count written as 1e5 is worth a sentence.
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ValueError(f"must be a positive integer, got {value!r}")
     return value
@@ -50,12 +47,9 @@ def _alpha(value: Any) -> Any:
 )
 class RandomizedSmoothingParams(PerturbationParams):
     """Certified L2 radius per sample by randomized smoothing (Cohen, Rosenfeld and Kolter,
-    ICML 2019, CERTIFY): `n0` Gaussian noisy copies (std `sigma`, pixel units, added before the
-    model's normalisation) pick the candidate class, `n` more give the one-sided
-    Clopper-Pearson lower bound pA at level 1 - `alpha`, and the radius is sigma Phi^-1(pA),
-    or the sample abstains when pA <= 1/2. The scored input is the clean image; the
-    certificate is in the per-sample columns (docs/formats.md, "Attack columns") and the
-    metrics `certified_accuracy@R` (each of `radii`), `acr` and `abstention_rate`."""
+    ICML 2019, CERTIFY; smoothing.py): the scored input is the clean image, the certificate is
+    in the per-sample columns (docs/formats.md, "Attack columns") and the metrics
+    `certified_accuracy@R` (each of `radii`), `acr` and `abstention_rate`."""
 
     display: ClassVar[str | None] = "Randomized smoothing"
     columns: ClassVar[tuple[str, ...]] = COLUMNS
@@ -98,12 +92,10 @@ class RandomizedSmoothingParams(PerturbationParams):
 @register_kind("smoothed-pgd", "robench.perturbations.certification.smoothed_pgd:SmoothedPGD")
 class SmoothedPGDParams(BoundedParams):
     """PGD-L2 on the smoothed classifier g (Salman et al., NeurIPS 2019, SmoothAdv): each step
-    ascends the cross-entropy of the mean softmax of the base classifier over `noise_samples`
-    Gaussian copies (std `sigma`, fresh each step), and the adversarial image is classified by
-    Cohen et al.'s PREDICT (`n` copies, binomial test at `alpha`; it may abstain). Records the
-    smoothed prediction there (`smoothed_prediction`, `abstained`; metric
-    `smoothed_accuracy`); the scored `top1` is the base classifier's. Only this attack tests a
-    `randomized-smoothing` certificate of the same sigma (the `certificate_vs_attack` check)."""
+    ascends its cross-entropy (smoothed_pgd.py), then Cohen et al.'s PREDICT classifies the
+    image (`smoothed_prediction`, `abstained`; metric `smoothed_accuracy`); the scored `top1`
+    is the base classifier's. Only this attack tests a `randomized-smoothing` certificate of
+    the same sigma (the `certificate_vs_attack` check)."""
 
     display: ClassVar[str | None] = "SmoothAdv-PGD"
     columns: ClassVar[tuple[str, ...]] = PREDICT_COLUMNS

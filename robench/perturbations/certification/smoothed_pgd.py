@@ -8,14 +8,11 @@ SmoothAdv's attack), then Cohen et al.'s PREDICT at the adversarial image, per s
     PREDICT: votes of f over n copies x' + noise; the top class unless the binomial test of
     its count against the runner-up's does not reject at alpha (then abstain)
 
-The attack starts at the clean image (Salman et al.'s attack has no random start). Each
-sample draws its noise from its own generator, seeded with the runner's per-sample seed, the
-attack's draws first and PREDICT's after, so its result does not depend on the batch size;
-as in `smoothing.py`, noise is added before the model's normalisation and not clipped. The
-smoothed classifier's prediction at x' is in the columns; the runner scores the base
-classifier on x' (`top1`). A certificate of the same sigma holds the smoothed prediction
-within its radius, so this attack, and not one on the base classifier, can contradict it
-(`results/stats/certificate_checks.py`).
+The attack starts at the clean image (Salman et al.'s has no random start). Each sample draws
+its noise from its own generator (the attack's draws, then PREDICT's), as in `smoothing.py`.
+The runner scores the base classifier on x' (`top1`). A certificate of the same sigma holds
+the smoothed prediction within its radius, so this attack, not one on the base classifier,
+can contradict it (`results/stats/certificate_checks.py`).
 """
 
 from __future__ import annotations
@@ -30,6 +27,7 @@ from robench.perturbations.certification.params import SmoothedPGDParams
 from robench.perturbations.certification.smoothing import (
     SmoothedAttack,
     noise_votes,
+    noisy_copies,
 )
 from robench.perturbations.own_batch import OwnBatch
 from robench.results.stats import certificates as cert
@@ -43,16 +41,12 @@ def smoothed_losses(
     generators: Sequence[torch.Generator],
 ) -> torch.Tensor:
     """The cross-entropy (S,) of the smoothed soft classifier at each of `images`
-    (S, C, H, W), each estimated with `noise_samples` noisy copies drawn from its own
-    generator, all S x noise_samples copies in one forward pass."""
+    (S, C, H, W), from `noise_samples` noisy copies each, all in one forward pass."""
     m = params.noise_samples
-    noisy = []
-    for image, generator in zip(images, generators, strict=True):
-        copies = image.unsqueeze(0).expand(m, *image.shape)  # (m, C, H, W)
-        noise = torch.randn(
-            copies.shape, generator=generator, device=image.device, dtype=image.dtype
-        )
-        noisy.append(copies + noise * params.sigma)
+    noisy = [
+        noisy_copies(image, m, params.sigma, generator)
+        for image, generator in zip(images, generators, strict=True)
+    ]
     logits = model(torch.cat(noisy))  # (S m, K)
     probs = logits.softmax(dim=-1).view(len(images), m, -1).mean(dim=1)  # (S, K)
     return -torch.log(probs.gather(1, labels[:, None]).squeeze(1).clamp_min(1e-12))
@@ -70,8 +64,7 @@ def attack(
     params: SmoothedPGDParams,
     generators: Sequence[torch.Generator],
 ) -> torch.Tensor:
-    """SmoothAdv's PGD-L2 from the clean images (S, C, H, W), all samples a step at a time;
-    the results stay in their eps balls and [0, 1]."""
+    """SmoothAdv's PGD-L2 from the clean images (S, C, H, W), all samples a step at a time."""
     adversarial = images.clone()
     if params.eps == 0:
         return adversarial
@@ -108,8 +101,7 @@ def predictions(
 
 
 class SmoothedPGD(SmoothedAttack):
-    """SmoothAdv's PGD-L2 on every sample of a batch at once (samples x noise copies per
-    forward pass), and the smoothed prediction at its image."""
+    """SmoothAdv's PGD-L2 on a batch at once, and the smoothed prediction at its image."""
 
     Params = SmoothedPGDParams
     kind = "smoothed-pgd"  # its `batch` sizes PREDICT's forward passes

@@ -6,12 +6,10 @@ their `core.py`), per sample:
     pA      = Clopper-Pearson lower bound (1 - alpha) of nA / n
     radius  = sigma Phi^-1(pA), or abstain when pA <= 1/2
 
-The noise N(0, sigma^2 I) is added to the pixels in [0, 1], before the model's normalisation
-(robench's models normalise inside), and not clipped, as Cohen et al. do, so sigma is in the
-pixel units eps is. Each sample draws its noise from its own generator, seeded with the
-runner's per-sample seed (run seed, result label, dataset index), selection draws first, in
-chunks of `batch` copies: a sample's certificate is the same at any batch size of the run and
-under torchrun. The scored input is the clean image; the certificate is in the columns.
+The noise N(0, sigma^2 I) is added to the pixels in [0, 1], before the model's normalisation,
+and not clipped, as Cohen et al. do, so sigma is in the pixel units eps is. Each sample draws
+from its own generator (the runner's per-sample seed), selection first, in chunks of `batch`
+copies: its certificate is the same at any batch size and under torchrun.
 """
 
 from __future__ import annotations
@@ -59,6 +57,15 @@ def noise_generator(seed: int, device: torch.device) -> torch.Generator:
     return torch.Generator(device=device).manual_seed(seed)
 
 
+def noisy_copies(
+    image: torch.Tensor, count: int, sigma: float, generator: torch.Generator
+) -> torch.Tensor:
+    """`count` copies (count, C, H, W) of `image` plus noise of std `sigma` from `generator`."""
+    copies = image.unsqueeze(0).expand(count, *image.shape)
+    noise = torch.randn(copies.shape, generator=generator, device=image.device, dtype=image.dtype)
+    return copies + noise * sigma
+
+
 def noise_votes(
     model: torch.nn.Module,
     images: torch.Tensor,
@@ -72,10 +79,9 @@ def noise_votes(
     (S, C, H, W), noise of std `sigma`.
 
     Sample i's noise comes from generators[i] in chunks of `batch` copies, as Cohen et al.'s
-    `_sample_noise` draws it for one image, so its draws are those of a run on the sample
-    alone. The forward passes take the chunks of consecutive samples together, at most
-    `own.size` rows each (the GPU gets full batches even when `num` < `batch`), and the votes
-    stay on the device: no host synchronisation per pass."""
+    `_sample_noise` draws it for one image alone. The forward passes take the chunks of
+    consecutive samples together, at most `own.size` rows each (full batches even when `num` <
+    `batch`), and the votes stay on the device: no host synchronisation per pass."""
     counts: torch.Tensor | None = None
     pending: list[torch.Tensor] = []  # noisy copies not yet forwarded
     owners: list[torch.Tensor] = []  # each copy's sample
@@ -84,11 +90,7 @@ def noise_votes(
         remaining = num
         while remaining > 0:
             size = min(batch, remaining)
-            copies = image.unsqueeze(0).expand(size, *image.shape)  # (b, C, H, W)
-            noise = torch.randn(
-                copies.shape, generator=generator, device=image.device, dtype=image.dtype
-            )
-            pending.append(copies + noise * sigma)
+            pending.append(noisy_copies(image, size, sigma, generator))
             owners.append(torch.full((size,), i, device=image.device))
             rows, remaining = rows + size, remaining - size
             if rows >= own.size:
@@ -108,8 +110,7 @@ def _vote(
     samples: int,
     own: OwnBatch,
 ) -> torch.Tensor:
-    """`counts` (S, K) plus the votes of the base classifier on the pending copies, forwarded
-    in parts of at most `own.size` rows."""
+    """`counts` (S, K) plus the base classifier's votes on the pending copies."""
     with own.calls():
         noisy, owner = torch.cat(pending), torch.cat(owners)
         for part in own.parts(len(noisy)):
@@ -120,27 +121,6 @@ def _vote(
             counts.index_put_((owner[part], logits.argmax(dim=-1)), ones, accumulate=True)
     assert counts is not None
     return counts
-
-
-@dataclass(frozen=True)
-class _Phases:
-    """The votes of CERTIFY's two phases for a batch of samples."""
-
-    selection: torch.Tensor  # (S, K): n0 draws each
-    estimation: torch.Tensor  # (S, K): n draws each
-
-
-def certify_votes(
-    model: torch.nn.Module,
-    images: torch.Tensor,
-    params: RandomizedSmoothingParams,
-    generators: Sequence[torch.Generator],
-    own: OwnBatch,
-) -> _Phases:
-    """Both phases' votes for images (S, C, H, W); each sample's selection draws first."""
-    selection = noise_votes(model, images, params.n0, params.batch, params.sigma, generators, own)
-    estimation = noise_votes(model, images, params.n, params.batch, params.sigma, generators, own)
-    return _Phases(selection, estimation)
 
 
 def certificate(
@@ -154,8 +134,8 @@ def certificate(
 
 
 class SmoothedAttack(PerSampleAttack):
-    """What the perturbations of a smoothed classifier share: one noise generator per sample,
-    the model in eval mode, its forward passes sized by the `batch` option."""
+    """A smoothed classifier's perturbation: one noise generator per sample, the model in eval
+    mode, its forward passes sized by the `batch` option."""
 
     transferable = False  # a certificate is the evaluated model's own
     kind: ClassVar[str]  # the registered name, for the `batch` option's messages
@@ -181,8 +161,7 @@ class SmoothedAttack(PerSampleAttack):
 
 
 class RandomizedSmoothing(SmoothedAttack):
-    """CERTIFY per sample, the forward passes shared across the batch's samples; the clean
-    images are returned (and scored) unchanged."""
+    """CERTIFY per sample; the clean images are returned (and scored) unchanged."""
 
     Params = RandomizedSmoothingParams
     kind = "randomized-smoothing"
@@ -191,9 +170,11 @@ class RandomizedSmoothing(SmoothedAttack):
     def smoothed(
         self, model: nn.Module, images: Tensor, targets: Tensor, generators: list[torch.Generator]
     ) -> tuple[Tensor, SampleColumns]:
-        with torch.inference_mode():
-            votes = certify_votes(model, images, self.params, generators, self.own_batch)
-        selection, estimation = votes.selection.cpu(), votes.estimation.cpu()  # one sync
+        p, own = self.params, self.own_batch
+        with torch.inference_mode():  # (S, K) votes of each phase, a sample's selection first
+            selection = noise_votes(model, images, p.n0, p.batch, p.sigma, generators, own)
+            estimation = noise_votes(model, images, p.n, p.batch, p.sigma, generators, own)
+        selection, estimation = selection.cpu(), estimation.cpu()  # one sync
         columns: SampleColumns = {name: [] for name in self.params.columns}
         for i in range(len(images)):
             found = certificate(selection[i], estimation[i], self.params).columns()

@@ -1,14 +1,10 @@
 """Common corruptions (ImageNet-C, Hendrycks & Dietterich 2019), computed on the fly.
 
-Names, groups and severities follow the `imagecorruptions` package: the 15 standard
-corruptions in ImageNet-C order, the 4 extra ("validation") ones, severities 1..5. Each image
-is corrupted by `corrupt_image(image, name, severity, seed)`, which gives the same output for
-the same arguments in every process, in every DataLoader worker and in any call order.
-
-Two implementations give the same pixels (tested on 20 real images at every severity):
-`reference` calls the library itself, `fast` (the default) reimplements the slow corruptions.
-Importing this package loads nothing heavy (not even numpy); the library and its stack
-(OpenCV, scikit-image, SciPy, numba) load on the first corrupted image.
+Names, groups and severities follow the `imagecorruptions` package (the 15 standard
+corruptions in ImageNet-C order, the 4 extra ones, severities 1..5). `corrupt_image(image,
+name, severity, seed)` gives the same output for the same arguments in every process, worker
+and call order, from either implementation: `reference` (the library) or `fast` (the default,
+reimplementing the slow ones). Importing this package loads nothing heavy (not even numpy).
 """
 
 from __future__ import annotations

@@ -2,12 +2,8 @@
 
 Every kernel performs, per output value, the same IEEE operations in the same order as the
 numpy, SciPy or scikit-image code it replaces (no fastmath, so LLVM neither reorders nor fuses
-them), which is what makes the fast corruptions bit-identical to the library's.
-
-Kernels are compiled with `cache=True`, so only the first process on a machine pays the
-compile time. numba writes its cache next to this file, or in a per-user directory when the
-package is read-only (`NUMBA_CACHE_DIR` overrides both); where no location is writable the
-kernels are compiled in every process instead of failing.
+them): that makes the fast corruptions bit-identical. Kernels are cached on disk
+(`cached_njit`), so only the first process on a machine pays the compile time.
 """
 
 from __future__ import annotations
@@ -25,12 +21,10 @@ _jit = cached_njit
 def glass_shuffle(x: np.ndarray, max_delta: int, iterations: int, seed: int) -> None:
     """The library's `_shuffle_pixels_njit_glass_blur`, in place, with the same numba RNG.
 
-    The library draws `randint(-d, d, size=(2,))`, which numba fills with two scalar draws in
-    order (dx, then dy), so two scalar calls give the same numbers without an allocation
-    per pixel. Its "swap" `x[h, w], x[h', w'] = x[h', w'], x[h, w]` assigns pixel *views*:
-    after the first assignment the second view already holds x[h', w'], so the statement
-    only copies x[h', w'] into x[h, w]. That copy is what is done here (tests compare the
-    result with the library's).
+    Its `randint(-d, d, size=(2,))` is two scalar draws in order (dx, then dy), so two scalar
+    calls give the same numbers without an allocation per pixel. Its "swap" `x[h, w],
+    x[h', w'] = x[h', w'], x[h, w]` assigns pixel *views*, so it only copies x[h', w'] into
+    x[h, w]: that copy is what is done here.
     """
     np.random.seed(seed)
     height, width, channels = x.shape
@@ -45,12 +39,8 @@ def glass_shuffle(x: np.ndarray, max_delta: int, iterations: int, seed: int) -> 
 
 @_jit
 def shift_sum(x: np.ndarray, dys: np.ndarray, dxs: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """sum_i weights[i] * x shifted by (dys[i], dxs[i]), edges replicated; float64 (H, W, C).
-
-    The library's `_motion_blur` adds whole shifted copies tap by tap in float64; here each
-    output row receives the same products in the same tap order, without the copies, while
-    the row stays in cache.
-    """
+    """sum_i weights[i] * x shifted by (dys[i], dxs[i]), edges replicated; float64 (H, W, C):
+    the library's `_motion_blur` products in the same tap order, row by row without copies."""
     height, width, channels = x.shape
     flat = x.reshape(height, width * channels)
     acc = np.zeros((height, width * channels))
@@ -79,11 +69,8 @@ def zoom_sum(
     cols: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     out: np.ndarray,
 ) -> None:
-    """out (float32) += each zoomed layer in turn, as `scipy.ndimage.zoom(order=1)` computes it.
-
-    `rows` and `cols` hold, per zoom factor and output index, the two source indices, their
-    weights and whether the point lies inside the input (scipy writes cval 0 outside).
-    """
+    """out (float32) += each zoomed layer in turn, as `scipy.ndimage.zoom(order=1)` computes
+    it from `rows` and `cols` (`fast._zoom_axis` per zoom factor)."""
     ry0, ry1, wy0, wy1, y_in = rows
     cx0, cx1, wx0, wx1, x_in = cols
     channels = x.shape[2]
@@ -110,8 +97,7 @@ def hsv_adjust(
     x: np.ndarray, s_scale: float, s_shift: float, v_shift: float, out: np.ndarray
 ) -> None:
     """uint8 RGB -> skimage `rgb2hsv`, s = clip(s * s_scale + s_shift), v = clip(v + v_shift),
-    `hsv2rgb`, then clip(0, 1) * 255 truncated to uint8: brightness and saturate per pixel.
-    """
+    `hsv2rgb`, then clip(0, 1) * 255 truncated to uint8: brightness and saturate per pixel."""
     height, width = x.shape[0], x.shape[1]
     for i in range(height):
         for j in range(width):
@@ -120,12 +106,9 @@ def hsv_adjust(
             b = np.float64(x[i, j, 2]) / 255.0
             v = max(r, g, b)
             delta = v - min(r, g, b)
-            if delta == 0.0:
-                h = 0.0
-                s = 0.0
-            else:
+            h = s = 0.0
+            if delta != 0.0:
                 s = delta / v
-                h = 0.0
                 if r == v:
                     h = (g - b) / delta
                 if g == v:
@@ -143,18 +126,7 @@ def hsv_adjust(
             q = v * (1 - f * s)
             t = v * (1 - (1 - f) * s)
             sector = np.uint8(hi) % 6
-            if sector == 0:
-                rgb = (v, t, p)
-            elif sector == 1:
-                rgb = (q, v, p)
-            elif sector == 2:
-                rgb = (p, v, t)
-            elif sector == 3:
-                rgb = (p, q, v)
-            elif sector == 4:
-                rgb = (t, p, v)
-            else:
-                rgb = (v, p, q)
+            rgb = ((v, t, p), (q, v, p), (p, v, t), (p, q, v), (t, p, v), (v, p, q))[sector]
             for c in range(3):
                 out[i, j, c] = np.uint8(min(max(rgb[c], 0.0), 1.0) * 255)
 
@@ -206,11 +178,9 @@ def _reflect_index(idx: int, length: int) -> int:
 @_jit
 def elastic_sample(image: np.ndarray, dy: np.ndarray, dx: np.ndarray, out: np.ndarray) -> None:
     """`map_coordinates(image, (y + dy, x + dx, c), order=1, mode='reflect')`, then
-    clip(0, 1) * 255 in float32, truncated to uint8.
-
-    The channel coordinate is an integer, so its weights are exactly 1 and 0 and scipy's
-    8-term sum reduces to these 4 terms in the same order.
-    """
+    clip(0, 1) * 255 in float32, truncated to uint8. The channel weights are exactly 1 and 0,
+    so scipy's 8-term sum reduces to these 4 terms in the same order; 'reflect' interpolates
+    the half-sample-symmetric extension (b a | a b c d | d c)."""
     height, width, channels = image.shape
     for i in range(height):
         for j in range(width):

@@ -8,13 +8,13 @@ half up), so a grey result is what a PIL-based pipeline would store.
 
 from __future__ import annotations
 
-import difflib
 import importlib
 
 import numpy as np
 
 from robench._core.corruption_names import ALL, SEVERITIES
 from robench._core.errors import RobenchError
+from robench._core.registry import did_you_mean
 
 # Implementation name -> (module, function); imported on first use, since both pull in the
 # library's stack (OpenCV, scikit-image, SciPy, numba).
@@ -33,11 +33,8 @@ class CorruptionInputError(RobenchError, ValueError):
 
 
 def _check_choice(value: object, choices: tuple[str, ...], what: str) -> None:
-    if value in choices:
-        return
-    close = difflib.get_close_matches(str(value), choices, n=3, cutoff=0.5)
-    hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-    raise CorruptionInputError(f"Unknown {what} {value!r}.{hint} Available: {', '.join(choices)}.")
+    if value not in choices:
+        raise CorruptionInputError(did_you_mean(str(value), list(choices), what))
 
 
 def _check_arguments(image: np.ndarray, severity: int, seed: int) -> None:
@@ -73,12 +70,9 @@ def luma(rgb: np.ndarray) -> np.ndarray:
 def corrupt_image(
     image: np.ndarray, name: str, severity: int, seed: int, implementation: str = "fast"
 ) -> np.ndarray:
-    """`image` corrupted by `name` at `severity` (1..5), deterministic in `seed`.
-
-    `image` is uint8 of shape (H, W), (H, W, 1) or (H, W, 3); the result has the same shape
-    and dtype. `seed` (0..2**32 - 1) fixes every random draw; numpy's global RNG is left as
-    it was.
-    """
+    """`image` (uint8, (H, W), (H, W, 1) or (H, W, 3)) corrupted by `name` at `severity`
+    (1..5), same shape and dtype; `seed` (0..2**32 - 1) fixes every random draw, and numpy's
+    global RNG is left as it was."""
     _check_choice(name, ALL, "corruption")
     _check_choice(implementation, tuple(_IMPLEMENTATIONS), "corruption implementation")
     _check_arguments(image, severity, seed)

@@ -1,28 +1,19 @@
 """Fast corruptions: the library's slow ones, reimplemented to give the same pixels.
 
-`corrupt_fast` has `corrupt_reference`'s contract and output. After `np.random.seed(seed)`
-each reimplementation draws from numpy's global RNG in exactly the library's order and
-amounts, and repeats its floating-point operations in the same order and precision (float32
-where the library uses float32), so outputs are bit-identical: the one-grey-level allowance
-for the fast path is not used by any corruption. `tests/test_corruption_functions.py`
-checks this on real photographs at every severity. Corruptions not listed in `_FAST` are
-already quick in the library (under 10 ms at 224 x 224) and go to the reference.
+Each reimplementation draws from numpy's global RNG in the library's order and amounts, and
+repeats its floating-point operations in the same order and precision, so outputs are
+bit-identical (`tests/test_corruption_functions.py`). Corruptions not in `_FAST` are already
+quick in the library (under 10 ms at 224 x 224).
 
 What is faster, and why it is still exact:
-- zoom_blur: scipy's `zoom(order=1)` of each centred crop becomes one numba pass over all zoom
-  factors, with per-axis source indices and weights precomputed once per (size, factor) by
-  scipy's own rules (output o reads input o * (in - 1) / (out - 1); weights 1 - t and
-  1 - (1 - t); cval 0 outside), summed in float32 like the library's `out += layer`.
-- motion_blur, and the motion-blurred layer of snow: the shifted-copy sum becomes one kernel
-  with the same taps in the same order (`_kernels.shift_sum`).
-- glass_blur: the library's numba shuffle is compiled in every process (2.2 s on the
-  benchmark machine, and again for severity 3, whose parameters are all integers);
-  `_kernels.glass_shuffle` draws the same numba RNG numbers, is compiled once and cached on
+- zoom_blur: one numba pass over all zoom factors, with per-axis indices and weights of
+  scipy's `zoom(order=1)` precomputed once per (size, factor), summed in float32 as the
+  library does. motion_blur, and snow's layer: one kernel, the same taps in the same order.
+- glass_blur: the library's numba shuffle is compiled in every process (2.2 s, and again for
+  severity 3); `_kernels.glass_shuffle` draws the same numba RNG numbers and is cached on
   disk. Both Gaussian blurs call SciPy with the arguments skimage's `gaussian` passes.
 - brightness, saturate: skimage's `rgb2hsv`/`hsv2rgb` round trip, per pixel in float64.
-- elastic_transform: scipy's `map_coordinates(order=1, mode='reflect')` over (y, x, channel)
-  coordinates, per pixel; SciPy's 'reflect' interpolates the half-sample-symmetric extension
-  (b a | a b c d | d c), after folding the coordinate back as its `map_coordinate` does.
+- elastic_transform: scipy's `map_coordinates(order=1, mode='reflect')`, per pixel.
 - frost: the frost photographs are read and resized once per (photograph, image size).
 """
 
@@ -66,14 +57,15 @@ _SNOW = (
 _FROST = ((1, 0.4), (0.8, 0.6), (0.7, 0.7), (0.65, 0.7), (0.6, 0.75))
 _FROST_FILES = ("frost1.png", "frost2.png", "frost3.png", "frost4.jpg", "frost5.jpg", "frost6.jpg")
 _BRIGHTNESS = (0.1, 0.2, 0.3, 0.4, 0.5)
-_SATURATE = ((0.3, 0), (0.1, 0), (2, 0), (5, 0.1), (20, 0.2))
+_SATURATE: tuple[tuple[float, float], ...] = ((0.3, 0), (0.1, 0), (2, 0), (5, 0.1), (20, 0.2))
 _ELASTIC_ALPHA = (250 * 0.05, 250 * 0.065, 250 * 0.085, 250 * 0.1, 250 * 0.12)
 
 
 @functools.lru_cache(maxsize=256)
 def _zoom_axis(length: int, zoom_factor: float) -> Tables:
     """Per output index < `length`: the two source indices, weights and in-range flag of
-    scipy's order-1 `zoom` of the centred crop `clipped_zoom` takes (ni_interpolation.c)."""
+    scipy's order-1 `zoom` of the centred crop `clipped_zoom` takes (ni_interpolation.c:
+    output o reads input o * (in - 1) / (out - 1), weights 1 - t and t, cval 0 outside)."""
     crop = int(np.ceil(length / float(zoom_factor)))
     top = (length - crop) // 2
     out_len = round(crop * zoom_factor)
@@ -124,8 +116,8 @@ def _motion_taps(
             break  # the library stops here: the remaining taps' weight is lost
         dys.append(dy)
         dxs.append(dx)
-    taps = len(dys)
-    return np.array(dys, np.int64), np.array(dxs, np.int64), np.ascontiguousarray(kernel[:taps])
+    weights = np.ascontiguousarray(kernel[: len(dys)])
+    return np.array(dys, np.int64), np.array(dxs, np.int64), weights
 
 
 def _motion_blur(image: np.ndarray, severity: int) -> np.ndarray:
@@ -173,14 +165,8 @@ def _frost_layer(index: int, height: int, width: int) -> np.ndarray:
     if frost is None:
         raise FileNotFoundError(f"imagecorruptions' frost image {ref} cannot be read")
     fh, fw = frost.shape[:2]
-    scaling = 1.0
-    if fh < height and fw >= width:
-        scaling = height / fh
-    elif fh >= height and fw < width:
-        scaling = width / fw
-    elif fh < height and fw < width:
-        scaling = np.maximum(height / fh, width / fw)
-    scaling *= 1.1
+    # The library's case analysis comes to: scaled up until it covers the image, then by 1.1.
+    scaling = max(1.0, height / fh, width / fw) * 1.1
     size = (int(np.ceil(fw * scaling)), int(np.ceil(fh * scaling)))
     resized = cv2.resize(frost, dsize=size, interpolation=cv2.INTER_CUBIC)
     resized.flags.writeable = False
@@ -227,9 +213,7 @@ _FAST: dict[str, Callable[[np.ndarray, int, int], np.ndarray]] = {
     "glass_blur": _glass_blur,
     "frost": lambda image, severity, seed: _frost(image, severity),
     "brightness": lambda image, severity, seed: _hsv(1.0, 0.0, _BRIGHTNESS[severity - 1], image),
-    "saturate": lambda image, severity, seed: _hsv(
-        _SATURATE[severity - 1][0], _SATURATE[severity - 1][1], 0.0, image
-    ),
+    "saturate": lambda image, severity, seed: _hsv(*_SATURATE[severity - 1], 0.0, image),
     "elastic_transform": lambda image, severity, seed: _elastic_transform(image, severity),
 }
 FAST_NAMES = frozenset(_FAST)

@@ -1,10 +1,7 @@
-"""The `corruption` kind's parameters, validated without importing torch or the corruption
-library, and the grid form suites use to ask for many corruptions and severities at once.
-
-One entry `kind = "corruption"` with `corruption = "fog"` and `severity = 3` is one result.
-With `corruptions` (a group name or a list) and `severities` (a list) instead, the entry
-expands to one result per pair, labelled `<corruption>-<severity>` (`fog-3`), so a suite of
-the 15 x 5 ImageNet-C grid is one table.
+"""The `corruption` kind's parameters, validated without the corruption library, and the
+grid form: with `corruptions` (a group name or a list) and `severities` (a list) instead of
+`corruption` and `severity`, an entry expands to one result per pair, labelled
+`<corruption>-<severity>` (`fog-3`), so the 15 x 5 ImageNet-C grid is one entry.
 """
 
 from __future__ import annotations
@@ -39,8 +36,6 @@ class CorruptionParams(PerturbationParams):
     # On the image only: a segmentation sample's label map is never corrupted.
     task: ClassVar[tuple[str, ...]] = ("image-classification", "semantic-segmentation")
 
-    # Unbounded: no eps-ball. The runner still checks shape, [0, 1] and finiteness, and the
-    # report says `threat_model = "unbounded"`.
     unbounded: ClassVar[bool] = True
     display: ClassVar[str | None] = "corruption"
 
@@ -49,10 +44,7 @@ class CorruptionParams(PerturbationParams):
     # "fast": robench's output-identical rewrite; "reference": the library itself.
     implementation: Literal["fast", "reference"] = "fast"
 
-    @field_validator("corruption", mode="before")
-    @classmethod
-    def _check_corruption(cls, value: Any) -> str:
-        return _known(value)
+    _check_corruption = field_validator("corruption", mode="before")(_known)
 
     @classmethod
     def expand_grid(

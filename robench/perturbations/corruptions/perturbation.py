@@ -1,9 +1,7 @@
 """The `corruption` kind: an ImageNet-C corruption applied to each image on the fly.
 
-Images arrive as the model sees them (after resize and crop, in [0, 1]); they are turned
-into uint8 H x W x C, corrupted (grey images through RGB and back, see `apply.py`) and
-returned in [0, 1]. The runner applies it while loading data (`SamplePerturbation`), seeded
-per sample, so the same image gets the same corruption in every run.
+Images arrive as the model sees them (after resize and crop, in [0, 1]) and are corrupted as
+uint8 H x W x C (grey images through RGB, `apply.py`), per sample while the data loads.
 """
 
 from __future__ import annotations
@@ -28,12 +26,7 @@ class Corruption(SamplePerturbation):
         # The loaders' images are uint8 / 255, so rounding recovers their grey levels exactly.
         pixels = (item.detach().cpu() * 255).round().clamp(0, 255).to(torch.uint8)
         image = pixels.permute(1, 2, 0).numpy()
-        corrupted = corrupt_image(
-            image,
-            self.params.corruption,
-            self.params.severity,
-            seed,
-            implementation=self.params.implementation,
-        )
+        p = self.params
+        corrupted = corrupt_image(image, p.corruption, p.severity, seed, p.implementation)
         out = torch.from_numpy(corrupted.reshape(image.shape)).permute(2, 0, 1)
         return out.to(item.dtype).div_(255).to(item.device)

@@ -1,27 +1,16 @@
 """The reference corruptions: `imagecorruptions` itself, seeded by robench.
 
-`corrupt_reference` seeds numpy's global RNG with `seed`, calls the library's corruption
-function directly and converts its result as `imagecorruptions.corrupt` does (`np.uint8`,
-which truncates floats), into a writable C-contiguous array. `glass_blur` and
-`impulse_noise` draw from their own generators, so they also receive `seed`; without it each
-call would use a fresh unseeded one. Numpy's global RNG state is restored afterwards, so a
-call leaves no trace in the caller's randomness. Threads share that global state, so corrupt
-from one thread per process (DataLoader workers are processes, which is fine).
+For images of at least 32 x 32 pixels, the library's minimum, `corrupt_reference` equals
+`np.random.seed(seed); imagecorruptions.corrupt(...)` (`glass_blur` and `impulse_noise` also
+get `seed`), and restores the caller's RNG state. Threads share that state, so corrupt from
+one thread per process (DataLoader workers are processes).
 
-For images of at least 32 x 32 pixels, the library's own minimum, the output equals
-`np.random.seed(seed); imagecorruptions.corrupt(image, severity, name[, seed=seed])`.
-
-Smaller images (Fashion-MNIST is 28 x 28) bypass `corrupt`'s size check. At 28 x 28 all 19
-corruptions run and keep the shape, and 18 behave as they do at 32 px: frost crops from
-photographs far larger than the image, fog's plasma map is 32 x 32 as for a 32 px image, and
-the layers zoom_blur and snow zoom still cover the image. `motion_blur` does not: its kernel is
-2 * radius + 1 taps long (21 to 41), and the library stops adding taps once a shift reaches
-the image side, so the remaining weight is lost and the image darkens (a flat grey 200 comes
-back as low as 188 at 28 px, severity 5). Such images are edge-padded (bottom and right) to
-`_SMALL_IMAGE_PADDING[name]` pixels per side and cropped back. The library's shifts already
-replicate edge pixels, so the cropped result is exactly the library's formula with every tap
-kept. (The library itself drops taps for severity 5 on images of 32 to 40 px; images of
-32 px and more are left to the library, unchanged.)
+Smaller images (Fashion-MNIST is 28 x 28) bypass `corrupt`'s size check; all 19 corruptions
+keep the shape and 18 behave as at 32 px. `motion_blur` stops adding taps once a shift
+reaches the image side, so the image darkens (a flat grey 200 comes back as 188 at 28 px,
+severity 5): such images are edge-padded (bottom and right) and cropped back, which keeps
+every tap of the library's formula, since its shifts replicate edge pixels. (The library
+drops taps for severity 5 on images of 32 to 40 px too; those are left to it, unchanged.)
 """
 
 from __future__ import annotations
@@ -56,10 +45,7 @@ def seeded_global_rng(seed: int) -> Iterator[None]:
 def with_small_image_padding(
     corrupt: Corruption, image: np.ndarray, name: str, severity: int, seed: int
 ) -> np.ndarray:
-    """Run `corrupt`, edge-padding images too small for `name` and cropping the result back.
-
-    Shared by both implementations so that they agree on small images too.
-    """
+    """Run `corrupt`, edge-padding images too small for `name` and cropping the result back."""
     height, width = image.shape[:2]
     side = _SMALL_IMAGE_PADDING.get(name)
     if side is None or min(height, width) >= LIBRARY_MIN_SIDE:

@@ -18,15 +18,14 @@ from robench._core.errors import ConfigError
 def substitute_tokens(
     tokens: torch.Tensor, rate: float, vocab_size: int, pad_id: int | None, seed: int
 ) -> torch.Tensor:
-    """`tokens` with round(rate * n) of its n real tokens (stochastic rounding: unbiased)
-    replaced, each by a uniformly drawn vocabulary token other than itself and the padding."""
+    """`tokens` with round(rate * n) of its n real tokens (stochastic rounding) replaced, each
+    by a uniformly drawn vocabulary token other than itself and the padding."""
     generator = torch.Generator().manual_seed(seed)
     flat = tokens.flatten().clone()
     real = torch.nonzero(
         flat != pad_id if pad_id is not None else torch.ones_like(flat, dtype=torch.bool)
     ).flatten()
-    wanted = rate * len(real)
-    count = math.floor(wanted + float(torch.rand((), generator=generator)))
+    count = math.floor(rate * len(real) + float(torch.rand((), generator=generator)))
     chosen = real[torch.randperm(len(real), generator=generator)[:count]]
     # The ids a token may become: the vocabulary without padding, in order; a drawn offset in
     # [1, n) from the token's own place lands on any other id with equal chance.

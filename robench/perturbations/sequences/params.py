@@ -1,9 +1,5 @@
-"""The LRA perturbation kinds' parameters, validated without importing torch.
-
-Each entry is one result over the evaluated split; every sample is edited with randomness
-from (run seed, the entry's parameters, its index) only, so every batch size, model and
-process sees the same edited sequences. See docs/sequence-classification.md.
-"""
+"""The LRA perturbation kinds' parameters, validated without importing torch
+(docs/sequence-classification.md)."""
 
 from __future__ import annotations
 
@@ -18,7 +14,6 @@ SEQUENCE_CLASSIFICATION = "sequence-classification"
 
 
 class _SequenceParams(PerturbationParams):
-    # Unbounded: tokens are replaced outright, there is no eps-ball to check against.
     unbounded: ClassVar[bool] = True
     task: ClassVar[str | tuple[str, ...] | None] = SEQUENCE_CLASSIFICATION
     # The LRA tasks whose data it edits (robench/data/lra's task names).
@@ -35,9 +30,7 @@ class TokenSubstitutionParams(_SequenceParams):
     display: ClassVar[str | None] = "token substitution"
     lra_tasks: ClassVar[tuple[str, ...]] = ("listops", "text", "retrieval")
 
-    # Share of each sequence's real (non-padding) tokens replaced, in (0, 1]; the count per
-    # sequence is rounded stochastically (unbiased), each replacement a uniformly drawn
-    # vocabulary token other than the padding and the token it replaces.
+    # Share of each sequence's real (non-padding) tokens replaced (edits.substitute_tokens).
     rate: float = Field(gt=0, le=1)
 
 
@@ -57,8 +50,7 @@ class PixelNoiseParams(_SequenceParams):
     display: ClassVar[str | None] = "pixel noise"
     lra_tasks: ClassVar[tuple[str, ...]] = ("image", "pathfinder")
 
-    # Standard deviation in intensity units ([0, 1] = the data's darkest to brightest token;
-    # "16/255" is 16 grey levels of an 8-bit image), > 0.
+    # In intensity units ([0, 1]: darkest to brightest token; "16/255": 16 grey levels), > 0.
     std: float
 
     @field_validator("std", mode="before")

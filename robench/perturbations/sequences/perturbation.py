@@ -1,17 +1,13 @@
-"""The LRA perturbation kinds for the runner: each edits the evaluated dataset as a whole
-(`DatasetPerturbation`), lazily, sample i with the seed derive_seed(seed, kind and
-parameters, i), so any batch size or model sees the same edited sequences.
-
-The dataset is the sequence-classification task's (`tasks/sequence_data.SequenceData`):
-what each kind needs of it (vocabulary size, padding id, the LRA task) is read there, and a
-kind refuses data of another LRA task (pixels are not substituted as tokens, nor tokens
-noised as pixels) in one sentence before any sample is edited.
+"""The LRA perturbation kinds for the runner: each edits the evaluated dataset
+(`tasks/sequence_data.SequenceData`) as a whole, lazily, sample i with the seed
+derive_seed(seed, kind and parameters, i), so any batch size or model sees the same edited
+sequences. A kind refuses data of another LRA task before any sample is edited.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
+from functools import partial
 from typing import Any, ClassVar
 
 import torch
@@ -27,7 +23,8 @@ from robench.perturbations.sequences.params import (
     TokenSubstitutionParams,
 )
 
-Edit = Callable[[torch.Tensor, int], torch.Tensor]  # (tokens, seed) -> edited tokens
+# (tokens, seed=...) -> edited tokens: a partial of an `edits` function (workers pickle it)
+Edit = Callable[..., torch.Tensor]
 
 
 # The LRA tasks whose sequences are pixels (intensities as ids), not tokens.
@@ -35,8 +32,7 @@ PIXEL_TASKS = frozenset({"image", "pathfinder"})
 
 
 class EditedSequences(Dataset[tuple[torch.Tensor, int]]):
-    """`dataset` with every item's tokens edited as it is read; its other attributes (pad_id,
-    targets, ...) are the dataset's."""
+    """`dataset` (all its attributes) with every item's tokens edited as it is read."""
 
     def __init__(self, dataset: Any, edit: Edit, seed: int, key: str) -> None:
         self.dataset, self.edit, self.seed, self.key = dataset, edit, seed, key
@@ -51,7 +47,7 @@ class EditedSequences(Dataset[tuple[torch.Tensor, int]]):
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
         tokens, label = self.dataset[index]
-        return self.edit(tokens, derive_seed(self.seed, self.key, index)), label
+        return self.edit(tokens, seed=derive_seed(self.seed, self.key, index)), label
 
 
 class _SequencePerturbation(DatasetPerturbation):
@@ -59,8 +55,7 @@ class _SequencePerturbation(DatasetPerturbation):
     params: TokenSubstitutionParams | PixelNoiseParams | PixelOcclusionParams
 
     def _edit(self, dataset: Any) -> Edit:
-        """The edit of one sequence of `dataset`."""
-        raise NotImplementedError
+        raise NotImplementedError  # the edit of one sequence of `dataset`
 
     def check_dataset(self, dataset: Any) -> None:
         """Refuse another LRA task's data (pixels are not substituted as tokens, nor tokens
@@ -96,8 +91,9 @@ class TokenSubstitution(_SequencePerturbation):
     params: TokenSubstitutionParams
 
     def _edit(self, dataset: Any) -> Edit:
-        return functools.partial(
-            _substitute, self.params.rate, int(dataset.vocab_size), dataset.pad_id
+        vocab_size, pad_id = int(dataset.vocab_size), dataset.pad_id
+        return partial(
+            edits.substitute_tokens, rate=self.params.rate, vocab_size=vocab_size, pad_id=pad_id
         )
 
 
@@ -107,7 +103,9 @@ class PixelNoise(_SequencePerturbation):
     params: PixelNoiseParams
 
     def _edit(self, dataset: Any) -> Edit:
-        return functools.partial(_noise, self.params.std, int(dataset.vocab_size))
+        return partial(
+            edits.add_pixel_noise, std=self.params.std, vocab_size=int(dataset.vocab_size)
+        )
 
 
 class PixelOcclusion(_SequencePerturbation):
@@ -126,23 +124,5 @@ class PixelOcclusion(_SequencePerturbation):
             )
 
     def _edit(self, dataset: Any) -> Edit:
-        return functools.partial(
-            _occlude, self.params.size, self.params.value, int(dataset.vocab_size)
-        )
-
-
-# Module-level, so that DataLoader workers can pickle the edits.
-def _substitute(
-    rate: float, vocab_size: int, pad_id: int | None, tokens: torch.Tensor, seed: int
-) -> torch.Tensor:
-    return edits.substitute_tokens(tokens, rate, vocab_size, pad_id, seed)
-
-
-def _noise(std: float, vocab_size: int, tokens: torch.Tensor, seed: int) -> torch.Tensor:
-    return edits.add_pixel_noise(tokens, std, vocab_size, seed)
-
-
-def _occlude(
-    size: int, value: float, vocab_size: int, tokens: torch.Tensor, seed: int
-) -> torch.Tensor:
-    return edits.occlude(tokens, size, value, vocab_size, seed)
+        p, vocab_size = self.params, int(dataset.vocab_size)
+        return partial(edits.occlude, size=p.size, value=p.value, vocab_size=vocab_size)

@@ -1,13 +1,7 @@
-"""The constraints of TextAttack's recipes, on `WordSpans` texts.
-
-Pre-transformation constraints say which words may be modified:
-- `RepeatModification`: a word modified once is not modified again;
-- `StopwordModification`: a word in NLTK's English stopwords is not modified (TextAttack
-  compares the word as written, so "The" is not a stopword but "the" is);
-- `MinWordLength(n)`: only words of at least n characters are modified.
-Constraints on a candidate text, against the original:
-- `LevenshteinEditDistance(d)`: character edit distance of the whole text at most d;
-- `MaxWordsPerturbed(k)`: at most k words differ from the original's.
+"""The constraints of TextAttack's recipes, on `WordSpans` texts (docs/text-classification.md
+lists them): which words may be modified (`RepeatModification`, `StopwordModification`, which
+compares the word as written, so "The" is not a stopword, `MinWordLength`), and how far a
+candidate text may be from the original (`LevenshteinEditDistance`, `MaxWordsPerturbed`).
 """
 
 from __future__ import annotations

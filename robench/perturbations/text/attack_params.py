@@ -1,6 +1,5 @@
-"""The text attack kinds' parameters (`deepwordbug`, `pruthi`, `pwws`), validated without
-torch. One entry is one result: every sample attacked by the recipe (recipes.py), each with
-its own query budget; the constraints default to the recipe's (docs/text-classification.md)."""
+"""The text attack kinds' parameters (`deepwordbug`, `pruthi`, `pwws`; recipes.py), validated
+without torch; the constraints default to the recipe's (docs/text-classification.md)."""
 
 from __future__ import annotations
 
@@ -17,15 +16,15 @@ _UNBUDGETED_QUERIES = 1000  # the cost bound of an attack without a query budget
 class TextAttackParams(PerturbationParams):
     """What every text attack recipe takes."""
 
-    # Bounded by its constraints (edit distance, perturbed words), not by an eps-ball.
-    unbounded: ClassVar[bool] = True
+    unbounded: ClassVar[bool] = True  # bounded by its constraints, not by an eps-ball
     task: ClassVar[str | tuple[str, ...] | None] = "text-classification"
     # What each sample's attack did, kept per sample in the report (word_attack.py).
     columns: ClassVar[tuple[str, ...]] = ("outcome", "queries", "changed_words", "words", "text")
     recipe: ClassVar[str]
+    # The fields that are `AttackConstraints` options of the recipe.
+    constraint_fields: ClassVar[tuple[str, ...]] = ("skip_stopwords",)
 
-    # Model queries per sample, the clean one included (TextAttack's `query_budget`); None:
-    # no limit, as TextAttack's default.
+    # Model queries per sample, the clean one included (TextAttack's); None: no limit.
     query_budget: int | None = Field(default=None, ge=1)
     # Texts per model call while searching: speed only, the results do not depend on it.
     query_batch: int = Field(default=256, ge=1)
@@ -37,7 +36,7 @@ class TextAttackParams(PerturbationParams):
 
     def constraint_options(self) -> dict[str, int | bool | None]:
         """The recipe's constraints as `AttackConstraints` keyword arguments."""
-        return {"skip_stopwords": self.skip_stopwords}
+        return {name: getattr(self, name) for name in self.constraint_fields}
 
 
 @register_kind("deepwordbug", _IMPLEMENTATION)
@@ -46,11 +45,9 @@ class DeepWordBugParams(TextAttackParams):
 
     recipe: ClassVar[str] = "deepwordbug"
     display: ClassVar[str | None] = "DeepWordBug"
+    constraint_fields = ("skip_stopwords", "max_edit_distance")
     # Character edit distance of the whole text to the original (the recipe's 30).
     max_edit_distance: int = Field(default=30, ge=1)
-
-    def constraint_options(self) -> dict[str, int | bool | None]:
-        return {**super().constraint_options(), "max_edit_distance": self.max_edit_distance}
 
 
 @register_kind("pruthi", _IMPLEMENTATION)
@@ -59,15 +56,9 @@ class PruthiParams(TextAttackParams):
 
     recipe: ClassVar[str] = "pruthi"
     display: ClassVar[str | None] = "Pruthi"
+    constraint_fields = ("skip_stopwords", "max_words_perturbed", "min_word_length")
     max_words_perturbed: int = Field(default=1, ge=1)
     min_word_length: int = Field(default=4, ge=1)
-
-    def constraint_options(self) -> dict[str, int | bool | None]:
-        return {
-            **super().constraint_options(),
-            "max_words_perturbed": self.max_words_perturbed,
-            "min_word_length": self.min_word_length,
-        }
 
 
 @register_kind("pwws", _IMPLEMENTATION)

@@ -1,11 +1,10 @@
 """Character edit distance (Levenshtein: insertions, deletions, substitutions, each 1), fast
 enough for DeepWordBug's constraint on every candidate text.
 
-A candidate differs from the original in a few words of a paragraph, so the common prefix
-and suffix are dropped first (that leaves the distance unchanged); what is left goes through a
-numba kernel that, given a limit d, fills only the band |i - j| <= d of the dynamic programme
-and stops once a whole row exceeds d. Pure Python took ~0.15 s per 1000-character candidate,
-most of an attack's time.
+A candidate differs from the original in a few words, so the common prefix and suffix are
+dropped first; a numba kernel then fills only the band |i - j| <= d of the dynamic programme
+for a limit d, and stops once a whole row exceeds it. Pure Python took ~0.15 s per
+1000-character candidate, most of an attack's time.
 """
 
 from __future__ import annotations
@@ -56,8 +55,7 @@ def _common_prefix(a: str, b: str) -> int:
 
 
 def levenshtein(a: str, b: str, limit: int | None = None) -> int:
-    """Character edit distance of `a` and `b`; with `limit`, limit + 1 as soon as it must
-    exceed it."""
+    """Character edit distance of `a` and `b`; with `limit`, limit + 1 once it must exceed it."""
     start = _common_prefix(a, b)
     a, b = a[start:], b[start:]
     end = _common_prefix(a[::-1], b[::-1])

@@ -1,27 +1,13 @@
 """TextAttack's untargeted searches over word swaps, written as generators of model queries.
 
-A search is a generator: it yields the texts it wants scored and is sent back their class
-probabilities ((n, K), softmax of the logits); it returns an `AttackOutcome`. Written so, one
-driver (`run_searches`) can advance many samples' searches at once and score all their pending
-texts in one model call, while each search stays the sequential algorithm TextAttack defines
-(textattack/search_methods/ and goal_functions/classification/, read at commit f800c2c0):
-
-- `greedy_wir(..., ranking="delete")`: `GreedyWordSwapWIR("delete")` (DeepWordBug): each
-  modifiable word is ranked by the goal score of the text without it (its characters only;
-  the spaces around it stay, as `delete_word_at_index` leaves them);
-- `greedy_wir(..., ranking="weighted-saliency")`: `GreedyWordSwapWIR("weighted-saliency")`
-  (PWWS): softmax over words of the goal score with the word replaced by "[UNK]", times the
-  best goal score among the word's own swaps;
-  then, in that order (ties in word order), each word's candidates that the constraints allow
-  are scored in one batch and the best is kept if it raises the goal score;
-- `greedy_beam`: `GreedySearch` (beam search of width 1; Pruthi): every allowed candidate of
-  every modifiable word is scored, the best becomes the current text (even when it scores
-  lower, as TextAttack's beam refill does), until the model is fooled or no candidate is left.
-
-The goal score is 1 - p(true class). A sample the model already gets wrong is `skipped` after
-one query; the first misclassified text ends a search `succeeded`; running out of words,
-candidates or the query budget (each scored text counts, the clean one included; a batch is
-cut to what the budget has left) ends it `failed`, keeping the best text found.
+A search yields the texts it wants scored, is sent back their class probabilities (n, K) and
+returns an `AttackOutcome`, so one driver (`run_searches`) can score many samples' pending
+texts in one model call while each search stays TextAttack's sequential algorithm
+(textattack/search_methods/ and goal_functions/classification/, commit f800c2c0):
+`greedy_wir` is `GreedyWordSwapWIR` (ranking "delete": DeepWordBug; "weighted-saliency":
+PWWS), `greedy_beam` is `GreedySearch` (beam width 1: Pruthi). docs/text-classification.md
+("Search: ...") gives each step. The goal score is 1 - p(true class); every scored text
+counts against the query budget (the clean one included; a batch is cut to what is left).
 """
 
 from __future__ import annotations
@@ -37,14 +23,12 @@ from robench.perturbations.text.word_spans import WordSpans
 from robench.perturbations.text.word_transformations import Transformation
 
 ScoreTexts = Callable[[Sequence[str]], np.ndarray]  # texts -> (n, K) class probabilities
-OUTCOMES = ("skipped", "succeeded", "failed")
 UNK_TOKEN = "[UNK]"  # what weighted saliency puts in a word's place (TextAttack's default)
-RANKINGS = ("delete", "weighted-saliency")
 
 
 @dataclass(frozen=True)
 class AttackOutcome:
-    outcome: str  # one of OUTCOMES
+    outcome: str  # "skipped" (already misclassified), "succeeded" or "failed"
     text: str  # the perturbed text (the original when skipped or nothing improved)
     queries: int  # model queries spent, the first (clean) one included
     changed_words: int
@@ -88,20 +72,13 @@ class _Attack:
 
     def candidates(self, current: WordSpans, index: int) -> list[WordSpans]:
         """The transformation's candidates for word `index` that the constraints allow."""
-        found = []
-        for word in self.transformation(current.words[index], self.rng):
-            candidate = current.replace(index, word)
-            if self.constraints.allows(candidate, self.original):
-                found.append(candidate)
-        return found
+        words = self.transformation(current.words[index], self.rng)
+        candidates = [current.replace(index, word) for word in words]
+        return [c for c in candidates if self.constraints.allows(c, self.original)]
 
     def outcome(self, kind: str, text: WordSpans) -> AttackOutcome:
         changed = len(text.changed_words(self.original))
         return AttackOutcome(kind, text.text, self.budget.used, changed, len(self.original.words))
-
-
-def _start(text: str, label: int, budget: int | None) -> tuple[WordSpans, _Budget]:
-    return WordSpans.of(text), _Budget(label, budget)
 
 
 def _deleted(text: WordSpans, index: int) -> str:
@@ -142,7 +119,7 @@ def greedy_wir(
     ranking: str = "delete",
 ) -> Search:
     """`GreedyWordSwapWIR(ranking)`, untargeted (see the module docstring)."""
-    original, budget = _start(text, label, query_budget)
+    original, budget = WordSpans.of(text), _Budget(label, query_budget)
     attack = _Attack(original, label, transformation, constraints, rng, budget)
     score, predicted, _ = yield from budget.scores([text])
     if predicted[0] != label:
@@ -175,7 +152,7 @@ def greedy_beam(
     query_budget: int | None = None,
 ) -> Search:
     """`GreedySearch` (beam width 1), untargeted (see the module docstring)."""
-    original, budget = _start(text, label, query_budget)
+    original, budget = WordSpans.of(text), _Budget(label, query_budget)
     attack = _Attack(original, label, transformation, constraints, rng, budget)
     _, predicted, _ = yield from budget.scores([text])
     if predicted[0] != label:
@@ -204,8 +181,7 @@ def greedy_beam(
 
 def run_searches(searches: Sequence[Search], score_texts: ScoreTexts) -> list[AttackOutcome]:
     """Advance every search until it returns, scoring all their pending texts in one
-    `score_texts` call per round (each search sees exactly what it would alone, as long as
-    the model scores a text the same in any batch)."""
+    `score_texts` call per round."""
     outcomes: list[AttackOutcome | None] = [None] * len(searches)
     pending: dict[int, list[str]] = {}
     for i, search in enumerate(searches):

@@ -1,10 +1,6 @@
-"""The `word-swap` kind's parameters, validated without importing torch.
-
-One entry `kind = "word-swap"` is one result: a share `rate` of the eligible words of each
-line of the test text swapped by `method`. The paper-stated protocol of Elliptical Attention
-(NeurIPS 2024, Table 1) is the default (`rate = 0.025`, every word 'AAA'); the paper's code
-is `rate = 0.015`, `skip_stopwords = true`, `min_per_line = 1`. See
-docs/text-perturbations.md.
+"""The `word-swap` kind's parameters (docs/text-perturbations.md). The default is Elliptical
+Attention's stated protocol (NeurIPS 2024, Table 1: `rate = 0.025`, every word 'AAA'); the
+paper's code is `rate = 0.015`, `skip_stopwords = true`, `min_per_line = 1`.
 """
 
 from __future__ import annotations
@@ -27,16 +23,13 @@ DEFAULT_TOKEN = "AAA"
 class WordSwapParams(PerturbationParams):
     """Word Swap: a share of each line's words replaced by a token ('AAA') or misspelt."""
 
-    # Unbounded: words are replaced outright, there is no budget to check against.
     unbounded: ClassVar[bool] = True
     task: ClassVar[str | None] = "language-modeling"
     display: ClassVar[str | None] = "Word Swap"
 
-    # Share of each line's eligible words to swap, in (0, 1]; 0.025 is the paper's stated
-    # 2.5% (its code used 0.015). Per line the count is rounded stochastically (unbiased).
+    # Share of each line's eligible words to swap, rounded stochastically per line.
     rate: float = Field(default=0.025, gt=0, le=1)
-    # What a swap does to a word: "replace" puts `token` in its place; the others edit one
-    # character (TextAttack's offline word-level swaps, see docs/text-perturbations.md).
+    # "replace" puts `token` in the word's place; the others edit one character (swaps.py).
     method: SwapMethod = "replace"
     # The word every swapped word becomes (method "replace" only): one word, no whitespace.
     token: str = DEFAULT_TOKEN

@@ -2,11 +2,9 @@
 
 The runner hands over the test dataset (`LanguageModelingWindows`, or `DocumentWindows` for a
 model with its own tokenizer: `.corpus.lines`, `.vocabulary`, `.with_lines`); every line is
-swapped by `swaps.swap_lines`, seeded by its line number, and the dataset over the swapped
-lines is evaluated like clean text (a document's words are swapped in place in its text,
-before tokenization). Its
-`perturbation_summary` goes into the report: the realised rate, and whether the swap token is
-a word of the model's vocabulary (if not, the model reads it as `<unk>`).
+swapped by `swaps.swap_lines`, seeded by its line number (a document's words in place in its
+text, before tokenization), and evaluated like clean text. Its `perturbation_summary` goes
+into the report: the realised rate, and whether the swap token is in the model's vocabulary.
 """
 
 from __future__ import annotations

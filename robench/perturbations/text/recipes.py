@@ -1,23 +1,14 @@
-"""TextAttack's attack recipes as robench builds them: transformation, constraints, search.
-
-- `deepwordbug` (Gao et al. 2018): swap, substitute, delete or insert a character, one random
-  position each; no stopwords, Levenshtein distance <= 30; greedy, words ranked by deletion.
-- `pruthi` (Pruthi et al. 2019): every swap, deletion, insertion and QWERTY typo keeping the
-  first and last character; words of >= 4 characters, no stopwords, <= 1 perturbed word;
-  greedy (beam width 1).
-- `pwws` (Ren et al. 2019): WordNet synonyms; no stopwords; greedy, words ranked by weighted
-  saliency.
-
-Every recipe also never modifies a word twice. TextAttack's definitions are in
-textattack/attack_recipes/ (read at commit f800c2c0); docs/text-classification.md gives the details.
+"""TextAttack's attack recipes (textattack/attack_recipes/, commit f800c2c0) as robench builds
+them: a transformation (word_transformations.py, or WordNet synonyms for `pwws`), constraints
+(attack_params.py) and a search (greedy_search.py); docs/text-classification.md gives details.
 """
 
 from __future__ import annotations
 
-import functools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from robench.perturbations.text.attack_constraints import AttackConstraints
 from robench.perturbations.text.greedy_search import Search, greedy_beam, greedy_wir
@@ -37,10 +28,9 @@ def _wordnet_synonyms(word: str, rng: random.Random) -> list[str]:
 
 @dataclass(frozen=True)
 class Recipe:
-    name: str
     transformation: Transformation
     search: SearchFn
-    uses_wordnet: bool = False
+    uses_wordnet: bool = False  # its transformation reads WordNet (checked before a run)
 
     def start(
         self,
@@ -56,12 +46,7 @@ class Recipe:
 
 
 RECIPES = {
-    "deepwordbug": Recipe("deepwordbug", TRANSFORMATIONS["deepwordbug"], greedy_wir),
-    "pruthi": Recipe("pruthi", TRANSFORMATIONS["pruthi"], greedy_beam),
-    "pwws": Recipe(
-        "pwws",
-        _wordnet_synonyms,
-        functools.partial(greedy_wir, ranking="weighted-saliency"),
-        uses_wordnet=True,
-    ),
+    "deepwordbug": Recipe(TRANSFORMATIONS["deepwordbug"], greedy_wir),
+    "pruthi": Recipe(TRANSFORMATIONS["pruthi"], greedy_beam),
+    "pwws": Recipe(_wordnet_synonyms, partial(greedy_wir, ranking="weighted-saliency"), True),
 }

@@ -1,33 +1,12 @@
 """Word Swap on lines of words: which words may be swapped, how many, and what a swap does.
 
-Pure Python (no torch), so it is cheap to test and identical on every machine. Line `i`
-draws from its own `random.Random(derive_seed(seed, "word-swap", i))`: a line's result
-depends only on the seed, its line number, its words and the parameters, never on the other
-lines, the batch or window layout or the number of processes, and every model is evaluated
-on the same contaminated text.
-
-Per line, with `n` eligible words:
-
-    k = floor(rate * n + u),  u ~ U[0, 1) from the line's RNG      (unbiased: E[k] = rate * n)
-    k = min(max(k, min_per_line), n)
-
-and `k` eligible positions are drawn uniformly without replacement. A swap turns one word
-into one word (never empty, never with a space), so every line keeps its number of words and
-evaluation windows stay aligned with the clean text.
-
-The methods (TextAttack's names in brackets; the code here is robench's own):
-
-- "replace": the word becomes `token` ('AAA' by default).
-- "char-delete" [WordSwapRandomCharacterDeletion]: one character removed. Words of one
-  character are not eligible (they would vanish).
-- "char-insert" [WordSwapRandomCharacterInsertion]: a random lower-case ASCII letter inserted
-  at one of the len + 1 positions.
-- "char-substitute" [WordSwapRandomCharacterSubstitution]: one character replaced by a
-  lower-case ASCII letter other than itself (case-insensitively), so the word always changes.
-- "char-swap" [WordSwapNeighboringCharacterSwap]: two different adjacent characters
-  exchanged; words without such a pair ("a", "oo") are not eligible.
-- "qwerty" [WordSwapQWERTY]: one ASCII letter replaced by a neighbouring key of a QWERTY
-  keyboard, keeping its case; words without an ASCII letter are not eligible.
+Pure Python (no torch). Line `i` draws from its own `random.Random(derive_seed(seed,
+"word-swap", i))`: its result never depends on the other lines or the batching. Per line,
+with `n` eligible words, k = min(max(floor(rate * n + u), min_per_line), n) with u ~ U[0, 1)
+from the line's RNG (E[k] = rate * n before the clamps), and `k` eligible positions are drawn
+without replacement. A swap turns one word into one word, so every line keeps its number of
+words and evaluation windows stay aligned with the clean text.
+The methods (robench's own code, after TextAttack's) are in docs/text-perturbations.md.
 """
 
 from __future__ import annotations
@@ -54,8 +33,8 @@ _QWERTY_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
 
 
 def _qwerty_neighbours() -> dict[str, str]:
-    """Each letter -> the letters on the keys touching it (same row, and the two keys above
-    and below it that the half-key stagger puts next to it)."""
+    """Each letter -> the letters on the keys touching it (same row, and the two above and
+    below that the half-key stagger puts next to it)."""
     neighbours: dict[str, str] = {}
     for r, row in enumerate(_QWERTY_ROWS):
         for c, key in enumerate(row):
@@ -86,23 +65,17 @@ def stopwords() -> frozenset[str]:
 
 
 def is_stopword(word: str) -> bool:
-    """Case-insensitive; a clitic split off by the tokeniser ("'s", "'ll") counts as its
-    stopword ("s", "ll")."""
+    """Case-insensitive; a clitic ("'s", "'ll") counts as its stopword ("s", "ll")."""
     key = word.lower()
     return key in stopwords() or key.strip("'") in stopwords()
 
 
 def is_word(word: str) -> bool:
-    """A word a swap may touch: has a letter or digit and is not a `<...>` special token.
-    Punctuation ("," "@-@" "--") never is."""
+    """A word a swap may touch: has a letter or digit, and is not a `<...>` special token."""
     return any(c.isalnum() for c in word) and not _SPECIAL.fullmatch(word)
 
 
 # --- the methods: (can this word be swapped, the swap) -------------------------------------
-
-
-def _can_delete(word: str) -> bool:
-    return len(word) >= 2
 
 
 def _delete(word: str, rng: random.Random) -> str:
@@ -146,15 +119,11 @@ class _Method:
     edit: Callable[[str, random.Random], str]  # the swapped word, drawing from the line's RNG
 
 
-def _always(word: str) -> bool:
-    return True
-
-
 # The character-level methods; "replace" is the token and needs no table entry.
 _CHAR_METHODS: dict[str, _Method] = {
-    "char-delete": _Method(_can_delete, _delete),
-    "char-insert": _Method(_always, _insert),
-    "char-substitute": _Method(_always, _substitute),
+    "char-delete": _Method(lambda w: len(w) >= 2, _delete),
+    "char-insert": _Method(lambda w: True, _insert),
+    "char-substitute": _Method(lambda w: True, _substitute),
     "char-swap": _Method(lambda w: bool(_swap_positions(w)), _swap),
     "qwerty": _Method(lambda w: bool(_letter_positions(w)), _qwerty),
 }
@@ -165,8 +134,6 @@ _CHAR_METHODS: dict[str, _Method] = {
 
 @dataclass(frozen=True)
 class SwapStats:
-    """Counts over the swapped lines."""
-
     tokens: int  # every token of the lines except the `<eos>` marker (punctuation included)
     words: int  # tokens with a letter or digit that are not `<...>` specials (`is_word`)
     eligible: int  # words the method could have swapped (see `is_word`, the method, stopwords)
@@ -176,9 +143,8 @@ class SwapStats:
 
     @property
     def realised_rate(self) -> float:
-        """Swapped / words (`is_word`: TextAttack's notion of a word, punctuation and specials
-        left out): what the paper's "2.5% of words" means. With `skip_stopwords` it falls
-        below `rate`, which applies to eligible words."""
+        """Swapped / words (`is_word`, TextAttack's notion): the paper's "2.5% of words". With
+        `skip_stopwords` it falls below `rate`, which applies to eligible words."""
         return self.swapped / self.words if self.words else 0.0
 
     @property
@@ -219,12 +185,9 @@ def swap_lines(
     *,
     line_numbers: Sequence[int] | None = None,
 ) -> tuple[list[tuple[str, ...]], SwapStats]:
-    """Swap words of every line; line `line_numbers[j]` (default `j`, its place in `lines`)
-    is seeded with `derive_seed(seed, "word-swap", line number)`.
-
-    Passing the corpus line numbers of a part of a corpus gives exactly those lines of the
-    whole corpus swapped.
-    """
+    """Swap words of every line; line `line_numbers[j]` (default `j`) is seeded with
+    `derive_seed(seed, "word-swap", line number)`, so a part of a corpus given its corpus
+    line numbers is swapped exactly as in the whole corpus."""
     numbers = range(len(lines)) if line_numbers is None else line_numbers
     if len(numbers) != len(lines):
         raise ValueError(f"got {len(numbers)} line numbers for {len(lines)} lines")

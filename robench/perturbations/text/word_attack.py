@@ -1,18 +1,14 @@
 """A text attack recipe as a perturbation: every sample of a batch searched at once.
 
-`WordAttack.perturb_samples` starts one search per text (recipes.py, seeded by the runner's
-per-sample seed) and advances them together (`greedy_search.run_searches`): each round, the
-texts all the searches ask for are scored in model calls of `query_batch` texts. The model
-scores a text the same in any batch (robench's text classifiers read fixed-length ids), so a
-sample's attack is the one it would get alone: the same at any batch size and under torchrun.
-The returned columns say what happened to each sample (TextAttack's categories), its queries
-and changed words, and the perturbed text.
+`WordAttack.perturb_samples` starts one search per text (seeded by the runner's per-sample
+seed) and advances them together (`greedy_search.run_searches`), scoring in model calls of
+`query_batch` texts. robench's text classifiers score a text the same in any batch, so a
+sample's attack is the same at any batch size and under torchrun.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import torch
@@ -53,25 +49,17 @@ class WordAttack(PerSampleAttack):
         ]
         assert self.own_batch is not None
         outcomes = run_searches(searches, text_scorer(model, inputs.device, self.own_batch))
-        texts = [o.text for o in outcomes]
-        columns: dict[str, list[Any]] = {
-            "outcome": [o.outcome for o in outcomes],
-            "queries": [o.queries for o in outcomes],
-            "changed_words": [o.changed_words for o in outcomes],
-            "words": [o.words for o in outcomes],
-            "text": texts,
-        }
-        return encode_rows(texts).to(inputs.device), columns
+        # Each column is the outcomes' attribute of its name ("outcome", "queries", ..., "text").
+        columns = {name: [getattr(o, name) for o in outcomes] for name in params.columns}
+        return encode_rows(columns["text"]).to(inputs.device), columns
 
     def violation(self, original: str, perturbed: str) -> str | None:
-        """Why `perturbed` is not a text this attack may produce from `original`; None if it
-        is (the task checks every attacked text)."""
+        """Why `perturbed` is not a text this attack may produce from `original`, or None."""
         return self.constraints.violation(original, perturbed)
 
 
 def text_scorer(model: torch.nn.Module, device: torch.device, own: OwnBatch) -> ScoreTexts:
-    """A search's access to the model: texts -> class probabilities (float64), in model calls
-    of at most `own.size` texts (`query_batch`, halved when the GPU runs out of memory)."""
+    """texts -> class probabilities (float64), in model calls of at most `own.size` texts."""
 
     def score_texts(texts: Sequence[str]) -> np.ndarray:
         parts = []

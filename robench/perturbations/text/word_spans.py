@@ -1,11 +1,9 @@
 """A text as TextAttack's attacks see it: its words, where they are, and one word replaced.
 
-TextAttack's `AttackedText.words` come from `words_from_text`: the text is split on
-whitespace; each piece loses leading and trailing ' - _ * @; inside it, runs of word
-characters and those four are words, again without them at their ends. So "don't" and
-"well-known" are one word, punctuation is not a word, and "(quoted)" gives "quoted". robench
-finds the same words with their character spans, so replacing word i edits only those
-characters and keeps the rest of the text (spacing, punctuation) as it was.
+TextAttack's `words_from_text` splits the text on whitespace; inside each piece, runs of word
+characters and ' - _ * @ are words, without those four at their ends ("don't", "well-known";
+"(quoted)" gives "quoted"). robench finds the same words with their character spans, so
+replacing word i leaves the rest of the text (spacing, punctuation) as it was.
 """
 
 from __future__ import annotations

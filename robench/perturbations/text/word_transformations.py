@@ -1,20 +1,11 @@
 """The word transformations of TextAttack's character-level recipes, as pure functions.
 
-`edit_candidates(word, edit, rng)` returns the candidate words one edit offers for one word,
-following TextAttack's definitions (textattack/transformations/word_swaps/, read at commit
-f800c2c0; docs/text-classification.md, "How the recipes are built", states the rules):
-- `swap`: swap characters i and i+1 (`WordSwapNeighboringCharacterSwap`);
-- `delete`: delete character i (`WordSwapRandomCharacterDeletion`);
-- `insert`: insert a random letter before character i (`WordSwapRandomCharacterInsertion`);
-- `substitute`: replace character i by a random letter (`WordSwapRandomCharacterSubstitution`,
-  which has no skip options);
-- `qwerty`: replace character i by each key next to it on a QWERTY keyboard (`WordSwapQWERTY`).
-`TRANSFORMATIONS` composes them as the `deepwordbug` and `pruthi` recipes do.
-Words of one character get no candidates. With `skip_first`, position 0 is never edited; with
-`skip_last`, the last character is never edited (for a swap: no pair that contains it). In
-TextAttack's "all candidates" mode (`random_one=False`) insertions and substitutions still
-draw one random letter per position; here that letter comes from the seeded `rng`. Candidates
-equal to the word are dropped (TextAttack's `WordSwap._get_transformations`).
+`edit_candidates(word, edit, rng)` returns the candidates one edit (`swap`, `delete`,
+`insert`, `substitute`, `qwerty`) offers for one word, as TextAttack defines them
+(textattack/transformations/word_swaps/, commit f800c2c0; the rules are in
+docs/text-classification.md, "How the recipes are built"); `TRANSFORMATIONS` composes them as
+the `deepwordbug` and `pruthi` recipes do. In "all candidates" mode (`random_one=False`)
+insertions and substitutions still draw one letter per position, here from the seeded `rng`.
 """
 
 from __future__ import annotations
@@ -28,33 +19,15 @@ LETTERS = string.ascii_letters  # TextAttack's default `letters_to_insert`
 # TextAttack's `WordSwapQWERTY._keyboard_adjacency`: lower-case keys and their neighbours. It
 # is not the geometric table of swaps.py (Word Swap's typos): TextAttack's is hand-written and
 # not symmetric ('a' -> x, 'x' -/> a), and the recipes' candidates must equal its.
+_ROWS = {  # each keyboard row's keys -> their neighbours, key by key
+    "qwertyuiop": "was qeasd wsdfr edfgt rfghy tghju yhjki ujklo iklp ol",
+    "asdfghjkl": "qwszx qweadzx werfcxs ertgvcd rtyhbvd tyugjbn yuikmnh uiolmj iopk",
+    "zxcvbnm": "asx sdzc xdfv cfgb vghn bhjm njk",
+}
 QWERTY_NEIGHBOURS: dict[str, str] = {
-    "q": "was",
-    "w": "qeasd",
-    "e": "wsdfr",
-    "r": "edfgt",
-    "t": "rfghy",
-    "y": "tghju",
-    "u": "yhjki",
-    "i": "ujklo",
-    "o": "iklp",
-    "p": "ol",
-    "a": "qwszx",
-    "s": "qweadzx",
-    "d": "werfcxs",
-    "f": "ertgvcd",
-    "g": "rtyhbvd",
-    "h": "tyugjbn",
-    "j": "yuikmnh",
-    "k": "uiolmj",
-    "l": "iopk",
-    "z": "asx",
-    "x": "sdzc",
-    "c": "xdfv",
-    "v": "cfgb",
-    "b": "vghn",
-    "n": "bhjm",
-    "m": "njk",
+    key: near
+    for keys, nears in _ROWS.items()
+    for key, near in zip(keys, nears.split(), strict=True)
 }
 
 
@@ -104,7 +77,6 @@ _EDITS: dict[str, tuple[EditAt, bool, bool]] = {
     "substitute": (_substitute_at, False, False),
     "qwerty": (_qwerty_at, False, True),
 }
-EDITS = tuple(_EDITS)
 
 
 def edit_candidates(
@@ -151,9 +123,8 @@ def _pruthi(word: str, rng: random.Random) -> list[str]:
 
 
 def _unique(groups: list[list[str]]) -> list[str]:
-    """The candidates of every group (none is the word: `edit_candidates` drops it), first
-    occurrence first (TextAttack's composite keeps a set of texts; the order here is only for
-    reproducibility)."""
+    """The candidates of every group, first occurrence first (TextAttack's composite keeps a
+    set; the order is only for reproducibility)."""
     return list(dict.fromkeys(candidate for group in groups for candidate in group))
 
 

@@ -1,15 +1,13 @@
 """WordNet synonyms for PWWS, read offline from Debian's `wordnet-base` dict files with nltk.
 
-TextAttack's `WordSwapWordNet` offers, for a word, the lemma names of every synset
-`wordnet.synsets(word)` finds (all parts of speech, after nltk's morphy reduces inflected
-forms), except the word itself, names with "_" (multi-word lemmas), and names that are not one
-word by TextAttack's `is_one_word`. robench reads the same WordNet 3.0 with nltk's own reader,
-so `synonyms` equals that set.
+TextAttack's `WordSwapWordNet` offers the lemma names of every synset `wordnet.synsets(word)`
+finds, except the word itself, multi-word lemmas ("_") and names that are not one word by its
+`is_one_word`; robench reads the same WordNet 3.0 with nltk's reader, so `synonyms` equals it.
 
-Debian ships the dict files (`/usr/share/wordnet`, package `wordnet-base`) without two small
-files nltk's reader expects: `lexnames`, the fixed table of WordNet 3.0's 45 lexicographer
-files (written out below, as `man 5 lexnames` lists it), and the OMW mapping nltk only needs
-for other WordNet versions. `ROBENCH_WORDNET_DIR` points at another copy of the dict files.
+Debian's dict files (`/usr/share/wordnet`, `wordnet-base`) lack two small files nltk's reader
+expects: `lexnames`, the fixed table of WordNet 3.0's 45 lexicographer files (written out
+below, as `man 5 lexnames` lists it), and the OMW mapping, needed only for other versions.
+`ROBENCH_WORDNET_DIR` points at another copy of the dict files.
 """
 
 from __future__ import annotations
@@ -25,8 +23,7 @@ from robench._core.errors import DataError, first_line
 from robench.perturbations.text.word_spans import word_spans
 
 DEFAULT_DIR = Path("/usr/share/wordnet")
-# WordNet 3.0's lexicographer files, numbered from 00, with their syntactic category
-# (1 noun, 2 verb, 3 adjective, 4 adverb).
+# WordNet 3.0's lexicographer files from 00, with their category (1 noun, 2 verb, 3 adj, 4 adv).
 LEXNAMES = (
     ("adj.all", 3), ("adj.pert", 3), ("adv.all", 4), ("noun.Tops", 1), ("noun.act", 1),
     ("noun.animal", 1), ("noun.artifact", 1), ("noun.attribute", 1), ("noun.body", 1),
@@ -41,6 +38,9 @@ LEXNAMES = (
     ("verb.possession", 2), ("verb.social", 2), ("verb.stative", 2), ("verb.weather", 2),
     ("adj.ppl", 3),
 )  # fmt: skip
+# What nltk's parser raises (besides its WordNetError) on files that are not WordNet's: bytes
+# that are not text, lines without the fields it splits, offsets into nothing.
+_PARSE_ERRORS = (UnicodeDecodeError, ValueError, IndexError, KeyError, OSError, StopIteration)
 # The dict files nltk's reader opens: each part of speech's data, index and exceptions.
 _REQUIRED = tuple(
     name
@@ -100,34 +100,17 @@ def synonyms(word: str) -> list[str]:
         with warnings.catch_warnings():  # nltk warns, then returns None, for a cut-off file
             warnings.simplefilter("ignore")
             found = _reader(root).synsets(word)
-    # What nltk's parser raises on files that are not WordNet's: bytes that are not text,
-    # lines without the fields it splits, offsets into nothing.
-    except (
-        UnicodeDecodeError,
-        ValueError,
-        IndexError,
-        KeyError,
-        OSError,
-        StopIteration,
-        WordNetError,
-    ) as exc:
+    except (*_PARSE_ERRORS, WordNetError) as exc:
         raise _unreadable(root, exc) from None
     if any(synset is None for synset in found):
         raise _unreadable(root, WordNetError(f"an index entry of {word!r} points past a data file"))
-    return sorted(
-        {
-            name
-            for synset in found
-            for name in synset.lemma_names()
-            if name != word and "_" not in name and is_one_word(name)
-        }
-    )
+    names = {name for synset in found for name in synset.lemma_names()}
+    return sorted(n for n in names if n != word and "_" not in n and is_one_word(n))
 
 
 def check_wordnet() -> None:
-    """Refuse, before any sample is attacked, a WordNet that is missing or unreadable: the
-    dict files must exist, and a lookup through nltk's reader must parse them and find
-    synonyms of "good" (33 in WordNet 3.0); empty files would leave PWWS without a swap."""
+    """Refuse a missing or unreadable WordNet before any sample is attacked: "good" must have
+    synonyms (33 in WordNet 3.0); empty files would leave PWWS without a swap."""
     if not synonyms("good"):
         from nltk.corpus.reader.wordnet import WordNetError
 
