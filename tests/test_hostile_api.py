@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from torch import nn
 
@@ -277,6 +277,8 @@ _VALUES = st.one_of(
     name=st.sampled_from(sorted(set(option_names()) - _NOT_FUZZED)),
     value=_VALUES,
 )
+# Found by the fuzzer: the missing-checkpoint message quoted the path raw, newline and all.
+@example(name="checkpoint", value="\n")
 def test_any_keyword_value_works_or_raises_robench_s_error(name: str, value: Any) -> None:
     x, y = _data(4)
     try:

@@ -69,7 +69,7 @@ WRONG = {
                       "Unknown model 'vit_nano_elliptical_fmnis'. Did you mean "
                       "'vit_nano_elliptical_fmnist'"),
     "missing checkpoint": (["eval", "vit_nano_patch4_28", "-c", "missing.safetensors"],
-                           "checkpoint missing.safetensors does not exist"),
+                           "checkpoint 'missing.safetensors' does not exist"),
     "timm tag not cached": (["eval", "resnet50.a1_in1k"],
                             "timm/resnet50.a1_in1k is not in the local Hugging Face cache"),
     "unknown timm tag": (["eval", "resnet50.a1_in1kk"],
@@ -167,7 +167,7 @@ def test_a_card_whose_checkpoint_is_missing(tmp_path: Path) -> None:
     card.write_text(
         'name = "c"\narchitecture = "vit_nano_patch4_28"\ncheckpoint = "gone.safetensors"\n'
     )
-    with pytest.raises(CheckpointError, match=r"gone\.safetensors does not exist"):
+    with pytest.raises(CheckpointError, match=r"gone\.safetensors' does not exist"):
         check_names(Preflight(model=str(card)))
     check_names(Preflight(model=str(card), checkpoint=card))  # -c replaces the card's
 

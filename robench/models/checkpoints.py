@@ -236,7 +236,9 @@ def read_checkpoint(path: str | Path, *, ema: bool = False, trust: bool = False)
     path = Path(path)
     if not path.is_file():
         state = "is a directory" if path.is_dir() else "does not exist"
-        raise CheckpointError(f"checkpoint {path} {state}; pass the path of a checkpoint file.")
+        raise CheckpointError(
+            f"checkpoint {str(path)!r} {state}; pass the path of a checkpoint file."
+        )
     reader = _reader_for(path)
     _check_not_junk(path, torch_file=reader is _read_torch)
     sha256 = sha256_file(path)

@@ -66,7 +66,9 @@ def _check_checkpoint(path: str | Path | None) -> None:
     path = Path(path)
     if not path.is_file():
         state = "is a directory" if path.is_dir() else "does not exist"
-        raise CheckpointError(f"checkpoint {path} {state}; pass the path of a checkpoint file.")
+        raise CheckpointError(
+            f"checkpoint {str(path)!r} {state}; pass the path of a checkpoint file."
+        )
 
 
 def _check_suite(name_or_path: str) -> None:
