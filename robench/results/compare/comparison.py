@@ -75,6 +75,25 @@ class Column:
         found = find_aggregate(self.metric) if self.aggregate else None
         return found.display if found is not None else metric_display(self.metric)
 
+    def metric_text(self, grouped: bool = True) -> str:
+        """`top-1 (%, n=100)`: the metric's label, unit and a subset's sample count (`grouped`:
+        with an aggregate's ` @dataset`)."""
+        notes = [self.display.unit] if self.display.unit else []
+        if self.subset is not None:  # fewer samples than the other columns: say so
+            notes.append(f"n={self.subset}")
+        where = self.group.removeprefix("aggregates") if grouped and self.aggregate else ""
+        return self.display.label + where + (f" ({', '.join(notes)})" if notes else "")
+
+    def described(self) -> dict[str, object]:
+        """The column as `--format json` lists it."""
+        return {
+            "perturbation": self.perturbation,
+            "metric": self.metric,
+            "aggregate": self.aggregate,
+            "higher_is_better": self.higher_is_better,
+            "unit": self.display.unit,
+        }
+
 
 @dataclass(frozen=True)
 class Cell:

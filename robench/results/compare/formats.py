@@ -74,19 +74,9 @@ def cell_text(
 
 
 def _header(column: Column, markup: Markup, with_perturbation: bool = True) -> str:
-    display = column.display
-    notes = [display.unit] if display.unit else []
-    if column.subset is not None:  # fewer samples than the other columns: say so in the header
-        notes.append(f"n={column.subset}")
-    unit = f" ({', '.join(notes)})" if notes else ""
     name = f"{column.perturbation} " if with_perturbation and not column.aggregate else ""
-    grouped = column.aggregate and with_perturbation
-    where = column.group.removeprefix("aggregates") if grouped else ""  # " @dataset"
-    return (
-        markup.escape(f"{name}{display.label}{where}{unit}")
-        + " "
-        + markup.arrows[column.higher_is_better]
-    )
+    text = markup.escape(name + column.metric_text(with_perturbation))
+    return f"{text} {markup.arrows[column.higher_is_better]}"
 
 
 def _row_label(cmp: Comparison, row: str, markup: Markup) -> str:
@@ -417,20 +407,10 @@ def json_comparison(cmp: Comparison, ci: bool) -> str:
                 shown["diff"] = round(cell.diff, 6)
             cells[column.id] = shown
         rows.append({"model": row, "report": cmp.sources[row], "cells": cells})
-    columns = [
-        {
-            "perturbation": c.perturbation,
-            "metric": c.metric,
-            "aggregate": c.aggregate,
-            "higher_is_better": c.higher_is_better,
-            "unit": c.display.unit,
-        }
-        for c in cmp.columns
-    ]
     payload = {
         "title": cmp.title,
         "reference": cmp.reference,
-        "columns": columns,
+        "columns": [c.described() for c in cmp.columns],
         "rows": rows,
         "notes": cmp.notes,
     }

@@ -1,22 +1,14 @@
 """Figures of robench's results, drawn with matplotlib's Agg backend (no display needed).
 
-- `accuracy_series` + `plot_accuracy_vs_eps`: top-1 accuracy (%) against the L-inf budget with
-  95% intervals. One colour per model, one line style and marker per attack kind; an attack
-  run at several budgets is a line (from the clean point at eps = 0) with a band, an attack run
-  at one budget (SPSA, AutoAttack) a marker with an error bar. The sample counts (per attack
-  where they differ) and the seeds are written on the figure.
+- `plot_accuracy_vs_eps`: top-1 accuracy (%) against the L-inf budget with 95% intervals.
 - `plot_collapse_curves`: token similarity per layer (Elliptical Attention, NeurIPS 2024,
-  Fig. 3 and 6), optionally with a +- 1 std band; y from 0 to 1, the top of cosine
-  similarity's range, so figures drawn separately compare.
-- `plot_redundancy`: mean L2 distance between heads per layer with its spread (Table 18);
-  y from 0 (distances are nonnegative) to a ceiling the caller fixes (the head_redundancy
-  diagnostic uses the largest possible distance, sqrt(2N) for N tokens).
+  Fig. 3 and 6); y from 0 to 1, the top of cosine similarity's range, so figures compare.
+- `plot_redundancy`: mean L2 distance between heads per layer with its spread (Table 18).
 
 Each `plot_*` writes a PNG; its `*_figure` twin returns the `Figure` (tests inspect it).
-Figures are built on `matplotlib.figure.Figure` with an Agg canvas, never through pyplot, so
-no global figure state or interactive backend is touched, and PNGs are written without the
-matplotlib version in their metadata: the same data gives the same bytes. matplotlib is
-imported when a figure is drawn, not when robench is imported.
+Figures use an Agg canvas, never pyplot (no global figure state), and PNGs carry no
+matplotlib version: the same data gives the same bytes. matplotlib is imported when a figure
+is drawn, not when robench is imported.
 """
 
 from __future__ import annotations
@@ -98,8 +90,7 @@ def _check_series(series: Mapping[str, Sequence[object]], what: str) -> None:
 
 
 def _titles(fig: Figure, ax: Axes, title: str, note: str | None, width: int = 80) -> None:
-    """`title` over the figure; `note` (sample sizes, seeds, what bars mean) under it, its
-    lines wrapped at `width` characters so that it stays over the axes."""
+    """`title` over the figure; `note` under it, wrapped at `width` to stay over the axes."""
     fig.suptitle(title, fontsize=11)
     if note:
         lines = [textwrap.fill(line, width) for line in note.splitlines()]
@@ -120,7 +111,7 @@ def _per_layer_axes(fig: Figure, ylabel: str, depth: int) -> Axes:
 
 
 def _bottom_legend(fig: Figure, ax: Axes, band: str | None = None) -> None:
-    """The axes' labelled artists below the plot, plus a grey swatch explaining the bands."""
+    """The axes' labelled artists below the plot, plus a grey swatch for the bands."""
     handles, labels = ax.get_legend_handles_labels()
     if band is not None:
         from matplotlib.patches import Patch
@@ -290,6 +281,7 @@ class AccuracySeries:
 
 
 LineStyle = Literal["-", "--", "-.", ":", "none"]
+LINE_STYLES: tuple[LineStyle, ...] = ("-", "--", ":", "-.")  # in turn, per result or dataset
 # Perturbation kind -> (line style, marker); other kinds take the spare ones in turn.
 ATTACK_STYLES: dict[str, tuple[LineStyle, str]] = {
     "clean": ("none", "*"),
@@ -320,9 +312,9 @@ _BUDGET_PARAMS = {
 def accuracy_series(reports: Mapping[str, Report], *, metric: str = "top1") -> list[AccuracySeries]:
     """One series per (model, attack) from reports: accuracies in % with their 95% intervals.
 
-    Results of one kind whose parameters differ only in the budget (eps, step size, sample
-    cap) form one series; other parameter sets of the same kind get their own (named after
-    the results). Results without `metric`, or non-clean ones without an `eps`, are left out.
+    Results of one kind whose parameters differ only in the budget form one series; other
+    parameter sets of the same kind get their own (named after the results). Results without
+    `metric`, or non-clean ones without an `eps`, are left out.
 
     Args:
         reports: model name (as the legend should show it) -> its report.
@@ -412,8 +404,7 @@ def _dodged(series: Sequence[AccuracySeries], step: float) -> dict[tuple[str, st
 
 
 def percent_axes(fig: Figure, ax: Axes, xlabel: str, ylabel: str, title: str, note: str) -> None:
-    """`ax` from 0 to 100 percent with its labels and a light grid, `title` over the figure,
-    `note` under it (as written: it breaks its own lines)."""
+    """`ax` from 0 to 100 % with labels and a grid, `title` over the figure, `note` under it."""
     ax.set_ylim(0, 100)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -423,8 +414,7 @@ def percent_axes(fig: Figure, ax: Axes, xlabel: str, ylabel: str, title: str, no
 
 
 def step_with_band(ax: Axes, curve: Any, colour: Any, linestyle: str) -> Artist:
-    """A curve's fractions as a step line in percent over its shaded 95% band (`curve.x`,
-    `value`, `low`, `high`); returns the line."""
+    """A curve's fractions (`x`, `value`, `low`, `high`) as a % step line over its 95% band."""
     values = [100 * v for v in curve.value]
     low, high = [100 * v for v in curve.low], [100 * v for v in curve.high]
     ax.fill_between(curve.x, low, high, step="post", color=colour, alpha=0.15, lw=0)
@@ -432,14 +422,19 @@ def step_with_band(ax: Axes, curve: Any, colour: Any, linestyle: str) -> Artist:
     return line
 
 
-def legend_beside(ax: Axes, entries: Sequence[tuple[Artist, str]], **style: Any) -> Legend:
-    """A legend of (handle, text) entries right of the axes, clear of the data (constrained
-    layout makes room for it)."""
+def legend_beside(
+    ax: Axes,
+    entries: Sequence[tuple[Artist, str]],
+    anchor: tuple[float, float] = (1.02, 1.0),
+    **style: Any,
+) -> Legend:
+    """A legend of (handle, text) entries right of the axes (or at `anchor`, axes fraction),
+    clear of the data (constrained layout makes room for it)."""
     return ax.legend(
         [h for h, _ in entries],
         [t for _, t in entries],
         loc="upper left",
-        bbox_to_anchor=(1.02, 1.0),
+        bbox_to_anchor=anchor,
         borderaxespad=0.0,
         fontsize=8,
         frameon=False,
@@ -484,11 +479,7 @@ def accuracy_vs_eps_figure(
     ylabel: str = "top-1 accuracy (%)",
 ) -> Figure:
     """See `plot_accuracy_vs_eps`."""
-    if not series:
-        raise ConfigError("plot_accuracy_vs_eps: nothing to plot; pass at least one series.")
-    empty = [f"{s.model}: {s.attack}" for s in series if not s.points]
-    if empty:
-        raise ConfigError(f"plot_accuracy_vs_eps: series {empty} have no points; drop them.")
+    _check_series({f"{s.model}: {s.attack}": s.points for s in series}, "plot_accuracy_vs_eps")
     models = list(dict.fromkeys(s.model for s in series))
     colours = dict(zip(models, _colours(len(models)), strict=True))
     styles = _attack_styles(series)
@@ -558,8 +549,8 @@ def plot_accuracy_vs_eps(
 
     One colour per model, one line style and marker per attack. An attack with several
     budgets is a line from the model's clean point with a band; one budget (or clean) is a
-    marker with an error bar, set side by side with others at the same eps. The line under
-    the title gives the number of images (per attack where it differs) and the seeds.
+    marker with an error bar, dodged from others at the same eps. The note under the title
+    gives the number of images (per attack where it differs) and the seeds.
 
     Args:
         series: from `accuracy_series`.

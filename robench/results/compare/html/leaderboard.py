@@ -56,20 +56,11 @@ class Leaderboard:
     has_reference: bool
 
 
-def _metric_text(column: Column) -> str:
-    display = column.display
-    notes = [display.unit] if display.unit else []
-    if column.subset is not None:
-        notes.append(f"n={column.subset}")
-    where = column.group.removeprefix("aggregates") if column.aggregate else ""
-    return display.label + where + (f" ({', '.join(notes)})" if notes else "")
-
-
 def _header(column: Column) -> HeaderCell:
     return HeaderCell(
         sort_id=column.id,
         group=column.perturbation if column.aggregate else column.group,
-        metric=_metric_text(column),
+        metric=column.metric_text(),
         arrow=ARROWS[column.higher_is_better],
         direction=DIRECTION_WORDS[column.higher_is_better],
         first_sort=FIRST_SORT[column.higher_is_better],
