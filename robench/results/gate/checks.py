@@ -1,6 +1,5 @@
 """One gate check: its outcome, how a drop is classified against the policy, and how amounts
-are shown. Shared by the checks of single results (`gate`) and of aggregates such as mCE
-(`gate_aggregates`).
+are shown; shared by the checks of results (`regression.py`) and of aggregates.
 """
 
 from __future__ import annotations

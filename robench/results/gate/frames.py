@@ -1,14 +1,10 @@
 """`robench.gate`: the verdict of `robench gate` from Python, its checks as a DataFrame.
 
-`gate(baseline, candidate, policy=None)` runs the same paired checks as `robench gate
---baseline B --candidate C [--policy P] [--strict]` (`regression.run_gate`) and returns a
-`GateOutcome`: `passed` (the command would exit 0), `verdict` (`pass`, `inconclusive` or
-`regressed`), `exit_code`, `notes`, and `checks`, a frame with one row per check and the
-columns of `robench gate --json`'s checks (`formats.GateCheckSummary`, without its `shown`
-display strings): name, perturbation, metric, aggregate, higher_is_better, baseline,
-candidate, n, drop, allowed, test, p_value, adjusted_p, samples_needed, status, detail.
-Numbers are in stored units (fractions for accuracies), as in the JSON; a value the JSON has
-as null is missing (NaN or None). `outcome.to_json()` is the text `--json` writes.
+`gate(baseline, candidate, policy=None)` runs the same paired checks as `robench gate` and
+returns a `GateOutcome`: `passed`, `verdict`, `exit_code`, `notes`, and `checks`, a frame with
+one row per check and the columns of `robench gate --json`'s checks (`GateCheckSummary`
+without its `shown` display strings), in stored units (fractions for accuracies); a JSON null
+is missing (NaN or None). `outcome.to_json()` is the text `--json` writes.
 """
 
 from __future__ import annotations

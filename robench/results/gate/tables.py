@@ -1,12 +1,10 @@
 """The gate's table at the reader's width, as `robench compare` prints its own.
 
 On a terminal, `RichGate` prints the first layout that fits (`report/fitting.py`): `wide`
-(a column per field, as the markdown summary), `stacked` (the test under the check's name,
-the candidate under the baseline, the allowed drop under the change, the adjusted p under
-p) or `narrow` (every number in one column). The check column is as wide as the longest
-name, so a name is never cut to `clean…`. On a pipe, `markdown_fitting` gives the first of
-the markdown table, a stacked table and a list (a check per item) whose lines fit the width.
-The files the gate writes (`--summary`) keep the wide table. No torch.
+(a column per field), `stacked` (pairs of fields in one column) or `narrow` (every number in
+one column); the check column is as wide as the longest name, so no name is cut. On a pipe,
+`markdown_fitting` does the same with markdown layouts. The files the gate writes keep the
+wide table. No torch.
 """
 
 from __future__ import annotations
