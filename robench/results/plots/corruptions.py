@@ -30,6 +30,7 @@ from robench.results.plots.figures import (
     legend_beside,
     new_figure,
     save_figure,
+    seeds_note,
 )
 
 if TYPE_CHECKING:
@@ -201,9 +202,7 @@ def _count_note(grids: Sequence[CorruptionGrid], per: str) -> str:
     clean = sorted({g.clean.n_samples for g in grids if g.clean is not None})
     if clean and clean != [usual]:
         parts.append(f"clean: n = {' or '.join(map(str, clean))}")
-    seeds = sorted({g.seed for g in grids})
-    word = "seed" if len(seeds) == 1 else "seeds"
-    parts.append(f"{word} {', '.join(map(str, seeds))}, one run per model")
+    parts.append(seeds_note(sorted({g.seed for g in grids})))
     missing = {g.model: g.missing for g in grids if g.missing}
     if missing:
         listed = ", ".join(f"{m}: {k}" for m, k in missing.items())
@@ -337,9 +336,7 @@ def corruption_heatmap_figure(
         images.append(
             _heatmap_panel(ax, grid, rows[grid.dataset], cols[grid.dataset], first, scale)
         )
-        name = _wrapped(
-            _panel_name(grid, several), int(11 * panel_w)
-        )  # 9 pt: ~11 characters an inch
+        name = _wrapped(_panel_name(grid, several), int(11 * panel_w))  # 9 pt: ~11 chars/in
         ax.set_title(_panel_title(grid, name, shared[grid.dataset]), fontsize=9)
         used.append(ax)
     for ax in axes.flat[len(grids) :]:
@@ -477,11 +474,8 @@ def _small_multiples(
         ax.set_yticks([0, 50, 100])
         ax.set_title(_display(corruption), fontsize=8, pad=2)
         ax.tick_params(labelsize=7)
-        below = k + ncols < len(corruptions)  # another panel under this one
-        if below:
-            ax.tick_params(labelbottom=False)
-        if k % ncols:
-            ax.tick_params(labelleft=False)
+        # Tick labels only under the last panel of a column and left of the first of a row.
+        ax.tick_params(labelbottom=k + ncols >= len(corruptions), labelleft=k % ncols == 0)
     for ax in axes.flat[len(corruptions) :]:
         ax.remove()
     sub.supylabel("accuracy (%)", fontsize=8)
@@ -513,8 +507,7 @@ def accuracy_vs_severity_figure(
         title or f"Accuracy against corruption severity ({_METRIC_NAMES.get(metric, metric)})"
     )
     if multiples:
-        subs = fig.subfigures(2, 1, squeeze=False, height_ratios=[main_h, grid_h])
-        top, bottom = subs[0, 0], subs[1, 0]
+        top, bottom = fig.subfigures(2, 1, height_ratios=[main_h, grid_h])
         _small_multiples(bottom, grids, corruptions, ticks)
     else:
         top = fig.subfigures(1, 1, squeeze=False)[0, 0]

@@ -100,14 +100,20 @@ def _titles(fig: Figure, ax: Axes, title: str, note: str | None, width: int = 80
 # --- per-layer diagnostics -------------------------------------------------------------------
 
 
-def _per_layer_axes(fig: Figure, ylabel: str, depth: int) -> Axes:
+def _per_layer_figure(
+    series: Mapping[str, Sequence[float]], what: str, ylabel: str
+) -> tuple[Figure, Axes]:
+    """A checked figure with per-layer axes for `series` (model -> per-layer values)."""
+    _check_series(series, what)
+    fig = new_figure(5.5, 4.2)
+    depth = max(len(values) for values in series.values())
     ax = fig.add_subplot()
     ax.set_xlabel("layer (transformer block)")
     ax.set_ylabel(ylabel)
     ax.set_xticks(range(1, depth + 1))
     ax.set_xlim(0.6, depth + 0.4)
     ax.grid(True, alpha=0.3)
-    return ax
+    return fig, ax
 
 
 def _bottom_legend(fig: Figure, ax: Axes, band: str | None = None) -> None:
@@ -137,11 +143,9 @@ def collapse_figure(
     note: str | None = None,
 ) -> Figure:
     """See `plot_collapse_curves`."""
-    _check_series(curves, "plot_collapse_curves")
+    ylabel = "mean pairwise cosine similarity of tokens"
+    fig, ax = _per_layer_figure(curves, "plot_collapse_curves", ylabel)
     spreads = spread or {}
-    fig = new_figure(5.5, 4.2)
-    depth = max(len(values) for values in curves.values())
-    ax = _per_layer_axes(fig, "mean pairwise cosine similarity of tokens", depth)
     lowest = 0.0
     for colour, (name, values) in zip(_colours(len(curves)), curves.items(), strict=True):
         layers = list(range(1, len(values) + 1))
@@ -191,11 +195,9 @@ def redundancy_figure(
     note: str | None = None,
 ) -> Figure:
     """See `plot_redundancy`."""
-    _check_series(per_layer_mean, "plot_redundancy")
+    ylabel = "L2 distance between heads' attention maps"
+    fig, ax = _per_layer_figure(per_layer_mean, "plot_redundancy", ylabel)
     stds = per_layer_std or {}
-    fig = new_figure(5.5, 4.2)
-    depth = max(len(values) for values in per_layer_mean.values())
-    ax = _per_layer_axes(fig, "L2 distance between heads' attention maps", depth)
     top = 0.0
     n = len(per_layer_mean)
     for i, (colour, (name, values)) in enumerate(
@@ -385,10 +387,14 @@ def _sample_note(series: Sequence[AccuracySeries]) -> str:
     sizes = [f"n = {usual} images per point"]
     sizes += [f"{', '.join(attacks)}: n = {n}" for n, attacks in exceptions.items()]
     seeds = sorted({s.seed for s in series if s.seed is not None})
-    if not seeds:
-        return "; ".join(sizes)
-    word = "seed" if len(seeds) == 1 else "seeds"
-    return "; ".join(sizes) + f"\n{word} {', '.join(map(str, seeds))}, one run per model"
+    return "; ".join(sizes) + (f"\n{seeds_note(seeds)}" if seeds else "")
+
+
+def seeds_note(seeds: Sequence[int]) -> str:
+    """`seeds 0, 1, one run per model`."""
+    return (
+        f"{'seed' if len(seeds) == 1 else 'seeds'} {', '.join(map(str, seeds))}, one run per model"
+    )
 
 
 def _dodged(series: Sequence[AccuracySeries], step: float) -> dict[tuple[str, str], float]:

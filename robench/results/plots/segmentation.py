@@ -1,10 +1,8 @@
 """Segmentation masks drawn over their image: ground truth beside each model's prediction.
 
-`segmentation_overlay_figure` takes one image (H, W, 3) in [0, 1], its label map and any
-number of predicted maps (H, W) of class indices, and draws a row of panels: the image, then
-every map blended over a greyed copy of the image (so the scene stays readable under the
-colours), one colour per class and one legend for all panels. Pixels whose label is no class
-(the ignore index, padding) are left uncoloured. Torch-free: the caller runs the models.
+Every map is blended over a greyed copy of the image (so the scene stays readable under the
+colours), one colour per class; pixels whose label is no class (the ignore index, padding)
+are left uncoloured. Torch-free: the caller runs the models.
 """
 
 from __future__ import annotations
