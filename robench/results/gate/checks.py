@@ -55,11 +55,8 @@ ADJUSTMENT_NAMES = {"holm": "Holm", "benjamini-hochberg": "BH", "none": "unadjus
 
 @dataclass(frozen=True)
 class Check:
-    """One perturbation x metric (or one aggregate) compared between baseline and candidate.
-
-    For an aggregate, `perturbation` is its name in the report (`mce`, `mce@imagenet-c`) and
-    `metric` its registered kind (`mce`); policy rules match those two.
-    """
+    """One perturbation x metric, or one aggregate (`perturbation` its name, `mce@imagenet-c`,
+    `metric` its kind, `mce`: what policy rules match), compared between the two reports."""
 
     perturbation: str
     metric: str
@@ -92,7 +89,7 @@ def display_amount(display: MetricDisplay, amount: float) -> str:
 
 
 def format_amount(metric: str, amount: float) -> str:
-    """A stored-unit amount as shown: `3.00 pp` for accuracies, `1.25` for raw metrics."""
+    """`display_amount` with the metric's registered display."""
     return display_amount(metric_display(metric), amount)
 
 

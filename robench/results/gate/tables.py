@@ -45,8 +45,7 @@ def _width(header: str, lines: list[str]) -> int:
 
 class RichGate:
     """The gate's checks as a rich table in the first layout that fits the console. Every
-    column has a fixed width (its widest line; the test's text wraps under the check's
-    name), so a layout's measured width is the width it prints at."""
+    column has a fixed width, so a layout's measured width is the width it prints at."""
 
     def __init__(self, result: GateResult) -> None:
         self.result = result
@@ -66,8 +65,7 @@ class RichGate:
         return f"[{self.styles[i]}]{escape(self.cells[i]['Status'])}[/]"
 
     def _build(self, headers: list[tuple[str, bool]], rows: list[list[str]], name: int) -> Table:
-        """A table of plain-text `rows` (the status last, styled here); column 0 is `name`
-        wide, the others as wide as their widest line."""
+        """A table of plain-text `rows` (the status last, styled here); column 0 `name` wide."""
         rest = [_width(h, [row[i] for row in rows]) for i, (h, _) in enumerate(headers) if i]
         widths = [name, *rest]
         table = self._table([(h, right, w) for (h, right), w in zip(headers, widths, strict=True)])
@@ -148,7 +146,7 @@ def _markdown_stacked(result: GateResult) -> str:
 
 
 def _markdown_list(result: GateResult, width: int) -> str:
-    """A list item per check, its lines wrapped at `width` between words (a name stays whole)."""
+    """A list item per check, wrapped at `width` between words (a name stays whole)."""
     items = []
     for check, c in zip(result.checks, _cells(result), strict=True):
         status = c["Status"] if check.status is Status.passed else f"**{c['Status']}**"
@@ -176,8 +174,7 @@ MARKDOWN_LAYOUTS: dict[str, Callable[[GateResult, int], str]] = {
 
 
 def markdown_fitting(result: GateResult, width: int) -> str:
-    """The first of `MARKDOWN_LAYOUTS` (widest first) whose lines all fit `width`, else the
-    list: what a pipe or a CI log gets."""
+    """The first of `MARKDOWN_LAYOUTS` whose lines fit `width`, else the list (a pipe, a log)."""
     rendered = ""
     for layout in MARKDOWN_LAYOUTS.values():
         rendered = layout(result, width)
