@@ -1,14 +1,11 @@
 """Side-by-side tables of several reports, in the shape of the paper's Tables 1, 2 and 4.
 
 One row per report (model), one column per perturbation and metric; in every column the best
-value is bold and the second best underlined, direction-aware (best is the smallest value of a
-lower-is-better metric). Only what is comparable is compared:
-columns missing from some report, or measured with different parameters (the threat model,
-L-inf or L2, among them) or directions, are dropped with a note, and reports evaluated on
-different sample sets or data are flagged. Aggregates (mCE, mean corruption accuracy) follow
-as extra columns, compared only where every report computed them with a value on the same
-protocol (members, label space, preprocessing).
-The output formats (rich, markdown, csv, latex, json) live in `robench.results.compare.formats`.
+value is marked best and the second best second, direction-aware. Only what is comparable is
+compared: columns missing from some report, or measured with different parameters (the
+threat model among them) or directions, are dropped with a note, and reports evaluated on
+different sample sets or data are flagged. Aggregates (mCE...) follow as extra columns where
+every report computed them on the same protocol. The output formats live in `formats.py`.
 """
 
 from __future__ import annotations
@@ -40,11 +37,8 @@ ARROWS = {True: "↑", False: "↓"}
 
 @dataclass(frozen=True)
 class Column:
-    """One compared perturbation x metric, or one aggregate, with its direction.
-
-    An aggregate's column has `perturbation` = its name in the reports (`mce`,
-    `mce@imagenet-c`) and `metric` = its registered kind (`mce`).
-    """
+    """One compared perturbation x metric, or one aggregate (`perturbation` its name,
+    `mce@imagenet-c`, `metric` its kind, `mce`), with its direction."""
 
     perturbation: str
     metric: str
@@ -161,13 +155,9 @@ def _dataset_notes(labels: list[str], reports: list[Report]) -> list[str]:
 
 
 def comparable_params(params: Mapping[str, Any]) -> str:
-    """The parameters two reports' results must share to share a column, as one string.
-
-    The threat model is one of them: results under different norms ("linf", "l2") never
-    share a column. A bounded result (one with `eps`) that names no norm is L-infinity, the
-    attacks' default, so it lines up with one that says so; the case of the name is ignored
-    ("Linf" is "linf").
-    """
+    """The parameters two reports' results must share to share a column, as one string. A
+    bounded result (with `eps`) that names no norm is L-infinity, the attacks' default, so it
+    lines up with one that says so ("Linf" is "linf"); other norms never share a column."""
     if "eps" in params:
         params = {**params, "norm": str(params.get("norm", "linf")).lower()}
     return json.dumps(params, sort_keys=True, default=str)
@@ -390,10 +380,7 @@ def build_comparison(
     cost: bool = False,
 ) -> Comparison:
     """Compare `(path, report)` pairs; `reference` is the index of the reference report.
-    `at_eps` adds, per minimal-norm result, a column of top-1 at each eps (`NAME@EPS`);
-    `at_radius`, per randomized-smoothing result, certified accuracy at each L2 radius
-    (`certified_accuracy@R`); `cost`, per result, its counted passes per sample
-    (`compare/cost_column.py`)."""
+    `at_eps`, `at_radius` and `cost` add columns as `--at-eps`, `--at-radius` and `--cost`."""
     if not reports:
         raise ConfigError("compare needs at least one report; pass report JSON files.")
     if at_eps:

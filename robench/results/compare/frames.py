@@ -1,16 +1,9 @@
-"""`robench.compare`: the table of `robench compare` as a pandas DataFrame.
+"""`robench.compare`: the table of `robench compare` as a pandas DataFrame (docs/python-api.md).
 
 The frame is the one `robench compare --format csv` writes, from the same `Comparison` and
-options: a row per report (`model`, `report`), a column per perturbation and metric
-(`fgsm/top1`; an aggregate by its name, `mce`) in display units (percent for accuracies),
-then with a reference a ` diff` column each, and with `ci=True` a ` ci_low` and ` ci_high`
-column each. Numbers are not rounded, nor are the CSV's (`repr`). The frame is a
-`ComparisonFrame` (`shown_frame.py`), which shows all its columns. `per_corruption=True`
-gives a row per corruption and a column per model.
-
-What the CSV cannot hold is in `frame.attrs`: `notes` (what was dropped or differs, the
-sentences `robench compare` prints on stderr), `title`, `reference` and `columns` (each
-value column's perturbation, metric, aggregate, higher_is_better and unit).
+options, with numbers unrounded (the CSV's are `repr`, so they read back the same); what the
+CSV cannot hold (notes, title, reference, columns) is in `frame.attrs`. The frame is a
+`ComparisonFrame` (`shown_frame.py`), which shows all its columns.
 """
 
 from __future__ import annotations
@@ -148,13 +141,9 @@ def compare(
 ) -> pd.DataFrame:
     """The table of `robench compare REPORT... --format csv` as a DataFrame.
 
-    `reports` are paths or `Report` objects. Options as on the command line: `reference`
-    (`--reference`: a report, its path, or its index in `reports`), `metric` (`--metric`:
-    `"top1,top5"` or a list), `ci` (`--ci`), `cost` (`--cost`: a `NAME/passes_per_sample`
-    column per result, missing where a report did not count it), `at_eps` (`--at-eps`:
-    `"1/255,3/255"` or a list of numbers in pixel units), `at_radius` (`--at-radius`:
-    `"0.25,0.5"` or a list of L2 radii) and `per_corruption` (`--per-corruption`). Columns and
-    `frame.attrs` are described in this module's docstring.
+    `reports` are paths or `Report` objects; the options are the command line's, under the
+    same names (`reference`: a report, its path, or its index in `reports`; `metric`,
+    `at_eps` and `at_radius`: a comma-separated string or a list). docs/python-api.md.
     """
     sources = report_sources(reports)
     loaded = load_reports(sources)

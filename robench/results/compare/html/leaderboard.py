@@ -1,8 +1,7 @@
 """A `Comparison` as the page's leaderboard: header and cells ready for the template.
 
-The numbers, marks (best bold, second underlined) and directions are the comparison's own, as
-in the terminal tables and `--format json`: a cell shows its value with two decimals, the raw
-value (six decimals, as the json format rounds it) is what the table sorts on.
+The numbers, marks and directions are the comparison's own: a cell shows its value with two
+decimals and sorts on it as `--format json` rounds it (six decimals).
 """
 
 from __future__ import annotations
