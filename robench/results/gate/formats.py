@@ -134,9 +134,10 @@ _JUNIT_OUTCOME: dict[tuple[Status, bool], tuple[str, str | None]] = {
 }
 
 
-def junit_xml(result: GateResult, strict: bool) -> ET.ElementTree:
-    """One testsuite, one testcase per check; a failure per regression (and per inconclusive
-    check under --strict, else a skipped element)."""
+@register_format("gate", "junit", ".xml")
+def junit_text(result: GateResult, strict: bool) -> str:
+    """JUnit XML: one testsuite, one testcase per check; a failure per regression (and per
+    inconclusive check under --strict, else a skipped element)."""
     suite_name = f"{result.baseline.suite.name} v{result.baseline.suite.version}"
     outcomes = [_JUNIT_OUTCOME.get((c.status, strict)) for c in result.checks]
     counts = {
@@ -167,14 +168,8 @@ def junit_xml(result: GateResult, strict: bool) -> ET.ElementTree:
                 element.text = " | ".join(check_row(check))
         ET.SubElement(case, "system-out").text = check.detail
     ET.indent(root)
-    return ET.ElementTree(root)
-
-
-@register_format("gate", "junit", ".xml")
-def junit_text(result: GateResult, strict: bool) -> str:
-    """`junit_xml` as the text of an XML file, with its declaration."""
     buffer = io.BytesIO()
-    junit_xml(result, strict).write(buffer, encoding="utf-8", xml_declaration=True)
+    ET.ElementTree(root).write(buffer, encoding="utf-8", xml_declaration=True)
     return buffer.getvalue().decode("utf-8")
 
 

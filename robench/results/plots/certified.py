@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from robench.results.plots.figures import (
     LINE_STYLES,
     MODEL_COLOURS,
+    figure_legend,
     new_figure,
     percent_axes,
     step_with_band,
@@ -56,12 +57,5 @@ def certified_figure(reports: Mapping[str, Report]) -> Figure | None:
     )
     # Below the axes, one entry per line: the labels (model, result, sigma, n) are long, and
     # beside the axes they squeezed the curves into a third of the width.
-    fig.legend(
-        [h for h, _ in entries],
-        [t for _, t in entries],
-        loc="outside lower center",
-        ncols=1,
-        fontsize=8,
-        frameon=False,
-    )
+    figure_legend(fig, entries, "outside lower center", ncols=1)
     return fig

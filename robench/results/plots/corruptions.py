@@ -31,6 +31,7 @@ from robench.results.plots.figures import (
     new_figure,
     save_figure,
     seeds_note,
+    wrapped,
 )
 
 if TYPE_CHECKING:
@@ -325,7 +326,7 @@ def corruption_heatmap_figure(
     gaps = any(len(g.cells) < len(rows[g.dataset]) * len(cols[g.dataset]) for g in grids)
     note = f"{_count_note(grids, 'cell')}\n{_heatmap_note(grids, shared, gaps, metric)}"
     body.suptitle(
-        _wrapped(note, int(14 * width)), x=0.01, ha="left", fontsize=NOTE_SIZE, color="0.25"
+        wrapped(note, int(14 * width)), x=0.01, ha="left", fontsize=NOTE_SIZE, color="0.25"
     )
     axes = body.subplots(nrows, ncols, squeeze=False)
     several = _several_datasets(grids)
@@ -336,7 +337,7 @@ def corruption_heatmap_figure(
         images.append(
             _heatmap_panel(ax, grid, rows[grid.dataset], cols[grid.dataset], first, scale)
         )
-        name = _wrapped(_panel_name(grid, several), int(11 * panel_w))  # 9 pt: ~11 chars/in
+        name = wrapped(_panel_name(grid, several), int(11 * panel_w))  # 9 pt: ~11 chars/in
         ax.set_title(_panel_title(grid, name, shared[grid.dataset]), fontsize=9)
         used.append(ax)
     for ax in axes.flat[len(grids) :]:
@@ -363,12 +364,6 @@ def _heatmap_note(
     elif any(set(g.cells) != shared[g.dataset] for g in grids):
         parts.append("means are over the cells every model has")
     return "; ".join(parts)
-
-
-def _wrapped(note: str, width: int) -> str:
-    import textwrap
-
-    return "\n".join(textwrap.fill(line, width) for line in note.splitlines())
 
 
 # --- accuracy against severity ----------------------------------------------------------------
@@ -447,7 +442,7 @@ def _severity_legend(ax: Axes, colours: Mapping[str, str], styles: Mapping[str, 
     from matplotlib.patches import Patch
 
     entries: list[tuple[Artist, str]] = [
-        (Line2D([], [], color=c, lw=2.5), _wrapped(m, 32)) for m, c in colours.items()
+        (Line2D([], [], color=c, lw=2.5), wrapped(m, 32)) for m, c in colours.items()
     ]
     if len(styles) > 1:
         entries += [(Line2D([], [], color="0.3", linestyle=s), d) for d, s in styles.items()]
@@ -523,7 +518,7 @@ def accuracy_vs_severity_figure(
     mean = ", mean over corruptions" if len(corruptions) > 1 else ""
     ax.set_ylabel(f"{_metric_label(metric)}{mean}")
     note = f"{_count_note(grids, 'corruption and severity')}\n{_mean_note(grids, shared)}"
-    ax.set_title(_wrapped(note, 100), fontsize=NOTE_SIZE, loc="left", color="0.25")
+    ax.set_title(wrapped(note, 100), fontsize=NOTE_SIZE, loc="left", color="0.25")
     _severity_legend(ax, colours, styles)
     return fig
 

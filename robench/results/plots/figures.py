@@ -89,12 +89,24 @@ def _check_series(series: Mapping[str, Sequence[object]], what: str) -> None:
         raise ConfigError(f"{what}: series {empty} have no points; drop them or fill them.")
 
 
-def _titles(fig: Figure, ax: Axes, title: str, note: str | None, width: int = 80) -> None:
-    """`title` over the figure; `note` under it, wrapped at `width` to stay over the axes."""
+def wrapped(text: str, width: int) -> str:
+    """`text` with each of its lines wrapped at `width` characters."""
+    return "\n".join(textwrap.fill(line, width) for line in text.splitlines())
+
+
+def _titles(fig: Figure, ax: Axes, title: str, note: str | None) -> None:
+    """`title` over the figure; `note` under it, wrapped to stay over the axes."""
     fig.suptitle(title, fontsize=11)
     if note:
-        lines = [textwrap.fill(line, width) for line in note.splitlines()]
-        ax.set_title("\n".join(lines), fontsize=NOTE_SIZE, loc="left", color="0.25")
+        ax.set_title(wrapped(note, 80), fontsize=NOTE_SIZE, loc="left", color="0.25")
+
+
+def figure_legend(
+    fig: Figure, entries: Sequence[tuple[Artist, str]], loc: str, **style: Any
+) -> None:
+    """A legend of (handle, text) entries on the figure at `loc` ("outside lower center")."""
+    handles, texts = [h for h, _ in entries], [t for _, t in entries]
+    fig.legend(handles, texts, loc=loc, fontsize=8, frameon=False, **style)
 
 
 # --- per-layer diagnostics -------------------------------------------------------------------
@@ -124,14 +136,8 @@ def _bottom_legend(fig: Figure, ax: Axes, band: str | None = None) -> None:
 
         handles.append(Patch(facecolor="0.6", alpha=0.4))
         labels.append(band)
-    fig.legend(
-        handles,
-        labels,
-        loc="outside lower center",
-        ncols=min(len(handles), 2),
-        fontsize=8,
-        frameon=False,
-    )
+    entries = list(zip(handles, labels, strict=True))
+    figure_legend(fig, entries, "outside lower center", ncols=min(len(handles), 2))
 
 
 def collapse_figure(
@@ -534,11 +540,9 @@ def accuracy_vs_eps_figure(
     ax.set_xticks(ticks, [display_pixel_value(e) for e in ticks])
     xs = [0.0, xmax, *x_of.values()]  # dodged markers stay inside the axes
     ax.set_xlim(min(xs) - 0.04 * xmax, max(xs) + 0.04 * xmax)
-    ax.set_ylim(0, 100)
-    ax.set_xlabel("attack budget ε (L∞, pixel scale: 1/255 = one grey level)")
-    ax.set_ylabel(ylabel)
-    ax.grid(True, alpha=0.3)
-    _titles(fig, ax, title, "\n".join(filter(None, [_sample_note(series), note])), width=76)
+    xlabel = "attack budget ε (L∞, pixel scale: 1/255 = one grey level)"
+    notes = "\n".join(filter(None, [_sample_note(series), note]))
+    percent_axes(fig, ax, xlabel, ylabel, title, wrapped(notes, 76))
     _accuracy_legend(ax, colours, styles, {s.attack for s in series if s.is_sweep})
     return fig
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from robench.results.plots.figures import MODEL_COLOURS, NOTE_SIZE, new_figure
+from robench.results.plots.figures import MODEL_COLOURS, NOTE_SIZE, figure_legend, new_figure
 from robench.results.stats.calibration import ECE_BINS, CalibrationError
 
 if TYPE_CHECKING:
@@ -129,13 +129,7 @@ def reliability_figure(
         ax.set_ylabel("accuracy", fontsize=8)
     for ax in axes[-1, :]:
         ax.set_xlabel("confidence", fontsize=8)
-    fig.legend(
-        [_line(colours[m]) for m in models],
-        models,
-        loc="outside right upper",
-        fontsize=8,
-        frameon=False,
-    )
+    figure_legend(fig, [(_line(colours[m]), m) for m in models], "outside right upper")
     return fig
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from robench.results.plots.figures import NOTE_SIZE, new_figure
+from robench.results.plots.figures import NOTE_SIZE, figure_legend, new_figure
 
 if TYPE_CHECKING:
     import numpy as np
@@ -85,10 +85,8 @@ def segmentation_overlay_figure(
         ax.set_xticks([])
         ax.set_yticks([])
     present = np.unique(np.concatenate([np.ravel(labels), *map(np.ravel, predictions.values())]))
-    handles = [
-        Patch(color=colours[k], label=class_names[k]) for k in present if 0 <= k < len(colours)
-    ]
-    fig.legend(handles=handles, loc="outside right center", frameon=False, fontsize=8)
+    entries = [(Patch(color=colours[k]), class_names[k]) for k in present if 0 <= k < len(colours)]
+    figure_legend(fig, entries, "outside right center")
     fig.suptitle(title, fontsize=11)
     if note:
         fig.supxlabel(note, fontsize=NOTE_SIZE, color="0.25")
