@@ -98,17 +98,16 @@ def build_per_corruption(
     for key in kept:
         label = key[1] if len(datasets) == 1 else f"{key[1]} @{key[0]}"
         rows.setdefault(label, []).append(key)
-    cells: dict[tuple[str, str], tuple[float, str]] = {}
-    means: dict[str, list[float]] = {label: [] for label in labels}
-    for row, keys in [*rows.items(), (MEAN_ROW, [])]:
-        if row == MEAN_ROW:
-            values = [sum(means[m]) / len(means[m]) for m in labels]
-        else:
-            values = [scale * sum(found[k][1] for k in keys) / len(keys) for found in keyed]
-            for model, value in zip(labels, values, strict=True):
-                means[model].append(value)
-        for model, value, mark in zip(labels, values, best_marks(values, better), strict=True):
-            cells[row, model] = (value, mark)
+    values = {
+        row: [scale * sum(found[k][1] for k in keys) / len(keys) for found in keyed]
+        for row, keys in rows.items()
+    }
+    values[MEAN_ROW] = [sum(column) / len(column) for column in zip(*values.values(), strict=True)]
+    cells = {
+        (row, model): (value, mark)
+        for row, shown in values.items()
+        for model, value, mark in zip(labels, shown, best_marks(shown, better), strict=True)
+    }
     notes = []
     if dropped:
         shown = ", ".join(f"{c}-{s}" for _, c, s in dropped[:5])

@@ -208,22 +208,22 @@ class RichResults:
 def rich_table(report: Report) -> RenderableType:
     parts: list[RenderableType] = [RichResults(report)]
     if report.diagnostics:
-        diag = Table(title="Diagnostics", title_justify="left")
-        for name in DIAGNOSTIC_HEADER:
-            diag.add_column(name, overflow="fold")
-        for row in diagnostic_rows(report):
-            diag.add_row(*row)
-        parts.append(diag)
+        parts.append(_text_table("Diagnostics", DIAGNOSTIC_HEADER, diagnostic_rows(report)))
     if report.sanity:
-        checks = Table(title="Sanity battery", title_justify="left")
-        for name in SANITY_HEADER:
-            checks.add_column(name, overflow="fold", no_wrap=name == "Status")
-        for name, status, detail in sanity_rows(report):
-            checks.add_row(
-                name, "[green]pass[/]" if status == "pass" else "[yellow]warn[/]", detail
-            )
-        parts.append(checks)
+        styled = {"pass": "[green]pass[/]", "warn": "[yellow]warn[/]"}
+        rows = [[n, styled.get(s, styled["warn"]), d] for n, s, d in sanity_rows(report)]
+        parts.append(_text_table("Sanity battery", SANITY_HEADER, rows))
     return parts[0] if len(parts) == 1 else Group(*parts)
+
+
+def _text_table(title: str, header: list[str], rows: list[list[str]]) -> Table:
+    """A table of text columns that fold (the status column never wraps)."""
+    table = Table(title=title, title_justify="left")
+    for name in header:
+        table.add_column(name, overflow="fold", no_wrap=name == "Status")
+    for row in rows:
+        table.add_row(*row)
+    return table
 
 
 def _markdown(header: list[str], rows: list[list[str]]) -> list[str]:

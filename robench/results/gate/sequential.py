@@ -72,16 +72,11 @@ class SequentialGate:
                     continue
                 tolerance, _ = policy.tolerance_for(result.name, metric)
                 allowed = tolerance.allowed_drop(value.value)
-                self.checks.append(
-                    SequentialCheck(
-                        result=result.name,
-                        metric=metric,
-                        higher=higher_is_better(metric, value.higher_is_better),
-                        allowed=allowed,
-                        tolerance_text=tolerance_text(metric_display(metric), tolerance, allowed),
-                        baseline=dict(zip(samples.indices, values, strict=True)),
-                    )
-                )
+                text = tolerance_text(metric_display(metric), tolerance, allowed)
+                higher = higher_is_better(metric, value.higher_is_better)
+                by_index = dict(zip(samples.indices, values, strict=True))
+                found = SequentialCheck(result.name, metric, higher, allowed, text, by_index)
+                self.checks.append(found)
         if baseline.aggregates:
             self.notes.append("aggregates are not gated sequentially; run the fixed-n gate.")
         if not any(check.allowed is not None for check in self.checks):

@@ -177,10 +177,9 @@ def corruption_grids(
             cells[(name, severity)] = _cell(value, result.n_samples)
         missing = sum(m.kind == "corruption" for m in report.missing)
         for dataset, cells in by_dataset.items():
-            clean_dataset = dataset if dataset in cleans else None
-            if clean_dataset is None and len(cleans) == 1:
-                clean_dataset = next(iter(cleans))
-            clean = cleans.get(clean_dataset) if clean_dataset is not None else None
+            only = next(iter(cleans)) if len(cleans) == 1 else None
+            clean_dataset = dataset if dataset in cleans else only
+            clean = cleans[clean_dataset] if clean_dataset is not None else None
             other = clean_dataset if clean_dataset != dataset else None
             grids.append(CorruptionGrid(model, dataset, cells, clean, other, report.seed, missing))
     return grids

@@ -186,14 +186,8 @@ def render_page(
         Fact("Evaluated", _dates(sections)),
         Fact("Page written by", f"robench {__version__}"),
     ]
-    return (
-        _environment()
-        .get_template(TEMPLATE)
-        .render(
-            title=title,
-            header=[fact for fact in header if fact.value],
-            sections=sections,
-            gate=gate,
-            gate_header=GATE_HEADER,
-        )
+    shown = [fact for fact in header if fact.value]
+    template = _environment().get_template(TEMPLATE)
+    return template.render(
+        title=title, header=shown, sections=sections, gate=gate, gate_header=GATE_HEADER
     )
