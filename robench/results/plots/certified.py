@@ -57,5 +57,5 @@ def certified_figure(reports: Mapping[str, Report]) -> Figure | None:
     )
     # Below the axes, one entry per line: the labels (model, result, sigma, n) are long, and
     # beside the axes they squeezed the curves into a third of the width.
-    figure_legend(fig, entries, "outside lower center", ncols=1)
+    figure_legend(fig, entries, loc="outside lower center", ncols=1)
     return fig

@@ -501,7 +501,7 @@ def accuracy_vs_severity_figure(
         title or f"Accuracy against corruption severity ({_METRIC_NAMES.get(metric, metric)})"
     )
     if multiples:
-        top, bottom = fig.subfigures(2, 1, height_ratios=[main_h, grid_h])
+        top, bottom = fig.subfigures(2, 1, squeeze=False, height_ratios=[main_h, grid_h])[:, 0]
         _small_multiples(bottom, grids, corruptions, ticks)
     else:
         top = fig.subfigures(1, 1, squeeze=False)[0, 0]

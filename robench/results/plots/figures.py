@@ -101,12 +101,10 @@ def _titles(fig: Figure, ax: Axes, title: str, note: str | None) -> None:
         ax.set_title(wrapped(note, 80), fontsize=NOTE_SIZE, loc="left", color="0.25")
 
 
-def figure_legend(
-    fig: Figure, entries: Sequence[tuple[Artist, str]], loc: str, **style: Any
-) -> None:
-    """A legend of (handle, text) entries on the figure at `loc` ("outside lower center")."""
+def figure_legend(fig: Figure, entries: Sequence[tuple[Artist, str]], **style: Any) -> None:
+    """A legend of (handle, text) entries on the figure (`loc="outside lower center"`...)."""
     handles, texts = [h for h, _ in entries], [t for _, t in entries]
-    fig.legend(handles, texts, loc=loc, fontsize=8, frameon=False, **style)
+    fig.legend(handles, texts, fontsize=8, frameon=False, **style)
 
 
 # --- per-layer diagnostics -------------------------------------------------------------------
@@ -137,7 +135,7 @@ def _bottom_legend(fig: Figure, ax: Axes, band: str | None = None) -> None:
         handles.append(Patch(facecolor="0.6", alpha=0.4))
         labels.append(band)
     entries = list(zip(handles, labels, strict=True))
-    figure_legend(fig, entries, "outside lower center", ncols=min(len(handles), 2))
+    figure_legend(fig, entries, loc="outside lower center", ncols=min(len(handles), 2))
 
 
 def collapse_figure(

@@ -129,7 +129,7 @@ def reliability_figure(
         ax.set_ylabel("accuracy", fontsize=8)
     for ax in axes[-1, :]:
         ax.set_xlabel("confidence", fontsize=8)
-    figure_legend(fig, [(_line(colours[m]), m) for m in models], "outside right upper")
+    figure_legend(fig, [(_line(colours[m]), m) for m in models], loc="outside right upper")
     return fig
 
 

@@ -86,7 +86,7 @@ def segmentation_overlay_figure(
         ax.set_yticks([])
     present = np.unique(np.concatenate([np.ravel(labels), *map(np.ravel, predictions.values())]))
     entries = [(Patch(color=colours[k]), class_names[k]) for k in present if 0 <= k < len(colours)]
-    figure_legend(fig, entries, "outside right center")
+    figure_legend(fig, entries, loc="outside right center")
     fig.suptitle(title, fontsize=11)
     if note:
         fig.supxlabel(note, fontsize=NOTE_SIZE, color="0.25")
