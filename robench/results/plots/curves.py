@@ -148,5 +148,5 @@ def iteration_figure(reports: Mapping[str, Report]) -> Figure | None:
     # Below the axes, not beside them: its entries name model, result, attack, eps and n,
     # and beside the axes they took two thirds of the figure's width.
     fig.set_figheight(4.6 + 0.18 * len(entries))
-    legend_beside(ax, entries, anchor=(0.0, -0.14))
+    legend_beside(ax, entries, bbox_to_anchor=(0.0, -0.14))
     return fig

@@ -178,12 +178,9 @@ def plot_collapse_curves(
 ) -> Path:
     """One line per model: mean pairwise cosine similarity of tokens after each layer.
 
-    Args:
-        curves: model name -> per-layer values (the `collapse` diagnostic's `per_layer`).
-        path: PNG to write.
-        spread: model name -> per-layer spread (`per_layer_std`), drawn as a shaded band that
-            the legend calls `spread_label`.
-        note: a line under the title: sample size, seeds, where the multi-seed result is.
+    `curves`: model name -> per-layer values (the `collapse` diagnostic's `per_layer`);
+    `spread`: model name -> per-layer spread (`per_layer_std`), a band the legend calls
+    `spread_label`; `note`: a line under the title (sample size, seeds).
     """
     fig = collapse_figure(curves, spread=spread, spread_label=spread_label, title=title, note=note)
     return save_figure(fig, path)
@@ -239,14 +236,9 @@ def plot_redundancy(
 ) -> Path:
     """One line per model: mean L2 distance between heads per layer, +- std when given.
 
-    Args:
-        per_layer_mean: model name -> per-layer means (`head_redundancy`'s `per_layer_mean`).
-        path: PNG to write.
-        per_layer_std: model name -> per-layer standard deviations, drawn as error bars; the
-            legend says "mean `std_label`" (say over what: "± 1 std over images x head pairs").
-        ymax: top of the y-axis (it starts at 0), e.g. the largest possible distance, so that
-            figures of different models share a scale; None fits the data.
-        note: a line under the title (sample size, what the bars are, the y-range's meaning).
+    `per_layer_std` is drawn as error bars the legend calls "mean `std_label`" (say over
+    what: "± 1 std over images x head pairs"); `ymax` tops the y-axis (which starts at 0),
+    e.g. the largest possible distance, so figures share a scale (None fits the data).
     """
     fig = redundancy_figure(
         per_layer_mean,
@@ -316,16 +308,10 @@ _BUDGET_PARAMS = {
 
 
 def accuracy_series(reports: Mapping[str, Report], *, metric: str = "top1") -> list[AccuracySeries]:
-    """One series per (model, attack) from reports: accuracies in % with their 95% intervals.
-
-    Results of one kind whose parameters differ only in the budget form one series; other
-    parameter sets of the same kind get their own (named after the results). Results without
-    `metric`, or non-clean ones without an `eps`, are left out.
-
-    Args:
-        reports: model name (as the legend should show it) -> its report.
-        metric: an accuracy metric stored as a fraction ("top1", "top5").
-    """
+    """One series per (model, attack) of `reports` (legend name -> report): `metric` (an
+    accuracy stored as a fraction) in % with its 95% intervals. Results of one kind whose
+    parameters differ only in the budget form one series; results without `metric`, or
+    non-clean ones without an `eps`, are left out."""
     series = []
     for model, report in reports.items():
         groups: dict[tuple[str, str], list[tuple[AccuracyPoint, str]]] = {}
@@ -396,9 +382,8 @@ def _sample_note(series: Sequence[AccuracySeries]) -> str:
 
 def seeds_note(seeds: Sequence[int]) -> str:
     """`seeds 0, 1, one run per model`."""
-    return (
-        f"{'seed' if len(seeds) == 1 else 'seeds'} {', '.join(map(str, seeds))}, one run per model"
-    )
+    word = "seed" if len(seeds) == 1 else "seeds"
+    return f"{word} {', '.join(map(str, seeds))}, one run per model"
 
 
 def _dodged(series: Sequence[AccuracySeries], step: float) -> dict[tuple[str, str], float]:
@@ -432,23 +417,13 @@ def step_with_band(ax: Axes, curve: Any, colour: Any, linestyle: str) -> Artist:
     return line
 
 
-def legend_beside(
-    ax: Axes,
-    entries: Sequence[tuple[Artist, str]],
-    anchor: tuple[float, float] = (1.02, 1.0),
-    **style: Any,
-) -> Legend:
-    """A legend of (handle, text) entries right of the axes (or at `anchor`, axes fraction),
-    clear of the data (constrained layout makes room for it)."""
+def legend_beside(ax: Axes, entries: Sequence[tuple[Artist, str]], **style: Any) -> Legend:
+    """A legend of (handle, text) entries right of the axes, clear of the data (constrained
+    layout makes room for it); `style` may move it (`bbox_to_anchor`)."""
+    placed: dict[str, Any] = {"loc": "upper left", "bbox_to_anchor": (1.02, 1.0)}
+    handles, texts = [h for h, _ in entries], [t for _, t in entries]
     return ax.legend(
-        [h for h, _ in entries],
-        [t for _, t in entries],
-        loc="upper left",
-        bbox_to_anchor=anchor,
-        borderaxespad=0.0,
-        fontsize=8,
-        frameon=False,
-        **style,
+        handles, texts, borderaxespad=0.0, fontsize=8, frameon=False, **(placed | style)
     )
 
 
@@ -553,17 +528,10 @@ def plot_accuracy_vs_eps(
     note: str | None = None,
     ylabel: str = "top-1 accuracy (%)",
 ) -> Path:
-    """Accuracy (%) against the L-inf budget, eps ticks labelled "k/255", with 95% intervals.
-
-    One colour per model, one line style and marker per attack. An attack with several
-    budgets is a line from the model's clean point with a band; one budget (or clean) is a
-    marker with an error bar, dodged from others at the same eps. The note under the title
-    gives the number of images (per attack where it differs) and the seeds.
-
-    Args:
-        series: from `accuracy_series`.
-        path: PNG to write.
-        note: a second line under the title (e.g. the data set and the interval method).
+    """Accuracy (%) of `series` (from `accuracy_series`) against the L-inf budget, with 95%
+    intervals: one colour per model, one line style and marker per attack; several budgets
+    are a line from the clean point with a band, one budget a marker with an error bar. The
+    note under the title gives the images and seeds, then `note`.
     """
     fig = accuracy_vs_eps_figure(series, title=title, note=note, ylabel=ylabel)
     return save_figure(fig, path)
