@@ -185,12 +185,8 @@ def _perplexities(report: Report) -> list[tuple[str, float, tuple[float, float]]
 
 def perplexity_figures(reports: Mapping[str, Report]) -> list[PageFigure]:
     """Language models: perplexity clean and under each Word Swap rate, bars per model."""
-    found = {
-        label: _perplexities(report)
-        for label, report in reports.items()
-        if report.task == LANGUAGE_MODELING
-    }
-    found = {label: values for label, values in found.items() if values}
+    models = [(label, r) for label, r in reports.items() if r.task == LANGUAGE_MODELING]
+    found = {label: values for label, r in models if (values := _perplexities(r))}
     names = list(dict.fromkeys(name for values in found.values() for name, _, _ in values))
     if not found or not any(name != "clean" for name in names):
         return []
