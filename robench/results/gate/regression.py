@@ -22,7 +22,6 @@ from typing import Any
 from robench._core.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, ConfigError
 from robench.results.gate.aggregates import aggregate_checks
 from robench.results.gate.checks import (
-    SEVERITY,
     Check,
     PairedTest,
     Status,
@@ -146,7 +145,7 @@ class GateResult:
 
     @property
     def status(self) -> Status:
-        return max((c.status for c in self.checks), key=SEVERITY.__getitem__, default=Status.passed)
+        return max((c.status for c in self.checks), key=list(Status).index, default=Status.passed)
 
     def count(self, status: Status) -> int:
         return sum(c.status is status for c in self.checks)

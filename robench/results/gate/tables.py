@@ -18,7 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from robench.results.gate.formats import HEADER, STATUS_STYLE, check_row, markdown_table
-from robench.results.gate.regression import GateResult, Status
+from robench.results.gate.regression import Check, GateResult, Status
 from robench.results.report.fitting import Layout, first_that_fits
 
 Cells = dict[str, str]  # HEADER -> the text of one check's cell
@@ -126,6 +126,11 @@ class RichGate:
         yield first_that_fits(console, options, layouts)[1]
 
 
+def _status(check: Check, cells: Cells) -> str:
+    """The status, bold unless it passed (as in the wide table)."""
+    return cells["Status"] if check.status is Status.passed else f"**{cells['Status']}**"
+
+
 def _markdown_stacked(result: GateResult) -> str:
     """Five columns: check, baseline -> candidate, change (allowed), p (adjusted), status."""
     lines = [
@@ -133,13 +138,12 @@ def _markdown_stacked(result: GateResult) -> str:
         "|---|---:|---:|---:|---|",
     ]
     for check, c in zip(result.checks, _cells(result), strict=True):
-        status = c["Status"] if check.status is Status.passed else f"**{c['Status']}**"
         cells = [
             c["Check"],
             f"{c['Baseline']} -> {c['Candidate']}",
             f"{c['Change']} ({c['Allowed drop']})",
             _p(c),
-            status,
+            _status(check, c),
         ]
         lines.append("| " + " | ".join(cell.replace("|", r"\|") for cell in cells) + " |")
     return "\n".join(lines)
@@ -149,10 +153,9 @@ def _markdown_list(result: GateResult, width: int) -> str:
     """A list item per check, wrapped at `width` between words (a name stays whole)."""
     items = []
     for check, c in zip(result.checks, _cells(result), strict=True):
-        status = c["Status"] if check.status is Status.passed else f"**{c['Status']}**"
         lines = [
-            f"- `{c['Check']}`: {status}; {c['Baseline']} -> {c['Candidate']} ({c['Change']}, "
-            f"{_allowed(c)})",
+            f"- `{c['Check']}`: {_status(check, c)}; {c['Baseline']} -> {c['Candidate']} "
+            f"({c['Change']}, {_allowed(c)})",
             f"  {c['Test']}: p {_p(c)}",
         ]
         for line in lines:

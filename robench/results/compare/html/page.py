@@ -94,14 +94,8 @@ def _section_facts(reports: Sequence[Report]) -> list[Fact]:
 
 def _provenance(label: str, source: str, report: Report) -> Provenance:
     model, env = report.model, report.environment
-    versions = {
-        "robench": report.robench_version,
-        "python": env.python,
-        "torch": env.torch,
-        "timm": env.timm,
-        "torchattacks": env.torchattacks,
-        "pyautoattack": env.pyautoattack,
-    }
+    libraries = ("python", "torch", "timm", "torchattacks", "pyautoattack")
+    versions = {"robench": report.robench_version} | {k: getattr(env, k) for k in libraries}
     facts = {
         "Report": source,
         "Model": model.name,
