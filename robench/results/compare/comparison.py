@@ -332,13 +332,8 @@ def _with_accuracy_at(
         result_cap,
     )
 
-    extended = []
-    for path, report in reports:
-        extra = accuracy_at_results(report, at_eps, f"report {path}")
-        extended.append((path, report.model_copy(update={"results": report.results + extra})))
-    if all(
-        len(a.results) == len(b.results) for (_, a), (_, b) in zip(reports, extended, strict=True)
-    ):
+    extras = [accuracy_at_results(report, at_eps, f"report {path}") for path, report in reports]
+    if not any(extras):
         caps = sorted({result_cap(x) for _, r in reports for x in r.results if is_minimal_norm(x)})
         caps = [cap for cap in caps if math.isfinite(cap)]  # uncapped ones read every eps
         where = (
@@ -351,7 +346,10 @@ def _with_accuracy_at(
             f'{where}; pass a smaller eps, or reports of a suite with kind = "minimal-norm" '
             "(e.g. minimal-norm-smoke)."
         )
-    return extended
+    return [
+        (path, report.model_copy(update={"results": report.results + extra}))
+        for (path, report), extra in zip(reports, extras, strict=True)
+    ]
 
 
 def _with_certified_at(
