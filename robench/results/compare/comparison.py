@@ -229,8 +229,7 @@ def _protocol(report: Report, aggregate: AggregateResult) -> dict[str, object]:
 def _collect_aggregates(
     labels: list[str], reports: list[Report], metrics: Sequence[str] | None
 ) -> tuple[list[Column], list[str]]:
-    """Aggregate columns with a value in every report on the same protocol; notes on the
-    ones dropped."""
+    """Aggregate columns with a value in every report on the same protocol; notes on the rest."""
     names = dict.fromkeys(
         a.name
         for report in reports
@@ -293,8 +292,7 @@ def best_marks(values: list[float], higher_is_better: bool) -> list[str]:
 def _cells(
     labels: list[str], reports: list[Report], columns: list[Column], reference: int | None
 ) -> dict[tuple[str, ColumnKey], Cell]:
-    """Every (row, column) cell in display units, marked, with its difference to the
-    reference row."""
+    """Every (row, column) cell in display units, marked, with its difference to the reference."""
     found: list[dict[ColumnKey, tuple[float, tuple[float, float]]]] = []
     for report in reports:
         values = {

@@ -43,9 +43,8 @@ def label_width(text: str, hyphenate: bool = False) -> int:
 
 
 def wrap_label(text: str, width: int) -> str:
-    """`text` in lines of at most `width` cells: broken between words; a word wider than
-    `width` after '-' or '_' (`vit_nano_` / `elliptical_` / `fmnist`), a piece wider than
-    that folded."""
+    """`text` in lines of at most `width` cells: broken between words, a wider word after '-'
+    or '_' (`vit_nano_` / `elliptical_` / `fmnist`), a wider piece folded."""
     lines: list[str] = []
     for source in text.split("\n"):
         line = ""

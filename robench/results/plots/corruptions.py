@@ -534,8 +534,8 @@ CORRUPTION_FIGURES: dict[str, Callable[..., Figure | None]] = {
 def plot_corruption_figures(
     reports: Mapping[str, Report], out_dir: Path, stem: str, *, metric: str = "top1"
 ) -> list[Path]:
-    """Write `<stem>-corruptions-heatmap.png` and `<stem>-corruptions-severity.png` into
-    `out_dir` (none when no report has corruption results); return the paths written."""
+    """Write `<stem>-corruptions-heatmap.png` and `-severity.png` (those that apply) into
+    `out_dir`; return the paths written."""
     paths = []
     for suffix, build in CORRUPTION_FIGURES.items():
         fig = build(reports, metric=metric)

@@ -108,8 +108,7 @@ def eps_curve_figure(reports: Mapping[str, Report], norm: str) -> Figure | None:
 
 
 def iteration_figure(reports: Mapping[str, Report]) -> Figure | None:
-    """Accuracy against iterations for every result with recorded iterations; None when no
-    result has them."""
+    """Accuracy against iterations for every result that recorded them; None when none did."""
     fig = new_figure(7.6, 4.6)
     ax = fig.add_subplot()
     entries = []

@@ -104,8 +104,7 @@ def _draw_panel(ax: Axes, panel: ReliabilityPanel, colours: Mapping[str, str]) -
 def reliability_figure(
     reports: Mapping[str, Report], *, title: str = "Reliability per perturbation"
 ) -> Figure | None:
-    """Small multiples of the panels of `reports` (model name -> report); None when no
-    report has per-sample ECE values."""
+    """Small multiples of the panels of `reports`; None without per-sample ECE values."""
     panels = reliability_panels(reports)
     if not panels:
         return None
