@@ -1,14 +1,11 @@
 """Side-by-side tables of several reports, in the shape of the paper's Tables 1, 2 and 4.
 
 One row per report (model), one column per perturbation and metric; in every column the best
-value is bold and the second best underlined, direction-aware (best is the smallest value of a
-lower-is-better metric). Only what is comparable is compared:
-columns missing from some report, or measured with different parameters (the threat model,
-L-inf or L2, among them) or directions, are dropped with a note, and reports evaluated on
-different sample sets or data are flagged. Aggregates (mCE, mean corruption accuracy) follow
-as extra columns, compared only where every report computed them with a value on the same
-protocol (members, label space, preprocessing).
-The output formats (rich, markdown, csv, latex, json) live in `robench.results.compare.formats`.
+value is marked best and the second best second, direction-aware. Only what is comparable is
+compared: columns missing from some report, or measured with different parameters (the
+threat model among them) or directions, are dropped with a note, and reports evaluated on
+different sample sets or data are flagged. Aggregates (mCE...) follow as extra columns where
+every report computed them on the same protocol. The output formats live in `formats.py`.
 """
 
 from __future__ import annotations
@@ -40,11 +37,8 @@ ARROWS = {True: "↑", False: "↓"}
 
 @dataclass(frozen=True)
 class Column:
-    """One compared perturbation x metric, or one aggregate, with its direction.
-
-    An aggregate's column has `perturbation` = its name in the reports (`mce`,
-    `mce@imagenet-c`) and `metric` = its registered kind (`mce`).
-    """
+    """One compared perturbation x metric, or one aggregate (`perturbation` its name,
+    `mce@imagenet-c`, `metric` its kind, `mce`), with its direction."""
 
     perturbation: str
     metric: str
@@ -74,6 +68,25 @@ class Column:
     def display(self) -> MetricDisplay:
         found = find_aggregate(self.metric) if self.aggregate else None
         return found.display if found is not None else metric_display(self.metric)
+
+    def metric_text(self, grouped: bool = True) -> str:
+        """`top-1 (%, n=100)`: the metric's label, unit and a subset's sample count (`grouped`:
+        with an aggregate's ` @dataset`)."""
+        notes = [self.display.unit] if self.display.unit else []
+        if self.subset is not None:  # fewer samples than the other columns: say so
+            notes.append(f"n={self.subset}")
+        where = self.group.removeprefix("aggregates") if grouped and self.aggregate else ""
+        return self.display.label + where + (f" ({', '.join(notes)})" if notes else "")
+
+    def described(self) -> dict[str, object]:
+        """The column as `--format json` lists it."""
+        return {
+            "perturbation": self.perturbation,
+            "metric": self.metric,
+            "aggregate": self.aggregate,
+            "higher_is_better": self.higher_is_better,
+            "unit": self.display.unit,
+        }
 
 
 @dataclass(frozen=True)
@@ -142,13 +155,9 @@ def _dataset_notes(labels: list[str], reports: list[Report]) -> list[str]:
 
 
 def comparable_params(params: Mapping[str, Any]) -> str:
-    """The parameters two reports' results must share to share a column, as one string.
-
-    The threat model is one of them: results under different norms ("linf", "l2") never
-    share a column. A bounded result (one with `eps`) that names no norm is L-infinity, the
-    attacks' default, so it lines up with one that says so; the case of the name is ignored
-    ("Linf" is "linf").
-    """
+    """The parameters two reports' results must share to share a column, as one string. A
+    bounded result (with `eps`) that names no norm is L-infinity, the attacks' default, so it
+    lines up with one that says so ("Linf" is "linf"); other norms never share a column."""
     if "eps" in params:
         params = {**params, "norm": str(params.get("norm", "linf")).lower()}
     return json.dumps(params, sort_keys=True, default=str)
@@ -220,8 +229,7 @@ def _protocol(report: Report, aggregate: AggregateResult) -> dict[str, object]:
 def _collect_aggregates(
     labels: list[str], reports: list[Report], metrics: Sequence[str] | None
 ) -> tuple[list[Column], list[str]]:
-    """Aggregate columns with a value in every report on the same protocol; notes on the
-    ones dropped."""
+    """Aggregate columns with a value in every report on the same protocol; notes on the rest."""
     names = dict.fromkeys(
         a.name
         for report in reports
@@ -284,8 +292,7 @@ def best_marks(values: list[float], higher_is_better: bool) -> list[str]:
 def _cells(
     labels: list[str], reports: list[Report], columns: list[Column], reference: int | None
 ) -> dict[tuple[str, ColumnKey], Cell]:
-    """Every (row, column) cell in display units, marked, with its difference to the
-    reference row."""
+    """Every (row, column) cell in display units, marked, with its difference to the reference."""
     found: list[dict[ColumnKey, tuple[float, tuple[float, float]]]] = []
     for report in reports:
         values = {
@@ -323,13 +330,8 @@ def _with_accuracy_at(
         result_cap,
     )
 
-    extended = []
-    for path, report in reports:
-        extra = accuracy_at_results(report, at_eps, f"report {path}")
-        extended.append((path, report.model_copy(update={"results": report.results + extra})))
-    if all(
-        len(a.results) == len(b.results) for (_, a), (_, b) in zip(reports, extended, strict=True)
-    ):
+    extras = [accuracy_at_results(report, at_eps, f"report {path}") for path, report in reports]
+    if not any(extras):
         caps = sorted({result_cap(x) for _, r in reports for x in r.results if is_minimal_norm(x)})
         caps = [cap for cap in caps if math.isfinite(cap)]  # uncapped ones read every eps
         where = (
@@ -342,7 +344,10 @@ def _with_accuracy_at(
             f'{where}; pass a smaller eps, or reports of a suite with kind = "minimal-norm" '
             "(e.g. minimal-norm-smoke)."
         )
-    return extended
+    return [
+        (path, report.model_copy(update={"results": report.results + extra}))
+        for (path, report), extra in zip(reports, extras, strict=True)
+    ]
 
 
 def _with_certified_at(
@@ -371,10 +376,7 @@ def build_comparison(
     cost: bool = False,
 ) -> Comparison:
     """Compare `(path, report)` pairs; `reference` is the index of the reference report.
-    `at_eps` adds, per minimal-norm result, a column of top-1 at each eps (`NAME@EPS`);
-    `at_radius`, per randomized-smoothing result, certified accuracy at each L2 radius
-    (`certified_accuracy@R`); `cost`, per result, its counted passes per sample
-    (`compare/cost_column.py`)."""
+    `at_eps`, `at_radius` and `cost` add columns as `--at-eps`, `--at-radius` and `--cost`."""
     if not reports:
         raise ConfigError("compare needs at least one report; pass report JSON files.")
     if at_eps:

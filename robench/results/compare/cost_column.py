@@ -1,12 +1,10 @@
 """The cost column of `robench compare --cost`: each result's counted model passes per sample.
 
 A report since schema 5 records what every result cost, counted at the model
-(`PerturbationResult.cost`: forward and backward passes in samples, robench's re-run of the
-model to score included). `--cost` shows, beside each compared perturbation's metrics, its
-passes per sample (forward + backward over the samples run), lower is better, so two attacks
-compare on cost independently of the hardware. A result of an older report, or one resumed
-whole from an earlier run, has no counted cost: its cell is NaN, shown as "unknown", and never
-marked best.
+(`PerturbationResult.cost`); `--cost` shows each result's forward + backward passes per
+sample, lower is better, so attacks compare on cost independently of the hardware. A result
+without a counted cost (an older report, a resumed result) is NaN, shown as "unknown", and
+never marked best.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """Output formats of `robench compare`: rich, markdown, csv, latex, json and html renderings
-of a `Comparison`, registered in `COMPARE_FORMATS` (results/report/output_formats.py; import
-it from here, where it is filled) with the file suffixes that select them (best bold, second
-underlined where the format can show it). The html page
-(`robench.results.compare.html`) reads the compared reports back for its figures and provenance.
+of a `Comparison`, registered in `COMPARE_FORMATS` (import it from here, where it is filled)
+with the file suffixes that select them (best bold, second underlined where the format can).
 """
 
 from __future__ import annotations
@@ -49,8 +47,7 @@ def _identity(text: str) -> str:
 
 
 def unmarked(markup: Markup) -> Markup:
-    """`markup` without emphasis: for a table that shows one model's values, where a value
-    marked best (among models shown elsewhere) would have no neighbour to beat."""
+    """`markup` without emphasis: for a table of one model's values (no neighbour to beat)."""
     return replace(markup, bold=_identity, underline=_identity)
 
 
@@ -58,7 +55,7 @@ def cell_text(
     cmp: Comparison, row: str, column: Column, markup: Markup, ci: bool, interval_sep: str = " "
 ) -> str:
     """`54.64 (+2.03) [53.66, 55.61]`: value (marked), difference to the reference, interval
-    (after `interval_sep`: a newline puts it on a line of its own)."""
+    (after `interval_sep`)."""
     cell = cmp.cell(row, column)
     if math.isnan(cell.value):  # a cost an older report did not count
         return markup.escape(UNKNOWN)
@@ -74,19 +71,9 @@ def cell_text(
 
 
 def _header(column: Column, markup: Markup, with_perturbation: bool = True) -> str:
-    display = column.display
-    notes = [display.unit] if display.unit else []
-    if column.subset is not None:  # fewer samples than the other columns: say so in the header
-        notes.append(f"n={column.subset}")
-    unit = f" ({', '.join(notes)})" if notes else ""
     name = f"{column.perturbation} " if with_perturbation and not column.aggregate else ""
-    grouped = column.aggregate and with_perturbation
-    where = column.group.removeprefix("aggregates") if grouped else ""  # " @dataset"
-    return (
-        markup.escape(f"{name}{display.label}{where}{unit}")
-        + " "
-        + markup.arrows[column.higher_is_better]
-    )
+    text = markup.escape(name + column.metric_text(with_perturbation))
+    return f"{text} {markup.arrows[column.higher_is_better]}"
 
 
 def _row_label(cmp: Comparison, row: str, markup: Markup) -> str:
@@ -127,8 +114,7 @@ def _markdown_models_as_columns(cmp: Comparison, ci: bool) -> str:
 
 
 def _markdown_per_model(cmp: Comparison, ci: bool) -> str:
-    """A table per model (its name above it), a row per perturbation and metric; no value
-    marked (each row holds one value; the difference to the reference still compares)."""
+    """A table per model (its name above it), a row per perturbation and metric; unmarked."""
     blocks, plain = [], unmarked(MARKDOWN)
     for row in cmp.rows:
         lines = [f"{_row_label(cmp, row, MARKDOWN)}:", "", "| Perturbation | Metric | Value |"]
@@ -149,8 +135,7 @@ MARKDOWN_LAYOUTS: dict[str, Callable[[Comparison, bool], str]] = {
 
 def markdown_fitting(cmp: Comparison, ci: bool, width: int) -> str:
     """The markdown table in the first of `MARKDOWN_LAYOUTS` (widest first) whose lines all fit
-    `width` characters, else the narrowest: what a pipe or a log gets, where a table wider
-    than the reader's window is unreadable (the paper's shape stays in `-o table.md`)."""
+    `width` characters, else the narrowest: what a pipe or a log gets (`-o` keeps `wide`)."""
     rendered = ""
     for layout in MARKDOWN_LAYOUTS.values():
         rendered = layout(cmp, ci)
@@ -232,17 +217,12 @@ def _perturbations(columns: list[Column]) -> list[str]:
 class RichComparison:
     """The rich table of a comparison, laid out when printed for the console's width.
 
-    Layouts, widest first; the first that fits is printed (`tables.first_that_fits`):
-    `wide`, the paper's shape (a row per model, a column per perturbation and metric);
-    `models-as-columns` (a row per perturbation and metric, a column per model); `per-model`
-    (a small table per model); `per-model-narrow` (perturbation over metric in one wrapping
-    column). With intervals each is tried first with the interval beside the value, then
-    under it (`... ci-below`). A value column is as wide as its widest line, so numbers are
-    never wrapped, cut or ellipsised; its header breaks after '-' or '_' where that saves
-    width, and gets the width of its longest word where the console has room. Every layout
-    keeps the arrows, `(ref)`, differences and intervals; the marks (best bold, second
-    underlined) only where a row or column shows more than one model's value, so not in the
-    per-model tables.
+    The first of `layouts` (widest first) that fits is printed: `wide`, the paper's shape;
+    `models-as-columns`; `per-model` (a small table per model); `per-model-narrow`. With
+    intervals each is tried with the interval beside the value, then under it (`ci-below`).
+    A value column is as wide as its widest line, so numbers are never wrapped or cut. Every
+    layout keeps the arrows, `(ref)`, differences and intervals; the marks only where a row
+    or column shows more than one model's value, so not in the per-model tables.
     """
 
     def __init__(self, cmp: Comparison, ci: bool) -> None:
@@ -340,9 +320,8 @@ class RichComparison:
 
 
 def _widths(headers: list[str], cells: list[list[str]], spare: int) -> list[int]:
-    """Each value column's width: its widest value or header piece (headers break after '-'
-    or '_'); then, while `spare` lasts, the width of its widest header word, the columns
-    that need least first."""
+    """Each value column's width: its widest value or header piece; then, while `spare`
+    lasts, its widest header word, the columns that need least first."""
     narrow = [numeric_width(c, h, hyphenate=True) for h, c in zip(headers, cells, strict=True)]
     widths = list(narrow)
     wanted = [numeric_width(c, h) - n for h, c, n in zip(headers, cells, narrow, strict=True)]
@@ -355,9 +334,7 @@ def _widths(headers: list[str], cells: list[list[str]], spare: int) -> list[int]
 
 @register_format("compare", "rich")
 def rich_comparison(cmp: Comparison, ci: bool) -> RichComparison:
-    """A rich table for the terminal (bold and underlined cells) that fits the console's
-    width: the paper's shape where it fits, models as columns or a table per model where
-    not."""
+    """A rich table for the terminal that fits the console's width (`RichComparison`)."""
     return RichComparison(cmp, ci)
 
 
@@ -376,15 +353,14 @@ def _known(value: float) -> float | None:
 
 
 def cell_numbers(cmp: Comparison, ci: bool) -> dict[str, Callable[[Cell], float | None]]:
-    """The csv's cell kinds, in its order: column suffix -> the number of a cell shown (also
-    the columns of `robench.compare`'s frame)."""
+    """The csv's (and frame's) cell kinds, in order: column suffix -> the number shown."""
     return _CSV_VALUE | (_CSV_DIFF if cmp.reference is not None else {}) | (_CSV_CI if ci else {})
 
 
 @register_format("compare", "csv", ".csv")
 def csv_comparison(cmp: Comparison, ci: bool) -> str:
-    """Plain numbers in display units (percent for accuracies), one column per cell kind,
-    each as `repr` writes it: the shortest text that reads back as the same float."""
+    """Plain numbers in display units, one column per cell kind, each as `repr` writes it
+    (the shortest text that reads back as the same float)."""
     kinds = cell_numbers(cmp, ci)
     header = ["model", "report"]
     header += [f"{c.id}{suffix}" for suffix in kinds for c in cmp.columns]
@@ -417,20 +393,10 @@ def json_comparison(cmp: Comparison, ci: bool) -> str:
                 shown["diff"] = round(cell.diff, 6)
             cells[column.id] = shown
         rows.append({"model": row, "report": cmp.sources[row], "cells": cells})
-    columns = [
-        {
-            "perturbation": c.perturbation,
-            "metric": c.metric,
-            "aggregate": c.aggregate,
-            "higher_is_better": c.higher_is_better,
-            "unit": c.display.unit,
-        }
-        for c in cmp.columns
-    ]
     payload = {
         "title": cmp.title,
         "reference": cmp.reference,
-        "columns": columns,
+        "columns": [c.described() for c in cmp.columns],
         "rows": rows,
         "notes": cmp.notes,
     }
@@ -439,8 +405,7 @@ def json_comparison(cmp: Comparison, ci: bool) -> str:
 
 @register_format("compare", "html", ".html", ".htm")
 def html_comparison(cmp: Comparison, ci: bool, gate: GateSummary | None = None) -> str:
-    """One self-contained HTML page: the table (intervals always shown), the figures that
-    apply, the gate's checks when `gate` is given, and each report's provenance."""
+    """One self-contained HTML page (`compare/html/`), with the gate's checks when given."""
     from robench.results.compare.html import build_section, render_page
 
     reports = [(source, read_report(Path(source))) for source in cmp.sources.values()]

@@ -1,18 +1,9 @@
-"""`robench.compare`: the table of `robench compare` as a pandas DataFrame.
+"""`robench.compare`: the table of `robench compare` as a pandas DataFrame (docs/python-api.md).
 
-The frame is the one `robench compare --format csv` writes, built from the same
-`Comparison` (`comparison.build_comparison`), with the same options under the same names and
-defaults: a row per report (`model`, `report`), a column per perturbation and metric
-(`fgsm/top1`; an aggregate by its name, `mce`) in display units (percent for accuracies, as
-the table shows them), then with a reference a ` diff` column each, and with `ci=True` a
-` ci_low` and ` ci_high` column each. Numbers are not rounded, nor are the CSV's (`repr`:
-`pandas.read_csv` of it gives the frame's floats). The frame is a `ComparisonFrame`
-(`shown_frame.py`): a DataFrame that shows all its columns, in a notebook and as text.
-`--per-corruption` is `per_corruption=True`: a row per corruption and a column per model.
-
-What the CSV cannot hold is in `frame.attrs`: `notes` (what was dropped or differs, the
-sentences `robench compare` prints on stderr), `title`, `reference` and `columns` (each
-value column's perturbation, metric, aggregate, higher_is_better and unit).
+The frame is the one `robench compare --format csv` writes, from the same `Comparison` and
+options, with numbers unrounded (the CSV's are `repr`, so they read back the same); what the
+CSV cannot hold (notes, title, reference, columns) is in `frame.attrs`. The frame is a
+`ComparisonFrame` (`shown_frame.py`), which shows all its columns.
 """
 
 from __future__ import annotations
@@ -38,36 +29,21 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-def _budgets(at_eps: Sequence[float | str] | str | None) -> list[float]:
-    """`--at-eps` as numbers: `"1/255,2/255"`, `[1/255, "2/255"]` or None."""
-    if at_eps is None:
+def _numbers(
+    value: Sequence[float | str] | str | None, name: str, what: str, example: str
+) -> list[float]:
+    """`--at-eps` or `--at-radius` as numbers: `"1/255,2/255"`, `[0.25, "2/255"]` or None."""
+    if value is None:
         return []
-    items = at_eps.split(",") if isinstance(at_eps, str) else at_eps
-    budgets = [
-        parse_pixel_value(str(item).strip(), "at_eps") if isinstance(item, str) else float(item)
+    items = value.split(",") if isinstance(value, str) else value
+    numbers = [
+        parse_pixel_value(str(item).strip(), name) if isinstance(item, str) else float(item)
         for item in items
         if not isinstance(item, str) or item.strip()
     ]
-    if not budgets or any(b < 0 for b in budgets):
-        raise ConfigError(f"at_eps {at_eps!r} must list budgets >= 0, e.g. at_eps=[1/255, 2/255].")
-    return budgets
-
-
-def _radii(at_radius: Sequence[float | str] | str | None) -> list[float]:
-    """`--at-radius` as numbers: `"0.25,0.5"`, `[0.25, 0.5]` or None."""
-    if at_radius is None:
-        return []
-    items = at_radius.split(",") if isinstance(at_radius, str) else at_radius
-    radii = [
-        parse_pixel_value(str(item).strip(), "at_radius") if isinstance(item, str) else float(item)
-        for item in items
-        if not isinstance(item, str) or item.strip()
-    ]
-    if not radii or any(not r >= 0 for r in radii):
-        raise ConfigError(
-            f"at_radius {at_radius!r} must list L2 radii >= 0, e.g. at_radius=[0.25, 0.5]."
-        )
-    return radii
+    if not numbers or any(not n >= 0 for n in numbers):  # `not >=` also refuses NaN
+        raise ConfigError(f"{name} {value!r} must list {what} >= 0, e.g. {name}={example}.")
+    return numbers
 
 
 def _metrics(metric: str | Sequence[str] | None) -> list[str] | None:
@@ -123,17 +99,7 @@ def comparison_frame(cmp: Comparison, ci: bool) -> pd.DataFrame:
         "title": cmp.title,
         "reference": cmp.reference,
         "notes": list(cmp.notes),
-        "columns": [
-            {
-                "id": c.id,
-                "perturbation": c.perturbation,
-                "metric": c.metric,
-                "aggregate": c.aggregate,
-                "higher_is_better": c.higher_is_better,
-                "unit": c.display.unit,
-            }
-            for c in cmp.columns
-        ],
+        "columns": [{"id": c.id, **c.described()} for c in cmp.columns],
     }
     return frame
 
@@ -175,13 +141,9 @@ def compare(
 ) -> pd.DataFrame:
     """The table of `robench compare REPORT... --format csv` as a DataFrame.
 
-    `reports` are paths or `Report` objects. Options as on the command line: `reference`
-    (`--reference`: a report, its path, or its index in `reports`), `metric` (`--metric`:
-    `"top1,top5"` or a list), `ci` (`--ci`), `cost` (`--cost`: a `NAME/passes_per_sample`
-    column per result, missing where a report did not count it), `at_eps` (`--at-eps`:
-    `"1/255,3/255"` or a list of numbers in pixel units), `at_radius` (`--at-radius`:
-    `"0.25,0.5"` or a list of L2 radii) and `per_corruption` (`--per-corruption`). Columns and
-    `frame.attrs` are described in this module's docstring.
+    `reports` are paths or `Report` objects; the options are the command line's, under the
+    same names (`reference`: a report, its path, or its index in `reports`; `metric`,
+    `at_eps` and `at_radius`: a comma-separated string or a list). docs/python-api.md.
     """
     sources = report_sources(reports)
     loaded = load_reports(sources)
@@ -192,8 +154,8 @@ def compare(
         loaded,
         metrics=_metrics(metric),
         reference=index,
-        at_eps=_budgets(at_eps),
-        at_radius=_radii(at_radius),
+        at_eps=_numbers(at_eps, "at_eps", "budgets", "[1/255, 2/255]"),
+        at_radius=_numbers(at_radius, "at_radius", "L2 radii", "[0.25, 0.5]"),
         cost=cost,
     )
     return comparison_frame(comparison, ci)

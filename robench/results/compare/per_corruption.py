@@ -1,10 +1,8 @@
 """The per-corruption table of `robench compare --per-corruption`: a row per corruption, a
-column per model, each cell one metric (top-1 accuracy; mIoU for segmentation) averaged over
-the severities present, and a last row `mean` (the mean of the rows above). Only corruption x
-severity results present in every report with the same parameters count, so every model is
-averaged over the same severities; the rest are dropped with a note. Best bold, second
-underlined per row (direction-aware).
-Rendered in every `robench compare` format (`PER_CORRUPTION_FORMATS`).
+column per model, each cell one metric (top-1; mIoU for segmentation) averaged over the
+severities present, and a last row `mean`. Only corruption x severity results present in
+every report with the same parameters count, so every model is averaged over the same
+severities; the rest are dropped with a note. Best bold, second underlined per row.
 """
 
 from __future__ import annotations
@@ -33,8 +31,7 @@ MEAN_ROW = "mean"
 
 @dataclass
 class PerCorruption:
-    """Values in display units (percent for accuracies): (corruption, model) -> (value,
-    mark)."""
+    """Values in display units: (corruption, model) -> (value, mark)."""
 
     corruptions: list[str]  # row labels (`fog`, or `fog @dataset` over several datasets)
     models: list[str]
@@ -101,17 +98,16 @@ def build_per_corruption(
     for key in kept:
         label = key[1] if len(datasets) == 1 else f"{key[1]} @{key[0]}"
         rows.setdefault(label, []).append(key)
-    cells: dict[tuple[str, str], tuple[float, str]] = {}
-    means: dict[str, list[float]] = {label: [] for label in labels}
-    for row, keys in [*rows.items(), (MEAN_ROW, [])]:
-        if row == MEAN_ROW:
-            values = [sum(means[m]) / len(means[m]) for m in labels]
-        else:
-            values = [scale * sum(found[k][1] for k in keys) / len(keys) for found in keyed]
-            for model, value in zip(labels, values, strict=True):
-                means[model].append(value)
-        for model, value, mark in zip(labels, values, best_marks(values, better), strict=True):
-            cells[row, model] = (value, mark)
+    values = {
+        row: [scale * sum(found[k][1] for k in keys) / len(keys) for found in keyed]
+        for row, keys in rows.items()
+    }
+    values[MEAN_ROW] = [sum(column) / len(column) for column in zip(*values.values(), strict=True)]
+    cells = {
+        (row, model): (value, mark)
+        for row, shown in values.items()
+        for model, value, mark in zip(labels, shown, best_marks(shown, better), strict=True)
+    }
     notes = []
     if dropped:
         shown = ", ".join(f"{c}-{s}" for _, c, s in dropped[:5])
@@ -166,8 +162,7 @@ def _markdown_long(table: PerCorruption) -> str:
 
 
 def markdown_per_corruption_fitting(table: PerCorruption, width: int) -> str:
-    """The markdown table with a column per model where its lines fit `width` characters,
-    else a row per corruption and model (what a pipe or a log gets)."""
+    """The markdown table with a column per model where it fits `width`, else `_markdown_long`."""
     wide = str(markdown_per_corruption(table))
     if max(cell_len(line) for line in wide.splitlines()) <= width:
         return wide
@@ -209,19 +204,17 @@ def csv_per_corruption(table: PerCorruption) -> str:
     return buffer.getvalue().rstrip("\n")
 
 
+def _json_cell(value: float, mark: str) -> dict[str, object]:
+    return {"value": round(value, 6), "mark": mark or None}
+
+
 @register_format("per-corruption", "json")
 def json_per_corruption(table: PerCorruption) -> str:
     rows = [
         {
             "corruption": row,
             "severities": table.severities.get(row),
-            "cells": {
-                m: {
-                    "value": round(table.cells[row, m][0], 6),
-                    "mark": table.cells[row, m][1] or None,
-                }
-                for m in table.models
-            },
+            "cells": {m: _json_cell(*table.cells[row, m]) for m in table.models},
         }
         for row in table.corruptions
     ]

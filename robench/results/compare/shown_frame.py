@@ -1,11 +1,9 @@
 """The DataFrame `robench.compare` returns: a pandas DataFrame that shows all its columns.
 
-pandas shows at most `display.max_columns` columns: 20 in Jupyter, and in a terminal as many as
-fit, then `...` and `[2 rows x 17 columns]`. A comparison's columns are its results, so a hidden
-column hides a result. `ComparisonFrame` renders every column, in a notebook (`_repr_html_`)
-and as text (`repr`, wrapped in blocks at `display.width`, as `robench compare` stacks its
-table), and is a DataFrame in every other respect (derived frames keep the class). It imports
-pandas: `compare/frames.py` loads it when called.
+pandas hides columns past `display.max_columns`, and a comparison's columns are its results,
+so a hidden column hides a result. `ComparisonFrame` renders every column, in a notebook and
+as text (wrapped in blocks at `display.width`), and is a DataFrame in every other respect. It
+imports pandas: `compare/frames.py` loads it when called.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
-"""Human-readable tables of one report: metric, direction, value and 95% interval.
+"""Human-readable tables of one report, in the shape of lm-eval's `make_table`:
+`Perturbation | Metric | dir | Value | 95% CI`, values as the metric registry shows them.
 
-Values are shown as the metric registry says (percentages for accuracies, which reports
-store as fractions), in the shape of lm-eval's `make_table`:
-`Perturbation | Metric | dir | Value | 95% CI`.
-
-Rich tables never cut a number: numeric columns get the width of their widest number (and
-fold rather than truncate if the terminal is narrower still), and a renderable picks, at
-print time, the first of its layouts that fits the console (`first_that_fits`); labels may
-wrap. `robench.results.compare.formats` lays out its comparison tables the same way.
+Rich tables never cut a number: numeric columns get the width of their widest number, and a
+renderable picks, at print time, the first of its layouts that fits the console
+(`first_that_fits`); labels may wrap. `compare/formats.py` lays out its tables the same way.
 """
 
 from __future__ import annotations
@@ -39,17 +35,16 @@ def _pieces(word: str) -> list[str]:
 
 
 def label_width(text: str, hyphenate: bool = False) -> int:
-    """The narrowest width `wrap_label` shows `text` at without folding: its widest word,
-    or with `hyphenate` its widest piece of a word (broken after '-' or '_')."""
+    """The narrowest width `wrap_label` shows `text` at without folding: its widest word (or
+    with `hyphenate`, piece of a word)."""
     words = text.split()
     units = [piece for word in words for piece in _pieces(word)] if hyphenate else words
     return max((cell_len(unit) for unit in units), default=0)
 
 
 def wrap_label(text: str, width: int) -> str:
-    """`text` in lines of at most `width` cells: broken between words; a word wider than
-    `width` after '-' or '_' (`vit_nano_` / `elliptical_` / `fmnist`), a piece wider than
-    that folded."""
+    """`text` in lines of at most `width` cells: broken between words, a wider word after '-'
+    or '_' (`vit_nano_` / `elliptical_` / `fmnist`), a wider piece folded."""
     lines: list[str] = []
     for source in text.split("\n"):
         line = ""
@@ -82,9 +77,8 @@ def _value_unit(report: Report) -> str | None:
 
 
 def budget_label(params: Mapping[str, Any]) -> str | None:
-    """A result's eps as tables show it: `8/255`, or with its threat model where the params
-    name one, `Linf 8/255`, `L2 0.5` (the norm written as `ThreatModel.name` writes it:
-    "linf" -> "Linf", "l2" -> "L2"); None for a result without an eps."""
+    """A result's eps as tables show it: `8/255`, or with the threat model the params name,
+    `Linf 8/255`, `L2 0.5`; None for a result without an eps."""
     eps = params.get("eps_display")
     if not eps:
         return None
@@ -104,15 +98,12 @@ def report_rows(report: Report) -> list[list[str]]:
         label = f"{result.name} ({', '.join(shown_params)})" if shown_params else result.name
         for metric, value in result.metrics.items():
             display = metric_display(metric)
-            scale = display.scale
-            low, high = value.ci95
-            shown = (
-                metric if shared is not None or not display.unit else f"{metric} ({display.unit})"
-            )
+            scale, (low, high) = display.scale, value.ci95
+            own_unit = shared is None and display.unit  # units differ: each row names its own
             rows.append(
                 [
                     label,
-                    shown,
+                    f"{metric} ({display.unit})" if own_unit else metric,
                     ARROWS[higher_is_better(metric, value.higher_is_better)],
                     _number(scale * value.value),
                     f"[{_number(scale * low)}, {_number(scale * high)}]",
@@ -129,7 +120,6 @@ def _number(value: float) -> str:
 
 
 def value_header(report: Report) -> str:
-    """`Value (%)` when every metric is a percentage, `Value` otherwise."""
     unit = _value_unit(report)
     return f"Value ({unit})" if unit else "Value"
 
@@ -151,8 +141,7 @@ def diagnostic_rows(report: Report) -> list[list[str]]:
 
 
 def diagnostic_lines(report: Report) -> list[list[str]]:
-    """A row per scalar, the diagnostic named on its first: a markdown table cannot wrap, and
-    six scalars side by side are wider than a terminal."""
+    """A row per scalar, the diagnostic named on its first (a markdown table cannot wrap)."""
     rows = []
     for d in report.diagnostics:
         scalars = _scalars(d.values) or ["-"]
@@ -176,13 +165,8 @@ def _add_numeric_column(table: Table, header: str, cells: list[str], spare: int 
 
 
 class RichResults:
-    """The results table of one report, laid out for the width it is printed at.
-
-    `wide`: Perturbation | Metric | dir | Value (%) | 95% CI | n (`Value` when the metrics'
-    units differ). `stacked`, when that does
-    not fit: the metric under the perturbation and the interval under the value. Only labels
-    wrap; numbers keep their width.
-    """
+    """The results table of one report, laid out for the width it is printed at: `wide`, or
+    `stacked` (the metric under the perturbation, the interval under the value)."""
 
     def __init__(self, report: Report) -> None:
         self.report = report
@@ -223,22 +207,22 @@ class RichResults:
 def rich_table(report: Report) -> RenderableType:
     parts: list[RenderableType] = [RichResults(report)]
     if report.diagnostics:
-        diag = Table(title="Diagnostics", title_justify="left")
-        for name in DIAGNOSTIC_HEADER:
-            diag.add_column(name, overflow="fold")
-        for row in diagnostic_rows(report):
-            diag.add_row(*row)
-        parts.append(diag)
+        parts.append(_text_table("Diagnostics", DIAGNOSTIC_HEADER, diagnostic_rows(report)))
     if report.sanity:
-        checks = Table(title="Sanity battery", title_justify="left")
-        for name in SANITY_HEADER:
-            checks.add_column(name, overflow="fold", no_wrap=name == "Status")
-        for name, status, detail in sanity_rows(report):
-            checks.add_row(
-                name, "[green]pass[/]" if status == "pass" else "[yellow]warn[/]", detail
-            )
-        parts.append(checks)
+        styled = {"pass": "[green]pass[/]", "warn": "[yellow]warn[/]"}
+        rows = [[n, styled.get(s, styled["warn"]), d] for n, s, d in sanity_rows(report)]
+        parts.append(_text_table("Sanity battery", SANITY_HEADER, rows))
     return parts[0] if len(parts) == 1 else Group(*parts)
+
+
+def _text_table(title: str, header: list[str], rows: list[list[str]]) -> Table:
+    """A table of text columns that fold (the status column never wraps)."""
+    table = Table(title=title, title_justify="left")
+    for name in header:
+        table.add_column(name, overflow="fold", no_wrap=name == "Status")
+    for row in rows:
+        table.add_row(*row)
+    return table
 
 
 def _markdown(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -253,9 +237,8 @@ def markdown_table(report: Report) -> str:
 
 
 def markdown_fitting(report: Report, width: int | None = None) -> str:
-    """The report's markdown tables; with `width`, the results in the narrower of two shapes
-    where the first's lines are wider (the direction beside the metric, the interval beside
-    the value): what `robench eval` prints on a pipe."""
+    """The report's markdown tables; with `width`, the results narrower (the direction beside
+    the metric, the interval beside the value) where they are wider: `robench eval` on a pipe."""
     lines = _markdown(results_header(report), report_rows(report))
     if width is not None and max(cell_len(line) for line in lines) > width:
         header = ["Perturbation", "Metric", f"{value_header(report)} [95% CI]", "n"]

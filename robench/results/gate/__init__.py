@@ -1,8 +1,6 @@
-"""`robench gate`: did a candidate regress against a baseline? The paired checks
-(`regression.py`), aggregates paired across reports (`aggregates.py`), the policy and its
-tolerances (`policy.py`), Holm/BH decisions (`checks.py`), the sequential gate
-(`sequential.py`), the gate's output formats (`formats.py`) and its verdict for Python callers
-with a checks frame (`frames.py`, `robench.gate`).
+"""`robench gate`: did a candidate regress against a baseline? Paired checks (`regression.py`,
+`aggregates.py`, `checks.py`), the policy (`policy.py`), the sequential gate, the output
+formats and tables, and the verdict for Python callers (`frames.py`, `robench.gate`).
 
 May import: `robench.results.stats`, `robench.results.report` and `robench._core`.
 """

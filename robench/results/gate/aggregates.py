@@ -1,13 +1,10 @@
 """Gate checks of aggregates (mCE, mean corruption accuracy), paired over samples.
 
-An aggregate present with a value in both reports, on the same dataset and member results,
-is one check. Its difference (candidate - baseline) is bootstrapped over the samples both
-reports cover (matched by dataset index): each replicate draws positions once per dataset
-and applies the draw to every member result of both reports, so the test is paired across
-models and across corruptions. The drop is direction-aware (a rise of mCE, a fall of an
-accuracy) and classified with the policy like any check: its tolerance is the policy's for
-perturbation = the aggregate's name (`mce`, `mce@imagenet-c`) and metric = its kind (`mce`),
-else `[default]` (2 points of mCE x100, or 2 pp, built in). docs/ci.md documents it.
+An aggregate with a value in both reports, on the same dataset and member results, is one
+check. Its difference is bootstrapped over the samples both reports cover: each replicate
+draws positions once per dataset for every member result of both reports, so the test is
+paired across models and corruptions. The tolerance is the policy's for perturbation = the
+aggregate's name (`mce@imagenet-c`) and metric = its kind (`mce`). docs/ci.md documents it.
 """
 
 from __future__ import annotations
@@ -69,7 +66,7 @@ def _blocks(
     baseline: Report, candidate: Report, plans: tuple[Plan, Plan], statistic: SampleStatistic
 ) -> list[Block] | None:
     """Paired blocks, one per dataset the plans read; None without per-sample values (or
-    with per-sample counts of different class numbers)."""
+    with counts of different class numbers)."""
     blocks = []
     rows = [_rows(plan) for plan in plans]
     for dataset in dict.fromkeys(r.dataset for r in rows[0]):
@@ -182,8 +179,7 @@ def _check(
 def aggregate_checks(
     baseline: Report, candidate: Report, policy: Policy
 ) -> tuple[list[Check], list[str], set[int]]:
-    """A check per aggregate of the baseline that both reports can pair; notes on the others;
-    the indices of the policy rules used."""
+    """A check per aggregate both reports can pair; notes on the others; the rules used."""
     checks, notes, used = [], [], set()
     for stored in baseline.aggregates:
         why = _skip(stored, candidate.aggregate(stored.name))

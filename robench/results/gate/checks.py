@@ -1,6 +1,5 @@
 """One gate check: its outcome, how a drop is classified against the policy, and how amounts
-are shown. Shared by the checks of single results (`gate`) and of aggregates such as mCE
-(`gate_aggregates`).
+are shown; shared by the checks of results (`regression.py`) and of aggregates.
 """
 
 from __future__ import annotations
@@ -22,9 +21,6 @@ class Status(str, enum.Enum):
     passed = "pass"
     inconclusive = "inconclusive"
     regressed = "regressed"
-
-
-SEVERITY = {Status.passed: 0, Status.inconclusive: 1, Status.regressed: 2}
 
 
 @dataclass(frozen=True)
@@ -56,11 +52,8 @@ ADJUSTMENT_NAMES = {"holm": "Holm", "benjamini-hochberg": "BH", "none": "unadjus
 
 @dataclass(frozen=True)
 class Check:
-    """One perturbation x metric (or one aggregate) compared between baseline and candidate.
-
-    For an aggregate, `perturbation` is its name in the report (`mce`, `mce@imagenet-c`) and
-    `metric` its registered kind (`mce`); policy rules match those two.
-    """
+    """One perturbation x metric, or one aggregate (`perturbation` its name, `mce@imagenet-c`,
+    `metric` its kind, `mce`: what policy rules match), compared between the two reports."""
 
     perturbation: str
     metric: str
@@ -93,7 +86,7 @@ def display_amount(display: MetricDisplay, amount: float) -> str:
 
 
 def format_amount(metric: str, amount: float) -> str:
-    """A stored-unit amount as shown: `3.00 pp` for accuracies, `1.25` for raw metrics."""
+    """`display_amount` with the metric's registered display."""
     return display_amount(metric_display(metric), amount)
 
 
@@ -172,34 +165,29 @@ def check_policy_units(what: str, display: MetricDisplay, tolerance: Tolerance) 
         )
 
 
-def tolerance_text(display: MetricDisplay, tolerance: Tolerance, allowed: float | None) -> str:
-    if allowed is None:
-        return "ignored"
+def _limits(display: MetricDisplay, tolerance: Tolerance, relative: str) -> list[str]:
+    """The limits set, in display units: `2.00 pp`, `5% rel.` (`relative` names the base)."""
     parts = []
     if tolerance.max_abs_drop is not None:
         parts.append(display_amount(display, tolerance.max_abs_drop))
-    if tolerance.max_rel_drop is not None:
-        parts.append(f"{_percent(tolerance.max_rel_drop)} rel.")
+    if tolerance.max_rel_drop is not None:  # `:g`, as `:.0%` would round 0.005 to `0%`
+        parts.append(f"{100 * tolerance.max_rel_drop:g}% {relative}")
+    return parts
+
+
+def tolerance_text(display: MetricDisplay, tolerance: Tolerance, allowed: float | None) -> str:
+    if allowed is None:
+        return "ignored"
+    parts = _limits(display, tolerance, "rel.")
     text = " and ".join(parts)
     return text if len(parts) == 1 else f"{text} (= {display_amount(display, allowed)})"
-
-
-def _percent(fraction: float) -> str:
-    """0.005 -> `0.5%` (not `0%`, as `:.0%` would round it)."""
-    return f"{100 * fraction:g}%"
 
 
 def _limit_text(metric: str, tolerance: Tolerance) -> str:
     """A tolerance in words and the metric's display units: `2.00 pp`, `5% of the baseline`."""
     if tolerance.ignore:
         return "ignored"
-    display = metric_display(metric)
-    parts = []
-    if tolerance.max_abs_drop is not None:
-        parts.append(display_amount(display, tolerance.max_abs_drop))
-    if tolerance.max_rel_drop is not None:
-        parts.append(f"{_percent(tolerance.max_rel_drop)} of the baseline")
-    return " and ".join(parts)
+    return " and ".join(_limits(metric_display(metric), tolerance, "of the baseline"))
 
 
 def policy_text(policy: Policy) -> str:

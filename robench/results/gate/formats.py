@@ -36,9 +36,9 @@ STATUS_STYLE = {Status.passed: "green", Status.inconclusive: "yellow", Status.re
 
 
 def check_row(check: Check) -> list[str]:
-    """The cells of one check, in display units (percent and pp for accuracies, x100 for
-    mCE)."""
+    """The cells of one check (`HEADER`), in display units (pp for accuracies, x100 for mCE)."""
     display = check.shown
+    test = check.test
     change = round((check.candidate - check.baseline) * display.scale, 2) + 0.0
     unit = f" {display.diff_unit}" if display.diff_unit else ""
     return [
@@ -47,17 +47,11 @@ def check_row(check: Check) -> list[str]:
         f"{check.candidate * display.scale:.2f}",
         f"{change:+.2f}{unit}",
         display_amount(display, check.allowed) if check.allowed is not None else "ignored",
-        check.test.name if check.test else "none (no per-sample values)",
-        f"{check.test.p_value:.3g}" if check.test else "",
-        _adjusted(check),
+        test.name if test else "none (no per-sample values)",
+        f"{test.p_value:.3g}" if test else "",
+        f"{test.adjusted_p:.3g}" if test and test.adjusted_p is not None else "",
         check.status.value,
     ]
-
-
-def _adjusted(check: Check) -> str:
-    """The adjusted p-value alpha decided on; empty when the check was not tested."""
-    test = check.test
-    return "" if test is None or test.adjusted_p is None else f"{test.adjusted_p:.3g}"
 
 
 def _family_text(result: GateResult) -> str:
@@ -101,16 +95,14 @@ def markdown_table(result: GateResult) -> str:
     return "\n".join(lines)
 
 
-# The files `robench gate` writes (--summary, --junit, --json, and --output NAME=PATH for any
-# name) are the formats registered in GATE_FORMATS (results/report/output_formats.py): name ->
-# rendering and suffix.
+# The files `robench gate` writes (--summary, --junit, --json, --output NAME=PATH) are the
+# formats registered in GATE_FORMATS: name -> rendering and suffix.
 
 
 @register_format("gate", "summary", ".md")
 def summary_markdown(result: GateResult, strict: bool = False) -> str:
-    """The markdown summary: verdict, what was compared, every check, details and notes.
-
-    `strict` is taken as every gate format takes it; the verdicts shown do not depend on it."""
+    """The markdown summary: verdict, what was compared, every check, details and notes
+    (`strict`, taken as every gate format takes it, changes no verdict shown)."""
     base, cand = result.baseline, result.candidate
     lines = [
         f"## robench gate: {result.status.value}",
@@ -142,9 +134,10 @@ _JUNIT_OUTCOME: dict[tuple[Status, bool], tuple[str, str | None]] = {
 }
 
 
-def junit_xml(result: GateResult, strict: bool) -> ET.ElementTree:
-    """One testsuite, one testcase per check; a failure per regression (and per inconclusive
-    check under --strict, else a skipped element)."""
+@register_format("gate", "junit", ".xml")
+def junit_text(result: GateResult, strict: bool) -> str:
+    """JUnit XML: one testsuite, one testcase per check; a failure per regression (and per
+    inconclusive check under --strict, else a skipped element)."""
     suite_name = f"{result.baseline.suite.name} v{result.baseline.suite.version}"
     outcomes = [_JUNIT_OUTCOME.get((c.status, strict)) for c in result.checks]
     counts = {
@@ -175,14 +168,8 @@ def junit_xml(result: GateResult, strict: bool) -> ET.ElementTree:
                 element.text = " | ".join(check_row(check))
         ET.SubElement(case, "system-out").text = check.detail
     ET.indent(root)
-    return ET.ElementTree(root)
-
-
-@register_format("gate", "junit", ".xml")
-def junit_text(result: GateResult, strict: bool) -> str:
-    """`junit_xml` as the text of an XML file, with its declaration."""
     buffer = io.BytesIO()
-    junit_xml(result, strict).write(buffer, encoding="utf-8", xml_declaration=True)
+    ET.ElementTree(root).write(buffer, encoding="utf-8", xml_declaration=True)
     return buffer.getvalue().decode("utf-8")
 
 

@@ -1,14 +1,5 @@
-"""`robench.gate`: the verdict of `robench gate` from Python, its checks as a DataFrame.
-
-`gate(baseline, candidate, policy=None)` runs the same paired checks as `robench gate
---baseline B --candidate C [--policy P] [--strict]` (`regression.run_gate`) and returns a
-`GateOutcome`: `passed` (the command would exit 0), `verdict` (`pass`, `inconclusive` or
-`regressed`), `exit_code`, `notes`, and `checks`, a frame with one row per check and the
-columns of `robench gate --json`'s checks (`formats.GateCheckSummary`, without its `shown`
-display strings): name, perturbation, metric, aggregate, higher_is_better, baseline,
-candidate, n, drop, allowed, test, p_value, adjusted_p, samples_needed, status, detail.
-Numbers are in stored units (fractions for accuracies), as in the JSON; a value the JSON has
-as null is missing (NaN or None). `outcome.to_json()` is the text `--json` writes.
+"""`robench.gate`: the verdict of `robench gate` from Python, its checks as a DataFrame
+with the columns of `robench gate --json`'s checks, in stored units (docs/python-api.md).
 """
 
 from __future__ import annotations
@@ -64,7 +55,7 @@ class GateOutcome:
 
     @property
     def checks(self) -> pd.DataFrame:
-        """One row per check: verdict, numbers, paired test and p-values (module docstring)."""
+        """One row per check: verdict, numbers, paired test and p-values."""
         import pandas as pd
 
         summary = gate_summary(self.result, self.strict)
@@ -112,8 +103,7 @@ def gate(
     *,
     strict: bool = False,
 ) -> GateOutcome:
-    """Gate `candidate` against `baseline` (reports or their paths) as `robench gate` does:
-    the same checks, tests and verdicts. `policy` is a `Policy`, a policy TOML's path, a
-    dict of its keys, or None for the built-in policy; `strict` as `--strict`."""
+    """Gate `candidate` against `baseline` (reports or their paths) as `robench gate` does;
+    `policy` as `as_policy` takes it, `strict` as `--strict`."""
     checked = run_gate(load_report(baseline), load_report(candidate), as_policy(policy))
     return GateOutcome(checked, strict)

@@ -50,9 +50,8 @@ class Rule(Tolerance):
     metric: str = "*"  # pattern over metric names, e.g. "top1"
 
     def matches(self, perturbation: str, metric: str) -> bool:
-        return fnmatch.fnmatchcase(perturbation, self.perturbation) and fnmatch.fnmatchcase(
-            metric, self.metric
-        )
+        found = fnmatch.fnmatchcase
+        return found(perturbation, self.perturbation) and found(metric, self.metric)
 
 
 class Policy(BaseModel):
@@ -75,13 +74,11 @@ class Policy(BaseModel):
         default_factory=lambda: [Rule(perturbation="clean", metric="top1", max_abs_drop=0.01)]
     )
     # Per-metric tolerances used when no rule matches, for metrics whose stored units make
-    # `default` meaningless (0.02 perplexity points); then `default`. By default each
-    # registered metric's own `gate_tolerance` (results/stats/metrics.py).
+    # `default` meaningless (0.02 perplexity points); by default each registered metric's own.
     metric_defaults: dict[str, Tolerance] = Field(default_factory=lambda: registered_tolerances())
 
     def tolerance_for(self, perturbation: str, metric: str) -> tuple[Tolerance, int | None]:
-        """The first rule matching the check (and its index), else the metric's default,
-        else the default."""
+        """The first matching rule (and its index), else the metric's default, else `default`."""
         for i, rule in enumerate(self.rules):
             if rule.matches(perturbation, metric):
                 return rule, i
@@ -90,14 +87,12 @@ class Policy(BaseModel):
 
 def registered_tolerances() -> dict[str, Tolerance]:
     """The `gate_tolerance` of every registered metric that declares one, a plugin's too."""
-    tolerances = {}
-    for name in METRICS.names():
-        declared = METRICS.get(name).gate_tolerance
-        if declared is not None:
-            tolerances[name] = Tolerance(
-                max_abs_drop=declared.max_abs_drop, max_rel_drop=declared.max_rel_drop
-            )
-    return tolerances
+    declared = {name: METRICS.get(name).gate_tolerance for name in METRICS.names()}
+    return {
+        name: Tolerance(max_abs_drop=found.max_abs_drop, max_rel_drop=found.max_rel_drop)
+        for name, found in declared.items()
+        if found is not None
+    }
 
 
 def read_policy(path: Path | None) -> Policy:

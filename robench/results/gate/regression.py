@@ -1,15 +1,12 @@
 """Gates: did a candidate's robustness regress against a baseline, beyond tolerance?
 
-Both reports must come from the same suite (name and version) on the same samples, so every
-check is paired: for each perturbation and metric of the baseline, the drop (direction-aware:
-a fall of an accuracy, a rise of a perplexity) is compared with the policy's tolerance, and a
-drop beyond it is tested one-sided for "candidate worse" at the policy's alpha: exact McNemar
-for per-sample accuracies, a paired bootstrap for per-sample real values (see `stats`).
-
-A check passes (within tolerance, or an improvement), regresses (beyond tolerance and
-significant) or is inconclusive (beyond tolerance, not significant; with an estimate of the
-samples needed to decide). Aggregates (mCE...) are checked too, by a paired bootstrap over
-samples (`gate_aggregates`). docs/ci.md documents the policy file and the statistics.
+Both reports must come from the same suite on the same samples, so every check is paired: for
+each perturbation and metric of the baseline, a direction-aware drop beyond the policy's
+tolerance is tested one-sided for "candidate worse" at the policy's alpha (exact McNemar for
+per-sample accuracies, a paired bootstrap for real values). A check passes, regresses (beyond
+tolerance and significant) or is inconclusive (beyond tolerance, not significant; with the
+samples needed to decide). Aggregates (mCE...) are checked by `aggregates.py`. docs/ci.md
+documents the policy file and the statistics.
 """
 
 from __future__ import annotations
@@ -20,12 +17,11 @@ import math
 import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from robench._core.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, ConfigError
 from robench.results.gate.aggregates import aggregate_checks
 from robench.results.gate.checks import (
-    SEVERITY,
     Check,
     PairedTest,
     Status,
@@ -54,9 +50,6 @@ from robench.results.stats.paired_tests import (
 
 # numpy is imported where it is used: `robench compare` (and a gate of binary metrics) reads
 # reports without it.
-if TYPE_CHECKING:
-    pass
-
 logger = logging.getLogger(__name__)
 
 # A result's per-sample values of one metric (`Metric.values_in`): as stored, or an array.
@@ -101,8 +94,8 @@ def _finite_numbers(value: Any) -> bool:
 
 
 def _check_numbers(values: Any, which: str, perturbation: str, metric: str) -> None:
-    """The per-sample values a paired test reads must be finite numbers: a hand-edited or
-    corrupted report (a string, NaN) is refused with the sample, not a numpy traceback."""
+    """Refuse per-sample values that are not finite numbers (a hand-edited or corrupted
+    report) with the sample, not a numpy traceback."""
     listed = values.tolist() if hasattr(values, "tolist") else values  # a numpy array
     for position, value in enumerate(listed):
         if not _finite_numbers(value):
@@ -120,8 +113,7 @@ def _statistic_bootstrap(
     higher: bool,
     policy: Policy,
 ) -> PairedTest:
-    """A paired bootstrap of the metric's own statistic (a ratio of sums over samples, or of
-    summed pixel counts over images)."""
+    """A paired bootstrap of the metric's own statistic (a ratio of sums over samples)."""
     diff, _, p_value, sd = statistic.paired(
         base, cand, policy.n_resamples, policy.seed, "less" if higher else "greater"
     )
@@ -153,25 +145,23 @@ class GateResult:
 
     @property
     def status(self) -> Status:
-        return max((c.status for c in self.checks), key=SEVERITY.__getitem__, default=Status.passed)
+        return max((c.status for c in self.checks), key=list(Status).index, default=Status.passed)
 
     def count(self, status: Status) -> int:
         return sum(c.status is status for c in self.checks)
 
 
+# Status -> exit code without and with --strict.
 _EXIT_CODES = {
-    (Status.passed, False): EXIT_OK,
-    (Status.passed, True): EXIT_OK,
-    (Status.inconclusive, False): EXIT_OK,
-    (Status.inconclusive, True): EXIT_INCONCLUSIVE,
-    (Status.regressed, False): EXIT_REGRESSION,
-    (Status.regressed, True): EXIT_REGRESSION,
+    Status.passed: (EXIT_OK, EXIT_OK),
+    Status.inconclusive: (EXIT_OK, EXIT_INCONCLUSIVE),
+    Status.regressed: (EXIT_REGRESSION, EXIT_REGRESSION),
 }
 
 
 def exit_code(status: Status, strict: bool) -> int:
     """0 pass, 1 regression, 4 inconclusive under --strict (else 0)."""
-    return _EXIT_CODES[(status, strict)]
+    return _EXIT_CODES[status][strict]
 
 
 def _short(value: object) -> str:
@@ -309,17 +299,15 @@ def _check(
 
 
 def _metrics_the_candidate_lacks(baseline: Report, candidate: Report) -> list[str]:
-    """The baseline's metrics that no result of the candidate reports (e.g. ECE, NLL and
-    Brier against a candidate from before they existed): skipped with a note, while a metric
-    missing from only some of the candidate's results still refuses the gate."""
+    """The baseline's metrics no result of the candidate reports (one from before they
+    existed): skipped with a note; one missing from only some results refuses the gate."""
     found = {name for result in candidate.results for name in result.metrics}
     wanted = dict.fromkeys(name for result in baseline.results for name in result.metrics)
     return [name for name in wanted if name not in found]
 
 
 def run_gate(baseline: Report, candidate: Report, policy: Policy | None = None) -> GateResult:
-    """Check every perturbation and metric, and every aggregate, of the baseline against the
-    candidate."""
+    """Check every perturbation, metric and aggregate of the baseline against the candidate."""
     policy = policy or Policy()
     notes = check_pairable(baseline, candidate)
     used_rules: set[int] = set()

@@ -1,21 +1,14 @@
 """`robench gate --sequential`: the gate's checks decided by sequential paired tests, so the
 candidate is evaluated only until the verdict is settled (docs/ci.md, "Sequential gate").
 
-The candidate is evaluated chunk by chunk in a seeded random order of the baseline's samples.
-After each chunk, every check of a binary per-sample metric (top1, top5) of every baseline
-result pairs the candidate's values with the baseline's on the same samples and runs the
-sequential paired test of `sequential_test` against the policy's tolerance:
-
-- regressed: the test shows a mean drop beyond the tolerance;
-- pass: the test shows the drop is within the tolerance (no regression larger than it);
-- otherwise undecided; still undecided when the samples run out: inconclusive.
-
-The gate's verdict is settled, and the evaluation stops, once one check has regressed (the
-gate fails whatever the others say) or every check has passed. Each check is tested at
-alpha / m (m checks; Bonferroni, so that under `holm` or `benjamini-hochberg` the chance of
-any wrong verdict stays at most alpha) or at alpha under `multiple_testing = "none"`. The
-tests are anytime-valid, so stopping on the data keeps these guarantees. Metrics that are not
-binary (perplexity, mIoU) and aggregates are not gated sequentially; a note says so.
+After each chunk of the candidate's samples, every check of a binary per-sample metric (top1,
+top5) runs the sequential paired test of `sequential_test` against the policy's tolerance:
+regressed, pass, or undecided (inconclusive when the samples run out). The run stops once one
+check has regressed or every check has passed. Each check is tested at alpha / m (Bonferroni,
+so that under `holm` or `benjamini-hochberg` the chance of any wrong verdict stays at most
+alpha), or at alpha under `multiple_testing = "none"`; the tests are anytime-valid, so
+stopping on the data keeps these guarantees. Other metrics and aggregates are not gated
+sequentially; a note says so.
 """
 
 from __future__ import annotations
@@ -79,16 +72,11 @@ class SequentialGate:
                     continue
                 tolerance, _ = policy.tolerance_for(result.name, metric)
                 allowed = tolerance.allowed_drop(value.value)
-                self.checks.append(
-                    SequentialCheck(
-                        result=result.name,
-                        metric=metric,
-                        higher=higher_is_better(metric, value.higher_is_better),
-                        allowed=allowed,
-                        tolerance_text=tolerance_text(metric_display(metric), tolerance, allowed),
-                        baseline=dict(zip(samples.indices, values, strict=True)),
-                    )
-                )
+                text = tolerance_text(metric_display(metric), tolerance, allowed)
+                higher = higher_is_better(metric, value.higher_is_better)
+                by_index = dict(zip(samples.indices, values, strict=True))
+                found = SequentialCheck(result.name, metric, higher, allowed, text, by_index)
+                self.checks.append(found)
         if baseline.aggregates:
             self.notes.append("aggregates are not gated sequentially; run the fixed-n gate.")
         if not any(check.allowed is not None for check in self.checks):
@@ -130,10 +118,8 @@ class SequentialGate:
     def result(self, candidate: Report) -> GateResult:
         """The gate's checks where the candidate's run stopped."""
         values, order = self.last
-        checks = []
-        verdicts = self.verdicts(values, order)
-        for check, verdict in zip(self.checks, verdicts, strict=True):
-            checks.append(self._check(check, verdict, values, order))
+        verdicts = zip(self.checks, self.verdicts(values, order), strict=True)
+        checks = [self._check(check, verdict, values, order) for check, verdict in verdicts]
         notes = list(self.notes)
         info = candidate.sequential
         if info is not None:

@@ -1,12 +1,10 @@
 """The gate's table at the reader's width, as `robench compare` prints its own.
 
 On a terminal, `RichGate` prints the first layout that fits (`report/fitting.py`): `wide`
-(a column per field, as the markdown summary), `stacked` (the test under the check's name,
-the candidate under the baseline, the allowed drop under the change, the adjusted p under
-p) or `narrow` (every number in one column). The check column is as wide as the longest
-name, so a name is never cut to `clean…`. On a pipe, `markdown_fitting` gives the first of
-the markdown table, a stacked table and a list (a check per item) whose lines fit the width.
-The files the gate writes (`--summary`) keep the wide table. No torch.
+(a column per field), `stacked` (pairs of fields in one column) or `narrow` (every number in
+one column); the check column is as wide as the longest name, so no name is cut. On a pipe,
+`markdown_fitting` does the same with markdown layouts. The files the gate writes keep the
+wide table. No torch.
 """
 
 from __future__ import annotations
@@ -20,7 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from robench.results.gate.formats import HEADER, STATUS_STYLE, check_row, markdown_table
-from robench.results.gate.regression import GateResult, Status
+from robench.results.gate.regression import Check, GateResult, Status
 from robench.results.report.fitting import Layout, first_that_fits
 
 Cells = dict[str, str]  # HEADER -> the text of one check's cell
@@ -47,8 +45,7 @@ def _width(header: str, lines: list[str]) -> int:
 
 class RichGate:
     """The gate's checks as a rich table in the first layout that fits the console. Every
-    column has a fixed width (its widest line; the test's text wraps under the check's
-    name), so a layout's measured width is the width it prints at."""
+    column has a fixed width, so a layout's measured width is the width it prints at."""
 
     def __init__(self, result: GateResult) -> None:
         self.result = result
@@ -68,8 +65,7 @@ class RichGate:
         return f"[{self.styles[i]}]{escape(self.cells[i]['Status'])}[/]"
 
     def _build(self, headers: list[tuple[str, bool]], rows: list[list[str]], name: int) -> Table:
-        """A table of plain-text `rows` (the status last, styled here); column 0 is `name`
-        wide, the others as wide as their widest line."""
+        """A table of plain-text `rows` (the status last, styled here); column 0 `name` wide."""
         rest = [_width(h, [row[i] for row in rows]) for i, (h, _) in enumerate(headers) if i]
         widths = [name, *rest]
         table = self._table([(h, right, w) for (h, right), w in zip(headers, widths, strict=True)])
@@ -130,6 +126,11 @@ class RichGate:
         yield first_that_fits(console, options, layouts)[1]
 
 
+def _status(check: Check, cells: Cells) -> str:
+    """The status, bold unless it passed (as in the wide table)."""
+    return cells["Status"] if check.status is Status.passed else f"**{cells['Status']}**"
+
+
 def _markdown_stacked(result: GateResult) -> str:
     """Five columns: check, baseline -> candidate, change (allowed), p (adjusted), status."""
     lines = [
@@ -137,26 +138,24 @@ def _markdown_stacked(result: GateResult) -> str:
         "|---|---:|---:|---:|---|",
     ]
     for check, c in zip(result.checks, _cells(result), strict=True):
-        status = c["Status"] if check.status is Status.passed else f"**{c['Status']}**"
         cells = [
             c["Check"],
             f"{c['Baseline']} -> {c['Candidate']}",
             f"{c['Change']} ({c['Allowed drop']})",
             _p(c),
-            status,
+            _status(check, c),
         ]
         lines.append("| " + " | ".join(cell.replace("|", r"\|") for cell in cells) + " |")
     return "\n".join(lines)
 
 
 def _markdown_list(result: GateResult, width: int) -> str:
-    """A list item per check, its lines wrapped at `width` between words (a name stays whole)."""
+    """A list item per check, wrapped at `width` between words (a name stays whole)."""
     items = []
     for check, c in zip(result.checks, _cells(result), strict=True):
-        status = c["Status"] if check.status is Status.passed else f"**{c['Status']}**"
         lines = [
-            f"- `{c['Check']}`: {status}; {c['Baseline']} -> {c['Candidate']} ({c['Change']}, "
-            f"{_allowed(c)})",
+            f"- `{c['Check']}`: {_status(check, c)}; {c['Baseline']} -> {c['Candidate']} "
+            f"({c['Change']}, {_allowed(c)})",
             f"  {c['Test']}: p {_p(c)}",
         ]
         for line in lines:
@@ -178,8 +177,7 @@ MARKDOWN_LAYOUTS: dict[str, Callable[[GateResult, int], str]] = {
 
 
 def markdown_fitting(result: GateResult, width: int) -> str:
-    """The first of `MARKDOWN_LAYOUTS` (widest first) whose lines all fit `width`, else the
-    list: what a pipe or a CI log gets."""
+    """The first of `MARKDOWN_LAYOUTS` whose lines fit `width`, else the list (a pipe, a log)."""
     rendered = ""
     for layout in MARKDOWN_LAYOUTS.values():
         rendered = layout(result, width)

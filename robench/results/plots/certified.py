@@ -1,23 +1,26 @@
 """The certified-accuracy figure (results/stats/certified_curves.py), on an Agg canvas like
-every robench figure: certified accuracy (%) against the L2 radius for every
-randomized-smoothing result, a step curve per result with its pointwise Wilson 95% band, one
-colour per model; the radii the suite listed are the ticks. matplotlib is imported when the
-figure is drawn."""
+every robench figure: certified accuracy (%) against the L2 radius, a step curve per
+randomized-smoothing result with its pointwise Wilson 95% band; the suite's radii are ticks."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from robench.results.plots.figures import MODEL_COLOURS, new_figure, percent_axes, step_with_band
+from robench.results.plots.figures import (
+    LINE_STYLES,
+    MODEL_COLOURS,
+    figure_legend,
+    new_figure,
+    percent_axes,
+    step_with_band,
+)
 from robench.results.stats.certified_curves import certified_curve, is_certified, listed_radii
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from robench.results.report.schema import Report
-
-_LINE_STYLES = ("-", "--", ":", "-.")
 
 
 def certified_figure(reports: Mapping[str, Report]) -> Figure | None:
@@ -33,7 +36,7 @@ def certified_figure(reports: Mapping[str, Report]) -> Figure | None:
             curve = certified_curve(report, result, where=f"the report of {label}")
             if curve is None or curve.n == 0:
                 continue
-            line = step_with_band(ax, curve, colour, _LINE_STYLES[j % len(_LINE_STYLES)])
+            line = step_with_band(ax, curve, colour, LINE_STYLES[j % len(LINE_STYLES)])
             sigma = result.params.get("sigma")
             entries.append((line, f"{label}: {result.name} (σ {sigma}, n={curve.n})"))
             ticks |= set(listed_radii(result))
@@ -54,12 +57,5 @@ def certified_figure(reports: Mapping[str, Report]) -> Figure | None:
     )
     # Below the axes, one entry per line: the labels (model, result, sigma, n) are long, and
     # beside the axes they squeezed the curves into a third of the width.
-    fig.legend(
-        [h for h, _ in entries],
-        [t for _, t in entries],
-        loc="outside lower center",
-        ncols=1,
-        fontsize=8,
-        frameon=False,
-    )
+    figure_legend(fig, entries, loc="outside lower center", ncols=1)
     return fig

@@ -1,22 +1,14 @@
 """Figures of accuracy under common corruptions (ImageNet-C style), read off reports.
 
-- `corruption_grids`: per (model, dataset), the accuracy of every (corruption, severity) that
-  was measured, with its 95% interval, and the clean accuracy it is compared with.
 - `corruption_heatmap_figure`: one heatmap panel per model (and dataset): rows are the
-  corruptions in ImageNet-C's order (noise, blur, weather, digital, then the 4 held-out extra
-  ones, then unknown names alphabetically), columns the severities; the colour is the accuracy
-  on one 0-100 % viridis scale shared by all panels, and every cell is written out in %.
-  `metric="ece"` draws the expected calibration error instead, on a reversed scale from 0 to
-  the largest cell (rounded up to 10 %), so darker is worse for both.
+  corruptions in ImageNet-C's order (then unknown names alphabetically), columns the
+  severities, colour the accuracy on one 0-100 % viridis scale for all panels. `metric="ece"`
+  draws the calibration error on a reversed scale from 0, so darker is worse for both.
 - `accuracy_vs_severity_figure`: accuracy averaged over corruptions against severity (0 =
   clean), one line per model with a band; under it one small panel per corruption.
-- `plot_corruption_figures`: both as `<stem>-corruptions-heatmap.png` and
-  `<stem>-corruptions-severity.png`.
 
 Only what a report holds is drawn: any subset of corruptions and severities, any number of
-datasets. The conventions are plots.py's: Agg canvas without pyplot, PNG bytes that depend on
-the data only, one Okabe-Ito colour per model, sample sizes and seeds written on the figure,
-matplotlib imported when a figure is drawn.
+datasets. The conventions are figures.py's; sample sizes and seeds are written on the figure.
 """
 
 from __future__ import annotations
@@ -31,12 +23,15 @@ from typing import TYPE_CHECKING, Any
 
 from robench._core.corruption_names import GROUP_OF
 from robench.results.plots.figures import (
+    LINE_STYLES,
     NOTE_SIZE,
     LineStyle,
     _colours,
     legend_beside,
     new_figure,
     save_figure,
+    seeds_note,
+    wrapped,
 )
 
 if TYPE_CHECKING:
@@ -69,12 +64,6 @@ _METRIC_LABELS = {"miou": "mIoU (%)", "ece": "ECE (%)"}
 # Lower-is-better metrics: the colour map reversed (bright stays good) and a scale from 0 to
 # the largest cell rounded up to 10 %, as calibration errors rarely reach 100 %.
 _LOWER_IS_BETTER = {"ece"}
-_DATASET_STYLES: tuple[LineStyle, ...] = (
-    "-",
-    "--",
-    ":",
-    "-.",
-)  # line style per dataset when there are several
 _MAX_SMALL_MULTIPLES = 19
 CMAP = "viridis"  # perceptually uniform, readable in greyscale and with colour-vision deficiency
 
@@ -109,12 +98,9 @@ class CorruptionGrid:
     def mean_at(
         self, severity: int, within: Collection[tuple[str, int]] | None = None
     ) -> tuple[CorruptionCell, int] | None:
-        """Accuracy averaged over the corruptions measured at `severity` (those of `within`
-        only, when given), with their number; None when there are none.
-
-        The interval is the mean of the per-corruption interval endpoints: as wide as if all
-        corruptions failed on the same images, so conservative (a paired bootstrap over
-        samples would be narrower)."""
+        """Accuracy averaged over the corruptions measured at `severity` (of `within`, when
+        given), with their number; None when there are none. The interval is the mean of the
+        interval endpoints: conservative (as wide as if all failed on the same images)."""
         cells = [
             cell
             for key, cell in self.cells.items()
@@ -134,9 +120,8 @@ class CorruptionGrid:
 
 
 def shared_cells(grids: Sequence[CorruptionGrid]) -> dict[str, set[tuple[str, int]] | None]:
-    """Dataset -> the (corruption, severity) cells every model on it was measured on: what
-    means over corruptions are taken over, so that models compare on the same corruptions;
-    None where the models share no cell (each mean is then over the model's own cells)."""
+    """Dataset -> the (corruption, severity) cells every model on it has, which means are
+    taken over so that models compare; None where they share none (own cells then)."""
     shared: dict[str, set[tuple[str, int]]] = {}
     for grid in grids:
         keys = set(grid.cells)
@@ -164,17 +149,10 @@ def _severity(raw: object) -> int | None:
 def corruption_grids(
     reports: Mapping[str, Report], *, metric: str = "top1"
 ) -> list[CorruptionGrid]:
-    """One grid per (model, dataset with corruption results), in the order of `reports`.
-
-    A corruption result is one of kind "corruption" with `params["corruption"]` and an integer
-    `params["severity"]`; others, and results without `metric`, are left out. The clean
-    accuracy is the clean result on the same dataset, else the report's only clean result
-    (pre-rendered ImageNet-C is compared with clean ImageNet validation images).
-
-    Args:
-        reports: model name (as figures should show it) -> its report.
-        metric: an accuracy metric stored as a fraction ("top1", "top5").
-    """
+    """One grid per (model, dataset with corruption results), in the order of `reports`
+    (model name -> report): results of kind "corruption" with a `corruption` and an integer
+    `severity` that have `metric`. The clean accuracy is the clean result on the same dataset,
+    else the report's only one (pre-rendered ImageNet-C is compared with clean ImageNet)."""
     grids = []
     for model, report in reports.items():
         by_dataset: dict[str, dict[tuple[str, int], CorruptionCell]] = {}
@@ -199,10 +177,9 @@ def corruption_grids(
             cells[(name, severity)] = _cell(value, result.n_samples)
         missing = sum(m.kind == "corruption" for m in report.missing)
         for dataset, cells in by_dataset.items():
-            clean_dataset = dataset if dataset in cleans else None
-            if clean_dataset is None and len(cleans) == 1:
-                clean_dataset = next(iter(cleans))
-            clean = cleans.get(clean_dataset) if clean_dataset is not None else None
+            only = next(iter(cleans)) if len(cleans) == 1 else None
+            clean_dataset = dataset if dataset in cleans else only
+            clean = cleans[clean_dataset] if clean_dataset is not None else None
             other = clean_dataset if clean_dataset != dataset else None
             grids.append(CorruptionGrid(model, dataset, cells, clean, other, report.seed, missing))
     return grids
@@ -225,9 +202,7 @@ def _count_note(grids: Sequence[CorruptionGrid], per: str) -> str:
     clean = sorted({g.clean.n_samples for g in grids if g.clean is not None})
     if clean and clean != [usual]:
         parts.append(f"clean: n = {' or '.join(map(str, clean))}")
-    seeds = sorted({g.seed for g in grids})
-    word = "seed" if len(seeds) == 1 else "seeds"
-    parts.append(f"{word} {', '.join(map(str, seeds))}, one run per model")
+    parts.append(seeds_note(sorted({g.seed for g in grids})))
     missing = {g.model: g.missing for g in grids if g.missing}
     if missing:
         listed = ", ".join(f"{m}: {k}" for m, k in missing.items())
@@ -320,18 +295,10 @@ def _panel_title(grid: CorruptionGrid, name: str, within: set[tuple[str, int]] |
 def corruption_heatmap_figure(
     reports: Mapping[str, Report], *, metric: str = "top1", title: str | None = None
 ) -> Figure | None:
-    """Accuracy (or ECE) per (corruption, severity): one heatmap per model, None without
-    corruptions.
-
-    Panels sit side by side two at a time, then wrap; panels of one dataset share their rows
-    and columns (the corruptions and severities any model was measured on; a cell a model
-    lacks is grey with a dash). One 0-100 % colour scale, with its colour bar, for all.
-
-    Args:
-        reports: model name (panel title) -> its report.
-        metric: an accuracy metric stored as a fraction, or "ece" (darker is worse either way).
-        title: the figure's title; by default it names the metric.
-    """
+    """Accuracy (or ECE) per (corruption, severity): one heatmap per model (`reports`: panel
+    title -> report), two a row; None without corruptions. Panels of one dataset share rows
+    and columns (a cell a model lacks is grey with a dash) and all share one colour scale.
+    `metric`: an accuracy stored as a fraction, or "ece"; `title` by default names it."""
     grids = corruption_grids(reports, metric=metric)
     if not grids:
         return None
@@ -358,7 +325,7 @@ def corruption_heatmap_figure(
     gaps = any(len(g.cells) < len(rows[g.dataset]) * len(cols[g.dataset]) for g in grids)
     note = f"{_count_note(grids, 'cell')}\n{_heatmap_note(grids, shared, gaps, metric)}"
     body.suptitle(
-        _wrapped(note, int(14 * width)), x=0.01, ha="left", fontsize=NOTE_SIZE, color="0.25"
+        wrapped(note, int(14 * width)), x=0.01, ha="left", fontsize=NOTE_SIZE, color="0.25"
     )
     axes = body.subplots(nrows, ncols, squeeze=False)
     several = _several_datasets(grids)
@@ -369,9 +336,7 @@ def corruption_heatmap_figure(
         images.append(
             _heatmap_panel(ax, grid, rows[grid.dataset], cols[grid.dataset], first, scale)
         )
-        name = _wrapped(
-            _panel_name(grid, several), int(11 * panel_w)
-        )  # 9 pt: ~11 characters an inch
+        name = wrapped(_panel_name(grid, several), int(11 * panel_w))  # 9 pt: ~11 chars/in
         ax.set_title(_panel_title(grid, name, shared[grid.dataset]), fontsize=9)
         used.append(ax)
     for ax in axes.flat[len(grids) :]:
@@ -400,12 +365,6 @@ def _heatmap_note(
     return "; ".join(parts)
 
 
-def _wrapped(note: str, width: int) -> str:
-    import textwrap
-
-    return "\n".join(textwrap.fill(line, width) for line in note.splitlines())
-
-
 # --- accuracy against severity ----------------------------------------------------------------
 
 
@@ -414,8 +373,8 @@ def _curve(
     corruption: str | None,
     within: Collection[tuple[str, int]] | None = None,
 ) -> tuple[list[int], list[CorruptionCell], list[int]]:
-    """x (0 = clean), points and the number of corruptions behind each point: the mean over
-    corruptions (of `within`) when `corruption` is None, else that corruption's own cells."""
+    """x (0 = clean), points and the corruptions behind each: the mean over corruptions (of
+    `within`) when `corruption` is None, else that corruption's cells."""
     xs, points, counts = [], [], []
     if grid.clean is not None:
         xs, points, counts = [0], [grid.clean], [0]
@@ -451,7 +410,7 @@ def _styles(grids: Sequence[CorruptionGrid]) -> tuple[dict[str, str], dict[str, 
     """Model -> colour, dataset -> line style."""
     models = list(dict.fromkeys(g.model for g in grids))
     datasets = list(dict.fromkeys(g.dataset for g in grids))
-    styles = {d: _DATASET_STYLES[i % len(_DATASET_STYLES)] for i, d in enumerate(datasets)}
+    styles = {d: LINE_STYLES[i % len(LINE_STYLES)] for i, d in enumerate(datasets)}
     return dict(zip(models, _colours(len(models)), strict=True)), styles
 
 
@@ -482,7 +441,7 @@ def _severity_legend(ax: Axes, colours: Mapping[str, str], styles: Mapping[str, 
     from matplotlib.patches import Patch
 
     entries: list[tuple[Artist, str]] = [
-        (Line2D([], [], color=c, lw=2.5), _wrapped(m, 32)) for m, c in colours.items()
+        (Line2D([], [], color=c, lw=2.5), wrapped(m, 32)) for m, c in colours.items()
     ]
     if len(styles) > 1:
         entries += [(Line2D([], [], color="0.3", linestyle=s), d) for d, s in styles.items()]
@@ -509,11 +468,8 @@ def _small_multiples(
         ax.set_yticks([0, 50, 100])
         ax.set_title(_display(corruption), fontsize=8, pad=2)
         ax.tick_params(labelsize=7)
-        below = k + ncols < len(corruptions)  # another panel under this one
-        if below:
-            ax.tick_params(labelbottom=False)
-        if k % ncols:
-            ax.tick_params(labelleft=False)
+        # Tick labels only under the last panel of a column and left of the first of a row.
+        ax.tick_params(labelbottom=k + ncols >= len(corruptions), labelleft=k % ncols == 0)
     for ax in axes.flat[len(corruptions) :]:
         ax.remove()
     sub.supylabel("accuracy (%)", fontsize=8)
@@ -526,15 +482,9 @@ def accuracy_vs_severity_figure(
     """Accuracy against corruption severity; None when no report has corruption results.
 
     On top, the accuracy averaged over the corruptions measured at each severity, one line
-    per model (colour; line style per dataset when there are several) from its clean accuracy
-    at severity 0, with a 95% band (the mean of the per-corruption interval endpoints, as the
-    figure says). Under it, for 2 to 19 corruptions, one small panel per corruption.
-
-    Args:
-        reports: model name (legend) -> its report.
-        metric: an accuracy metric stored as a fraction, or "ece" (darker is worse either way).
-        title: the figure's title; by default it names the metric.
-    """
+    per model (line style per dataset) from its clean accuracy at severity 0, with a 95% band.
+    Under it, for 2 to 19 corruptions, one small panel per corruption. `reports`: legend name
+    -> report; `metric` and `title` as for `corruption_heatmap_figure`."""
     grids = corruption_grids(reports, metric=metric)
     if not grids:
         return None
@@ -551,8 +501,7 @@ def accuracy_vs_severity_figure(
         title or f"Accuracy against corruption severity ({_METRIC_NAMES.get(metric, metric)})"
     )
     if multiples:
-        subs = fig.subfigures(2, 1, squeeze=False, height_ratios=[main_h, grid_h])
-        top, bottom = subs[0, 0], subs[1, 0]
+        top, bottom = fig.subfigures(2, 1, squeeze=False, height_ratios=[main_h, grid_h])[:, 0]
         _small_multiples(bottom, grids, corruptions, ticks)
     else:
         top = fig.subfigures(1, 1, squeeze=False)[0, 0]
@@ -568,7 +517,7 @@ def accuracy_vs_severity_figure(
     mean = ", mean over corruptions" if len(corruptions) > 1 else ""
     ax.set_ylabel(f"{_metric_label(metric)}{mean}")
     note = f"{_count_note(grids, 'corruption and severity')}\n{_mean_note(grids, shared)}"
-    ax.set_title(_wrapped(note, 100), fontsize=NOTE_SIZE, loc="left", color="0.25")
+    ax.set_title(wrapped(note, 100), fontsize=NOTE_SIZE, loc="left", color="0.25")
     _severity_legend(ax, colours, styles)
     return fig
 
@@ -585,8 +534,8 @@ CORRUPTION_FIGURES: dict[str, Callable[..., Figure | None]] = {
 def plot_corruption_figures(
     reports: Mapping[str, Report], out_dir: Path, stem: str, *, metric: str = "top1"
 ) -> list[Path]:
-    """Write `<stem>-corruptions-heatmap.png` and `<stem>-corruptions-severity.png` into
-    `out_dir` (none when no report has corruption results); return the paths written."""
+    """Write `<stem>-corruptions-heatmap.png` and `-severity.png` (those that apply) into
+    `out_dir`; return the paths written."""
     paths = []
     for suffix, build in CORRUPTION_FIGURES.items():
         fig = build(reports, metric=metric)

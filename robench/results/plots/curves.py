@@ -1,14 +1,11 @@
 """Figures of the curves attacks record (results/stats/robustness_curves.py), on an Agg canvas
 like every robench figure (results/plots/figures.py):
 
-- `eps_curve_figure`: top-1 accuracy (%) against eps, one per threat model: each minimal-norm
-  result is a step curve from 0 to its cap with its pointwise 95% band, and every fixed-eps
-  PGD result of the same threat model a marker with its 95% error bar, so the two can be read
-  against each other. One colour per model.
+- `eps_curve_figure`: top-1 accuracy (%) against eps, one per threat model: minimal-norm
+  results as step curves with pointwise 95% bands, fixed-eps PGD results of the same threat
+  model as markers with 95% error bars, so the two can be read against each other.
 - `iteration_figure`: top-1 accuracy (%) against the attack's iterations (best iterate so
-  far) for every result that recorded them, with 95% bands; the last 20% of each line, where
-  the convergence check looks, is drawn thicker.
-matplotlib is imported when a figure is drawn, not when robench is imported.
+  far), with 95% bands; the last 20% of each line, where the convergence check looks, thicker.
 """
 
 from __future__ import annotations
@@ -19,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from robench._core.units import display_pixel_value
 from robench.results.plots.figures import (
+    LINE_STYLES,
     MODEL_COLOURS,
     legend_beside,
     new_figure,
@@ -44,7 +42,6 @@ NORM_AXES = {
     "l1": "L1, pixel scale",
     "l0": "L0, changed pixels",
 }
-_LINE_STYLES = ("-", "--", ":", "-.")
 
 
 def _norm(result: PerturbationResult) -> str:
@@ -77,7 +74,7 @@ def eps_curve_figure(reports: Mapping[str, Report], norm: str) -> Figure | None:
             if curve.n == 0:
                 continue
             drawn = True
-            line = step_with_band(ax, curve, colour, _LINE_STYLES[j % len(_LINE_STYLES)])
+            line = step_with_band(ax, curve, colour, LINE_STYLES[j % len(LINE_STYLES)])
             name = attack_name(result.kind, result.params)
             entries.append((line, f"{label}: {result.name} ({name}, n={curve.n})"))
             ticks.add(float(result.params.get("eps", curve.x[-1])))  # no eps: uncapped
@@ -111,8 +108,7 @@ def eps_curve_figure(reports: Mapping[str, Report], norm: str) -> Figure | None:
 
 
 def iteration_figure(reports: Mapping[str, Report]) -> Figure | None:
-    """Accuracy against iterations for every result with recorded iterations; None when no
-    result has them."""
+    """Accuracy against iterations for every result that recorded them; None when none did."""
     fig = new_figure(7.6, 4.6)
     ax = fig.add_subplot()
     entries = []
@@ -124,7 +120,7 @@ def iteration_figure(reports: Mapping[str, Report]) -> Figure | None:
             curve = iteration_curve(report, result)
             if curve is None or curve.n == 0:
                 continue
-            style = _LINE_STYLES[j % len(_LINE_STYLES)]
+            style = LINE_STYLES[j % len(LINE_STYLES)]
             j += 1
             values = [100 * v for v in curve.value]
             low, high = [100 * v for v in curve.low], [100 * v for v in curve.high]
@@ -151,13 +147,5 @@ def iteration_figure(reports: Mapping[str, Report]) -> Figure | None:
     # Below the axes, not beside them: its entries name model, result, attack, eps and n,
     # and beside the axes they took two thirds of the figure's width.
     fig.set_figheight(4.6 + 0.18 * len(entries))
-    ax.legend(
-        [h for h, _ in entries],
-        [t for _, t in entries],
-        loc="upper left",
-        bbox_to_anchor=(0.0, -0.14),
-        borderaxespad=0.0,
-        fontsize=8,
-        frameon=False,
-    )
+    legend_beside(ax, entries, bbox_to_anchor=(0.0, -0.14))
     return fig

@@ -1,22 +1,14 @@
 """Figures of robench's results, drawn with matplotlib's Agg backend (no display needed).
 
-- `accuracy_series` + `plot_accuracy_vs_eps`: top-1 accuracy (%) against the L-inf budget with
-  95% intervals. One colour per model, one line style and marker per attack kind; an attack
-  run at several budgets is a line (from the clean point at eps = 0) with a band, an attack run
-  at one budget (SPSA, AutoAttack) a marker with an error bar. The sample counts (per attack
-  where they differ) and the seeds are written on the figure.
+- `plot_accuracy_vs_eps`: top-1 accuracy (%) against the L-inf budget with 95% intervals.
 - `plot_collapse_curves`: token similarity per layer (Elliptical Attention, NeurIPS 2024,
-  Fig. 3 and 6), optionally with a +- 1 std band; y from 0 to 1, the top of cosine
-  similarity's range, so figures drawn separately compare.
-- `plot_redundancy`: mean L2 distance between heads per layer with its spread (Table 18);
-  y from 0 (distances are nonnegative) to a ceiling the caller fixes (the head_redundancy
-  diagnostic uses the largest possible distance, sqrt(2N) for N tokens).
+  Fig. 3 and 6); y from 0 to 1, the top of cosine similarity's range, so figures compare.
+- `plot_redundancy`: mean L2 distance between heads per layer with its spread (Table 18).
 
 Each `plot_*` writes a PNG; its `*_figure` twin returns the `Figure` (tests inspect it).
-Figures are built on `matplotlib.figure.Figure` with an Agg canvas, never through pyplot, so
-no global figure state or interactive backend is touched, and PNGs are written without the
-matplotlib version in their metadata: the same data gives the same bytes. matplotlib is
-imported when a figure is drawn, not when robench is imported.
+Figures use an Agg canvas, never pyplot (no global figure state), and PNGs carry no
+matplotlib version: the same data gives the same bytes. matplotlib is imported when a figure
+is drawn, not when robench is imported.
 """
 
 from __future__ import annotations
@@ -97,44 +89,53 @@ def _check_series(series: Mapping[str, Sequence[object]], what: str) -> None:
         raise ConfigError(f"{what}: series {empty} have no points; drop them or fill them.")
 
 
-def _titles(fig: Figure, ax: Axes, title: str, note: str | None, width: int = 80) -> None:
-    """`title` over the figure; `note` (sample sizes, seeds, what bars mean) under it, its
-    lines wrapped at `width` characters so that it stays over the axes."""
+def wrapped(text: str, width: int) -> str:
+    """`text` with each of its lines wrapped at `width` characters."""
+    return "\n".join(textwrap.fill(line, width) for line in text.splitlines())
+
+
+def _titles(fig: Figure, ax: Axes, title: str, note: str | None) -> None:
+    """`title` over the figure; `note` under it, wrapped to stay over the axes."""
     fig.suptitle(title, fontsize=11)
     if note:
-        lines = [textwrap.fill(line, width) for line in note.splitlines()]
-        ax.set_title("\n".join(lines), fontsize=NOTE_SIZE, loc="left", color="0.25")
+        ax.set_title(wrapped(note, 80), fontsize=NOTE_SIZE, loc="left", color="0.25")
+
+
+def figure_legend(fig: Figure, entries: Sequence[tuple[Artist, str]], **style: Any) -> None:
+    """A legend of (handle, text) entries on the figure (`loc="outside lower center"`...)."""
+    handles, texts = [h for h, _ in entries], [t for _, t in entries]
+    fig.legend(handles, texts, fontsize=8, frameon=False, **style)
 
 
 # --- per-layer diagnostics -------------------------------------------------------------------
 
 
-def _per_layer_axes(fig: Figure, ylabel: str, depth: int) -> Axes:
+def _per_layer_figure(
+    series: Mapping[str, Sequence[float]], what: str, ylabel: str
+) -> tuple[Figure, Axes]:
+    """A checked figure with per-layer axes for `series` (model -> per-layer values)."""
+    _check_series(series, what)
+    fig = new_figure(5.5, 4.2)
+    depth = max(len(values) for values in series.values())
     ax = fig.add_subplot()
     ax.set_xlabel("layer (transformer block)")
     ax.set_ylabel(ylabel)
     ax.set_xticks(range(1, depth + 1))
     ax.set_xlim(0.6, depth + 0.4)
     ax.grid(True, alpha=0.3)
-    return ax
+    return fig, ax
 
 
 def _bottom_legend(fig: Figure, ax: Axes, band: str | None = None) -> None:
-    """The axes' labelled artists below the plot, plus a grey swatch explaining the bands."""
+    """The axes' labelled artists below the plot, plus a grey swatch for the bands."""
     handles, labels = ax.get_legend_handles_labels()
     if band is not None:
         from matplotlib.patches import Patch
 
         handles.append(Patch(facecolor="0.6", alpha=0.4))
         labels.append(band)
-    fig.legend(
-        handles,
-        labels,
-        loc="outside lower center",
-        ncols=min(len(handles), 2),
-        fontsize=8,
-        frameon=False,
-    )
+    entries = list(zip(handles, labels, strict=True))
+    figure_legend(fig, entries, loc="outside lower center", ncols=min(len(handles), 2))
 
 
 def collapse_figure(
@@ -146,11 +147,9 @@ def collapse_figure(
     note: str | None = None,
 ) -> Figure:
     """See `plot_collapse_curves`."""
-    _check_series(curves, "plot_collapse_curves")
+    ylabel = "mean pairwise cosine similarity of tokens"
+    fig, ax = _per_layer_figure(curves, "plot_collapse_curves", ylabel)
     spreads = spread or {}
-    fig = new_figure(5.5, 4.2)
-    depth = max(len(values) for values in curves.values())
-    ax = _per_layer_axes(fig, "mean pairwise cosine similarity of tokens", depth)
     lowest = 0.0
     for colour, (name, values) in zip(_colours(len(curves)), curves.items(), strict=True):
         layers = list(range(1, len(values) + 1))
@@ -179,12 +178,9 @@ def plot_collapse_curves(
 ) -> Path:
     """One line per model: mean pairwise cosine similarity of tokens after each layer.
 
-    Args:
-        curves: model name -> per-layer values (the `collapse` diagnostic's `per_layer`).
-        path: PNG to write.
-        spread: model name -> per-layer spread (`per_layer_std`), drawn as a shaded band that
-            the legend calls `spread_label`.
-        note: a line under the title: sample size, seeds, where the multi-seed result is.
+    `curves`: model name -> per-layer values (the `collapse` diagnostic's `per_layer`);
+    `spread`: model name -> per-layer spread (`per_layer_std`), a band the legend calls
+    `spread_label`; `note`: a line under the title (sample size, seeds).
     """
     fig = collapse_figure(curves, spread=spread, spread_label=spread_label, title=title, note=note)
     return save_figure(fig, path)
@@ -200,11 +196,9 @@ def redundancy_figure(
     note: str | None = None,
 ) -> Figure:
     """See `plot_redundancy`."""
-    _check_series(per_layer_mean, "plot_redundancy")
+    ylabel = "L2 distance between heads' attention maps"
+    fig, ax = _per_layer_figure(per_layer_mean, "plot_redundancy", ylabel)
     stds = per_layer_std or {}
-    fig = new_figure(5.5, 4.2)
-    depth = max(len(values) for values in per_layer_mean.values())
-    ax = _per_layer_axes(fig, "L2 distance between heads' attention maps", depth)
     top = 0.0
     n = len(per_layer_mean)
     for i, (colour, (name, values)) in enumerate(
@@ -242,14 +236,9 @@ def plot_redundancy(
 ) -> Path:
     """One line per model: mean L2 distance between heads per layer, +- std when given.
 
-    Args:
-        per_layer_mean: model name -> per-layer means (`head_redundancy`'s `per_layer_mean`).
-        path: PNG to write.
-        per_layer_std: model name -> per-layer standard deviations, drawn as error bars; the
-            legend says "mean `std_label`" (say over what: "± 1 std over images x head pairs").
-        ymax: top of the y-axis (it starts at 0), e.g. the largest possible distance, so that
-            figures of different models share a scale; None fits the data.
-        note: a line under the title (sample size, what the bars are, the y-range's meaning).
+    `per_layer_std` is drawn as error bars the legend calls "mean `std_label`" (say over
+    what: "± 1 std over images x head pairs"); `ymax` tops the y-axis (which starts at 0),
+    e.g. the largest possible distance, so figures share a scale (None fits the data).
     """
     fig = redundancy_figure(
         per_layer_mean,
@@ -290,6 +279,7 @@ class AccuracySeries:
 
 
 LineStyle = Literal["-", "--", "-.", ":", "none"]
+LINE_STYLES: tuple[LineStyle, ...] = ("-", "--", ":", "-.")  # in turn, per result or dataset
 # Perturbation kind -> (line style, marker); other kinds take the spare ones in turn.
 ATTACK_STYLES: dict[str, tuple[LineStyle, str]] = {
     "clean": ("none", "*"),
@@ -318,16 +308,10 @@ _BUDGET_PARAMS = {
 
 
 def accuracy_series(reports: Mapping[str, Report], *, metric: str = "top1") -> list[AccuracySeries]:
-    """One series per (model, attack) from reports: accuracies in % with their 95% intervals.
-
-    Results of one kind whose parameters differ only in the budget (eps, step size, sample
-    cap) form one series; other parameter sets of the same kind get their own (named after
-    the results). Results without `metric`, or non-clean ones without an `eps`, are left out.
-
-    Args:
-        reports: model name (as the legend should show it) -> its report.
-        metric: an accuracy metric stored as a fraction ("top1", "top5").
-    """
+    """One series per (model, attack) of `reports` (legend name -> report): `metric` (an
+    accuracy stored as a fraction) in % with its 95% intervals. Results of one kind whose
+    parameters differ only in the budget form one series; results without `metric`, or
+    non-clean ones without an `eps`, are left out."""
     series = []
     for model, report in reports.items():
         groups: dict[tuple[str, str], list[tuple[AccuracyPoint, str]]] = {}
@@ -393,10 +377,13 @@ def _sample_note(series: Sequence[AccuracySeries]) -> str:
     sizes = [f"n = {usual} images per point"]
     sizes += [f"{', '.join(attacks)}: n = {n}" for n, attacks in exceptions.items()]
     seeds = sorted({s.seed for s in series if s.seed is not None})
-    if not seeds:
-        return "; ".join(sizes)
+    return "; ".join(sizes) + (f"\n{seeds_note(seeds)}" if seeds else "")
+
+
+def seeds_note(seeds: Sequence[int]) -> str:
+    """`seeds 0, 1, one run per model`."""
     word = "seed" if len(seeds) == 1 else "seeds"
-    return "; ".join(sizes) + f"\n{word} {', '.join(map(str, seeds))}, one run per model"
+    return f"{word} {', '.join(map(str, seeds))}, one run per model"
 
 
 def _dodged(series: Sequence[AccuracySeries], step: float) -> dict[tuple[str, str], float]:
@@ -412,8 +399,7 @@ def _dodged(series: Sequence[AccuracySeries], step: float) -> dict[tuple[str, st
 
 
 def percent_axes(fig: Figure, ax: Axes, xlabel: str, ylabel: str, title: str, note: str) -> None:
-    """`ax` from 0 to 100 percent with its labels and a light grid, `title` over the figure,
-    `note` under it (as written: it breaks its own lines)."""
+    """`ax` from 0 to 100 % with labels and a grid, `title` over the figure, `note` under it."""
     ax.set_ylim(0, 100)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -423,8 +409,7 @@ def percent_axes(fig: Figure, ax: Axes, xlabel: str, ylabel: str, title: str, no
 
 
 def step_with_band(ax: Axes, curve: Any, colour: Any, linestyle: str) -> Artist:
-    """A curve's fractions as a step line in percent over its shaded 95% band (`curve.x`,
-    `value`, `low`, `high`); returns the line."""
+    """A curve's fractions (`x`, `value`, `low`, `high`) as a % step line over its 95% band."""
     values = [100 * v for v in curve.value]
     low, high = [100 * v for v in curve.low], [100 * v for v in curve.high]
     ax.fill_between(curve.x, low, high, step="post", color=colour, alpha=0.15, lw=0)
@@ -434,16 +419,11 @@ def step_with_band(ax: Axes, curve: Any, colour: Any, linestyle: str) -> Artist:
 
 def legend_beside(ax: Axes, entries: Sequence[tuple[Artist, str]], **style: Any) -> Legend:
     """A legend of (handle, text) entries right of the axes, clear of the data (constrained
-    layout makes room for it)."""
+    layout makes room for it); `style` may move it (`bbox_to_anchor`)."""
+    placed: dict[str, Any] = {"loc": "upper left", "bbox_to_anchor": (1.02, 1.0)}
+    handles, texts = [h for h, _ in entries], [t for _, t in entries]
     return ax.legend(
-        [h for h, _ in entries],
-        [t for _, t in entries],
-        loc="upper left",
-        bbox_to_anchor=(1.02, 1.0),
-        borderaxespad=0.0,
-        fontsize=8,
-        frameon=False,
-        **style,
+        handles, texts, borderaxespad=0.0, fontsize=8, frameon=False, **(placed | style)
     )
 
 
@@ -484,11 +464,7 @@ def accuracy_vs_eps_figure(
     ylabel: str = "top-1 accuracy (%)",
 ) -> Figure:
     """See `plot_accuracy_vs_eps`."""
-    if not series:
-        raise ConfigError("plot_accuracy_vs_eps: nothing to plot; pass at least one series.")
-    empty = [f"{s.model}: {s.attack}" for s in series if not s.points]
-    if empty:
-        raise ConfigError(f"plot_accuracy_vs_eps: series {empty} have no points; drop them.")
+    _check_series({f"{s.model}: {s.attack}": s.points for s in series}, "plot_accuracy_vs_eps")
     models = list(dict.fromkeys(s.model for s in series))
     colours = dict(zip(models, _colours(len(models)), strict=True))
     styles = _attack_styles(series)
@@ -537,11 +513,9 @@ def accuracy_vs_eps_figure(
     ax.set_xticks(ticks, [display_pixel_value(e) for e in ticks])
     xs = [0.0, xmax, *x_of.values()]  # dodged markers stay inside the axes
     ax.set_xlim(min(xs) - 0.04 * xmax, max(xs) + 0.04 * xmax)
-    ax.set_ylim(0, 100)
-    ax.set_xlabel("attack budget ε (L∞, pixel scale: 1/255 = one grey level)")
-    ax.set_ylabel(ylabel)
-    ax.grid(True, alpha=0.3)
-    _titles(fig, ax, title, "\n".join(filter(None, [_sample_note(series), note])), width=76)
+    xlabel = "attack budget ε (L∞, pixel scale: 1/255 = one grey level)"
+    notes = "\n".join(filter(None, [_sample_note(series), note]))
+    percent_axes(fig, ax, xlabel, ylabel, title, wrapped(notes, 76))
     _accuracy_legend(ax, colours, styles, {s.attack for s in series if s.is_sweep})
     return fig
 
@@ -554,17 +528,10 @@ def plot_accuracy_vs_eps(
     note: str | None = None,
     ylabel: str = "top-1 accuracy (%)",
 ) -> Path:
-    """Accuracy (%) against the L-inf budget, eps ticks labelled "k/255", with 95% intervals.
-
-    One colour per model, one line style and marker per attack. An attack with several
-    budgets is a line from the model's clean point with a band; one budget (or clean) is a
-    marker with an error bar, set side by side with others at the same eps. The line under
-    the title gives the number of images (per attack where it differs) and the seeds.
-
-    Args:
-        series: from `accuracy_series`.
-        path: PNG to write.
-        note: a second line under the title (e.g. the data set and the interval method).
+    """Accuracy (%) of `series` (from `accuracy_series`) against the L-inf budget, with 95%
+    intervals: one colour per model, one line style and marker per attack; several budgets
+    are a line from the clean point with a band, one budget a marker with an error bar. The
+    note under the title gives the images and seeds, then `note`.
     """
     fig = accuracy_vs_eps_figure(series, title=title, note=note, ylabel=ylabel)
     return save_figure(fig, path)

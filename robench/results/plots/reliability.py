@@ -2,18 +2,11 @@
 perturbation, the accuracy of the samples in each confidence bin against their mean
 confidence, read off the reports' per-sample `ece` column ([confidence, correct]).
 
-- `reliability_panels`: the panels of some reports: one per result that reports ECE, in the
-  report's order (clean first), except corruptions, which are pooled per severity over the
-  corruptions measured (75 ImageNet-C results would be 75 panels; pooling keeps the shift's
-  strength, the axis a reliability diagram under shift is read along, as Ovadia et al. do).
-- `reliability_figure`: the panels as small multiples, one line per model (Okabe-Ito
-  colours, as every robench figure), the diagonal of perfect calibration, a marker per
-  non-empty bin with its area proportional to the bin's share of samples, and each model's
-  ECE in the panel's title.
-
-Bins are the ECE's 15 equal-width bins (a confidence of exactly 1 shown in the last). The
-conventions are figures.py's: Agg canvas without pyplot, PNG bytes that depend on the data
-only, matplotlib imported when a figure is drawn.
+A panel per result that reports ECE, except corruptions, which are pooled per severity (75
+ImageNet-C results would be 75 panels; pooling keeps the shift's strength, the axis a
+reliability diagram under shift is read along, as Ovadia et al. do). Each panel: one line per
+model, the diagonal of perfect calibration, a marker per non-empty bin (of the ECE's 15) with
+its area the bin's share of samples, each model's ECE in the title. Conventions: figures.py's.
 """
 
 from __future__ import annotations
@@ -24,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from robench.results.plots.figures import MODEL_COLOURS, NOTE_SIZE, new_figure
+from robench.results.plots.figures import MODEL_COLOURS, NOTE_SIZE, figure_legend, new_figure
 from robench.results.stats.calibration import ECE_BINS, CalibrationError
 
 if TYPE_CHECKING:
@@ -71,7 +64,7 @@ def _panel_key(result: PerturbationResult) -> tuple[str, int]:
 
 def reliability_panels(reports: Mapping[str, Report]) -> list[ReliabilityPanel]:
     """The panels of `reports` (model name -> report), in first-seen order; results without
-    per-sample ECE values (older reports, other tasks) are left out."""
+    per-sample ECE values are left out."""
     panels: dict[str, ReliabilityPanel] = {}
     for model, report in reports.items():
         for result in report.results:
@@ -111,8 +104,7 @@ def _draw_panel(ax: Axes, panel: ReliabilityPanel, colours: Mapping[str, str]) -
 def reliability_figure(
     reports: Mapping[str, Report], *, title: str = "Reliability per perturbation"
 ) -> Figure | None:
-    """Small multiples of the panels of `reports` (model name -> report); None when no
-    report has per-sample ECE values."""
+    """Small multiples of the panels of `reports`; None without per-sample ECE values."""
     panels = reliability_panels(reports)
     if not panels:
         return None
@@ -136,13 +128,7 @@ def reliability_figure(
         ax.set_ylabel("accuracy", fontsize=8)
     for ax in axes[-1, :]:
         ax.set_xlabel("confidence", fontsize=8)
-    fig.legend(
-        [_line(colours[m]) for m in models],
-        models,
-        loc="outside right upper",
-        fontsize=8,
-        frameon=False,
-    )
+    figure_legend(fig, [(_line(colours[m]), m) for m in models], loc="outside right upper")
     return fig
 
 

@@ -1,10 +1,8 @@
 """Segmentation masks drawn over their image: ground truth beside each model's prediction.
 
-`segmentation_overlay_figure` takes one image (H, W, 3) in [0, 1], its label map and any
-number of predicted maps (H, W) of class indices, and draws a row of panels: the image, then
-every map blended over a greyed copy of the image (so the scene stays readable under the
-colours), one colour per class and one legend for all panels. Pixels whose label is no class
-(the ignore index, padding) are left uncoloured. Torch-free: the caller runs the models.
+Every map is blended over a greyed copy of the image (so the scene stays readable under the
+colours), one colour per class; pixels whose label is no class (the ignore index, padding)
+are left uncoloured. Torch-free: the caller runs the models.
 """
 
 from __future__ import annotations
@@ -12,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from robench.results.plots.figures import NOTE_SIZE, new_figure
+from robench.results.plots.figures import NOTE_SIZE, figure_legend, new_figure
 
 if TYPE_CHECKING:
     import numpy as np
@@ -87,10 +85,8 @@ def segmentation_overlay_figure(
         ax.set_xticks([])
         ax.set_yticks([])
     present = np.unique(np.concatenate([np.ravel(labels), *map(np.ravel, predictions.values())]))
-    handles = [
-        Patch(color=colours[k], label=class_names[k]) for k in present if 0 <= k < len(colours)
-    ]
-    fig.legend(handles=handles, loc="outside right center", frameon=False, fontsize=8)
+    entries = [(Patch(color=colours[k]), class_names[k]) for k in present if 0 <= k < len(colours)]
+    figure_legend(fig, entries, loc="outside right center")
     fig.suptitle(title, fontsize=11)
     if note:
         fig.supxlabel(note, fontsize=NOTE_SIZE, color="0.25")

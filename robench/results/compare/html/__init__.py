@@ -1,9 +1,8 @@
 """The self-contained HTML page of a comparison: leaderboard, figures, gate and provenance.
 
-`robench compare --format html` and `robench demo` (its `index.html`) write it. One file: the
-styles, the few lines of sorting script and the figures (base64 PNG from matplotlib) are
-inline, and nothing is fetched, so the page opens from a CI artifact or an e-mail with no
-network. The template is a package file (`robench/results/compare/html/templates/page.html.j2`).
+`robench compare --format html` and `robench demo` write it. Styles, sorting script and
+figures (base64 PNG) are inline and nothing is fetched, so the page opens from a CI artifact
+with no network. The template is `robench/results/compare/html/templates/page.html.j2`.
 """
 
 from robench.results.compare.html.page import PageSection as PageSection

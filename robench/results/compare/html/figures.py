@@ -1,20 +1,10 @@
 """The page's figures, drawn with robench's own plotting code and inlined as base64 PNG.
 
-Each builder takes the compared reports (row label -> report) and returns the figures it
-applies to, none when the reports have nothing for it, so the page leaves the part out:
-
-- accuracy against the attack budget, one figure per threat model (`plots.accuracy_series`,
-  `plots.accuracy_vs_eps_figure`), one line per model with its 95% band;
-- accuracy against eps from minimal-norm results' per-sample norms, with the fixed-eps PGD
-  runs beside them, one figure per threat model, certified accuracy against the L2 radius
-  from randomized-smoothing results (`plots/certified.py`), and accuracy against attack
-  iterations (`curve_plots`);
-- accuracy per corruption x severity (`corruption_plots.corruption_heatmap_figure`), and
-  the expected calibration error per corruption x severity where the reports have ECE;
-- reliability diagrams per perturbation (`plots/reliability.py`), corruptions pooled per
-  severity;
-- language models: perplexity clean and under Word Swap, per model, with 95% intervals;
-- segmentation models: mIoU against the attack budget and per corruption x severity.
+Each builder in `FIGURES` takes the compared reports (row label -> report) and returns the
+figures that apply, none when the reports have nothing for it, so the page leaves the part
+out: accuracy against the attack budget per threat model; curves from minimal norms,
+certificates and attack iterations; corruption heatmaps (accuracy, ECE); reliability
+diagrams; perplexity of language models; mIoU of segmentation models.
 """
 
 from __future__ import annotations
@@ -37,7 +27,7 @@ from robench.results.plots.figures import (
     new_figure,
 )
 from robench.results.plots.reliability import reliability_figure
-from robench.results.report.schema import Report
+from robench.results.report.schema import PerturbationResult, Report
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -82,22 +72,28 @@ def _listing(names: list[str]) -> str:
     return ", ".join(names[:-1]) + (" and " if len(names) > 1 else "") + names[-1]
 
 
+def _heatmap_alt(names: list[str], what: str, darker: str) -> str:
+    return (
+        f"Heatmaps, one per model ({_listing(names)}): {what} in percent for each corruption "
+        f"(rows) and severity (columns), printed in every cell; darker is {darker}."
+    )
+
+
+def _on_budget_axis(result: PerturbationResult, norm: str) -> bool:
+    """Clean, or a fixed-budget result under `norm` (minimal norms are curves elsewhere)."""
+    return result.kind == "clean" or (_norm(result.params) == norm and result.kind != MINIMAL_NORM)
+
+
 def budget_figures(reports: Mapping[str, Report]) -> list[PageFigure]:
     """Top-1 accuracy against the budget, one figure per threat model with attacks."""
     norms = dict.fromkeys(n for r in reports.values() for x in r.results if (n := _norm(x.params)))
     figures = []
     for norm in norms:
         kept = {
-            label: report.model_copy(
-                update={
-                    "results": [
-                        x
-                        for x in report.results
-                        if x.kind == "clean" or (_norm(x.params) == norm and x.kind != MINIMAL_NORM)
-                    ]
-                }
+            label: r.model_copy(
+                update={"results": [x for x in r.results if _on_budget_axis(x, norm)]}
             )
-            for label, report in reports.items()
+            for label, r in reports.items()
         }
         series = accuracy_series(kept)
         if not any(s.kind != "clean" for s in series):
@@ -154,18 +150,12 @@ def heatmap_figures(reports: Mapping[str, Report]) -> list[PageFigure]:
     fig = corruption_heatmap_figure(reports)
     if fig is None:
         return []
-    alt = (
-        "Heatmaps, one per model (" + _listing(list(reports)) + "): top-1 accuracy in percent "
-        "for each corruption (rows) and severity (columns), printed in every cell; darker is "
-        "lower accuracy."
-    )
+    alt = _heatmap_alt(list(reports), "top-1 accuracy", "lower accuracy")
     figures = [inline_png(fig, "Accuracy per corruption and severity", alt)]
     ece = corruption_heatmap_figure(reports, metric="ece")
     if ece is not None:
-        alt = (
-            "Heatmaps, one per model (" + _listing(list(reports)) + "): expected calibration "
-            "error in percent for each corruption (rows) and severity (columns), printed in "
-            "every cell; darker is a larger calibration error."
+        alt = _heatmap_alt(
+            list(reports), "expected calibration error", "a larger calibration error"
         )
         figures.append(inline_png(ece, "Calibration error (ECE) per corruption and severity", alt))
     return figures
@@ -195,12 +185,8 @@ def _perplexities(report: Report) -> list[tuple[str, float, tuple[float, float]]
 
 def perplexity_figures(reports: Mapping[str, Report]) -> list[PageFigure]:
     """Language models: perplexity clean and under each Word Swap rate, bars per model."""
-    found = {
-        label: _perplexities(report)
-        for label, report in reports.items()
-        if report.task == LANGUAGE_MODELING
-    }
-    found = {label: values for label, values in found.items() if values}
+    models = [(label, r) for label, r in reports.items() if r.task == LANGUAGE_MODELING]
+    found = {label: values for label, r in models if (values := _perplexities(r))}
     names = list(dict.fromkeys(name for values in found.values() for name, _, _ in values))
     if not found or not any(name != "clean" for name in names):
         return []
@@ -248,10 +234,7 @@ def segmentation_figures(reports: Mapping[str, Report]) -> list[PageFigure]:
         figures.append(inline_png(fig, "mIoU against the L∞ budget", alt))
     heatmap = corruption_heatmap_figure(found, metric="miou", title="mIoU under corruptions")
     if heatmap is not None:
-        alt = (
-            "Heatmaps, one per model (" + _listing(list(found)) + "): mIoU in percent for each "
-            "corruption (rows) and severity (columns), printed in every cell; darker is lower."
-        )
+        alt = _heatmap_alt(list(found), "mIoU", "lower")
         figures.append(inline_png(heatmap, "mIoU per corruption and severity", alt))
     return figures
 

@@ -1,8 +1,7 @@
 """A `Comparison` as the page's leaderboard: header and cells ready for the template.
 
-The numbers, marks (best bold, second underlined) and directions are the comparison's own, as
-in the terminal tables and `--format json`: a cell shows its value with two decimals, the raw
-value (six decimals, as the json format rounds it) is what the table sorts on.
+The numbers, marks and directions are the comparison's own: a cell shows its value with two
+decimals and sorts on it as `--format json` rounds it (six decimals).
 """
 
 from __future__ import annotations
@@ -56,20 +55,11 @@ class Leaderboard:
     has_reference: bool
 
 
-def _metric_text(column: Column) -> str:
-    display = column.display
-    notes = [display.unit] if display.unit else []
-    if column.subset is not None:
-        notes.append(f"n={column.subset}")
-    where = column.group.removeprefix("aggregates") if column.aggregate else ""
-    return display.label + where + (f" ({', '.join(notes)})" if notes else "")
-
-
 def _header(column: Column) -> HeaderCell:
     return HeaderCell(
         sort_id=column.id,
         group=column.perturbation if column.aggregate else column.group,
-        metric=_metric_text(column),
+        metric=column.metric_text(),
         arrow=ARROWS[column.higher_is_better],
         direction=DIRECTION_WORDS[column.higher_is_better],
         first_sort=FIRST_SORT[column.higher_is_better],

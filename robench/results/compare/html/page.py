@@ -1,10 +1,9 @@
 """The page: sections of compared reports, the gate's verdicts, provenance; rendered by Jinja2.
 
 A page holds one section per comparison (`robench compare` writes one, the demo's index page
-three: attacks, corruptions, language models). A section says what was compared (suite,
-dataset and samples), shows the leaderboard and the figures that apply; the gate's checks
-follow when a gate summary is given, then each model's provenance, collapsed. A part with
-nothing to show is left out.
+three): what was compared, the leaderboard and the figures that apply; then the gate's checks
+when a gate summary is given, and each model's provenance. Parts with nothing to show are left
+out.
 """
 
 from __future__ import annotations
@@ -85,25 +84,18 @@ def _dataset(data: DataInfo) -> str:
 
 
 def _section_facts(reports: Sequence[Report]) -> list[Fact]:
-    facts = [
+    return [
         Fact("Suite", _distinct(f"{r.suite.name} v{r.suite.version}" for r in reports)),
         Fact("Task", _distinct(r.task for r in reports)),
         Fact("Data", _distinct(_dataset(d) for r in reports for d in r.datasets.values())),
         Fact("Models", f"{len(reports)}"),
     ]
-    return facts
 
 
 def _provenance(label: str, source: str, report: Report) -> Provenance:
     model, env = report.model, report.environment
-    versions = {
-        "robench": report.robench_version,
-        "python": env.python,
-        "torch": env.torch,
-        "timm": env.timm,
-        "torchattacks": env.torchattacks,
-        "pyautoattack": env.pyautoattack,
-    }
+    libraries = ("python", "torch", "timm", "torchattacks", "pyautoattack")
+    versions = {"robench": report.robench_version} | {k: getattr(env, k) for k in libraries}
     facts = {
         "Report": source,
         "Model": model.name,
@@ -188,14 +180,8 @@ def render_page(
         Fact("Evaluated", _dates(sections)),
         Fact("Page written by", f"robench {__version__}"),
     ]
-    return (
-        _environment()
-        .get_template(TEMPLATE)
-        .render(
-            title=title,
-            header=[fact for fact in header if fact.value],
-            sections=sections,
-            gate=gate,
-            gate_header=GATE_HEADER,
-        )
+    shown = [fact for fact in header if fact.value]
+    template = _environment().get_template(TEMPLATE)
+    return template.render(
+        title=title, header=shown, sections=sections, gate=gate, gate_header=GATE_HEADER
     )
