@@ -39,12 +39,8 @@ class RobenchError(Exception):
 
 
 def _unwrap_worker_message(message: str) -> str:
-    """The original sentence of an error re-raised from a DataLoader worker.
-
-    torch re-raises a worker's exception in the main process as `type(exc)(text)`, where text
-    is "Caught X in DataLoader worker process N. Original Traceback ...": keep the last line's
-    message so the user sees one sentence, not a worker traceback.
-    """
+    """The original sentence of an error torch re-raised from a DataLoader worker as "Caught X
+    in DataLoader worker process N. Original Traceback ...", not the worker's traceback."""
     if not (message.startswith("Caught ") and "Original Traceback" in message):
         return message
     lines = message.rstrip().splitlines()

@@ -1,10 +1,6 @@
 """`robench eval`'s flags, derived from the evaluation options' table
-(robench/evaluation/options/__init__.py): the command function's typer signature, and the command
-line's text turned into the Python values `request_from_options` takes.
-
-Each option becomes a row of robench/cli/_option_table.py, which builds the function's typer
-signature (as for train, gate, compare and sweep), so a flag is added, renamed or documented in
-the table alone.
+(robench/evaluation/options/__init__.py) as rows of robench/cli/_option_table.py: the command
+function's typer signature, and the command line's text turned into Python values.
 """
 
 from __future__ import annotations

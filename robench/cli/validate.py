@@ -25,8 +25,7 @@ def _check_suite(path: Path) -> str:
 
 
 def _resolved_suite(path: Path) -> str:
-    """The suite as TOML with its includes resolved, headed by the files it was read from
-    and the sha256 its reports record (checked by `_check_suite` first)."""
+    """The suite as TOML with its includes resolved, headed by its files and sha256."""
     from robench._core.toml_files import dump_toml
     from robench.evaluation.suite_files import read_suite_file, resolve_suite_path
 
