@@ -6,10 +6,9 @@ import os
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Any
 
-import typer
-
+from robench.cli._option_table import Opt, with_options
 from robench.cli._output import err, handle_errors, out, table_width
 from robench.cli._progress import make_progress
 
@@ -21,20 +20,17 @@ if TYPE_CHECKING:
     from robench.results.compare.per_corruption import PerCorruption
 
 
+# `robench demo`'s options, one row each (robench/cli/_option_table.py).
+DEMO_OPTIONS = (
+    Opt("full", bool, False, "Every section, at full size (timings below)."),
+    Opt("quick", bool, False, "Every section, on fewer samples."),
+    Opt("out_dir", Path, Path("runs/demo"), "Where reports and figures go.", "-o"),
+)
+
+
 @handle_errors
-def demo_command(
-    full: Annotated[
-        bool,
-        typer.Option("--full", help="Every section, at full size (timings below)."),
-    ] = False,
-    quick: Annotated[
-        bool,
-        typer.Option("--quick", help="Every section, on fewer samples."),
-    ] = False,
-    out_dir: Annotated[
-        Path, typer.Option("--out-dir", "-o", help="Where reports and figures go.")
-    ] = Path("runs/demo"),
-) -> None:
+@with_options(*DEMO_OPTIONS)
+def demo_command(**given: Any) -> None:
     """A tour on the shipped nano models: baseline vs Elliptical nano ViT under attacks and
     corruptions, figures and a page; --full adds language models, segmentation, text
     classification and certified robustness.
@@ -73,6 +69,7 @@ def demo_command(
     from robench._core.errors import ConfigError
     from robench.cli._demo import run_demo
 
+    full, quick, out_dir = given["full"], given["quick"], given["out_dir"]
     if full and quick:
         raise ConfigError(
             "--full and --quick both run every section, at full size and on fewer samples; "

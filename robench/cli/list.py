@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
 
 from robench._core.registry import Registry
+from robench.cli._option_table import REQUIRED, Opt, with_options
 from robench.cli._output import handle_errors, out
 
 if TYPE_CHECKING:
@@ -167,19 +168,18 @@ _LISTERS: dict[str, Callable[[str | None], list[tuple[str, str]]]] = {
 Catalogue = enum.Enum("Catalogue", {name: name for name in _LISTERS}, type=str)  # type: ignore[misc]
 
 
+# `robench list`'s options, one row each (robench/cli/_option_table.py).
+LIST_OPTIONS = (
+    Opt("what", Catalogue, REQUIRED, "Which catalogue to list.", argument=True),
+    Opt("pattern", str, None, "Shell-style filter, e.g. '*elliptical*'.", argument=True),
+    Opt("imports", list[str], None,
+        "Module or .py file whose registrations to list too (repeatable).", flag="--import"),
+)  # fmt: skip
+
+
 @handle_errors
-def list_command(
-    what: Annotated[Catalogue, typer.Argument(help="Which catalogue to list.")],  # type: ignore[valid-type]
-    pattern: Annotated[
-        str | None, typer.Argument(help="Shell-style filter, e.g. '*elliptical*'.")
-    ] = None,
-    imports: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--import", help="Module or .py file whose registrations to list too (repeatable)."
-        ),
-    ] = None,
-) -> None:
+@with_options(*LIST_OPTIONS)
+def list_command(**given: Any) -> None:
     """List registered models, perturbations, shipped suites, model cards, metrics or tasks.
 
     Also `formats`: the output formats of eval, compare (and its per-corruption table) and
@@ -191,12 +191,13 @@ def list_command(
       robench list suites
       robench list metrics --import my_plugin.py
     """
-    if imports:
+    what = given["what"]
+    if given["imports"]:
         from robench._core.plugins import import_user_module
 
-        for target in imports:
+        for target in given["imports"]:
             import_user_module(target)
-    rows = _LISTERS[what.value](pattern)
+    rows = _LISTERS[what.value](given["pattern"])
     if not out.is_terminal:
         for name, detail in rows:
             typer.echo(f"{name}\t{detail}")

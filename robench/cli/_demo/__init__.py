@@ -254,21 +254,19 @@ def _evaluator(
 def _optional_sections(plan: DemoPlan) -> dict[str, list[tuple[str, str]]]:
     """Report suffix -> the (MODEL, suite) evaluations of each section that may need an
     optional extra (the image and word-level language-model sections need none)."""
+    from robench.cli._demo import segmentation, text_classification
     from robench.cli._demo.bpe import bpe_model_folder, shown_folder
-    from robench.cli._demo.segmentation import DEMO_SEGMENTERS
-    from robench.cli._demo.segmentation import SUITE as SEGMENTATION_SUITE
-    from robench.cli._demo.text_classification import DEMO_CLASSIFIERS
-    from robench.cli._demo.text_classification import SUITE as TEXT_CLASSIFICATION_SUITE
 
     folder = bpe_model_folder()
     subword = [(f"hf:{shown_folder(folder)}", plan.text_suite)] if folder is not None else []
-    return {
-        "-subword": subword,
-        SEGMENTATION_SUFFIX: [(m, SEGMENTATION_SUITE) for m in DEMO_SEGMENTERS.values()],
-        TEXT_CLASSIFICATION_SUFFIX: [
-            (m, TEXT_CLASSIFICATION_SUITE) for m in DEMO_CLASSIFIERS.values()
-        ],
+    pairs = (
+        (segmentation, segmentation.DEMO_SEGMENTERS),
+        (text_classification, text_classification.DEMO_CLASSIFIERS),
+    )
+    sections = {
+        module.SUFFIX: [(m, module.SUITE) for m in models.values()] for module, models in pairs
     }
+    return {"-subword": subword, **sections}
 
 
 def skipped_sections(plan: DemoPlan) -> dict[str, str]:
