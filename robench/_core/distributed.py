@@ -56,9 +56,8 @@ def resolve_device(name: str) -> torch.device:
 
 
 def on_cuda_device(name: str) -> AbstractContextManager[object]:
-    """`cuda:N`'s GPU as CUDA's current device inside the block, the caller's restored after:
-    library code that allocates on "the" GPU (`device="cuda"`, `torch.cuda.synchronize()`)
-    then uses the run's. A no-op for any other device; `resolve_device` reports bad ones."""
+    """`cuda:N` as CUDA's current device inside the block, so library code that allocates on
+    "the" GPU (`device="cuda"`) uses the run's; a no-op for any other device."""
     try:
         device = torch.device(name)
     except RuntimeError:

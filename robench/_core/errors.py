@@ -85,9 +85,8 @@ class PluginError(RobenchError):
 
 
 class InputError(RobenchError, ValueError):
-    """Bad input to the Python API (`robench.evaluate`): a ValueError, as Python callers
-    expect, with the sentence `robench eval` prints; `kind` names the error robench raised
-    (ConfigError, DataError, ...)."""
+    """Bad input to the Python API: a ValueError, as Python callers expect, with the sentence
+    `robench eval` prints; `kind` names the error robench raised (ConfigError, ...)."""
 
     def __init__(self, message: str = "", kind: str = "ConfigError") -> None:
         super().__init__(message)
@@ -95,9 +94,8 @@ class InputError(RobenchError, ValueError):
 
 
 def as_input_errors(function: Callable[P, R]) -> Callable[P, R]:
-    """A Python entry point's bad-input errors as `InputError` (a ValueError, exported as
-    `robench.InputError`) with the sentence the CLI prints; runtime failures stay what they
-    are. The CLI calls the layers below, so its exit codes do not change."""
+    """A Python entry point's bad-input errors as `InputError`; runtime failures stay what
+    they are. The CLI calls the layers below, so its exit codes do not change."""
 
     @functools.wraps(function)
     def checked(*args: P.args, **kwargs: P.kwargs) -> R:

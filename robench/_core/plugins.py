@@ -93,10 +93,9 @@ _SCANNED: dict[tuple[str, tuple[str, ...]], EntryPoints] = {}
 
 
 def installed_entry_points(group: str) -> EntryPoints:
-    """The installed entry points of `group`. Reading them scans every distribution's metadata
-    (about 40 ms per group here), which a training loop calling `robench.evaluate` every N
-    steps would pay each time: the scan is made once per `sys.path`, so a package installed
-    while the process runs is seen only by a new process (or once sys.path changes)."""
+    """The installed entry points of `group`, scanned once per `sys.path`: the scan reads every
+    distribution's metadata (about 40 ms per group here), which a training loop calling
+    `robench.evaluate` every N steps would pay each time."""
     key = (group, tuple(sys.path))
     if key not in _SCANNED:
         _SCANNED[key] = entry_points(group=group)

@@ -60,9 +60,8 @@ class Opt:
 
 
 def with_options(*rows: Opt) -> Callable[[F], F]:
-    """Give `command(**given)` the rows as its typer signature (`__signature__`, and
-    `__annotations__` for `typing.get_type_hints`); a number outside its flag's range is one
-    ConfigError naming the flag, raised before the command runs."""
+    """Give `command(**given)` the rows as its typer signature (`__signature__` and
+    `__annotations__`), its numbers checked against their flags' ranges."""
     parameters = [row.parameter() for row in rows]
     ranged = {row.name: row.flags[0] for row in rows if row.flags and row.flags[0] in OPTION_RANGES}
 

@@ -26,8 +26,7 @@ def choices_metavar(registry: Registry[Any]) -> str:
 
 def registry_choice(registry: Registry[Any], group: str) -> Callable[[str], str]:
     """A parser that takes a registered name; for another it first loads the entry points of
-    `group` (installed packages' plugins; not on every run, as that reads every package's
-    metadata), then refuses it as a choice option would, naming close matches."""
+    `group` (not on every run: that reads every package's metadata), then refuses it."""
 
     def parse(value: str) -> str:
         if value not in registry:

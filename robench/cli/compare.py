@@ -179,9 +179,8 @@ def _format_name(fmt: str | None, output: Path | None) -> str:
 
 
 def _fitting(name: str, fmt: str | None, output: Path | None) -> bool:
-    """Whether the markdown is read on a terminal or in a log, and so gets a layout that fits
-    its width: on stdout, unless --format was chosen on a pipe (`> table.md`); `-o` keeps the
-    paper's shape."""
+    """Whether the markdown gets a layout that fits the width: on stdout, unless --format was
+    chosen on a pipe (`> table.md`); `-o` keeps the paper's shape."""
     return name == "markdown" and output is None and (fmt is None or out.is_terminal)
 
 

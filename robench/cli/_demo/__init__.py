@@ -440,8 +440,7 @@ def _write_page(result: DemoResult, out_dir: Path) -> None:
 
 def corruption_overview(reports: list[tuple[Path, Report]]) -> Comparison:
     """The corruption section's leaderboard on the page: clean top-1 and the mean corruption
-    accuracy with its interval, not a column per corruption x severity (46 in the full demo);
-    the heatmap beside it and the reports hold every one."""
+    accuracy, not a column per corruption x severity (46 in the full demo; see the heatmap)."""
     comparison = compared(reports, ["top1", "mean_corruption_accuracy"])
     kept = [c for c in comparison.columns if c.aggregate or c.perturbation == "clean"]
     if len(kept) == len(comparison.columns) or not kept:

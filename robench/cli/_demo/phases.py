@@ -57,8 +57,7 @@ def _seconds(value: float) -> str:
 
 class PhaseClock:
     """Logs each phase as it starts: the time since the demo began, its number, and what is
-    left with an estimate of its time (the idle machine's until a phase has ended, then this
-    machine's pace so far)."""
+    left with an estimate of its time."""
 
     def __init__(self, phases: list[Phase]) -> None:
         self.phases = phases

@@ -103,9 +103,8 @@ def evaluate_segmentation_demo(
     allow_random_weights: bool = False,
     limit: int | None = None,
 ) -> SegmentationDemo | None:
-    """Both Segmenters' reports, their comparison and the overlay figure; None without
-    the shipped checkpoints (unless `allow_random_weights`). `limit` overrides the plan's
-    number of scenes."""
+    """Both Segmenters' reports, their comparison and the overlay figure; None without the
+    shipped checkpoints (unless `allow_random_weights`)."""
     models = demo_segmenters(allow_random_weights)
     if models is None:
         return None
