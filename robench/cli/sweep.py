@@ -23,8 +23,8 @@ Options = Mapping[str, Any]  # the command's options, by keyword (SWEEP_OPTIONS)
 _COLOURS = {"done": "green", "running": "cyan", "failed": "red", "pending": "", "changed": "yellow"}
 
 
-def _status_rows(statuses: list[JobStatus]) -> list[dict[str, str]]:
-    return [
+def _print_status(statuses: list[JobStatus], as_json: bool) -> None:
+    rows = [
         {
             "job": s.job.job_id,
             "status": s.status,
@@ -33,10 +33,6 @@ def _status_rows(statuses: list[JobStatus]) -> list[dict[str, str]]:
         }
         for s in statuses
     ]
-
-
-def _print_status(statuses: list[JobStatus], as_json: bool) -> None:
-    rows = _status_rows(statuses)
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
