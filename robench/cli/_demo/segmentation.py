@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from robench._core.progress import Progress
-from robench.cli._demo.pairs import compared, evaluate_roles
+from robench.cli._demo.pairs import cards_missing, compared, evaluate_roles
 from robench.evaluation.shared_samples import sharing_perturbed_samples
 from robench.models.loading import LoadedModel, load_model
 from robench.models.spec import bundled_cards
@@ -84,14 +84,10 @@ def demo_segmenters(allow_random_weights: bool) -> dict[str, str] | None:
     """Role -> MODEL: the shipped cards; without them, the bare architectures when random
     weights are allowed, else None (the section is skipped)."""
     cards = bundled_cards()
-    if all(card in cards for card in DEMO_SEGMENTERS.values()):
-        return dict(DEMO_SEGMENTERS)
-    if allow_random_weights:
+    if allow_random_weights and not all(card in cards for card in DEMO_SEGMENTERS.values()):
         logger.warning("shipped Segmenters not found: evaluating random weights (development)")
         return dict(SEGMENTER_ARCHITECTURES)
-    missing = ", ".join(c for c in DEMO_SEGMENTERS.values() if c not in cards)
-    logger.warning("models/%s not installed: the segmentation section is skipped", missing)
-    return None
+    return None if cards_missing(DEMO_SEGMENTERS, "segmentation") else dict(DEMO_SEGMENTERS)
 
 
 def evaluate_segmentation_demo(
