@@ -112,9 +112,12 @@ def _suite_task(suite: Any, chosen: LoadedSuite | None) -> str | None:
     return None
 
 
-def _refuse_named_model_options(loaded: LoadedModel | None, options: dict[str, Any]) -> None:
-    """A model held in memory has its weights and says its preprocessing with
-    `preprocessing=`; the options that describe a model loaded by name would be ignored."""
+def _refuse_other_models_options(
+    loaded: LoadedModel | None, options: dict[str, Any], memory: MemoryOptions
+) -> None:
+    """Refuse what describes the other kind of model, which would be ignored: a model held in
+    memory has its weights and says its preprocessing with `preprocessing=`; a model loaded
+    by name takes its name and tokenizer or image processor from its source."""
     given = [name for name in _NAMED_MODEL_ONLY if options.get(name) not in (None, False)]
     if loaded is not None and given:
         raise ConfigError(
@@ -122,17 +125,12 @@ def _refuse_named_model_options(loaded: LoadedModel | None, options: dict[str, A
             "memory; give its normalisation and size as preprocessing=dict(mean=..., std=..., "
             "size=(C, H, W)) and drop them."
         )
-
-
-def _refuse_memory_options(loaded: LoadedModel | None, options: MemoryOptions) -> None:
-    """A model loaded by name takes its name and tokenizer or image processor from its
-    source; the keywords that describe a model held in memory would be ignored."""
-    given = {
-        "model_name": options.name,
-        "tokenizer": options.tokenizer,
-        "image_processor": options.image_processor,
+    held = {
+        "model_name": memory.name,
+        "tokenizer": memory.tokenizer,
+        "image_processor": memory.image_processor,
     }
-    named = [name for name, value in given.items() if value is not None]
+    named = [name for name, value in held.items() if value is not None]
     if loaded is None and named:
         raise ConfigError(
             f"{', '.join(named)} describe a model held in memory, and this model is loaded by "
@@ -202,8 +200,7 @@ def _run(
     if loaded is not None and not options.get("device"):  # the device follows the model
         options["device"] = str(loaded.device)
     device = str(options.get("device") or "cpu")
-    _refuse_named_model_options(loaded, options)
-    _refuse_memory_options(loaded, model_options)
+    _refuse_other_models_options(loaded, options, model_options)
     options["surrogate"] = engine_surrogate(
         options.get("surrogate"), surrogate_options, model_options, device
     )
