@@ -1,15 +1,12 @@
-"""torch.distributed set-up for runs under `torchrun` (gloo on CPU, nccl on GPU).
+"""torch.distributed set-up for runs under `torchrun` (gloo on CPU, nccl on GPU); outside
+torchrun (no WORLD_SIZE in the environment) everything is a no-op on one process.
 
-Outside torchrun (no WORLD_SIZE in the environment) everything is a no-op on one process.
-
-CPU threads: the processes of one node share its cores. torchrun sets `OMP_NUM_THREADS=1` for
-every process when the user has not set it (and `--nproc_per_node` > 1), which leaves most
-cores of a large CPU node idle; a launcher that sets no thread count (srun starting each rank)
-lets every process take all the cores, and N processes then oversubscribe them N times (several
-times slower: reports/benchmarks.md, "Distributed"). So on CPU, unless the user chose a
-thread count, each process takes its share of the cores it may run on:
-max(1, cores // LOCAL_WORLD_SIZE) intra-op threads (`cpu_threads`). A user's
-OMP_NUM_THREADS / MKL_NUM_THREADS is kept, with a warning when it oversubscribes the node.
+CPU threads: torchrun sets `OMP_NUM_THREADS=1` for every process unless the user set it, which
+leaves most cores of a large node idle; a launcher that sets none (srun) lets N processes take
+all the cores each, N times oversubscribed (several times slower: reports/benchmarks.md,
+"Distributed"). So on CPU, unless the user chose a thread count, each process takes
+max(1, cores // LOCAL_WORLD_SIZE) intra-op threads (`cpu_threads`); a user's OMP_NUM_THREADS /
+MKL_NUM_THREADS is kept, with a warning when it oversubscribes the node.
 """
 
 from __future__ import annotations
@@ -34,8 +31,8 @@ logger = logging.getLogger(__name__)
 
 
 def resolve_device(name: str) -> torch.device:
-    """`auto` (CUDA when a GPU is available, else the CPU), `cpu`, `cuda` or `cuda:N`,
-    refusing CUDA on a machine without a GPU and a GPU index the machine lacks."""
+    """`auto` (CUDA when a GPU is available, else the CPU), `cpu`, `cuda` or `cuda:N` (a GPU
+    this machine has)."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
@@ -59,9 +56,8 @@ def resolve_device(name: str) -> torch.device:
 
 
 def on_cuda_device(name: str) -> AbstractContextManager[object]:
-    """`cuda:N`'s GPU as CUDA's current device inside the block, the caller's restored after:
-    library code that allocates on "the" GPU (`device="cuda"`, `torch.cuda.synchronize()`)
-    then uses the run's. A no-op for any other device; `resolve_device` reports bad ones."""
+    """`cuda:N` as CUDA's current device inside the block, so library code that allocates on
+    "the" GPU (`device="cuda"`) uses the run's; a no-op for any other device."""
     try:
         device = torch.device(name)
     except RuntimeError:
@@ -141,12 +137,8 @@ def cpu_threads(
     current: int,
 ) -> int | None:
     """Intra-op threads for one of the node's LOCAL_WORLD_SIZE processes on `cores` CPUs, or
-    None to keep `current` (the user chose it).
-
-    `launcher_environ` is the environment the parent process started with (torchrun's, when
-    it launched this one), None when unreadable: it tells torchrun's `OMP_NUM_THREADS=1`
-    default from the user's own.
-    """
+    None to keep `current` (the user chose it). `launcher_environ` (the parent's, None when
+    unreadable) tells torchrun's `OMP_NUM_THREADS=1` default from the user's own."""
     share = max(1, cores // _local_processes(environ))
     if "MKL_NUM_THREADS" in environ:
         return None

@@ -39,12 +39,8 @@ class RobenchError(Exception):
 
 
 def _unwrap_worker_message(message: str) -> str:
-    """The original sentence of an error re-raised from a DataLoader worker.
-
-    torch re-raises a worker's exception in the main process as `type(exc)(text)`, where text
-    is "Caught X in DataLoader worker process N. Original Traceback ...": keep the last line's
-    message so the user sees one sentence, not a worker traceback.
-    """
+    """The original sentence of an error torch re-raised from a DataLoader worker as "Caught X
+    in DataLoader worker process N. Original Traceback ...", not the worker's traceback."""
     if not (message.startswith("Caught ") and "Original Traceback" in message):
         return message
     lines = message.rstrip().splitlines()
@@ -89,9 +85,8 @@ class PluginError(RobenchError):
 
 
 class InputError(RobenchError, ValueError):
-    """Bad input to the Python API (`robench.evaluate`): a ValueError, as Python callers
-    expect, with the sentence `robench eval` prints; `kind` names the error robench raised
-    (ConfigError, DataError, ...)."""
+    """Bad input to the Python API: a ValueError, as Python callers expect, with the sentence
+    `robench eval` prints; `kind` names the error robench raised (ConfigError, ...)."""
 
     def __init__(self, message: str = "", kind: str = "ConfigError") -> None:
         super().__init__(message)
@@ -99,9 +94,8 @@ class InputError(RobenchError, ValueError):
 
 
 def as_input_errors(function: Callable[P, R]) -> Callable[P, R]:
-    """A Python entry point's bad-input errors as `InputError` (a ValueError, exported as
-    `robench.InputError`) with the sentence the CLI prints; runtime failures stay what they
-    are. The CLI calls the layers below, so its exit codes do not change."""
+    """A Python entry point's bad-input errors as `InputError`; runtime failures stay what
+    they are. The CLI calls the layers below, so its exit codes do not change."""
 
     @functools.wraps(function)
     def checked(*args: P.args, **kwargs: P.kwargs) -> R:

@@ -1,10 +1,7 @@
 """Optional extras: which `pip install 'robench[EXTRA]'` brings which module, and the check that
-refuses a run needing a missing one before it does any work.
-
-pyproject.toml's `[project.optional-dependencies]` lists the extras; `MODULE_EXTRAS` says which
-importable module of each robench uses (tests/test_extras.py checks the two agree). A command
-that needs one checks with `require` (or `missing_modules` on everything it will need) at its
-start, so a missing module is one sentence and exit 2, not a ModuleNotFoundError minutes in.
+refuses a run needing a missing one before it does any work (one sentence and exit 2, not a
+ModuleNotFoundError minutes in). tests/test_extras.py keeps `MODULE_EXTRAS` and pyproject.toml's
+`[project.optional-dependencies]` in agreement.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Kinds registered by their parameter schema, with the implementation imported on demand.
-
-A suite names a kind (`pgd`, `collapse`) and its parameters. Registering the pydantic schema
-with the dotted path of the class that implements it lets robench validate suites and list
-parameters without importing torch or any attack library; `load()` (`LazyEntry`) imports
-the class when a run first needs it.
+"""Kinds registered by their parameter schema, with the implementation imported on demand:
+robench validates suites and lists parameters (`pgd`, `collapse`) without importing torch or
+any attack library; `load()` (`LazyEntry`) imports the class when a run first needs it.
 """
 
 from __future__ import annotations
@@ -22,8 +19,7 @@ M = TypeVar("M", bound=BaseModel)
 
 @dataclass(frozen=True)
 class LazyKind(LazyEntry, Generic[M]):
-    """A registered kind: its name, where its implementation lives ("package.module:Class")
-    and its parameter schema."""
+    """A registered kind: a `LazyEntry` with its parameter schema."""
 
     Params: type[M]
 

@@ -1,11 +1,6 @@
 """Things imported on first use: registry entries named by a "module:attribute" path, and
-lazy re-exports for package `__init__` files (PEP 562).
-
-Every registry whose implementations may import torch (perturbation kinds, diagnostics,
-tasks, model sources, data layouts given by path) holds `LazyEntry`s: the name and the
-dotted path are known at once, the module is imported when a run first needs it. This keeps
-`import robench` and the light command-line paths free of torch while the packages still
-offer their public names at the top.
+lazy re-exports for package `__init__` files (PEP 562), which keep `import robench` and the
+light command-line paths free of torch while the packages still offer their public names.
 """
 
 from __future__ import annotations
@@ -26,20 +21,15 @@ def import_object(path: str) -> Any:
 
 @dataclass(frozen=True)
 class LazyEntry:
-    """A registered name and where its implementation lives, imported by `load()`.
-
-    The one lazy form of every registry a plugin extends (`robench.registry`); a registry
-    that knows more about its entries (a kind's parameter schema, a task's description)
-    subclasses it with those fields.
-    """
+    """A registered name and where its implementation lives, imported by `load()`: the lazy
+    form of every registry a plugin extends; subclasses add fields (a kind's schema)."""
 
     name: str
     target: str  # "package.module:attribute"
 
     def load(self) -> Any:
-        """The implementation, its module imported now (once: Python caches modules). A
-        module or attribute that is not there (a plugin registered a path that does not
-        exist) is one ConfigError naming the entry and its path."""
+        """The implementation, its module imported now; a path that is not there (a plugin's
+        mistake) is one ConfigError."""
         try:
             return import_object(self.target)
         except (ImportError, AttributeError) as exc:
@@ -51,9 +41,8 @@ class LazyEntry:
 
 
 def lazy_exports(package: str, sources: Mapping[str, str]) -> Callable[[str], Any]:
-    """A module `__getattr__` that imports `name` when first asked for: from the module
-    `sources[name]`, or the object a "module:attribute" path names (a re-export under
-    another name)."""
+    """A module `__getattr__` that imports `name` when first asked for from `sources[name]`,
+    a module or a "module:attribute" path (a re-export under another name)."""
 
     def __getattr__(name: str) -> Any:
         if name not in sources:

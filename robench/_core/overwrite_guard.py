@@ -1,9 +1,6 @@
-"""Refuse, before any work, an output path that would destroy one of the command's inputs.
-
-A command that writes where it reads (a gate's summary over its baseline, a compare table over
-a report, a training run's checkpoint over the checkpoint it starts from) would replace data
-the user cannot get back. Paths are compared as files, not as strings: `./a.json`, a symlink
-to it and a hard link to it all name the same file.
+"""Refuse, before any work, an output path that would destroy one of the command's inputs (a
+gate's summary over its baseline, a training run's checkpoint over its starting checkpoint).
+Paths are compared as files, not strings: `./a.json`, a symlink or a hard link to it are one.
 """
 
 from __future__ import annotations
@@ -41,11 +38,8 @@ def _given(paths: Paths) -> list[tuple[str, Path]]:
 
 def refuse_overwriting_inputs(outputs: Paths, inputs: Paths, command: str) -> None:
     """Raise ConfigError when an output names an input (or lies inside an input folder), or
-    when two outputs name one file (the second would silently replace the first).
-
-    Both go from the option that names the path (`--summary`) to the path, None when not
-    given, as a mapping or as pairs (an option given several times, a folder's files).
-    """
+    when two outputs name one file. Both map an option (`--summary`) to its path (None: not
+    given), as a mapping or as pairs (an option given several times)."""
     given_outputs, given_inputs = _given(outputs), _given(inputs)
     for out_flag, out in given_outputs:
         for in_flag, source in given_inputs:

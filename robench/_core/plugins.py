@@ -1,14 +1,10 @@
-"""Plugins: `--import MODULE_OR_FILE.py` and the entry-point groups `robench.perturbations`,
-`robench.metrics`, `robench.tasks`, `robench.datasets`, `robench.formats` and
-`robench.models`. All just import code that registers something through `robench.registry`:
-a perturbation kind, a metric, a task, a dataset layout, an output format, or an
-architecture (timm's `register_model`, robench's `register_language_model`). They load
-before a suite is read, so a suite may use what they register.
+"""Plugins: `--import MODULE_OR_FILE.py` and the entry-point groups (`PLUGIN_GROUPS`). All just
+import code that registers something through `robench.registry`; they load before a suite is
+read, so a suite may use what they register.
 
-Two groups are read without importing anything: `robench.sources` (a whole model source, a
-`PREFIX:` of MODEL: the entry point's name is the prefix, its value the builder;
-robench/models/sources/registry.py) and `robench.executors` (sweep executors, imported by
-robench/evaluation/sweeps/executors.py through `load_entry_points`).
+Two groups are read without importing anything: `robench.sources` (the entry point's name is
+a MODEL's `PREFIX:`, its value the builder; robench/models/sources/registry.py) and
+`robench.executors` (sweep executors, robench/evaluation/sweeps/executors.py).
 """
 
 from __future__ import annotations
@@ -97,10 +93,9 @@ _SCANNED: dict[tuple[str, tuple[str, ...]], EntryPoints] = {}
 
 
 def installed_entry_points(group: str) -> EntryPoints:
-    """The installed entry points of `group`. Reading them scans every distribution's metadata
-    (about 40 ms per group here), which a training loop calling `robench.evaluate` every N
-    steps would pay each time: the scan is made once per `sys.path`, so a package installed
-    while the process runs is seen only by a new process (or once sys.path changes)."""
+    """The installed entry points of `group`, scanned once per `sys.path`: the scan reads every
+    distribution's metadata (about 40 ms per group here), which a training loop calling
+    `robench.evaluate` every N steps would pay each time."""
     key = (group, tuple(sys.path))
     if key not in _SCANNED:
         _SCANNED[key] = entry_points(group=group)

@@ -16,8 +16,7 @@ from rich.progress import (
 
 
 class BarProgress:
-    """One bar per step (a perturbation, the battery, reading images) on `console`; each bar
-    stays when its step ends."""
+    """One bar per step (a perturbation, reading images) on `console`; each bar stays."""
 
     def __init__(self, console: Console, *, disable: bool = False) -> None:
         self._progress = Progress(

@@ -26,12 +26,9 @@ def did_you_mean(name: str, choices: list[str], what: str) -> str:
 
 
 class Registry(Generic[T]):
-    """Maps names to objects; register with `@registry.register()` on a builder.
-
-    A catalogue that is costly to build (the torchattacks kinds, read from the library's
-    source) is added by a loader (`add_loader`), run once, the first time the registry is
-    listed or asked for a name it does not hold, so lookups of other names stay instant.
-    """
+    """Maps names to objects; register with `@registry.register()` on a builder. A costly
+    catalogue (the torchattacks kinds) is added by a loader (`add_loader`), run on the first
+    listing or unknown name, so lookups of other names stay instant."""
 
     def __init__(self, what: str) -> None:
         self.what = what

@@ -39,8 +39,7 @@ def describe_validation_error(exc: ValidationError) -> str:
 
 
 def read_toml(path: Path, what: str) -> tuple[dict[str, Any], bytes]:
-    """Parse `path`; return its data and its bytes (a ConfigError naming the file if it
-    cannot be read or is not TOML)."""
+    """Parse `path`; return its data and its bytes."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -56,8 +55,7 @@ def read_toml(path: Path, what: str) -> tuple[dict[str, Any], bytes]:
 def validate_toml_model(
     data: dict[str, Any], model: type[M], what: str, source: str, doc: str = "docs/formats.md"
 ) -> M:
-    """`data` as `model`; a ConfigError that names `source` (e.g. "suite file x.toml") and
-    `doc`, where the format is documented, if it does not fit."""
+    """`data` as `model`, else a ConfigError naming `source` ("suite file x.toml") and `doc`."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -70,8 +68,7 @@ def validate_toml_model(
 def read_toml_model(
     path: Path, model: type[M], what: str, doc: str = "docs/formats.md"
 ) -> tuple[M, str]:
-    """Parse and validate `path`; return the model and the file's sha256. `doc` is where the
-    format is documented, named in the error."""
+    """Parse and validate `path`; return the model and the file's sha256."""
     data, raw = read_toml(path, what)
     parsed = validate_toml_model(data, model, what, f"{what} file {path}", doc)
     return parsed, hashlib.sha256(raw).hexdigest()

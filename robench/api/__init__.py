@@ -1,12 +1,7 @@
 """The Python API: `robench.evaluate(model, suite, data, **options) -> Report`.
 
-Owns the entry points a Python caller uses with a model and data held in memory; it runs the
-engine `robench eval` runs (robench/evaluation), so both give the same numbers; `cli` does not
-import it, nor it `cli`. Implementation in `_`-prefixed modules:
-`_evaluate.py` (the function and its keywords; a model object is loaded by
-`robench.models.loading.load_model`, its `memory` source), `_surrogate.py` (a transfer
-attack's surrogate object), `_data.py` (in-memory data -> what a task opens),
-`_caller_state.py` (the caller's model left as it was), `_progress.py`.
+It runs the engine `robench eval` runs (robench/evaluation), so both give the same numbers;
+`cli` does not import it, nor it `cli`. Implementation in `_`-prefixed modules.
 
 May import: every part below it (`robench.evaluation`, `robench.training`, `robench.tasks`,
 `robench.perturbations`, `robench.diagnostics`, `robench.models`, `robench.data`,

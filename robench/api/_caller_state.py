@@ -2,16 +2,12 @@
 device, with robench's hooks, and sets the global seeds; a training loop that calls it every
 N steps must carry on exactly where it stopped.
 
-`preserved(module)` records, and restores on the way out (also when the run raises):
-- each submodule's training flag and hook dictionaries (forward, pre-forward, backward, state
-  dict hooks), so hooks robench added are gone and the caller's are back in order;
-- each parameter's `requires_grad`, its `.grad` (taken away during the run, so no attack
-  gradient accumulates into it) and its tensor (`param.data`: device, dtype, memory format;
-  `.to(device)` on a module swaps them), and each buffer's tensor and its values (a
-  forward that updates a buffer in place, a step counter or BatchNorm's running statistics
-  in train mode, is undone: the caller gets the values it had);
-- a transformers config's `pad_token_id` (robench sets it for a text classifier without one);
-- the random number generators robench seeds (Python, numpy, torch CPU and CUDA).
+`preserved(module)` records, and restores on the way out (also when the run raises): each
+submodule's training flag and hook dictionaries; each parameter's `requires_grad`, `.grad`
+(taken away during the run, so no attack gradient accumulates into it) and tensor (`.to(device)`
+swaps it); each buffer's tensor and values (BatchNorm's running statistics updated in train
+mode are undone); a transformers config's `pad_token_id` (robench sets it for a text
+classifier without one); the random generators robench seeds (Python, numpy, torch CPU, CUDA).
 """
 
 from __future__ import annotations
@@ -27,20 +23,9 @@ import numpy as np
 import torch
 from torch import nn
 
-# The hook dictionaries of an nn.Module (torch 2.x names); those a module lacks are skipped.
-_HOOK_DICTS = (
-    "_forward_hooks",
-    "_forward_hooks_with_kwargs",
-    "_forward_hooks_always_called",
-    "_forward_pre_hooks",
-    "_forward_pre_hooks_with_kwargs",
-    "_backward_hooks",
-    "_backward_pre_hooks",
-    "_state_dict_hooks",
-    "_state_dict_pre_hooks",
-    "_load_state_dict_pre_hooks",
-    "_load_state_dict_post_hooks",
-)
+# The hook dictionaries of an nn.Module (`_forward_hooks`, `_state_dict_pre_hooks`, ...), as
+# this torch version names them; those a module lacks are skipped.
+_HOOK_DICTS = tuple(n for n, v in vars(nn.Module()).items() if "hook" in n and isinstance(v, dict))
 _UNSET = object()
 
 
@@ -110,8 +95,7 @@ def _restore(module: nn.Module, shot: _Snapshot) -> None:
 
 @contextmanager
 def preserved(module: nn.Module | None) -> Iterator[None]:
-    """Run the body, then put `module` (None: a model robench loads itself) and the global
-    RNGs back as they were."""
+    """Run the body, then put `module` (if any) and the global RNGs back as they were."""
     shot = _take(module if module is not None else nn.Module())
     try:
         yield

@@ -163,15 +163,20 @@ def _one(data: Any, name: str) -> str | InMemory:
     )
 
 
+def _first(data: Any) -> InMemory | None:
+    """In-memory data with a first item (the first dataset of named ones), else None."""
+    if isinstance(data, Mapping):
+        data = next(iter(data.values()), None)
+    return data if isinstance(data, InMemory) and len(data) > 0 else None
+
+
 def float_image_size(data: Any) -> tuple[int, int, int] | None:
     """(C, H, W) of the first image of in-memory data whose images are float tensors or
     arrays (used as they are, so they set the model's input size); None otherwise."""
-    if isinstance(data, Mapping):
-        data = next(iter(data.values()), None)
-    if not isinstance(data, InMemory) or len(data) == 0:
+    if (found := _first(data)) is None:
         return None
     try:
-        first = data.item(0)[0]
+        first = found.item(0)[0]
     except DataError:
         return None
     image = _tensor(first)
@@ -184,9 +189,7 @@ def float_image_size(data: Any) -> tuple[int, int, int] | None:
 def why_no_image_size(data: Any) -> str | None:
     """Why in-memory `data` cannot give an image model its input size (the first input is
     not a float image tensor), as the fix to say; None when it could or there is no data."""
-    if isinstance(data, Mapping):
-        data = next(iter(data.values()), None)
-    if not isinstance(data, InMemory) or len(data) == 0:
+    if (data := _first(data)) is None:
         return None
     first = data.item(0)[0]
     if isinstance(first, str):

@@ -1,16 +1,14 @@
 """`robench.evaluate(model, suite, data, **options) -> Report`: `robench eval` from Python.
 
 One engine (`robench.evaluation.request.evaluate`, which the CLI runs): the caller's model is
-loaded as every model is (`robench.models.loading.load_model`: an object held in memory by the
-`memory` source, on its own device unless `device=` says otherwise), its data into what a task
-opens (`_data.py`), the keywords into an `EvalRequest`; the samples and records are the CLI's,
-so the numbers are too.
-Nothing is written unless `out=` is given (the run's per-sample store lives in a temporary
-folder deleted afterwards), and the caller's model is left as it was (`_caller_state.py`).
+loaded by `load_model`'s `memory` source, its data converted by `_data.py`, the keywords made
+an `EvalRequest`; the samples and records are the CLI's, so the numbers are too. Nothing is
+written unless `out=` is given, and the caller's model is left as it was (`_caller_state.py`).
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -20,7 +18,7 @@ from typing import Any
 from torch import nn
 from typing_extensions import Unpack
 
-from robench._core.errors import EXIT_USAGE, ConfigError, DataError, InputError, RobenchError
+from robench._core.errors import ConfigError, DataError, as_input_errors
 from robench._core.plugins import load_plugins
 from robench.api._caller_state import preserved
 from robench.api._data import as_engine_data, float_image_size, why_no_image_size
@@ -66,17 +64,10 @@ def option_names() -> list[str]:
     return [name for name in KEYWORDS if name not in EvalTarget.__annotations__]
 
 
-# evaluate's own keywords besides **options, for the close matches of a misspelt one.
-_OWN_KEYWORDS = (
-    "task",
-    "model_name",
-    "preprocessing",
-    "tokenizer",
-    "image_processor",
-    "surrogate_name",
-    "surrogate_preprocessing",
-    "progress",
-)
+def _own_keywords() -> list[str]:
+    """evaluate's own keywords besides **options, for the close matches of a misspelt one."""
+    parameters = inspect.signature(evaluate).parameters.values()
+    return [p.name for p in parameters if p.kind is p.KEYWORD_ONLY]
 
 
 def _check_suite_type(suite: Any) -> None:
@@ -121,17 +112,12 @@ def _suite_task(suite: Any, chosen: LoadedSuite | None) -> str | None:
     return None
 
 
-def _load(model: Any, options: MemoryOptions, device: str | None) -> LoadedModel | None:
-    """A model object as a LoadedModel (the `memory` source), on `device` or else its own; a
-    name is left to the engine, which loads it as `robench eval MODEL` does."""
-    if isinstance(model, str) or model is None:
-        return None
-    return load_model(model, device=device, memory=options)
-
-
-def _refuse_named_model_options(loaded: LoadedModel | None, options: dict[str, Any]) -> None:
-    """A model held in memory has its weights and says its preprocessing with
-    `preprocessing=`; the options that describe a model loaded by name would be ignored."""
+def _refuse_other_models_options(
+    loaded: LoadedModel | None, options: dict[str, Any], memory: MemoryOptions
+) -> None:
+    """Refuse what describes the other kind of model, which would be ignored: a model held in
+    memory has its weights and says its preprocessing with `preprocessing=`; a model loaded
+    by name takes its name and tokenizer or image processor from its source."""
     given = [name for name in _NAMED_MODEL_ONLY if options.get(name) not in (None, False)]
     if loaded is not None and given:
         raise ConfigError(
@@ -139,17 +125,12 @@ def _refuse_named_model_options(loaded: LoadedModel | None, options: dict[str, A
             "memory; give its normalisation and size as preprocessing=dict(mean=..., std=..., "
             "size=(C, H, W)) and drop them."
         )
-
-
-def _refuse_memory_options(loaded: LoadedModel | None, options: MemoryOptions) -> None:
-    """A model loaded by name takes its name and tokenizer or image processor from its
-    source; the keywords that describe a model held in memory would be ignored."""
-    given = {
-        "model_name": options.name,
-        "tokenizer": options.tokenizer,
-        "image_processor": options.image_processor,
+    held = {
+        "model_name": memory.name,
+        "tokenizer": memory.tokenizer,
+        "image_processor": memory.image_processor,
     }
-    named = [name for name, value in given.items() if value is not None]
+    named = [name for name, value in held.items() if value is not None]
     if loaded is None and named:
         raise ConfigError(
             f"{', '.join(named)} describe a model held in memory, and this model is loaded by "
@@ -173,7 +154,7 @@ def _run(
             "returns a Report. For the estimated passes from Python, call robench.evaluation."
             "planning.dry_run.plan_run(request) on an EvalRequest, or drop dry_run."
         )
-    check_keywords(options, option_names(), also_suggest=_OWN_KEYWORDS)
+    check_keywords(options, option_names(), also_suggest=_own_keywords())
     own = {"task": model_options.task, "model_name": model_options.name, "progress": progress}
     check_keyword_values(options, {**own, "surrogate_name": surrogate_options.name})
     _check_suite_type(suite)
@@ -207,8 +188,10 @@ def _run(
     if engine_data is None:  # the task's built-in data, whose image size is known
         named = model_options.task or model_options.suite_task or "image-classification"
         model_options.data_name = load_task(named).default_data if named in TASKS else None
-    try:
-        loaded = _load(model, model_options, options.get("device"))
+    try:  # a model object (the `memory` source); a name is loaded by the engine, as by the CLI
+        loaded: LoadedModel | None = None
+        if not isinstance(model, str) and model is not None:
+            loaded = load_model(model, device=options.get("device"), memory=model_options)
     except ConfigError:  # "no input size" often means the data is not float images: say so
         reason = why_no_image_size(engine_data) if model_options.data_size is None else None
         if reason is None:
@@ -217,8 +200,7 @@ def _run(
     if loaded is not None and not options.get("device"):  # the device follows the model
         options["device"] = str(loaded.device)
     device = str(options.get("device") or "cpu")
-    _refuse_named_model_options(loaded, options)
-    _refuse_memory_options(loaded, model_options)
+    _refuse_other_models_options(loaded, options, model_options)
     options["surrogate"] = engine_surrogate(
         options.get("surrogate"), surrogate_options, model_options, device
     )
@@ -246,7 +228,8 @@ def _run_engine_request(request: EvalRequest, alone: bool, progress: bool) -> Re
     return run_request(request, progress=make_progress(progress))
 
 
-def evaluate(  # long: 45 lines of docstring (the API's reference); the code is 26
+@as_input_errors
+def evaluate(  # long: 45 lines of docstring (the API's reference); the code is 21
     model: str | nn.Module | EvalRequest,
     suite: str | Path | Mapping[str, Any] | Sequence[Mapping[str, Any]] = DEFAULT_SUITE,
     data: Any = None,
@@ -318,20 +301,13 @@ def evaluate(  # long: 45 lines of docstring (the API's reference); the code is 
     module = model if isinstance(model, nn.Module) else None
     surrogate = options.get("surrogate")
     surrogate_module = surrogate if isinstance(surrogate, nn.Module) else None
-    try:
-        with prefixed_warnings():  # `warning: ...` as the CLI prints it, when nobody logs
-            if isinstance(model, EvalRequest):  # the engine's own form, as robench eval runs it
-                alone = not options and data is None and suite == DEFAULT_SUITE
-                alone = alone and model_options == MemoryOptions(tasks=TASKS.get)
-                alone = alone and surrogate_options == SurrogateOptions()
-                return _run_engine_request(model, alone, progress)
-            with preserved(module), preserved(surrogate_module):
-                given = {name: value for name, value in options.items() if name != "out"}
-                out = options.get("out")
-                return _run(
-                    model, suite, data, out, model_options, surrogate_options, progress, given
-                )
-    except RobenchError as exc:
-        if exc.exit_code != EXIT_USAGE or isinstance(exc, InputError):
-            raise
-        raise InputError(str(exc), kind=type(exc).__name__) from None
+    with prefixed_warnings():  # `warning: ...` as the CLI prints it, when nobody logs
+        if isinstance(model, EvalRequest):  # the engine's own form, as robench eval runs it
+            alone = not options and data is None and suite == DEFAULT_SUITE
+            alone = alone and model_options == MemoryOptions(tasks=TASKS.get)
+            alone = alone and surrogate_options == SurrogateOptions()
+            return _run_engine_request(model, alone, progress)
+        with preserved(module), preserved(surrogate_module):
+            given = {name: value for name, value in options.items() if name != "out"}
+            out = options.get("out")
+            return _run(model, suite, data, out, model_options, surrogate_options, progress, given)

@@ -1,17 +1,14 @@
-"""The Python API is as strict as the command line: every keyword of `robench.evaluate`
-goes through the option table's types (robench/evaluation/options) and the ranges of its
-numbers (robench/evaluation/options/ranges.py), and a wrong one is one `InputError` sentence.
-
-Typer parses and checks the command line's values; from Python they arrive as they are, so
-`limit="abc"` once failed deep inside the sampler with a TypeError and `seed=2**70` inside
-numpy with an OverflowError.
+"""The Python API is as strict as the command line: every keyword of `robench.evaluate` is
+checked against the option table's types and ranges (robench/evaluation/options), a wrong one
+one `InputError` sentence. From Python the values arrive unparsed: `limit="abc"` once failed
+deep inside the sampler with a TypeError, `seed=2**70` inside numpy with an OverflowError.
 """
 
 from __future__ import annotations
 
 import os
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
@@ -30,24 +27,22 @@ OWN_TYPES: dict[str, Any] = {
     "surrogate_name": str | None,
     "progress": bool,
 }
-# How a type reads in a sentence.
-_TYPE_NAMES: dict[Any, str] = {
-    bool: "True or False",
-    int: "an integer",
-    float: "a number",
-    str: "a string",
-    Path: "a path",
-    ModelObject: "an nn.Module",
-    type(None): "None",
-    Any: "anything",
+# A simple option type -> how it reads in a sentence, and whether a value is of it.
+_SIMPLE_TYPES: dict[Any, tuple[str, Callable[[Any], bool]]] = {
+    bool: ("True or False", lambda v: isinstance(v, bool)),
+    int: ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    float: ("a number", lambda v: isinstance(v, int | float) and not isinstance(v, bool)),
+    str: ("a string", lambda v: isinstance(v, str)),
+    Path: ("a path", lambda v: isinstance(v, os.PathLike)),
+    ModelObject: ("an nn.Module", lambda v: isinstance(v, nn.Module)),
+    type(None): ("None", lambda v: v is None),
+    Any: ("anything", lambda v: True),
 }
 
 
 def _matches(value: Any, hint: Any) -> bool:
     """Whether `value` is of the option type `hint` (the table's annotations only)."""
     origin, args = get_origin(hint), get_args(hint)
-    if hint is Any:
-        return True
     if origin in (Union, types.UnionType):
         return any(_matches(value, arg) for arg in args)
     if origin is Literal:
@@ -57,16 +52,7 @@ def _matches(value: Any, hint: Any) -> bool:
         return items and all(_matches(item, args[0]) for item in value) if args else items
     if origin is Mapping:
         return isinstance(value, Mapping)
-    simple = {
-        bool: lambda v: isinstance(v, bool),
-        int: lambda v: isinstance(v, int) and not isinstance(v, bool),
-        float: lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-        str: lambda v: isinstance(v, str),
-        Path: lambda v: isinstance(v, os.PathLike),
-        ModelObject: lambda v: isinstance(v, nn.Module),
-        type(None): lambda v: v is None,
-    }
-    return simple[hint](value) if hint in simple else True
+    return _SIMPLE_TYPES[hint][1](value) if hint in _SIMPLE_TYPES else True
 
 
 def describe(hint: Any) -> str:
@@ -80,7 +66,7 @@ def describe(hint: Any) -> str:
         return f"a list of {describe(args[0]).removeprefix('a ').removeprefix('an ')}s"
     if origin is Mapping:
         return "a dict"
-    return _TYPE_NAMES.get(hint, getattr(hint, "__name__", str(hint)))
+    return _SIMPLE_TYPES[hint][0] if hint in _SIMPLE_TYPES else getattr(hint, "__name__", str(hint))
 
 
 def _refuse_type(name: str, value: Any, hint: Any) -> None:

@@ -1,10 +1,8 @@
 """Warnings of `robench.evaluate` keep their `warning:` prefix when the caller set up no logging.
 
-The CLI prints each log record as `warning: ...` (cli/_output.py). From Python, a caller
-who configured no logging got Python's last-resort handler instead, which prints the bare
-message: a warning that no longer says it is one. For the length of one call, and only when
-neither the `robench` logger nor the root logger has a handler, records of WARNING and above
-go to stderr as the CLI prints them. A caller's own logging set-up is left alone.
+Python's last-resort handler prints the bare message: a warning that no longer says it is
+one. For the length of one call, and only when neither the `robench` logger nor the root
+logger has a handler, records of WARNING and above go to stderr as the CLI prints them.
 """
 
 from __future__ import annotations
@@ -26,8 +24,7 @@ class PrefixFormatter(logging.Formatter):
 
 @contextmanager
 def prefixed_warnings() -> Iterator[None]:
-    """Within the block, robench's warnings reach stderr prefixed, unless the caller has a
-    logging handler of their own (then theirs decides)."""
+    """Within the block, robench's warnings reach stderr prefixed, unless someone logs."""
     package = logging.getLogger("robench")
     if package.handlers or logging.getLogger().handlers:
         yield

@@ -1,13 +1,10 @@
 """`robench.evaluate(..., surrogate=module)`: a transfer attack's surrogate held in memory.
 
-A MODEL string goes to the engine as it is (`load_model`, exactly as `--surrogate MODEL`). An
-`nn.Module` is loaded here as the evaluated model held in memory is (`load_model`, the
-`memory` source): a timm model's `pretrained_cfg`, else pixels in [0, 1] at the data's
-size, with `surrogate_preprocessing=` over either as `preprocessing=` is over the model's, and
-`surrogate_name=` (else the class name) as its name. Its outputs are not checked on blank
-inputs here: the engine checks every surrogate against the evaluated model on the first batch
-(robench/evaluation/transfer.py: input size, classes), so a module is refused with the same
-sentences as a surrogate given by name.
+A MODEL string goes to the engine as it is; an `nn.Module` is loaded as the evaluated model
+held in memory is (`load_model`'s `memory` source, `surrogate_preprocessing=` and
+`surrogate_name=` as `preprocessing=` and `model_name=`). Its outputs are checked by the engine
+against the evaluated model on the first batch (robench/evaluation/transfer.py), so a module
+is refused with the same sentences as a surrogate given by name.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """The `robench` command line: one module per subcommand (listed in `_commands.py`), composed
-here; a subcommand's module is imported only when that command is used.
-
-Exit codes: 0 ok, 1 gate regression, 2 usage/config/input error, 3 runtime failure,
-4 inconclusive gate under --strict, 130 interrupted.
+here; a subcommand's module is imported only when that command is used. Exit codes: the
+root help below.
 
 May import: every other part but `robench.registry` (`robench.evaluation`,
 `robench.training`, `robench.tasks`, `robench.perturbations`, `robench.diagnostics`,

@@ -9,59 +9,26 @@ from __future__ import annotations
 
 from robench.cli._lazy import LazyCommand
 
-# In the order `robench --help` lists them.
+# Command NAME -> its summary, in the order `robench --help` lists them; each command is the
+# function NAME_command of the module robench.cli.NAME.
+_SUMMARIES = {
+    "eval": "Evaluate one checkpoint under a suite; write a JSON report, print a table.",
+    "compare": "Compare reports side by side: best value bold, second best underlined.",
+    "gate": "Gate a candidate report against a baseline with paired tests; exit 1 on a regression.",
+    "sweep": "Run many models x suites x seeds as resumable eval jobs; one leaderboard per suite.",
+    "list": "List registered models, perturbations, shipped suites, model cards, metrics or tasks.",
+    "validate": "Validate suites and model cards (schema, perturbation parameters, checkpoint "
+    "hashes).",
+    "schema": "Print the JSON Schema of robench reports (docs/report.schema.json is a copy).",
+    "train": "Train a registered image classifier, segmenter, language model, text or sequence "
+    "classifier.",
+    "generate": "Write a seeded synthetic LRA dataset (ListOps or Pathfinder) in its released "
+    "layout.",
+    "demo": "A tour on the shipped nano models: baseline vs Elliptical nano ViT under attacks and "
+    "corruptions, figures and a page; --full adds language models, segmentation, text "
+    "classification and certified robustness.",
+}
 COMMANDS = {
-    "eval": LazyCommand(
-        "robench.cli.eval",
-        "eval_command",
-        "Evaluate one checkpoint under a suite; write a JSON report, print a table.",
-    ),
-    "compare": LazyCommand(
-        "robench.cli.compare",
-        "compare_command",
-        "Compare reports side by side: best value bold, second best underlined.",
-    ),
-    "gate": LazyCommand(
-        "robench.cli.gate",
-        "gate_command",
-        "Gate a candidate report against a baseline with paired tests; exit 1 on a regression.",
-    ),
-    "sweep": LazyCommand(
-        "robench.cli.sweep",
-        "sweep_command",
-        "Run many models x suites x seeds as resumable eval jobs; one leaderboard per suite.",
-    ),
-    "list": LazyCommand(
-        "robench.cli.list",
-        "list_command",
-        "List registered models, perturbations, shipped suites, model cards, metrics or tasks.",
-    ),
-    "validate": LazyCommand(
-        "robench.cli.validate",
-        "validate_command",
-        "Validate suites and model cards (schema, perturbation parameters, checkpoint hashes).",
-    ),
-    "schema": LazyCommand(
-        "robench.cli.schema",
-        "schema_command",
-        "Print the JSON Schema of robench reports (docs/report.schema.json is a copy).",
-    ),
-    "train": LazyCommand(
-        "robench.cli.train",
-        "train_command",
-        "Train a registered image classifier, segmenter, language model, text or sequence "
-        "classifier.",
-    ),
-    "generate": LazyCommand(
-        "robench.cli.generate",
-        "generate_command",
-        "Write a seeded synthetic LRA dataset (ListOps or Pathfinder) in its released layout.",
-    ),
-    "demo": LazyCommand(
-        "robench.cli.demo",
-        "demo_command",
-        "A tour on the shipped nano models: baseline vs Elliptical nano ViT under attacks and "
-        "corruptions, figures and a page; --full adds language models, segmentation, text "
-        "classification and certified robustness.",
-    ),
+    name: LazyCommand(f"robench.cli.{name}", f"{name}_command", summary)
+    for name, summary in _SUMMARIES.items()
 }

@@ -1,10 +1,6 @@
 """`robench eval`'s flags, derived from the evaluation options' table
-(robench/evaluation/options/__init__.py): the command function's typer signature, and the command
-line's text turned into the Python values `request_from_options` takes.
-
-Each option becomes a row of robench/cli/_option_table.py, which builds the function's typer
-signature (as for train, gate, compare and sweep), so a flag is added, renamed or documented in
-the table alone.
+(robench/evaluation/options/__init__.py) as rows of robench/cli/_option_table.py: the command
+function's typer signature, and the command line's text turned into Python values.
 """
 
 from __future__ import annotations
@@ -72,9 +68,8 @@ def _parsed_type(option: EvalOption) -> Any:
 
 
 def _plugin_aware(option: EvalOption) -> dict[str, Any]:
-    """What lets a plugin's registration reach the command line: `--import` runs before the
-    other options are parsed, and a choice among a registry's names (the report formats)
-    accepts what a plugin registered there (`robench.registry.register_format`)."""
+    """An eager `--import`, and a choice among a registry's names (the report formats) that
+    accepts what a plugin registered there."""
     if option.name == "imports":
         return plugin_imports()
     if option.form == "choice" and isinstance(import_object(option.choices or ""), Registry):
@@ -138,8 +133,7 @@ _PARSERS: dict[str, Callable[[EvalOption, Any], Any]] = {
 
 def python_values(given: Mapping[str, Any]) -> dict[str, Any]:
     """The options given on the command line as `request_from_options` keywords, in the
-    table's order (one not given is left out: its default applies); a value outside its
-    range is one ConfigError naming the flag."""
+    table's order (one not given is left out: its default applies)."""
     return {
         name: _PARSERS[option.form](option, given[name])
         for name, option in EVAL_OPTIONS.items()

@@ -1,15 +1,10 @@
 """The files `robench gate` writes: each one format of `GATE_FORMATS` at one path.
 
-`--summary`, `--junit` and `--json` name robench's own three formats; `--output NAME=PATH`
-(repeatable) names any registered gate format, a plugin's (`--import`) included, and
-`--output summary=gate.md` is `--summary gate.md`. The gate writes several files in one run,
-each a (format, path) pair, which is what NAME=PATH spells; a `--format NAME -o PATH` pair, as
-compare and eval have, would write one file only, and there `--format` picks what stdout
-shows, which for the gate is always its table.
-
-Every file is checked before the gate runs (writable, not an input, not another output) and
-rendered after it, all of them before the first is written: a rendering that fails leaves no
-file behind.
+`--summary`, `--junit` and `--json` name robench's own formats; `--output NAME=PATH`
+(repeatable) names any registered gate format, a plugin's included. A (format, path) pair per
+file, because the gate writes several in one run; `--format NAME -o PATH`, as compare and eval
+have, would write one only. Every file is checked before the gate runs (writable, not an input,
+not another output) and rendered before the first is written: a failed rendering leaves none.
 """
 
 from __future__ import annotations
@@ -30,8 +25,7 @@ from robench.results.report.schema import check_writable, write_text_atomic
 
 @dataclass(frozen=True)
 class GateOutput:
-    """One file the gate writes: the format's name in GATE_FORMATS, its path, and the option
-    that asked for it (what messages name: `--summary`, `--output`)."""
+    """One file the gate writes: a format of GATE_FORMATS, its path, the option asking for it."""
 
     name: str
     path: Path
@@ -65,8 +59,7 @@ def output_help() -> str:
 def gate_outputs(
     own: Mapping[str, Path | None], extra: list[GateOutput] | None
 ) -> list[GateOutput]:
-    """Every file asked for: `own` maps robench's formats to their options' paths (the option
-    is `--NAME`), then the `--output` ones in command-line order."""
+    """Every file asked for: `own` (format NAME -> the path of `--NAME`), then `--output`'s."""
     given = [GateOutput(name, path, f"--{name}") for name, path in own.items() if path]
     return given + list(extra or [])
 

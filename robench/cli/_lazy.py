@@ -1,11 +1,9 @@
 """Commands that are imported only when they run: the root group of `robench`.
 
-Typer builds every command from its function's signature, so a group that holds all eight
-commands imports all eight modules, and with them numpy, pydantic and the report models, just
-to print `robench --help`. Here the root group knows each command by name, module and a
-one-line summary, and imports the module only when that command is resolved (it runs, or its
-own `--help` is asked for). Its own help is drawn from the summaries with a few rich panels,
-not with typer's help renderer, which imports rich.markdown and rich.traceback.
+A Typer group built from the functions imports all eight command modules (numpy, pydantic,
+the report models) just to print `robench --help`. Here the root group knows each command by
+name, module and summary, imports the module only when the command is resolved, and draws its
+own help with a few rich panels (typer's renderer imports rich.markdown and rich.traceback).
 """
 
 from __future__ import annotations
@@ -31,12 +29,9 @@ class LazyCommand:
 
 
 def reflowed_help(doc: str | None) -> str:
-    """A command's docstring as help text that the terminal, not the source, wraps.
-
-    Docstrings are wrapped at 100 columns for the source; Typer keeps those line breaks, so at
-    80 columns sentences would break twice. Prose paragraphs become one line each; a paragraph
-    that starts with "Examples:" keeps one command per line.
-    """
+    """A command's docstring with each prose paragraph on one line, for the terminal to wrap
+    (Typer keeps the source's breaks at 100 columns, so at 80 sentences broke twice); an
+    "Examples:" paragraph keeps one command per line."""
     paragraphs = inspect.cleandoc(doc or "").split("\n\n")
     return "\n\n".join(
         p if p.startswith("Examples:") else " ".join(line.strip() for line in p.splitlines())
@@ -57,11 +52,8 @@ def load_command(name: str, spec: LazyCommand, group: TyperGroup) -> Command:
 
 
 class LazyCommands(MutableMapping[str, Command]):
-    """`TyperGroup.commands` whose values are built on first access.
-
-    Keys (what `list_commands` and typo suggestions read) come from the table without any
-    import; a command added with `add_command` is kept as given.
-    """
+    """`TyperGroup.commands` built on first access; the keys (read by `list_commands` and typo
+    suggestions) come from the table without any import."""
 
     def __init__(self, table: dict[str, LazyCommand], group: TyperGroup) -> None:
         self._table = table

@@ -1,12 +1,8 @@
 """A command's options as one table, and the command's typer signature built from it.
 
-Each `Opt` row declares one option once: its Python keyword, the type typer parses, default,
-help and flags. `with_options(*rows)` gives the command function (`def command(**given)`) the
-signature typer reads, and checks every number it receives against its flag's row of the one
-table of valid ranges (robench/evaluation/options/ranges.py) before the command runs, so a
-flag is added, renamed, documented or bounded in one place. `robench eval`'s rows are drawn
-from the evaluation options' table (robench/cli/_eval_options.py); `train`, `gate`, `compare`
-and `sweep` write theirs at the top of their module.
+Each `Opt` row declares one option once (keyword, type, default, help, flags);
+`with_options(*rows)` gives `def command(**given)` the signature typer reads, and checks every
+number against its flag's range (robench/evaluation/options/ranges.py) before the command runs.
 """
 
 from __future__ import annotations
@@ -64,9 +60,8 @@ class Opt:
 
 
 def with_options(*rows: Opt) -> Callable[[F], F]:
-    """Give `command(**given)` the rows as its typer signature (`__signature__`, and
-    `__annotations__` for `typing.get_type_hints`); a number outside its flag's range is one
-    ConfigError naming the flag, raised before the command runs."""
+    """Give `command(**given)` the rows as its typer signature (`__signature__` and
+    `__annotations__`), its numbers checked against their flags' ranges."""
     parameters = [row.parameter() for row in rows]
     ranged = {row.name: row.flags[0] for row in rows if row.flags and row.flags[0] in OPTION_RANGES}
 

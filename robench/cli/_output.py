@@ -79,12 +79,8 @@ def fail(message: str, code: int) -> typer.Exit:
 
 
 class RobenchGroup(LazyGroup):
-    """The `robench` command group; a bad option or argument is one `error:` line, exit 2.
-
-    Typer shows a usage error as a boxed panel under the usage line; robench answers it like
-    every other bad input: one sentence naming the value and pointing at `--help`. Its
-    subcommands are `COMMANDS`, each imported when first used.
-    """
+    """The `robench` command group (`COMMANDS`, each imported when first used); a bad option
+    or argument is one `error:` sentence pointing at `--help` and exit 2, not typer's panel."""
 
     commands_table = COMMANDS
 

@@ -62,11 +62,8 @@ _DATASET_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
 
 
 def dataset_map(values: list[str]) -> str | dict[str, str]:
-    """`--data PATH` -> PATH; repeated `--data NAME=PATH` -> {NAME: PATH} in order.
-
-    A value that exists as a path is a path even if it holds "="; an unnamed value among
-    named ones is named "default".
-    """
+    """`--data PATH` -> PATH; repeated `--data NAME=PATH` -> {NAME: PATH} in order. An
+    existing path is a path even if it holds "="; an unnamed value is named "default"."""
     named: dict[str, str] = {}
     for value in values:
         name, sep, path = value.partition("=")

@@ -7,27 +7,16 @@ import time
 from robench._core.progress_bar import BarProgress
 from robench.cli._output import err
 
-
-def _bar() -> BarProgress:
-    """A live bar on stderr (a terminal)."""
-    return BarProgress(err, disable=not err.is_terminal)
-
-
 # The least time between two progress lines on a pipe; the gap grows with the run (a quarter
 # of the time elapsed), so an hour-long run writes about 15 lines, not 60.
 HEARTBEAT_S = 60.0
 
 
 class LineProgress:
-    """The runner's progress protocol as a bounded number of plain lines on stderr, for CI
-    logs and pipes.
-
-    One line when the first step starts (what runs now), then one when a step starts at
-    least `HEARTBEAT_S` seconds, and a quarter of the time elapsed, after the last line (a
-    slow run is visibly not stuck), and one summary when the command ends (`close`): a run of
-    many quick steps writes two lines, however many steps it has, not two per step. Every
-    line carries the time since the command started.
-    """
+    """The runner's progress protocol as a few plain lines on stderr, for CI logs and pipes:
+    one when the first step starts, one when a step starts `HEARTBEAT_S` (and a quarter of the
+    time elapsed) after the last line, so a slow run is visibly not stuck, and a summary at
+    `close`; a run of many quick steps writes two lines, not two per step."""
 
     def __init__(self) -> None:
         self._started = time.perf_counter()
@@ -68,4 +57,4 @@ class LineProgress:
 
 def make_progress() -> BarProgress | LineProgress:
     """A live bar on a terminal; a few plain lines with elapsed time anywhere else."""
-    return _bar() if err.is_terminal else LineProgress()
+    return BarProgress(err) if err.is_terminal else LineProgress()

@@ -1,10 +1,8 @@
 """Options whose values are a registry's names, checked after plugins have registered theirs.
 
-An `Enum` choice is fixed when the command is built, before `--import` has loaded anything,
-so `robench compare --import my_formats.py --format mine` could never name the plugin's
-format. Here `--import` is eager (click processes it before every other option, wherever it
-stands on the line) and `--format` is checked against the registry when it is parsed, with
-the message, and the help's `<a|b|c>`, that an `Enum` choice gives.
+An `Enum` choice is fixed before `--import` has loaded anything, so a plugin's format could
+never be named. Here `--import` is eager and `--format` is checked against the registry when
+parsed, with the message and the help's `<a|b|c>` that an `Enum` choice gives.
 """
 
 from __future__ import annotations
@@ -28,8 +26,7 @@ def choices_metavar(registry: Registry[Any]) -> str:
 
 def registry_choice(registry: Registry[Any], group: str) -> Callable[[str], str]:
     """A parser that takes a registered name; for another it first loads the entry points of
-    `group` (installed packages' plugins; not on every run, as that reads every package's
-    metadata), then refuses it as a choice option would, naming close matches."""
+    `group` (not on every run: that reads every package's metadata), then refuses it."""
 
     def parse(value: str) -> str:
         if value not in registry:
@@ -48,8 +45,8 @@ def registry_choice(registry: Registry[Any], group: str) -> Callable[[str], str]
 
 
 def import_plugins(groups: Iterable[str]) -> Callable[[list[str] | None], list[str] | None]:
-    """The callback of an eager `--import`: load the entry points of `groups` and each
-    module or file given, before the options that name what they register are parsed."""
+    """The callback of an eager `--import`: load the entry points of `groups`, then each
+    module or file given."""
     groups = tuple(groups)
 
     def load(imports: list[str] | None) -> list[str] | None:
@@ -63,15 +60,13 @@ def import_plugins(groups: Iterable[str]) -> Callable[[list[str] | None], list[s
 
 
 def plugin_imports() -> dict[str, Any]:
-    """typer's keywords of a command's `--import`: eager, so the plugins (and the formats'
-    entry points) are loaded before the options that name what they register are parsed,
-    wherever it stands on the line."""
+    """typer's keywords of a command's `--import`: eager, so the plugins load before the
+    options that name what they register are parsed, wherever it stands on the line."""
     return {"is_eager": True, "callback": import_plugins((FORMAT_ENTRY_POINT_GROUP,))}
 
 
 def registry_names(registry: Registry[Any]) -> dict[str, Any]:
-    """typer's keywords of an option that takes a name of `registry` (a format), a plugin's
-    (--import) included, shown and refused as a choice is."""
+    """typer's keywords of an option that takes a name of `registry`, a plugin's included."""
     return {
         "parser": registry_choice(registry, FORMAT_ENTRY_POINT_GROUP),
         "metavar": choices_metavar(registry),

@@ -1,9 +1,6 @@
-"""`robench --help`: usage, description, options and commands in the panels typer draws.
-
-Typer's own renderer (typer.rich_utils) imports rich.markdown, rich.traceback and, through
-rich.pretty, attrs: a third of the start-up time of `robench --help`. The root group's help
-has no markdown, so a table per panel is all it needs. Subcommands keep typer's renderer.
-"""
+"""`robench --help`: usage, description, options and commands in the panels typer draws, a
+table each: typer's own renderer imports rich.markdown, rich.traceback and attrs, a third of
+the start-up time of `robench --help`. Subcommands keep typer's renderer."""
 
 from __future__ import annotations
 

@@ -160,15 +160,13 @@ def compare_command(**given: Any) -> None:
         _show(markdown_fitting(comparison, given["ci"], table_width()), comparison.notes)
         return
     # Only the html page takes more than the comparison: the gate's checks.
-    extra = {"gate": _gate_summary(gate)} if gate is not None else {}
+    extra: dict[str, object] = {}
+    if gate is not None:
+        # Imported here: the gate's modules cost a tenth of `robench compare`'s start-up.
+        from robench.results.gate.formats import read_gate_summary
+
+        extra["gate"] = read_gate_summary(gate)
     _show(COMPARE_FORMATS.get(name)(comparison, given["ci"], **extra), comparison.notes, output)
-
-
-def _gate_summary(path: Path) -> object:
-    # Imported here: the gate's modules cost a tenth of `robench compare`'s start-up.
-    from robench.results.gate.formats import read_gate_summary
-
-    return read_gate_summary(path)
 
 
 def _format_name(fmt: str | None, output: Path | None) -> str:
@@ -181,9 +179,8 @@ def _format_name(fmt: str | None, output: Path | None) -> str:
 
 
 def _fitting(name: str, fmt: str | None, output: Path | None) -> bool:
-    """Whether the markdown is read on a terminal or in a log, and so gets a layout that fits
-    its width: on stdout, unless --format was chosen on a pipe (`> table.md`); `-o` keeps the
-    paper's shape."""
+    """Whether the markdown gets a layout that fits the width: on stdout, unless --format was
+    chosen on a pipe (`> table.md`); `-o` keeps the paper's shape."""
     return name == "markdown" and output is None and (fmt is None or out.is_terminal)
 
 
@@ -214,8 +211,7 @@ def _per_corruption(
 
 
 def _show(rendered: object, notes: list[str], output: Path | None = None) -> None:
-    """Notes on stderr, the table on stdout (text as is, rich renderables printed) or, with
-    `output`, in that file."""
+    """Notes on stderr, the table on stdout or, with `output`, in that file."""
     for note in notes:
         err.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
     if output is not None:

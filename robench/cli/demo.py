@@ -6,10 +6,9 @@ import os
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Any
 
-import typer
-
+from robench.cli._option_table import Opt, with_options
 from robench.cli._output import err, handle_errors, out, table_width
 from robench.cli._progress import make_progress
 
@@ -21,20 +20,17 @@ if TYPE_CHECKING:
     from robench.results.compare.per_corruption import PerCorruption
 
 
+# `robench demo`'s options, one row each (robench/cli/_option_table.py).
+DEMO_OPTIONS = (
+    Opt("full", bool, False, "Every section, at full size (timings below)."),
+    Opt("quick", bool, False, "Every section, on fewer samples."),
+    Opt("out_dir", Path, Path("runs/demo"), "Where reports and figures go.", "-o"),
+)
+
+
 @handle_errors
-def demo_command(
-    full: Annotated[
-        bool,
-        typer.Option("--full", help="Every section, at full size (timings below)."),
-    ] = False,
-    quick: Annotated[
-        bool,
-        typer.Option("--quick", help="Every section, on fewer samples."),
-    ] = False,
-    out_dir: Annotated[
-        Path, typer.Option("--out-dir", "-o", help="Where reports and figures go.")
-    ] = Path("runs/demo"),
-) -> None:
+@with_options(*DEMO_OPTIONS)
+def demo_command(**given: Any) -> None:
     """A tour on the shipped nano models: baseline vs Elliptical nano ViT under attacks and
     corruptions, figures and a page; --full adds language models, segmentation, text
     classification and certified robustness.
@@ -73,6 +69,7 @@ def demo_command(
     from robench._core.errors import ConfigError
     from robench.cli._demo import run_demo
 
+    full, quick, out_dir = given["full"], given["quick"], given["out_dir"]
     if full and quick:
         raise ConfigError(
             "--full and --quick both run every section, at full size and on fewer samples; "
@@ -87,15 +84,18 @@ def demo_command(
 
 
 def _sleeping_openmp_waits() -> None:
-    """OpenMP threads that wait by sleeping, unless the user chose (OMP_WAIT_POLICY).
-
-    On a shared machine a thread of torch's pool that waits for a descheduled sibling spins
-    a core at 100%: at load 3-4 on 2 cores the tour took 25-45 s of CPU time and 30-48 s wall
-    spinning, 14 s and 21 s sleeping (reports/benchmarks.md, the demo). The records are the
-    same bit for bit: the threads and their share of each reduction do not change, only how
-    an idle one waits. Set before torch loads its OpenMP runtime, which reads it once (a
-    process that imported torch already, a test's, keeps its policy)."""
+    """OpenMP threads that wait by sleeping, unless the user chose (OMP_WAIT_POLICY): spinning
+    waits at load 3-4 on 2 cores took the tour 25-45 s of CPU time and 30-48 s wall, sleeping
+    14 s and 21 s (reports/benchmarks.md). The records are the same bit for bit (only how an
+    idle thread waits changes). Read once when torch loads its OpenMP runtime."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def _fill(text: str, width: int, indent: str = "") -> str:
+    """`text` wrapped at spaces only: names and paths are never broken."""
+    return textwrap.fill(
+        text, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
+    )
 
 
 @dataclass(frozen=True)
@@ -107,23 +107,11 @@ class DemoPrinter:
     console: Console
     width: int
 
-    @property
-    def rich(self) -> bool:
-        return self.console.is_terminal
-
     def echo(self, text: str) -> None:
         self.console.print(text, markup=False, highlight=False, emoji=False, soft_wrap=True)
 
     def text(self, message: str, indent: str = "") -> None:
-        self.echo(
-            textwrap.fill(
-                message,
-                self.width,
-                subsequent_indent=indent,
-                break_long_words=False,
-                break_on_hyphens=False,
-            )
-        )
+        self.echo(_fill(message, self.width, indent))
 
     def heading(self, message: str) -> None:
         self.echo("")
@@ -134,7 +122,7 @@ class DemoPrinter:
 
         for note in comparison.notes:
             err.print(f"note: {note}", highlight=False, soft_wrap=True)
-        if self.rich:
+        if self.console.is_terminal:
             self.console.print(COMPARE_FORMATS.get("rich")(comparison, False), width=self.width)
         else:
             self.echo(markdown_fitting(comparison, False, self.width))
@@ -145,7 +133,7 @@ class DemoPrinter:
             rich_per_corruption,
         )
 
-        if self.rich:
+        if self.console.is_terminal:
             self.console.print(rich_per_corruption(table), width=self.width)
         else:
             self.echo(markdown_per_corruption_fitting(table, self.width))
@@ -244,33 +232,26 @@ class DemoPrinter:
         self.comparison(result.certification.comparison)
 
 
+# A written file's kind in `_list_files`, by suffix (a figure may have another suffix).
+_KINDS = {".html": "page", ".json": "reports", ".png": "figures"}  # in the listing's order
+
+
 def _list_files(out_dir: Path, files: list[Path], figures: set[Path]) -> None:
-    """What the demo wrote, on stderr, a line per kind: the page, figures, reports (each with
-    its per-sample file), anything else."""
+    """What the demo wrote, on stderr, a line per kind of file."""
     kinds: dict[str, list[str]] = {}
     for path in files:
         name = str(path.relative_to(out_dir)) if path.is_relative_to(out_dir) else str(path)
         if path.name.endswith(".samples.jsonl"):
             continue  # beside its report, said once below
-        kind = (
-            "figures"
-            if path in figures or path.suffix == ".png"
-            else "reports"
-            if path.suffix == ".json"
-            else "page"
-            if path.suffix == ".html"
-            else "other"
-        )
+        kind = "figures" if path in figures else _KINDS.get(path.suffix, "other")
         kinds.setdefault(kind, []).append(name)
     # Wrapped to the terminal (piped: COLUMNS, else 120): the reports' line alone ran to 330
     # characters, one line that a terminal broke mid-name.
     width = err.width if err.is_terminal else table_width()
     err.print(f"wrote {len(files)} files in {out_dir}:", highlight=False, soft_wrap=True)
     samples = " (each with its .samples.jsonl)" if any(".samples." in p.name for p in files) else ""
-    for kind in ("page", "reports", "figures", "other"):
+    for kind in (*_KINDS.values(), "other"):
         if kind in kinds:
             tail = samples if kind == "reports" else ""
             line = f"  {kind}: {', '.join(kinds[kind])}{tail}"
-            wrapped = textwrap.fill(line, width, subsequent_indent="    ", break_long_words=False,
-                                    break_on_hyphens=False)  # fmt: skip
-            err.print(wrapped, highlight=False, soft_wrap=True)
+            err.print(_fill(line, width, "    "), highlight=False, soft_wrap=True)

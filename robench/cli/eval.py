@@ -1,8 +1,5 @@
-"""`robench eval`: evaluate one checkpoint under a suite of perturbations.
-
-Its options are defined once, in robench/evaluation/options/__init__.py (panels, flags, defaults,
-help); `with_eval_options` turns that table into the command's typer signature, its numbers
-checked against their ranges.
+"""`robench eval`: evaluate one checkpoint under a suite of perturbations; its options are
+the evaluation options' table (robench/cli/_eval_options.py).
 """
 
 from __future__ import annotations
@@ -83,14 +80,9 @@ def eval_command(**given: Any) -> None:
         return
     _print_report(report, fmt)
     err.print(f"report written to {request.out}", highlight=False)
-    _save_throughput(report)
-
-
-def _save_throughput(report: Report) -> None:
-    """The run's passes per second on its device, for `--dry-run`'s wall time (docs/cost.md)."""
     from robench.evaluation.planning.throughput import record
 
-    record(report)
+    record(report)  # the run's passes per second on its device, for `--dry-run` (docs/cost.md)
 
 
 def _check_names_early(options: dict[str, Any]) -> None:

@@ -1,10 +1,8 @@
 """`robench gate`: fail CI when a candidate's robustness regressed against a baseline.
 
-Besides the exit code, the gate writes what CI systems show: a markdown summary (`--summary`,
-and appended to `$GITHUB_STEP_SUMMARY` when set), JUnit XML with one testcase per check and a
-JSON summary (`--json`, read back by `robench compare --format html --gate`), all rendered by
-`robench.results.gate.formats`, and any other registered gate format, a plugin's included
-(`--import PLUGIN --output NAME=PATH`; robench/cli/_gate_outputs.py).
+Besides the exit code, the gate writes what CI systems show (robench/cli/_gate_outputs.py): a
+markdown summary (also appended to `$GITHUB_STEP_SUMMARY`), JUnit XML, JSON and any other
+registered gate format, a plugin's included.
 """
 
 from __future__ import annotations
@@ -192,8 +190,8 @@ def gate_command(**given: Any) -> None:
 
 
 def _show(result: GateResult, files: list[GateOutput], strict: bool) -> int:
-    """The verdict's table on stdout, the files written, each note and failed check on
-    stderr; the exit code."""
+    """Show the verdict (table on stdout, notes and failed checks on stderr), write the files;
+    return the exit code."""
     from robench.results.gate.tables import RichGate, markdown_fitting
 
     if out.is_terminal:

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
 from robench._core.errors import ConfigError
+from robench.cli._option_table import REQUIRED, Opt, with_options
 from robench.cli._output import handle_errors
 
 
@@ -20,6 +21,7 @@ class Generated(str, Enum):
 
 _LISTOPS_ONLY = ("train", "val", "test", "min_length", "max_length", "max_depth", "max_args")
 _PATHFINDER_ONLY = ("n", "difficulty")
+_SIZES = (("train", 96000), ("val", 2000), ("test", 2000))  # ListOps' expressions per split
 
 
 def _refuse_other_options(kind: Generated, given: dict[str, Any]) -> None:
@@ -36,39 +38,29 @@ def _refuse_other_options(kind: Generated, given: dict[str, Any]) -> None:
         )
 
 
+# `robench generate`'s options, one row each (robench/cli/_option_table.py).
+GENERATE_OPTIONS = (
+    Opt("kind", Generated, REQUIRED, "The dataset to generate.", argument=True),
+    Opt("out", Path, REQUIRED, "New folder to write (must not exist, or be empty).",
+        argument=True),
+    Opt("seed", int, 0, "Seed of the generator.", extra={"min": 0}),
+    Opt("train", int, None, "ListOps: training expressions (96000)."),
+    Opt("val", int, None, "ListOps: validation expressions (2000)."),
+    Opt("test", int, None, "ListOps: test expressions (2000)."),
+    Opt("min_length", int, None, "ListOps: lengths are above this (500)."),
+    Opt("max_length", int, None, "ListOps: lengths are below this (2000)."),
+    Opt("max_depth", int, None, "ListOps: deepest nesting (10)."),
+    Opt("max_args", int, None, "ListOps: most arguments per operator (10)."),
+    Opt("n", int, None, "Pathfinder: images per difficulty (1000)."),
+    Opt("difficulty", list[str], None,
+        "Pathfinder: curv_baseline, curv_contour_length_9, curv_contour_length_14 (repeat for "
+        "several; default all three)."),
+)  # fmt: skip
+
+
 @handle_errors
-def generate_command(  # long: 50 lines of typer options and help; 25 of code
-    kind: Annotated[Generated, typer.Argument(help="The dataset to generate.")],
-    out: Annotated[Path, typer.Argument(help="New folder to write (must not exist, or be empty).")],
-    seed: Annotated[int, typer.Option(help="Seed of the generator.", min=0)] = 0,
-    train: Annotated[int | None, typer.Option(help="ListOps: training expressions (96000).")] = (
-        None
-    ),
-    val: Annotated[int | None, typer.Option(help="ListOps: validation expressions (2000).")] = (
-        None
-    ),
-    test: Annotated[int | None, typer.Option(help="ListOps: test expressions (2000).")] = None,
-    min_length: Annotated[
-        int | None, typer.Option(help="ListOps: lengths are above this (500).")
-    ] = None,
-    max_length: Annotated[
-        int | None, typer.Option(help="ListOps: lengths are below this (2000).")
-    ] = None,
-    max_depth: Annotated[int | None, typer.Option(help="ListOps: deepest nesting (10).")] = None,
-    max_args: Annotated[
-        int | None, typer.Option(help="ListOps: most arguments per operator (10).")
-    ] = (None),
-    n: Annotated[
-        int | None, typer.Option("--n", help="Pathfinder: images per difficulty (1000).")
-    ] = None,
-    difficulty: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="Pathfinder: curv_baseline, curv_contour_length_9, curv_contour_length_14 "
-            "(repeat for several; default all three)."
-        ),
-    ] = None,
-) -> None:
+@with_options(*GENERATE_OPTIONS)
+def generate_command(**given: Any) -> None:
     """Write a seeded synthetic LRA dataset (ListOps or Pathfinder) in its released layout.
 
     ListOps (Nangia & Bowman 2018, as LRA configures it): MAX, MIN, MED and SUM_MOD over
@@ -87,24 +79,19 @@ def generate_command(  # long: 50 lines of typer options and help; 25 of code
     from robench.data.lra.listops_generator import ListOpsSpec
     from robench.data.lra.pathfinder import DIFFICULTIES
 
-    _refuse_other_options(kind, dict(locals()))
-    if kind is Generated.listops:
-        defaults = ListOpsSpec()
-        spec = ListOpsSpec(
-            max_depth=defaults.max_depth if max_depth is None else max_depth,
-            max_args=defaults.max_args if max_args is None else max_args,
-            min_length=defaults.min_length if min_length is None else min_length,
-            max_length=defaults.max_length if max_length is None else max_length,
-        )
-        sizes = {
-            "train": 96000 if train is None else train,
-            "val": 2000 if val is None else val,
-            "test": 2000 if test is None else test,
-        }
+    kind, out, seed = given["kind"], given["out"], given["seed"]
+    _refuse_other_options(kind, given)
+    if kind is Generated.listops:  # an option not given keeps the spec's or split's default
+        shape = ("max_depth", "max_args", "min_length", "max_length")
+        spec = ListOpsSpec(**{name: given[name] for name in shape if given[name] is not None})
+        sizes = {split: size if given[split] is None else given[split] for split, size in _SIZES}
         written = generate_listops(out, sizes=sizes, seed=seed, spec=spec)
     else:
         written = generate_pathfinder(
-            out, count=1000 if n is None else n, seed=seed, difficulties=difficulty or DIFFICULTIES
+            out,
+            count=1000 if given["n"] is None else given["n"],
+            seed=seed,
+            difficulties=given["difficulty"] or DIFFICULTIES,
         )
     for path in written:
         typer.echo(str(path))

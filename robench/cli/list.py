@@ -4,17 +4,22 @@ output formats), with what `--import` plugins add."""
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
 
 from robench._core.registry import Registry
+from robench.cli._option_table import REQUIRED, Opt, with_options
 from robench.cli._output import handle_errors, out
 
 if TYPE_CHECKING:
     from robench.perturbations.base import PerturbationParams
+
+
+def _matching(names: Iterable[str], pattern: str | None) -> list[str]:
+    return [n for n in names if not pattern or Registry.matches(n, pattern)]
 
 
 def _models(pattern: str | None) -> list[tuple[str, str]]:
@@ -30,14 +35,11 @@ def _models(pattern: str | None) -> list[tuple[str, str]]:
     load_entry_points()
     load_source_entry_points()
     ours = set(list_robench_models())
-    names = [n for n in timm.list_models() if not pattern or Registry.matches(n, pattern)]
-    cards = [
-        (n, "model card") for n in bundled_cards() if not pattern or Registry.matches(n, pattern)
-    ]
+    names = _matching(timm.list_models(), pattern)
+    cards = [(n, "model card") for n in _matching(bundled_cards(), pattern)]
     language = [  # each described as its task says (`TaskEntry.model_label`)
         (n, TASKS.get(language_model_task(n)).model_label)
-        for n in list_language_models()
-        if not pattern or Registry.matches(n, pattern)
+        for n in _matching(list_language_models(), pattern)
     ]
     sources = [  # timm's tags show as timm's own rows; objects and names as themselves
         (f"{s.prefix}:", f"model source: {s.description} (e.g. {s.example})")
@@ -104,36 +106,23 @@ def _suites(pattern: str | None) -> list[tuple[str, str]]:
     from robench.evaluation.suites import bundled_suites, load_suite
 
     _suite_plugins()
-    rows = []
-    for name in bundled_suites():
-        if pattern and not Registry.matches(name, pattern):
-            continue
-        suite = load_suite(name).suite
-        rows.append((name, f"v{suite.version}: {suite.description}"))
-    return rows
+    suites = {name: load_suite(name).suite for name in _matching(bundled_suites(), pattern)}
+    return [(name, f"v{suite.version}: {suite.description}") for name, suite in suites.items()]
 
 
 def _cards(pattern: str | None) -> list[tuple[str, str]]:
     from robench.models.spec import bundled_cards, read_card
 
-    return [
-        (name, read_card(path).description)
-        for name, path in bundled_cards().items()
-        if not pattern or Registry.matches(name, pattern)
-    ]
+    cards = bundled_cards()
+    return [(name, read_card(cards[name]).description) for name in _matching(cards, pattern)]
 
 
 def _metrics(pattern: str | None) -> list[tuple[str, str]]:
     from robench.results.stats.metrics import METRICS
 
     _suite_plugins()
-    return [
-        (
-            name,
-            ("↑ " if METRICS.get(name).higher_is_better else "↓ ") + METRICS.get(name).description,
-        )
-        for name in METRICS.names(pattern)
-    ]
+    metrics = {name: METRICS.get(name) for name in METRICS.names(pattern)}
+    return [(n, ("↑ " if m.higher_is_better else "↓ ") + m.description) for n, m in metrics.items()]
 
 
 def _tasks(pattern: str | None) -> list[tuple[str, str]]:
@@ -179,19 +168,18 @@ _LISTERS: dict[str, Callable[[str | None], list[tuple[str, str]]]] = {
 Catalogue = enum.Enum("Catalogue", {name: name for name in _LISTERS}, type=str)  # type: ignore[misc]
 
 
+# `robench list`'s options, one row each (robench/cli/_option_table.py).
+LIST_OPTIONS = (
+    Opt("what", Catalogue, REQUIRED, "Which catalogue to list.", argument=True),
+    Opt("pattern", str, None, "Shell-style filter, e.g. '*elliptical*'.", argument=True),
+    Opt("imports", list[str], None,
+        "Module or .py file whose registrations to list too (repeatable).", flag="--import"),
+)  # fmt: skip
+
+
 @handle_errors
-def list_command(
-    what: Annotated[Catalogue, typer.Argument(help="Which catalogue to list.")],  # type: ignore[valid-type]
-    pattern: Annotated[
-        str | None, typer.Argument(help="Shell-style filter, e.g. '*elliptical*'.")
-    ] = None,
-    imports: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--import", help="Module or .py file whose registrations to list too (repeatable)."
-        ),
-    ] = None,
-) -> None:
+@with_options(*LIST_OPTIONS)
+def list_command(**given: Any) -> None:
     """List registered models, perturbations, shipped suites, model cards, metrics or tasks.
 
     Also `formats`: the output formats of eval, compare (and its per-corruption table) and
@@ -203,12 +191,13 @@ def list_command(
       robench list suites
       robench list metrics --import my_plugin.py
     """
-    if imports:
+    what = given["what"]
+    if given["imports"]:
         from robench._core.plugins import import_user_module
 
-        for target in imports:
+        for target in given["imports"]:
             import_user_module(target)
-    rows = _LISTERS[what.value](pattern)
+    rows = _LISTERS[what.value](given["pattern"])
     if not out.is_terminal:
         for name, detail in rows:
             typer.echo(f"{name}\t{detail}")

@@ -23,8 +23,8 @@ Options = Mapping[str, Any]  # the command's options, by keyword (SWEEP_OPTIONS)
 _COLOURS = {"done": "green", "running": "cyan", "failed": "red", "pending": "", "changed": "yellow"}
 
 
-def _status_rows(statuses: list[JobStatus]) -> list[dict[str, str]]:
-    return [
+def _print_status(statuses: list[JobStatus], as_json: bool) -> None:
+    rows = [
         {
             "job": s.job.job_id,
             "status": s.status,
@@ -33,10 +33,6 @@ def _status_rows(statuses: list[JobStatus]) -> list[dict[str, str]]:
         }
         for s in statuses
     ]
-
-
-def _print_status(statuses: list[JobStatus], as_json: bool) -> None:
-    rows = _status_rows(statuses)
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
@@ -77,19 +73,13 @@ def _print_leaderboards(found: Leaderboards) -> None:
 
 
 def _run(sweep: LoadedSweep, given: Options) -> None:
-    from robench.evaluation.sweeps.leaderboard import collect
     from robench.evaluation.sweeps.sweep import run_sweep
 
     run_sweep(sweep, overwrite=given["overwrite"], wait=given["wait"])
     if not given["wait"]:
         err.print("submitted; follow with `robench sweep status PLAN`", highlight=False)
         return
-    found = collect(sweep, figures=given["figures"])
-    _print_leaderboards(found)
-    if given["as_json"]:
-        _print_status(found.statuses, True)
-    failed = [s for s in found.statuses if s.status != "done"]
-    if failed:
+    if any(s.status != "done" for s in _collect(sweep, given)):
         raise typer.Exit(EXIT_RUNTIME)
 
 
@@ -99,17 +89,18 @@ def _status(sweep: LoadedSweep, given: Options) -> None:
     _print_status(job_statuses(sweep), given["as_json"])
 
 
-def _collect(sweep: LoadedSweep, given: Options) -> None:
+def _collect(sweep: LoadedSweep, given: Options) -> list[JobStatus]:
     from robench.evaluation.sweeps.leaderboard import collect
 
     found = collect(sweep, figures=given["figures"])
     _print_leaderboards(found)
     if given["as_json"]:
         _print_status(found.statuses, True)
+    return found.statuses
 
 
 # The actions of `robench sweep [ACTION] PLAN`; `run` when only a plan is given.
-ACTIONS: dict[str, Callable[[LoadedSweep, Options], None]] = {
+ACTIONS: dict[str, Callable[[LoadedSweep, Options], object]] = {
     "run": _run,
     "status": _status,
     "collect": _collect,

@@ -215,8 +215,7 @@ def _refuse_other_kinds_options(kind: str, given: dict[str, Any]) -> None:
 
 
 def _refuse_overwriting_inputs(model: str, out_dir: Path, init_from: Path | None) -> None:
-    """Refuse an --out-dir whose checkpoints would replace what the run starts from (the
-    card's checkpoint, --init-from)."""
+    """Refuse an --out-dir whose checkpoints would replace what the run starts from."""
     from robench._core.overwrite_guard import refuse_overwriting_inputs
     from robench.models.spec import bundled_cards, read_card
 

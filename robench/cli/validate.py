@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Any
 
 import typer
 from rich.markup import escape
 
 from robench._core.errors import EXIT_USAGE, RobenchError
+from robench.cli._option_table import Opt, with_options
 from robench.cli._output import err, handle_errors
 
 
@@ -25,8 +26,7 @@ def _check_suite(path: Path) -> str:
 
 
 def _resolved_suite(path: Path) -> str:
-    """The suite as TOML with its includes resolved, headed by the files it was read from
-    and the sha256 its reports record (checked by `_check_suite` first)."""
+    """The suite as TOML with its includes resolved, headed by its files and sha256."""
     from robench._core.toml_files import dump_toml
     from robench.evaluation.suite_files import read_suite_file, resolve_suite_path
 
@@ -50,35 +50,24 @@ def _card_checker(deep: bool) -> Callable[[Path], str]:
     return check
 
 
+# `robench validate`'s options, one row each (robench/cli/_option_table.py).
+VALIDATE_OPTIONS = (
+    Opt("files", list[Path], None,
+        "Suite or model-card .toml files [default: everything shipped].", argument=True),
+    Opt("deep", bool, False,
+        "Also look model cards' architectures up in timm's registry (imports torch)."),
+    Opt("imports", list[str], None,
+        "Module or .py file that registers models; implies --deep (repeatable).",
+        flag="--import"),
+    Opt("resolved", bool, False,
+        "Print each suite as TOML with its includes resolved (stdout); the check lines go to "
+        "stderr."),
+)  # fmt: skip
+
+
 @handle_errors
-def validate_command(
-    files: Annotated[
-        list[Path] | None,
-        typer.Argument(help="Suite or model-card .toml files [default: everything shipped]."),
-    ] = None,
-    deep: Annotated[
-        bool,
-        typer.Option(
-            "--deep",
-            help="Also look model cards' architectures up in timm's registry (imports torch).",
-        ),
-    ] = False,
-    imports: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--import",
-            help="Module or .py file that registers models; implies --deep (repeatable).",
-        ),
-    ] = None,
-    resolved: Annotated[
-        bool,
-        typer.Option(
-            "--resolved",
-            help="Print each suite as TOML with its includes resolved (stdout); the check "
-            "lines go to stderr.",
-        ),
-    ] = False,
-) -> None:
+@with_options(*VALIDATE_OPTIONS)
+def validate_command(**given: Any) -> None:
     """Validate suites and model cards (schema, perturbation parameters, checkpoint hashes).
 
     Needs no torch. A model card's architecture is checked against robench's own models; one
@@ -94,7 +83,8 @@ def validate_command(
     from robench.evaluation.suites import bundled_suites
     from robench.models.spec import bundled_cards
 
-    deep = deep or bool(imports)
+    files, imports, resolved = given["files"], given["imports"], given["resolved"]
+    deep = given["deep"] or bool(imports)
     # Plugins first, so a suite may use what they register; the models' group only with
     # --deep (model plugins import torch).
     load_plugins(imports or (), PLUGIN_GROUPS if deep else SUITE_GROUPS)

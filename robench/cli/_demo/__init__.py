@@ -1,35 +1,24 @@
 """The embedded default: baseline vs Elliptical nano ViT on Fashion-MNIST, end to end.
 
-`robench demo` runs the tour (`PLANS["tour"]`): the attack and corruption halves below on the
-quick plan's samples, their figures and the page. `--full` and `--quick` run every section
-(`DemoPlan.every_section`), as described here. Each phase is planned and sized before it
-starts (`planned_phases`, `phases.py`), so its line can say what is left.
-
-Evaluates the checkpoints shipped in `models/` (their cards) under the `demo` suite (FGSM,
-PGD, SPSA and AutoAttack at Fashion-MNIST budgets, plus the paper's diagnostics), writes the
-reports, compares them in a paper-style table and draws the paper's figures: CLS attention
-heatmaps (Fig. 1), per-layer collapse curves (Fig. 3) and accuracy against eps. Then the same
-two models under the 15 ImageNet-C corruptions computed on the fly, once for both models
-(`demo-corruptions`, `sharing_perturbed_samples`), with a per-corruption table, a corruption x
-severity heatmap and accuracy against severity. Last,
-baseline vs Elliptical nano language models on the built-in Python-docs text, clean and under
-Word Swap (`demo-text`, the paper's Table 1 protocol), and baseline vs Elliptical nano
-Segmenter on the built-in fashion scenes (`demo-segmentation`: clean, corruptions, PGD, and an
-overlay of predicted masks; `_demo/segmentation.py`), and baseline vs Elliptical nano text
-classifier under TextAttack's DeepWordBug and PWWS (`demo-text-classification`,
-`_demo/text_classification.py`), and the noise-trained nano ViT pair certified by randomized
-smoothing (`certify-smoke`: certified accuracy against the L2 radius; `_demo/certification.py`).
-Without the shipped checkpoints (a trimmed install) it trains the image and language models
-briefly instead and skips the Segmenters, classifiers and certificates.
-`index.html` beside the reports shows the comparisons on one self-contained page.
+`robench demo` runs the tour (`PLANS["tour"]`): the attack and corruption halves on the quick
+plan's samples, their figures and the page; `--full` and `--quick` run every section
+(`DemoPlan.every_section`; the sections are listed in `robench demo --help`). Each phase is
+planned and sized before it starts (`planned_phases`, `phases.py`), so its line can say what
+is left. The paper's figures: CLS attention heatmaps (Fig. 1) and per-layer collapse curves
+(Fig. 3); the language models' Word Swap is its Table 1 protocol. Corruptions are computed
+once for both models (`sharing_perturbed_samples`); each other section lives in its own
+module (`_demo/segmentation.py`, ...). Without the shipped checkpoints (a trimmed install) it
+trains the image and language models briefly instead and skips the Segmenters, classifiers
+and certificates. `index.html` beside the reports shows the comparisons on one page.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,7 +29,8 @@ from robench._core.progress import Progress
 from robench.cli._demo.certification import SUFFIX as CERTIFICATION_SUFFIX
 from robench.cli._demo.certification import CertificationDemo, evaluate_certification_demo
 from robench.cli._demo.page import write_index
-from robench.cli._demo.phases import Phase, PhaseClock, evaluation_phase, fixed_phase
+from robench.cli._demo.pairs import compared, evaluate_roles
+from robench.cli._demo.phases import FIXED_S, Phase, PhaseClock, evaluation_phase
 from robench.cli._demo.segmentation import SUFFIX as SEGMENTATION_SUFFIX
 from robench.cli._demo.segmentation import SegmentationDemo, evaluate_segmentation_demo
 from robench.cli._demo.text_classification import SUFFIX as TEXT_CLASSIFICATION_SUFFIX
@@ -49,11 +39,10 @@ from robench.cli._demo.text_classification import (
     evaluate_text_classification_demo,
 )
 from robench.data import open_dataset
-from robench.evaluation.request import EvalRequest, evaluate
 from robench.evaluation.shared_samples import sharing_perturbed_samples
 from robench.models.loading import load_model
 from robench.models.spec import bundled_cards
-from robench.results.compare.comparison import Comparison, build_comparison
+from robench.results.compare.comparison import Comparison
 from robench.results.plots.figures import AccuracySeries, accuracy_series
 from robench.results.report.schema import Report
 from robench.training.train import TrainConfig, train
@@ -108,11 +97,11 @@ class DemoResult:
     comparison: Comparison
     corruption_reports: list[tuple[Path, Report]]
     corruption_comparison: Comparison
-    text_reports: list[tuple[Path, Report]]
-    text_comparison: Comparison | None  # None in the tour (no language models)
+    text_reports: list[tuple[Path, Report]] = field(default_factory=list)
+    text_comparison: Comparison | None = None  # None in the tour (no language models)
     # The shipped subword model (its own BPE tokenizer), whole documents; none when not shipped.
-    subword_reports: list[tuple[Path, Report]]
-    subword_comparison: Comparison | None
+    subword_reports: list[tuple[Path, Report]] = field(default_factory=list)
+    subword_comparison: Comparison | None = None
     # Baseline vs Elliptical nano Segmenter; none without the shipped checkpoints.
     segmentation: SegmentationDemo | None = None
     # Baseline vs Elliptical nano text classifier; none without the checkpoints or WordNet.
@@ -248,60 +237,36 @@ def _figures(
     return figures
 
 
-@dataclass(frozen=True)
-class _Evaluator:
-    """Evaluates every model of a role -> (MODEL, checkpoint) map under one suite."""
-
-    out_dir: Path
-    command: list[str]
-    step: PhaseClock
-    progress: Progress | None
-
-    def __call__(
-        self,
-        suite: str,
-        limit: int,
-        suffix: str,
-        chosen: dict[str, tuple[str, Path | None]],
-        batch_size: int = 200,
-    ) -> list[tuple[Path, Report]]:
-        reports = []
-        for role, (model, checkpoint) in chosen.items():
-            path = self.out_dir / f"{role}{suffix}.json"
-            self.step.start(f"evaluating {role} ({model}): suite {suite} on {limit} samples")
-            request = EvalRequest(
-                suite=suite,
-                data=None,  # the suite's task's built-in data
-                out=path,
-                model=model,
-                checkpoint=checkpoint,
-                limit=limit,
-                batch_size=batch_size,
-                overwrite=True,
-                command=self.command,
-            )
-            reports.append((path, evaluate(request, progress=self.progress)))
-        return reports
+def _evaluator(
+    out_dir: Path, command: list[str], step: PhaseClock, progress: Progress | None
+) -> Callable[..., list[tuple[Path, Report]]]:
+    """`evaluate_roles`, each evaluation a phase of `step`."""
+    return partial(
+        evaluate_roles,
+        out_dir,
+        batch_size=200,
+        command=command,
+        progress=progress,
+        start=step.start,
+    )
 
 
 def _optional_sections(plan: DemoPlan) -> dict[str, list[tuple[str, str]]]:
     """Report suffix -> the (MODEL, suite) evaluations of each section that may need an
     optional extra (the image and word-level language-model sections need none)."""
+    from robench.cli._demo import segmentation, text_classification
     from robench.cli._demo.bpe import bpe_model_folder, shown_folder
-    from robench.cli._demo.segmentation import DEMO_SEGMENTERS
-    from robench.cli._demo.segmentation import SUITE as SEGMENTATION_SUITE
-    from robench.cli._demo.text_classification import DEMO_CLASSIFIERS
-    from robench.cli._demo.text_classification import SUITE as TEXT_CLASSIFICATION_SUITE
 
     folder = bpe_model_folder()
     subword = [(f"hf:{shown_folder(folder)}", plan.text_suite)] if folder is not None else []
-    return {
-        "-subword": subword,
-        SEGMENTATION_SUFFIX: [(m, SEGMENTATION_SUITE) for m in DEMO_SEGMENTERS.values()],
-        TEXT_CLASSIFICATION_SUFFIX: [
-            (m, TEXT_CLASSIFICATION_SUITE) for m in DEMO_CLASSIFIERS.values()
-        ],
+    pairs = (
+        (segmentation, segmentation.DEMO_SEGMENTERS),
+        (text_classification, text_classification.DEMO_CLASSIFIERS),
+    )
+    sections = {
+        module.SUFFIX: [(m, module.SUITE) for m in models.values()] for module, models in pairs
     }
+    return {"-subword": subword, **sections}
 
 
 def skipped_sections(plan: DemoPlan) -> dict[str, str]:
@@ -323,43 +288,6 @@ def skipped_sections(plan: DemoPlan) -> dict[str, str]:
     return skipped
 
 
-def _evaluate_optional_sections(
-    out_dir: Path,
-    plan: DemoPlan,
-    skipped: dict[str, str],
-    command: list[str],
-    step: PhaseClock,
-    progress: Progress | None,
-) -> tuple[list[tuple[Path, Report]], SegmentationDemo | None, TextClassificationDemo | None]:
-    """The sections an optional extra may rule out (`skipped`): the subword language model,
-    segmentation and text classification; None (or no reports) for a skipped one."""
-    from robench.cli._demo.bpe import (  # beside them: a subword (BPE) model
-        bpe_model_folder,
-        evaluate_bpe_demo,
-    )
-
-    quick = plan is not PLANS["full"]
-    subword: list[tuple[Path, Report]] = []
-    if "-subword" not in skipped:
-        if bpe_model_folder() is not None:  # else evaluate_bpe_demo says it is skipped
-            step.start(f"subword language model: suite {plan.text_suite}")
-        subword = evaluate_bpe_demo(
-            out_dir, plan.text_suite, quick=quick, command=command, progress=progress
-        )
-    segmentation = classification = None
-    if SEGMENTATION_SUFFIX not in skipped:
-        step.start("segmentation: baseline vs Elliptical nano Segmenter")
-        segmentation = evaluate_segmentation_demo(
-            out_dir, quick=quick, command=command, progress=progress
-        )
-    if TEXT_CLASSIFICATION_SUFFIX not in skipped:
-        step.start("text classification: baseline vs Elliptical nano classifier under attack")
-        classification = evaluate_text_classification_demo(
-            out_dir, quick=quick, command=command, progress=progress
-        )
-    return subword, segmentation, classification
-
-
 def run_demo(out_dir: Path, *, mode: str = "tour", progress: Progress | None = None) -> DemoResult:
     """Evaluate the demo models, compare them and draw the figures: the tour (attacks and
     corruptions on the nano ViT pair) or, with mode "quick" or "full", every section; sections
@@ -373,21 +301,17 @@ def run_demo(out_dir: Path, *, mode: str = "tour", progress: Progress | None = N
     step = PhaseClock(planned_phases(plan, skipped))
     command = ["robench", "demo", *({"quick": ["--quick"], "full": ["--full"]}.get(mode, []))]
 
-    evaluate_all = _Evaluator(out_dir, command, step, progress)
-    reports = evaluate_all(plan.suite, plan.limit, "", models)
+    evaluate_all = _evaluator(out_dir, command, step, progress)
+    reports = evaluate_all(models, suite=plan.suite, suffix="", limit=plan.limit)
     with sharing_perturbed_samples():  # both models see the same corrupted images: make them once
         corrupted = evaluate_all(
-            plan.corruption_suite, plan.corruption_limit, "-corruptions", models
+            models, suite=plan.corruption_suite, suffix="-corruptions", limit=plan.corruption_limit
         )
     result = DemoResult(
         reports,
-        build_comparison([(str(p), r) for p, r in reports], metrics=["top1"]),
+        compared(reports, ["top1"]),
         corrupted,
-        build_comparison([(str(p), r) for p, r in corrupted], metrics=["top1"]),
-        [],
-        None,
-        [],
-        None,
+        compared(corrupted, ["top1"]),
         skipped=skipped,
     )
     if plan.every_section:
@@ -435,7 +359,7 @@ def planned_phases(plan: DemoPlan, skipped: Mapping[str, str]) -> list[Phase]:
             for module, samples in sections
             if module.SUFFIX not in skipped
         ]
-    return [*phases, fixed_phase("figures", "figures"), fixed_phase("page", "page")]
+    return [*phases, *(Phase(kind, seconds) for kind, seconds in FIXED_S.items())]
 
 
 def _other_sections(
@@ -446,57 +370,66 @@ def _other_sections(
     step: PhaseClock,
     progress: Progress | None,
 ) -> None:
-    """The sections beyond the tour, into `result`: language models (word-level and
-    subword), segmentation, text classification and certification."""
+    """The sections beyond the tour, into `result`; one an optional extra rules out
+    (`result.skipped`) is left None (or without reports)."""
+    from robench.cli._demo.bpe import bpe_model_folder, evaluate_bpe_demo
+
+    evaluate_all = _evaluator(out_dir, command, step, progress)
     language_models = _language_models(plan, out_dir)
-    evaluate_all = _Evaluator(out_dir, command, step, progress)
-    text = evaluate_all(plan.text_suite, plan.text_limit, "-text", language_models, 16)
+    text = evaluate_all(
+        language_models, suite=plan.text_suite, suffix="-text", limit=plan.text_limit, batch_size=16
+    )
     result.text_reports = text
-    result.text_comparison = build_comparison(
-        [(str(p), r) for p, r in text], metrics=["perplexity", "bits_per_byte"]
-    )
-    subword, result.segmentation, result.text_classification = _evaluate_optional_sections(
-        out_dir, plan, result.skipped, command, step, progress
-    )
+    result.text_comparison = compared(text, ["perplexity", "bits_per_byte"])
+    quick, skipped = plan is not PLANS["full"], result.skipped
+    if "-subword" not in skipped:  # beside them: a subword (BPE) model
+        if bpe_model_folder() is not None:  # else evaluate_bpe_demo says it is skipped
+            step.start(f"subword language model: suite {plan.text_suite}")
+        result.subword_reports = evaluate_bpe_demo(
+            out_dir, plan.text_suite, quick=quick, command=command, progress=progress
+        )
+    if SEGMENTATION_SUFFIX not in skipped:
+        step.start("segmentation: baseline vs Elliptical nano Segmenter")
+        result.segmentation = evaluate_segmentation_demo(
+            out_dir, quick=quick, command=command, progress=progress
+        )
+    if TEXT_CLASSIFICATION_SUFFIX not in skipped:
+        step.start("text classification: baseline vs Elliptical nano classifier under attack")
+        result.text_classification = evaluate_text_classification_demo(
+            out_dir, quick=quick, command=command, progress=progress
+        )
     # A table of its own: its token perplexity counts BPE tokens, not words, so it does not
     # compare with the word-level pair's, and its realised swap rate differs from theirs.
-    result.subword_reports = subword
-    if subword:
-        result.subword_comparison = build_comparison(
-            [(str(p), r) for p, r in subword], metrics=["bits_per_byte", "perplexity"]
+    if result.subword_reports:
+        result.subword_comparison = compared(
+            result.subword_reports, ["bits_per_byte", "perplexity"]
         )
     step.start("certification: noise-trained baseline vs Elliptical nano ViT, randomized smoothing")
     result.certification = evaluate_certification_demo(
-        out_dir, quick=plan is not PLANS["full"], command=command, progress=progress
+        out_dir, quick=quick, command=command, progress=progress
     )
 
 
 def _write_page(result: DemoResult, out_dir: Path) -> None:
-    """`index.html` of every section the demo ran; the sections' own figures join
-    `result.figures`."""
-    sections = [
-        (INDEX_TITLES[""], result.reports, result.comparison),
-        (INDEX_TITLES["-corruptions"], result.corruption_reports,
-         corruption_overview(result.corruption_reports)),
-    ]  # fmt: skip
-    if result.text_comparison is not None:
-        sections.append((INDEX_TITLES["-text"], result.text_reports, result.text_comparison))
-    if result.subword_comparison is not None:
-        sections.append((INDEX_TITLES["-subword"], result.subword_reports,
-                         result.subword_comparison))  # fmt: skip
-    if (segmentation := result.segmentation) is not None:
-        sections.append(segmentation_section(segmentation))
-        result.figures += segmentation.figures
-    if (classification := result.text_classification) is not None:
-        sections.append(
-            (INDEX_TITLES[TEXT_CLASSIFICATION_SUFFIX], classification.reports,
-             classification.comparison)
-        )  # fmt: skip
-    if (certification := result.certification) is not None:
-        sections.append(
-            (INDEX_TITLES[CERTIFICATION_SUFFIX], certification.reports, certification.comparison)
-        )
-        result.figures += [certification.figure] if certification.figure is not None else []
+    """`index.html` of every section the demo ran; their own figures join `result.figures`."""
+    found = {
+        "": (result.reports, result.comparison),
+        "-corruptions": (result.corruption_reports, corruption_overview(result.corruption_reports)),
+        "-text": (result.text_reports, result.text_comparison),
+        "-subword": (result.subword_reports, result.subword_comparison),
+    }
+    for suffix, section in (
+        (SEGMENTATION_SUFFIX, result.segmentation),
+        (TEXT_CLASSIFICATION_SUFFIX, result.text_classification),
+        (CERTIFICATION_SUFFIX, result.certification),
+    ):
+        if section is not None:
+            found[suffix] = (section.reports, section.comparison)
+    if result.segmentation is not None:
+        result.figures += result.segmentation.figures
+    if result.certification is not None and result.certification.figure is not None:
+        result.figures.append(result.certification.figure)
+    sections = [(INDEX_TITLES[k], reports, c) for k, (reports, c) in found.items() if c is not None]
     write_index(
         out_dir,
         sections,
@@ -507,11 +440,8 @@ def _write_page(result: DemoResult, out_dir: Path) -> None:
 
 def corruption_overview(reports: list[tuple[Path, Report]]) -> Comparison:
     """The corruption section's leaderboard on the page: clean top-1 and the mean corruption
-    accuracy with its interval, not a column per corruption x severity (46 in the full demo);
-    the heatmap beside it and the reports hold every one."""
-    comparison = build_comparison(
-        [(str(p), r) for p, r in reports], metrics=["top1", "mean_corruption_accuracy"]
-    )
+    accuracy, not a column per corruption x severity (46 in the full demo; see the heatmap)."""
+    comparison = compared(reports, ["top1", "mean_corruption_accuracy"])
     kept = [c for c in comparison.columns if c.aggregate or c.perturbation == "clean"]
     if len(kept) == len(comparison.columns) or not kept:
         return comparison

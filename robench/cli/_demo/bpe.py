@@ -1,11 +1,9 @@
 """The demo's subword language model: a GPT-2 with its own byte-level BPE tokenizer.
 
-`models/gpt2_bpe_pydocs/` is a transformers folder (config, safetensors weights, tokenizer)
-trained by robench's tooling on the Python docs (examples/train_bpe_lm.py; the card is its
-README.md). The demo evaluates it as `hf:FOLDER` on documents of the Python-docs test split,
-clean and under Word Swap (the same text suite as the word-level pair), in a table of its own
-beside theirs: its token perplexity counts BPE tokens, so only bits per byte compare across
-the tokenizers. A few seconds on CPU.
+`models/gpt2_bpe_pydocs/` is a transformers folder trained on the Python docs
+(examples/train_bpe_lm.py; the card is its README.md), evaluated as `hf:FOLDER` under the
+word-level pair's text suite, in a table of its own: its token perplexity counts BPE tokens,
+so only bits per byte compare across the tokenizers.
 """
 
 from __future__ import annotations

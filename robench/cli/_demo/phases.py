@@ -1,13 +1,11 @@
 """The demo's phases, each line saying what is left and about how long it will take.
 
-Every phase is sized before the demo starts, in seconds on an idle 2-core machine: an
-evaluation by its counted model passes (`suite_cost`: each planned perturbation's passes per
-sample times its samples, an upper bound that never looks at a clock) times the seconds one
-pass of that task's nano model took, plus the fixed cost of loading a model and its data;
-figures and the page by their measured seconds. While the demo runs, the time taken so far over
-the size of the phases done is this machine's pace (2 on a machine twice as slow, or twice as
-busy), and what is left is the size of the phases still to run times that pace. Before the
-first phase ends, the estimate is the idle machine's.
+Each phase is sized before the demo starts in seconds on an idle 2-core machine: an
+evaluation by its counted model passes (`suite_cost`, an upper bound that never looks at a
+clock) times the seconds per pass of that task's nano model, plus a fixed overhead; figures
+and the page by their measured seconds. While the demo runs, the time taken over the size of
+the phases done is this machine's pace (2 on a machine twice as slow or busy), and what is
+left is the size of the phases still to run times that pace.
 """
 
 from __future__ import annotations
@@ -53,18 +51,13 @@ def evaluation_phase(what: str, suite: str, samples: int, models: int = 1) -> Ph
     return Phase(what, idle)
 
 
-def fixed_phase(what: str, kind: str) -> Phase:
-    return Phase(what, FIXED_S[kind])
-
-
 def _seconds(value: float) -> str:
     return f"{value:.0f} s" if value < 120 else f"{value / 60:.1f} min"
 
 
 class PhaseClock:
     """Logs each phase as it starts: the time since the demo began, its number, and what is
-    left with an estimate of its time (the idle machine's until a phase has ended, then this
-    machine's pace so far)."""
+    left with an estimate of its time."""
 
     def __init__(self, phases: list[Phase]) -> None:
         self.phases = phases

@@ -1,11 +1,9 @@
 """The demo's segmentation section: baseline vs Elliptical nano Segmenter on fashion scenes.
 
-Both shipped Segmenters (`DEMO_SEGMENTERS`, model cards in models/) are evaluated with the
-`demo-segmentation` suite on the built-in fashion scenes (docs/segmentation-data.md): clean,
-five corruptions x three severities computed on the fly (made once for both models) with the
-mean mIoU under corruption, and per-pixel L-inf PGD. The section compares their mIoU and draws
-one evaluated scene with its ground truth and both models' predicted masks
-(`segmentation_overlay.png`). About a minute on a 2-core CPU.
+Both shipped Segmenters under the `demo-segmentation` suite on the built-in fashion scenes
+(docs/segmentation-data.md): clean, corruptions computed once for both models, and per-pixel
+L-inf PGD; their mIoU compared and one scene drawn with its ground truth and both predicted
+masks (`segmentation_overlay.png`). About a minute on a 2-core CPU.
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from robench._core.progress import Progress
-from robench.cli._demo.pairs import evaluate_roles
+from robench.cli._demo.pairs import cards_missing, compared, evaluate_roles
 from robench.evaluation.shared_samples import sharing_perturbed_samples
 from robench.models.loading import LoadedModel, load_model
 from robench.models.spec import bundled_cards
@@ -86,14 +84,10 @@ def demo_segmenters(allow_random_weights: bool) -> dict[str, str] | None:
     """Role -> MODEL: the shipped cards; without them, the bare architectures when random
     weights are allowed, else None (the section is skipped)."""
     cards = bundled_cards()
-    if all(card in cards for card in DEMO_SEGMENTERS.values()):
-        return dict(DEMO_SEGMENTERS)
-    if allow_random_weights:
+    if allow_random_weights and not all(card in cards for card in DEMO_SEGMENTERS.values()):
         logger.warning("shipped Segmenters not found: evaluating random weights (development)")
         return dict(SEGMENTER_ARCHITECTURES)
-    missing = ", ".join(c for c in DEMO_SEGMENTERS.values() if c not in cards)
-    logger.warning("models/%s not installed: the segmentation section is skipped", missing)
-    return None
+    return None if cards_missing(DEMO_SEGMENTERS, "segmentation") else dict(DEMO_SEGMENTERS)
 
 
 def evaluate_segmentation_demo(
@@ -105,9 +99,8 @@ def evaluate_segmentation_demo(
     allow_random_weights: bool = False,
     limit: int | None = None,
 ) -> SegmentationDemo | None:
-    """Both Segmenters' reports, their comparison and the overlay figure; None without
-    the shipped checkpoints (unless `allow_random_weights`). `limit` overrides the plan's
-    number of scenes."""
+    """Both Segmenters' reports, their comparison and the overlay figure; None without the
+    shipped checkpoints (unless `allow_random_weights`)."""
     models = demo_segmenters(allow_random_weights)
     if models is None:
         return None
@@ -118,7 +111,7 @@ def evaluate_segmentation_demo(
             command=command, progress=progress, unit="scenes",
             allow_random_weights=allow_random_weights,
         )  # fmt: skip
-    comparison = build_comparison([(str(p), r) for p, r in reports], metrics=METRICS)
+    comparison = compared(reports, METRICS)
     loaded = {role: load_model(model) for role, model in models.items()}
     # Panel titles: the role, then the model (card) name, which is too long for one line.
     labels = {
@@ -133,8 +126,7 @@ def evaluate_segmentation_demo(
 
 
 def _overlay(loaded: dict[str, LoadedModel], labels: dict[str, str], report: Report) -> Figure:
-    """The first evaluated scene, its ground truth and every model's predicted mask, each
-    with the model's mIoU and pixel accuracy on that scene."""
+    """The first evaluated scene, its ground truth and every model's predicted mask."""
     from robench.data.segmentation.label_maps import logits_at_labels
     from robench.data.segmentation.scenes import FashionScenes
     from robench.results.plots.segmentation import segmentation_overlay_figure

@@ -1,13 +1,7 @@
 """The demo's text-classification section: baseline vs Elliptical nano classifier under
-TextAttack's DeepWordBug and PWWS.
-
-Both shipped classifiers (`DEMO_CLASSIFIERS`, model cards in models/) are evaluated with the
-`demo-text-classification` suite on the built-in python-docs-sections test split (paragraphs
-of the Python docs labelled by their part of the documentation, docs/text-classification.md): clean
-accuracy, and accuracy, attack success rate, queries and perturbed words under DeepWordBug
-and PWWS with a budget of queries per sample. The section compares the two and shows one
-successful attack per model (original and perturbed words). PWWS needs WordNet (`make
-data`); without it, or without the checkpoints, the section is skipped with a warning.
+TextAttack's DeepWordBug and PWWS, on the python-docs-sections test split
+(docs/text-classification.md), one successful attack per model shown. PWWS needs WordNet
+(`make data`); without it, or without the checkpoints, the section is skipped with a warning.
 """
 
 from __future__ import annotations
@@ -18,9 +12,8 @@ from pathlib import Path
 
 from robench._core.errors import DataError
 from robench._core.progress import Progress
-from robench.cli._demo.pairs import evaluate_roles
-from robench.models.spec import bundled_cards
-from robench.results.compare.comparison import Comparison, build_comparison
+from robench.cli._demo.pairs import cards_missing, compared, evaluate_roles
+from robench.results.compare.comparison import Comparison
 from robench.results.report.schema import Report
 
 logger = logging.getLogger(__name__)
@@ -52,13 +45,8 @@ def evaluate_text_classification_demo(
     progress: Progress | None = None,
     limit: int | None = None,
 ) -> TextClassificationDemo | None:
-    """Both classifiers' reports and their comparison; None without the shipped checkpoints
-    or WordNet (a warning says which)."""
-    cards = bundled_cards()
-    missing = [card for card in DEMO_CLASSIFIERS.values() if card not in cards]
-    if missing:
-        logger.warning("models/%s not installed: the text-classification section is skipped",
-                       ", ".join(missing))  # fmt: skip
+    """Both classifiers' reports and comparison; None without the checkpoints or WordNet."""
+    if cards_missing(DEMO_CLASSIFIERS, "text-classification"):
         return None
     try:
         from robench.perturbations.text.wordnet import wordnet_dir
@@ -72,7 +60,7 @@ def evaluate_text_classification_demo(
         out_dir, DEMO_CLASSIFIERS, suite=SUITE, suffix=SUFFIX, limit=samples, batch_size=64,
         command=command, progress=progress, unit="texts",
     )  # fmt: skip
-    comparison = build_comparison([(str(p), r) for p, r in reports], metrics=METRICS)
+    comparison = compared(reports, METRICS)
     examples = [
         _example(role, report) for role, (_, report) in zip(DEMO_CLASSIFIERS, reports, strict=True)
     ]
