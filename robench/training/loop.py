@@ -1,13 +1,20 @@
 """What every `robench train` run shares, whatever the model: its settings, the learning-rate
-schedule, one optimiser step, the progress protocol and the metadata a checkpoint records.
+schedule, one optimiser step, the step loop with its validations and best/last checkpoints,
+the progress protocol and the metadata a checkpoint records.
 
-`train.py` (image classifiers) and `train_lm.py` (language models) differ in their data, loss
-and validation metric; everything here is the same for both, so it is written once.
+The trainers (`train.py` image models, `train_lm.py` language models, `train_text.py` text
+and `train_sequence.py` LRA classifiers) differ in their data, loss and validation metric;
+everything here is the same for all, so it is written once.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import math
+import operator
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -17,6 +24,12 @@ from torch import nn
 
 from robench._core.errors import ConfigError
 from robench._core.version import __version__
+from robench.models.checkpoints import save_safetensors
+from robench.models.spec import ModelSpec, metadata_from_spec
+
+logger = logging.getLogger(__name__)
+
+History = list[dict[str, float]]  # one row per validation: step, loss and the metrics
 
 
 @dataclass
@@ -109,3 +122,126 @@ def optimizer_step(
     if settings.clip_grad:
         nn.utils.clip_grad_norm_(model.parameters(), settings.clip_grad)
     optimizer.step()
+
+
+def save_checkpoint(
+    network: nn.Module,
+    spec: ModelSpec,
+    config: TrainSettings,
+    path: Path,
+    step: int,
+    history: History,
+    metadata: dict[str, str] | None = None,
+    record: dict[str, Any] | None = None,
+) -> None:
+    """`network`'s weights as `.safetensors`, with the spec, the trainer's `metadata` (e.g. the
+    vocabulary) and the run's record: its config, its last validation and `record`."""
+    validation = {k: v for k, v in history[-1].items() if k not in ("step", "loss")}
+    training = config.metadata(step, **validation) | (record or {})
+    extra = (metadata or {}) | {"robench.training.train": json.dumps(training)}
+    save_safetensors(network.state_dict(), path, metadata_from_spec(spec) | extra)
+
+
+def top1(model: nn.Module, batches: Iterable[Any], device: torch.device) -> float:
+    """Top-1 accuracy of `model` over `(inputs, labels)` batches, labels on the CPU."""
+    correct = total = 0
+    with torch.no_grad():
+        for inputs, labels in batches:
+            correct += int((model(inputs.to(device)).argmax(-1).cpu() == labels).sum())
+            total += len(labels)
+    return correct / max(1, total)
+
+
+def with_aux_loss(model: nn.Module, loss: torch.Tensor, weight: float) -> torch.Tensor:
+    """`loss` plus `weight` times a mixture-of-experts model's load-balancing loss
+    (`model.aux_loss`, set by its forward; CompeteSMoE's weight is 0.01); others: `loss`."""
+    aux = getattr(model, "aux_loss", None)
+    return loss + weight * aux if aux is not None else loss
+
+
+def seeded_batches(n: int, batch_size: int, generator: torch.Generator) -> list[torch.Tensor]:
+    """One epoch of `n` items in a seeded order, as full batches of indices (the rest dropped)."""
+    return list(torch.randperm(n, generator=generator).split(batch_size))[: n // batch_size]
+
+
+@dataclass
+class LoopResult:
+    """What a training run wrote and saw; each trainer's result adds its own."""
+
+    best_path: Path
+    last_path: Path
+    best_val: float  # the best value of the validation metric
+    steps: int
+    history: History
+
+
+@dataclass
+class ClassifierResult(LoopResult):
+    """A text or sequence classifier's run, with its classes."""
+
+    classes: tuple[str, ...]
+    majority_share: float  # the validation split's largest class share: chance accuracy
+
+    @property
+    def best_val_top1(self) -> float:
+        return self.best_val
+
+
+def majority_share(labels: torch.Tensor) -> float:
+    """The largest class's share of `labels`: the accuracy of always guessing it."""
+    return max(torch.bincount(labels).tolist(), default=0) / max(1, len(labels))
+
+
+def run_steps(  # long: one loop of steps, validations and saves, each a callable
+    config: TrainSettings,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    steps_per_epoch: int,
+    epoch: Callable[[int], Iterable[Any]],
+    step_loss: Callable[[Any], tuple[torch.Tensor, torch.Tensor, int]],
+    validate: Callable[[], dict[str, float]],
+    save: Callable[[Path, int, History], None],
+    progress: TrainProgress | None,
+    *,
+    metric: str,
+    describe: Callable[[dict[str, float]], str],
+    best: float = -math.inf,
+    improves: Callable[[float, float], bool] = operator.gt,
+    is_main: bool = True,
+) -> LoopResult:
+    """Train for `max_steps` (or `epochs` of `steps_per_epoch`) steps: `epoch(step)` gives
+    one epoch's batches, `step_loss(batch)` (the loss stepped on, the loss reported, the
+    samples or tokens seen). Every `val_every` steps and at the end `validate()`; the best by
+    `metric` (`improves` on `best`) is saved as `best.safetensors`, the last state as
+    `last.safetensors` in `out_dir`. `is_main`: this process logs and saves (torchrun)."""
+    progress = progress or SilentProgress()
+    total = config.max_steps or max(1, round(config.epochs * steps_per_epoch))
+    config.out_dir.mkdir(parents=True, exist_ok=True)
+    best_path, last_path = config.out_dir / "best.safetensors", config.out_dir / "last.safetensors"
+    history: History = []
+    step, seen, tick = 0, 0, time.perf_counter()
+    progress.start(total)
+    while step < total:
+        for batch in epoch(step):
+            objective, loss, samples = step_loss(batch)
+            optimizer_step(model, optimizer, objective, step, total, config)
+            step += 1
+            seen += samples
+            progress.update(step, loss.item(), seen / max(1e-9, time.perf_counter() - tick))
+            if step % config.val_every == 0 or step == total:
+                model.eval()  # every trainer validates in eval mode, then trains on
+                values = validate()
+                model.train()
+                history.append({"step": step, "loss": loss.item(), **values})
+                if is_main:  # every rank validates the same data; one reports and saves
+                    logger.info("step %d: loss %.4f, %s", step, loss.item(), describe(values))
+                if improves(values[metric], best):
+                    best = values[metric]
+                    if is_main:
+                        save(best_path, step, history)
+            if step >= total:
+                break
+    progress.finish()
+    if is_main:
+        save(last_path, step, history)
+    return LoopResult(best_path, last_path, best, step, history)

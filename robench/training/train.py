@@ -11,10 +11,7 @@ README). Under `torchrun` it trains with DistributedDataParallel (gloo on CPU, n
 
 from __future__ import annotations
 
-import json
-import logging
 import math
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,10 +24,9 @@ from robench._core.distributed import DistributedContext
 from robench._core.errors import ConfigError
 from robench._core.seeding import seed_everything
 from robench.data.subset import select_indices
-from robench.models.checkpoints import save_safetensors
 from robench.models.loading import load_model
 from robench.models.normalization import NormalizedModel
-from robench.models.spec import ModelSpec, metadata_from_spec
+from robench.models.spec import ModelSpec
 from robench.tasks.registry import load_task
 from robench.training.adversarial import (
     LOSSES,
@@ -40,15 +36,15 @@ from robench.training.adversarial import (
     robust_top1,
 )
 from robench.training.loop import (
-    SilentProgress,
+    History,
+    LoopResult,
     TrainProgress,
     TrainSettings,
-    optimizer_step,
+    run_steps,
+    save_checkpoint,
 )
 from robench.training.noise import NoisyInputs, add_noise
 from robench.training.objectives import ImageObjective, objective_for
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -107,12 +103,7 @@ ROBUST_METRIC = "val_robust_top1"  # the metric adversarial training keeps its b
 
 
 @dataclass
-class TrainResult:
-    best_path: Path
-    last_path: Path
-    best_val: float  # the best value of the objective's validation metric
-    steps: int
-    history: list[dict[str, float]]
+class TrainResult(LoopResult):
     is_main: bool = True  # False on the other ranks of a torchrun job
     metric: str = "val_top1"  # which metric best_val is (training/objectives.py)
     metric_label: str = "val top-1"
@@ -131,14 +122,12 @@ def _validate(
 ) -> dict[str, float]:
     """The objective's metric on the validation images and, with `robust` (the bare model,
     the training attack and the seed), top-1 under the training attack's PGD."""
-    model.eval()
     if isinstance(model, NoisyInputs):
         model.reset()  # every validation scores the same noisy images
     values = {objective.metric: objective.validate(model, loader, device)}
     if robust is not None:
         bare, attack, seed = robust
         values[ROBUST_METRIC] = robust_top1(bare, loader, attack, seed, device)
-    model.train()
     return values
 
 
@@ -192,7 +181,6 @@ def train(  # long: the loop with its adversarial, noise and validation steps, e
     if not (config.noise_sd >= 0 and math.isfinite(config.noise_sd)):
         raise ConfigError(f"--noise-sd must be >= 0, got {config.noise_sd}; pass e.g. 0.25.")
     attack = config.attack()
-    progress = progress or SilentProgress()
     dist = DistributedContext.from_env(config.device)
     seed_everything(config.seed)
     loaded, objective, train_set, val_set, n_out = _setup(config, dist)
@@ -210,59 +198,52 @@ def train(  # long: the loop with its adversarial, noise and validation steps, e
     robust = None if attack is None else (wrapped, attack, config.seed)
     metric = objective.metric if attack is None else ROBUST_METRIC
     train_loader, val_loader, sampler = _loaders(train_set, val_set, config, dist, objective)
-    steps_per_epoch = len(train_loader)
-    total = config.max_steps or max(1, round(config.epochs * steps_per_epoch))
     model = dist.wrap(wrapped.train())
-    optimizer = _optimizer(model, config)
     spec = loaded.spec.model_copy(update={"classes": train_set.classes, "num_classes": n_out})
-    config.out_dir.mkdir(parents=True, exist_ok=True)
-    best_path, last_path = config.out_dir / "best.safetensors", config.out_dir / "last.safetensors"
-    history: list[dict[str, float]] = []
-    best = -1.0
-    step = 0
-    progress.start(total)
-    tick, seen = time.perf_counter(), 0
-    while step < total:
+
+    def epoch(step: int) -> DataLoader:
         if sampler is not None:
-            sampler.set_epoch(step // steps_per_epoch)
-        for images, labels in train_loader:
-            images, labels = images.to(dist.device), labels.to(dist.device)
-            if config.noise_sd:
-                images = add_noise(images, config.noise_sd)  # torch's seeded generator
-            if attack is None:
-                loss = objective.loss(model(images), labels, config.label_smoothing)
-            else:
-                loss = adversarial_loss(
-                    attack, wrapped, model, images, labels, config.label_smoothing,
-                    attack_generator,
-                )  # fmt: skip
-            optimizer_step(model, optimizer, loss, step, total, config)
-            step += 1
-            seen += len(labels)
-            rate = seen * dist.world_size / max(1e-9, time.perf_counter() - tick)
-            progress.update(step, loss.item(), rate)
-            if step % config.val_every == 0 or step == total:
-                values = _validate(objective, scored, val_loader, dist.device, robust)
-                history.append({"step": step, "loss": loss.item(), **values})
-                if dist.is_main:  # every rank validates the same images; one reports and saves
-                    logger.info(
-                        "step %d: loss %.4f, %s",
-                        step,
-                        loss.item(),
-                        ", ".join(f"{name} {value:.4f}" for name, value in values.items()),
-                    )
-                if values[metric] > best:
-                    best = values[metric]
-                    if dist.is_main:
-                        _save(wrapped, spec, config, best_path, step, history, attack)
-            if step >= total:
-                break
-    progress.finish()
-    if dist.is_main:
-        _save(wrapped, spec, config, last_path, step, history, attack)
+            sampler.set_epoch(step // len(train_loader))
+        return train_loader
+
+    def step_loss(batch: Any) -> tuple[torch.Tensor, torch.Tensor, int]:
+        images, labels = (tensor.to(dist.device) for tensor in batch)
+        if config.noise_sd:
+            images = add_noise(images, config.noise_sd)  # torch's seeded generator
+        if attack is None:
+            loss = objective.loss(model(images), labels, config.label_smoothing)
+        else:
+            loss = adversarial_loss(
+                attack, wrapped, model, images, labels, config.label_smoothing, attack_generator
+            )
+        return loss, loss, len(labels) * dist.world_size
+
+    def save(path: Path, step: int, history: History) -> None:
+        # The inner network's weights (normalisation comes from the spec); adversarial
+        # training also records the attack and the clean/robust validation curve so far.
+        record = None
+        if attack is not None:
+            record = {"adversarial": attack.metadata(), "validation_curve": history}
+        save_checkpoint(wrapped.model, spec, config, path, step, history, record=record)
+
+    run = run_steps(
+        config,
+        model,
+        _optimizer(model, config),
+        len(train_loader),
+        epoch,
+        step_loss,
+        lambda: _validate(objective, scored, val_loader, dist.device, robust),
+        save,
+        progress,
+        metric=metric,
+        describe=lambda values: ", ".join(f"{name} {value:.4f}" for name, value in values.items()),
+        best=-1.0,
+        is_main=dist.is_main,
+    )
     dist.close()
     label = objective.metric_label if attack is None else "val robust top-1 (PGD)"
-    return TrainResult(best_path, last_path, best, step, history, dist.is_main, metric, label)
+    return TrainResult(**vars(run), is_main=dist.is_main, metric=metric, metric_label=label)
 
 
 def _loaders(
@@ -301,25 +282,3 @@ def _loaders(
         collate_fn=objective.collate,
     )
     return train_loader, val_loader, sampler
-
-
-def _save(
-    wrapped: NormalizedModel,
-    spec: ModelSpec,
-    config: TrainConfig,
-    path: Path,
-    step: int,
-    history: list[dict[str, float]],
-    attack: AdversarialTraining | None,
-) -> None:
-    """The inner network's weights (normalisation comes from the spec) with the spec and the
-    run's record: its config, its last validation and, for adversarial training, the attack
-    and the clean/robust validation curve so far."""
-    network = wrapped.model
-    validation = {k: v for k, v in history[-1].items() if k not in ("step", "loss")}
-    training = config.metadata(step, **validation)
-    if attack is not None:
-        training["adversarial"] = attack.metadata()
-        training["validation_curve"] = history
-    metadata = metadata_from_spec(spec) | {"robench.training.train": json.dumps(training)}
-    save_safetensors(network.state_dict(), path, metadata)
