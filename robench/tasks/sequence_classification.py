@@ -56,9 +56,9 @@ class SequenceClassification(TopKRecords, TokenInputs, Task):
 
         network, options, split = model.model, request.options, request.split
         if isinstance(path, InMemory):  # robench.evaluate(data=...): sequences in memory
-            from robench.tasks.sequence_memory import in_memory_sequences
+            from robench.tasks.sequence_memory import InMemorySequences
 
-            memory = in_memory_sequences(path, network, options.get("lra_task"))
+            memory = InMemorySequences(path, network, options.get("lra_task"))
             data = SequenceData(memory, Path(path.name), None)
         else:
             data = open_lra_data(path, split, options.get("lra_task"), request.layout, network)

@@ -21,9 +21,12 @@ from typing import Any, Protocol
 
 import torch
 from torch import nn
+from torch.utils.data import DataLoader, Subset
 
+from robench._core.distributed import DistributedContext
 from robench._core.errors import ConfigError
 from robench._core.version import __version__
+from robench.data.subset import select_indices
 from robench.models.checkpoints import save_safetensors
 from robench.models.spec import ModelSpec, metadata_from_spec
 
@@ -110,18 +113,35 @@ def optimizer_step(
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
     loss: torch.Tensor,
-    step: int,
-    total: int,
-    settings: TrainSettings,
+    lr: float,
+    clip: float | None,
 ) -> None:
-    """One step at the scheduled learning rate, with the gradient clipped when asked."""
+    """One step at learning rate `lr`, with the gradient norm clipped to `clip` when given."""
     for group in optimizer.param_groups:
-        group["lr"] = lr_at(step, total, settings.warmup_steps, settings.lr)
+        group["lr"] = lr
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
-    if settings.clip_grad:
-        nn.utils.clip_grad_norm_(model.parameters(), settings.clip_grad)
+    if clip:
+        nn.utils.clip_grad_norm_(model.parameters(), clip)
     optimizer.step()
+
+
+def adamw(
+    model: nn.Module, settings: TrainSettings, decays: Callable[[str, torch.Tensor], bool]
+) -> torch.optim.Optimizer:
+    """AdamW with `weight_decay` on the parameters `decays(name, parameter)` picks, none on
+    the others."""
+    named = list(model.named_parameters())
+    return torch.optim.AdamW(
+        [
+            {
+                "params": [p for n, p in named if decays(n, p)],
+                "weight_decay": settings.weight_decay,
+            },
+            {"params": [p for n, p in named if not decays(n, p)], "weight_decay": 0.0},
+        ],
+        lr=settings.lr,
+    )
 
 
 def save_checkpoint(
@@ -140,6 +160,50 @@ def save_checkpoint(
     training = config.metadata(step, **validation) | (record or {})
     extra = (metadata or {}) | {"robench.training.train": json.dumps(training)}
     save_safetensors(network.state_dict(), path, metadata_from_spec(spec) | extra)
+
+
+def subset_loaders(  # long: two DataLoaders' settings
+    config: TrainSettings,
+    train_set: Any,
+    val_set: Any,
+    *,
+    train_limit: int | None,
+    workers: int,
+    collate: Callable[[list[Any]], Any] | None,
+    val_batch_size: int,
+    noun: str,
+    dist: DistributedContext | None = None,
+) -> tuple[DataLoader, DataLoader, list[int]]:
+    """The seeded training loader over up to `train_limit` samples, full batches only (and
+    sharded under torchrun: `dist`), the validation loader over up to `val_limit`, and the
+    validation indices; one sentence when the training `noun` make no full batch."""
+    train_idx = select_indices(len(train_set), train_limit, config.seed)
+    val_idx = select_indices(len(val_set), config.val_limit, config.seed)
+    generator = torch.Generator().manual_seed(config.seed)
+    sampler = dist.sampler(train_idx, config.seed) if dist is not None else None
+    train_loader = DataLoader(
+        Subset(train_set, train_idx),
+        batch_size=config.batch_size,
+        shuffle=sampler is None,
+        sampler=sampler,
+        generator=generator,
+        num_workers=workers,
+        drop_last=True,
+        collate_fn=collate,
+    )
+    if len(train_loader) == 0:  # drop_last leaves no batch: the step loop would never end
+        per_process = " per process" if dist is not None and dist.world_size > 1 else ""
+        raise ConfigError(
+            f"the {len(train_idx)} training {noun} make no full batch of {config.batch_size}"
+            f"{per_process}; lower --batch-size or raise --train-limit."
+        )
+    val_loader = DataLoader(
+        Subset(val_set, val_idx),
+        batch_size=val_batch_size,
+        num_workers=workers,
+        collate_fn=collate,
+    )
+    return train_loader, val_loader, val_idx
 
 
 def top1(model: nn.Module, batches: Iterable[Any], device: torch.device) -> float:
@@ -224,7 +288,8 @@ def run_steps(  # long: one loop of steps, validations and saves, each a callabl
     while step < total:
         for batch in epoch(step):
             objective, loss, samples = step_loss(batch)
-            optimizer_step(model, optimizer, objective, step, total, config)
+            lr = lr_at(step, total, config.warmup_steps, config.lr)
+            optimizer_step(model, optimizer, objective, lr, config.clip_grad)
             step += 1
             seen += samples
             progress.update(step, loss.item(), seen / max(1e-9, time.perf_counter() - tick))

@@ -48,16 +48,14 @@ def _open_classification(data: str, loaded: LoadedModel, split: str) -> Any:
     return open_dataset(data, preprocessing=loaded.preprocessing, split=split)
 
 
-def _classification_loss(logits: torch.Tensor, labels: torch.Tensor, smoothing: float):
-    return F.cross_entropy(logits, labels, label_smoothing=smoothing)
-
-
 CLASSIFICATION = ImageObjective(
     task="image-classification",
     metric="val_top1",
     metric_label="val top-1",
     open_split=_open_classification,
-    loss=_classification_loss,
+    loss=lambda logits, labels, smoothing: F.cross_entropy(
+        logits, labels, label_smoothing=smoothing
+    ),
     validate=top1,
     output_classes=lambda out: out.shape[-1],
 )

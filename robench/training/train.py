@@ -18,12 +18,11 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.utils.data import DataLoader, Subset
+from torch.utils.data import DataLoader, DistributedSampler
 
 from robench._core.distributed import DistributedContext
 from robench._core.errors import ConfigError
 from robench._core.seeding import seed_everything
-from robench.data.subset import select_indices
 from robench.models.loading import load_model
 from robench.models.normalization import NormalizedModel
 from robench.models.spec import ModelSpec
@@ -40,8 +39,10 @@ from robench.training.loop import (
     LoopResult,
     TrainProgress,
     TrainSettings,
+    adamw,
     run_steps,
     save_checkpoint,
+    subset_loaders,
 )
 from robench.training.noise import NoisyInputs, add_noise
 from robench.training.objectives import ImageObjective, objective_for
@@ -131,20 +132,6 @@ def _validate(
     return values
 
 
-def _optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
-    """AdamW with no weight decay on biases, norms and position embeddings (as timm's)."""
-    named = list(model.named_parameters())
-    decay = [p for n, p in named if p.ndim > 1 and "pos_embed" not in n]
-    no_decay = [p for n, p in named if not (p.ndim > 1 and "pos_embed" not in n)]
-    return torch.optim.AdamW(
-        [
-            {"params": decay, "weight_decay": config.weight_decay},
-            {"params": no_decay, "weight_decay": 0.0},
-        ],
-        lr=config.lr,
-    )
-
-
 def _setup(config: TrainConfig, dist: DistributedContext) -> tuple[Any, ...]:
     """The loaded model, its task's objective, the datasets and the output class count."""
     overrides = ModelSpec(model_kwargs=config.model_kwargs)
@@ -197,13 +184,23 @@ def train(  # long: the loop with its adversarial, noise and validation steps, e
     attack_generator = torch.Generator(device=dist.device).manual_seed(config.seed + dist.rank)
     robust = None if attack is None else (wrapped, attack, config.seed)
     metric = objective.metric if attack is None else ROBUST_METRIC
-    train_loader, val_loader, sampler = _loaders(train_set, val_set, config, dist, objective)
+    train_loader, val_loader, _ = subset_loaders(
+        config,
+        train_set,
+        val_set,
+        train_limit=config.train_limit,
+        workers=config.workers,
+        collate=objective.collate,
+        val_batch_size=256,
+        noun="images",
+        dist=dist,
+    )
     model = dist.wrap(wrapped.train())
     spec = loaded.spec.model_copy(update={"classes": train_set.classes, "num_classes": n_out})
 
     def epoch(step: int) -> DataLoader:
-        if sampler is not None:
-            sampler.set_epoch(step // len(train_loader))
+        if isinstance(train_loader.sampler, DistributedSampler):
+            train_loader.sampler.set_epoch(step // len(train_loader))
         return train_loader
 
     def step_loss(batch: Any) -> tuple[torch.Tensor, torch.Tensor, int]:
@@ -229,7 +226,8 @@ def train(  # long: the loop with its adversarial, noise and validation steps, e
     run = run_steps(
         config,
         model,
-        _optimizer(model, config),
+        # No weight decay on biases, norms and position embeddings (as timm's).
+        adamw(model, config, lambda name, p: p.ndim > 1 and "pos_embed" not in name),
         len(train_loader),
         epoch,
         step_loss,
@@ -244,41 +242,3 @@ def train(  # long: the loop with its adversarial, noise and validation steps, e
     dist.close()
     label = objective.metric_label if attack is None else "val robust top-1 (PGD)"
     return TrainResult(**vars(run), is_main=dist.is_main, metric=metric, metric_label=label)
-
-
-def _loaders(
-    train_set: Any,
-    val_set: Any,
-    config: TrainConfig,
-    dist: DistributedContext,
-    objective: ImageObjective,
-) -> tuple[DataLoader, DataLoader, Any]:
-    """The seeded training loader (sharded under torchrun), the validation loader, and the
-    training sampler (None outside torchrun)."""
-    train_idx = select_indices(len(train_set), config.train_limit, config.seed)
-    val_idx = select_indices(len(val_set), config.val_limit, config.seed)
-    generator = torch.Generator().manual_seed(config.seed)
-    sampler = dist.sampler(train_idx, config.seed)
-    train_loader = DataLoader(
-        Subset(train_set, train_idx),
-        batch_size=config.batch_size,
-        shuffle=sampler is None,
-        sampler=sampler,
-        generator=generator,
-        num_workers=config.workers,
-        drop_last=True,
-        collate_fn=objective.collate,
-    )
-    if len(train_loader) == 0:  # drop_last leaves no batch: the step loop would never end
-        raise ConfigError(
-            f"the {len(train_idx)} training images make no full batch of {config.batch_size}"
-            f"{' per process' if dist.world_size > 1 else ''}; lower --batch-size or raise "
-            "--train-limit."
-        )
-    val_loader = DataLoader(
-        Subset(val_set, val_idx),
-        batch_size=256,
-        num_workers=config.workers,
-        collate_fn=objective.collate,
-    )
-    return train_loader, val_loader, sampler

@@ -146,11 +146,8 @@ def _from_card(config: LanguageTrainConfig) -> tuple[nn.Module, Vocabulary, Mode
 
 def _training_stream(lines: Sequence[Sequence[str]], vocabulary: Vocabulary) -> torch.Tensor:
     """The lines' token ids, each line followed by <eos>, as one 1-d tensor."""
-    ids: list[int] = []
-    for line in lines:
-        ids += vocabulary.encode(line)
-        ids.append(vocabulary.eos_id)
-    return torch.tensor(ids, dtype=torch.long)
+    eos = vocabulary.eos_id
+    return torch.tensor([i for line in lines for i in (*vocabulary.encode(line), eos)])
 
 
 def _validation_perplexity(model: nn.Module, windows: Any, indices: list[int]) -> float:

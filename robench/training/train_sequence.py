@@ -21,12 +21,10 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch.utils.data import DataLoader, Subset
 
 from robench._core.distributed import resolve_device
 from robench._core.errors import ConfigError, DataError
 from robench._core.seeding import seed_everything
-from robench.data.subset import select_indices
 from robench.models.spec import ModelSpec
 from robench.models.zoo.lm_registry import (
     create_language_model,
@@ -42,6 +40,7 @@ from robench.training.loop import (
     majority_share,
     run_steps,
     save_checkpoint,
+    subset_loaders,
     top1,
 )
 
@@ -100,32 +99,6 @@ def _model_kwargs(
     return kwargs
 
 
-def _loaders(
-    config: SequenceTrainConfig, train: SequenceData, val: SequenceData
-) -> tuple[DataLoader, DataLoader, list[int]]:
-    collate = functools.partial(collate_sequences, pad_id=train.pad_id)
-    train_idx = select_indices(len(train), config.train_limit, config.seed)
-    val_idx = select_indices(len(val), config.val_limit, config.seed)
-    train_loader = DataLoader(
-        Subset(train, train_idx),
-        batch_size=config.batch_size,
-        shuffle=True,
-        generator=torch.Generator().manual_seed(config.seed),
-        num_workers=config.workers,
-        drop_last=True,
-        collate_fn=collate,
-    )
-    if len(train_loader) == 0:
-        raise ConfigError(
-            f"the {len(train_idx)} training sequences make no full batch of "
-            f"{config.batch_size}; lower --batch-size or raise --train-limit."
-        )
-    val_loader = DataLoader(
-        Subset(val, val_idx), batch_size=64, num_workers=config.workers, collate_fn=collate
-    )
-    return train_loader, val_loader, [val.targets[i] for i in val_idx]
-
-
 def train_sequence_classifier(
     config: SequenceTrainConfig, progress: TrainProgress | None = None
 ) -> SequenceTrainResult:
@@ -152,7 +125,16 @@ def train_sequence_classifier(
         num_classes=kwargs["num_classes"],
         classes=list(train.classes),
     )
-    train_loader, val_loader, val_labels = _loaders(config, train, val)
+    train_loader, val_loader, val_idx = subset_loaders(
+        config,
+        train,
+        val,
+        train_limit=config.train_limit,
+        workers=config.workers,
+        collate=functools.partial(collate_sequences, pad_id=train.pad_id),
+        val_batch_size=64,
+        noun="sequences",
+    )
 
     def step_loss(batch: Any) -> tuple[torch.Tensor, torch.Tensor, int]:
         tokens, labels = batch
@@ -173,5 +155,5 @@ def train_sequence_classifier(
         metric="val_top1",
         describe=lambda values: f"val top-1 {values['val_top1']:.4f}",
     )
-    majority = majority_share(torch.tensor(val_labels, dtype=torch.long))
+    majority = majority_share(torch.tensor([val.targets[i] for i in val_idx], dtype=torch.long))
     return SequenceTrainResult(**vars(run), classes=tuple(train.classes), majority_share=majority)

@@ -41,6 +41,7 @@ from robench.training.loop import (
     ClassifierResult,
     TrainProgress,
     TrainSettings,
+    adamw,
     majority_share,
     run_steps,
     save_checkpoint,
@@ -126,18 +127,6 @@ def _build_model(
     return network, vocabulary, spec
 
 
-def _optimizer(model: nn.Module, config: TextTrainConfig) -> torch.optim.Optimizer:
-    """AdamW without weight decay on biases, norms and the pad embedding (1-d tensors)."""
-    params = list(model.parameters())
-    return torch.optim.AdamW(
-        [
-            {"params": [p for p in params if p.ndim > 1], "weight_decay": config.weight_decay},
-            {"params": [p for p in params if p.ndim <= 1], "weight_decay": 0.0},
-        ],
-        lr=config.lr,
-    )
-
-
 def _encoded(
     split: LabeledTexts, vocabulary: Vocabulary, length: int, indices: list[int], device: Any
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -192,7 +181,8 @@ def train_text_classifier(
     run = run_steps(
         config,
         network,
-        _optimizer(network, config),
+        # No weight decay on biases, norms and the pad embedding (1-d tensors).
+        adamw(network, config, lambda name, p: p.ndim > 1),
         steps_per_epoch,
         lambda step: seeded_batches(len(train_idx), config.batch_size, generator),
         step_loss,
