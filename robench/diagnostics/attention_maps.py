@@ -137,10 +137,6 @@ def _predict(model: nn.Module, images: Tensor, batch_size: int) -> list[int]:
     return torch.cat(top).tolist()
 
 
-def _network(model: nn.Module) -> nn.Module:
-    return find_transformer(model, "CLS attention maps").network
-
-
 def _last_layer(model: nn.Module) -> tuple[int, int | None]:
     """(number of blocks, heads of the last block's attention, None when it does not say)."""
     parts = find_transformer(model, "CLS attention maps")
@@ -364,7 +360,8 @@ class AttentionMaps(Diagnostic):
         logger.info("CLS attention entropy %.4f on a %s grid", entropy, values["grid"])
         files = []
         if out_dir is not None:
-            name = title if title is not None else architecture_label(_network(model))
+            network = find_transformer(model, "CLS attention maps").network
+            name = title if title is not None else architecture_label(network)
             title, columns = _columns(
                 {name: model}, {name: maps[:drawn]}, images[:drawn], self.params.batch_size
             )

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -180,8 +180,7 @@ def capture_tokens(
     parts = find_transformer(model, "capturing token representations")
     chosen = _select(parts, layers)
     recorder = LayerRecorder(chosen, reduce, "tokens")
-    handles = []
-    try:
+    with ExitStack() as restore:  # the hooks are removed on exit, also after an exception
         for slot, index in enumerate(chosen):
 
             def hook(module: nn.Module, args: Any, output: Any, slot: int = slot) -> None:
@@ -189,11 +188,8 @@ def capture_tokens(
                     raise RuntimeError(f"block output is a {type(output).__name__}, not a tensor")
                 recorder.record(slot, output)  # (B, N, C)
 
-            handles.append(parts.blocks[index].register_forward_hook(hook))
+            restore.callback(parts.blocks[index].register_forward_hook(hook).remove)
         yield recorder
-    finally:
-        for handle in handles:
-            handle.remove()
 
 
 def _check_attention_module(index: int, attn: nn.Module) -> None:
@@ -221,22 +217,16 @@ def capture_attention(
     for index, attn in zip(chosen, attentions, strict=True):
         _check_attention_module(index, attn)
     recorder = LayerRecorder(chosen, reduce, "attention")
-    saved = [attn.fused_attn for attn in attentions]
-    handles = []
-    try:
+    with ExitStack() as restore:  # hooks and flags are restored on exit, also after an exception
         for slot, attn in enumerate(attentions):
 
             def pre_hook(module: nn.Module, args: tuple[Any, ...], slot: int = slot) -> None:
                 recorder.record(slot, args[0])  # (B, H, N, N) softmax probabilities
 
+            restore.callback(setattr, attn, "fused_attn", attn.fused_attn)
             attn.fused_attn = False
-            handles.append(attn.attn_drop.register_forward_pre_hook(pre_hook))
+            restore.callback(attn.attn_drop.register_forward_pre_hook(pre_hook).remove)
         yield recorder
-    finally:
-        for handle in handles:
-            handle.remove()
-        for attn, flag in zip(attentions, saved, strict=True):
-            attn.fused_attn = flag
 
 
 _CAPTURES: dict[str, Callable[..., AbstractContextManager[LayerRecorder]]] = {

@@ -32,31 +32,6 @@ Record = dict[str, Any]  # one sample's stored outcome
 Columns = dict[str, list[Any]]  # a batch's records, column by column
 
 
-def device_batches(
-    dataset: Dataset,
-    batches: Sequence[Sequence[int]],
-    device: torch.device,
-    workers: int = 0,
-    collate_fn: Callable[[list[Any]], Any] | None = None,
-) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    """`(inputs, targets)` of each batch of dataset indices, in order, on `device`: the
-    loading of every task. On CUDA the loader pins its batches in page-locked memory and
-    the copies to the GPU do not block, so the next batch loads while the GPU computes."""
-    cuda = device.type == "cuda"
-    loader = DataLoader(
-        dataset,
-        batch_sampler=[list(b) for b in batches],
-        num_workers=workers,
-        collate_fn=collate_fn,
-        pin_memory=cuda,
-    )
-    for inputs, targets in loader:
-        yield (
-            inputs.to(device, non_blocking=cuda),
-            torch.as_tensor(targets).to(device, non_blocking=cuda),
-        )
-
-
 def records_of(columns: Columns) -> list[Record]:
     """A batch's record columns -> one record per sample."""
     names = tuple(columns)
@@ -168,8 +143,22 @@ class Task(abc.ABC):
         workers: int = 0,
     ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         """`(inputs, targets)` of each batch of dataset indices, in order, on `device`, made
-        by `collate`."""
-        return device_batches(dataset, batches, device, workers, self.collate(dataset))
+        by `collate`: the loading of every task. On CUDA the loader pins its batches in
+        page-locked memory and the copies to the GPU do not block, so the next batch loads
+        while the GPU computes."""
+        cuda = device.type == "cuda"
+        loader = DataLoader(
+            dataset,
+            batch_sampler=[list(b) for b in batches],
+            num_workers=workers,
+            collate_fn=self.collate(dataset),
+            pin_memory=cuda,
+        )
+        for inputs, targets in loader:
+            yield (
+                inputs.to(device, non_blocking=cuda),
+                torch.as_tensor(targets).to(device, non_blocking=cuda),
+            )
 
     def collate(self, dataset: Dataset) -> Callable[[list[Any]], Any] | None:
         """How `batches` joins `dataset`'s samples into one batch; None: torch's default

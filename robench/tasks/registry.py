@@ -47,10 +47,9 @@ def register_task(
     """Add a task; `implementation` is "package.module:Class" (a `tasks.base.Task` subclass
     built with no arguments), imported when a run first uses the task."""
     label = model_label or f"{name} model"
-    entry = TaskEntry(
-        name, implementation, description, default_metrics, inputs, smoke_suite, label
+    TASKS.register(name)(
+        TaskEntry(name, implementation, description, default_metrics, inputs, smoke_suite, label)
     )
-    TASKS.register(name)(entry)
 
 
 @functools.cache

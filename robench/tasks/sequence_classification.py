@@ -56,18 +56,12 @@ class SequenceClassification(TopKRecords, TokenInputs, Task):
 
         network, options, split = model.model, request.options, request.split
         if isinstance(path, InMemory):  # robench.evaluate(data=...): sequences in memory
-            from robench.tasks.sequence_memory import in_memory_sequences
+            from robench.tasks.sequence_memory import InMemorySequences
 
-            memory = in_memory_sequences(path, network, options.get("lra_task"))
+            memory = InMemorySequences(path, network, options.get("lra_task"))
             data = SequenceData(memory, Path(path.name), None)
         else:
-            if not path:
-                raise DataError(
-                    "sequence classification has no built-in data; pass --data with an LRA "
-                    "dataset (a ListOps TSV folder, a Pathfinder folder, ...) and --lra-task."
-                )
-            task_name = lra_task_name(options.get("lra_task"), request.layout, network)
-            data = SequenceData(_open_lra(path, task_name, split), Path(path), split)
+            data = open_lra_data(path, split, options.get("lra_task"), request.layout, network)
         check_fits(data, network, model.name)
         return data
 
@@ -111,11 +105,19 @@ def lra_task_name(given: str | None, layout: str | None, network: nn.Module | No
     return str(given)
 
 
-def _open_lra(path: str, task_name: str, split: str) -> Any:
-    """The LRA reader's dataset (robench/data/lra, lra-data's readers and generators)."""
+def open_lra_data(
+    path: str, split: str, given: str | None, layout: str | None, network: nn.Module | None
+) -> SequenceData:
+    """The LRA reader's dataset (robench/data/lra) of the task `lra_task_name` finds."""
     from robench.data.lra import open_lra
 
-    return open_lra(path, task_name, split)
+    if not path:
+        raise DataError(
+            "sequence classification has no built-in data; pass --data with an LRA dataset "
+            "(a ListOps TSV folder, a Pathfinder folder, ...) and --lra-task."
+        )
+    task_name = lra_task_name(given, layout, network)
+    return SequenceData(open_lra(path, task_name, split), Path(path), split)
 
 
 def check_fits(data: SequenceData, network: nn.Module, name: str) -> None:

@@ -19,7 +19,8 @@ from robench.data.in_memory import KIND, InMemory
 
 
 class InMemorySequences:
-    """The contract of `robench.data.lra.sequences.SequenceDataset` over items in memory."""
+    """The contract of `robench.data.lra.sequences.SequenceDataset` over items in memory: `data`
+    read as `network` reads it (as data of `lra_task` when given)."""
 
     def __init__(self, data: InMemory, network: nn.Module, lra_task: str | None = None) -> None:
         self.data = data
@@ -59,10 +60,3 @@ def _label(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise DataError(f"{where} has label {value!r}; labels are class indices (integers >= 0).")
     return value
-
-
-def in_memory_sequences(
-    data: InMemory, network: nn.Module, lra_task: str | None = None
-) -> InMemorySequences:
-    """`data` as an LRA dataset read as `network` reads it (of `lra_task` when given)."""
-    return InMemorySequences(data, network, lra_task)

@@ -37,19 +37,6 @@ from torch.utils.data import DataLoader
 from robench._core.errors import ConfigError
 from robench.perturbations.checks import in_eval_mode
 
-Loss = Callable[
-    [
-        "AdversarialTraining",
-        nn.Module,
-        nn.Module,
-        torch.Tensor,
-        torch.Tensor,
-        float,
-        torch.Generator,
-    ],
-    torch.Tensor,
-]
-
 
 @dataclass(frozen=True)
 class AdversarialTraining:
@@ -213,7 +200,7 @@ def _trades_loss(
 
 # Method -> its training loss: (attack, model attacked, model trained (DDP-wrapped or the same
 # module), images, labels, label smoothing, generator) -> loss.
-LOSSES: dict[str, Loss] = {"pgd": _pgd_loss, "trades": _trades_loss}
+LOSSES: dict[str, Callable[..., torch.Tensor]] = {"pgd": _pgd_loss, "trades": _trades_loss}
 
 
 def adversarial_loss(

@@ -1,22 +1,38 @@
 """What every `robench train` run shares, whatever the model: its settings, the learning-rate
-schedule, one optimiser step, the progress protocol and the metadata a checkpoint records.
+schedule, one optimiser step, the step loop with its validations and best/last checkpoints,
+the progress protocol and the metadata a checkpoint records.
 
-`train.py` (image classifiers) and `train_lm.py` (language models) differ in their data, loss
-and validation metric; everything here is the same for both, so it is written once.
+The trainers (`train.py` image models, `train_lm.py` language models, `train_text.py` text
+and `train_sequence.py` LRA classifiers) differ in their data, loss and validation metric;
+everything here is the same for all, so it is written once.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import math
+import operator
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 import torch
 from torch import nn
+from torch.utils.data import DataLoader, Subset
 
+from robench._core.distributed import DistributedContext
 from robench._core.errors import ConfigError
 from robench._core.version import __version__
+from robench.data.subset import select_indices
+from robench.models.checkpoints import save_safetensors
+from robench.models.spec import ModelSpec, metadata_from_spec
+
+logger = logging.getLogger(__name__)
+
+History = list[dict[str, float]]  # one row per validation: step, loss and the metrics
 
 
 @dataclass
@@ -97,15 +113,200 @@ def optimizer_step(
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
     loss: torch.Tensor,
-    step: int,
-    total: int,
-    settings: TrainSettings,
+    lr: float,
+    clip: float | None,
 ) -> None:
-    """One step at the scheduled learning rate, with the gradient clipped when asked."""
+    """One step at learning rate `lr`, with the gradient norm clipped to `clip` when given."""
     for group in optimizer.param_groups:
-        group["lr"] = lr_at(step, total, settings.warmup_steps, settings.lr)
+        group["lr"] = lr
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
-    if settings.clip_grad:
-        nn.utils.clip_grad_norm_(model.parameters(), settings.clip_grad)
+    if clip:
+        nn.utils.clip_grad_norm_(model.parameters(), clip)
     optimizer.step()
+
+
+def adamw(
+    model: nn.Module, settings: TrainSettings, decays: Callable[[str, torch.Tensor], bool]
+) -> torch.optim.Optimizer:
+    """AdamW with `weight_decay` on the parameters `decays(name, parameter)` picks, none on
+    the others."""
+    named = list(model.named_parameters())
+    return torch.optim.AdamW(
+        [
+            {
+                "params": [p for n, p in named if decays(n, p)],
+                "weight_decay": settings.weight_decay,
+            },
+            {"params": [p for n, p in named if not decays(n, p)], "weight_decay": 0.0},
+        ],
+        lr=settings.lr,
+    )
+
+
+def save_checkpoint(
+    network: nn.Module,
+    spec: ModelSpec,
+    config: TrainSettings,
+    path: Path,
+    step: int,
+    history: History,
+    metadata: dict[str, str] | None = None,
+    record: dict[str, Any] | None = None,
+) -> None:
+    """`network`'s weights as `.safetensors`, with the spec, the trainer's `metadata` (e.g. the
+    vocabulary) and the run's record: its config, its last validation and `record`."""
+    validation = {k: v for k, v in history[-1].items() if k not in ("step", "loss")}
+    training = config.metadata(step, **validation) | (record or {})
+    extra = (metadata or {}) | {"robench.training.train": json.dumps(training)}
+    save_safetensors(network.state_dict(), path, metadata_from_spec(spec) | extra)
+
+
+def subset_loaders(  # long: two DataLoaders' settings
+    config: TrainSettings,
+    train_set: Any,
+    val_set: Any,
+    *,
+    train_limit: int | None,
+    workers: int,
+    collate: Callable[[list[Any]], Any] | None,
+    val_batch_size: int,
+    noun: str,
+    dist: DistributedContext | None = None,
+) -> tuple[DataLoader, DataLoader, list[int]]:
+    """The seeded training loader over up to `train_limit` samples, full batches only (and
+    sharded under torchrun: `dist`), the validation loader over up to `val_limit`, and the
+    validation indices; one sentence when the training `noun` make no full batch."""
+    train_idx = select_indices(len(train_set), train_limit, config.seed)
+    val_idx = select_indices(len(val_set), config.val_limit, config.seed)
+    generator = torch.Generator().manual_seed(config.seed)
+    sampler = dist.sampler(train_idx, config.seed) if dist is not None else None
+    train_loader = DataLoader(
+        Subset(train_set, train_idx),
+        batch_size=config.batch_size,
+        shuffle=sampler is None,
+        sampler=sampler,
+        generator=generator,
+        num_workers=workers,
+        drop_last=True,
+        collate_fn=collate,
+    )
+    if len(train_loader) == 0:  # drop_last leaves no batch: the step loop would never end
+        per_process = " per process" if dist is not None and dist.world_size > 1 else ""
+        raise ConfigError(
+            f"the {len(train_idx)} training {noun} make no full batch of {config.batch_size}"
+            f"{per_process}; lower --batch-size or raise --train-limit."
+        )
+    val_loader = DataLoader(
+        Subset(val_set, val_idx),
+        batch_size=val_batch_size,
+        num_workers=workers,
+        collate_fn=collate,
+    )
+    return train_loader, val_loader, val_idx
+
+
+def top1(model: nn.Module, batches: Iterable[Any], device: torch.device) -> float:
+    """Top-1 accuracy of `model` over `(inputs, labels)` batches, labels on the CPU."""
+    correct = total = 0
+    with torch.no_grad():
+        for inputs, labels in batches:
+            correct += int((model(inputs.to(device)).argmax(-1).cpu() == labels).sum())
+            total += len(labels)
+    return correct / max(1, total)
+
+
+def with_aux_loss(model: nn.Module, loss: torch.Tensor, weight: float) -> torch.Tensor:
+    """`loss` plus `weight` times a mixture-of-experts model's load-balancing loss
+    (`model.aux_loss`, set by its forward; CompeteSMoE's weight is 0.01); others: `loss`."""
+    aux = getattr(model, "aux_loss", None)
+    return loss + weight * aux if aux is not None else loss
+
+
+def seeded_batches(n: int, batch_size: int, generator: torch.Generator) -> list[torch.Tensor]:
+    """One epoch of `n` items in a seeded order, as full batches of indices (the rest dropped)."""
+    return list(torch.randperm(n, generator=generator).split(batch_size))[: n // batch_size]
+
+
+@dataclass
+class LoopResult:
+    """What a training run wrote and saw; each trainer's result adds its own."""
+
+    best_path: Path
+    last_path: Path
+    best_val: float  # the best value of the validation metric
+    steps: int
+    history: History
+
+
+@dataclass
+class ClassifierResult(LoopResult):
+    """A text or sequence classifier's run, with its classes."""
+
+    classes: tuple[str, ...]
+    majority_share: float  # the validation split's largest class share: chance accuracy
+
+    @property
+    def best_val_top1(self) -> float:
+        return self.best_val
+
+
+def majority_share(labels: torch.Tensor) -> float:
+    """The largest class's share of `labels`: the accuracy of always guessing it."""
+    return max(torch.bincount(labels).tolist(), default=0) / max(1, len(labels))
+
+
+def run_steps(  # long: one loop of steps, validations and saves, each a callable
+    config: TrainSettings,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    steps_per_epoch: int,
+    epoch: Callable[[int], Iterable[Any]],
+    step_loss: Callable[[Any], tuple[torch.Tensor, torch.Tensor, int]],
+    validate: Callable[[], dict[str, float]],
+    save: Callable[[Path, int, History], None],
+    progress: TrainProgress | None,
+    *,
+    metric: str,
+    describe: Callable[[dict[str, float]], str],
+    best: float = -math.inf,
+    improves: Callable[[float, float], bool] = operator.gt,
+    is_main: bool = True,
+) -> LoopResult:
+    """Train for `max_steps` (or `epochs` of `steps_per_epoch`) steps: `epoch(step)` gives
+    one epoch's batches, `step_loss(batch)` (the loss stepped on, the loss reported, the
+    samples or tokens seen). Every `val_every` steps and at the end `validate()`; the best by
+    `metric` (`improves` on `best`) is saved as `best.safetensors`, the last state as
+    `last.safetensors` in `out_dir`. `is_main`: this process logs and saves (torchrun)."""
+    progress = progress or SilentProgress()
+    total = config.max_steps or max(1, round(config.epochs * steps_per_epoch))
+    config.out_dir.mkdir(parents=True, exist_ok=True)
+    best_path, last_path = config.out_dir / "best.safetensors", config.out_dir / "last.safetensors"
+    history: History = []
+    step, seen, tick = 0, 0, time.perf_counter()
+    progress.start(total)
+    while step < total:
+        for batch in epoch(step):
+            objective, loss, samples = step_loss(batch)
+            lr = lr_at(step, total, config.warmup_steps, config.lr)
+            optimizer_step(model, optimizer, objective, lr, config.clip_grad)
+            step += 1
+            seen += samples
+            progress.update(step, loss.item(), seen / max(1e-9, time.perf_counter() - tick))
+            if step % config.val_every == 0 or step == total:
+                model.eval()  # every trainer validates in eval mode, then trains on
+                values = validate()
+                model.train()
+                history.append({"step": step, "loss": loss.item(), **values})
+                if is_main:  # every rank validates the same data; one reports and saves
+                    logger.info("step %d: loss %.4f, %s", step, loss.item(), describe(values))
+                if improves(values[metric], best):
+                    best = values[metric]
+                    if is_main:
+                        save(best_path, step, history)
+            if step >= total:
+                break
+    progress.finish()
+    if is_main:
+        save(last_path, step, history)
+    return LoopResult(best_path, last_path, best, step, history)

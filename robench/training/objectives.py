@@ -23,6 +23,7 @@ from robench.perturbations.adversarial.pixel_loss import pixel_cross_entropy
 from robench.results.stats.segmentation_metrics import dataset_metrics
 from robench.tasks.registry import load_task
 from robench.tasks.semantic_segmentation import collate_label_maps
+from robench.training.loop import top1
 
 if TYPE_CHECKING:
     from robench.models.loading import LoadedModel
@@ -47,27 +48,15 @@ def _open_classification(data: str, loaded: LoadedModel, split: str) -> Any:
     return open_dataset(data, preprocessing=loaded.preprocessing, split=split)
 
 
-def _classification_loss(logits: torch.Tensor, labels: torch.Tensor, smoothing: float):
-    return F.cross_entropy(logits, labels, label_smoothing=smoothing)
-
-
-def _top1(model: nn.Module, loader: DataLoader, device: torch.device) -> float:
-    correct = total = 0
-    with torch.no_grad():
-        for images, labels in loader:
-            logits = model(images.to(device))
-            correct += int((logits.argmax(-1).cpu() == labels).sum())
-            total += len(labels)
-    return correct / max(1, total)
-
-
 CLASSIFICATION = ImageObjective(
     task="image-classification",
     metric="val_top1",
     metric_label="val top-1",
     open_split=_open_classification,
-    loss=_classification_loss,
-    validate=_top1,
+    loss=lambda logits, labels, smoothing: F.cross_entropy(
+        logits, labels, label_smoothing=smoothing
+    ),
+    validate=top1,
     output_classes=lambda out: out.shape[-1],
 )
 

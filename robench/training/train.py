@@ -11,26 +11,21 @@ README). Under `torchrun` it trains with DistributedDataParallel (gloo on CPU, n
 
 from __future__ import annotations
 
-import json
-import logging
 import math
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
-from torch.utils.data import DataLoader, Subset
+from torch.utils.data import DataLoader, DistributedSampler
 
 from robench._core.distributed import DistributedContext
 from robench._core.errors import ConfigError
 from robench._core.seeding import seed_everything
-from robench.data.subset import select_indices
-from robench.models.checkpoints import save_safetensors
 from robench.models.loading import load_model
 from robench.models.normalization import NormalizedModel
-from robench.models.spec import ModelSpec, metadata_from_spec
+from robench.models.spec import ModelSpec
 from robench.tasks.registry import load_task
 from robench.training.adversarial import (
     LOSSES,
@@ -40,15 +35,17 @@ from robench.training.adversarial import (
     robust_top1,
 )
 from robench.training.loop import (
-    SilentProgress,
+    History,
+    LoopResult,
     TrainProgress,
     TrainSettings,
-    optimizer_step,
+    adamw,
+    run_steps,
+    save_checkpoint,
+    subset_loaders,
 )
 from robench.training.noise import NoisyInputs, add_noise
 from robench.training.objectives import ImageObjective, objective_for
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -107,12 +104,7 @@ ROBUST_METRIC = "val_robust_top1"  # the metric adversarial training keeps its b
 
 
 @dataclass
-class TrainResult:
-    best_path: Path
-    last_path: Path
-    best_val: float  # the best value of the objective's validation metric
-    steps: int
-    history: list[dict[str, float]]
+class TrainResult(LoopResult):
     is_main: bool = True  # False on the other ranks of a torchrun job
     metric: str = "val_top1"  # which metric best_val is (training/objectives.py)
     metric_label: str = "val top-1"
@@ -131,29 +123,13 @@ def _validate(
 ) -> dict[str, float]:
     """The objective's metric on the validation images and, with `robust` (the bare model,
     the training attack and the seed), top-1 under the training attack's PGD."""
-    model.eval()
     if isinstance(model, NoisyInputs):
         model.reset()  # every validation scores the same noisy images
     values = {objective.metric: objective.validate(model, loader, device)}
     if robust is not None:
         bare, attack, seed = robust
         values[ROBUST_METRIC] = robust_top1(bare, loader, attack, seed, device)
-    model.train()
     return values
-
-
-def _optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
-    """AdamW with no weight decay on biases, norms and position embeddings (as timm's)."""
-    named = list(model.named_parameters())
-    decay = [p for n, p in named if p.ndim > 1 and "pos_embed" not in n]
-    no_decay = [p for n, p in named if not (p.ndim > 1 and "pos_embed" not in n)]
-    return torch.optim.AdamW(
-        [
-            {"params": decay, "weight_decay": config.weight_decay},
-            {"params": no_decay, "weight_decay": 0.0},
-        ],
-        lr=config.lr,
-    )
 
 
 def _setup(config: TrainConfig, dist: DistributedContext) -> tuple[Any, ...]:
@@ -192,7 +168,6 @@ def train(  # long: the loop with its adversarial, noise and validation steps, e
     if not (config.noise_sd >= 0 and math.isfinite(config.noise_sd)):
         raise ConfigError(f"--noise-sd must be >= 0, got {config.noise_sd}; pass e.g. 0.25.")
     attack = config.attack()
-    progress = progress or SilentProgress()
     dist = DistributedContext.from_env(config.device)
     seed_everything(config.seed)
     loaded, objective, train_set, val_set, n_out = _setup(config, dist)
@@ -209,117 +184,61 @@ def train(  # long: the loop with its adversarial, noise and validation steps, e
     attack_generator = torch.Generator(device=dist.device).manual_seed(config.seed + dist.rank)
     robust = None if attack is None else (wrapped, attack, config.seed)
     metric = objective.metric if attack is None else ROBUST_METRIC
-    train_loader, val_loader, sampler = _loaders(train_set, val_set, config, dist, objective)
-    steps_per_epoch = len(train_loader)
-    total = config.max_steps or max(1, round(config.epochs * steps_per_epoch))
+    train_loader, val_loader, _ = subset_loaders(
+        config,
+        train_set,
+        val_set,
+        train_limit=config.train_limit,
+        workers=config.workers,
+        collate=objective.collate,
+        val_batch_size=256,
+        noun="images",
+        dist=dist,
+    )
     model = dist.wrap(wrapped.train())
-    optimizer = _optimizer(model, config)
     spec = loaded.spec.model_copy(update={"classes": train_set.classes, "num_classes": n_out})
-    config.out_dir.mkdir(parents=True, exist_ok=True)
-    best_path, last_path = config.out_dir / "best.safetensors", config.out_dir / "last.safetensors"
-    history: list[dict[str, float]] = []
-    best = -1.0
-    step = 0
-    progress.start(total)
-    tick, seen = time.perf_counter(), 0
-    while step < total:
-        if sampler is not None:
-            sampler.set_epoch(step // steps_per_epoch)
-        for images, labels in train_loader:
-            images, labels = images.to(dist.device), labels.to(dist.device)
-            if config.noise_sd:
-                images = add_noise(images, config.noise_sd)  # torch's seeded generator
-            if attack is None:
-                loss = objective.loss(model(images), labels, config.label_smoothing)
-            else:
-                loss = adversarial_loss(
-                    attack, wrapped, model, images, labels, config.label_smoothing,
-                    attack_generator,
-                )  # fmt: skip
-            optimizer_step(model, optimizer, loss, step, total, config)
-            step += 1
-            seen += len(labels)
-            rate = seen * dist.world_size / max(1e-9, time.perf_counter() - tick)
-            progress.update(step, loss.item(), rate)
-            if step % config.val_every == 0 or step == total:
-                values = _validate(objective, scored, val_loader, dist.device, robust)
-                history.append({"step": step, "loss": loss.item(), **values})
-                if dist.is_main:  # every rank validates the same images; one reports and saves
-                    logger.info(
-                        "step %d: loss %.4f, %s",
-                        step,
-                        loss.item(),
-                        ", ".join(f"{name} {value:.4f}" for name, value in values.items()),
-                    )
-                if values[metric] > best:
-                    best = values[metric]
-                    if dist.is_main:
-                        _save(wrapped, spec, config, best_path, step, history, attack)
-            if step >= total:
-                break
-    progress.finish()
-    if dist.is_main:
-        _save(wrapped, spec, config, last_path, step, history, attack)
+
+    def epoch(step: int) -> DataLoader:
+        if isinstance(train_loader.sampler, DistributedSampler):
+            train_loader.sampler.set_epoch(step // len(train_loader))
+        return train_loader
+
+    def step_loss(batch: Any) -> tuple[torch.Tensor, torch.Tensor, int]:
+        images, labels = (tensor.to(dist.device) for tensor in batch)
+        if config.noise_sd:
+            images = add_noise(images, config.noise_sd)  # torch's seeded generator
+        if attack is None:
+            loss = objective.loss(model(images), labels, config.label_smoothing)
+        else:
+            loss = adversarial_loss(
+                attack, wrapped, model, images, labels, config.label_smoothing, attack_generator
+            )
+        return loss, loss, len(labels) * dist.world_size
+
+    def save(path: Path, step: int, history: History) -> None:
+        # The inner network's weights (normalisation comes from the spec); adversarial
+        # training also records the attack and the clean/robust validation curve so far.
+        record = None
+        if attack is not None:
+            record = {"adversarial": attack.metadata(), "validation_curve": history}
+        save_checkpoint(wrapped.model, spec, config, path, step, history, record=record)
+
+    run = run_steps(
+        config,
+        model,
+        # No weight decay on biases, norms and position embeddings (as timm's).
+        adamw(model, config, lambda name, p: p.ndim > 1 and "pos_embed" not in name),
+        len(train_loader),
+        epoch,
+        step_loss,
+        lambda: _validate(objective, scored, val_loader, dist.device, robust),
+        save,
+        progress,
+        metric=metric,
+        describe=lambda values: ", ".join(f"{name} {value:.4f}" for name, value in values.items()),
+        best=-1.0,
+        is_main=dist.is_main,
+    )
     dist.close()
     label = objective.metric_label if attack is None else "val robust top-1 (PGD)"
-    return TrainResult(best_path, last_path, best, step, history, dist.is_main, metric, label)
-
-
-def _loaders(
-    train_set: Any,
-    val_set: Any,
-    config: TrainConfig,
-    dist: DistributedContext,
-    objective: ImageObjective,
-) -> tuple[DataLoader, DataLoader, Any]:
-    """The seeded training loader (sharded under torchrun), the validation loader, and the
-    training sampler (None outside torchrun)."""
-    train_idx = select_indices(len(train_set), config.train_limit, config.seed)
-    val_idx = select_indices(len(val_set), config.val_limit, config.seed)
-    generator = torch.Generator().manual_seed(config.seed)
-    sampler = dist.sampler(train_idx, config.seed)
-    train_loader = DataLoader(
-        Subset(train_set, train_idx),
-        batch_size=config.batch_size,
-        shuffle=sampler is None,
-        sampler=sampler,
-        generator=generator,
-        num_workers=config.workers,
-        drop_last=True,
-        collate_fn=objective.collate,
-    )
-    if len(train_loader) == 0:  # drop_last leaves no batch: the step loop would never end
-        raise ConfigError(
-            f"the {len(train_idx)} training images make no full batch of {config.batch_size}"
-            f"{' per process' if dist.world_size > 1 else ''}; lower --batch-size or raise "
-            "--train-limit."
-        )
-    val_loader = DataLoader(
-        Subset(val_set, val_idx),
-        batch_size=256,
-        num_workers=config.workers,
-        collate_fn=objective.collate,
-    )
-    return train_loader, val_loader, sampler
-
-
-def _save(
-    wrapped: NormalizedModel,
-    spec: ModelSpec,
-    config: TrainConfig,
-    path: Path,
-    step: int,
-    history: list[dict[str, float]],
-    attack: AdversarialTraining | None,
-) -> None:
-    """The inner network's weights (normalisation comes from the spec) with the spec and the
-    run's record: its config, its last validation and, for adversarial training, the attack
-    and the clean/robust validation curve so far."""
-    network = wrapped.model
-    validation = {k: v for k, v in history[-1].items() if k not in ("step", "loss")}
-    training = config.metadata(step, **validation)
-    if attack is not None:
-        training["adversarial"] = attack.metadata()
-        training["validation_curve"] = history
-    metadata = metadata_from_spec(spec) | {"robench.training.train": json.dumps(training)}
-    save_safetensors(network.state_dict(), path, metadata)
+    return TrainResult(**vars(run), is_main=dist.is_main, metric=metric, metric_label=label)

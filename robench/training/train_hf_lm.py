@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from robench._core.seeding import seed_everything
-from robench.training.loop import lr_at
+from robench.training.loop import lr_at, optimizer_step
 
 logger = logging.getLogger(__name__)
 
@@ -106,15 +106,11 @@ def _train_loop(model: Any, stream: torch.Tensor, config: BPETrainConfig) -> lis
     losses = []
     model.train()
     for step in range(config.steps):
-        for group in optimizer.param_groups:
-            group["lr"] = lr_at(step, config.steps, config.warmup_steps, config.lr)
         starts = torch.randint(0, len(stream) - span, (config.batch_size,), generator=generator)
         batch = torch.stack([stream[s : s + span] for s in starts.tolist()])  # (B, T)
         loss = model(input_ids=batch, labels=batch).loss
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
+        lr = lr_at(step, config.steps, config.warmup_steps, config.lr)
+        optimizer_step(model, optimizer, loss, lr, clip=1.0)
         if step % 10 == 0 or step == config.steps - 1:
             losses.append(float(loss))
             logger.info("step %d/%d loss %.3f", step + 1, config.steps, float(loss))

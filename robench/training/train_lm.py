@@ -12,10 +12,10 @@ checkpoint with the lowest is kept.
 
 from __future__ import annotations
 
-import json
+import functools
 import logging
 import math
-import time
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,16 +30,23 @@ from robench._core.seeding import seed_everything
 from robench.data.subset import select_indices
 from robench.data.text import Vocabulary, open_text_dataset
 from robench.data.text.corpora import read_corpus
-from robench.models.checkpoints import save_safetensors
 from robench.models.loading import load_model
-from robench.models.spec import ModelSpec, bundled_cards, metadata_from_spec, read_card
+from robench.models.spec import ModelSpec, bundled_cards, read_card
 from robench.models.zoo.lm_registry import (
     create_language_model,
     is_language_model,
     language_model_task,
 )
 from robench.tasks.language_modeling import LanguageModeling
-from robench.training.loop import SilentProgress, TrainProgress, TrainSettings, optimizer_step
+from robench.training.loop import (
+    LoopResult,
+    TrainProgress,
+    TrainSettings,
+    run_steps,
+    save_checkpoint,
+    seeded_batches,
+    with_aux_loss,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -69,32 +76,28 @@ class LanguageTrainConfig(TrainSettings):
 
 
 @dataclass
-class LanguageTrainResult:
-    best_path: Path
-    last_path: Path
-    best_val_perplexity: float
-    steps: int
+class LanguageTrainResult(LoopResult):
     vocabulary_size: int
-    history: list[dict[str, float]]
-    is_main: bool = True
+
+    @property
+    def best_val_perplexity(self) -> float:
+        return self.best_val
+
+
+def registry_task(name: str) -> str | None:
+    """The task of what `robench train NAME` trains when it is in the language-model registry:
+    a registered model, or a model card (shipped name or .toml path) of one; else None."""
+    if not is_language_model(name):
+        path = Path(name) if name.endswith(".toml") else bundled_cards().get(name)
+        name = (read_card(path).architecture or "") if path is not None and path.is_file() else ""
+    return language_model_task(name) if is_language_model(name) else None
 
 
 def trains_a_language_model(name: str) -> bool:
     """Whether `robench train NAME` trains a language model: a registered one, or a model
-    card (shipped name or .toml path) of one, which is then fine-tuned. Text classifiers
-    share the registry but not this trainer (train_text.py)."""
-    if is_language_model(name):
-        return language_model_task(name) == "language-modeling"
-    cards = bundled_cards()
-    path = Path(name) if name.endswith(".toml") else cards.get(name)
-    if path is None or not path.is_file():
-        return False
-    architecture = read_card(path).architecture
-    return (
-        architecture is not None
-        and is_language_model(architecture)
-        and language_model_task(architecture) == "language-modeling"
-    )
+    card of one, which is then fine-tuned. Text classifiers share the registry but not this
+    trainer (train_text.py)."""
+    return registry_task(name) == "language-modeling"
 
 
 def _from_scratch(
@@ -143,25 +146,18 @@ def _from_card(config: LanguageTrainConfig) -> tuple[nn.Module, Vocabulary, Mode
 
 def _training_stream(lines: Sequence[Sequence[str]], vocabulary: Vocabulary) -> torch.Tensor:
     """The lines' token ids, each line followed by <eos>, as one 1-d tensor."""
-    ids: list[int] = []
-    for line in lines:
-        ids += vocabulary.encode(line)
-        ids.append(vocabulary.eos_id)
-    return torch.tensor(ids, dtype=torch.long)
+    eos = vocabulary.eos_id
+    return torch.tensor([i for line in lines for i in (*vocabulary.encode(line), eos)])
 
 
-def _validation_perplexity(
-    model: nn.Module, windows: Any, indices: list[int], device: torch.device
-) -> float:
-    task = LanguageModeling()
-    model.eval()
+def _validation_perplexity(model: nn.Module, windows: Any, indices: list[int]) -> float:
+    task, device = LanguageModeling(), next(model.parameters()).device
     nll = tokens = 0.0
     for start in range(0, len(indices), 16):
         inputs, targets = task.load_batch(windows, indices[start : start + 16], device)
         columns = task.score(model, inputs, targets)
         nll += sum(columns["nll"])
         tokens += sum(columns["tokens"])
-    model.train()
     return math.exp(nll / max(1.0, tokens))
 
 
@@ -170,7 +166,6 @@ def train_language_model(
 ) -> LanguageTrainResult:
     """Train `config.model` on `config.data`; write best/last `.safetensors` in `out_dir`."""
     config.check(positive=("target_length",))
-    progress = progress or SilentProgress()
     device = resolve_device(config.device)
     seed_everything(config.seed)
     lines = read_corpus(config.data, config.train_split).lines  # read once: vocabulary, stream
@@ -191,63 +186,33 @@ def train_language_model(
         config.data, vocabulary, split=config.val_split, target_length=length
     )
     val_indices = select_indices(len(val_windows), config.val_limit, config.seed)
-    steps_per_epoch = n_sequences // config.batch_size
-    total = config.max_steps or max(1, round(config.epochs * steps_per_epoch))
-    optimizer = torch.optim.Adam(
-        network.parameters(), lr=config.lr, weight_decay=config.weight_decay
-    )
     generator = torch.Generator().manual_seed(config.seed)
-    config.out_dir.mkdir(parents=True, exist_ok=True)
-    best_path = config.out_dir / "best.safetensors"
-    last_path = config.out_dir / "last.safetensors"
-    history: list[dict[str, float]] = []
-    best = math.inf
-    step = 0
+    vocab_metadata = vocabulary.to_metadata()
     network.train()
-    progress.start(total)
-    tick, seen = time.perf_counter(), 0
-    while step < total:
-        # One epoch: every sequence once, in a seeded order (sequences start at multiples of
-        # the target length; the final partial one is dropped).
-        order = torch.randperm(n_sequences, generator=generator)
-        for first in range(0, steps_per_epoch * config.batch_size, config.batch_size):
-            starts = order[first : first + config.batch_size] * length
-            rows = torch.stack([stream[s : s + length + 1] for s in starts.tolist()]).to(device)
-            logits = network(rows[:, :-1])
-            loss = nn.functional.cross_entropy(logits.flatten(0, 1), rows[:, 1:].flatten())
-            aux = getattr(network, "aux_loss", None)  # MoE load balancing, set by forward
-            objective = loss + config.aux_loss_weight * aux if aux is not None else loss
-            optimizer_step(network, optimizer, objective, step, total, config)
-            step += 1
-            seen += rows[:, 1:].numel()
-            progress.update(step, loss.item(), seen / max(1e-9, time.perf_counter() - tick))
-            if step % config.val_every == 0 or step == total:
-                ppl = _validation_perplexity(network, val_windows, val_indices, device)
-                history.append({"step": step, "loss": loss.item(), "val_perplexity": ppl})
-                logger.info("step %d: loss %.4f, val perplexity %.2f", step, loss.item(), ppl)
-                if ppl < best:
-                    best = ppl
-                    _save(network, spec, vocabulary, config, best_path, step, ppl)
-            if step >= total:
-                break
-    progress.finish()
-    _save(network, spec, vocabulary, config, last_path, step, history[-1]["val_perplexity"])
-    return LanguageTrainResult(best_path, last_path, best, step, len(vocabulary), history)
 
+    def step_loss(starts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, int]:
+        rows = torch.stack([stream[s : s + length + 1] for s in (starts * length).tolist()])
+        rows = rows.to(device)
+        logits = network(rows[:, :-1])
+        loss = nn.functional.cross_entropy(logits.flatten(0, 1), rows[:, 1:].flatten())
+        objective = with_aux_loss(network, loss, config.aux_loss_weight)
+        return objective, loss, rows[:, 1:].numel()
 
-def _save(
-    network: nn.Module,
-    spec: ModelSpec,
-    vocabulary: Vocabulary,
-    config: LanguageTrainConfig,
-    path: Path,
-    step: int,
-    perplexity: float,
-) -> None:
-    training = config.metadata(step, val_perplexity=perplexity)
-    metadata = (
-        metadata_from_spec(spec)
-        | vocabulary.to_metadata()
-        | {"robench.training.train": json.dumps(training)}
+    run = run_steps(
+        config,
+        network,
+        torch.optim.Adam(network.parameters(), lr=config.lr, weight_decay=config.weight_decay),
+        n_sequences // config.batch_size,
+        # Every sequence once per epoch, in a seeded order (sequences start at multiples of the
+        # target length; the final partial one is dropped).
+        lambda step: seeded_batches(n_sequences, config.batch_size, generator),
+        step_loss,
+        lambda: {"val_perplexity": _validation_perplexity(network, val_windows, val_indices)},
+        functools.partial(save_checkpoint, network, spec, config, metadata=vocab_metadata),
+        progress,
+        metric="val_perplexity",
+        describe=lambda values: f"val perplexity {values['val_perplexity']:.2f}",
+        best=math.inf,
+        improves=operator.lt,
     )
-    save_safetensors(network.state_dict(), path, metadata)
+    return LanguageTrainResult(**vars(run), vocabulary_size=len(vocabulary))

@@ -14,33 +14,35 @@ the best checkpoint is kept.
 from __future__ import annotations
 
 import functools
-import json
 import logging
-import math
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch import nn
-from torch.utils.data import DataLoader, Subset
 
 from robench._core.distributed import resolve_device
 from robench._core.errors import ConfigError, DataError
 from robench._core.seeding import seed_everything
-from robench.data.subset import select_indices
-from robench.models.checkpoints import save_safetensors
-from robench.models.spec import ModelSpec, metadata_from_spec
+from robench.models.spec import ModelSpec
 from robench.models.zoo.lm_registry import (
     create_language_model,
     is_language_model,
     language_model_task,
 )
-from robench.tasks.sequence_classification import check_fits, lra_task_name
+from robench.tasks.sequence_classification import check_fits, open_lra_data
 from robench.tasks.sequence_data import SEQUENCE_CLASSIFICATION, SequenceData, collate_sequences
-from robench.training.loop import SilentProgress, TrainProgress, TrainSettings, optimizer_step
+from robench.training.loop import (
+    ClassifierResult,
+    TrainProgress,
+    TrainSettings,
+    majority_share,
+    run_steps,
+    save_checkpoint,
+    subset_loaders,
+    top1,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -62,32 +64,12 @@ class SequenceTrainConfig(TrainSettings):
     workers: int = 0
 
 
-@dataclass
-class SequenceTrainResult:
-    best_path: Path
-    last_path: Path
-    best_val_top1: float
-    steps: int
-    classes: tuple[str, ...]
-    majority_share: float  # the validation split's largest class share: chance accuracy
-    history: list[dict[str, float]]
+SequenceTrainResult = ClassifierResult
 
 
 def trains_a_sequence_classifier(name: str) -> bool:
     """Whether `robench train NAME` is about a registered sequence classifier."""
     return is_language_model(name) and language_model_task(name) == SEQUENCE_CLASSIFICATION
-
-
-def _open(config: SequenceTrainConfig, split: str) -> SequenceData:
-    from robench.data.lra import open_lra
-
-    if not config.data:
-        raise ConfigError(
-            "a sequence classifier trains on an LRA dataset; pass --data with its folder "
-            "(a ListOps TSV folder, a Pathfinder folder, ...) and --lra-task."
-        )
-    task_name = lra_task_name(config.lra_task, None, None)
-    return SequenceData(open_lra(config.data, task_name, split), Path(config.data), split)
 
 
 def _model_kwargs(
@@ -117,52 +99,17 @@ def _model_kwargs(
     return kwargs
 
 
-def _top1(model: nn.Module, loader: DataLoader, device: torch.device) -> float:
-    model.eval()
-    correct = total = 0
-    with torch.no_grad():
-        for tokens, labels in loader:
-            correct += int((model(tokens.to(device)).argmax(-1).cpu() == labels).sum())
-            total += len(labels)
-    model.train()
-    return correct / max(1, total)
-
-
-def _loaders(
-    config: SequenceTrainConfig, train: SequenceData, val: SequenceData
-) -> tuple[DataLoader, DataLoader, list[int]]:
-    collate = functools.partial(collate_sequences, pad_id=train.pad_id)
-    train_idx = select_indices(len(train), config.train_limit, config.seed)
-    val_idx = select_indices(len(val), config.val_limit, config.seed)
-    train_loader = DataLoader(
-        Subset(train, train_idx),
-        batch_size=config.batch_size,
-        shuffle=True,
-        generator=torch.Generator().manual_seed(config.seed),
-        num_workers=config.workers,
-        drop_last=True,
-        collate_fn=collate,
-    )
-    if len(train_loader) == 0:
-        raise ConfigError(
-            f"the {len(train_idx)} training sequences make no full batch of "
-            f"{config.batch_size}; lower --batch-size or raise --train-limit."
-        )
-    val_loader = DataLoader(
-        Subset(val, val_idx), batch_size=64, num_workers=config.workers, collate_fn=collate
-    )
-    return train_loader, val_loader, [val.targets[i] for i in val_idx]
-
-
 def train_sequence_classifier(
     config: SequenceTrainConfig, progress: TrainProgress | None = None
 ) -> SequenceTrainResult:
     """Train `config.model` on `config.data`; write best/last `.safetensors` in `out_dir`."""
     config.check()
-    progress = progress or SilentProgress()
     device = resolve_device(config.device)
     seed_everything(config.seed)
-    train, val = _open(config, config.train_split), _open(config, config.val_split)
+    train, val = (
+        open_lra_data(config.data, split, config.lra_task, None, None)
+        for split in (config.train_split, config.val_split)
+    )
     if val.pair != train.pair or val.vocab_size > train.vocab_size:
         raise DataError(
             f"the {config.val_split} split of {config.data} is not encoded as its "
@@ -178,52 +125,35 @@ def train_sequence_classifier(
         num_classes=kwargs["num_classes"],
         classes=list(train.classes),
     )
-    train_loader, val_loader, val_labels = _loaders(config, train, val)
-    total = config.max_steps or max(1, round(config.epochs * len(train_loader)))
-    optimizer = torch.optim.AdamW(
-        network.parameters(), lr=config.lr, weight_decay=config.weight_decay
-    )
-    config.out_dir.mkdir(parents=True, exist_ok=True)
-    best_path, last_path = config.out_dir / "best.safetensors", config.out_dir / "last.safetensors"
-    history: list[dict[str, float]] = []
-    best, step, tick = -math.inf, 0, time.perf_counter()
-    progress.start(total)
-    while step < total:
-        for tokens, labels in train_loader:
-            logits = network(tokens.to(device))
-            loss = F.cross_entropy(
-                logits, labels.to(device), label_smoothing=config.label_smoothing
-            )
-            optimizer_step(network, optimizer, loss, step, total, config)
-            step += 1
-            rate = step * config.batch_size / max(1e-9, time.perf_counter() - tick)
-            progress.update(step, loss.item(), rate)
-            if step % config.val_every == 0 or step == total:
-                top1 = _top1(network, val_loader, device)
-                history.append({"step": step, "loss": loss.item(), "val_top1": top1})
-                logger.info("step %d: loss %.4f, val top-1 %.4f", step, loss.item(), top1)
-                if top1 > best:
-                    best = top1
-                    _save(network, spec, config, best_path, step, top1)
-            if step >= total:
-                break
-    progress.finish()
-    _save(network, spec, config, last_path, step, history[-1]["val_top1"])
-    counts = torch.bincount(torch.tensor(val_labels, dtype=torch.long)).tolist()
-    majority = max(counts, default=0) / max(1, len(val_labels))
-    return SequenceTrainResult(
-        best_path, last_path, best, step, tuple(train.classes), majority, history
+    train_loader, val_loader, val_idx = subset_loaders(
+        config,
+        train,
+        val,
+        train_limit=config.train_limit,
+        workers=config.workers,
+        collate=functools.partial(collate_sequences, pad_id=train.pad_id),
+        val_batch_size=64,
+        noun="sequences",
     )
 
+    def step_loss(batch: Any) -> tuple[torch.Tensor, torch.Tensor, int]:
+        tokens, labels = batch
+        logits = network(tokens.to(device))
+        loss = F.cross_entropy(logits, labels.to(device), label_smoothing=config.label_smoothing)
+        return loss, loss, config.batch_size
 
-def _save(
-    network: nn.Module,
-    spec: ModelSpec,
-    config: SequenceTrainConfig,
-    path: Path,
-    step: int,
-    top1: float,
-) -> None:
-    training = config.metadata(step, val_top1=top1)
-    metadata = metadata_from_spec(spec) | {"robench.training.train": json.dumps(training)}
-    save_safetensors(network.state_dict(), path, metadata)
+    run = run_steps(
+        config,
+        network,
+        torch.optim.AdamW(network.parameters(), lr=config.lr, weight_decay=config.weight_decay),
+        len(train_loader),
+        lambda step: train_loader,
+        step_loss,
+        lambda: {"val_top1": top1(network, val_loader, device)},
+        functools.partial(save_checkpoint, network, spec, config),
+        progress,
+        metric="val_top1",
+        describe=lambda values: f"val top-1 {values['val_top1']:.4f}",
+    )
+    majority = majority_share(torch.tensor([val.targets[i] for i in val_idx], dtype=torch.long))
+    return SequenceTrainResult(**vars(run), classes=tuple(train.classes), majority_share=majority)

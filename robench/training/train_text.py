@@ -14,10 +14,8 @@ eval -c best.safetensors` needs only the file.
 
 from __future__ import annotations
 
-import json
+import functools
 import logging
-import math
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -33,16 +31,26 @@ from robench.data.subset import select_indices
 from robench.data.text import BUILTIN_TEXT, Vocabulary, words_of
 from robench.data.text.classifier_tokens import classes_metadata, encode_texts
 from robench.data.text.labeled_texts import LabeledTexts, read_labeled_texts
-from robench.models.checkpoints import save_safetensors
-from robench.models.spec import ModelSpec, bundled_cards, metadata_from_spec, read_card
+from robench.models.spec import ModelSpec
 from robench.models.zoo.lm_registry import (
     create_language_model,
     is_language_model,
-    language_model_task,
 )
 from robench.models.zoo.text_classifier import TEXT_CLASSIFICATION
-from robench.training.loop import SilentProgress, TrainProgress, TrainSettings, optimizer_step
+from robench.training.loop import (
+    ClassifierResult,
+    TrainProgress,
+    TrainSettings,
+    adamw,
+    majority_share,
+    run_steps,
+    save_checkpoint,
+    seeded_batches,
+    top1,
+    with_aux_loss,
+)
 from robench.training.text_init import init_from_language_model
+from robench.training.train_lm import registry_task
 
 logger = logging.getLogger(__name__)
 
@@ -70,25 +78,14 @@ class TextTrainConfig(TrainSettings):
 
 
 @dataclass
-class TextTrainResult:
-    best_path: Path
-    last_path: Path
-    best_val_top1: float
-    steps: int
+class TextTrainResult(ClassifierResult):
     vocabulary_size: int
-    classes: tuple[str, ...]
-    majority_share: float  # the validation split's largest class share: chance accuracy
-    history: list[dict[str, float]]
 
 
 def trains_a_text_classifier(name: str) -> bool:
     """Whether `robench train NAME` is about a text classifier: a registered one, or a model
     card (shipped name or .toml path) of one, which `train_text_classifier` refuses."""
-    cards = bundled_cards()
-    path = Path(name) if name.endswith(".toml") else cards.get(name)
-    if path is not None and path.is_file():
-        name = read_card(path).architecture or name
-    return is_language_model(name) and language_model_task(name) == TEXT_CLASSIFICATION
+    return registry_task(name) == TEXT_CLASSIFICATION
 
 
 def _read_split(config: TextTrainConfig, split: str | None) -> LabeledTexts:
@@ -130,35 +127,6 @@ def _build_model(
     return network, vocabulary, spec
 
 
-def _optimizer(model: nn.Module, config: TextTrainConfig) -> torch.optim.Optimizer:
-    """AdamW without weight decay on biases, norms and the pad embedding (1-d tensors)."""
-    params = list(model.parameters())
-    return torch.optim.AdamW(
-        [
-            {"params": [p for p in params if p.ndim > 1], "weight_decay": config.weight_decay},
-            {"params": [p for p in params if p.ndim <= 1], "weight_decay": 0.0},
-        ],
-        lr=config.lr,
-    )
-
-
-def _top1(model: nn.Module, ids: torch.Tensor, labels: torch.Tensor) -> float:
-    model.eval()
-    correct = 0
-    with torch.no_grad():
-        for start in range(0, len(ids), 256):
-            logits = model(ids[start : start + 256])
-            correct += int((logits.argmax(-1) == labels[start : start + 256]).sum())
-    model.train()
-    return correct / max(1, len(ids))
-
-
-def _loss(model: nn.Module, logits: torch.Tensor, y: torch.Tensor, config: TextTrainConfig):
-    loss = F.cross_entropy(logits, y, label_smoothing=config.label_smoothing)
-    aux = getattr(model, "aux_loss", None)
-    return loss + config.aux_loss_weight * aux if aux is not None else loss
-
-
 def _encoded(
     split: LabeledTexts, vocabulary: Vocabulary, length: int, indices: list[int], device: Any
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -178,7 +146,6 @@ def train_text_classifier(
             "classifiers from scratch or from a language model; train its architecture, e.g. "
             "`robench train text_classifier_nano`, or pass --init-from LM.safetensors."
         )
-    progress = progress or SilentProgress()
     device = resolve_device(config.device)
     seed_everything(config.seed)
     train, val = _read_split(config, config.train_split), _read_split(config, config.val_split)
@@ -201,54 +168,33 @@ def train_text_classifier(
             f"the {len(train_idx)} training texts make no full batch of {config.batch_size}; "
             "lower --batch-size or raise --train-limit."
         )
-    total = config.max_steps or max(1, round(config.epochs * steps_per_epoch))
-    optimizer = _optimizer(network, config)
     generator = torch.Generator().manual_seed(config.seed)
-    config.out_dir.mkdir(parents=True, exist_ok=True)
-    best_path, last_path = config.out_dir / "best.safetensors", config.out_dir / "last.safetensors"
-    history: list[dict[str, float]] = []
-    best, step, tick = -math.inf, 0, time.perf_counter()
-    progress.start(total)
-    while step < total:
-        order = torch.randperm(len(train_idx), generator=generator).to(device)
-        for first in range(0, steps_per_epoch * config.batch_size, config.batch_size):
-            rows = order[first : first + config.batch_size]
-            loss = _loss(network, network(x_train[rows]), y_train[rows], config)
-            optimizer_step(network, optimizer, loss, step, total, config)
-            step += 1
-            rate = step * config.batch_size / max(1e-9, time.perf_counter() - tick)
-            progress.update(step, loss.item(), rate)
-            if step % config.val_every == 0 or step == total:
-                top1 = _top1(network, x_val, y_val)
-                history.append({"step": step, "loss": loss.item(), "val_top1": top1})
-                logger.info("step %d: loss %.4f, val top-1 %.4f", step, loss.item(), top1)
-                if top1 > best:
-                    best = top1
-                    _save(network, spec, vocabulary, config, best_path, step, top1)
-            if step >= total:
-                break
-    progress.finish()
-    _save(network, spec, vocabulary, config, last_path, step, history[-1]["val_top1"])
-    majority = max(torch.bincount(y_val).tolist(), default=0) / max(1, len(y_val))
+    metadata = vocabulary.to_metadata() | classes_metadata(spec.classes or ())
+    val_batches = list(zip(x_val.split(256), y_val.cpu().split(256), strict=True))
+
+    def step_loss(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, int]:
+        logits = network(x_train[rows])
+        loss = F.cross_entropy(logits, y_train[rows], label_smoothing=config.label_smoothing)
+        loss = with_aux_loss(network, loss, config.aux_loss_weight)
+        return loss, loss, config.batch_size
+
+    run = run_steps(
+        config,
+        network,
+        # No weight decay on biases, norms and the pad embedding (1-d tensors).
+        adamw(network, config, lambda name, p: p.ndim > 1),
+        steps_per_epoch,
+        lambda step: seeded_batches(len(train_idx), config.batch_size, generator),
+        step_loss,
+        lambda: {"val_top1": top1(network, val_batches, device)},
+        functools.partial(save_checkpoint, network, spec, config, metadata=metadata),
+        progress,
+        metric="val_top1",
+        describe=lambda values: f"val top-1 {values['val_top1']:.4f}",
+    )
     return TextTrainResult(
-        best_path, last_path, best, step, len(vocabulary), train.classes, majority, history
+        **vars(run),
+        classes=train.classes,
+        majority_share=majority_share(y_val),
+        vocabulary_size=len(vocabulary),
     )
-
-
-def _save(
-    network: nn.Module,
-    spec: ModelSpec,
-    vocabulary: Vocabulary,
-    config: TextTrainConfig,
-    path: Path,
-    step: int,
-    top1: float,
-) -> None:
-    training = config.metadata(step, val_top1=top1)
-    metadata = (
-        metadata_from_spec(spec)
-        | vocabulary.to_metadata()
-        | classes_metadata(spec.classes or ())
-        | {"robench.training.train": json.dumps(training)}
-    )
-    save_safetensors(network.state_dict(), path, metadata)
