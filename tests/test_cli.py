@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -72,6 +75,24 @@ def test_list_models_shows_robench_models(runner: CliRunner) -> None:
     names = {line.split("\t")[0] for line in result.stdout.splitlines()}
     assert {"deit_tiny_elliptical_patch16_224", "vit_nano_elliptical_patch4_28"} <= names
     assert "resnet18" not in names
+
+
+@pytest.mark.parametrize("args", [["list", "suites"], ["list", "perturbations"]])
+def test_a_reader_that_closed_stdout_ends_the_command_quietly(args: list[str]) -> None:
+    """`robench list suites | head -2` once ended in "unexpected BrokenPipeError", exit 3."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # every write to stdout now fails with EPIPE, as after `head` exits
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "robench", *args],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (141, "")
 
 
 def test_list_perturbations_shows_every_kind_with_parameters(runner: CliRunner) -> None:

@@ -18,6 +18,8 @@ EXIT_REGRESSION = 1
 EXIT_USAGE = 2
 EXIT_RUNTIME = 3
 EXIT_INCONCLUSIVE = 4
+# 128 + SIGPIPE, what a shell reports for `cat` when the reader of its output went away.
+EXIT_BROKEN_PIPE = 141
 
 
 def first_line(exc: BaseException, default: str | None = None) -> str:

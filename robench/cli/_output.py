@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 
-from robench._core.errors import EXIT_RUNTIME, EXIT_USAGE, RobenchError
+from robench._core.errors import EXIT_BROKEN_PIPE, EXIT_RUNTIME, EXIT_USAGE, RobenchError
 from robench.cli._commands import COMMANDS
 from robench.cli._lazy import LazyGroup
 from robench.evaluation.interrupts import Interrupted
@@ -112,6 +112,13 @@ class RobenchGroup(LazyGroup):
         sys.exit(code if isinstance(code, int) else 0)
 
 
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit raises no second BrokenPipeError."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def handle_errors(func: F) -> F:
     """Turn robench errors into one line and an exit code; keep tracebacks for --debug."""
 
@@ -136,6 +143,11 @@ def handle_errors(func: F) -> F:
             raise typer.Exit(130) from None
         except (typer.Exit, typer.Abort):
             raise
+        except BrokenPipeError:
+            # The reader of stdout went away (`robench list suites | head`): stop quietly, as
+            # `cat` does, instead of a runtime error. Reports already written stay written.
+            _silence_stdout()
+            raise typer.Exit(EXIT_BROKEN_PIPE) from None
         except Exception as exc:
             if _state["debug"]:
                 err.print(traceback.format_exc(), markup=False, highlight=False, end="")
