@@ -260,6 +260,20 @@ def test_unknown_model_is_one_line_with_suggestion_and_exit_2(
     assert not (tmp_path / "r.json").exists()
 
 
+@pytest.mark.parametrize(
+    "args",
+    [["compare", "no\nsuch.json"], ["sweep", "no\nplan.toml"], ["eval", "local-dir:no\nfolder"]],
+    ids=["compare", "sweep", "local-dir"],
+)
+def test_a_value_with_a_newline_is_quoted_on_one_error_line(
+    runner: CliRunner, args: list[str]
+) -> None:
+    """These messages quote the path raw; the error line escapes it, so stderr stays one line."""
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2
+    assert "no\\n" in _one_error_line(result.stderr)
+
+
 def test_bad_suite_file_is_one_line_and_exit_2(runner: CliRunner, tmp_path: Path) -> None:
     suite = tmp_path / "s.toml"
     suite.write_text('name = "s"\nversion = 1\n[[perturbations]]\nkind = "pgd"\neps = 2\n')

@@ -74,7 +74,9 @@ def configure_logging(*, debug: bool, quiet: bool) -> None:
 
 
 def fail(message: str, code: int) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    # One line whatever the message quotes: a path or value the user gave may hold a newline.
+    line = message.replace("\r", "\\r").replace("\n", "\\n")
+    err.print(f"[bold red]error:[/] {escape(line)}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
 
