@@ -95,6 +95,12 @@ def test_a_reader_that_closed_stdout_ends_the_command_quietly(args: list[str]) -
     assert (done.returncode, done.stderr) == (141, "")
 
 
+def test_a_list_filter_that_matches_nothing_says_so(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["list", "models", "zzz*"])
+    assert result.exit_code == 0 and result.stdout == ""
+    assert "no models match 'zzz*'; `robench list models` shows them all." in result.stderr
+
+
 def test_list_perturbations_shows_every_kind_with_parameters(runner: CliRunner) -> None:
     result = runner.invoke(app, ["list", "perturbations"])
     assert result.exit_code == 0

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from robench._core.registry import Registry
 from robench.cli._option_table import REQUIRED, Opt, with_options
-from robench.cli._output import handle_errors, out
+from robench.cli._output import err, handle_errors, out
 
 if TYPE_CHECKING:
     from robench.perturbations.base import PerturbationParams
@@ -198,6 +198,16 @@ def list_command(**given: Any) -> None:
         for target in given["imports"]:
             import_user_module(target)
     rows = _LISTERS[what.value](given["pattern"])
+    if not rows and given["pattern"]:
+        # Not an error (a filter may match nothing), but silence would look like a hang or a bug.
+        err.print(
+            f"no {what.value} match {given['pattern']!r}; `robench list {what.value}` shows "
+            "them all.",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        return
     if not out.is_terminal:
         for name, detail in rows:
             typer.echo(f"{name}\t{detail}")
