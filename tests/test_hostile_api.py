@@ -286,3 +286,10 @@ def test_any_keyword_value_works_or_raises_robench_s_error(name: str, value: Any
         robench.evaluate(_model(), suite=CLEAN, data=(x, y), progress=False, **keywords)
     except RobenchError as exc:
         assert str(exc) and "\n" not in str(exc), repr(exc)
+
+
+def test_a_bad_value_in_a_data_dict_is_named_by_its_key() -> None:
+    """A dict of data= maps dataset names to data; the error names the entry, not data=."""
+    x, _ = _data(4)
+    with pytest.raises(RobenchError, match=r"^data\['default'\] is a Tensor; .* dataset names"):
+        robench.evaluate(_model(), suite=CLEAN, data={"default": x}, progress=False)

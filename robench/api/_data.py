@@ -138,11 +138,14 @@ def as_engine_data(data: Any) -> GivenData:
     if isinstance(data, Path):
         return str(data)
     if isinstance(data, Mapping):
-        return {str(key): _one(value, f"{KIND}:{key}") for key, value in data.items()}
+        return {
+            str(key): _one(value, f"{KIND}:{key}", where=f"data[{key!r}]")
+            for key, value in data.items()
+        }
     return _one(data, KIND)
 
 
-def _one(data: Any, name: str) -> str | InMemory:
+def _one(data: Any, name: str, where: str = "data=") -> str | InMemory:
     if isinstance(data, (str, Path)):
         return str(data)
     if isinstance(data, InMemory):
@@ -158,8 +161,10 @@ def _one(data: Any, name: str) -> str | InMemory:
     if isinstance(data, (list, tuple)):
         return _from_list(list(data), name)
     raise DataError(
-        f"data= is a {type(data).__name__}; pass a dataset name or path, a torch Dataset or "
-        "DataLoader, tensors (x, y), a list of strings or a list of (input, target) pairs."
+        f"{where} is a {type(data).__name__}; pass a dataset name or path, a torch Dataset or "
+        "DataLoader, tensors (x, y), a list of strings or a list of (input, target) pairs"
+        + ("" if where == "data=" else " (a dict of data= maps the suite's dataset names to them)")
+        + "."
     )
 
 
