@@ -280,6 +280,25 @@ def test_a_value_with_a_newline_is_quoted_on_one_error_line(
     assert "no\\n" in _one_error_line(result.stderr)
 
 
+@pytest.mark.parametrize(
+    "command",
+    [["train", "vit_nano_patch4_28", "--max-steps", "1"], ["demo", "--quick"]],
+    ids=["train", "demo"],
+)
+@pytest.mark.parametrize("under", ["", "sub"], ids=["the-file", "under-the-file"])
+def test_an_out_dir_that_is_a_file_is_refused_before_any_work(
+    runner: CliRunner, tmp_path: Path, command: list[str], under: str
+) -> None:
+    """train ended in "unexpected FileExistsError" (exit 3) after reading its data, and demo
+    failed after its first phase."""
+    afile = tmp_path / "afile"
+    afile.write_text("mine")
+    result = runner.invoke(app, [*command, "-o", str(afile / under) if under else str(afile)])
+    assert result.exit_code == 2
+    assert f"{afile} is a file, not a directory" in _one_error_line(result.stderr)
+    assert afile.read_text() == "mine" and sorted(tmp_path.iterdir()) == [afile]
+
+
 def test_bad_suite_file_is_one_line_and_exit_2(runner: CliRunner, tmp_path: Path) -> None:
     suite = tmp_path / "s.toml"
     suite.write_text('name = "s"\nversion = 1\n[[perturbations]]\nkind = "pgd"\neps = 2\n')

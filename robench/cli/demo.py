@@ -68,6 +68,7 @@ def demo_command(**given: Any) -> None:
     _sleeping_openmp_waits()
     from robench._core.errors import ConfigError
     from robench.cli._demo import run_demo
+    from robench.results.report.schema import check_out_dir
 
     full, quick, out_dir = given["full"], given["quick"], given["out_dir"]
     if full and quick:
@@ -75,6 +76,7 @@ def demo_command(**given: Any) -> None:
             "--full and --quick both run every section, at full size and on fewer samples; "
             "pass one of them (or neither, for the tour)."
         )
+    check_out_dir(out_dir)
     progress = make_progress()
     result = run_demo(out_dir, mode="full" if full else "quick" if quick else "tour",
                       progress=progress)  # fmt: skip

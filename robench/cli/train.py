@@ -215,9 +215,13 @@ def _refuse_other_kinds_options(kind: str, given: dict[str, Any]) -> None:
 
 
 def _refuse_overwriting_inputs(model: str, out_dir: Path, init_from: Path | None) -> None:
-    """Refuse an --out-dir whose checkpoints would replace what the run starts from."""
+    """Refuse an --out-dir that cannot hold the checkpoints, or whose checkpoints would replace
+    what the run starts from."""
     from robench._core.overwrite_guard import refuse_overwriting_inputs
     from robench.models.spec import bundled_cards, read_card
+    from robench.results.report.schema import check_out_dir
+
+    check_out_dir(out_dir)
 
     inputs: dict[str, Path | None] = {"--init-from": init_from}
     card = Path(model) if model.endswith(".toml") else bundled_cards().get(model)

@@ -434,13 +434,21 @@ def check_writable(path: Path, option: str = "--out", example: str = "report.jso
         raise ConfigError(
             f"{option} {path} is a directory; pass a file path such as {path / example}."
         )
-    existing = path.parent
+    _check_in_writable_folder(path, path.parent, option, "pass a path in a directory")
+
+
+def check_out_dir(path: Path, option: str = "--out-dir") -> None:
+    """Refuse, before any work, an output folder that is a file, lies under one or cannot be
+    written (creating it would fail only after the data is read or a model trained)."""
+    _check_in_writable_folder(path, path, option, "pass a directory (it is created if missing)")
+
+
+def _check_in_writable_folder(path: Path, folder: Path, option: str, fix: str) -> None:
+    existing = folder
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
-        raise ConfigError(
-            f"{option} {path}: {existing} is a file, not a directory; pass a path in a directory."
-        )
+        raise ConfigError(f"{option} {path}: {existing} is a file, not a directory; {fix}.")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise ConfigError(
             f"{option} {path}: directory {existing} is not writable (permission denied); pass "
