@@ -362,6 +362,7 @@ CASES: dict[str, Callable[[Path, Path], Case]] = {
     "train-option-out-of-range": lambda t, d: Case(["train", "vit_nano_patch4_28", "--lr", "-1", "-o", str(t / "out" / "tr")]),
     "train-no-full-batch": lambda t, d: Case(["train", "vit_nano_patch4_28", "--train-limit", "5", "-o", str(t / "out" / "tr")]),
     "train-out-dir-is-file": lambda t, d: Case(["train", "vit_nano_patch4_28", "-o", _write(t / "afile", "x")]),
+    "generate-out-under-a-file": lambda t, d: Case(["generate", "lra-listops", str(Path(_write(t / "afile", "x")) / "sub")]),
     "limit-zero": lambda t, d: Case(_eval(t, d, "--limit", "0")),
     "limit-beyond-data": lambda t, d: Case(_eval(t, d, "--limit", "100000")),
     "limit-beyond-subset": lambda t, d: Case(_eval(t, d, "--subset", _write(t / "subset.txt", "0\n1\n2\n"), "--limit", "5")),

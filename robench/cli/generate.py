@@ -78,9 +78,12 @@ def generate_command(**given: Any) -> None:
     from robench.data.lra.generate import generate_listops, generate_pathfinder
     from robench.data.lra.listops_generator import ListOpsSpec
     from robench.data.lra.pathfinder import DIFFICULTIES
+    from robench.results.report.schema import check_out_dir
 
     kind, out, seed = given["kind"], given["out"], given["seed"]
     _refuse_other_options(kind, given)
+    if not out.exists():  # an existing OUT is for write_new_folder to judge (empty or not)
+        check_out_dir(out, "OUT")
     if kind is Generated.listops:  # an option not given keeps the spec's or split's default
         shape = ("max_depth", "max_args", "min_length", "max_length")
         spec = ListOpsSpec(**{name: given[name] for name in shape if given[name] is not None})
