@@ -13,6 +13,14 @@ from pathlib import Path
 from robench._core.errors import ConfigError
 
 
+def nearest_existing(path: Path) -> Path:
+    """`path`, or its closest ancestor that exists: where an output folder would be created,
+    so whether it can be (a directory, writable) is known before any work."""
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
 def same_file(first: Path, second: Path) -> bool:
     """Whether two paths name one file: equal once symlinks are resolved, or hard links to
     one inode (only paths that exist can be hard links)."""

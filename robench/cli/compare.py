@@ -59,7 +59,7 @@ def _with_reference(
     return [(str(reference), read_report(reference)), *reports], 0
 
 
-_SUFFIXES = (s for n in file_formats(COMPARE_FORMATS) for s in COMPARE_FORMATS.get(n).suffixes)
+_SUFFIXES = tuple(s for n in file_formats(COMPARE_FORMATS) for s in COMPARE_FORMATS.get(n).suffixes)
 _OUTPUT_HELP = (
     f"Write the table or page here instead of stdout; its suffix ({', '.join(_SUFFIXES)}) sets "
     "the format when --format is not given."

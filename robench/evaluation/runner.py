@@ -131,8 +131,8 @@ def run_plan(
     outputs stops the run naming the sample and `model_name`, unless `allow_nonfinite`.
     """
     surrogates = [job.surrogate.model for job in jobs if job.surrogate is not None]
-    r = _Run(model, task, store, batch_size, seed, device, workers, progress or NoProgress())
-    r.shard, r.speed, r.model_name = shard, speed or SpeedOptions(), model_name
+    r = _Run(model, task, store, batch_size, seed, device, workers, progress or NoProgress(),
+             shard, speed or SpeedOptions(), model_name)  # fmt: skip
     with (
         _long_lived_objects_frozen(),
         nonfinite_allowed(allow_nonfinite),
@@ -156,9 +156,9 @@ class _Run:
     device: torch.device
     workers: int
     progress: Progress
-    shard: tuple[int, int] = (0, 1)
-    speed: SpeedOptions = field(default_factory=SpeedOptions)
-    model_name: str = "the model"
+    shard: tuple[int, int]
+    speed: SpeedOptions
+    model_name: str
     times: RunTimes = field(default_factory=RunTimes)
     # Every pass of the model (and of transfer attacks' surrogates), per job (cost.py).
     counter: PassCounter = field(default_factory=PassCounter)

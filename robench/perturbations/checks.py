@@ -195,18 +195,17 @@ def isolated_attack(model: torch.nn.Module, seed: int, device: torch.device) -> 
     flags, the caller's RNG and any `sys.settrace` hook (AutoAttack's checks reset it) are
     restored.
     """
-    was_training = model.training
-    if was_training:
+    if model.training:
         logger.warning("The model was in train mode; attacking it in eval mode.")
     params = list(model.parameters())
     requires_grad = [p.requires_grad for p in params]
     trace = sys.gettrace()
     captured = io.StringIO()
     try:
-        model.eval()
         for p in params:
             p.requires_grad_(False)
         with (
+            in_eval_mode(model),
             torch.inference_mode(False),
             torch.enable_grad(),
             _forked_rng(device),
@@ -217,7 +216,6 @@ def isolated_attack(model: torch.nn.Module, seed: int, device: torch.device) -> 
     finally:
         for p, flag in zip(params, requires_grad, strict=True):
             p.requires_grad_(flag)
-        model.train(was_training)
         if sys.gettrace() is not trace:
             sys.settrace(trace)
         if captured.getvalue().strip():

@@ -193,10 +193,7 @@ def subset_loaders(  # long: two DataLoaders' settings
     )
     if len(train_loader) == 0:  # drop_last leaves no batch: the step loop would never end
         per_process = " per process" if dist is not None and dist.world_size > 1 else ""
-        raise ConfigError(
-            f"the {len(train_idx)} training {noun} make no full batch of {config.batch_size}"
-            f"{per_process}; lower --batch-size or raise --train-limit."
-        )
+        refuse_no_full_batch(len(train_idx), config.batch_size, noun, per_process)
     val_loader = DataLoader(
         Subset(val_set, val_idx),
         batch_size=val_batch_size,
@@ -221,6 +218,14 @@ def with_aux_loss(model: nn.Module, loss: torch.Tensor, weight: float) -> torch.
     (`model.aux_loss`, set by its forward; CompeteSMoE's weight is 0.01); others: `loss`."""
     aux = getattr(model, "aux_loss", None)
     return loss + weight * aux if aux is not None else loss
+
+
+def refuse_no_full_batch(n: int, batch_size: int, noun: str, per_process: str = "") -> None:
+    """The error for training data that makes no full batch (the step loop would never end)."""
+    raise ConfigError(
+        f"the {n} training {noun} make no full batch of {batch_size}{per_process}; lower "
+        "--batch-size or raise --train-limit."
+    )
 
 
 def seeded_batches(n: int, batch_size: int, generator: torch.Generator) -> list[torch.Tensor]:
@@ -292,14 +297,15 @@ def run_steps(  # long: one loop of steps, validations and saves, each a callabl
             optimizer_step(model, optimizer, objective, lr, config.clip_grad)
             step += 1
             seen += samples
-            progress.update(step, loss.item(), seen / max(1e-9, time.perf_counter() - tick))
+            value = loss.item()  # one host sync per step, shared by the progress, history and log
+            progress.update(step, value, seen / max(1e-9, time.perf_counter() - tick))
             if step % config.val_every == 0 or step == total:
                 model.eval()  # every trainer validates in eval mode, then trains on
                 values = validate()
                 model.train()
-                history.append({"step": step, "loss": loss.item(), **values})
+                history.append({"step": step, "loss": value, **values})
                 if is_main:  # every rank validates the same data; one reports and saves
-                    logger.info("step %d: loss %.4f, %s", step, loss.item(), describe(values))
+                    logger.info("step %d: loss %.4f, %s", step, value, describe(values))
                 if improves(values[metric], best):
                     best = values[metric]
                     if is_main:

@@ -43,6 +43,7 @@ from robench.training.loop import (
     TrainSettings,
     adamw,
     majority_share,
+    refuse_no_full_batch,
     run_steps,
     save_checkpoint,
     seeded_batches,
@@ -164,10 +165,7 @@ def train_text_classifier(
     x_val, y_val = _encoded(val, vocabulary, length, val_idx, device)
     steps_per_epoch = len(train_idx) // config.batch_size
     if steps_per_epoch == 0:
-        raise ConfigError(
-            f"the {len(train_idx)} training texts make no full batch of {config.batch_size}; "
-            "lower --batch-size or raise --train-limit."
-        )
+        refuse_no_full_batch(len(train_idx), config.batch_size, "texts")
     generator = torch.Generator().manual_seed(config.seed)
     metadata = vocabulary.to_metadata() | classes_metadata(spec.classes or ())
     val_batches = list(zip(x_val.split(256), y_val.cpu().split(256), strict=True))
@@ -184,7 +182,10 @@ def train_text_classifier(
         # No weight decay on biases, norms and the pad embedding (1-d tensors).
         adamw(network, config, lambda name, p: p.ndim > 1),
         steps_per_epoch,
-        lambda step: seeded_batches(len(train_idx), config.batch_size, generator),
+        # The order is drawn on the CPU and moved once (the data already lies on `device`).
+        lambda step: [
+            rows.to(device) for rows in seeded_batches(len(train_idx), config.batch_size, generator)
+        ],
         step_loss,
         lambda: {"val_top1": top1(network, val_batches, device)},
         functools.partial(save_checkpoint, network, spec, config, metadata=metadata),

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 from robench._core.errors import ConfigError
+from robench._core.overwrite_guard import nearest_existing
 from robench.evaluation.sweeps.executors import Executor, build_executor, load_executors
 from robench.evaluation.sweeps.jobs import SweepJob, plan_jobs
 from robench.evaluation.sweeps.plan import SweepPlan, out_dir, read_plan
@@ -79,9 +80,7 @@ def load_sweep(path: Path, executor: str | None = None, *, check: bool = True) -
 def check_folder(folder: Path, plan: Path) -> None:
     """Refuse, before any job starts, a sweep folder that cannot be made or written: a file
     on its path, or a directory without write permission."""
-    existing = folder
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
+    existing = nearest_existing(folder)
     if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
         problem = "is not writable" if existing.is_dir() else "is a file"
         raise ConfigError(

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from robench._core.errors import ConfigError, as_input_errors
 from robench._core.file_modes import give_default_mode
+from robench._core.overwrite_guard import nearest_existing
 from robench.results.report.report_v1 import upgrade_v1
 
 if TYPE_CHECKING:
@@ -444,9 +445,7 @@ def check_out_dir(path: Path, option: str = "--out-dir") -> None:
 
 
 def _check_in_writable_folder(path: Path, folder: Path, option: str, fix: str) -> None:
-    existing = folder
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
+    existing = nearest_existing(folder)
     if not existing.is_dir():
         raise ConfigError(f"{option} {path}: {existing} is a file, not a directory; {fix}.")
     if not os.access(existing, os.W_OK | os.X_OK):
