@@ -34,6 +34,10 @@ Phases, in order (`--phases` picks some):
    size: a forward pass (clean), torchattacks' PGD, pyautoattack's AutoAttack, then the
    scoring pass; the ratio robench / bare is what the acceptance asks to be >= 0.9.
    `--models` picks some of the four (each model's rows are written as soon as it ends).
+   Then, per model, clean and PGD-20 "warm in memory": `robench.evaluate` on float tensors in
+   CPU memory, the second of two calls, beside the bare loop on the same tensors after one
+   untimed batch (the runner's own cost, without PNG decoding and a process's first CUDA work).
+4. `warm`: those warm in-memory rows alone (no image folder, no `robench eval`).
 
 Without a CUDA device, `--device cuda` (the default) measures nothing: it writes the section
 with every row "not measured" and the reason, and exits 0. A CPU run (`--device cpu`, meant
@@ -266,17 +270,43 @@ def bare_seconds(
     labels: torch.Tensor,
     batch: int,
     device: torch.device,
+    warm: bool = False,
 ) -> tuple[float, int]:
-    """Seconds to attack and score every batch (synchronised), and the points still correct."""
+    """Seconds to attack and score every batch (synchronised), and the points still correct.
+    `pixels`: uint8 (made float on the device) or float in [0, 1] (copied as they are);
+    `warm`: attack the first batch once, untimed, as robench's timed second call is warm."""
+    batches = list(zip(pixels.split(batch), labels.split(batch), strict=True))
+
+    def inputs(x: torch.Tensor) -> torch.Tensor:
+        x = x.to(device)
+        return x.float().div(255) if x.dtype == torch.uint8 else x
+
+    if warm:
+        attack(model, inputs(batches[0][0]), batches[0][1].to(device))
     _sync(device)
     start, correct = time.perf_counter(), 0
-    for x8, y in zip(pixels.split(batch), labels.split(batch), strict=True):
-        x, y = x8.to(device).float().div(255), y.to(device)
+    for x_given, y in batches:
+        x, y = inputs(x_given), y.to(device)
         adversarial = attack(model, x, y)
         with torch.inference_mode():
             correct += int((model(adversarial).argmax(-1) == y).sum())
     _sync(device)
     return time.perf_counter() - start, correct
+
+
+def _row(name: str, workload: str, result: Any, seconds: float, correct: int) -> dict[str, Any]:
+    count = result.n_samples
+    ours = count / result.wall_time_s if result.wall_time_s > 0 else float("nan")
+    return {
+        "model": name,
+        "workload": workload,
+        "images": count,
+        "robench_images_per_s": ours,
+        "bare_images_per_s": count / seconds,
+        "ratio": ours * seconds / count,
+        "robench_top1": result.metrics["top1"].value,
+        "bare_still_correct": correct,
+    }
 
 
 # --- phases --------------------------------------------------------------------------------
@@ -310,60 +340,69 @@ def phase_throughput(results: Results, device: torch.device, work: Path) -> None
         pixels, labels = make_images(n, model, device, args.batch_size)
         write_folder(work / name, pixels, labels)
         report = robench_eval(args, name, work, work / name)
-        timed = [(r, r.name) for r in report.results]
-        timed.append((clean_in_memory(args, model, pixels, labels), IN_MEMORY))
-        for result, workload_name in timed:
+        for result in report.results:
             workload = WORKLOADS[result.name]
             entry = {**workload.entry, **(workload.quick if args.quick else {})}
             count = result.n_samples
-            seconds, correct = bare_seconds(
-                bare_attack(result.name, entry),
-                model,
-                pixels[:count],
-                labels[:count],
-                args.batch_size,
-                device,
+            attack = bare_attack(result.name, entry)
+            timed = bare_seconds(
+                attack, model, pixels[:count], labels[:count], args.batch_size, device
             )
-            ours = count / result.wall_time_s if result.wall_time_s > 0 else float("nan")
-            results.rows.append(
-                {
-                    "model": name,
-                    "workload": workload_name,
-                    "images": count,
-                    "robench_images_per_s": ours,
-                    "bare_images_per_s": count / seconds,
-                    "ratio": ours * seconds / count,
-                    "robench_top1": result.metrics["top1"].value,
-                    "bare_still_correct": correct,
-                }
-            )
+            results.rows.append(_row(name, result.name, result, *timed))
+        results.rows += in_memory_rows(args, name, model, pixels, labels, device)
         results.save()  # each model's rows as soon as they exist
 
 
-IN_MEMORY = "clean, robench.evaluate in memory"
+def phase_warm(results: Results, device: torch.device) -> None:
+    """The in-memory rows alone (`in_memory_rows`), without `robench eval`'s PNG folder."""
+    args = results.args
+    n = max(WORKLOADS[w].quick_images if args.quick else WORKLOADS[w].images for w in IN_MEMORY)
+    for name in QUICK_MODELS if args.quick else args.models:
+        model = load_seeded(name, device)
+        pixels, labels = make_images(n, model, device, args.batch_size)
+        results.rows += in_memory_rows(args, name, model, pixels, labels, device)
+        results.save()
 
 
-def clean_in_memory(
-    args: argparse.Namespace, model: torch.nn.Module, pixels: torch.Tensor, labels: torch.Tensor
-) -> Any:
-    """Clean accuracy through `robench.evaluate` on the decoded tensors, the second of two
-    calls: the runner's own cost beside the bare loop, without the PNG decoding and the
-    process's CUDA start that `robench eval`'s first result pays."""
+# Workloads also timed through `robench.evaluate` in memory, warm, as "NAME, warm in memory".
+IN_MEMORY = ("clean", "pgd-20")
+
+
+def in_memory_rows(
+    args: argparse.Namespace,
+    name: str,
+    model: torch.nn.Module,
+    pixels: torch.Tensor,
+    labels: torch.Tensor,
+    device: torch.device,
+) -> list[dict[str, Any]]:
+    """Each IN_MEMORY workload through `robench.evaluate` on float tensors in CPU memory, the
+    second of two calls, beside the bare loop on the same tensors after one untimed batch:
+    the runner's own cost, without the PNG decoding and the process's first CUDA work (cuDNN,
+    cuBLAS and autograd set-up) that `robench eval`'s rows pay and a bare loop run later in
+    this process does not."""
     import robench
 
-    count = WORKLOADS["clean"].quick_images if args.quick else WORKLOADS["clean"].images
-    data = (pixels[:count].float().div(255), labels[:count])
-    for _ in range(2):
-        report = robench.evaluate(
-            model,
-            [{"kind": "clean"}],
-            data,
-            model_name="bench",
-            batch_size=args.batch_size,
-            seed=SEED,
-            progress=False,
-        )
-    return report.results[0]
+    rows = []
+    for workload_name in IN_MEMORY:
+        workload = WORKLOADS[workload_name]
+        entry = {**workload.entry, **(workload.quick if args.quick else {})}
+        count = workload.quick_images if args.quick else workload.images
+        x, y = pixels[:count].float().div(255), labels[:count]
+        for _ in range(2):
+            report = robench.evaluate(
+                model,
+                [{**entry, "name": workload_name}],
+                (x, y),
+                model_name="bench",
+                batch_size=args.batch_size,
+                seed=SEED,
+                progress=False,
+            )
+        attack = bare_attack(workload_name, entry)
+        timed = bare_seconds(attack, model, x, y, args.batch_size, device, warm=True)
+        rows.append(_row(name, f"{workload_name}, warm in memory", report.results[0], *timed))
+    return rows
 
 
 def phase_certify(results: Results, device: torch.device) -> None:
@@ -489,7 +528,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--phases",
         nargs="+",
-        choices=("tests", "throughput", "certify"),
+        choices=("tests", "throughput", "warm", "certify"),
         default=["tests", "throughput", "certify"],
     )
     parser.add_argument(
@@ -551,6 +590,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             phase_certify(results, device)
         if "throughput" in args.phases:
             phase_throughput(results, device, Path(work))
+        if "warm" in args.phases:  # already in the throughput phase's rows
+            phase_warm(results, device)
     print(measured_section(results))
     return 0
 

@@ -314,6 +314,36 @@ def test_a_suite_of_the_toml_shape_and_a_dataloader_of_pairs() -> None:
     assert robench.evaluate is robench.api.evaluate
 
 
+@pytest.mark.parametrize("limit", [None, 7])
+def test_float_tensors_cut_in_batches_give_the_records_of_item_by_item_loading(
+    limit: int | None,
+) -> None:
+    """(x, y) of float32 images at the input size are batched by slicing the tensor (in order
+    without --limit, by index with its random subset); the same items given as a list of
+    pairs go through the DataLoader one by one: the records are the same."""
+    from robench.data.in_memory import InMemory, InMemoryImages
+
+    x, y = _tensors(16)
+    # A model of mine whose inputs are tensors of this shape takes the fast path.
+    assert InMemoryImages(
+        InMemory(torch.utils.data.TensorDataset(x, y), name="t", targets=y.tolist()),
+        robench.data.Preprocessing((1, 28, 28)),
+        [str(c) for c in range(10)],
+    ).stacked_batch is not None
+    torch.manual_seed(0)
+    model = SmallNet()
+    runs = [
+        robench.evaluate(
+            model, CLEAN_FGSM, data, limit=limit, batch_size=5, seed=3, progress=False
+        )
+        for data in ((x, y), list(zip(x, y.tolist(), strict=True)))
+    ]
+    fast, items = (run.model_dump(mode="json") for run in runs)
+    assert fast["samples"]["default"]["indices"] == items["samples"]["default"]["indices"]
+    assert fast["samples"]["default"]["values"] == items["samples"]["default"]["values"]
+    assert len(fast["samples"]["default"]["indices"]) == (limit or 16)
+
+
 def test_task_picks_the_default_suite_of_a_model_given_by_name() -> None:
     """The default "smoke" is the smoke suite of `task=` for a model the engine loads by name
     (whose own task is known only once loaded)."""

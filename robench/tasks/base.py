@@ -145,8 +145,17 @@ class Task(abc.ABC):
         """`(inputs, targets)` of each batch of dataset indices, in order, on `device`, made
         by `collate`: the loading of every task. On CUDA the loader pins its batches in
         page-locked memory and the copies to the GPU do not block, so the next batch loads
-        while the GPU computes."""
+        while the GPU computes. A dataset with a `stacked_batch(indices)` method (inputs held
+        in one tensor) gives its batches itself."""
         cuda = device.type == "cuda"
+        stacked = getattr(dataset, "stacked_batch", None)
+        if stacked is not None and workers == 0:
+            # Inputs already stacked in one tensor (data held in memory): a batch is a slice
+            # of it, not a stack of one-item copies, then a second copy into pinned memory.
+            for indices in batches:
+                inputs, targets = stacked(indices)
+                yield inputs.to(device), targets.to(device)
+            return
         loader = DataLoader(
             dataset,
             batch_sampler=[list(b) for b in batches],
