@@ -2,8 +2,8 @@
 `robench.samples_frame`.
 
 Each takes reports as paths (read and validated as every command reads them) or as `Report`
-objects (`robench.evaluate`'s result); the rows come from `robench.results.report.tidy`,
-which documents the columns. pandas is imported inside the functions, so `import robench`
+objects (`robench.evaluate`'s result); the rows come from `robench.results.report.tidy`
+(columns: docs/python-api.md). pandas is imported inside the functions, so `import robench`
 and the command line stay free of it.
 """
 

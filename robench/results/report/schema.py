@@ -380,8 +380,7 @@ class Report(_Strict):
 
     def to_pandas(self) -> pd.DataFrame:
         """A tidy frame: one row per (dataset, result, metric), then one per aggregate, values
-        as stored (fractions for accuracies); `robench.results.report.tidy` documents every
-        column."""
+        as stored (fractions for accuracies); docs/python-api.md documents every column."""
         from robench.results.report.tidy import report_frame
 
         return report_frame(self)
