@@ -15,11 +15,8 @@ quantile (statsmodels' two-sided interval at 2 alpha); it abstains when pA < 1/2
 when pA <= 1/2, where the radius would be 0 (pA = 1/2 exactly needs nA / n well above 1/2 and is
 never met in practice).
 
-A sample's certified radius for the metrics is its radius when the smoothed prediction is
-right and it did not abstain, else 0: certified at r when that radius is > r (as a minimal
-norm is robust at eps when > eps, results/stats/robustness_curves.py), so an abstention or a
-wrong prediction is certified nowhere and counts 0 in the average certified radius (ACR).
-This module is part of the torch-free results layer; scipy is imported where it is used.
+The metrics' certified radius (right and not abstained, else 0; certified at r when > r):
+docs/formats.md, "Randomized smoothing". Torch-free; scipy is imported where it is used.
 """
 
 from __future__ import annotations

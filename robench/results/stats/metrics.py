@@ -11,10 +11,8 @@ and is not tested per sample.
 
 Accuracies are fractions in [0, 1] computed from per-sample predictions, so a resumed run
 and an uninterrupted one give the same numbers, and a gate can pair samples across runs.
-Language-modelling metrics (perplexity, word perplexity, bits per byte) are ratios of sums
-over evaluation windows: each window contributes a (NLL, count) pair, the value is computed
-from the totals, and intervals and gates resample windows (`ratio_statistics`).
-This module is part of the torch-free results layer.
+Ratio-of-sums metrics (perplexity over windows): docs/architecture.md, "Ratio-of-sums
+metrics". Torch-free.
 """
 
 from __future__ import annotations
@@ -276,11 +274,9 @@ for _k in (1, 5):
     )
 
 
-# Calibration of a classifier (Guo et al. 2017; Ovadia et al., NeurIPS 2019), from the four
-# scalars its record keeps (tasks/top_k_records.py): `p_pred`, `p_target`, `logp_target` and
-# `p_sumsq`. All three are lower-is-better, reported with a 95% bootstrap interval over samples
-# (2,000 resamples, seed 0) and paired in gates by a bootstrap over samples. Records without
-# the scalars (an older sample store resumed) do not report them (`requires`).
+# Calibration of a classifier (docs/formats.md, "Calibration metrics"), from the four scalars
+# its record keeps (tasks/top_k_records.py). Records without the scalars (an older sample
+# store resumed) do not report them (`requires`).
 _CLASSIFIERS = ("image-classification", "text-classification")
 _ECE = CalibrationError()
 
