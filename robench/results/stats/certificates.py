@@ -50,21 +50,17 @@ def clopper_pearson_lower(successes: int, trials: int, alpha: float) -> float:
     return float(beta.ppf(alpha, successes, trials - successes + 1))
 
 
-def certified_radius(p_lower: float, sigma: float) -> float | None:
-    """sigma * Phi^-1(pA), or None (abstain) when pA <= 1/2."""
-    if p_lower <= 0.5:
-        return None
-    from scipy.stats import norm
-
-    return float(sigma * norm.ppf(p_lower))
-
-
 def certify_counts(
     count_estimation: int, n: int, alpha: float, sigma: float
 ) -> tuple[float, float | None]:
-    """(pA, radius or None when abstaining) from the candidate's estimation count nA of n."""
+    """(pA, the radius sigma * Phi^-1(pA), or None (abstain) when pA <= 1/2) from the
+    candidate's estimation count nA of n."""
     p_lower = clopper_pearson_lower(count_estimation, n, alpha)
-    return p_lower, certified_radius(p_lower, sigma)
+    if p_lower <= 0.5:
+        return p_lower, None
+    from scipy.stats import norm
+
+    return p_lower, float(sigma * norm.ppf(p_lower))
 
 
 def predict_abstains(count_top: int, count_runner_up: int, alpha: float) -> bool:

@@ -335,11 +335,8 @@ _add(
 
 
 # Language modelling: a window's record is {"nll": summed negative log-likelihood in nats,
-# "tokens": scored tokens, "words": scored words (tokens other than <eos>), "bytes": UTF-8
-# bytes of the scored text}; word perplexity and bits per byte as lm-evaluation-harness
-# defines them, so numbers compare across tokenizers. A gate allows each a drop relative to the
-# baseline (2% of a perplexity, 0.5% of the byte-level ones), as perplexity points have no
-# fixed scale.
+# "tokens", "words" (tokens other than <eos>), "bytes": the scored text's counts}. A gate
+# allows each a drop relative to the baseline, as perplexity points have no fixed scale.
 _LM = "language-modeling"
 # name, description, the record's denominator of the NLL, transform, label, gate's drop
 _LM_METRICS = (
