@@ -307,14 +307,11 @@ def compute_one(
     value = float(plan.value(point))
     replicates = plan.value(bootstrap_accuracies(blocks, n_boot, seed))
     low, high = centred_interval(value, replicates)
+    ci95 = (float(low), float(high))
     details = {c: float(v) for c, v in plan.details(point).items()}
-    fields = {
-        "value": value,
-        "ci95": (float(low), float(high)),
-        "reason": caveat,
-        "details": details,
-    }
-    return _result(aggregate, name, dataset, plan, **fields)
+    return _result(
+        aggregate, name, dataset, plan, value=value, ci95=ci95, reason=caveat, details=details
+    )
 
 
 def compute_aggregates(
