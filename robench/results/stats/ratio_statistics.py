@@ -58,11 +58,11 @@ class RatioOfSums:
         with np.errstate(over="ignore", invalid="ignore"):
             return np.asarray(self.transform(self.ratios(pairs)))
 
-    def __call__(self, pairs: Sequence[Any]) -> float:
+    def __call__(self, pairs: Sequence[Any] | np.ndarray) -> float:
         array = as_pairs(pairs)
         return float(self.values(array)) if array.size else math.nan
 
-    def interval(self, values: Sequence[Any]) -> tuple[float, float]:
+    def interval(self, values: Sequence[Any] | np.ndarray) -> tuple[float, float]:
         """95% bootstrap interval over samples (a `Metric.interval`), centred on the value
         and within `bounds`; (nan, nan) if none or undefined. The resamples are the drawn
         pairs themselves (`weighted=False`): a median needs them."""
