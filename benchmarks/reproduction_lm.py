@@ -35,7 +35,6 @@ from robench.evaluation.request import EvalRequest, evaluate
 from robench.models.hashing import sha256_file
 from robench.results.report.schema import Report
 from robench.results.stats.metrics import METRICS
-from robench.results.stats.ratio_statistics import paired_statistic_bootstrap
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = {"baseline": "transformer_lm_nano", "elliptical": "transformer_lm_nano_elliptical"}
@@ -123,8 +122,8 @@ def _section(reports: dict[str, list[Report]], seeds: list[int], steps: int) -> 
         base, ell = reports["baseline"][i], reports["elliptical"][i]
         for result in RESULTS:
             (bv, bci), (ev, eci) = _value(base, result), _value(ell, result)
-            diff, (low, high), _, _ = paired_statistic_bootstrap(
-                statistic, _pairs(base, result), _pairs(ell, result), 2000, 0, "two-sided"
+            diff, (low, high), _, _ = statistic.paired(
+                _pairs(base, result), _pairs(ell, result), 2000, 0, "two-sided"
             )
             diffs[result].append(diff)
             values.setdefault(("baseline", result), []).append(bv)

@@ -12,11 +12,7 @@ from torch import nn
 from robench.data.text import TextCorpus, Vocabulary, collate_windows
 from robench.data.text.windows import LanguageModelingWindows
 from robench.results.stats.metrics import METRICS
-from robench.results.stats.ratio_statistics import (
-    RatioOfSums,
-    bootstrap_interval,
-    paired_statistic_bootstrap,
-)
+from robench.results.stats.ratio_statistics import RatioOfSums
 from robench.tasks import load_task
 
 
@@ -136,10 +132,10 @@ def test_bootstrap_interval_covers_the_value_and_is_seeded():
     pairs = np.stack([nll, tokens], axis=1)
     ppl = RatioOfSums(np.exp)
     value = ppl(pairs)
-    low, high = bootstrap_interval(ppl, pairs)
+    low, high = ppl.interval(pairs)
     assert low < value < high
     assert value == pytest.approx(math.exp(nll.sum() / tokens.sum()))
-    assert bootstrap_interval(ppl, pairs) == (low, high)
+    assert ppl.interval(pairs) == (low, high)
 
 
 def test_paired_bootstrap_detects_a_worse_candidate_and_not_an_identical_one():
@@ -149,8 +145,8 @@ def test_paired_bootstrap_detects_a_worse_candidate_and_not_an_identical_one():
     base = np.stack([base_nll, tokens], axis=1)
     worse = np.stack([base_nll + tokens * 0.1, tokens], axis=1)  # +0.1 nats per token
     ppl = RatioOfSums(np.exp)
-    diff, (low, _), p_worse, _ = paired_statistic_bootstrap(ppl, base, worse, 2000, 0, "greater")
+    diff, (low, _), p_worse, _ = ppl.paired(base, worse, 2000, 0, "greater")
     assert diff == pytest.approx(ppl(worse) - ppl(base)) and diff > 0
     assert low > 0 and p_worse < 0.01
-    diff, _, p_same, _ = paired_statistic_bootstrap(ppl, base, base, 2000, 0, "greater")
+    diff, _, p_same, _ = ppl.paired(base, base, 2000, 0, "greater")
     assert diff == 0 and p_same == 1.0

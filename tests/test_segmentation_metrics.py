@@ -11,11 +11,11 @@ import pytest
 import torch
 
 from robench.data.segmentation.label_maps import IGNORE_INDEX, PAD_INDEX
+from robench.results.stats.bootstrap import bootstrap, centred_interval, paired_summary
 from robench.results.stats.segmentation_metrics import (
     CountsStatistic,
-    bootstrap_interval,
+    as_counts,
     dataset_metrics,
-    paired_bootstrap,
     per_class_metrics,
     pixel_counts,
 )
@@ -94,22 +94,22 @@ def _images(seed: int, n: int = 40, k: int = 4) -> np.ndarray:
 def test_bootstrap_interval_brackets_the_value_and_is_seeded() -> None:
     counts = _images(1)
     miou = CountsStatistic("miou")
-    low, high = bootstrap_interval(miou, counts)
+    low, high = miou.interval(counts)
     assert low < miou(counts) < high
-    assert bootstrap_interval(miou, counts) == (low, high)
+    assert miou.interval(counts) == (low, high)
     # flat (N, 4K) rows, as a report stores them, give the same interval
-    assert bootstrap_interval(miou, counts.reshape(len(counts), -1).tolist()) == (low, high)
-    assert all(math.isnan(v) for v in bootstrap_interval(miou, []))
+    assert miou.interval(counts.reshape(len(counts), -1).tolist()) == (low, high)
+    assert all(math.isnan(v) for v in miou.interval([]))
 
 
 def test_paired_bootstrap_of_identical_runs_is_zero_and_of_a_worse_run_is_negative() -> None:
     counts = _images(2)
     stat = CountsStatistic("pixel_accuracy")
-    diff, (low, high), p_value, sd = paired_bootstrap(stat, counts, counts)
+    diff, (low, high), p_value, sd = stat.paired(counts, counts, 2000, 0, "two-sided")
     assert (diff, low, high, sd) == (0.0, 0.0, 0.0, 0.0)
     worse = counts.copy()
     worse[:, 0] = worse[:, 0] // 2  # half the hits
-    diff, (low, high), p_value, _ = paired_bootstrap(stat, counts, worse)
+    diff, (low, high), p_value, _ = stat.paired(counts, worse, 2000, 0, "two-sided")
     assert diff < 0 and high < 0 and p_value < 0.01
 
 
@@ -121,16 +121,23 @@ def test_bootstrap_sums_the_drawn_images() -> None:
     half = 1.959963984540054 * np.std(miou.values(counts[drawn]), ddof=1)
     value = miou(counts)
     naive = (max(0.0, value - half), min(1.0, value + half))
-    assert bootstrap_interval(miou, counts, n_resamples=300, seed=5) == pytest.approx(naive)
+    assert miou.interval(counts, n_resamples=300, seed=5) == pytest.approx(naive)
 
 
-def test_statistic_methods_are_the_module_functions() -> None:
+def test_statistic_methods_are_the_shared_bootstrap() -> None:
     counts, other = _images(4), _images(5)
     miou = CountsStatistic("miou")
-    assert miou.interval(counts) == bootstrap_interval(miou, counts)
-    assert miou.paired(counts, other, 500, 1, "two-sided") == paired_bootstrap(
-        miou, counts, other, 500, 1, "two-sided"
+    replicates = bootstrap(miou.of_weights, as_counts(counts))
+    assert miou.interval(counts) == centred_interval(miou(counts), replicates, (0.0, 1.0))
+    diffs = bootstrap(
+        lambda w, b, c: miou.of_weights(w, c) - miou.of_weights(w, b),
+        as_counts(counts),
+        as_counts(other),
+        n_resamples=500,
+        seed=1,
     )
+    expected = paired_summary(miou(other) - miou(counts), diffs, len(counts), "two-sided")
+    assert miou.paired(counts, other, 500, 1, "two-sided") == expected
 
 
 def test_batch_counts_equal_each_images_counts() -> None:

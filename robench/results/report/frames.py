@@ -2,8 +2,8 @@
 `robench.samples_frame`.
 
 Each takes reports as paths (read and validated as every command reads them) or as `Report`
-objects (`robench.evaluate`'s result); the rows come from `robench.results.report.tidy`,
-which documents the columns. pandas is imported inside the functions, so `import robench`
+objects (`robench.evaluate`'s result); the rows come from `robench.results.report.tidy`
+(columns: docs/python-api.md). pandas is imported inside the functions, so `import robench`
 and the command line stay free of it.
 """
 
@@ -85,14 +85,10 @@ def reports_frame(
 def reports_frame(
     reports: Iterable[ReportSource] | ReportSource, strict: bool = True
 ) -> pd.DataFrame | tuple[pd.DataFrame, list[tuple[str, str]]]:
-    """Many reports in one tidy frame: column `report` (the path as given, `<report N>` for a
-    `Report` object), then `Report.to_pandas()`'s columns, the parameter columns of all
-    reports together.
-
-    A report that cannot be read raises its one-sentence error (a `RobenchError`), unless
-    `strict=False`: then it is left out and `(frame, errors)` is returned, `errors` being
-    `(path, message)` for each file left out.
-    """
+    """Many reports in one tidy frame: column `report`, then `Report.to_pandas()`'s columns
+    (docs/python-api.md, "robench.reports_frame"). A report that cannot be read raises its
+    one-sentence error (a `RobenchError`), unless `strict=False`: then it is left out and
+    `(frame, errors)` is returned, `errors` being `(path, message)` for each file left out."""
     reports = report_sources(reports)
     rows: list[dict[str, Any]] = []
     names: list[str] = []
@@ -116,9 +112,6 @@ def reports_frame(
 
 @as_input_errors
 def samples_frame(report: ReportSource) -> pd.DataFrame:
-    """Per-sample outcomes, one row per (dataset, result, sample): model, dataset,
-    perturbation, kind, index (in the dataset), target, prediction, correct (top-1), then
-    every other column the report stores (attack columns such as `min_norm`,
-    `first_success`, `queries`, `outcome`; per-sample metric values), missing where a result
-    has no such column. A result run with `max_samples` has rows for its first n samples."""
+    """Per-sample outcomes, one row per (dataset, result, sample); the columns:
+    docs/python-api.md, "robench.samples_frame"."""
     return samples_frame_of(load_report(report))

@@ -1,11 +1,6 @@
-"""A report as a small HTML table, for Jupyter (`Report._repr_html_`).
-
-A title line (model, task, suite, samples, seed) over one row per result and metric, then the
-aggregates: `Perturbation | Metric | dir | Value | 95% CI | n`, values as the report stores
-them (fractions for accuracies; `Report.to_pandas()` has the same numbers). Every text is
-HTML-escaped: names come from suite and model files. Long reports show their first
-`MAX_ROWS` rows and say how many more there are. No pandas: a notebook shows the report
-without building a frame.
+"""A report as a small HTML table, for Jupyter (`Report._repr_html_`; docs/python-api.md, "In
+Jupyter"). Every text is HTML-escaped: names come from suite and model files. No pandas: a
+notebook shows the report without building a frame.
 """
 
 from __future__ import annotations

@@ -13,9 +13,8 @@ A format is registered with `@register_format(kind, name, *suffixes)` on its ren
 function (robench's own in `results/compare/tables.py`, `results/compare/formats.py`,
 `results/compare/per_corruption.py`, `results/gate/formats.py`, which re-export their
 registry: import it from there, where it is filled; a plugin's through
-`robench.registry.register_format`). The command lines build their `--format` choices from
-the registry and pick a format from an `--output` file's suffix with `format_for_suffix`, so
-a new format is one registration and nothing in the CLI changes.
+`robench.registry.register_format`). How the commands pick one: docs/architecture.md, "A
+command line that answers at once".
 """
 
 from __future__ import annotations

@@ -85,8 +85,7 @@ class Environment(_Strict):
     # How reproducible the numbers are: torch's determinism flags, how robench seeds, and
     # where a library is not deterministic on GPU (absent in reports before 0.1.0's schema 4).
     determinism: dict[str, Any] = Field(default_factory=dict)
-    # The arithmetic of the run (SpeedOptions.precision): "fp32" (IEEE), "tf32" (--tf32 on
-    # CUDA), "bf16 autocast, attacks fp32", ...; None in reports before robench recorded it.
+    # The arithmetic of the run (SpeedOptions.precision; docs/formats.md); None: not recorded.
     precision: str | None = None
 
 
@@ -103,10 +102,8 @@ class ModelInfo(_Strict):
     preprocessing: dict[str, Any]  # input_size, interpolation, crop_pct
     config_sources: dict[str, str]  # which source gave each preprocessing field
     task: str = "image-classification"  # the task the model solves
-    # Where a model source read the weights (hf:, hf-hub:, local-dir:, a timm pretrained
-    # tag): source, location (repo id or folder), revision and commit (the Hub cache's
-    # snapshot), weights_sha256 and files_sha256 (file name -> sha256), and what the model's
-    # builder adds (e.g. tokenizer_sha256). None for a --checkpoint or a model card.
+    # Where a model source read the weights (its keys: docs/formats.md, `model`); None for a
+    # --checkpoint or a model card.
     source: dict[str, Any] | None = None
     # What the model's modules report about themselves through robench's report hook, by
     # section: e.g. "elliptical" -> Elliptical Attention options (robench/_core/model_hooks.py).
@@ -154,8 +151,7 @@ class DataInfo(_Strict):
     # How images reach the model when it differs from resize + centre crop (ImageNet-C);
     # for a text corpus, how it was cut into evaluation windows.
     preprocessing_note: str | None = None
-    # A text corpus's summary (language modelling): layout, lines, tokens, scored tokens,
-    # words, bytes, target_length, context, windows, vocabulary size and sha256, unk rate.
+    # A text corpus's summary (language modelling; its keys: docs/formats.md, `datasets`).
     corpus: dict[str, Any] | None = None
     # Samples left out because they cannot be read (`--bad-images skip`), and why; they are
     # not in `n_samples` and no perturbation saw them.
@@ -380,8 +376,7 @@ class Report(_Strict):
 
     def to_pandas(self) -> pd.DataFrame:
         """A tidy frame: one row per (dataset, result, metric), then one per aggregate, values
-        as stored (fractions for accuracies); `robench.results.report.tidy` documents every
-        column."""
+        as stored (fractions for accuracies); docs/python-api.md documents every column."""
         from robench.results.report.tidy import report_frame
 
         return report_frame(self)

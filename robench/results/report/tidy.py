@@ -11,21 +11,8 @@ Why the report is typed `Any` here: `Report.to_pandas` (in `schema.py`) imports 
 so this module cannot import `schema.py` back, not even for types (an import circle, which
 `tests/test_architecture.py` forbids). It reads only the fields documented in docs/formats.md.
 
-The tidy frame's columns (`report_columns`), in order: `model, task, dataset, perturbation,
-kind`, one column per parameter key of the report's results (nested parameters such as a
-word swap's `realised` flattened as `realised.words`; a key that would clash with a fixed
-column or `report` is prefixed `param.`; lists become tuples), then `metric, value, ci_low,
-ci_high, n, higher_is_better, passes_per_sample, forward_passes, backward_passes, wall_time_s,
-suite, seed`. A parameter a result does not have is missing (NaN). Values are as stored:
-fractions for accuracies, not percent. The cost columns are the result's counted model passes
-(`PerturbationResult.cost`: passes per sample, total forward and backward passes in samples),
-missing for a report written before robench counted them (schema < 5) or an aggregate.
-
-Aggregates (mCE, mean corruption accuracy...) are rows too: `perturbation` is the
-aggregate's name (`mce`, `mce@imagenet-c`), `kind` is `"aggregate"`, `metric` is its
-registered kind (`mce`), parameters are missing, `n` is the samples its members share, and
-`value` and the interval are missing when the report could not compute it. That is how
-`robench compare` and `robench gate` name an aggregate's column and check.
+The tidy frame's columns (`report_columns`), aggregates' rows included, are documented in
+docs/python-api.md ("`report.to_pandas()`"); values are as stored (fractions, not percent).
 """
 
 from __future__ import annotations
@@ -166,7 +153,7 @@ def frame_of_rows(rows: list[dict[str, Any]], columns: list[str]) -> pd.DataFram
 
 
 def report_frame(report: ReportLike) -> pd.DataFrame:
-    """The tidy frame of one report (`Report.to_pandas()`); columns in the module docstring."""
+    """The tidy frame of one report (`Report.to_pandas()`)."""
     rows = report_rows(report)
     return frame_of_rows(rows, report_columns(rows))
 

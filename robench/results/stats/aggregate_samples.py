@@ -4,15 +4,10 @@ An aggregate (mCE, mean corruption accuracy, mean mIoU under corruption) is a fu
 number per member result: its top-1 accuracy, or its mIoU. A `SampleStatistic` says which
 per-sample column holds a result's outcome and how summed per-sample vectors give that number
 (`TOP1`: correctness summed / n; `MIOU`: per-image (4, K) pixel counts summed, then mIoU).
-The interval resamples *samples*, not results: a replicate draws n sample positions with
-replacement once and applies the same draw to every row of a `Block` (the member results on
-one dataset, and two reports' rows when a gate pairs them), so the outcomes of one image under
-different corruptions stay together. Blocks on different datasets (a clean result measured on
-another dataset) are resampled independently.
-
-A draw is held as counts per sample (how often each position was drawn: `bootstrap`,
-weighted), so a replicate's sums are one matrix product: counts (replicates, n) @ values
-(n, rows x m).
+The interval resamples samples, one draw for every row of a `Block` (the member results on
+one dataset, and two reports' rows when a gate pairs them); blocks on different datasets are
+resampled independently (docs/formats.md, "Aggregates"). A replicate's sums are one matrix
+product of the draw's counts (`bootstrap`, weighted).
 """
 
 from __future__ import annotations

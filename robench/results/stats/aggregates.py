@@ -5,27 +5,15 @@ one dataset it reads (its members, and a clean result for relative mCE) and how 
 their top-1 accuracies. `compute_aggregates` runs the plans on a report's corruption results,
 one group per dataset that holds any, and attaches a 95% bootstrap interval over samples
 (`bootstrap.centred_interval`), paired across the members (`aggregate_samples`).
-docs/formats.md ("Aggregates") gives the definitions.
-
-With E(f,c,s) model f's top-1 error on corruption c at severity s and AlexNet's errors from
-`alexnet_reference`:
-- `mce`: mean over the 15 standard corruptions of CE_c = sum_s E(f,c,s) / sum_s E(AlexNet,c,s);
-- `relative_mce`: the same mean of sum_s [E(f,c,s) - E(f,clean)] over
-  sum_s [E(AlexNet,c,s) - E(AlexNet,clean)];
-- `extra_mce`: the `mce` formula over the 4 extra corruptions;
-- `mean_corruption_accuracy` / `mean_corruption_error`: the mean over every corruption x
-  severity result of the group, for any dataset (RobustBench's CIFAR-10-C number);
-- `mean_corruption_miou` (semantic segmentation): the mean over every corruption x severity
-  result of the group of its mIoU, each mIoU a ratio of pixel counts summed over the images
-  (`segmentation_metrics`); the bootstrap resamples images, paired across corruptions.
-The AlexNet-normalised ones are defined for ImageNet-1k only. Torch-free.
+docs/formats.md ("Aggregates") gives the definitions, from AlexNet's errors
+(`alexnet_reference`) for the mCE kinds; those are defined for ImageNet-1k only. Torch-free.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from robench._core.registry import Registry
 from robench.results.report.schema import AggregateResult, PerturbationResult, Report
@@ -87,6 +75,10 @@ AGGREGATES: Registry[Aggregate] = Registry("aggregate")
 
 def register(aggregate: Aggregate) -> Aggregate:
     return AGGREGATES.register(aggregate.name)(aggregate)
+
+
+def _add(**fields: Any) -> Aggregate:
+    return register(Aggregate(**fields))
 
 
 def find_aggregate(name: str) -> Aggregate | None:
@@ -228,35 +220,29 @@ for _name, _which, _relative, _label, _text in (
     ("relative_mce", "standard", True, "rel. mCE", "relative mCE over the 15 corruptions"),
     ("extra_mce", "extra", False, "extra mCE", "mCE over the 4 extra ImageNet-C corruptions"),
 ):
-    register(
-        Aggregate(
-            name=_name,
-            description=f"{_text}, AlexNet = 100 (lower is better)",
-            higher_is_better=False,
-            display=MetricDisplay(_label, scale=100.0),
-            plan=_normalised(_which, _relative, _name),
-        )
+    _add(
+        name=_name,
+        description=f"{_text}, AlexNet = 100 (lower is better)",
+        higher_is_better=False,
+        display=MetricDisplay(_label, scale=100.0),
+        plan=_normalised(_which, _relative, _name),
     )
 for _is_error, _what, _label in ((False, "accuracy", "acc."), (True, "error", "err.")):
-    register(
-        Aggregate(
-            name=f"mean_corruption_{_what}",
-            description=f"top-1 {_what} averaged over every corruption x severity result",
-            higher_is_better=not _is_error,
-            display=MetricDisplay(f"mean corr. {_label}", scale=100.0, unit="%", diff_unit="pp"),
-            plan=_mean_over_results(error=_is_error),
-        )
+    _add(
+        name=f"mean_corruption_{_what}",
+        description=f"top-1 {_what} averaged over every corruption x severity result",
+        higher_is_better=not _is_error,
+        display=MetricDisplay(f"mean corr. {_label}", scale=100.0, unit="%", diff_unit="pp"),
+        plan=_mean_over_results(error=_is_error),
     )
-register(
-    Aggregate(
-        name="mean_corruption_miou",
-        description="mIoU averaged over every corruption x severity result (segmentation)",
-        higher_is_better=True,
-        display=MetricDisplay("mean corr. mIoU", scale=100.0, unit="%", diff_unit="pp"),
-        plan=_mean_over_results(error=False),
-        statistic=MIOU,
-        task="semantic-segmentation",
-    )
+_add(
+    name="mean_corruption_miou",
+    description="mIoU averaged over every corruption x severity result (segmentation)",
+    higher_is_better=True,
+    display=MetricDisplay("mean corr. mIoU", scale=100.0, unit="%", diff_unit="pp"),
+    plan=_mean_over_results(error=False),
+    statistic=MIOU,
+    task="semantic-segmentation",
 )
 
 
@@ -321,14 +307,11 @@ def compute_one(
     value = float(plan.value(point))
     replicates = plan.value(bootstrap_accuracies(blocks, n_boot, seed))
     low, high = centred_interval(value, replicates)
+    ci95 = (float(low), float(high))
     details = {c: float(v) for c, v in plan.details(point).items()}
-    fields = {
-        "value": value,
-        "ci95": (float(low), float(high)),
-        "reason": caveat,
-        "details": details,
-    }
-    return _result(aggregate, name, dataset, plan, **fields)
+    return _result(
+        aggregate, name, dataset, plan, value=value, ci95=ci95, reason=caveat, details=details
+    )
 
 
 def compute_aggregates(

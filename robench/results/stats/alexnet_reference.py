@@ -1,12 +1,9 @@
 """AlexNet's ImageNet-C errors: the normaliser of mCE (Hendrycks & Dietterich, ICLR 2019).
 
-The numbers ship as package data in `reference/` (copied with their `#` provenance lines):
-`imagenet_c_alexnet_errors_by_severity.csv` holds AlexNet's top-1 error per corruption and
-severity for all 19 corruptions (hendrycks/robustness README.md, table "AlexNet ImageNet-C
-Error", commit ac836a511a76), and `imagenet_c_alexnet_errors.csv` their means over severities,
-which set (15 `standard`, 4 `extra`) each corruption belongs to, and the `clean` row: AlexNet's
-clean ImageNet-val error 0.4345 (torchvision docs, "ImageNet 1-crop error rates").
-Values are read keyed by corruption name and severity, never by position.
+The numbers ship as package data in `reference/`, each CSV with its `#` provenance lines
+(docs/formats.md, "Aggregates"): the errors per corruption and severity, and per corruption
+its set (15 `standard`, 4 `extra`) and the `clean` row. Values are read keyed by corruption
+name and severity, never by position.
 """
 
 from __future__ import annotations

@@ -22,15 +22,10 @@ Every reported interval uses the same seed, so the draws depend on n alone: the 
 the last n are kept (as small integers, up to `_CACHE_BYTES`), and the next statistic of n
 samples (ECE, NLL and Brier of one result, then of the next) only multiplies.
 
-The interval (`centred_interval`) is the standard normal interval with the bootstrap's
-standard error, estimate +- 1.96 se_B (Efron & Tibshirani 1993, An Introduction to the
-Bootstrap, ch. 6 and 12), cut to the range the statistic can take. It contains its estimate
-by construction. A percentile interval does not: for a biased plug-in statistic such as ECE
-(Kumar, Liang & Ma 2019, "Verified Uncertainty Calibration") the resamples sit on the
-estimate's biased side, and their 2.5% quantile can exceed the estimate itself; the basic and
-bias-corrected (BC, BCa) intervals are built from the same quantiles and exclude it in the
-same cases. docs/formats.md ("Intervals") gives the coverage measured by
-`benchmarks/bench_interval_coverage.py`. Torch-free.
+The interval (`centred_interval`) is estimate +- 1.96 bootstrap standard errors (Efron &
+Tibshirani 1993, An Introduction to the Bootstrap, ch. 6 and 12), which contains its
+estimate; why not a percentile, BC or BCa interval, and the coverage measured:
+docs/formats.md, "Intervals". Torch-free.
 """
 
 from __future__ import annotations

@@ -1,21 +1,16 @@
 """Calibration statistics: expected calibration error (ECE) and the bootstrap of a mean.
 
 ECE (Guo et al., ICML 2017, "On Calibration of Modern Neural Networks"; Naeini et al. 2015)
-bins the samples by the confidence of their predicted class and averages the gap between
-accuracy and mean confidence per bin, weighted by the bin's share of samples (L1). With 15
-equal-width bins, as torchmetrics' `MulticlassCalibrationError(n_bins=15, norm="l1")`:
+with 15 equal-width bins (L1), as torchmetrics' `MulticlassCalibrationError(n_bins=15,
+norm="l1")`, whose bins (a confidence of exactly 1 in a bin of its own) docs/formats.md
+gives ("Calibration metrics"); Guo et al.'s bins are right-closed, which differs only for
+confidences on a bin edge. Written as per-bin sums,
 
     ECE = sum_b |acc_b - conf_b| * n_b / n = (1 / n) * sum_b |sum_{i in b} (correct_i - conf_i)|
 
-Bin b holds the confidences in [b/15, (b+1)/15); a confidence of exactly 1 (a saturated
-float32 softmax) has a 16th bin of its own, as torchmetrics' `torch.bucketize(...,
-right=True)` gives it (Guo et al.'s bins are right-closed; the two differ only for
-confidences on a bin edge).
-
-The right-hand form is a function of per-bin sums, so a bootstrap resample's ECE is
-`|weights @ gaps|` (`bootstrap`, weighted): 2,000 resamples of 10,000 samples cost one matrix
-product. A sample's value is its (confidence, correct) pair; the report keeps those pairs as
-the `ece` column, which the gate's paired bootstrap reads. Torch-free.
+so a bootstrap resample's ECE is `|weights @ gaps|` (`bootstrap`, weighted): one matrix
+product. A sample's value is its (confidence, correct) pair, the report's `ece` column.
+Torch-free.
 """
 
 from __future__ import annotations

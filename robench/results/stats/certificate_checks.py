@@ -1,22 +1,8 @@
 """Always-on check of randomized-smoothing certificates against attacks on the smoothed
-classifier in the same report (`certificate_vs_attack`).
-
-A certificate (Cohen et al., Theorem 1) is about the smoothed classifier g of its sigma: with
-probability >= 1 - alpha, g predicts the certified class everywhere within the radius. Only
-an attack whose outcome is g's prediction can contradict it: `smoothed-pgd` (SmoothAdv's
-PGD-L2 on g, then Cohen et al.'s PREDICT at the adversarial image) at the certificate's sigma.
-A sample certified right beyond r (radius > r) whose smoothed prediction at that attack's
-image, within r = its eps, is another class is a violation; an abstention is not (PREDICT
-declined to name a class). A violation needs the certificate to fail (probability <= the
-certificate's alpha) or PREDICT to return a class other than g's (<= the attack's alpha), so
-the check warns when violations outnumber what a Binomial(certified, alpha_cert +
-alpha_predict) gives with probability 95%: then the certificate is unsound (check sigma, n,
-alpha, or the noise the model saw).
-
-Attacks on the base classifier f (PGD-L2, FMN-L2) get no check: f may be broken inside g's
-certified radius without any contradiction (f is typically much less robust than g), so
-comparing them with a certificate proves nothing; a log line says so when they are all a
-report holds.
+classifier in the same report (`certificate_vs_attack`). The rule, and why attacks on the
+base classifier get no check: docs/formats.md, "Randomized smoothing". A violation needs the
+certificate to fail (probability <= its alpha) or PREDICT to name another class than g's (<=
+the attack's alpha), hence the Binomial(certified, alpha_cert + alpha_predict) bound.
 """
 
 from __future__ import annotations

@@ -15,11 +15,8 @@ quantile (statsmodels' two-sided interval at 2 alpha); it abstains when pA < 1/2
 when pA <= 1/2, where the radius would be 0 (pA = 1/2 exactly needs nA / n well above 1/2 and is
 never met in practice).
 
-A sample's certified radius for the metrics is its radius when the smoothed prediction is
-right and it did not abstain, else 0: certified at r when that radius is > r (as a minimal
-norm is robust at eps when > eps, results/stats/robustness_curves.py), so an abstention or a
-wrong prediction is certified nowhere and counts 0 in the average certified radius (ACR).
-This module is part of the torch-free results layer; scipy is imported where it is used.
+The metrics' certified radius (right and not abstained, else 0; certified at r when > r):
+docs/formats.md, "Randomized smoothing". Torch-free; scipy is imported where it is used.
 """
 
 from __future__ import annotations
@@ -53,21 +50,17 @@ def clopper_pearson_lower(successes: int, trials: int, alpha: float) -> float:
     return float(beta.ppf(alpha, successes, trials - successes + 1))
 
 
-def certified_radius(p_lower: float, sigma: float) -> float | None:
-    """sigma * Phi^-1(pA), or None (abstain) when pA <= 1/2."""
-    if p_lower <= 0.5:
-        return None
-    from scipy.stats import norm
-
-    return float(sigma * norm.ppf(p_lower))
-
-
 def certify_counts(
     count_estimation: int, n: int, alpha: float, sigma: float
 ) -> tuple[float, float | None]:
-    """(pA, radius or None when abstaining) from the candidate's estimation count nA of n."""
+    """(pA, the radius sigma * Phi^-1(pA), or None (abstain) when pA <= 1/2) from the
+    candidate's estimation count nA of n."""
     p_lower = clopper_pearson_lower(count_estimation, n, alpha)
-    return p_lower, certified_radius(p_lower, sigma)
+    if p_lower <= 0.5:
+        return p_lower, None
+    from scipy.stats import norm
+
+    return p_lower, float(sigma * norm.ppf(p_lower))
 
 
 def predict_abstains(count_top: int, count_runner_up: int, alpha: float) -> bool:

@@ -1,13 +1,10 @@
 """Certified accuracy against the L2 radius, read from a randomized-smoothing result's
 per-sample columns (results/stats/certificates.py).
 
-A sample is certified at r when the smoothed classifier is right and its radius is > r, the
-convention of a minimal norm at eps (`robustness_curves.py`): the curve is that step curve
-over each sample's certified radius (0 for wrong or abstained samples), with Wilson 95%
-intervals. Unlike a minimal-norm curve it has no cap: a certificate is computed whole, so the
-curve runs to the largest radius found (or listed). `compare --at-radius` reads it at any
-radius as a metric `certified_accuracy@R` of the result.
-This module is part of the torch-free results layer.
+The curve is `robustness_curves.step_curve` over each sample's certified radius (0 for wrong
+or abstained samples; docs/formats.md, "Randomized smoothing"). Unlike a minimal-norm curve it
+has no cap: a certificate is computed whole, so the curve runs to the largest radius found
+(or listed). Torch-free.
 """
 
 from __future__ import annotations

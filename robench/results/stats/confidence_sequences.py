@@ -31,12 +31,9 @@ margin sqrt(2 sigma2 log(2/alpha) / n) of a fixed lambda equals H at n = 2 sigma
 
     lambda_t    = min( H / sigma2_{t-1}, c )
 
-which reaches H in about 1.6-2.7x the samples a fixed-n Wilson interval needs (4-7x with the
-default bets at accuracy 0.5; docs/sequential.md).
-robench reports the running intersection of C_1..C_t clipped to [0, 1], which is still a
-confidence sequence (Proposition 1 of the paper's arXiv version) and never widens.
-
-numpy only (imported in the functions); this module is part of the torch-free results layer.
+(samples needed against a fixed-n interval: docs/sequential.md). robench reports the running
+intersection of C_1..C_t clipped to [0, 1], which is still a confidence sequence
+(Proposition 1 of the paper's arXiv version) and never widens. Torch-free.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
-"""Always-on checks of the curves attacks record (results/stats/robustness_curves.py).
-
-- `minimal_norm_at_most_pgd`: a minimal-norm attack's accuracy at eps is an upper bound found
-  by a search over every eps at once, so it should not sit above a PGD run at a fixed eps in
-  the same suite (same threat model, same samples). Warned when the curve's accuracy at PGD's
-  eps lies above the upper end of PGD's 95% interval and the two intervals do not overlap:
-  the minimal-norm attack is weaker than PGD there (too few steps, too small a step).
-- `converged`: an iterative attack whose accuracy against iterations still falls in its last
-  20% of iterations had not converged; more steps would likely lower the number. A warning,
-  and a sign the sanity battery's gradient-masking checks read too (docs/sanity.md). Judged
-  for attacks of at least `MIN_JUDGED_STEPS` iterations: a shorter one (the smoke suite's
-  PGD-5, a pipeline check) is not run to converge, and warning that it did not says nothing.
-- `certificate_vs_attack` (`certificate_checks.py`): randomized-smoothing certificates held
-  to the empirical L2 attacks of the same report.
+"""Always-on checks of the curves attacks record (results/stats/robustness_curves.py), as
+docs/formats.md ("Minimal-norm attacks") and docs/sanity.md describe them:
+- `minimal_norm_at_most_pgd`: a minimal-norm curve at PGD's eps lies wholly above PGD's
+  interval: the minimal-norm attack is weaker there (too few steps, too small a step);
+- `converged`: accuracy against iterations still falls in the last 20% of the iterations;
+- `certificate_vs_attack` (`certificate_checks.py`): certificates against attacks on the
+  smoothed classifier.
 """
 
 from __future__ import annotations

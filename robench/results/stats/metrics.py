@@ -11,10 +11,8 @@ and is not tested per sample.
 
 Accuracies are fractions in [0, 1] computed from per-sample predictions, so a resumed run
 and an uninterrupted one give the same numbers, and a gate can pair samples across runs.
-Language-modelling metrics (perplexity, word perplexity, bits per byte) are ratios of sums
-over evaluation windows: each window contributes a (NLL, count) pair, the value is computed
-from the totals, and intervals and gates resample windows (`ratio_statistics`).
-This module is part of the torch-free results layer.
+Ratio-of-sums metrics (perplexity over windows): docs/architecture.md, "Ratio-of-sums
+metrics". Torch-free.
 """
 
 from __future__ import annotations
@@ -242,12 +240,17 @@ def _exp(values: np.ndarray) -> np.ndarray:
     return np.exp(values)
 
 
-def _statistic_metric(
+def _add(**fields: Any) -> Metric:
+    """Register `Metric(**fields)`."""
+    return register(Metric(**fields))
+
+
+def _add_statistic(
     statistic: RatioOfSums | CountsStatistic | CalibrationError, **fields: Any
 ) -> Metric:
-    """A metric whose value, interval and paired test are `statistic`'s (a ratio of sums, a
-    median of marked samples, ratios of counts): not a mean of per-sample values."""
-    return Metric(
+    """Register a metric whose value, interval and paired test are `statistic`'s (a ratio of
+    sums, a median of marked samples, ratios of counts): not a mean of per-sample values."""
+    return _add(
         paired_test="statistic",
         aggregate=statistic,
         interval=statistic.interval,
@@ -261,23 +264,19 @@ def _top_k(k: int) -> PerSampleFn:
 
 
 for _k in (1, 5):
-    register(
-        Metric(
-            name=f"top{_k}",
-            description=f"top-{_k} accuracy (fraction of samples)",
-            higher_is_better=True,
-            per_sample=_top_k(_k),
-            display=MetricDisplay(f"top-{_k}", scale=100.0, unit="%", diff_unit="pp"),
-            task=("image-classification", "text-classification", "sequence-classification"),
-        )
+    _add(
+        name=f"top{_k}",
+        description=f"top-{_k} accuracy (fraction of samples)",
+        higher_is_better=True,
+        per_sample=_top_k(_k),
+        display=MetricDisplay(f"top-{_k}", scale=100.0, unit="%", diff_unit="pp"),
+        task=("image-classification", "text-classification", "sequence-classification"),
     )
 
 
-# Calibration of a classifier (Guo et al. 2017; Ovadia et al., NeurIPS 2019), from the four
-# scalars its record keeps (tasks/top_k_records.py): `p_pred`, `p_target`, `logp_target` and
-# `p_sumsq`. All three are lower-is-better, reported with a 95% bootstrap interval over samples
-# (2,000 resamples, seed 0) and paired in gates by a bootstrap over samples. Records without
-# the scalars (an older sample store resumed) do not report them (`requires`).
+# Calibration of a classifier (docs/formats.md, "Calibration metrics"), from the four scalars
+# its record keeps (tasks/top_k_records.py). Records without the scalars (an older sample
+# store resumed) do not report them (`requires`).
 _CLASSIFIERS = ("image-classification", "text-classification")
 _ECE = CalibrationError()
 
@@ -291,62 +290,53 @@ def _brier(record: Record) -> float:
     return float(record["p_sumsq"] - 2.0 * record["p_target"] + 1.0)
 
 
-register(
-    _statistic_metric(
-        _ECE,
-        name="ece",
-        description="expected calibration error: 15 equal-width confidence bins, L1, as Guo et "
-        "al. 2017 and torchmetrics' MulticlassCalibrationError (lower is better)",
-        higher_is_better=False,
-        per_sample=_confidence_and_correct,  # the report's `ece` column: [p_pred, correct]
-        display=MetricDisplay("ECE", scale=100.0, unit="%", diff_unit="pp"),
-        task=_CLASSIFIERS,
-        requires="p_pred",
-        needs="class probabilities per sample",
-        gate_tolerance=GateTolerance(max_abs_drop=0.02),  # 2 pp of calibration error
-    )
+_add_statistic(
+    _ECE,
+    name="ece",
+    description="expected calibration error: 15 equal-width confidence bins, L1, as Guo et "
+    "al. 2017 and torchmetrics' MulticlassCalibrationError (lower is better)",
+    higher_is_better=False,
+    per_sample=_confidence_and_correct,  # the report's `ece` column: [p_pred, correct]
+    display=MetricDisplay("ECE", scale=100.0, unit="%", diff_unit="pp"),
+    task=_CLASSIFIERS,
+    requires="p_pred",
+    needs="class probabilities per sample",
+    gate_tolerance=GateTolerance(max_abs_drop=0.02),  # 2 pp of calibration error
 )
-register(
-    Metric(
-        name="nll",
-        description="negative log-likelihood of the true class, mean over samples in nats "
-        "(lower is better)",
-        higher_is_better=False,
-        per_sample=lambda record: -float(record["logp_target"]),
-        display=MetricDisplay("NLL"),
-        task=_CLASSIFIERS,
-        requires="logp_target",
-        needs="class probabilities per sample",
-        paired_test="real",
-        interval=lambda values: mean_bootstrap_interval(values, (0.0, math.inf)),
-        # Nats have no fixed scale (0.2 clean, 5 under attack): a drop relative to the baseline.
-        gate_tolerance=GateTolerance(max_rel_drop=0.05),
-    )
+_add(
+    name="nll",
+    description="negative log-likelihood of the true class, mean over samples in nats "
+    "(lower is better)",
+    higher_is_better=False,
+    per_sample=lambda record: -float(record["logp_target"]),
+    display=MetricDisplay("NLL"),
+    task=_CLASSIFIERS,
+    requires="logp_target",
+    needs="class probabilities per sample",
+    paired_test="real",
+    interval=lambda values: mean_bootstrap_interval(values, (0.0, math.inf)),
+    # Nats have no fixed scale (0.2 clean, 5 under attack): a drop relative to the baseline.
+    gate_tolerance=GateTolerance(max_rel_drop=0.05),
 )
-register(
-    Metric(
-        name="brier",
-        description="multiclass Brier score sum_k (p_k - [k == y])^2, mean over samples, in "
-        "[0, 2] (lower is better)",
-        higher_is_better=False,
-        per_sample=_brier,
-        display=MetricDisplay("Brier"),
-        task=_CLASSIFIERS,
-        requires="p_sumsq",
-        needs="class probabilities per sample",
-        paired_test="real",
-        interval=lambda values: mean_bootstrap_interval(values, (0.0, 2.0)),
-        gate_tolerance=GateTolerance(max_abs_drop=0.02),
-    )
+_add(
+    name="brier",
+    description="multiclass Brier score sum_k (p_k - [k == y])^2, mean over samples, in "
+    "[0, 2] (lower is better)",
+    higher_is_better=False,
+    per_sample=_brier,
+    display=MetricDisplay("Brier"),
+    task=_CLASSIFIERS,
+    requires="p_sumsq",
+    needs="class probabilities per sample",
+    paired_test="real",
+    interval=lambda values: mean_bootstrap_interval(values, (0.0, 2.0)),
+    gate_tolerance=GateTolerance(max_abs_drop=0.02),
 )
 
 
 # Language modelling: a window's record is {"nll": summed negative log-likelihood in nats,
-# "tokens": scored tokens, "words": scored words (tokens other than <eos>), "bytes": UTF-8
-# bytes of the scored text}; word perplexity and bits per byte as lm-evaluation-harness
-# defines them, so numbers compare across tokenizers. A gate allows each a drop relative to the
-# baseline (2% of a perplexity, 0.5% of the byte-level ones), as perplexity points have no
-# fixed scale.
+# "tokens", "words" (tokens other than <eos>), "bytes": the scored text's counts}. A gate
+# allows each a drop relative to the baseline, as perplexity points have no fixed scale.
 _LM = "language-modeling"
 # name, description, the record's denominator of the NLL, transform, label, gate's drop
 _LM_METRICS = (
@@ -378,17 +368,15 @@ _LM_METRICS = (
 )
 for _name, _text, _denominator, _transform, _label, _drop in _LM_METRICS:
     # The ratio (mean NLL per unit) is >= 0; its bootstrap interval is cut there.
-    register(
-        _statistic_metric(
-            RatioOfSums(_transform, (0.0, math.inf)),
-            name=_name,
-            description=f"{_text} (lower is better)",
-            higher_is_better=False,
-            per_sample=operator.itemgetter("nll", _denominator),
-            display=MetricDisplay(_label),
-            task=_LM,
-            gate_tolerance=GateTolerance(max_rel_drop=_drop),
-        )
+    _add_statistic(
+        RatioOfSums(_transform, (0.0, math.inf)),
+        name=_name,
+        description=f"{_text} (lower is better)",
+        higher_is_better=False,
+        per_sample=operator.itemgetter("nll", _denominator),
+        display=MetricDisplay(_label),
+        task=_LM,
+        gate_tolerance=GateTolerance(max_rel_drop=_drop),
     )
 
 
@@ -410,16 +398,14 @@ for _name, _text, _label in (
         "mAcc",
     ),
 ):
-    register(
-        _statistic_metric(
-            CountsStatistic(_name),
-            name=_name,
-            description=_text,
-            higher_is_better=True,
-            per_sample=lambda record: record["counts"],
-            display=MetricDisplay(_label, scale=100.0, unit="%", diff_unit="pp"),
-            task="semantic-segmentation",
-        )
+    _add_statistic(
+        CountsStatistic(_name),
+        name=_name,
+        description=_text,
+        higher_is_better=True,
+        per_sample=lambda record: record["counts"],
+        display=MetricDisplay(_label, scale=100.0, unit="%", diff_unit="pp"),
+        task="semantic-segmentation",
     )
 
 
@@ -435,7 +421,7 @@ def _attacked(record: Record) -> bool:
     return bool(record["outcome"] != "skipped")
 
 
-def _attack_metric(
+def _add_attack(
     name: str,
     description: str,
     pair: Callable[[Record], tuple[float, float]],
@@ -443,7 +429,7 @@ def _attack_metric(
     higher_is_better: bool,
     statistic: RatioOfSums | None = None,
 ) -> Metric:
-    return _statistic_metric(
+    return _add_statistic(
         statistic or RatioOfSums(lambda x: x, _NONNEGATIVE),
         name=name,
         description=description,
@@ -455,101 +441,84 @@ def _attack_metric(
     )
 
 
-register(
-    _attack_metric(
-        "attack_success_rate",
-        "share of the attacked samples (those the model got right) whose attack succeeded, "
-        "as TextAttack's attack success rate (lower is more robust)",
-        lambda r: (float(r["outcome"] == "succeeded"), float(_attacked(r))),
-        MetricDisplay("success", scale=100.0, unit="%", diff_unit="pp"),
-        higher_is_better=False,
-        statistic=RatioOfSums(lambda x: x, _FRACTION),
-    )
+_add_attack(
+    "attack_success_rate",
+    "share of the attacked samples (those the model got right) whose attack succeeded, "
+    "as TextAttack's attack success rate (lower is more robust)",
+    lambda r: (float(r["outcome"] == "succeeded"), float(_attacked(r))),
+    MetricDisplay("success", scale=100.0, unit="%", diff_unit="pp"),
+    higher_is_better=False,
+    statistic=RatioOfSums(lambda x: x, _FRACTION),
 )
-register(
-    _attack_metric(
-        "queries_mean",
-        "model queries per attacked sample (succeeded or failed), as TextAttack's average "
-        "number of queries (higher: the attack worked harder)",
-        lambda r: (float(r["queries"]) * _attacked(r), float(_attacked(r))),
-        MetricDisplay("queries"),
-        higher_is_better=True,
-    )
+_add_attack(
+    "queries_mean",
+    "model queries per attacked sample (succeeded or failed), as TextAttack's average "
+    "number of queries (higher: the attack worked harder)",
+    lambda r: (float(r["queries"]) * _attacked(r), float(_attacked(r))),
+    MetricDisplay("queries"),
+    higher_is_better=True,
 )
-register(
-    _attack_metric(
-        "queries_median",
-        "median model queries over the attacked samples (succeeded or failed)",
-        lambda r: (float(r["queries"]) * _attacked(r), float(_attacked(r))),
-        MetricDisplay("median queries"),
-        higher_is_better=True,
-        statistic=MedianOfMarked(bounds=_NONNEGATIVE),
-    )
+_add_attack(
+    "queries_median",
+    "median model queries over the attacked samples (succeeded or failed)",
+    lambda r: (float(r["queries"]) * _attacked(r), float(_attacked(r))),
+    MetricDisplay("median queries"),
+    higher_is_better=True,
+    statistic=MedianOfMarked(bounds=_NONNEGATIVE),
 )
-register(
-    _attack_metric(
-        "perturbed_word_share",
-        "share of a text's words the attack changed, averaged over successful attacks, as "
-        "TextAttack's average perturbed word % (higher: the model needed bigger edits)",
-        lambda r: (
-            r["changed_words"] / max(r["words"], 1) if r["outcome"] == "succeeded" else 0.0,
-            float(r["outcome"] == "succeeded"),
-        ),
-        MetricDisplay("perturbed words", scale=100.0, unit="%", diff_unit="pp"),
-        higher_is_better=True,
-        statistic=RatioOfSums(lambda x: x, _FRACTION),
-    )
+_add_attack(
+    "perturbed_word_share",
+    "share of a text's words the attack changed, averaged over successful attacks, as "
+    "TextAttack's average perturbed word % (higher: the model needed bigger edits)",
+    lambda r: (
+        r["changed_words"] / max(r["words"], 1) if r["outcome"] == "succeeded" else 0.0,
+        float(r["outcome"] == "succeeded"),
+    ),
+    MetricDisplay("perturbed words", scale=100.0, unit="%", diff_unit="pp"),
+    higher_is_better=True,
+    statistic=RatioOfSums(lambda x: x, _FRACTION),
 )
 
 
 # Randomized smoothing (results/stats/certificates.py): records add the smoothed prediction
 # (None: abstained), the certified L2 radius; certified accuracy is at each of `radii`; ACR
 # (wrong, abstained: 0) is a ratio of sums (radius, 1) for a bootstrap interval.
-register(
-    Metric(
-        name="smoothed_accuracy",
-        description="accuracy of the smoothed classifier (CERTIFY's prediction, or PREDICT at "
-        "a smoothed-pgd image; an abstention counts wrong)",
-        higher_is_better=True,
-        per_sample=lambda record: record[certificates.PREDICTION] == record["y"],
-        display=MetricDisplay("smoothed", scale=100.0, unit="%", diff_unit="pp"),
-        requires=certificates.PREDICTION,
-    )
+_add(
+    name="smoothed_accuracy",
+    description="accuracy of the smoothed classifier (CERTIFY's prediction, or PREDICT at "
+    "a smoothed-pgd image; an abstention counts wrong)",
+    higher_is_better=True,
+    per_sample=lambda record: record[certificates.PREDICTION] == record["y"],
+    display=MetricDisplay("smoothed", scale=100.0, unit="%", diff_unit="pp"),
+    requires=certificates.PREDICTION,
 )
-register(
-    Metric(
-        name="certified_accuracy",
-        description="certified accuracy at L2 radius R, `certified_accuracy@R` for each R of a "
-        "randomized-smoothing entry's `radii`: the smoothed classifier is right and its "
-        "certified radius > R (fraction of samples)",
-        higher_is_better=True,
-        per_sample=lambda record: certificates.certified_at(record, 0.0),
-        display=MetricDisplay("certified", scale=100.0, unit="%", diff_unit="pp"),
-        requires=certificates.RADIUS,
-        points="radii",
-        per_sample_at=certificates.certified_at,
-    )
+_add(
+    name="certified_accuracy",
+    description="certified accuracy at L2 radius R, `certified_accuracy@R` for each R of a "
+    "randomized-smoothing entry's `radii`: the smoothed classifier is right and its "
+    "certified radius > R (fraction of samples)",
+    higher_is_better=True,
+    per_sample=lambda record: certificates.certified_at(record, 0.0),
+    display=MetricDisplay("certified", scale=100.0, unit="%", diff_unit="pp"),
+    requires=certificates.RADIUS,
+    points="radii",
+    per_sample_at=certificates.certified_at,
 )
-register(
-    _statistic_metric(
-        RatioOfSums(lambda x: x, _NONNEGATIVE),
-        name="acr",
-        description="average certified L2 radius of randomized smoothing over all samples "
-        "(wrong or abstained: 0), as Zhai et al. 2020 (MACER) report it",
-        higher_is_better=True,
-        per_sample=lambda record: (certificates.certified_radius_of(record), 1.0),
-        display=MetricDisplay("ACR"),
-        requires=certificates.RADIUS,
-    )
+_add_statistic(
+    RatioOfSums(lambda x: x, _NONNEGATIVE),
+    name="acr",
+    description="average certified L2 radius of randomized smoothing over all samples "
+    "(wrong or abstained: 0), as Zhai et al. 2020 (MACER) report it",
+    higher_is_better=True,
+    per_sample=lambda record: (certificates.certified_radius_of(record), 1.0),
+    display=MetricDisplay("ACR"),
+    requires=certificates.RADIUS,
 )
-register(
-    Metric(
-        name="abstention_rate",
-        description="share of samples the smoothed classifier abstains on (pA <= 1/2; lower "
-        "is better)",
-        higher_is_better=False,
-        per_sample=lambda record: bool(record[certificates.ABSTAINED]),
-        display=MetricDisplay("abstained", scale=100.0, unit="%", diff_unit="pp"),
-        requires=certificates.ABSTAINED,
-    )
+_add(
+    name="abstention_rate",
+    description="share of samples the smoothed classifier abstains on (pA <= 1/2; lower is better)",
+    higher_is_better=False,
+    per_sample=lambda record: bool(record[certificates.ABSTAINED]),
+    display=MetricDisplay("abstained", scale=100.0, unit="%", diff_unit="pp"),
+    requires=certificates.ABSTAINED,
 )

@@ -1,16 +1,9 @@
 """Adjusted p-values for a family of tests: a gate decides every check at once.
 
-A gate of 20 checks, each tested at alpha = 0.05, raises a false alarm in about
-1 - 0.95^20 = 64% of runs on identical models. The gate therefore compares adjusted p-values
-with alpha:
-- `holm` (the default): Holm-Bonferroni step-down, which controls the family-wise error rate
-  (the chance of any false regression) at alpha under any dependence between the checks.
-  Sorted ascending, p_(i) becomes max_{j <= i} min(1, (m - j + 1) p_(j)).
-- `benjamini-hochberg`: controls the false discovery rate (the expected share of false
-  regressions among those reported) at alpha, under independence or positive dependence.
-  Sorted ascending, p_(i) becomes min_{j >= i} min(1, m p_(j) / j).
-- `none`: the raw p-values (each check at alpha on its own).
-Both adjustments equal statsmodels' `multipletests(method="holm" / "fdr_bh")`.
+`holm` (family-wise error, any dependence), `benjamini-hochberg` (false discovery rate,
+independent or positively dependent checks) or `none`; why and the formulas: docs/ci.md,
+"Many checks at once". Both adjustments equal statsmodels' `multipletests(method="holm" /
+"fdr_bh")`.
 """
 
 from __future__ import annotations

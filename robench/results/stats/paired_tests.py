@@ -1,15 +1,8 @@
 """Paired statistics for gates: exact McNemar, a paired bootstrap and sample-size estimates.
 
-Two reports of the same suite on the same samples are paired: every sample was seen by both
-models. For per-sample accuracies (correct / wrong) the exact McNemar test looks only at the
-discordant pairs, b = baseline right & candidate wrong and c = baseline wrong & candidate
-right; under "no difference" each discordant pair falls either way with probability 1/2, so
-b ~ Binomial(b + c, 1/2). For per-sample real values (losses, perplexity or mCE
-contributions) a paired bootstrap (`bootstrap`) resamples samples, keeping each sample's two
-values together.
-
-Sample sizes use Connor's (1987) normal approximation for McNemar's test and the usual
-paired-mean formula for real values; both take the observed effect as the true one.
+Two reports of the same suite on the same samples are paired. McNemar's test, the paired
+bootstrap of real values and the sample sizes (Connor 1987 for McNemar, the paired-mean
+formula for real values; both take the observed effect as the true one): docs/ci.md.
 """
 
 from __future__ import annotations

@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from robench.results.stats.bootstrap import (
-    BOOTSTRAP_RESAMPLES,
-    BOOTSTRAP_SEED,
     UNBOUNDED,
     bootstrap,
     centred_interval,
@@ -60,21 +58,42 @@ class RatioOfSums:
         with np.errstate(over="ignore", invalid="ignore"):
             return np.asarray(self.transform(self.ratios(pairs)))
 
-    def __call__(self, pairs: Sequence[Any]) -> float:
+    def __call__(self, pairs: Sequence[Any] | np.ndarray) -> float:
         array = as_pairs(pairs)
         return float(self.values(array)) if array.size else math.nan
 
-    def interval(self, values: Sequence[Any]) -> tuple[float, float]:
-        """95% bootstrap interval over samples (a `Metric.interval`)."""
-        return bootstrap_interval(self, values)
+    def interval(self, values: Sequence[Any] | np.ndarray) -> tuple[float, float]:
+        """95% bootstrap interval over samples (a `Metric.interval`), centred on the value
+        and within `bounds`; (nan, nan) if none or undefined. The resamples are the drawn
+        pairs themselves (`weighted=False`): a median needs them."""
+        import numpy as np
+
+        pairs = as_pairs(values)
+        if len(pairs) == 0:
+            return (math.nan, math.nan)
+        replicates = bootstrap(self.ratios, pairs, weighted=False)
+        # A resample may leave a statistic undefined (no attacked sample drawn): left out.
+        low, high = centred_interval(float(self.ratios(pairs)), replicates, self.bounds)
+        with np.errstate(over="ignore", invalid="ignore"):
+            low, high = (float(self.transform(np.float64(end))) for end in (low, high))
+        return low, high
 
     def paired(
         self, baseline: Values, candidate: Values, n_resamples: int, seed: int, alternative: str
     ) -> PairedResult:
-        """`paired_statistic_bootstrap` of this statistic over samples (what a gate calls)."""
-        return paired_statistic_bootstrap(
-            self, as_pairs(baseline), as_pairs(candidate), n_resamples, seed, alternative
+        """Paired bootstrap of `self(candidate) - self(baseline)` over samples (what a gate
+        calls; `bootstrap.paired_summary`)."""
+        base, cand = as_pairs(baseline), as_pairs(candidate)
+        observed = float(self.values(cand) - self.values(base))
+        diffs = bootstrap(
+            lambda b, c: self.values(c) - self.values(b),
+            base,
+            cand,
+            n_resamples=n_resamples,
+            seed=seed,
+            weighted=False,
         )
+        return paired_summary(observed, diffs, len(base), alternative)
 
 
 def _identity(values: np.ndarray) -> np.ndarray:
@@ -103,50 +122,3 @@ def as_pairs(values: Sequence[Any] | np.ndarray) -> np.ndarray:
 
     array = np.asarray(values, dtype=float)
     return array.reshape(-1, 2) if array.size else np.zeros((0, 2))
-
-
-def bootstrap_interval(
-    statistic: RatioOfSums,
-    values: Sequence[Any],
-    n_resamples: int = BOOTSTRAP_RESAMPLES,
-    seed: int = BOOTSTRAP_SEED,
-) -> tuple[float, float]:
-    """95% bootstrap interval of `statistic` over samples, centred on its value and within
-    its `bounds`; (nan, nan) if none or undefined. The resamples are the drawn pairs
-    themselves (`weighted=False`): a median needs them."""
-    pairs = as_pairs(values)
-    if len(pairs) == 0:
-        return (math.nan, math.nan)
-    import numpy as np
-
-    replicates = bootstrap(
-        statistic.ratios, pairs, n_resamples=n_resamples, seed=seed, weighted=False
-    )
-    # A resample may leave a statistic undefined (no attacked sample drawn): left out.
-    low, high = centred_interval(float(statistic.ratios(pairs)), replicates, statistic.bounds)
-    with np.errstate(over="ignore", invalid="ignore"):
-        low, high = (float(statistic.transform(np.float64(end))) for end in (low, high))
-    return low, high
-
-
-def paired_statistic_bootstrap(
-    statistic: RatioOfSums,
-    baseline: np.ndarray,
-    candidate: np.ndarray,
-    n_resamples: int,
-    seed: int,
-    alternative: str,
-) -> tuple[float, tuple[float, float], float, float]:
-    """Paired bootstrap of `statistic(candidate) - statistic(baseline)` over samples
-    (`bootstrap.paired_summary`). `alternative` as in `stats`."""
-    base, cand = as_pairs(baseline), as_pairs(candidate)
-    observed = float(statistic.values(cand) - statistic.values(base))
-    diffs = bootstrap(
-        lambda b, c: statistic.values(c) - statistic.values(b),
-        base,
-        cand,
-        n_resamples=n_resamples,
-        seed=seed,
-        weighted=False,
-    )
-    return paired_summary(observed, diffs, len(base), alternative)

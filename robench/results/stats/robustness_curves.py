@@ -1,21 +1,11 @@
 """Curves read from the per-sample columns attacks record: accuracy against eps from a
 minimal-norm result's norms, and accuracy against iterations from first successful iterates.
 
-Accuracy at eps from norms: a sample counts robust at eps when its minimal norm is strictly
-greater than eps (`min_norm > eps`). A sample misclassified clean has norm 0, so it is never
-robust, and one never made adversarial (norm None, infinity) always is. The curve is exact at
-every eps up to the result's cap; above the cap the attack's output was not scored and the
-curve is not drawn. Attacks without a budget (torchattacks' CW, DeepFool, EAD, SparseFool,
-JSMA, Pixle: params `threat_model = "minimal-norm"`) have no cap: their curve holds at every
-eps and is drawn up to the largest norm found. Intervals are Wilson 95% intervals over
-samples, as for top-1.
-
-Accuracy against iterations: a sample counts robust after t steps when no iterate up to t was
-wrong (`first_success` None or > t). The libraries' loops (PGD) do not evaluate their last
-iterate; the runner's re-run does, so at the last step a sample the result scores wrong
-counts as fooled too. It is the accuracy against the best iterate so far, so at the last step
-it can be below the result's top-1 (PGD returns its last iterate, not its best).
-This module is part of the torch-free results layer.
+Conventions (robust at eps when `min_norm > eps`, robust after t steps when `first_success`
+is None or > t, Wilson 95% intervals): docs/formats.md, "Minimal-norm attacks" and "Attack
+columns". The libraries' loops (PGD) do not evaluate their last iterate; the runner's re-run
+does, so at the last step a sample the result scores wrong counts as fooled too, and the
+curve (the best iterate so far) can end below the result's top-1. Torch-free.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
 """Segmentation metrics as mmsegmentation defines them: mIoU, aAcc and mAcc over a dataset.
 
-Each image contributes per-class pixel counts (mmseg `IoUMetric.intersect_and_union`), taken
-on the pixels whose label is a class (not `IGNORE_INDEX`, not `PAD_INDEX`):
-intersect[c] = #(pred == label == c), pred area[c] = #(pred == c), label area[c] =
-#(label == c), union = pred area + label area - intersect. A dataset's metrics are ratios of
-the summed counts (mmseg `total_area_to_metrics`):
-
-    IoU[c] = I[c] / U[c]          mIoU = nanmean over classes with U[c] > 0
-    Acc[c] = I[c] / L[c]          mAcc = nanmean over classes with L[c] > 0
-    aAcc   = sum I / sum L
-
-A class that is predicted but absent from the labels has U > 0 and I = 0: IoU 0, counted.
-A class neither predicted nor labelled is left out. mmseg reports these x 100; these are
-fractions. Intervals resample images (`bootstrap`, seeded, as `ratio_statistics` does for
-perplexity), keeping each image's (4, K) counts together.
+Each image contributes per-class pixel counts (mmseg `IoUMetric.intersect_and_union`); a
+dataset's metrics are ratios of the summed counts (mmseg `total_area_to_metrics`), as
+fractions where mmseg reports x 100. Definitions: docs/segmentation-data.md, "Metrics".
+Intervals resample images (`WeightedStatistic`), keeping each image's (4, K) counts together.
 """
 
 from __future__ import annotations
@@ -22,11 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from robench.results.stats.bootstrap import (
-    BOOTSTRAP_RESAMPLES,
-    BOOTSTRAP_SEED,
-    WeightedStatistic,
-)
+from robench.results.stats.bootstrap import WeightedStatistic
 
 # numpy is imported where used: the metric registry, `robench compare` and binary gates
 # import this module without it.
@@ -179,28 +165,3 @@ class CountsStatistic(WeightedStatistic):
         return as_counts(values)
 
     unit: ClassVar[str] = "images"  # what a resample draws (the gate's description)
-
-
-def bootstrap_interval(
-    statistic: CountsStatistic,
-    values: Sequence[Any] | np.ndarray,
-    n_resamples: int = BOOTSTRAP_RESAMPLES,
-    seed: int = BOOTSTRAP_SEED,
-) -> tuple[float, float]:
-    """95% bootstrap interval of `statistic` over images, centred on its value and within
-    [0, 1]; (nan, nan) if none. Resamples whose value is NaN (no scored class drawn) are left
-    out."""
-    return statistic.interval(values, n_resamples, seed)
-
-
-def paired_bootstrap(
-    statistic: CountsStatistic,
-    baseline: Sequence[Any] | np.ndarray,
-    candidate: Sequence[Any] | np.ndarray,
-    n_resamples: int = BOOTSTRAP_RESAMPLES,
-    seed: int = BOOTSTRAP_SEED,
-    alternative: str = "two-sided",
-) -> tuple[float, tuple[float, float], float, float]:
-    """Paired bootstrap of `statistic(candidate) - statistic(baseline)` over the same images
-    (`WeightedStatistic.paired`); resamples where either is undefined (NaN) are left out."""
-    return statistic.paired(baseline, candidate, n_resamples, seed, alternative)
