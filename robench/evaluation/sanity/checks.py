@@ -168,7 +168,7 @@ def _pgd_vs_one_step(b: _Battery, pgd: float) -> SanityResult:
     )
 
 
-def _unbounded(b: _Battery, pgd: float) -> SanityResult:
+def _unbounded(b: _Battery, _pgd: float) -> SanityResult:
     (run,) = b.runs[UNBOUNDED]
     (acc,) = b.measure(UNBOUNDED)
     steps, eps = run.params["steps"], run.params["eps"]
