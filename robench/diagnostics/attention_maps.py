@@ -1,13 +1,8 @@
 """CLS attention maps: where the class token looks in the last layer.
 
-Reproduces Fig. 1 of Elliptical Attention (NeurIPS 2024): the attention of the CLS token to
-the patch tokens in the last layer, averaged over heads and laid out on the patch grid, drawn
-beside the input image and min-max scaled for display (as in the paper). The paper's claim is
-that DeiT focuses on a small subset of patches while Elliptical spreads its attention over more
-relevant ones; `cls_attention_entropy` puts a number on that (1 = uniform over patches).
-
-`plot_attention_comparison` draws the same images under several models, one row per image:
-the image, then each model's heatmap (the baseline against the elliptical model, as in Fig. 1).
+Reproduces Fig. 1 of Elliptical Attention (NeurIPS 2024); `plot_attention_comparison` draws the
+same images under several models. What is drawn and what `cls_attention_entropy` says:
+docs/diagnostics.md, `attention_maps`.
 """
 
 from __future__ import annotations
@@ -57,19 +52,10 @@ RIGHT, WRONG = "#009E73", "#D55E00"  # prediction text colours (Okabe-Ito green,
 
 
 def cls_attention_maps(model: nn.Module, images: Tensor, *, batch_size: int = 32) -> Tensor:
-    """The last layer's CLS-to-patch attention, mean over heads, on the patch grid.
-
-    Args:
-        model: pixel-space classifier containing a timm ViT with a class token.
-        images: (B, C, H, W) in [0, 1].
-
-    Returns:
-        (B, rows, cols) float32 on the CPU; each map sums to at most 1 (the CLS token's
-        attention to itself and to register tokens is left out).
-
-    Raises:
-        ConfigError: the model is not a ViT, or has no class token (global-pool ViTs).
-    """
+    """The last layer's CLS-to-patch attention of `images` ((B, C, H, W) in [0, 1]), mean over
+    heads, on the patch grid: (B, rows, cols) float32 on the CPU, each map summing to at most 1
+    (the CLS token's attention to itself and to register tokens is left out). A ConfigError
+    when `model` holds no timm ViT with a class token (global-pool ViTs have none)."""
     images = check_images(images, "CLS attention maps (an image's patch grid)")
     parts = find_transformer(model, "CLS attention maps")
     if not parts.has_class_token:
@@ -91,14 +77,8 @@ def cls_attention_maps(model: nn.Module, images: Tensor, *, batch_size: int = 32
 
 
 def cls_attention_entropy(maps: Tensor) -> Tensor:
-    """Entropy of each map renormalised to a distribution over patches, divided by log(P).
-
-    Args:
-        maps: (B, rows, cols) nonnegative.
-
-    Returns:
-        (B,) float64 in [0, 1]: 1 for uniform attention, 0 for attention on a single patch.
-    """
+    """Entropy of each nonnegative map (B, rows, cols), renormalised to a distribution over
+    patches, divided by log(P): (B,) float64, 1 for uniform attention, 0 for a single patch."""
     p = maps.flatten(1).double()  # (B, P)
     p = p / p.sum(dim=1, keepdim=True).clamp_min(torch.finfo(p.dtype).tiny)
     n_patches = p.shape[1]
@@ -287,23 +267,12 @@ def plot_attention_comparison(
     class_names: Sequence[str] | None = None,
     batch_size: int = 32,
 ) -> Path:
-    """Fig. 1: for each image a row with the image, then each model's CLS attention heatmap.
-
-    The title names the layer and the number of heads averaged; a colour bar gives the scale
-    (each map min-max scaled); under each heatmap is the model's prediction (run on the
-    images), marked right or wrong when `labels` are given; under each image its true class.
-
-    Args:
-        models: display name -> pixel-space ViT classifier, in column order (e.g. the baseline
-            first, then the elliptical model).
-        images: (B, C, H, W) in [0, 1]; one row each, so pass a handful.
-        path: PNG to write.
-        labels: the images' true class indices.
-        class_names: index -> class name (e.g. the dataset's `.classes`); else "class k".
-
-    Returns:
-        `path`.
-    """
+    """Fig. 1 as the PNG `path`: a row per image ((B, C, H, W) in [0, 1]; pass a handful),
+    the image (its true class from `labels` below), then the CLS attention heatmap of each of
+    `models` (display name -> pixel-space ViT, in column order: e.g. the baseline, then the
+    elliptical model), each with the model's prediction below, marked right or wrong when
+    `labels` are given. The title names the layer and the heads averaged; a colour bar gives
+    the scale (each map min-max scaled). `class_names`: index -> name, else "class k"."""
     fig = attention_comparison_figure(
         models, images, labels=labels, class_names=class_names, batch_size=batch_size
     )
@@ -343,11 +312,8 @@ class AttentionMaps(Diagnostic):
     def measure(
         self, model: nn.Module, images: Tensor, out_dir: Path | None, title: str | None
     ) -> DiagnosticOutput:
-        """See `Diagnostic.run`; `title` names the model in the figure.
-
-        Raises:
-            ConfigError: also for a language model's token ids: there is no image to draw.
-        """
+        """See `Diagnostic.run`; `title` names the model in the figure. Token ids are a
+        ConfigError: there is no image to draw."""
         check_images(images, "the attention_maps diagnostic (CLS attention on an image)")
         maps = cls_attention_maps(model, images, batch_size=self.params.batch_size)
         drawn = min(self.params.n_images, maps.shape[0])

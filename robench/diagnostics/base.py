@@ -1,19 +1,8 @@
 """The diagnostic contract and the registry every diagnostic kind lives in.
 
-A diagnostic is a perturbation-free measurement of a model on a small batch of clean inputs,
-reproducing the paper's analyses (Elliptical Attention, NeurIPS 2024): representation collapse
-(Fig. 3 and 6), head redundancy (Table 18), efficiency (Tables 11-12) and CLS attention maps
-(Fig. 1). It takes the model a task evaluates and a batch of that task's inputs:
-
-- image classification: a pixel-space classifier (normalisation inside, normally a
-  `NormalizedModel` wrapping a timm ViT) and images, float in [0, 1] of shape (B, C, H, W);
-- language modelling: a causal language model (robench's `TransformerLM`: timm blocks, no class
-  token) and token ids, an integer tensor (B, T) of B windows of T tokens each.
-
-It returns JSON-ready numbers plus the figures it wrote. Diagnostics run the model in eval mode
-without gradients and restore the model's train/eval flags afterwards. `check_inputs` accepts
-both kinds of batch; diagnostics that only make sense on images (the CLS attention maps) call
-`check_images`, which rejects token ids with a ConfigError.
+A diagnostic is a perturbation-free measurement of a model on a small batch of clean inputs
+(images, or a language model's token ids); it returns JSON-ready numbers plus the figures it
+wrote. The inputs each task gives and the guarantees: docs/diagnostics.md, "Inputs".
 """
 
 from __future__ import annotations
@@ -56,16 +45,11 @@ class Diagnostic:
         out_dir: Path | None = None,
         title: str | None = None,
     ) -> DiagnosticOutput:
-        """Measure `model` on `images`: images (B, C, H, W), float in [0, 1], or token ids
-        (B, T) of a language model (see the module docstring); write figures under `out_dir`
-        when it is given, titled with `title` (the model's name).
-
-        Raises:
-            ConfigError: the model lacks what the diagnostic needs (e.g. transformer blocks),
-                or the diagnostic does not apply to the inputs' task.
-            DataError: `images` is neither a non-empty (B, C, H, W) floating-point batch nor a
-                non-empty (B, T) batch of token ids.
-        """
+        """Measure `model` on `images` ((B, C, H, W) floats in [0, 1], or a language model's
+        token ids (B, T)); write figures under `out_dir` when given, titled with `title` (the
+        model's name). A ConfigError when the model lacks what the diagnostic needs (e.g.
+        transformer blocks) or the diagnostic does not apply to the inputs' task; a DataError
+        for inputs that are neither kind of non-empty batch."""
         return self.measure(model, images, out_dir, title)
 
     def measure(
@@ -77,12 +61,8 @@ class Diagnostic:
 
 
 def build_diagnostic(kind: str, params: Mapping[str, Any] | None = None) -> Diagnostic:
-    """Validate `params` against the kind's schema and build the diagnostic.
-
-    Raises:
-        ConfigError: `kind` is not registered (the message suggests close names).
-        pydantic.ValidationError: `params` do not fit the kind's `Params`.
-    """
+    """Validate `params` against the kind's schema (else a pydantic.ValidationError) and build
+    the diagnostic; an unregistered `kind` is a ConfigError suggesting close names."""
     entry = DIAGNOSTICS.get(kind)
     cls: type[Diagnostic] = entry.load()
     return cls(entry.Params.model_validate(dict(params or {})))
@@ -129,12 +109,8 @@ def check_inputs(inputs: object) -> torch.Tensor:
 
 
 def check_images(images: object, purpose: str = "this diagnostic") -> torch.Tensor:
-    """Return `images` if it is a non-empty floating (B, C, H, W) tensor.
-
-    Raises:
-        ConfigError: `images` are token ids (B, T): `purpose` applies to image models only.
-        DataError: any other tensor that is not a batch of images.
-    """
+    """Return `images` if it is a non-empty floating (B, C, H, W) tensor; token ids (B, T) are a
+    ConfigError (`purpose` applies to image models only), anything else a DataError."""
     images = _check_tensor(images)
     if is_token_batch(images):
         raise ConfigError(

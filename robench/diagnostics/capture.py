@@ -1,20 +1,7 @@
-"""Find a timm Vision Transformer's blocks and record what flows through them.
-
-The paper's diagnostics (Elliptical Attention, NeurIPS 2024) need two internals of a ViT:
-
-- the token representations after every block, (B, N, C): representation collapse (Fig. 3, 6);
-- the attention probabilities of every layer, (B, H, N, N): head redundancy (Table 18) and CLS
-  attention maps (Fig. 1).
-
-Tokens come from forward hooks on the blocks. The fused kernel (`F.scaled_dot_product_attention`)
-never materialises attention probabilities, so `capture_attention` temporarily sets
-`fused_attn = False` on the attention modules: timm's `Attention` and robench's
-`EllipticalAttention` then take their explicit path, `attn_drop(softmax(logits))`, and a forward
-pre-hook on each `attn_drop` records its input. Both paths compute the same attention; outputs
-agree up to float rounding. tests/test_diagnostics.py checks this contract for both attention
-classes (rows sum to 1, one map per layer, logits unchanged), and `LayerRecorder.take` raises
-when a layer recorded nothing, so a timm release that changes the explicit path fails loudly
-instead of silently. Hooks and flags are restored on exit, also after an exception.
+"""Find a timm Vision Transformer's blocks and record what flows through them: the tokens
+after every block (forward hooks) and every layer's attention probabilities (a pre-hook on
+`attn_drop`, with `fused_attn` off meanwhile). Why and what guards it: docs/diagnostics.md,
+"How the internals are captured".
 """
 
 from __future__ import annotations
@@ -96,11 +83,7 @@ def find_transformer(model: nn.Module, purpose: str = "this diagnostic") -> Tran
     with timm-style transformer blocks: a `blocks` list whose blocks have `.attn`. A model
     that names its token encoder (`robench_token_encoder`, robench/_core/model_hooks.py) is
     searched inside that module only, so an encoder-decoder such as Segmenter has one list.
-
-    Raises:
-        ConfigError: `model` has no such blocks (e.g. a CNN), or several block lists (a
-            hierarchical model); `purpose` names what needed them.
-    """
+    A ConfigError, naming `purpose`, for no such blocks (a CNN) or several lists (Swin)."""
     searched = token_encoders(model) or [model]
     found = [
         (module, blocks)
@@ -155,12 +138,9 @@ class LayerRecorder:
         self._records[slot].append(self._reduce(tensor.detach()))
 
     def take(self) -> list[Any]:
-        """One record per captured layer from the forward pass(es) since the last `take`.
-
-        Raises:
-            RuntimeError: a layer recorded nothing or more than once (e.g. timm's attention
-                no longer calls `attn_drop` on the probabilities, or blocks ran twice).
-        """
+        """One record per captured layer from the forward pass(es) since the last `take`; a
+        RuntimeError when a layer recorded nothing or more than once (timm's attention no
+        longer calls `attn_drop` on the probabilities, or blocks ran twice)."""
         records, self._records = self._records, [[] for _ in self.layers]
         wrong = [(i, len(r)) for i, r in zip(self.layers, records, strict=True) if len(r) != 1]
         if wrong:
@@ -245,11 +225,8 @@ def collect_layers(
     layers: Sequence[int] | None = None,
 ) -> list[list[Any]]:
     """Run `model` over `images` in batches (eval mode, no grad) and capture `what`
-    ("tokens" or "attention") of each layer.
-
-    Returns:
-        `records[k][b]`: `reduce` of the k-th captured layer's tensor for batch b.
-    """
+    ("tokens" or "attention") of each layer: `records[k][b]` is `reduce` of the k-th captured
+    layer's tensor for batch b."""
     if what not in _CAPTURES:
         raise ConfigError(f"cannot capture {what!r}; choose one of {sorted(_CAPTURES)}.")
     capture = _CAPTURES[what]

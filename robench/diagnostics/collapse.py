@@ -1,20 +1,9 @@
 """Representation collapse: how similar a ViT's tokens become layer after layer.
 
 Reproduces Fig. 3 and Fig. 6 of Elliptical Attention (NeurIPS 2024): for the tokens after each
-transformer block, the mean cosine similarity over all pairs of distinct tokens,
-
-    s_l = mean_b  1 / (N (N - 1))  sum_{i != j}  cos(x_l[b, i], x_l[b, j]),
-
-averaged over samples b. s_l = 1 means all tokens point the same way (full collapse); the paper
-finds that Elliptical Attention keeps s_l lower in deeper layers than standard attention.
-
-For a ViT the tokens are the CLS (and register) tokens and the patch tokens (`include_cls`
-chooses). For a causal language model (Fig. 3's WikiText-103 curves) a sample is one window of
-T token ids and its tokens are the hidden states at all T positions (there is no class token);
-position t has seen tokens <= t only. Every position counts, so pass windows of equal length:
-the evaluation right-pads a batch's shorter windows with token 0 (`<eos>`), and those padding
-positions would enter the mean. Only the last window of a split is shorter, so the first
-`diagnostics_samples` windows of a split are all full unless they include its last window.
+transformer block, the mean cosine similarity over all pairs of distinct tokens. The formula,
+which tokens count and why language-model windows must be of equal length:
+docs/diagnostics.md, `collapse`.
 """
 
 from __future__ import annotations
@@ -43,16 +32,10 @@ logger = logging.getLogger(__name__)
 
 
 def mean_pairwise_cosine(tokens: Tensor) -> Tensor:
-    """Mean cosine similarity over the N (N - 1) ordered pairs of distinct tokens.
-
-    Computed in float64 as (||sum_i u_i||^2 - sum_i ||u_i||^2) / (N (N - 1)) with u_i the unit
-    tokens: O(N C) instead of an N x N matrix. A zero token has cosine 0 with every token.
-
-    Args:
-        tokens: (..., N, C) with N >= 2.
-
-    Returns:
-        (...,) float64: exactly 1 for identical (nonzero) tokens, 0 for orthogonal ones.
+    """Mean cosine similarity over the N (N - 1) ordered pairs of distinct tokens of
+    `tokens` (..., N >= 2, C): (...,) float64, exactly 1 for identical (nonzero) tokens, 0 for
+    orthogonal ones. Computed as (||sum_i u_i||^2 - sum_i ||u_i||^2) / (N (N - 1)) with u_i the
+    unit tokens: O(N C) instead of an N x N matrix. A zero token has cosine 0 with every token.
     """
     if tokens.dim() < 2 or tokens.shape[-2] < 2:
         raise ValueError(f"need tokens of shape (..., N >= 2, C), got {tuple(tokens.shape)}")

@@ -1,28 +1,7 @@
 """Efficiency: throughput, peak memory, FLOPs and parameters of one forward pass.
 
-Reproduces Tables 11-12 of Elliptical Attention (NeurIPS 2024), where Elliptical Attention costs
-about 2% more time and memory than DeiT. Every number is measured in eval mode without gradients,
-on the model's device, with a batch tiled from the given images (or a language model's token
-windows, a sample then being one window):
-
-- `throughput_samples_per_s`: batch_size * iterations / wall time of `iterations` forward passes,
-  after `warmup` untimed ones (CUDA is synchronised before reading the clock).
-  `latency_ms_per_batch` is the same measurement per forward pass.
-- `peak_memory_mb` (MiB, 2**20 bytes): the peak of tensor memory one forward pass allocates above
-  what was allocated before it (activations and temporaries; not the weights or the input).
-  CUDA: `torch.cuda.max_memory_allocated` minus `torch.cuda.memory_allocated` before the pass;
-  `cuda_max_memory_allocated_mb` adds the total (weights included), the figure of Table 11.
-  CPU: the running sum of the allocations and frees that `torch.profiler` records with
-  `profile_memory=True` during the pass, maximised over time. Process RSS (`ru_maxrss`) is not
-  used: it is monotone over the process's life and includes allocator caches. Other devices:
-  None (JSON null).
-- `gflops_per_sample`: 1e9 FLOPs, counted by `torch.utils.flop_counter.FlopCounterMode` on one
-  sample (a multiply-add is 2 FLOPs; matmuls, convolutions and attention kernels are counted,
-  elementwise ops are not, so Elliptical Attention's O(N D) estimate of M adds nothing). Some
-  torch releases (2.14) have no formula for the CPU flash-attention kernel and would count
-  attention as 0; robench supplies it, so the number does not depend on the torch version.
-- `parameters`: number of parameter elements (shared parameters counted once).
-- `cpu_threads` (CPU only): torch's intra-op thread count the timing ran with.
+Reproduces Tables 11-12 of Elliptical Attention (NeurIPS 2024). What each number measures and
+how (units, CUDA vs CPU memory, what the FLOP counter counts): docs/diagnostics.md, `efficiency`.
 """
 
 from __future__ import annotations
@@ -57,15 +36,9 @@ logger = logging.getLogger(__name__)
 _MIB = 2**20
 
 
-def _no_sync(device: torch.device) -> None:
-    return None
-
-
-_SYNCHRONIZE: dict[str, Callable[[torch.device], None]] = {"cuda": torch.cuda.synchronize}
-
-
 def _sync(device: torch.device) -> None:
-    _SYNCHRONIZE.get(device.type, _no_sync)(device)
+    if device.type == "cuda":  # kernels run asynchronously: wait for them before the clock
+        torch.cuda.synchronize(device)
 
 
 def _cuda_memory(model: nn.Module, batch: Tensor) -> dict[str, float | None]:
@@ -185,14 +158,9 @@ def _time_forward(model: nn.Module, batch: Tensor, warmup: int, iterations: int)
 
 
 class Efficiency(Diagnostic):
-    """Throughput, peak memory, FLOPs per sample and parameter count (Tables 11-12).
-
-    Works on any model, not only ViTs, and on language models, where a sample is one window
-    of T tokens (throughput in windows per second, FLOPs per window). values:
-    `throughput_samples_per_s`, `latency_ms_per_batch`, `peak_memory_mb` (+
-    `cuda_max_memory_allocated_mb` on CUDA), `gflops_per_sample`, `parameters` (+
-    `cpu_threads` on CPU). Writes no files.
-    """
+    """Throughput, peak memory, FLOPs per sample and parameter count (Tables 11-12) of any
+    model, a language model's sample being one window of T tokens; writes no files. The
+    values: docs/diagnostics.md, `efficiency`."""
 
     Params = EfficiencyParams
     params: EfficiencyParams

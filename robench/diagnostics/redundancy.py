@@ -1,27 +1,8 @@
 """Head redundancy: how different the attention maps of a layer's heads are.
 
 Reproduces Table 18 of Elliptical Attention (NeurIPS 2024): the L2 distance between the
-vectorised (N x N, flattened) attention maps of every pair of heads of a layer, per sample,
-
-    d_l[b, (h, g)] = || A_l[b, h] - A_l[b, g] ||_2    for heads h < g,
-
-averaged over samples and pairs per layer, then over layers. Larger distances mean heads attend
-differently (less redundancy). The report's "mean ± std" is the mean and the (population)
-standard deviation of all distances d_l[b, (h, g)]: per layer for `per_layer_*`, pooled over all
-layers for `mean` and `std` (every layer contributes the same number of distances, so `mean` is
-also the average of `per_layer_mean`).
-
-The figure's y-axis runs from 0 to the largest possible distance, sqrt(2N) for N tokens: each
-of the N rows of a map is a probability vector, and two such vectors are at most sqrt(2)
-apart (all mass on different tokens). The range depends only on the token count, so the
-figures of two models of one architecture share it and can be compared by eye.
-
-Causal language models (the paper's WikiText-103 column of Table 18) work the same way: a sample
-is one window of T token ids and A_l[b, h] is the causal (T x T, lower-triangular) attention of
-head h, each row a distribution over the positions <= its own, so the bound sqrt(2T) holds.
-Pass windows of equal length: a batch's shorter windows are right-padded with token 0 and the
-padding positions' rows would enter the distances (the collapse module docstring says when that
-happens).
+flattened attention maps of every pair of heads of a layer, per sample. The formula, the
+figure's sqrt(2N) bound and causal language models: docs/diagnostics.md, `head_redundancy`.
 """
 
 from __future__ import annotations
@@ -49,15 +30,10 @@ logger = logging.getLogger(__name__)
 
 
 def pairwise_head_distances(attn: Tensor) -> Tensor:
-    """L2 distances between the flattened attention maps of every pair of heads.
-
-    Args:
-        attn: attention probabilities (B, H, N, N) (any (B, H, ...) works), H >= 2.
-
-    Returns:
-        (B, H (H - 1) / 2) float64, pairs (h, g) with h < g in `torch.triu_indices` order.
-        Pairs are done one at a time, so memory stays at one (B, N * N) difference.
-    """
+    """L2 distances between the flattened attention maps `attn` (B, H >= 2, N, N) (any (B, H,
+    ...) works) of every pair of heads: (B, H (H - 1) / 2) float64, pairs (h, g) with h < g in
+    `torch.triu_indices` order. Pairs are done one at a time, so memory stays at one (B, N * N)
+    difference."""
     if attn.dim() < 3 or attn.shape[1] < 2:
         raise ValueError(f"need attention maps of shape (B, H >= 2, ...), got {tuple(attn.shape)}")
     flat = attn.flatten(2)  # (B, H, N * N)

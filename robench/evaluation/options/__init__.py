@@ -1,16 +1,8 @@
-"""The options of an evaluation, each defined once.
-
-`robench eval`'s flags (robench/cli/_eval_options.py), the keywords of `request_from_options`
-(robench/evaluation/options/request_options.py, which the Python API calls), a sweep plan's `[eval]`
-keys (robench/evaluation/sweeps/jobs.py) and the README's synopsis (a test) all derive from
-the TypedDicts below. An option is one key: the key is its Python keyword (the `EvalRequest`
-field where it has one), the annotation its Python type, and the `EvalOption`
-(robench/evaluation/options/eval_option.py) inside `Annotated` the rest: default, help, flags, help
-panel, how the command line writes it and where it lands in an `EvalRequest`.
-
-Type checkers read the TypedDicts (`**options: Unpack[EvalOptions]` rejects a misspelt
-keyword); `EVAL_OPTIONS` reads them at run time. This module imports no torch and no
-pydantic: `robench eval --help` is drawn from it.
+"""The options of an evaluation, each defined once: one key of the TypedDicts below (its Python
+keyword, its type, and an `EvalOption` inside `Annotated` with the rest). Every surface
+derives from them (docs/architecture.md, "`evaluate`"); type checkers read the TypedDicts
+(`**options: Unpack[EvalOptions]`) and `EVAL_OPTIONS` reads them at run time. Imports no torch
+and no pydantic: `robench eval --help` is drawn from it.
 """
 
 # No `from __future__ import annotations`: the TypedDicts' annotations are read at run time.

@@ -1,11 +1,7 @@
-"""Options that cannot apply are refused, not ignored: one rule, read from the option table.
-
-An option's `applies_to` (robench/evaluation/options/eval_option.py, `AppliesTo`) names the
-tasks and the kinds of suite entries it means something for. `--surrogate` crafts attacks on
-another model: it applies to image suites with an attack entry whose outcome can be crafted
-elsewhere, not to certification (a certificate is the evaluated model's own, and crafted on a
-surrogate it came back as top-1 only, without a word). Given where it cannot apply, the run
-is refused before any model loads, with one sentence naming the option and what it needs.
+"""Options that cannot apply are refused, not ignored: one rule, read from the option table
+(`EvalOption.applies_to`). Given where it cannot apply (e.g. `--surrogate` on a suite without
+an attack a surrogate can craft), the run is refused before any model loads, in one sentence
+naming the option and what it needs (docs/architecture.md, "`evaluate`").
 """
 
 from __future__ import annotations
@@ -46,6 +42,7 @@ class KindRule:
 
 
 def _transferable(planned: PlannedPerturbation) -> bool:
+    # Not certification: crafted on a surrogate, a certificate came back as top-1 only.
     perturbation = planned.perturbation
     return perturbation.uses_model and not perturbation.identity and perturbation.transferable
 

@@ -2,13 +2,9 @@
 
 A value outside its range (a batch size of 0, a negative learning rate, `nan`) is refused in
 one sentence, exit 2, before the command opens a model or writes anything: left to the
-library it can train forever (`--batch-size 0` once meant "the default"), divide by zero or
-fail deep inside torch. The command line checks the numbers it receives
-(robench/cli/_option_table.py, `with_options`) and the Python API the keywords of `evaluate`
-(robench/api/_keywords.py) against this one table; an option parsed from text
-(`--sanity-eps 8/255`, `--input-size 3,224,224`, `--std`) is checked by `check_range` once
-parsed. `tests/test_option_ranges.py` fails when a numeric
-option of either command has no row here.
+library it can train forever, divide by zero or fail deep inside torch. The command line
+(robench/cli/_option_table.py) and the Python API (robench/api/_keywords.py) check against it,
+and `check_range` an option parsed from text (`--sanity-eps 8/255`) once parsed.
 """
 
 from __future__ import annotations

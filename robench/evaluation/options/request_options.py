@@ -1,9 +1,6 @@
-"""Keyword options -> an `EvalRequest`: what `robench eval` and the Python API call.
-
-The keywords are the option names of robench/evaluation/options (a flag --x-y is the keyword
-x_y). Most are EvalRequest fields of the same name; the rest fold into its compound fields:
-`overrides` (a ModelSpec over the checkpoint's), `data_options` (the task's, over the
-suite's) and `speed` (SpeedOptions).
+"""Keyword options -> an `EvalRequest`: what `robench eval` and the Python API call. A keyword
+is an EvalRequest field of the same name or folds into a compound field (`overrides`,
+`data_options`, `speed`).
 """
 
 from __future__ import annotations

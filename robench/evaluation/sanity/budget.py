@@ -1,23 +1,10 @@
 """The sanity battery's budget: what each check runs, what that costs, and the strongest
 budget under a cap.
 
-Costs are model passes over one sample each (`PerturbationParams.passes_per_sample`: a forward
-pass 1, a forward and backward pass 3, the runner's re-run of the model on every attack's
-output included). A budget is therefore a function of the suite, the sample counts and the
-mode alone, never of a clock: the same command gives the same budget, and the report states
-it (`Report.sanity_budget`). docs/sanity.md tabulates the costs.
-
-Modes (`robench eval --sanity-budget`, or `sanity_budget` in a suite):
-
-- `auto` (the default): the strongest budget whose battery costs at most `CAP_FACTOR` (3)
-  times the suite's results (`fit_budget`);
-- `full`: `FULL_BUDGET`, the literature-strength battery, on up to `sanity_samples` samples;
-- `quick`: `QUICK_BUDGET` on the same samples.
-
-With few steps an attack takes longer steps, so that it still crosses its ball: PGD's steps
-cover 2.5 x eps (Madry et al.'s rule; eps / 4 per step from 10 steps up), the unbounded
-attack's cover the whole image range 1.5 times, SPSA's Adam steps 2 x eps. The full budget's
-attacks are unchanged by these rules.
+Costs are model passes over one sample each (`PerturbationParams.passes_per_sample`), never a
+clock: the same command gives the same budget, and the report states it
+(`Report.sanity_budget`). The modes, the costs, the longer steps of short attacks and how
+`auto` fits its cap: docs/sanity.md.
 """
 
 from __future__ import annotations
@@ -33,7 +20,7 @@ from robench.results.report.schema import SanityBudgetInfo
 
 CAP_FACTOR = 3  # auto: the battery costs at most this many times the suite
 EPS_SWEEP = (0.25, 0.5, 1.0, 2.0)  # the sweep's budgets, as multiples of eps
-PGD_STEP = 0.25  # PGD's step as a share of eps ...
+PGD_STEP = 0.25  # PGD's step as a share of eps (Madry et al.'s rule) ...
 PGD_TRAVEL = 2.5  # ... or longer, so that its steps add up to this many eps
 # The unbounded attack's step as a share of the image cube's radius, or longer, so that its
 # steps add up to UNBOUNDED_TRAVEL radii.
@@ -221,11 +208,9 @@ def fit_budget(
     floor: SanityBudget = FLOOR_BUDGET,
 ) -> SanityBudget:
     """The strongest budget whose battery costs at most `cap_passes` on at most
-    `available_samples` samples: `start` on as many samples as fit, down to the floor's;
-    then, on the floor's samples, every step and query count shrinks level by level to its
-    floor; then the black-box check (SPSA, the costliest) is left out and samples go down to
-    one; then only the gradients check runs; then nothing. The cost never exceeds the cap,
-    and a larger cap never gives a weaker budget in any respect."""
+    `available_samples` samples, shrunk in the order docs/sanity.md gives ("How `auto` fits
+    the budget"). The cost never exceeds the cap, and a larger cap never gives a weaker
+    budget in any respect."""
     if available_samples < 1:
         raise ValueError(f"the battery needs at least one sample, got {available_samples}")
     top = available_samples if start.samples is None else min(start.samples, available_samples)

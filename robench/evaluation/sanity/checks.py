@@ -2,27 +2,8 @@
 
 Checks from the robustness-evaluation literature (Carlini et al. 2019, "On Evaluating
 Adversarial Robustness"; Athalye et al. 2018; Croce & Hein 2020), each reported as pass or
-warn with its numbers:
-
-- eps = 0 gives the clean accuracy;
-- accuracy does not increase with eps over a small sweep;
-- PGD is at least as strong as the one-step attack (FGSM; FGM under L2);
-- an unbounded attack drives accuracy to about zero;
-- a black-box attack (SPSA) is not markedly stronger than the white-box ones (L-inf only:
-  SPSA has no L2 form, so the L2 battery leaves this check out and says so in its log);
-- few samples have zero or non-finite input gradients;
-- a randomized model is flagged and evaluated with expectation over transformation;
-- for Elliptical models: PGD with gradients through M (adaptive) vs without.
-
-The battery runs in one threat model (`norm`, a row of `NORMS`): "linf" or "l2". Every attack
-then uses that norm and budgets are shown in its form ("8/255" for L-inf, "0.5" for L2).
-
-How hard it tries, what each check runs and what that costs is its budget
-(`robench.evaluation.sanity.budget`); each check shows one progress bar.
-
-Its always-on companion is the suite's convergence curves: the `converged:RESULT` checks
-(results/stats/curve_checks.py) warn when a PGD or FMN result's accuracy against iterations was
-still falling at the end, which tells a short attack from a masked gradient (docs/sanity.md).
+warn with its numbers, in one threat model (`norm`, a row of `NORMS`: "linf" or "l2"). The
+checks, what each runs and its budget (`robench.evaluation.sanity.budget`): docs/sanity.md.
 """
 
 from __future__ import annotations
@@ -187,7 +168,7 @@ def _pgd_vs_one_step(b: _Battery, pgd: float) -> SanityResult:
     )
 
 
-def _unbounded(b: _Battery) -> SanityResult:
+def _unbounded(b: _Battery, _pgd: float) -> SanityResult:
     (run,) = b.runs[UNBOUNDED]
     (acc,) = b.measure(UNBOUNDED)
     steps, eps = run.params["steps"], run.params["eps"]
@@ -248,15 +229,11 @@ def _attack_checks(b: _Battery, step: Callable[[str], None], results: list[Sanit
     sweep = b.measure(SWEEP)
     results.append(_monotone(b, clean, sweep))
     pgd = sweep[EPS_SWEEP.index(1.0)]
-    if ONE_STEP[b.norm][1] in b.runs:
-        step(ONE_STEP[b.norm][1])
-        results.append(_pgd_vs_one_step(b, pgd))
-    if UNBOUNDED in b.runs:
-        step(UNBOUNDED)
-        results.append(_unbounded(b))
-    if BLACK_BOX in b.runs:
-        step(BLACK_BOX)
-        results.append(_black_box(b, pgd))
+    later = {ONE_STEP[b.norm][1]: _pgd_vs_one_step, UNBOUNDED: _unbounded, BLACK_BOX: _black_box}
+    for name, check in later.items():
+        if name in b.runs:
+            step(name)
+            results.append(check(b, pgd))
     return pgd
 
 

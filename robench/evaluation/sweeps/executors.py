@@ -1,13 +1,6 @@
 """Executors: what runs a sweep's jobs. One registry, `EXECUTORS`; `local` and `slurm` are
-built in, and a plugin adds another (Ray, a cloud batch service) by registering a subclass of
-`Executor` from a module the plan lists in `imports` or from the `robench.executors`
-entry-point group, without touching the sweep's code.
-
-An executor is handed jobs, the plan's per-job `Resources` and its own options (the plan's
-`[executors.NAME]` table, validated by its `Options` model). It refuses resources it cannot
-express (`check`, before anything is written), runs or submits every job through
-`robench.evaluation.sweeps.run_job.run_job` (which writes the job's state file), and may say
-whether a job it started is still alive (`alive`, for `robench sweep status`).
+built in, and a plugin adds another by registering a subclass of `Executor` (docs/sweeps.md,
+"A third executor: a plugin").
 """
 
 from __future__ import annotations

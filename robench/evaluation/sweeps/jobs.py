@@ -1,9 +1,7 @@
 """A plan's jobs: one `robench eval` command line per (model, suite, seed), with the paths of
 its report, log and state derived from the plan (so they are the same on every run), and the
-fingerprint that tells whether a job's files still belong to its plan entry.
-
-Everything is checked before anything is written: unknown models and suites, options that
-`robench eval` does not take, and duplicate jobs are each one `ConfigError` sentence.
+fingerprint that tells whether a job's files still belong to its plan entry. Everything is
+checked before anything is written.
 """
 
 from __future__ import annotations
@@ -25,11 +23,8 @@ from robench.evaluation.sweeps.plan import ModelEntry, OptionValue, SweepPlan, o
 __all__ = ["PLAN_OPTIONS", "SweepJob", "plan_jobs"]
 
 # The `robench eval` options a plan may set, by plan key, with the kind of value each takes
-# (evaluation/options/eval_option.py, CLI_FORMS): a value (`--limit 64`), a switch (`--sanity`
-# when true), a repeated flag (`--import A --import B`), a comma-separated list (`--mean
-# 0.5,0.5,0.5`), JSON (`--model-kwargs`) or `--data`, which also takes a table NAME = PATH.
-# Derived from the options' table; the others (model, checkpoint, suite, seed, report path,
-# --resume, --overwrite, --format) come from the plan or the sweep.
+# (eval_option.CLI_FORMS); the others (model, checkpoint, suite, seed, report path, --resume,
+# --overwrite, --format) come from the plan or the sweep.
 PLAN_OPTIONS: dict[str, str] = plan_options()
 _SET_BY_THE_SWEEP = {o.plan_key for o in EVAL_OPTIONS.values() if not o.in_plans}
 
@@ -96,30 +91,18 @@ class SweepJob:
     def command(self, *, resume: bool, overwrite: bool = False) -> list[str]:
         """The process to run: `python -m robench eval ...`, under torchrun for several
         processes."""
-        if self.processes > 1:
-            launcher = [
-                sys.executable,
-                "-m",
-                "torch.distributed.run",
-                "--standalone",
-                f"--nproc_per_node={self.processes}",
-                "-m",
-                "robench",
-            ]
-        else:
-            launcher = [sys.executable, "-m", "robench"]
+        n = self.processes
+        torchrun = ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={n}"]
+        launcher = [sys.executable, *(torchrun if n > 1 else []), "-m", "robench"]
         tail = ["--resume"] if resume else ["--overwrite"] if overwrite else []
         return [*launcher, "eval", *self.eval_args, "-o", str(self.report), *tail]
 
 
 def _file_identity(cwd: Path, path: str | None) -> list[int] | None:
     """Size and modification time of a checkpoint or card: a replaced file changes the job."""
-    if path is None:
+    if path is None or not (cwd / path).is_file():
         return None
-    target = cwd / path
-    if not target.is_file():
-        return None
-    stat = target.stat()
+    stat = (cwd / path).stat()
     return [stat.st_size, stat.st_mtime_ns]
 
 

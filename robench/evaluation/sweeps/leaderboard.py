@@ -1,9 +1,6 @@
-"""A sweep's leaderboards: per suite, the `robench compare` table of every finished job (as
-markdown and CSV), and one HTML page with a section per suite and a table of every job that
-links its report and log, failed jobs with their error.
-
-Written into SWEEP/leaderboard/ whenever a sweep ends and by `robench sweep collect`, from the
-reports present: a failed or unfinished job is listed, never waited for.
+"""A sweep's leaderboards in SWEEP/leaderboard/, from the reports present: per suite the
+`robench compare` table (markdown and CSV), and one HTML page linking every job
+(docs/sweeps.md, "Status and leaderboards").
 """
 
 from __future__ import annotations

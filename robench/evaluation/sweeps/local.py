@@ -1,9 +1,5 @@
 """The `local` executor (the default): a pool of N workers on this machine, each running one
-job's evaluation at a time as its own process.
-
-The machine is split between the workers: worker k gets its own CPU cores (the job's
-`cpus`, by affinity, and as many threads) and its own GPUs (`CUDA_VISIBLE_DEVICES`), so two
-jobs never share a core or a GPU. `workers` defaults to as many as fit.
+job at a time as its own process on its own share of cores and GPUs (docs/sweeps.md, "`local`").
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""One job, wherever an executor runs it: `robench eval` as a child process, its output in the
-job's log, its state file written before and after.
-
-This is the function every executor calls (in a local worker, in a SLURM job through
-submitit, in a plugin's worker). It imports no torch: the evaluation runs in the child. An
-interrupted job (per-sample results left, no report) continues with `--resume`.
+"""One job, wherever an executor runs it: `robench eval` as a child process (no torch here),
+its output in the job's log, its state file written before and after; an interrupted job
+continues with `--resume`.
 """
 
 from __future__ import annotations

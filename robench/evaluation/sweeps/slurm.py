@@ -1,12 +1,6 @@
 """The `slurm` executor: the jobs go to SLURM through submitit, as one job array with the
-plan's per-job resources (`--cpus-per-task`, `--gpus-per-node`, `--mem`, `--time`).
-
-Each array task runs `run_job` in submitit's worker, which runs the evaluation (under torchrun
-over the job's GPUs when `resources.torchrun` is set) and writes the job's state file in the
-sweep's folder, so that folder must be on a file system the nodes share. submitit's own
-files (the sbatch script, pickles, its logs) go to `SWEEP/slurm/`. Waiting asks `squeue`
-which tasks are still queued or running; a task that leaves the queue without writing its
-final state (cancelled before it started, killed) is marked failed.
+plan's per-job resources; each task runs `run_job` in submitit's worker, so the sweep's folder
+must be on a file system the nodes share (docs/sweeps.md, "`slurm`").
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""A sweep end to end: read the plan, decide what each job needs (skip, run, resume, refuse),
-hand the jobs to the executor, then the leaderboards.
-
-A job's files belong to its plan entry while its state file's fingerprint matches the entry's:
-a finished job is skipped, an interrupted one continues with `--resume` (decided by the job
-itself, from the per-sample results it finds), and a job whose entry changed is refused in
-one sentence unless `overwrite` discards its files. Every check runs before anything is
-written, so a refused sweep leaves its folder as it was.
+"""A sweep end to end: read the plan, decide what each job needs (skip, run, resume, refuse:
+docs/sweeps.md, "Resume, skip, refuse"), hand the jobs to the executor. Every check runs
+before anything is written, so a refused sweep leaves its folder as it was.
 """
 
 from __future__ import annotations
