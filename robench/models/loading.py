@@ -149,10 +149,11 @@ def image_model(
     resize: dict[str, str] | None = None,
     device: torch.device | str = "cpu",
     overrides_label: str = "command line",
+    task: str = "image-classification",
 ) -> LoadedModel:
-    """A source's image classifier, normalisation inside: the command line's preprocessing
-    (`overrides`, or what `overrides_label` names) over the model's own (`own`, else timm's
-    `pretrained_cfg`)."""
+    """A source's image model of `task`, normalisation inside: the command line's
+    preprocessing (`overrides`, or what `overrides_label` names) over the model's own (`own`,
+    else timm's `pretrained_cfg`)."""
     own = own if own is not None else pretrained_cfg_spec(network)
     own = own.model_copy(update={"classes": None})  # the class names are `classes`
     spec, sources = _layer([(overrides_label, overrides), (own_label, own)])
@@ -167,6 +168,7 @@ def image_model(
         sources=sources,
         preprocessing=preprocessing,
         origin=origin,
+        task=task,
     )
 
 

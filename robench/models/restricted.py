@@ -13,6 +13,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from robench.models.loaded_model import module_device
+
 
 class RestrictedOutputs(nn.Module):
     def __init__(self, model: nn.Module, output_classes: Sequence[int]) -> None:
@@ -28,9 +30,4 @@ def restrict_outputs(model: nn.Module, output_classes: Sequence[int] | None) -> 
     """`model` itself when `output_classes` is None, else a view scoring only those classes."""
     if output_classes is None:
         return model
-    return RestrictedOutputs(model, output_classes).to(_device_of(model))
-
-
-def _device_of(model: nn.Module) -> torch.device:
-    parameter = next(model.parameters(), None)
-    return parameter.device if parameter is not None else torch.device("cpu")
+    return RestrictedOutputs(model, output_classes).to(module_device(model))

@@ -21,8 +21,8 @@ import torch
 from torch import nn
 
 from robench._core.errors import ConfigError
-from robench.models.in_memory import memory_image_model
 from robench.models.loaded_model import LoadedModel, text_model
+from robench.models.loading import image_model
 from robench.models.provenance import ModelOrigin
 from robench.models.sources.hf_tasks import (
     IMAGE_CLASSIFICATION,
@@ -152,11 +152,12 @@ def pixel_values_model(
         own = segmentation_preprocessing(processor, channels, where, size_given=given)
     elif processor is not None:
         own, resize = processor_preprocessing(processor, channels, where)
-    return memory_image_model(
+    return image_model(
+        request.name,
+        request.architecture or type(request.model).__name__,
         (PixelValuesSegmenter if segmenter else PixelValuesClassifier)(request.model),
-        name=request.name,
-        architecture=request.architecture or type(request.model).__name__,
-        given=request.given,
+        overrides=request.given,
+        kwargs={},
         own=own,
         own_label="image processor",
         origin=request.origin,

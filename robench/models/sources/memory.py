@@ -28,9 +28,10 @@ from torch import nn
 
 from robench._core.errors import ConfigError, first_line
 from robench.data.preprocessing import Preprocessing
-from robench.models.in_memory import class_path, memory_image_model, memory_origin
+from robench.models.in_memory import class_path, memory_origin
 from robench.models.loaded_model import LoadedModel, module_device, text_model
-from robench.models.loading import pretrained_cfg_spec
+from robench.models.loading import image_model, pretrained_cfg_spec
+from robench.models.sliding_window import with_inference
 from robench.models.sources.registry import MemoryOptions, SourceRequest
 from robench.models.spec import ModelSpec
 
@@ -140,17 +141,21 @@ def _image_spec(module: nn.Module, options: MemoryOptions) -> tuple[ModelSpec, M
 
 
 def _image_model(module: nn.Module, task: str, request: SourceRequest) -> LoadedModel:
-    """An image network: normalisation inside, the caller's preprocessing over its own."""
+    """An image network: normalisation inside, the caller's preprocessing over its own (read
+    before a `robench_inference` wrapper, mmseg's test mode, hides its pretrained_cfg)."""
     options = request.memory
     given, own = _image_spec(module, options)
-    return memory_image_model(
-        module,
+    cfg = pretrained_cfg_spec(module)
+    inference = getattr(module, "robench_inference", None)
+    return image_model(
         **_named(module, options),
-        given=given,
-        own=own,  # None: timm's pretrained_cfg
+        network=module if inference is None else with_inference(module, inference),
+        overrides=given,
+        kwargs={},
+        own=cfg if own is None else own,
         own_label="timm pretrained_cfg" if own is None else "pixels in [0, 1]",
         task=task,
-        classes=pretrained_cfg_spec(module).classes,
+        classes=cfg.classes,
         device=request.device,
         overrides_label=f"{options.keyword}=",
     )
@@ -286,31 +291,17 @@ def from_memory(request: SourceRequest) -> LoadedModel:
 _FORWARD_ERRORS = (RuntimeError, ValueError, TypeError, IndexError, AttributeError)
 
 
-def _blank_tokens(loaded: LoadedModel, device: torch.device) -> torch.Tensor:
-    if getattr(loaded.model, "pair", False):
-        return torch.zeros(2, 2, 8, dtype=torch.long, device=device)  # retrieval pairs
-    return torch.zeros(2, 8, dtype=torch.long, device=device)
-
-
-def _blank_texts(loaded: LoadedModel, device: torch.device) -> torch.Tensor:
-    from robench.data.text.text_rows import encode_rows
-
-    return encode_rows(["a text", "another text"]).to(device)
-
-
-# What a task's models read -> two blank inputs of it (images: of the model's input size).
-_BLANKS: dict[str, Callable[[LoadedModel, torch.device], torch.Tensor]] = {
-    "tokens": _blank_tokens,
-    "texts": _blank_texts,
-}
-
-
 def _blank_inputs(loaded: LoadedModel, inputs: str) -> torch.Tensor:
-    """Two blank inputs of what the model reads."""
+    """Two blank inputs of what the model reads (images: of the model's input size)."""
     device = next(loaded.model.parameters(), torch.empty(0)).device
     if loaded.preprocessing is not None:
         return torch.zeros(2, *loaded.preprocessing.input_size, device=device)
-    return _BLANKS.get(inputs, _blank_tokens)(loaded, device)
+    if inputs == "texts":
+        from robench.data.text.text_rows import encode_rows
+
+        return encode_rows(["a text", "another text"]).to(device)
+    pair = (2,) if getattr(loaded.model, "pair", False) else ()  # retrieval pairs (B, 2, L)
+    return torch.zeros(2, *pair, 8, dtype=torch.long, device=device)
 
 
 def _output_dims(loaded: LoadedModel, inputs: str) -> int:
