@@ -50,15 +50,9 @@ def config_errors() -> tuple[type[Exception], ...]:
     return (StrictDataclassError, TypeError)
 
 
-def config_problem(exc: BaseException) -> str:
-    """The reason of a config error in one line: the validation's cause when it has one
-    ("Field 'num_channels' expected int, got str (value: 'three')")."""
-    return first_line(exc.__cause__ or exc)
-
-
 def read_config(folder: Path, trust_remote_code: bool) -> Any:
-    """transformers' config of `folder`, offline; a field it refuses is one sentence naming
-    config.json (other failures are left to the caller's loader, which knows the model)."""
+    """transformers' config of `folder`, offline; a field it refuses, code of its own without
+    --trust-remote-code or an unreadable file is one sentence naming config.json."""
     from transformers import AutoConfig
 
     try:
@@ -66,11 +60,19 @@ def read_config(folder: Path, trust_remote_code: bool) -> Any:
             str(folder), local_files_only=True, trust_remote_code=trust_remote_code
         )
     except config_errors() as exc:
+        # The validation's cause when it has one: "Field 'num_channels' expected int, ...".
         raise ConfigError(
-            f"{folder / 'config.json'} has a field transformers refuses ({config_problem(exc)}); "
-            "fix that field or save the model again with save_pretrained."
+            f"{folder / 'config.json'} has a field transformers refuses "
+            f"({first_line(exc.__cause__ or exc)}); fix that field or save the model again "
+            "with save_pretrained."
         ) from None
     except (OSError, ValueError, KeyError) as exc:
+        if "trust_remote_code" in str(exc) and not trust_remote_code:
+            raise ConfigError(
+                f"the model in {folder} needs its own Python code (its config names custom "
+                "classes); robench runs it only when asked: add --trust-remote-code if you "
+                "trust the folder's code."
+            ) from None
         raise ConfigError(
             f"transformers cannot read {folder / 'config.json'} ({first_line(exc)}); save the "
             "model again with save_pretrained."

@@ -170,21 +170,15 @@ def pixel_values_model(
 
 
 def _causal_lm(request: HFObjectRequest) -> LoadedModel:
-    from robench.models.sources.hf_causal_lm import CausalLMLogits, resolve_max_length
+    from robench.models.sources.hf_causal_lm import (
+        CausalLMLogits,
+        check_tokenizer,
+        resolve_max_length,
+    )
 
     tokenizer = _tokenizer(request, "a causal language model")
-    if tokenizer.bos_token_id is None and tokenizer.eos_token_id is None:
-        raise ConfigError(
-            f"the tokenizer of {request.name} has neither a BOS nor an EOS token, so the first "
-            "token of a document has nothing to be predicted from; set one (e.g. "
-            "`tokenizer.eos_token = ...`)."
-        )
     wrapped = CausalLMLogits(request.model)
-    if len(tokenizer) > wrapped.vocab_size:
-        raise ConfigError(
-            f"the tokenizer of {request.name} has {len(tokenizer):,} tokens but the model "
-            f"predicts only {wrapped.vocab_size:,}; pass the tokenizer the model was trained with."
-        )
+    check_tokenizer(tokenizer, wrapped.vocab_size, f"the tokenizer of {request.name}")
     max_length = resolve_max_length(request.model.config, tokenizer)
     request.origin.extra.update(
         {"tokenizer_class": type(tokenizer).__name__, "tokenizer_size": len(tokenizer)}
