@@ -53,4 +53,3 @@ def memory_origin(module: nn.Module, extra: dict[str, Any] | None = None) -> Mod
             **(extra or {}),
         },
     )
-
