@@ -304,20 +304,13 @@ def checkpoint_filter_fn(state_dict: Mapping[str, Tensor], model: nn.Module) -> 
     return state
 
 
-def _create_fan(variant: str, pretrained: bool, elliptical: bool, kwargs: dict[str, Any]) -> FAN:
-    """Build `variant` from `kwargs` with timm's builder."""
-    if elliptical:
-        kwargs["attn_layer"] = EllipticalTokenMixing
-    loads = " (NVlabs' FAN-ViT checkpoints of its size load strictly)"
-    return create_variant(
-        FAN,
-        variant,
-        pretrained,
-        elliptical,
-        kwargs,
-        loads=loads,
-        pretrained_filter_fn=checkpoint_filter_fn,
-    )
+_create_fan = partial(
+    create_variant,
+    FAN,
+    attn_layer=EllipticalTokenMixing,
+    loads=" (NVlabs' FAN-ViT checkpoints of its size load strictly)",
+    pretrained_filter_fn=checkpoint_filter_fn,
+)
 
 
 def _fan_cfg(**kwargs: Any) -> dict[str, Any]:

@@ -29,6 +29,7 @@ position embeddings are interpolated to the grid, and the padding is cut off the
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import torch
@@ -38,9 +39,7 @@ from timm.models import generate_default_cfgs
 from timm.models.vision_transformer import Block, VisionTransformer
 from torch import nn
 
-from robench.models.layers.elliptical_attention import (
-    EllipticalAttention,
-)
+from robench.models.layers.elliptical_attention import EllipticalAttention
 from robench.models.sliding_window import InferenceConfig
 from robench.models.zoo._timm_variant import create_variant, register_timm_variants, weightless_cfg
 
@@ -109,7 +108,7 @@ class Segmenter(nn.Module):
         decoder_depth: int = 2,
         decoder_heads: int | None = None,
         drop_path_rate: float = 0.0,
-        elliptical: bool = False,
+        attn_layer: Any = "attn",
         inference: InferenceConfig | None = None,
     ) -> None:
         super().__init__()
@@ -128,7 +127,7 @@ class Segmenter(nn.Module):
             mlp_ratio=mlp_ratio,
             drop_path_rate=drop_path_rate,
             dynamic_img_size=True,
-            attn_layer=EllipticalAttention if elliptical else "attn",
+            attn_layer=attn_layer,
         )
         self.decoder = MaskTransformer(
             num_classes,
@@ -157,20 +156,10 @@ class Segmenter(nn.Module):
         return logits[:, :, :H, :W]  # (B, K, H, W)
 
 
-def _create_segmenter(
-    variant: str, pretrained: bool, elliptical: bool, kwargs: dict[str, Any]
-) -> Segmenter:
-    """Build `variant` from `kwargs` with timm's builder."""
-    model: Segmenter = create_variant(
-        Segmenter,
-        variant,
-        pretrained,
-        elliptical,
-        dict(**kwargs, elliptical=elliptical),  # Segmenter picks its attention
-        twin="its *_elliptical twin",
-        encoder=lambda model: model.encoder,
-    )
-    return model
+# The decoder's attention stays standard: configure_elliptical finds the encoder's layers only.
+_create_segmenter = partial(
+    create_variant, Segmenter, attn_layer=EllipticalAttention, twin="its *_elliptical twin"
+)
 
 
 def _cfg(size: int, num_classes: int) -> dict[str, Any]:

@@ -35,17 +35,15 @@ def _create_vit(
     variant: str, pretrained: bool, elliptical: bool, kwargs: dict[str, Any]
 ) -> VisionTransformer:
     """Build `variant` from `kwargs` with timm's builder."""
-    if elliptical:
-        kwargs["attn_layer"] = EllipticalAttention
     feature_cfg = dict(out_indices=kwargs.pop("out_indices", 3), feature_cls="getter")
-    loads = " (a DeiT/ViT checkpoint of the same size loads strictly)"
     model: VisionTransformer = create_variant(
         VisionTransformer,
         variant,
         pretrained,
         elliptical,
         kwargs,
-        loads=loads,
+        attn_layer=EllipticalAttention,
+        loads=" (a DeiT/ViT checkpoint of the same size loads strictly)",
         feature_cfg=feature_cfg,
     )
     return model
