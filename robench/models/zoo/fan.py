@@ -1,26 +1,10 @@
 """Fully Attentional Networks (FAN, ViT variant), with Elliptical twins, registered in timm.
 
 Paper: Zhou et al., "Understanding The Robustness in Vision Transformers", ICML 2022,
-https://arxiv.org/abs/2204.12451; the definition follows NVlabs/FAN models/fan.py. timm does not
-ship FAN; after `import robench.models.zoo`, `timm.create_model(name)` builds:
-
-- `fan_tiny_12_p16_224` (7.3M parameters) and `fan_small_12_p16_224` (28.3M): a convolutional
-  patch stem (four 3x3 stride-2 conv+BN, GELU between), Fourier positional encoding (XCiT's),
-  blocks of token-mixing self-attention and the attentional channel MLP (layer scale 1.0), then
-  two CaiT-style class-attention blocks (`tokens_norm=True`), a LayerNorm and the linear head
-  on the class token. Module and parameter names are NVlabs', so the state dict of a released
-  checkpoint (`fan_vit_tiny.pth.tar`, `fan_vit_small.pth.tar`) loads strictly.
-- `fan_{tiny,small}_elliptical_12_p16_224`: the same networks (same parameters and keys) with
-  Elliptical Attention in the token-mixing layers from the second on (the first has no previous
-  layer's values); class attention stays standard. The paper's Table 4 "FAN-Elliptical".
-- `fan_nano_4_p4_28` and `fan_nano_elliptical_4_p4_28`: a Fashion-MNIST FAN (a two-conv stem
-  of stride 4, `FASHION_MNIST_ARGS`) for tests and reproduction.
-
-No weights are published by robench; NVlabs' checkpoints load through `robench eval -c` (they
-hold the weights under `state_dict`) or `model.load_state_dict`. `checkpoint_filter_fn` also
-takes the XCiT-style layout the released filter accepts (`pos_embeder.`, fused class-attention
-`qkv`). Elliptical builders accept `robench.models.layers.configure_elliptical`'s options as
-model kwargs, e.g. `timm.create_model("fan_tiny_elliptical_12_p16_224", scaling="mean")`.
+https://arxiv.org/abs/2204.12451; the definition follows NVlabs/FAN models/fan.py, with its
+module and parameter names, so a released checkpoint's state dict loads strictly. The models,
+their Elliptical twins (the paper's Table 4 "FAN-Elliptical") and their options:
+docs/models.md, "robench's zoo".
 """
 
 from __future__ import annotations

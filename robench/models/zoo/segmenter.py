@@ -9,22 +9,7 @@ ICCV 2021, https://arxiv.org/abs/2105.05633 (the Elliptical Attention paper's AD
     masks   = LayerNorm_K(p @ c^T)                                  # (B, N, K)
     logits  = upsample(masks as (B, K, H/p, W/p), (H, W))           # bilinear
 
-After `import robench.models.zoo`, `timm.create_model(name)` builds:
-
-- `segmenter_nano_{baseline,elliptical}`: 64x64 input, patch 8, dim 64, depth 4, 4 heads,
-  one decoder layer, 11 classes: CPU-sized, for tests and demos.
-- `segmenter_tiny_{baseline,elliptical}`: Segmenter-Ti (ViT-Tiny encoder: dim 192, depth 12,
-  3 heads; two decoder layers) at 512x512 with ADE20K's 150 classes; slide inference with
-  512x512 windows every 480 pixels (mmsegmentation's Segmenter config).
-
-Elliptical models use `EllipticalAttention` in the encoder only; the decoder's attention stays
-standard (its tokens mix patches and class embeddings). The elliptical builders accept the
-options of `robench.models.layers.configure_elliptical` as model kwargs.
-
-Like robench's classifiers, the network takes normalised images: `robench.models.loading`
-puts the pretrained_cfg's mean/std in front of it (`NormalizedModel`), so the loaded model takes
-[0, 1] images. Any input size works: the image is padded to a multiple of the patch size, the
-position embeddings are interpolated to the grid, and the padding is cut off the logits.
+The registered sizes, their inference and input sizes: docs/models.md, "robench's zoo".
 """
 
 from __future__ import annotations

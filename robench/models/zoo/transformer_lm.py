@@ -1,26 +1,13 @@
-"""Decoder-only causal transformer language models, with and without Elliptical Attention.
+"""Decoder-only causal transformer language models, with and without Elliptical Attention
+(sizes, options, the tied head and `m_estimator`: docs/language-models.md, "Registered models").
 
 `TransformerLM` maps word ids (B, T) to next-token logits (B, T, V): token embedding scaled by
 sqrt(C) plus sinusoidal positions (Vaswani et al. 2017, no parameters, so any length works),
 dropout, timm's pre-norm `Block`s run with `is_causal=True`, a final LayerNorm and an output
-head tied to the token embedding: logits = LayerNorm(h) @ E^T with E the (V, C) embedding
-matrix itself, so there is no separate head parameter and a checkpoint stores E once. This
-keeps shipped checkpoints small: with WikiText-103's ~267k-word vocabulary an untied head would
-add V * C weights, more than all blocks together (and a tied `nn.Linear` head would still be
-written twice by savers that copy tensors, as safetensors requires).
-
-Registered in robench's language-model registry (`create_language_model(name, vocab_size)`)
-in the sizes at the end of this module (docs/language-models.md; `_small` is the paper's small
-WikiText-103 backbone), each with a `*_elliptical` twin: `EllipticalAttention`
-(https://arxiv.org/abs/2406.13770) in layers 2..N, same parameters and state_dict keys.
-
-All take `dropout` (default 0.1) and the other `TransformerLM` arguments as overrides. The
-elliptical layer keeps the 1/sqrt(D) logit scale of Eq. 13, which the paper's language-model
-code omitted. Elliptical twins also take `configure_elliptical`'s options and `m_estimator`
-(docs/language-models.md): `"prefix"` (default) averages |V_l - V_{l-1}| over positions <= t,
-so logits at t depend only on tokens <= t (a truly causal model); `"paper"` over all
-positions, so position t sees later tokens through M. The report records which one a model
-uses (`TransformerLM.robench_report_section`).
+head tied to the token embedding: logits = LayerNorm(h) @ E^T. The `*_elliptical` twins put
+`EllipticalAttention` (https://arxiv.org/abs/2406.13770) in layers 2..N, same parameters and
+state_dict keys; `m_estimator` "prefix" (default) keeps them causal, "paper" lets position t
+see later tokens through M.
 """
 
 from __future__ import annotations

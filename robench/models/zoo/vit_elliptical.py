@@ -1,15 +1,6 @@
-"""Vision Transformers with Elliptical Attention, registered in timm's own model registry.
-
-After `import robench.models.zoo`, `timm.create_model(name)` builds:
-
-- `deit_{tiny,small,base}_elliptical_patch16_224`: timm's DeiT configurations with
-  `EllipticalAttention` (https://arxiv.org/abs/2406.13770). Same parameters and state_dict keys
-  as `deit_*_patch16_224`, so a DeiT checkpoint loads strictly. No weights are published.
-- `vit_nano_patch4_28` and its twin `vit_nano_elliptical_patch4_28`: tiny Fashion-MNIST ViTs
-  (`FASHION_MNIST_ARGS`, ~139k parameters) for tests and the demo.
-
-The elliptical builders accept the options of `robench.models.layers.configure_elliptical` as model
-kwargs, e.g. `timm.create_model("deit_tiny_elliptical_patch16_224", scaling="mean")`.
+"""Vision Transformers with Elliptical Attention (https://arxiv.org/abs/2406.13770) in timm's
+own registry: DeiT configurations whose DeiT checkpoints load strictly, and the Fashion-MNIST
+nano pair (docs/models.md, "robench's zoo").
 """
 
 from __future__ import annotations
