@@ -1,10 +1,7 @@
-"""Models held in memory (`robench.evaluate(model)`): their provenance.
-
-A model that came from no file has no checkpoint hash; its `ModelOrigin` (source "memory")
-holds a sha256 over its state dict instead, so two reports of the same weights carry the same
-`checkpoint_sha256` and `robench gate` / `compare` tell same weights from different ones
-whatever the process that held them. The hash covers every entry of `state_dict()` in name
-order: its name, dtype, shape and bytes (float weights as stored, so a bit flip changes it).
+"""Models held in memory (`robench.evaluate(model)`): their provenance (docs/python-api.md,
+"Provenance of a model held in memory"). A model that came from no file has no checkpoint
+hash; its `ModelOrigin` (source "memory") holds a sha256 over its state dict instead, so
+`robench gate` / `compare` tell same weights from different ones whatever process held them.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """Build the model a user asked for: registered architecture, safe checkpoint, preprocessing.
 
-`load_model(MODEL)` takes every kind a user gives (a name, a source string, a card, a
-checkpoint's metadata, or a model object held in memory) and builds it with the first source
-of the one ordered table that takes it (`robench.models.sources.registry`: `STAGES`). This
-module is the last of them, `named`: image classifiers are timm models; language models are
-robench's own registry (`robench.models.zoo.lm_registry`) and take their vocabulary from the
-checkpoint; so are the LRA sequence classifiers, sized by the model kwargs their checkpoint
-records. The sources' image classifiers come back through `image_model`: the command line's
-preprocessing over the model's own (timm's `pretrained_cfg`, or the transformers image
-processor).
+`load_model(MODEL)` builds every kind a user gives with the first source of the one ordered
+table that takes it (docs/architecture.md, "Model sources"). This module is the last of them,
+`named`: image classifiers are timm models; language models, text and LRA classifiers are
+robench's own registry (`robench.models.zoo.lm_registry`), sized by their checkpoint's
+vocabulary or model kwargs. The sources' image classifiers come back through `image_model`.
 
 Each preprocessing field comes from the first source that gives it, in this order: command
 line flags, a model card, the metadata `robench train` stores in a checkpoint, timm's

@@ -1,14 +1,11 @@
-"""A transformers causal LM from a local folder, as robench's language-modeling task runs it.
+"""A transformers causal LM from a local folder, as robench's language-modeling task runs it
+(docs/language-models.md, "Subword models").
 
-`build_causal_lm(folder, trust_remote_code=...)` reads a `save_pretrained` folder (config,
-weights, tokenizer files) without any network access and returns `CausalLMParts`: the model
-as robench's contract wants it (token ids (B, T) -> logits (B, T, V)), the tokenizer from the
-same folder, the model's maximum context and provenance. The maximum context is read as
-lm-evaluation-harness 0.4.13 reads it (`resolve_max_length`: the config's `n_positions`,
-`max_position_embeddings` or `n_ctx`, else the tokenizer's `model_max_length`, else 2048), so
-both score the same rolling windows (docs/language-models.md, "Subword models").
-
-transformers is imported inside the functions: `robench --help` and `robench list` stay light.
+`build_causal_lm(folder, trust_remote_code=...)` reads a `save_pretrained` folder offline and
+returns `CausalLMParts`: token ids (B, T) -> logits (B, T, V), the folder's tokenizer, the
+maximum context and provenance. The context is read as lm-evaluation-harness 0.4.13 reads it
+(`resolve_max_length`), so both score the same rolling windows. transformers is imported
+inside the functions: `robench --help` and `robench list` stay light.
 """
 
 from __future__ import annotations

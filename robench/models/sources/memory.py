@@ -1,20 +1,9 @@
 """The `memory` source: a model object held in memory (`robench.evaluate(model)`) as a
-`LoadedModel`, wrapped by what it is (docs/python-api.md, "Models"): a transformers
-`PreTrainedModel` as the `hf:` source wraps its folder (`hf_objects.py`); a module with
-`tokenizer=` a robench `Vocabulary` as a zoo word-level model; another module by what its
-task's models read (`TaskEntry.inputs`, `WRAPPERS`): images get the normalisation layer
-(`preprocessing=` over the data's size over a timm `pretrained_cfg`, else pixels in [0, 1]),
-token ids go in as they are, and texts need a vocabulary or a transformers model.
-
-A module's task is `task=`, else its `robench_task`, else the suite's; an image network that
-names none gets semantic segmentation when it returns per-pixel logits (B, K, H, W) and
-image classification otherwise. One forward pass on blank inputs then checks that the output
-is logits of the task's shape (`check_outputs`, by `Task.logits`). The models layer cannot
-import the tasks: the caller hands down their registry (`MemoryOptions.tasks`).
-
-The model runs on its own device unless told otherwise (a module without parameters on cpu),
-and must be there as a whole, every parameter and buffer (`check_device`); the caller's model
-is never moved.
+`LoadedModel`, wrapped by what it is, its task, preprocessing and device found as
+docs/python-api.md says ("Models", "What is inferred"). A plain module is wrapped by what its
+task's models read (`TaskEntry.inputs`, `WRAPPERS`), and one forward pass on blank inputs
+checks its logits' shape (`check_outputs`). The models layer cannot import the tasks: the
+caller hands down their registry (`MemoryOptions.tasks`). The caller's model is never moved.
 """
 
 from __future__ import annotations
