@@ -5,8 +5,13 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+_CHUNK = 1 << 20
+
 
 def sha256_file(path: str | Path) -> str:
-    """Hex sha256 of a file, read in chunks (`hashlib.file_digest`)."""
+    """Hex sha256 of a file, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
     with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
+        while chunk := fh.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()

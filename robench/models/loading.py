@@ -200,11 +200,9 @@ def load_model(
     device: torch.device | str | None = "cpu",
     memory: MemoryOptions | None = None,
 ) -> LoadedModel:
-    """MODEL as a ready model, built by the first source of the table that takes it
-    (`sources/registry.STAGES`): a model object held in memory (`memory`, told about it by
-    `memory`), `PREFIX:TARGET` (`hf:`, `hf-hub:`, `local-dir:`, a plugin's), a timm pretrained
-    tag without --checkpoint, else a card, a registered name or the checkpoint's metadata.
-    `device` None: a model object's own device, cpu for anything else."""
+    """MODEL as a ready model, built by the first source of the table that takes it (the
+    module docstring); `memory` tells the `memory` source about a model object. `device`
+    None: a model object's own device, cpu for anything else."""
     load_plugins(imports)
     source, target = resolve_source(model, checkpoint=checkpoint is not None)
     name = model if isinstance(model, str) else ""
@@ -316,13 +314,11 @@ def _checkpoint_classes(ckpt: Checkpoint | None) -> list[str] | None:
 def _fill_from_cfg(
     spec: ModelSpec, sources: dict[str, str], network: nn.Module
 ) -> tuple[ModelSpec, dict[str, str]]:
-    cfg = pretrained_cfg_spec(network)
-    values = spec.model_dump()
-    for key in _PREPROCESSING_FIELDS:
-        if values[key] is None and getattr(cfg, key) is not None:
-            values[key] = getattr(cfg, key)
-            sources[key] = "timm pretrained_cfg"
-    return ModelSpec(**values), sources
+    """The preprocessing fields nothing gave, from timm's `pretrained_cfg` (validated there)."""
+    cfg = pretrained_cfg_spec(network).model_dump(include=set(_PREPROCESSING_FIELDS))
+    found = {k: v for k, v in cfg.items() if v is not None and getattr(spec, k) is None}
+    sources.update(dict.fromkeys(found, "timm pretrained_cfg"))
+    return spec.model_copy(update=found), sources
 
 
 def _language_model(

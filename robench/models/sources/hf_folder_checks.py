@@ -1,14 +1,7 @@
 """What can be wrong with a transformers model folder, said in one sentence that names the
-file, before (or instead of) transformers' own exceptions and reports.
-
-- A `.safetensors` weight file that is empty, cut off or not safetensors: checked by opening
-  its header, which safetensors validates against the file's size (no tensor is read).
-- A config.json that transformers' config class refuses (a field of the wrong type, such as
-  `num_channels = "three"`, fails its strict dataclass validation).
-- A tokenizer.json that is JSON but not a tokenizer (read by `tokenizers` itself).
-- Weights whose shapes do not fit the config: transformers logs a load report of one line
-  per tensor, then raises "look at the above report"; the report is kept off stderr and the
-  error counts the mismatched tensors instead.
+file, before (or instead of) transformers' own exceptions and reports: weights that are not
+safetensors, a config field or tokenizer.json transformers refuses, weights that do not fit
+the config.
 """
 
 from __future__ import annotations
@@ -25,7 +18,8 @@ from robench._core.errors import CheckpointError, ConfigError, first_line
 
 
 def check_safetensors(paths: list[Path]) -> None:
-    """Refuse a `.safetensors` file whose header is missing, cut off or does not cover it."""
+    """Refuse a `.safetensors` file whose header is missing, cut off or does not cover it
+    (safetensors checks the header against the file's size; no tensor is read)."""
     from safetensors import SafetensorError, safe_open
 
     for path in paths:
@@ -98,7 +92,8 @@ def check_tokenizer_json(folder: Path) -> None:
 @contextlib.contextmanager
 def load_report_held(folder: Path) -> Iterator[None]:
     """Hold transformers' warnings while a model loads: shown as usual when it loads, turned
-    into one sentence when its weights do not fit its config (the table is dropped)."""
+    into one sentence when its weights do not fit its config (transformers' load report, one
+    line per tensor, then "look at the above report", is dropped)."""
     from transformers.utils import logging as hf_logging
 
     collect = BufferingHandler(capacity=sys.maxsize)  # keeps every record, never flushes

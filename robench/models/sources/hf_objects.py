@@ -1,11 +1,7 @@
-"""A transformers model object held in memory, as the `hf:` source would load its folder.
-
-`robench.evaluate(model)` hands a `PreTrainedModel` here. Its task comes from its class by
-transformers' own tables (`hf_tasks.task_tables`), and it is wrapped by the same modules the
-`hf:` source uses (`PixelValuesClassifier`, `PixelValuesSegmenter`, `CausalLMLogits`,
-`TokenizerTextClassifier`), with its image processor or tokenizer given by the caller or read
-offline from `model.name_or_path` (a `save_pretrained` folder or the local Hub cache), so the
-numbers equal `robench eval hf:FOLDER` on the same weights.
+"""A transformers model object held in memory, as the `hf:` source would load its folder
+(docs/python-api.md, "Models"): its task from its class by transformers' own tables, wrapped by
+the same modules, its image processor or tokenizer the caller's or read offline from
+`model.name_or_path`, so the numbers equal `robench eval hf:FOLDER` on the same weights.
 """
 
 from __future__ import annotations

@@ -145,10 +145,8 @@ def register_source(
     modules: tuple[str, ...] = (),
     takes: str = "",
 ) -> None:
-    """Add a source; `builder` is "package.module:function", imported when first used. With
-    `claims` ("package.module:predicate") the source has no `PREFIX:`: it takes the plain
-    names its predicate accepts when no checkpoint is given. `modules`: what it imports
-    from optional extras. `takes` ("object", "name") is robench's own two last resorts."""
+    """Add a source; `builder` is "package.module:function", imported when first used (the
+    other fields: `LazySource`'s)."""
     source = LazySource(prefix, builder, description, example, claims, weights_from, modules, takes)
     SOURCES.register(prefix)(source)
 

@@ -35,6 +35,9 @@ __all__ = ["FAN", "checkpoint_filter_fn"]  # timm's register_model appends the m
 # Output width of each stride-2 conv of the patch stem, as a divisor of embed_dim, per patch
 # size (released ConvPatchEmbed); GELU sits between the convs.
 _STEM_DIVISORS: dict[int, tuple[int, ...]] = {16: (8, 4, 2, 1), 8: (4, 2, 1), 4: (4, 1)}
+# The released blocks' norm and activation (every FAN-ViT uses these).
+_NORM = partial(nn.LayerNorm, eps=1e-6)
+_ACT = nn.GELU
 
 
 def _conv3x3_bn(in_chans: int, out_chans: int) -> nn.Sequential:
@@ -47,9 +50,7 @@ def _conv3x3_bn(in_chans: int, out_chans: int) -> nn.Sequential:
 class ConvPatchEmbed(nn.Module):
     """Patch embedding by stride-2 3x3 conv+BN stages: (B, C, H, W) -> (B, N, D), (Hp, Wp)."""
 
-    def __init__(
-        self, patch_size: int, in_chans: int, embed_dim: int, act_layer: type[nn.Module]
-    ) -> None:
+    def __init__(self, patch_size: int, in_chans: int, embed_dim: int) -> None:
         super().__init__()
         if patch_size not in _STEM_DIVISORS:
             raise ConfigError(
@@ -60,7 +61,7 @@ class ConvPatchEmbed(nn.Module):
         width = in_chans
         for index, divisor in enumerate(_STEM_DIVISORS[patch_size]):
             if index:
-                layers.append(act_layer())
+                layers.append(_ACT())
             layers.append(_conv3x3_bn(width, embed_dim // divisor))
             width = embed_dim // divisor
         self.proj = nn.Sequential(*layers)
@@ -84,25 +85,23 @@ class FANBlock(nn.Module):
         drop: float,
         attn_drop: float,
         drop_path: float,
-        act_layer: type[nn.Module],
-        norm_layer: Any,
         eta: float,
         attn_layer: type[TokenMixing],
     ) -> None:
         super().__init__()
-        self.norm1 = norm_layer(dim)
+        self.norm1 = _NORM(dim)
         self.attn = attn_layer(
             dim, num_heads=num_heads, qkv_bias=qkv_bias, attn_drop=attn_drop, proj_drop=drop
         )
         self.drop_path = DropPath(drop_path) if drop_path > 0.0 else nn.Identity()
-        self.norm2 = norm_layer(dim)
+        self.norm2 = _NORM(dim)
         self.mlp = ChannelProcessing(
             dim,
             num_heads=num_heads,
             qkv_bias=qkv_bias,
             attn_drop=attn_drop,
             mlp_hidden_dim=int(dim * mlp_ratio),
-            act_layer=act_layer,
+            act_layer=_ACT,
             drop=drop,
         )
         self.gamma1 = nn.Parameter(eta * torch.ones(dim))
@@ -129,18 +128,16 @@ class ClassAttentionBlock(nn.Module):
         qkv_bias: bool,
         drop: float,
         attn_drop: float,
-        act_layer: type[nn.Module],
-        norm_layer: Any,
         eta: float,
         tokens_norm: bool,
     ) -> None:
         super().__init__()
-        self.norm1 = norm_layer(dim)
+        self.norm1 = _NORM(dim)
         self.attn = ClassAttn(
             dim, num_heads=num_heads, qkv_bias=qkv_bias, attn_drop=attn_drop, proj_drop=drop
         )
-        self.norm2 = norm_layer(dim)
-        self.mlp = Mlp(dim, int(dim * mlp_ratio), act_layer=act_layer, drop=drop)
+        self.norm2 = _NORM(dim)
+        self.mlp = Mlp(dim, int(dim * mlp_ratio), act_layer=_ACT, drop=drop)
         self.gamma1 = nn.Parameter(eta * torch.ones(dim))
         self.gamma2 = nn.Parameter(eta * torch.ones(dim))
         self.tokens_norm = tokens_norm
@@ -187,13 +184,11 @@ class FAN(nn.Module):
             raise ConfigError(
                 f"FAN classifies its class token: global_pool must be 'token', not {global_pool!r}."
             )
-        norm_layer = partial(nn.LayerNorm, eps=1e-6)
-        act_layer = nn.GELU
         self.num_classes = num_classes
         self.global_pool = global_pool
         self.num_features = self.head_hidden_size = self.embed_dim = embed_dim
         self.num_prefix_tokens = 1
-        self.patch_embed = ConvPatchEmbed(patch_size, in_chans, embed_dim, act_layer)
+        self.patch_embed = ConvPatchEmbed(patch_size, in_chans, embed_dim)
         self.pos_embed = PositionalEncodingFourier(dim=embed_dim)
         self.pos_drop = nn.Dropout(p=drop_rate)
         common: dict[str, Any] = dict(
@@ -203,8 +198,6 @@ class FAN(nn.Module):
             qkv_bias=qkv_bias,
             drop=drop_rate,
             attn_drop=attn_drop_rate,
-            act_layer=act_layer,
-            norm_layer=norm_layer,
             eta=eta,
         )
         # As released, every block gets the same drop-path rate (no linear decay).
@@ -216,7 +209,7 @@ class FAN(nn.Module):
         self.cls_attn_blocks = nn.ModuleList(
             ClassAttentionBlock(**common, tokens_norm=tokens_norm) for _ in range(cls_attn_layers)
         )
-        self.norm = norm_layer(embed_dim)
+        self.norm = _NORM(embed_dim)
         self.head: nn.Module = nn.Linear(embed_dim, num_classes) if num_classes else nn.Identity()
         self._init_weights()
 

@@ -39,7 +39,9 @@ def total_aux_loss(model: nn.Module) -> Tensor | None:
     return sum((layer.aux_loss for layer in layers[1:]), layers[0].aux_loss)
 
 
-def moe_layer_plan(num_experts: int, top_k: int, moe_every: int) -> Callable[[int], Any]:
+def moe_layer_plan(
+    num_experts: int = 4, top_k: int = 1, moe_every: int = 1
+) -> Callable[[int], Any]:
     """Block index -> its feed-forward class: a mixture of experts in blocks 0, moe_every,
     2 * moe_every, ...; timm's dense `Mlp` in the others."""
     if not isinstance(moe_every, int) or isinstance(moe_every, bool) or moe_every < 1:

@@ -164,9 +164,7 @@ def _create(
     options = elliptical_options(kwargs, ELLIPTICAL_OPTIONS, variant, elliptical)
     moe = {name: kwargs.pop(name) for name in _MOE_OPTIONS if name in kwargs}
     if moe:
-        kwargs["mlp_layer_at"] = moe_layer_plan(
-            moe.get("num_experts", 4), moe.get("top_k", 1), moe.get("moe_every", 1)
-        )
+        kwargs["mlp_layer_at"] = moe_layer_plan(**moe)
     attn: type[nn.Module] = EllipticalAttention if elliptical else Attention
     model = TextClassifier(vocab_size, architecture=variant, attn_layer=attn, **kwargs)
     if elliptical:

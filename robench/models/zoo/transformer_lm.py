@@ -102,15 +102,12 @@ def transformer_blocks(
 
 
 class TransformerLM(nn.Module):
-    """Decoder-only causal transformer over a word-level vocabulary (see the module docstring).
-
-    `vocab_size` V token ids, width `embed_dim` C = num_heads * head dimension, feed-forward
-    width `mlp_dim`; `dropout` on the embeddings and the outputs of attention and feed-forward,
-    `attn_dropout` on the attention probabilities. `attn_layer`: the blocks' attention class
-    (timm's contract), e.g. `EllipticalAttention`, which then needs `configure_elliptical`.
-    `mlp_layer_at`: block index -> its feed-forward class (timm's `Mlp` contract), e.g. a
-    mixture of experts (moe_lm.py); None: timm's `Mlp` everywhere. `architecture`: the name
-    the report records (the registry sets the registered name).
+    """Decoder-only causal transformer over a word-level vocabulary (see the module docstring):
+    `vocab_size` V, width `embed_dim` C = num_heads * head dimension; `dropout` on the
+    embeddings and the outputs of attention and feed-forward, `attn_dropout` on the attention
+    probabilities. `attn_layer`: the blocks' attention (timm's contract; `EllipticalAttention`
+    then needs `configure_elliptical`); `mlp_layer_at`: block index -> its feed-forward class
+    (e.g. a mixture of experts), None: timm's `Mlp`; `architecture`: the name the report records.
     """
 
     def __init__(

@@ -54,7 +54,6 @@ def _deit_cfg(**kwargs: Any) -> dict[str, Any]:
 
 
 _DEIT: dict[str, Any] = dict(patch_size=16, depth=12)
-_NANO_ARGS = FASHION_MNIST_ARGS
 
 
 # DeiT-tiny, -small and -base with Elliptical Attention, and the Fashion-MNIST pair.
@@ -62,13 +61,13 @@ _VARIANTS: dict[str, tuple[bool, dict[str, Any]]] = {
     "deit_tiny_elliptical_patch16_224": (True, dict(_DEIT, embed_dim=192, num_heads=3)),
     "deit_small_elliptical_patch16_224": (True, dict(_DEIT, embed_dim=384, num_heads=6)),
     "deit_base_elliptical_patch16_224": (True, dict(_DEIT, embed_dim=768, num_heads=12)),
-    "vit_nano_patch4_28": (False, _NANO_ARGS),
-    "vit_nano_elliptical_patch4_28": (True, _NANO_ARGS),
+    "vit_nano_patch4_28": (False, FASHION_MNIST_ARGS),
+    "vit_nano_elliptical_patch4_28": (True, FASHION_MNIST_ARGS),
 }
 _NANO_CFG: dict[str, Any] = dict(crop_pct=1.0, **FASHION_MNIST_CFG)
 default_cfgs = generate_default_cfgs(
     {
-        name: _deit_cfg(**(_NANO_CFG if args is _NANO_ARGS else {}))
+        name: _deit_cfg(**(_NANO_CFG if args is FASHION_MNIST_ARGS else {}))
         for name, (_, args) in _VARIANTS.items()
     }
 )
