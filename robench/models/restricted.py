@@ -1,9 +1,6 @@
-"""Scoring among a subset of a model's classes (ImageNet-A/R, timm's `--valid-labels`).
-
-The wrapped model returns only the logits of the listed classes, in list order, so the
-argmax (and top-5, and every attack's loss) is taken among them and label k means the k-th
-listed class. That is the protocol of Hendrycks' ImageNet-A/R evaluation code; the argmax
-over all 1000 classes gives different, lower numbers.
+"""Scoring among a subset of a model's classes (ImageNet-A/R, timm's `--valid-labels`): the
+wrapped model returns only the logits of the listed classes, in list order (the protocol of
+docs/datasets.md, "label space"; the argmax over all 1000 classes gives lower numbers).
 """
 
 from __future__ import annotations
