@@ -1,11 +1,8 @@
-"""Models: one resolver (`loading.load_model`: a model object held in memory, a registry
-name, model card or checkpoint) over one ordered table of model sources (`memory`, `hf:`,
-`hf-hub:`, `local-dir:`, timm pretrained tags; docs/models.md), model cards, safe
-checkpoints, normalisation inside the model, plugins, trust checks; `zoo/` (robench's timm
-models) and `layers/` (Elliptical Attention).
+"""Models: one resolver (`loading.load_model`) over one ordered table of model sources
+(docs/models.md; docs/architecture.md, "Model sources"), model cards, safe checkpoints,
+normalisation inside the model, trust checks; `zoo/` (robench's models) and `layers/`.
 
-Importing `robench.models.zoo` registers the zoo in timm's registry. This `__init__` imports
-nothing, so reading a model card needs no torch.
+This `__init__` imports nothing, so reading a model card needs no torch.
 
 May import: `robench.data`, `robench.results`, `robench._core`.
 """

@@ -1,11 +1,6 @@
-"""Check a model card without building its model (`robench validate`).
-
-The light check needs no torch or timm: the card's schema and fields (`ModelCard`), the
-checkpoint file's existence and sha256 (hashlib), and the architecture name against robench's
-own models (`zoo_names.ZOO_MODELS`). An architecture from outside robench's zoo (a timm model,
-a plugin's) cannot be looked up without importing timm, so the light check accepts it with a
-note; `deep=True` imports timm and robench's zoo and requires the name to be registered there
-(the caller loads plugins first: `robench._core.plugins.load_plugins`).
+"""Check a model card without building its model (`robench validate`; docs/validate.md): the
+light check needs no torch or timm, `deep=True` imports timm and robench's zoo to look the
+architecture up (the caller loads plugins first: `robench._core.plugins.load_plugins`).
 """
 
 from __future__ import annotations

@@ -6,9 +6,8 @@ with `torch.load(weights_only=True)`, which accepts tensors, containers and prim
 (plus `argparse.Namespace`, which timm and DeiT training scripts store as `args`). Anything
 else needs `trust=True` (the CLI's `--trust-checkpoint`), meant for files from a trusted source.
 
-Layouts: a flat dict of tensors, or a dict holding one under `model` / `state_dict` (timm,
-DeiT), or EMA weights under `state_dict_ema` / `model_ema` (with `ema=True`). The `module.`
-(DistributedDataParallel) and `_orig_mod.` (torch.compile) key prefixes are removed.
+Layouts: a flat dict of tensors, or one nested where timm and DeiT keep it (`_MAIN_KEYS`,
+`_EMA_KEYS`), wrapper prefixes removed (`_WRAPPER_PREFIXES`).
 """
 
 from __future__ import annotations

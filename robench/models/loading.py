@@ -1,14 +1,10 @@
 """Build the model a user asked for: registered architecture, safe checkpoint, preprocessing.
 
-`load_model(MODEL)` takes every kind a user gives (a name, a source string, a card, a
-checkpoint's metadata, or a model object held in memory) and builds it with the first source
-of the one ordered table that takes it (`robench.models.sources.registry`: `STAGES`). This
-module is the last of them, `named`: image classifiers are timm models; language models are
-robench's own registry (`robench.models.zoo.lm_registry`) and take their vocabulary from the
-checkpoint; so are the LRA sequence classifiers, sized by the model kwargs their checkpoint
-records. The sources' image classifiers come back through `image_model`: the command line's
-preprocessing over the model's own (timm's `pretrained_cfg`, or the transformers image
-processor).
+`load_model(MODEL)` builds every kind a user gives with the first source of the one ordered
+table that takes it (docs/architecture.md, "Model sources"). This module is the last of them,
+`named`: image classifiers are timm models; language models, text and LRA classifiers are
+robench's own registry (`robench.models.zoo.lm_registry`), sized by their checkpoint's
+vocabulary or model kwargs. The sources' image classifiers come back through `image_model`.
 
 Each preprocessing field comes from the first source that gives it, in this order: command
 line flags, a model card, the metadata `robench train` stores in a checkpoint, timm's
@@ -149,10 +145,11 @@ def image_model(
     resize: dict[str, str] | None = None,
     device: torch.device | str = "cpu",
     overrides_label: str = "command line",
+    task: str = "image-classification",
 ) -> LoadedModel:
-    """A source's image classifier, normalisation inside: the command line's preprocessing
-    (`overrides`, or what `overrides_label` names) over the model's own (`own`, else timm's
-    `pretrained_cfg`)."""
+    """A source's image model of `task`, normalisation inside: the command line's
+    preprocessing (`overrides`, or what `overrides_label` names) over the model's own (`own`,
+    else timm's `pretrained_cfg`)."""
     own = own if own is not None else pretrained_cfg_spec(network)
     own = own.model_copy(update={"classes": None})  # the class names are `classes`
     spec, sources = _layer([(overrides_label, overrides), (own_label, own)])
@@ -167,6 +164,7 @@ def image_model(
         sources=sources,
         preprocessing=preprocessing,
         origin=origin,
+        task=task,
     )
 
 
@@ -202,11 +200,9 @@ def load_model(
     device: torch.device | str | None = "cpu",
     memory: MemoryOptions | None = None,
 ) -> LoadedModel:
-    """MODEL as a ready model, built by the first source of the table that takes it
-    (`sources/registry.STAGES`): a model object held in memory (`memory`, told about it by
-    `memory`), `PREFIX:TARGET` (`hf:`, `hf-hub:`, `local-dir:`, a plugin's), a timm pretrained
-    tag without --checkpoint, else a card, a registered name or the checkpoint's metadata.
-    `device` None: a model object's own device, cpu for anything else."""
+    """MODEL as a ready model, built by the first source of the table that takes it (the
+    module docstring); `memory` tells the `memory` source about a model object. `device`
+    None: a model object's own device, cpu for anything else."""
     load_plugins(imports)
     source, target = resolve_source(model, checkpoint=checkpoint is not None)
     name = model if isinstance(model, str) else ""
@@ -318,13 +314,11 @@ def _checkpoint_classes(ckpt: Checkpoint | None) -> list[str] | None:
 def _fill_from_cfg(
     spec: ModelSpec, sources: dict[str, str], network: nn.Module
 ) -> tuple[ModelSpec, dict[str, str]]:
-    cfg = pretrained_cfg_spec(network)
-    values = spec.model_dump()
-    for key in _PREPROCESSING_FIELDS:
-        if values[key] is None and getattr(cfg, key) is not None:
-            values[key] = getattr(cfg, key)
-            sources[key] = "timm pretrained_cfg"
-    return ModelSpec(**values), sources
+    """The preprocessing fields nothing gave, from timm's `pretrained_cfg` (validated there)."""
+    cfg = pretrained_cfg_spec(network).model_dump(include=set(_PREPROCESSING_FIELDS))
+    found = {k: v for k, v in cfg.items() if v is not None and getattr(spec, k) is None}
+    sources.update(dict.fromkeys(found, "timm pretrained_cfg"))
+    return spec.model_copy(update=found), sources
 
 
 def _language_model(

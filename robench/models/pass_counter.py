@@ -1,19 +1,13 @@
-"""Counting a model's forward and backward passes, in samples, at the model itself.
+"""Counting a model's forward and backward passes, in samples, at the model itself
+(docs/formats.md, "Counted cost").
 
-What a result cost is counted, never estimated: `PassCounter.counting(*modules)` puts a
-forward hook on each module for the duration of a `with` block. The hook adds the batch size
-of every output it sees (a batch of 64 is 64 forward passes) and, when the output is part of
-a graph, registers a tensor hook on it that adds the batch size of every gradient reaching it:
-one backward pass per sample each time autograd goes back through the model (FAB's gradient of
-every logit, `backward(retain_graph=True)` K times, is K backward passes). A forward under
-`torch.no_grad()` builds no graph and so can never count a backward. The output is returned
-as it is (not wrapped nor copied), so an attack that edits its logits in place still can.
-
-The hooks go on the outermost module the attacks call (the one the runner hands them), so
-nested modules are not counted twice, and the model object the attack sees is the caller's
-own (no wrapper class: an attack that inspects its model finds what it would without the
-counter). `scoring()` marks the passes that the runner's re-run of the model makes to score
-an attack's output, so the report can say how many of the forward passes were that re-run.
+`PassCounter.counting(*modules)` puts a forward hook on each module inside a `with` block: it
+adds each output's batch size, and a tensor hook on an output that is part of a graph adds the
+batch size of every gradient reaching it (FAB's `backward(retain_graph=True)` K times is K
+backward passes; a forward under `torch.no_grad()` never counts one). The output is returned as
+it is (an attack that edits its logits in place still can), and the hooks go on the outermost
+module the attacks call: nested modules are not counted twice, and an attack that inspects its
+model finds the caller's own (no wrapper class).
 """
 
 from __future__ import annotations

@@ -7,13 +7,6 @@ from __future__ import annotations
 import warnings
 
 from robench._core.plugins import *  # noqa: F403
-from robench._core.plugins import (  # noqa: F401
-    ENTRY_POINT_GROUP,
-    PLUGIN_GROUPS,
-    SUITE_GROUPS,
-    import_user_module,
-    load_plugins,
-)
 
 warnings.warn(
     "robench.models.plugins moved to robench._core.plugins; the old path will be removed in "

@@ -1,8 +1,6 @@
-"""Where a model's weights came from, for the report: source, repo or path, commit, hashes.
-
-A model loaded through a source (`hf-hub:`, `local-dir:`, `hf:`, a timm pretrained tag) has
-no `--checkpoint`; its `ModelOrigin` says what was read instead, so a report names the exact
-files (sha256 of every weight file) and, for the Hub cache, the commit they belong to.
+"""Where a model's weights came from, for the report's `model.source` (docs/models.md,
+"Provenance in the report"): a source (`hf-hub:`, `local-dir:`, `hf:`, a timm pretrained tag)
+has no `--checkpoint`, so its `ModelOrigin` names the exact files read instead.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Scoring among a subset of a model's classes (ImageNet-A/R, timm's `--valid-labels`).
-
-The wrapped model returns only the logits of the listed classes, in list order, so the
-argmax (and top-5, and every attack's loss) is taken among them and label k means the k-th
-listed class. That is the protocol of Hendrycks' ImageNet-A/R evaluation code; the argmax
-over all 1000 classes gives different, lower numbers.
+"""Scoring among a subset of a model's classes (ImageNet-A/R, timm's `--valid-labels`): the
+wrapped model returns only the logits of the listed classes, in list order (the protocol of
+docs/datasets.md, "label space"; the argmax over all 1000 classes gives lower numbers).
 """
 
 from __future__ import annotations
@@ -12,6 +9,8 @@ from collections.abc import Sequence
 
 import torch
 from torch import nn
+
+from robench.models.loaded_model import module_device
 
 
 class RestrictedOutputs(nn.Module):
@@ -28,9 +27,4 @@ def restrict_outputs(model: nn.Module, output_classes: Sequence[int] | None) -> 
     """`model` itself when `output_classes` is None, else a view scoring only those classes."""
     if output_classes is None:
         return model
-    return RestrictedOutputs(model, output_classes).to(_device_of(model))
-
-
-def _device_of(model: nn.Module) -> torch.device:
-    parameter = next(model.parameters(), None)
-    return parameter.device if parameter is not None else torch.device("cpu")
+    return RestrictedOutputs(model, output_classes).to(module_device(model))

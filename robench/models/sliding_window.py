@@ -1,14 +1,8 @@
-"""How a segmentation model is run on a whole image: in one pass, or window by window.
-
-mmsegmentation's two test modes (`EncoderDecoder.whole_inference` / `slide_inference`):
-
-- "whole": the model sees the full image and its logits are used as they are.
-- "slide": crops of `crop_size` every `stride` pixels, the last row and column of crops moved
-  back to end on the image's edge; each crop's logits are resized to the crop, summed into the
-  full image and divided by how many crops covered each pixel.
-
-A segmentation model in robench's zoo says which one it was evaluated with in its
-`robench_inference` attribute; `with_inference(model, config)` wraps it accordingly.
+"""How a segmentation model is run on a whole image: in one pass ("whole"), or window by
+window ("slide": crops of `crop_size` every `stride` pixels, the last row and column moved back
+to end on the image's edge, each crop's logits summed into the image and divided by how many
+crops covered each pixel): mmsegmentation's `EncoderDecoder.whole_inference` /
+`slide_inference`. A zoo model names its mode in `robench_inference`; `with_inference` wraps it.
 """
 
 from __future__ import annotations

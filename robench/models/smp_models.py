@@ -4,14 +4,11 @@
     robench eval smp_unet_resnet18 --import robench.models.smp_models ...
 
 Importing this module registers the names with timm and imports nothing heavy; the builder
-imports `segmentation_models_pytorch` (and says which extra to install when it is missing).
-Encoders start from random weights (`encoder_weights=None`): robench downloads nothing, load a
-checkpoint into the model.
-
-Like robench's own models, the network takes normalised images and its pretrained_cfg carries
-the mean/std (ImageNet's, what smp's encoders are trained with) that `robench.models.loading`
-puts in front of it. Any input size works: smp's encoders need sides divisible by 32, so the
-image is padded right and bottom and the padding cut off the logits (B, K, H, W).
+imports `segmentation_models_pytorch`. Encoders start from random weights
+(`encoder_weights=None`): robench downloads nothing, load a checkpoint into the model. The
+network takes normalised images (its pretrained_cfg carries ImageNet's mean/std, what smp's
+encoders are trained with); smp's encoders need sides divisible by 32, so the image is padded
+right and bottom and the padding cut off the logits (B, K, H, W).
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
-"""Text classifiers that read texts, as the text-classification task hands them over.
-
-The task's inputs are texts as rows of UTF-8 bytes (data/text/text_rows.py); a wrapper here
-turns them into what its network reads, inside the model, as `NormalizedModel` normalises
-images inside an image model:
-- `WordLevelTextClassifier`: robench's zoo classifiers, whose checkpoint carries a word-level
-  `Vocabulary`: words by `tokenize.words_of`, ids of exactly the network's `max_length`
-  (data/text/classifier_tokens.py), so a row's logits do not depend on its batch companions;
-- `TokenizerTextClassifier`: a transformers sequence classifier with its own tokenizer.
-Either returns logits (B, K).
+"""Text classifiers that read texts, as the text-classification task hands them over: rows of
+UTF-8 bytes (data/text/text_rows.py), turned into what the network reads inside the model, as
+`NormalizedModel` normalises images inside an image model. Either wrapper returns (B, K).
 """
 
 from __future__ import annotations
@@ -25,7 +18,9 @@ DEFAULT_MAX_LENGTH = 128  # words read of a text when the network names no max_l
 
 
 class WordLevelTextClassifier(nn.Module):
-    """A token-id classifier (ids (B, T), -1 padded -> logits) reading byte rows."""
+    """A robench zoo classifier (ids (B, T), -1 padded -> logits) reading byte rows through
+    its checkpoint's `Vocabulary`: exactly the network's `max_length` ids per row
+    (data/text/classifier_tokens.py), so a row's logits do not depend on its batch."""
 
     robench_task = "text-classification"
 

@@ -26,11 +26,8 @@ ZOO_MODELS: tuple[str, ...] = (
     "vit_nano_patch4_28",
 )
 
-# Registered in robench's language-model registry (robench.models.zoo.lm_registry) by
-# robench.models.zoo.transformer_lm, moe_lm (Switch, GLaM), text_classifier and lra_transformer
-# (whose builders declare the text- and sequence-classification tasks), each with its
-# `_elliptical` twin (`lm_registry.register_variants`);
-# tests/test_transformer_lm.py checks the two agree.
+# Registered in robench's language-model registry (robench.models.zoo.lm_registry), each with
+# its `_elliptical` twin; tests/test_transformer_lm.py checks the two agree.
 LANGUAGE_MODELS: tuple[str, ...] = tuple(
     sorted(
         base + twin

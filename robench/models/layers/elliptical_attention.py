@@ -268,8 +268,7 @@ class EllipticalMetricMixin:
     and multiplies Q by the result (see `EllipticalAttention.forward`). `configure_elliptical`
     links every module of a model that has this mixin, so attention layers of another layout
     (FAN's token mixing, robench/models/layers/fan.py) share the carry of V_{l-1} with no copy of
-    this logic. Options live in plain attributes: `scaling`, `estimator`, `causal_estimator`,
-    `differentiable`, `delta`, `is_first`, `is_last`.
+    this logic. Options live in plain attributes, set by `configure_elliptical`.
     """
 
     scale: float  # the host attention's logit scale, 1 / sqrt(D) (the consistent estimator's f)
@@ -424,14 +423,9 @@ def configure_elliptical(
     `EllipticalMetricMixin`: `EllipticalAttention`, FAN's `EllipticalTokenMixing`) and link them
     in `model.modules()` order, the order blocks run in: the first one is standard attention
     that only stores its values, and all share one carry for V_{l-1}. Returns how many there
-    are (0: none); a ConfigError for an option that is not one of the allowed values.
-
-    `scaling`: "max" (paper) or "mean" (Appendix F.11). `estimator`: "values" (Eq. 10),
-    "random" (ablation; a randomized model) or "consistent" (Eq. 62). `differentiable`: let
-    gradients flow through M (adaptive attacks); the paper detaches it. `delta`: step size of
-    Eq. 10, or the half-width t of Eq. 62. `causal_estimator`: "full" (paper: mean over all
-    positions) or "prefix" (running mean over positions <= t, for causal models; values
-    estimator only).
+    are (0: none); a ConfigError for an option that is not one of the allowed values. The
+    options are the module docstring's variants; `differentiable` lets gradients flow through
+    M (adaptive attacks), `delta` is the step size of Eq. 10, or the half-width t of Eq. 62.
     """
     _check_options(scaling, estimator, delta, causal_estimator)
     if not isinstance(differentiable, bool):

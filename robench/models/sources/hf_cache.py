@@ -1,12 +1,9 @@
-"""Find a Hugging Face Hub repository in the local cache, never on the network.
+"""Find a Hugging Face Hub repository in the local cache, never on the network (docs/models.md).
 
-robench reads weights only from local files or the cache that `hf download` fills on a
-connected machine (docs/models.md). The layout is huggingface_hub's
-(https://huggingface.co/docs/huggingface_hub/guides/manage-cache): `hub_cache_dir()` holds
-`models--ORG--NAME/refs/REVISION` (a file holding a commit hash) and
-`models--ORG--NAME/snapshots/COMMIT/...` (the files of that commit). Reading the layout here,
-rather than through huggingface_hub, keeps the lookup offline by construction and lets a test
-point `HF_HOME` at a folder it builds.
+The layout is huggingface_hub's (https://huggingface.co/docs/huggingface_hub/guides/manage-cache):
+`models--ORG--NAME/refs/REVISION` holds a commit hash, `models--ORG--NAME/snapshots/COMMIT/`
+that commit's files. Reading it here, rather than through huggingface_hub, keeps the lookup
+offline by construction and lets a test point `HF_HOME` at a folder it builds.
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
-"""A transformers causal LM from a local folder, as robench's language-modeling task runs it.
+"""A transformers causal LM from a local folder, as robench's language-modeling task runs it
+(docs/language-models.md, "Subword models").
 
-`build_causal_lm(folder, trust_remote_code=...)` reads a `save_pretrained` folder (config,
-weights, tokenizer files) without any network access and returns `CausalLMParts`: the model
-as robench's contract wants it (token ids (B, T) -> logits (B, T, V)), the tokenizer from the
-same folder, the model's maximum context and provenance. The maximum context is read as
-lm-evaluation-harness 0.4.13 reads it (`resolve_max_length`: the config's `n_positions`,
-`max_position_embeddings` or `n_ctx`, else the tokenizer's `model_max_length`, else 2048), so
-both score the same rolling windows (docs/language-models.md, "Subword models").
-
-transformers is imported inside the functions: `robench --help` and `robench list` stay light.
+`build_causal_lm(folder, trust_remote_code=...)` reads a `save_pretrained` folder offline and
+returns `CausalLMParts`: token ids (B, T) -> logits (B, T, V), the folder's tokenizer, the
+maximum context and provenance. The context is read as lm-evaluation-harness 0.4.13 reads it
+(`resolve_max_length`), so both score the same rolling windows. transformers is imported
+inside the functions: `robench --help` and `robench list` stay light.
 """
 
 from __future__ import annotations
@@ -24,9 +21,8 @@ from robench._core.errors import CheckpointError, ConfigError, first_line
 from robench.models.sources.hf_folder_checks import (
     check_safetensors,
     check_tokenizer_json,
-    config_errors,
-    config_problem,
     load_report_held,
+    read_config,
 )
 
 # Config attributes that give a model's context length, in lm-eval's order.
@@ -122,46 +118,19 @@ def read_tokenizer(folder: Path, trust_remote_code: bool, holds: str) -> Any:
         ) from None
 
 
-def _load_tokenizer(folder: Path, trust_remote_code: bool) -> Any:
-    tokenizer = read_tokenizer(folder, trust_remote_code, "a causal language model")
+def check_tokenizer(tokenizer: Any, vocab_size: int, whose: str) -> None:
+    """Refuse a tokenizer (`whose`: "the tokenizer in FOLDER") with neither BOS nor EOS, or
+    with more tokens than the model's `vocab_size` outputs."""
     if tokenizer.bos_token_id is None and tokenizer.eos_token_id is None:
         raise ConfigError(
-            f"the tokenizer in {folder} has neither a BOS nor an EOS token, so the first token "
-            "of a document has nothing to be predicted from; set one (e.g. "
-            "`tokenizer.eos_token = ...`) and save it again."
+            f"{whose} has neither a BOS nor an EOS token, so the first token of a document has "
+            "nothing to be predicted from; set one (e.g. `tokenizer.eos_token = ...`)."
         )
-    return tokenizer
-
-
-def _load_config(folder: Path, trust_remote_code: bool) -> Any:
-    from transformers import AutoConfig
-
-    try:
-        return AutoConfig.from_pretrained(
-            folder, local_files_only=True, trust_remote_code=trust_remote_code
+    if len(tokenizer) > vocab_size:
+        raise ConfigError(
+            f"{whose} has {len(tokenizer):,} tokens but the model predicts only {vocab_size:,}; "
+            "the tokenizer must be the model's (resize the embeddings after adding tokens)."
         )
-    except ValueError as error:
-        if "trust_remote_code" in str(error) and not trust_remote_code:
-            raise ConfigError(
-                f"the model in {folder} needs its own Python code (its config names custom "
-                "classes); robench runs it only when asked: add --trust-remote-code if you "
-                "trust the folder's code."
-            ) from None
-        raise ConfigError(
-            f"{folder} has a config transformers cannot read ({first_line(error)}); pass a "
-            "folder written by `save_pretrained` of a known architecture."
-        ) from None
-    except OSError:
-        raise ConfigError(
-            f"{folder} is not a transformers model folder (no readable config.json); pass the "
-            "folder `save_pretrained` wrote."
-        ) from None
-    except config_errors() as error:
-        raise ConfigError(
-            f"{folder / 'config.json'} has a field transformers refuses "
-            f"({config_problem(error)}); fix that field or save the model again with "
-            "save_pretrained."
-        ) from None
 
 
 def _load_model(folder: Path, config: Any, trust_remote_code: bool) -> nn.Module:
@@ -198,16 +167,11 @@ def build_causal_lm(folder: Path, *, trust_remote_code: bool = False) -> CausalL
 
     hf_logging.disable_progress_bar()  # stderr carries robench's own progress only
     folder = Path(folder)
-    config = _load_config(folder, trust_remote_code)
-    tokenizer = _load_tokenizer(folder, trust_remote_code)
+    config = read_config(folder, trust_remote_code)
+    tokenizer = read_tokenizer(folder, trust_remote_code, "a causal language model")
     network = _load_model(folder, config, trust_remote_code)
     wrapped = CausalLMLogits(network).eval()
-    if len(tokenizer) > wrapped.vocab_size:
-        raise ConfigError(
-            f"the tokenizer in {folder} has {len(tokenizer):,} tokens but the model predicts "
-            f"only {wrapped.vocab_size:,}; the tokenizer and the weights must come from the "
-            "same model (resize the embeddings after adding tokens)."
-        )
+    check_tokenizer(tokenizer, wrapped.vocab_size, f"the tokenizer in {folder}")
     max_length = resolve_max_length(config, tokenizer)
     info = {
         "architecture": type(network).__name__,

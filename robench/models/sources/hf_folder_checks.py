@@ -1,14 +1,7 @@
 """What can be wrong with a transformers model folder, said in one sentence that names the
-file, before (or instead of) transformers' own exceptions and reports.
-
-- A `.safetensors` weight file that is empty, cut off or not safetensors: checked by opening
-  its header, which safetensors validates against the file's size (no tensor is read).
-- A config.json that transformers' config class refuses (a field of the wrong type, such as
-  `num_channels = "three"`, fails its strict dataclass validation).
-- A tokenizer.json that is JSON but not a tokenizer (read by `tokenizers` itself).
-- Weights whose shapes do not fit the config: transformers logs a load report of one line
-  per tensor, then raises "look at the above report"; the report is kept off stderr and the
-  error counts the mismatched tensors instead.
+file, before (or instead of) transformers' own exceptions and reports: weights that are not
+safetensors, a config field or tokenizer.json transformers refuses, weights that do not fit
+the config.
 """
 
 from __future__ import annotations
@@ -25,7 +18,8 @@ from robench._core.errors import CheckpointError, ConfigError, first_line
 
 
 def check_safetensors(paths: list[Path]) -> None:
-    """Refuse a `.safetensors` file whose header is missing, cut off or does not cover it."""
+    """Refuse a `.safetensors` file whose header is missing, cut off or does not cover it
+    (safetensors checks the header against the file's size; no tensor is read)."""
     from safetensors import SafetensorError, safe_open
 
     for path in paths:
@@ -50,15 +44,9 @@ def config_errors() -> tuple[type[Exception], ...]:
     return (StrictDataclassError, TypeError)
 
 
-def config_problem(exc: BaseException) -> str:
-    """The reason of a config error in one line: the validation's cause when it has one
-    ("Field 'num_channels' expected int, got str (value: 'three')")."""
-    return first_line(exc.__cause__ or exc)
-
-
 def read_config(folder: Path, trust_remote_code: bool) -> Any:
-    """transformers' config of `folder`, offline; a field it refuses is one sentence naming
-    config.json (other failures are left to the caller's loader, which knows the model)."""
+    """transformers' config of `folder`, offline; a field it refuses, code of its own without
+    --trust-remote-code or an unreadable file is one sentence naming config.json."""
     from transformers import AutoConfig
 
     try:
@@ -66,11 +54,19 @@ def read_config(folder: Path, trust_remote_code: bool) -> Any:
             str(folder), local_files_only=True, trust_remote_code=trust_remote_code
         )
     except config_errors() as exc:
+        # The validation's cause when it has one: "Field 'num_channels' expected int, ...".
         raise ConfigError(
-            f"{folder / 'config.json'} has a field transformers refuses ({config_problem(exc)}); "
-            "fix that field or save the model again with save_pretrained."
+            f"{folder / 'config.json'} has a field transformers refuses "
+            f"({first_line(exc.__cause__ or exc)}); fix that field or save the model again "
+            "with save_pretrained."
         ) from None
     except (OSError, ValueError, KeyError) as exc:
+        if "trust_remote_code" in str(exc) and not trust_remote_code:
+            raise ConfigError(
+                f"the model in {folder} needs its own Python code (its config names custom "
+                "classes); robench runs it only when asked: add --trust-remote-code if you "
+                "trust the folder's code."
+            ) from None
         raise ConfigError(
             f"transformers cannot read {folder / 'config.json'} ({first_line(exc)}); save the "
             "model again with save_pretrained."
@@ -96,7 +92,8 @@ def check_tokenizer_json(folder: Path) -> None:
 @contextlib.contextmanager
 def load_report_held(folder: Path) -> Iterator[None]:
     """Hold transformers' warnings while a model loads: shown as usual when it loads, turned
-    into one sentence when its weights do not fit its config (the table is dropped)."""
+    into one sentence when its weights do not fit its config (transformers' load report, one
+    line per tensor, then "look at the above report", is dropped)."""
     from transformers.utils import logging as hf_logging
 
     collect = BufferingHandler(capacity=sys.maxsize)  # keeps every record, never flushes

@@ -1,14 +1,10 @@
 """A transformers image classifier as robench evaluates it: pixels in [0, 1] -> logits.
 
 `PixelValuesClassifier` calls the model with `pixel_values` and returns `.logits`; the
-normalisation the image processor would apply becomes robench's `NormalizedModel` around it,
-so attacks stay in pixel units (eps = 1/255 is one grey level).
-
-`processor_preprocessing` maps the image processor onto robench's `Preprocessing` (the table
-in docs/models.md, "What robench reads from each file"). `do_rescale` off, or a rescale factor
-other than 1/255, is folded into mean and std (the model sees (x * 255 * factor - mean) / std
-for x in [0, 1]). Anything else (no resize, a `longest_edge` or `max_height` size) is refused
-in one sentence.
+processor's normalisation becomes a `NormalizedModel` around it, so attacks stay in pixel
+units. `processor_preprocessing` maps the image processor onto robench's `Preprocessing` (the
+table in docs/models.md, "What robench reads from each file"), the processor's rescaling
+folded into mean and std; anything else is refused in one sentence.
 """
 
 from __future__ import annotations

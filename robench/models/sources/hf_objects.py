@@ -1,11 +1,7 @@
-"""A transformers model object held in memory, as the `hf:` source would load its folder.
-
-`robench.evaluate(model)` hands a `PreTrainedModel` here. Its task comes from its class by
-transformers' own tables (`hf_tasks.task_tables`), and it is wrapped by the same modules the
-`hf:` source uses (`PixelValuesClassifier`, `PixelValuesSegmenter`, `CausalLMLogits`,
-`TokenizerTextClassifier`), with its image processor or tokenizer given by the caller or read
-offline from `model.name_or_path` (a `save_pretrained` folder or the local Hub cache), so the
-numbers equal `robench eval hf:FOLDER` on the same weights.
+"""A transformers model object held in memory, as the `hf:` source would load its folder
+(docs/python-api.md, "Models"): its task from its class by transformers' own tables, wrapped by
+the same modules, its image processor or tokenizer the caller's or read offline from
+`model.name_or_path`, so the numbers equal `robench eval hf:FOLDER` on the same weights.
 """
 
 from __future__ import annotations
@@ -21,8 +17,8 @@ import torch
 from torch import nn
 
 from robench._core.errors import ConfigError
-from robench.models.in_memory import memory_image_model
 from robench.models.loaded_model import LoadedModel, text_model
+from robench.models.loading import image_model
 from robench.models.provenance import ModelOrigin
 from robench.models.sources.hf_tasks import (
     IMAGE_CLASSIFICATION,
@@ -152,11 +148,12 @@ def pixel_values_model(
         own = segmentation_preprocessing(processor, channels, where, size_given=given)
     elif processor is not None:
         own, resize = processor_preprocessing(processor, channels, where)
-    return memory_image_model(
+    return image_model(
+        request.name,
+        request.architecture or type(request.model).__name__,
         (PixelValuesSegmenter if segmenter else PixelValuesClassifier)(request.model),
-        name=request.name,
-        architecture=request.architecture or type(request.model).__name__,
-        given=request.given,
+        overrides=request.given,
+        kwargs={},
         own=own,
         own_label="image processor",
         origin=request.origin,
@@ -169,21 +166,15 @@ def pixel_values_model(
 
 
 def _causal_lm(request: HFObjectRequest) -> LoadedModel:
-    from robench.models.sources.hf_causal_lm import CausalLMLogits, resolve_max_length
+    from robench.models.sources.hf_causal_lm import (
+        CausalLMLogits,
+        check_tokenizer,
+        resolve_max_length,
+    )
 
     tokenizer = _tokenizer(request, "a causal language model")
-    if tokenizer.bos_token_id is None and tokenizer.eos_token_id is None:
-        raise ConfigError(
-            f"the tokenizer of {request.name} has neither a BOS nor an EOS token, so the first "
-            "token of a document has nothing to be predicted from; set one (e.g. "
-            "`tokenizer.eos_token = ...`)."
-        )
     wrapped = CausalLMLogits(request.model)
-    if len(tokenizer) > wrapped.vocab_size:
-        raise ConfigError(
-            f"the tokenizer of {request.name} has {len(tokenizer):,} tokens but the model "
-            f"predicts only {wrapped.vocab_size:,}; pass the tokenizer the model was trained with."
-        )
+    check_tokenizer(tokenizer, wrapped.vocab_size, f"the tokenizer of {request.name}")
     max_length = resolve_max_length(request.model.config, tokenizer)
     request.origin.extra.update(
         {"tokenizer_class": type(tokenizer).__name__, "tokenizer_size": len(tokenizer)}

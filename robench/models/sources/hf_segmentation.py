@@ -1,18 +1,11 @@
-"""A transformers semantic-segmentation model as robench evaluates it: pixels -> class logits.
+"""A transformers semantic-segmentation model as robench evaluates it: pixels -> class logits
+(docs/models.md, "Segmentation models").
 
-`PixelValuesSegmenter` calls the model with `pixel_values` and returns `.logits`, (B, K, h, w)
-at the model's own resolution (SegFormer's and UperNet's are H/4 x W/4). They are not
-upsampled here: the task resizes each image's logits bilinearly (align_corners=False) to its
-label map (`data/segmentation/label_maps.logits_at_labels`), which is what transformers'
-`post_process_semantic_segmentation(outputs, target_sizes=...)` does with the original image
-size. Upsampling to the input size first would resize twice, and differ from it whenever the
-labels are not at the input size (ADE20K's images are resized, their maps are not).
-
-The normalisation of the image processor becomes robench's `NormalizedModel` around it, so
-attacks stay in pixel units; its `size = {height, width}` becomes `input_size`, the size the
-task squashes every image to, bilinearly and without cropping (another `resample` gets a
-warning). A processor that keeps the aspect ratio, crops, resizes by the shortest edge or flips the
-channel order is refused in one sentence (`--input-size C,H,W` overrides the size).
+`PixelValuesSegmenter` returns `.logits`, (B, K, h, w) at the model's own resolution: the task
+resizes them once to each label map, as transformers' `post_process_semantic_segmentation`
+does (upsampling to the input size first would resize twice). The processor's normalisation
+becomes a `NormalizedModel` around it and its `size = {height, width}` the input size; a
+processor robench cannot reproduce is refused in one sentence.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
-"""`hf:PATH_OR_REPO`: a transformers model from a local folder or the local Hub cache.
+"""`hf:PATH_OR_REPO`: a transformers model from a local folder or the local Hub cache
+(docs/models.md, "transformers folders").
 
 The folder's config.json decides the task (`hf_tasks.transformers_task`); the model is built
-with the task's auto class and its own image processor or tokenizer, and wrapped as the model
-object held in memory is (`hf_objects`; a causal LM by `hf_causal_lm.build_causal_lm`, with
-the folder's context length). Loading is offline
-(`local_files_only=True`), remote code runs only with `--trust-remote-code`, and transformers
-prefers safetensors when both exist. A pickled `.bin` loads with `weights_only=True`
-(transformers' rule, as robench's for checkpoints); one that needs other pickled objects is
-refused in one sentence, with or without `--trust-checkpoint`: convert it to safetensors.
+offline with the task's auto class and its own image processor or tokenizer, and wrapped as
+the model object held in memory is (`hf_objects`; a causal LM by `hf_causal_lm`). A pickled
+`.bin` that needs more than `weights_only=True` is refused: convert it to safetensors.
 """
 
 from __future__ import annotations

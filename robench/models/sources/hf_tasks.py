@@ -1,12 +1,7 @@
-"""Which task a transformers model solves, read from its config.json alone.
-
-transformers' own tables decide (`MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES`,
-`MODEL_FOR_SEMANTIC_SEGMENTATION_MAPPING_NAMES`, `MODEL_FOR_CAUSAL_LM_MAPPING_NAMES`,
-`MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES`: model type -> class name): an
-`architectures` entry that is an image-classification class makes an image classifier, a
-semantic-segmentation class a segmentation model, a causal-LM class a language model, a
-sequence-classification class a text classifier. A model shipping its own code (`auto_map`)
-is read from its auto_map keys, and only with `--trust-remote-code`.
+"""Which task a transformers model solves, read from its config.json alone: transformers'
+own tables (model type -> class name) decide by the config's `architectures`; a model
+shipping its own code (`auto_map`) by its auto_map keys, and only with --trust-remote-code
+(docs/models.md, "transformers folders").
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
 """The `memory` source: a model object held in memory (`robench.evaluate(model)`) as a
-`LoadedModel`, wrapped by what it is (docs/python-api.md, "Models"): a transformers
-`PreTrainedModel` as the `hf:` source wraps its folder (`hf_objects.py`); a module with
-`tokenizer=` a robench `Vocabulary` as a zoo word-level model; another module by what its
-task's models read (`TaskEntry.inputs`, `WRAPPERS`): images get the normalisation layer
-(`preprocessing=` over the data's size over a timm `pretrained_cfg`, else pixels in [0, 1]),
-token ids go in as they are, and texts need a vocabulary or a transformers model.
-
-A module's task is `task=`, else its `robench_task`, else the suite's; an image network that
-names none gets semantic segmentation when it returns per-pixel logits (B, K, H, W) and
-image classification otherwise. One forward pass on blank inputs then checks that the output
-is logits of the task's shape (`check_outputs`, by `Task.logits`). The models layer cannot
-import the tasks: the caller hands down their registry (`MemoryOptions.tasks`).
-
-The model runs on its own device unless told otherwise (a module without parameters on cpu),
-and must be there as a whole, every parameter and buffer (`check_device`); the caller's model
-is never moved.
+`LoadedModel`, wrapped by what it is, its task, preprocessing and device found as
+docs/python-api.md says ("Models", "What is inferred"). A plain module is wrapped by what its
+task's models read (`TaskEntry.inputs`, `WRAPPERS`), and one forward pass on blank inputs
+checks its logits' shape (`check_outputs`). The models layer cannot import the tasks: the
+caller hands down their registry (`MemoryOptions.tasks`). The caller's model is never moved.
 """
 
 from __future__ import annotations
@@ -28,9 +17,10 @@ from torch import nn
 
 from robench._core.errors import ConfigError, first_line
 from robench.data.preprocessing import Preprocessing
-from robench.models.in_memory import class_path, memory_image_model, memory_origin
+from robench.models.in_memory import class_path, memory_origin
 from robench.models.loaded_model import LoadedModel, module_device, text_model
-from robench.models.loading import pretrained_cfg_spec
+from robench.models.loading import image_model, pretrained_cfg_spec
+from robench.models.sliding_window import with_inference
 from robench.models.sources.registry import MemoryOptions, SourceRequest
 from robench.models.spec import ModelSpec
 
@@ -140,17 +130,21 @@ def _image_spec(module: nn.Module, options: MemoryOptions) -> tuple[ModelSpec, M
 
 
 def _image_model(module: nn.Module, task: str, request: SourceRequest) -> LoadedModel:
-    """An image network: normalisation inside, the caller's preprocessing over its own."""
+    """An image network: normalisation inside, the caller's preprocessing over its own (read
+    before a `robench_inference` wrapper, mmseg's test mode, hides its pretrained_cfg)."""
     options = request.memory
     given, own = _image_spec(module, options)
-    return memory_image_model(
-        module,
+    cfg = pretrained_cfg_spec(module)
+    inference = getattr(module, "robench_inference", None)
+    return image_model(
         **_named(module, options),
-        given=given,
-        own=own,  # None: timm's pretrained_cfg
+        network=module if inference is None else with_inference(module, inference),
+        overrides=given,
+        kwargs={},
+        own=cfg if own is None else own,
         own_label="timm pretrained_cfg" if own is None else "pixels in [0, 1]",
         task=task,
-        classes=pretrained_cfg_spec(module).classes,
+        classes=cfg.classes,
         device=request.device,
         overrides_label=f"{options.keyword}=",
     )
@@ -286,31 +280,17 @@ def from_memory(request: SourceRequest) -> LoadedModel:
 _FORWARD_ERRORS = (RuntimeError, ValueError, TypeError, IndexError, AttributeError)
 
 
-def _blank_tokens(loaded: LoadedModel, device: torch.device) -> torch.Tensor:
-    if getattr(loaded.model, "pair", False):
-        return torch.zeros(2, 2, 8, dtype=torch.long, device=device)  # retrieval pairs
-    return torch.zeros(2, 8, dtype=torch.long, device=device)
-
-
-def _blank_texts(loaded: LoadedModel, device: torch.device) -> torch.Tensor:
-    from robench.data.text.text_rows import encode_rows
-
-    return encode_rows(["a text", "another text"]).to(device)
-
-
-# What a task's models read -> two blank inputs of it (images: of the model's input size).
-_BLANKS: dict[str, Callable[[LoadedModel, torch.device], torch.Tensor]] = {
-    "tokens": _blank_tokens,
-    "texts": _blank_texts,
-}
-
-
 def _blank_inputs(loaded: LoadedModel, inputs: str) -> torch.Tensor:
-    """Two blank inputs of what the model reads."""
+    """Two blank inputs of what the model reads (images: of the model's input size)."""
     device = next(loaded.model.parameters(), torch.empty(0)).device
     if loaded.preprocessing is not None:
         return torch.zeros(2, *loaded.preprocessing.input_size, device=device)
-    return _BLANKS.get(inputs, _blank_tokens)(loaded, device)
+    if inputs == "texts":
+        from robench.data.text.text_rows import encode_rows
+
+        return encode_rows(["a text", "another text"]).to(device)
+    pair = (2,) if getattr(loaded.model, "pair", False) else ()  # retrieval pairs (B, 2, L)
+    return torch.zeros(2, *pair, 8, dtype=torch.long, device=device)
 
 
 def _output_dims(loaded: LoadedModel, inputs: str) -> int:

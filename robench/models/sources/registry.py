@@ -1,15 +1,7 @@
-"""Model sources: where MODEL comes from, in one ordered table (`SOURCES`, no if/elif chain).
-
-`load_model(MODEL)` asks the sources stage by stage (`STAGES`) and builds with the first that
-takes MODEL: `object` (a model object held in memory: `memory`), `prefix` (`PREFIX:TARGET`:
-`hf-hub`, `local-dir`, `hf`, a plugin's), `claim` (a name its predicate accepts without
---checkpoint: `timm-pretrained-tag`, `ARCH.TAG`), then `name` (every other name, or none:
-`named`, `loading.from_name`). The registrations below describe each; docs/models.md.
-
-A third-party package adds a source through the `robench.sources` entry-point group: the entry
-point's name is the prefix, its value `package.module:builder` (imported on first use), and
-the builder takes a `SourceRequest` and returns a `LoadedModel`. Registering sources by dotted
-path keeps this module free of torch, so listing them stays instant.
+"""Model sources: where MODEL comes from, in one ordered table (`SOURCES`, no if/elif chain),
+asked stage by stage (`STAGES`; docs/architecture.md, "Model sources"; a package's own source:
+docs/models.md, "Adding a source"). Builders are registered by dotted path, which keeps this
+module free of torch, so listing the sources stays instant.
 """
 
 from __future__ import annotations
@@ -153,10 +145,8 @@ def register_source(
     modules: tuple[str, ...] = (),
     takes: str = "",
 ) -> None:
-    """Add a source; `builder` is "package.module:function", imported when first used. With
-    `claims` ("package.module:predicate") the source has no `PREFIX:`: it takes the plain
-    names its predicate accepts when no checkpoint is given. `modules`: what it imports
-    from optional extras. `takes` ("object", "name") is robench's own two last resorts."""
+    """Add a source; `builder` is "package.module:function", imported when first used (the
+    other fields: `LazySource`'s)."""
     source = LazySource(prefix, builder, description, example, claims, weights_from, modules, takes)
     SOURCES.register(prefix)(source)
 

@@ -1,12 +1,10 @@
-"""timm's own model names: `hf-hub:ORG/NAME[@REV]`, `local-dir:PATH` and pretrained tags.
+"""timm's own model names: `hf-hub:ORG/NAME[@REV]`, `local-dir:PATH` and pretrained tags
+(docs/models.md, "timm folders").
 
-Each resolves to local files first (a folder, or a snapshot of the Hub cache: never the
-network), then reads the weight file with robench's safe reader (`read_checkpoint`:
-safetensors, or `torch.load(weights_only=True)` unless `--trust-checkpoint`) and hands the
-state dict to `timm.create_model(..., pretrained=True)` through the pretrained config, so
-timm's own loading (its checkpoint filters, the classifier layout) applies unchanged.
-Preprocessing comes from timm's `pretrained_cfg` (the folder's `config.json`, or timm's
-registry for a tag), under the command line's flags.
+Each resolves to local files (a folder, or a snapshot of the Hub cache: never the network),
+reads the weights with robench's safe reader (`read_checkpoint`) and hands the state dict to
+`timm.create_model(..., pretrained=True)` through the pretrained config, so timm's own loading
+(its checkpoint filters, the classifier layout) applies unchanged.
 """
 
 from __future__ import annotations

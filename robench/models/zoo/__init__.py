@@ -1,12 +1,6 @@
-"""robench's models, registered into timm's own registry on import.
-
-import robench.models.zoo, timm
-model = timm.create_model("deit_tiny_elliptical_patch16_224")
-model = timm.create_model("fan_tiny_elliptical_12_p16_224")  # FAN (robench/models/zoo/fan.py)
-
-Language models (`transformer_lm`, `moe_lm`), text classifiers (`text_classifier`) and Long
-Range Arena sequence classifiers (`lra_transformer`) live in robench's own registry
-(`lm_registry`): `create_language_model("text_classifier_nano", vocab_size, num_classes=8)`.
+"""robench's models, registered on import: image models in timm's own registry
+(`timm.create_model("deit_tiny_elliptical_patch16_224")`), language models, text and LRA
+classifiers in robench's (`lm_registry.create_language_model`); docs/models.md, "robench's zoo".
 """
 
 from __future__ import annotations

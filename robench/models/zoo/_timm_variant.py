@@ -54,23 +54,26 @@ def create_variant(
     elliptical: bool,
     kwargs: dict[str, Any],
     *,
+    attn_layer: type[nn.Module] | None = None,
     loads: str = "",
     twin: str = "its *_elliptical_* twin",
-    encoder: Callable[[Any], nn.Module] = lambda model: model,
     **build_kwargs: Any,
 ) -> Any:
     """`variant` of `model_class` from timm's builder with `kwargs` less the elliptical
-    options, which configure `encoder(model)` when `elliptical`. robench ships no weights:
-    `pretrained` is refused, saying what `loads` into the model instead."""
+    options, which configure the model when `elliptical` (its `attn_layer` then the elliptical
+    one given). robench ships no weights: `pretrained` is refused, saying what `loads` into
+    the model instead."""
     if pretrained:
         raise ConfigError(
             f"{variant} has no pretrained weights in robench; create it with pretrained=False "
             f"and load a checkpoint into it{loads}."
         )
     options = elliptical_options(kwargs, _TIMM_ELLIPTICAL_OPTIONS, variant, elliptical, twin)
+    if elliptical and attn_layer is not None:
+        kwargs["attn_layer"] = attn_layer
     model = build_model_with_cfg(model_class, variant, pretrained=False, **build_kwargs, **kwargs)
     if elliptical:
-        configure_elliptical(encoder(model), **options)
+        configure_elliptical(model, **options)
     return model
 
 

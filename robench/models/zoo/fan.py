@@ -1,26 +1,10 @@
 """Fully Attentional Networks (FAN, ViT variant), with Elliptical twins, registered in timm.
 
 Paper: Zhou et al., "Understanding The Robustness in Vision Transformers", ICML 2022,
-https://arxiv.org/abs/2204.12451; the definition follows NVlabs/FAN models/fan.py. timm does not
-ship FAN; after `import robench.models.zoo`, `timm.create_model(name)` builds:
-
-- `fan_tiny_12_p16_224` (7.3M parameters) and `fan_small_12_p16_224` (28.3M): a convolutional
-  patch stem (four 3x3 stride-2 conv+BN, GELU between), Fourier positional encoding (XCiT's),
-  blocks of token-mixing self-attention and the attentional channel MLP (layer scale 1.0), then
-  two CaiT-style class-attention blocks (`tokens_norm=True`), a LayerNorm and the linear head
-  on the class token. Module and parameter names are NVlabs', so the state dict of a released
-  checkpoint (`fan_vit_tiny.pth.tar`, `fan_vit_small.pth.tar`) loads strictly.
-- `fan_{tiny,small}_elliptical_12_p16_224`: the same networks (same parameters and keys) with
-  Elliptical Attention in the token-mixing layers from the second on (the first has no previous
-  layer's values); class attention stays standard. The paper's Table 4 "FAN-Elliptical".
-- `fan_nano_4_p4_28` and `fan_nano_elliptical_4_p4_28`: a Fashion-MNIST FAN (a two-conv stem
-  of stride 4, `FASHION_MNIST_ARGS`) for tests and reproduction.
-
-No weights are published by robench; NVlabs' checkpoints load through `robench eval -c` (they
-hold the weights under `state_dict`) or `model.load_state_dict`. `checkpoint_filter_fn` also
-takes the XCiT-style layout the released filter accepts (`pos_embeder.`, fused class-attention
-`qkv`). Elliptical builders accept `robench.models.layers.configure_elliptical`'s options as
-model kwargs, e.g. `timm.create_model("fan_tiny_elliptical_12_p16_224", scaling="mean")`.
+https://arxiv.org/abs/2204.12451; the definition follows NVlabs/FAN models/fan.py, with its
+module and parameter names, so a released checkpoint's state dict loads strictly. The models,
+their Elliptical twins (the paper's Table 4 "FAN-Elliptical") and their options:
+docs/models.md, "robench's zoo".
 """
 
 from __future__ import annotations
@@ -51,6 +35,9 @@ __all__ = ["FAN", "checkpoint_filter_fn"]  # timm's register_model appends the m
 # Output width of each stride-2 conv of the patch stem, as a divisor of embed_dim, per patch
 # size (released ConvPatchEmbed); GELU sits between the convs.
 _STEM_DIVISORS: dict[int, tuple[int, ...]] = {16: (8, 4, 2, 1), 8: (4, 2, 1), 4: (4, 1)}
+# The released blocks' norm and activation (every FAN-ViT uses these).
+_NORM = partial(nn.LayerNorm, eps=1e-6)
+_ACT = nn.GELU
 
 
 def _conv3x3_bn(in_chans: int, out_chans: int) -> nn.Sequential:
@@ -63,9 +50,7 @@ def _conv3x3_bn(in_chans: int, out_chans: int) -> nn.Sequential:
 class ConvPatchEmbed(nn.Module):
     """Patch embedding by stride-2 3x3 conv+BN stages: (B, C, H, W) -> (B, N, D), (Hp, Wp)."""
 
-    def __init__(
-        self, patch_size: int, in_chans: int, embed_dim: int, act_layer: type[nn.Module]
-    ) -> None:
+    def __init__(self, patch_size: int, in_chans: int, embed_dim: int) -> None:
         super().__init__()
         if patch_size not in _STEM_DIVISORS:
             raise ConfigError(
@@ -76,7 +61,7 @@ class ConvPatchEmbed(nn.Module):
         width = in_chans
         for index, divisor in enumerate(_STEM_DIVISORS[patch_size]):
             if index:
-                layers.append(act_layer())
+                layers.append(_ACT())
             layers.append(_conv3x3_bn(width, embed_dim // divisor))
             width = embed_dim // divisor
         self.proj = nn.Sequential(*layers)
@@ -100,25 +85,23 @@ class FANBlock(nn.Module):
         drop: float,
         attn_drop: float,
         drop_path: float,
-        act_layer: type[nn.Module],
-        norm_layer: Any,
         eta: float,
         attn_layer: type[TokenMixing],
     ) -> None:
         super().__init__()
-        self.norm1 = norm_layer(dim)
+        self.norm1 = _NORM(dim)
         self.attn = attn_layer(
             dim, num_heads=num_heads, qkv_bias=qkv_bias, attn_drop=attn_drop, proj_drop=drop
         )
         self.drop_path = DropPath(drop_path) if drop_path > 0.0 else nn.Identity()
-        self.norm2 = norm_layer(dim)
+        self.norm2 = _NORM(dim)
         self.mlp = ChannelProcessing(
             dim,
             num_heads=num_heads,
             qkv_bias=qkv_bias,
             attn_drop=attn_drop,
             mlp_hidden_dim=int(dim * mlp_ratio),
-            act_layer=act_layer,
+            act_layer=_ACT,
             drop=drop,
         )
         self.gamma1 = nn.Parameter(eta * torch.ones(dim))
@@ -145,18 +128,16 @@ class ClassAttentionBlock(nn.Module):
         qkv_bias: bool,
         drop: float,
         attn_drop: float,
-        act_layer: type[nn.Module],
-        norm_layer: Any,
         eta: float,
         tokens_norm: bool,
     ) -> None:
         super().__init__()
-        self.norm1 = norm_layer(dim)
+        self.norm1 = _NORM(dim)
         self.attn = ClassAttn(
             dim, num_heads=num_heads, qkv_bias=qkv_bias, attn_drop=attn_drop, proj_drop=drop
         )
-        self.norm2 = norm_layer(dim)
-        self.mlp = Mlp(dim, int(dim * mlp_ratio), act_layer=act_layer, drop=drop)
+        self.norm2 = _NORM(dim)
+        self.mlp = Mlp(dim, int(dim * mlp_ratio), act_layer=_ACT, drop=drop)
         self.gamma1 = nn.Parameter(eta * torch.ones(dim))
         self.gamma2 = nn.Parameter(eta * torch.ones(dim))
         self.tokens_norm = tokens_norm
@@ -203,13 +184,11 @@ class FAN(nn.Module):
             raise ConfigError(
                 f"FAN classifies its class token: global_pool must be 'token', not {global_pool!r}."
             )
-        norm_layer = partial(nn.LayerNorm, eps=1e-6)
-        act_layer = nn.GELU
         self.num_classes = num_classes
         self.global_pool = global_pool
         self.num_features = self.head_hidden_size = self.embed_dim = embed_dim
         self.num_prefix_tokens = 1
-        self.patch_embed = ConvPatchEmbed(patch_size, in_chans, embed_dim, act_layer)
+        self.patch_embed = ConvPatchEmbed(patch_size, in_chans, embed_dim)
         self.pos_embed = PositionalEncodingFourier(dim=embed_dim)
         self.pos_drop = nn.Dropout(p=drop_rate)
         common: dict[str, Any] = dict(
@@ -219,8 +198,6 @@ class FAN(nn.Module):
             qkv_bias=qkv_bias,
             drop=drop_rate,
             attn_drop=attn_drop_rate,
-            act_layer=act_layer,
-            norm_layer=norm_layer,
             eta=eta,
         )
         # As released, every block gets the same drop-path rate (no linear decay).
@@ -232,7 +209,7 @@ class FAN(nn.Module):
         self.cls_attn_blocks = nn.ModuleList(
             ClassAttentionBlock(**common, tokens_norm=tokens_norm) for _ in range(cls_attn_layers)
         )
-        self.norm = norm_layer(embed_dim)
+        self.norm = _NORM(embed_dim)
         self.head: nn.Module = nn.Linear(embed_dim, num_classes) if num_classes else nn.Identity()
         self._init_weights()
 
@@ -304,20 +281,13 @@ def checkpoint_filter_fn(state_dict: Mapping[str, Tensor], model: nn.Module) -> 
     return state
 
 
-def _create_fan(variant: str, pretrained: bool, elliptical: bool, kwargs: dict[str, Any]) -> FAN:
-    """Build `variant` from `kwargs` with timm's builder."""
-    if elliptical:
-        kwargs["attn_layer"] = EllipticalTokenMixing
-    loads = " (NVlabs' FAN-ViT checkpoints of its size load strictly)"
-    return create_variant(
-        FAN,
-        variant,
-        pretrained,
-        elliptical,
-        kwargs,
-        loads=loads,
-        pretrained_filter_fn=checkpoint_filter_fn,
-    )
+_create_fan = partial(
+    create_variant,
+    FAN,
+    attn_layer=EllipticalTokenMixing,
+    loads=" (NVlabs' FAN-ViT checkpoints of its size load strictly)",
+    pretrained_filter_fn=checkpoint_filter_fn,
+)
 
 
 def _fan_cfg(**kwargs: Any) -> dict[str, Any]:

@@ -1,24 +1,11 @@
-"""robench's registry of language models, in timm's decorator style.
+"""robench's registry of language models, in timm's decorator style (docs/language-models.md,
+"Registering a model"; a plugin registers its own with `register_language_model`).
 
 A builder takes the vocabulary size and keyword overrides and returns an `nn.Module` mapping
 token ids (B, T) to next-token logits (B, T, vocab_size). A builder whose function carries a
 `robench_task` attribute builds a model of that task instead (robench's text classifiers:
-"text-classification", word ids (B, T) -> class logits (B, K), `num_classes` a keyword);
-`language_model_task(name)` reads it without building the model. Decorating it registers it
-under the function's name (timm `register_model`)::
-
-    from robench.models.zoo.lm_registry import register_language_model
-
-    @register_language_model
-    def my_lm_tiny(vocab_size: int, **kwargs: Any) -> nn.Module:
-        return MyLM(vocab_size, dim=64, **kwargs)
-
-    model = create_language_model("my_lm_tiny", vocab_size=50_000, dropout=0.0)
-
-The decorator is public API: a plugin module loaded with `robench ... --import my_plugin`
-registers its own language models this way, and they are then available by name like the
-zoo's (`robench.models.zoo.transformer_lm` registers `transformer_lm_*`). Importing this
-module registers nothing and imports neither torch nor timm.
+"text-classification", `num_classes` a keyword); `language_model_task(name)` reads it without
+building the model. Importing this module registers nothing and imports neither torch nor timm.
 """
 
 from __future__ import annotations

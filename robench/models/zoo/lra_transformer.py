@@ -1,6 +1,6 @@
 """Long Range Arena classifiers as the Elliptical Attention paper configures them (Sec. 4.3,
-App. F.9, after the LRA setup of Chen et al. 2023 and Nystromformer's LRA code; configurations
-and model kwargs: docs/sequence-classification.md).
+App. F.9, after the LRA setup of Chen et al. 2023 and Nystromformer's LRA code; models,
+kwargs and padding: docs/sequence-classification.md, "Models").
 
 `LRATransformer` maps token ids (B, L) to class logits (B, K); a retrieval model (`pair`)
 takes two documents (B, 2, L), encodes both with the same weights and classifies
@@ -12,20 +12,8 @@ takes two documents (B, 2, L), encodes both with the same weights and classifies
     pooled = LayerNorm(x) averaged over the real tokens, or the CLS row  (B, C)
     logits = Linear(ReLU(Linear(pooled)))                                (B, K)
 
-Every row is padded to the same N inside `forward`, so a row's logits never depend on the
-rest of its batch, also under Elliptical Attention, whose estimate of M averages over all N
-positions (the paper's "full" estimator; padded positions included, as in LRA's pipelines,
-which pad every sequence to the task's length).
-
-Elliptical Attention (https://arxiv.org/abs/2406.13770) needs the values of a previous layer,
-so the paper places it on the final layer only: the `*_elliptical` models use
-`EllipticalAttention` in their last two blocks, the first of which only hands its values on.
-Same parameters and state_dict keys as the baseline, so one checkpoint loads into both.
-
-Registered in robench's model registry (`lm_registry`; builders take `vocab_size` and
-`num_classes`), declaring `robench_task = "sequence-classification"`: `lra_transformer`
-(N = 2000 for ListOps; pass `max_length` for the other tasks: 4000 text and retrieval, 1024
-images) and the CPU-sized `lra_transformer_nano`, each with its `*_elliptical` twin.
+The `*_elliptical` models use `EllipticalAttention` (https://arxiv.org/abs/2406.13770) in
+their last two blocks, the first of which only hands its values on (the paper's final layer).
 """
 
 from __future__ import annotations

@@ -1,23 +1,11 @@
-"""Mixture-of-experts causal language models: Switch and GLaM, with and without Elliptical
-Attention (shapes, routing and training: docs/language-models.md, "Mixture-of-experts models").
+"""Mixture-of-experts causal language models: Switch (Fedus et al. 2022, top-1 routing) and
+GLaM (Du et al. 2022, top-2), with and without Elliptical Attention, in the CompeteSMoE shapes
+the Elliptical Attention paper adopts (https://arxiv.org/abs/2406.13770, Section 4.5; sizes,
+routing, `aux_loss` and training: docs/language-models.md, "Mixture-of-experts models").
 
-The Elliptical Attention paper (https://arxiv.org/abs/2406.13770, Section 4.5, Appendix F.5,
-Tables 5, 6, 13-15) puts Elliptical Attention into Switch Transformer (Fedus et al. 2022) and
-GLaM (Du et al. 2022) backbones, "adopting the setup of [60]" (CompeteSMoE, Pham et al. 2024,
-https://arxiv.org/abs/2402.02526), whose WikiText-103 scripts give the `_small` and `_medium`
-shapes; `_nano` ones are CPU-sized, for tests and the shipped checkpoints. Each has an
-`*_elliptical` twin (blocks 2..N, same parameters, same keys).
-
-Switch routes each token to its top-1 expert, as Fedus et al. define Switch, GLaM to its top-2
-(Du et al.); the paper used top-2 for all its MoE runs (CompeteSMoE's default): `top_k=2`.
-Routing is deterministic and capacity-free (layers/mixture_of_experts.py), so a token's output
-never depends on other sequences of its batch.
-
-The network is `TransformerLM` with mixture-of-experts feed-forward layers, so it keeps
-TransformerLM's forward contract (and the language-modeling task and Word Swap work
-unchanged). After each forward, `model.aux_loss` holds the sum of the MoE layers'
-load-balancing losses (Switch Eq. 4), which `robench train` adds to the loss with weight
-`aux_loss_weight` (default 0.01, as [60]).
+`MoELM` is `TransformerLM` with mixture-of-experts feed-forward layers, so it keeps
+TransformerLM's forward contract; after each forward `model.aux_loss` holds the sum of the MoE
+layers' load-balancing losses (Switch Eq. 4), which `robench train` adds to the loss.
 """
 
 from __future__ import annotations
@@ -51,7 +39,9 @@ def total_aux_loss(model: nn.Module) -> Tensor | None:
     return sum((layer.aux_loss for layer in layers[1:]), layers[0].aux_loss)
 
 
-def moe_layer_plan(num_experts: int, top_k: int, moe_every: int) -> Callable[[int], Any]:
+def moe_layer_plan(
+    num_experts: int = 4, top_k: int = 1, moe_every: int = 1
+) -> Callable[[int], Any]:
     """Block index -> its feed-forward class: a mixture of experts in blocks 0, moe_every,
     2 * moe_every, ...; timm's dense `Mlp` in the others."""
     if not isinstance(moe_every, int) or isinstance(moe_every, bool) or moe_every < 1:

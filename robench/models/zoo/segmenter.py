@@ -9,26 +9,12 @@ ICCV 2021, https://arxiv.org/abs/2105.05633 (the Elliptical Attention paper's AD
     masks   = LayerNorm_K(p @ c^T)                                  # (B, N, K)
     logits  = upsample(masks as (B, K, H/p, W/p), (H, W))           # bilinear
 
-After `import robench.models.zoo`, `timm.create_model(name)` builds:
-
-- `segmenter_nano_{baseline,elliptical}`: 64x64 input, patch 8, dim 64, depth 4, 4 heads,
-  one decoder layer, 11 classes: CPU-sized, for tests and demos.
-- `segmenter_tiny_{baseline,elliptical}`: Segmenter-Ti (ViT-Tiny encoder: dim 192, depth 12,
-  3 heads; two decoder layers) at 512x512 with ADE20K's 150 classes; slide inference with
-  512x512 windows every 480 pixels (mmsegmentation's Segmenter config).
-
-Elliptical models use `EllipticalAttention` in the encoder only; the decoder's attention stays
-standard (its tokens mix patches and class embeddings). The elliptical builders accept the
-options of `robench.models.layers.configure_elliptical` as model kwargs.
-
-Like robench's classifiers, the network takes normalised images: `robench.models.loading`
-puts the pretrained_cfg's mean/std in front of it (`NormalizedModel`), so the loaded model takes
-[0, 1] images. Any input size works: the image is padded to a multiple of the patch size, the
-position embeddings are interpolated to the grid, and the padding is cut off the logits.
+The registered sizes, their inference and input sizes: docs/models.md, "robench's zoo".
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import torch
@@ -38,9 +24,7 @@ from timm.models import generate_default_cfgs
 from timm.models.vision_transformer import Block, VisionTransformer
 from torch import nn
 
-from robench.models.layers.elliptical_attention import (
-    EllipticalAttention,
-)
+from robench.models.layers.elliptical_attention import EllipticalAttention
 from robench.models.sliding_window import InferenceConfig
 from robench.models.zoo._timm_variant import create_variant, register_timm_variants, weightless_cfg
 
@@ -109,7 +93,7 @@ class Segmenter(nn.Module):
         decoder_depth: int = 2,
         decoder_heads: int | None = None,
         drop_path_rate: float = 0.0,
-        elliptical: bool = False,
+        attn_layer: Any = "attn",
         inference: InferenceConfig | None = None,
     ) -> None:
         super().__init__()
@@ -128,7 +112,7 @@ class Segmenter(nn.Module):
             mlp_ratio=mlp_ratio,
             drop_path_rate=drop_path_rate,
             dynamic_img_size=True,
-            attn_layer=EllipticalAttention if elliptical else "attn",
+            attn_layer=attn_layer,
         )
         self.decoder = MaskTransformer(
             num_classes,
@@ -157,20 +141,10 @@ class Segmenter(nn.Module):
         return logits[:, :, :H, :W]  # (B, K, H, W)
 
 
-def _create_segmenter(
-    variant: str, pretrained: bool, elliptical: bool, kwargs: dict[str, Any]
-) -> Segmenter:
-    """Build `variant` from `kwargs` with timm's builder."""
-    model: Segmenter = create_variant(
-        Segmenter,
-        variant,
-        pretrained,
-        elliptical,
-        dict(**kwargs, elliptical=elliptical),  # Segmenter picks its attention
-        twin="its *_elliptical twin",
-        encoder=lambda model: model.encoder,
-    )
-    return model
+# The decoder's attention stays standard: configure_elliptical finds the encoder's layers only.
+_create_segmenter = partial(
+    create_variant, Segmenter, attn_layer=EllipticalAttention, twin="its *_elliptical twin"
+)
 
 
 def _cfg(size: int, num_classes: int) -> dict[str, Any]:

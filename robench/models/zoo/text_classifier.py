@@ -1,5 +1,6 @@
 """Transformer text classifiers over a word-level vocabulary, with and without Elliptical
-Attention, on a dense or a Switch (mixture-of-experts) backbone.
+Attention, on a dense or a Switch (mixture-of-experts) backbone (registered models, the fixed
+length and the Switch protocol: docs/text-classification.md, "Registered models").
 
 `TextClassifier` maps word ids (B, T), with `PAD_ID` (-1) after each text's last word
 (data/text/classifier_tokens.py), to class logits (B, K):
@@ -11,24 +12,10 @@ Attention, on a dense or a Switch (mixture-of-experts) backbone.
     pooled = mean of x over the text's positions (0 for an empty text)    (B, C)
     logits = Linear(pooled)                                              (B, K)
 
-Every row is brought to the same length L inside `forward`, so no attention mask is needed
-and a row's logits never depend on the other rows of its batch, even under Elliptical
-Attention, whose estimate of M averages over all L positions (the paper's "full" estimator;
-the classifier reads the whole text, so there is no causality to keep).
-
-Registered in robench's language-model registry (the builders take `vocab_size` and
-`num_classes`), declaring `robench_task = "text-classification"` on the builder and the model:
-
-- `text_classifier_nano`: a dense backbone (docs/text-classification.md).
-- `switch_classifier_nano`: `switch_lm_nano`'s embedding and blocks (every feed-forward a
-  top-1 mixture of 4 experts), pooled, a linear head: the paper's SST-2 protocol (Tables 13
-  and 14) pretrains the Switch LM and fine-tunes it as a classifier; `robench train
-  switch_classifier_nano --init-from LM.safetensors` loads the LM's backbone and vocabulary.
-- `*_elliptical` twins: Elliptical Attention (https://arxiv.org/abs/2406.13770) in blocks 2..N,
-  with `configure_elliptical`'s options (`scaling`, `estimator`, `differentiable`, `delta`).
-
-The backbone's state_dict keys (`token_embed`, `blocks`, `norm`) are the language models', so a
-pretrained LM's weights load into the classifier by name (`backbone_keys`).
+Every row has the same length L, so no attention mask is needed and a row's logits never
+depend on its batch, even under Elliptical Attention's "full" estimator of M. The backbone's
+state_dict keys (`token_embed`, `blocks`, `norm`) are the language models', so a pretrained
+LM's weights load into the classifier by name (`backbone_keys`).
 """
 
 from __future__ import annotations
@@ -177,9 +164,7 @@ def _create(
     options = elliptical_options(kwargs, ELLIPTICAL_OPTIONS, variant, elliptical)
     moe = {name: kwargs.pop(name) for name in _MOE_OPTIONS if name in kwargs}
     if moe:
-        kwargs["mlp_layer_at"] = moe_layer_plan(
-            moe.get("num_experts", 4), moe.get("top_k", 1), moe.get("moe_every", 1)
-        )
+        kwargs["mlp_layer_at"] = moe_layer_plan(**moe)
     attn: type[nn.Module] = EllipticalAttention if elliptical else Attention
     model = TextClassifier(vocab_size, architecture=variant, attn_layer=attn, **kwargs)
     if elliptical:

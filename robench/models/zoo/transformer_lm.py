@@ -1,26 +1,13 @@
-"""Decoder-only causal transformer language models, with and without Elliptical Attention.
+"""Decoder-only causal transformer language models, with and without Elliptical Attention
+(sizes, options, the tied head and `m_estimator`: docs/language-models.md, "Registered models").
 
 `TransformerLM` maps word ids (B, T) to next-token logits (B, T, V): token embedding scaled by
 sqrt(C) plus sinusoidal positions (Vaswani et al. 2017, no parameters, so any length works),
 dropout, timm's pre-norm `Block`s run with `is_causal=True`, a final LayerNorm and an output
-head tied to the token embedding: logits = LayerNorm(h) @ E^T with E the (V, C) embedding
-matrix itself, so there is no separate head parameter and a checkpoint stores E once. This
-keeps shipped checkpoints small: with WikiText-103's ~267k-word vocabulary an untied head would
-add V * C weights, more than all blocks together (and a tied `nn.Linear` head would still be
-written twice by savers that copy tensors, as safetensors requires).
-
-Registered in robench's language-model registry (`create_language_model(name, vocab_size)`)
-in the sizes at the end of this module (docs/language-models.md; `_small` is the paper's small
-WikiText-103 backbone), each with a `*_elliptical` twin: `EllipticalAttention`
-(https://arxiv.org/abs/2406.13770) in layers 2..N, same parameters and state_dict keys.
-
-All take `dropout` (default 0.1) and the other `TransformerLM` arguments as overrides. The
-elliptical layer keeps the 1/sqrt(D) logit scale of Eq. 13, which the paper's language-model
-code omitted. Elliptical twins also take `configure_elliptical`'s options and `m_estimator`
-(docs/language-models.md): `"prefix"` (default) averages |V_l - V_{l-1}| over positions <= t,
-so logits at t depend only on tokens <= t (a truly causal model); `"paper"` over all
-positions, so position t sees later tokens through M. The report records which one a model
-uses (`TransformerLM.robench_report_section`).
+head tied to the token embedding: logits = LayerNorm(h) @ E^T. The `*_elliptical` twins put
+`EllipticalAttention` (https://arxiv.org/abs/2406.13770) in layers 2..N, same parameters and
+state_dict keys; `m_estimator` "prefix" (default) keeps them causal, "paper" lets position t
+see later tokens through M.
 """
 
 from __future__ import annotations
@@ -115,15 +102,12 @@ def transformer_blocks(
 
 
 class TransformerLM(nn.Module):
-    """Decoder-only causal transformer over a word-level vocabulary (see the module docstring).
-
-    `vocab_size` V token ids, width `embed_dim` C = num_heads * head dimension, feed-forward
-    width `mlp_dim`; `dropout` on the embeddings and the outputs of attention and feed-forward,
-    `attn_dropout` on the attention probabilities. `attn_layer`: the blocks' attention class
-    (timm's contract), e.g. `EllipticalAttention`, which then needs `configure_elliptical`.
-    `mlp_layer_at`: block index -> its feed-forward class (timm's `Mlp` contract), e.g. a
-    mixture of experts (moe_lm.py); None: timm's `Mlp` everywhere. `architecture`: the name
-    the report records (the registry sets the registered name).
+    """Decoder-only causal transformer over a word-level vocabulary (see the module docstring):
+    `vocab_size` V, width `embed_dim` C = num_heads * head dimension; `dropout` on the
+    embeddings and the outputs of attention and feed-forward, `attn_dropout` on the attention
+    probabilities. `attn_layer`: the blocks' attention (timm's contract; `EllipticalAttention`
+    then needs `configure_elliptical`); `mlp_layer_at`: block index -> its feed-forward class
+    (e.g. a mixture of experts), None: timm's `Mlp`; `architecture`: the name the report records.
     """
 
     def __init__(

@@ -1,15 +1,6 @@
-"""Vision Transformers with Elliptical Attention, registered in timm's own model registry.
-
-After `import robench.models.zoo`, `timm.create_model(name)` builds:
-
-- `deit_{tiny,small,base}_elliptical_patch16_224`: timm's DeiT configurations with
-  `EllipticalAttention` (https://arxiv.org/abs/2406.13770). Same parameters and state_dict keys
-  as `deit_*_patch16_224`, so a DeiT checkpoint loads strictly. No weights are published.
-- `vit_nano_patch4_28` and its twin `vit_nano_elliptical_patch4_28`: tiny Fashion-MNIST ViTs
-  (`FASHION_MNIST_ARGS`, ~139k parameters) for tests and the demo.
-
-The elliptical builders accept the options of `robench.models.layers.configure_elliptical` as model
-kwargs, e.g. `timm.create_model("deit_tiny_elliptical_patch16_224", scaling="mean")`.
+"""Vision Transformers with Elliptical Attention (https://arxiv.org/abs/2406.13770) in timm's
+own registry: DeiT configurations whose DeiT checkpoints load strictly, and the Fashion-MNIST
+nano pair (docs/models.md, "robench's zoo").
 """
 
 from __future__ import annotations
@@ -35,17 +26,15 @@ def _create_vit(
     variant: str, pretrained: bool, elliptical: bool, kwargs: dict[str, Any]
 ) -> VisionTransformer:
     """Build `variant` from `kwargs` with timm's builder."""
-    if elliptical:
-        kwargs["attn_layer"] = EllipticalAttention
     feature_cfg = dict(out_indices=kwargs.pop("out_indices", 3), feature_cls="getter")
-    loads = " (a DeiT/ViT checkpoint of the same size loads strictly)"
     model: VisionTransformer = create_variant(
         VisionTransformer,
         variant,
         pretrained,
         elliptical,
         kwargs,
-        loads=loads,
+        attn_layer=EllipticalAttention,
+        loads=" (a DeiT/ViT checkpoint of the same size loads strictly)",
         feature_cfg=feature_cfg,
     )
     return model
@@ -65,7 +54,6 @@ def _deit_cfg(**kwargs: Any) -> dict[str, Any]:
 
 
 _DEIT: dict[str, Any] = dict(patch_size=16, depth=12)
-_NANO_ARGS = FASHION_MNIST_ARGS
 
 
 # DeiT-tiny, -small and -base with Elliptical Attention, and the Fashion-MNIST pair.
@@ -73,13 +61,13 @@ _VARIANTS: dict[str, tuple[bool, dict[str, Any]]] = {
     "deit_tiny_elliptical_patch16_224": (True, dict(_DEIT, embed_dim=192, num_heads=3)),
     "deit_small_elliptical_patch16_224": (True, dict(_DEIT, embed_dim=384, num_heads=6)),
     "deit_base_elliptical_patch16_224": (True, dict(_DEIT, embed_dim=768, num_heads=12)),
-    "vit_nano_patch4_28": (False, _NANO_ARGS),
-    "vit_nano_elliptical_patch4_28": (True, _NANO_ARGS),
+    "vit_nano_patch4_28": (False, FASHION_MNIST_ARGS),
+    "vit_nano_elliptical_patch4_28": (True, FASHION_MNIST_ARGS),
 }
 _NANO_CFG: dict[str, Any] = dict(crop_pct=1.0, **FASHION_MNIST_CFG)
 default_cfgs = generate_default_cfgs(
     {
-        name: _deit_cfg(**(_NANO_CFG if args is _NANO_ARGS else {}))
+        name: _deit_cfg(**(_NANO_CFG if args is FASHION_MNIST_ARGS else {}))
         for name, (_, args) in _VARIANTS.items()
     }
 )
