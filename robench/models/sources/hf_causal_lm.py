@@ -118,15 +118,15 @@ def read_tokenizer(folder: Path, trust_remote_code: bool, holds: str) -> Any:
         ) from None
 
 
-def check_tokenizer(tokenizer: Any, vocab_size: int, whose: str) -> None:
+def check_tokenizer(tokenizer: Any, vocab_size: int | None, whose: str) -> None:
     """Refuse a tokenizer (`whose`: "the tokenizer in FOLDER") with neither BOS nor EOS, or
-    with more tokens than the model's `vocab_size` outputs."""
+    with more tokens than the model's `vocab_size` outputs (None: not known yet)."""
     if tokenizer.bos_token_id is None and tokenizer.eos_token_id is None:
         raise ConfigError(
             f"{whose} has neither a BOS nor an EOS token, so the first token of a document has "
             "nothing to be predicted from; set one (e.g. `tokenizer.eos_token = ...`)."
         )
-    if len(tokenizer) > vocab_size:
+    if vocab_size is not None and len(tokenizer) > vocab_size:
         raise ConfigError(
             f"{whose} has {len(tokenizer):,} tokens but the model predicts only {vocab_size:,}; "
             "the tokenizer must be the model's (resize the embeddings after adding tokens)."
@@ -169,6 +169,7 @@ def build_causal_lm(folder: Path, *, trust_remote_code: bool = False) -> CausalL
     folder = Path(folder)
     config = read_config(folder, trust_remote_code)
     tokenizer = read_tokenizer(folder, trust_remote_code, "a causal language model")
+    check_tokenizer(tokenizer, None, f"the tokenizer in {folder}")  # before loading weights
     network = _load_model(folder, config, trust_remote_code)
     wrapped = CausalLMLogits(network).eval()
     check_tokenizer(tokenizer, wrapped.vocab_size, f"the tokenizer in {folder}")
