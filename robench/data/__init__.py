@@ -1,13 +1,8 @@
 """Datasets robench evaluates on: `open_dataset(path_or_name)` -> `LabeledImages`.
 
-Images come out in pixel space, float (C, H, W) in [0, 1], never normalised. The layout is
-detected (`idx`, `cifar10-c`, `imagenet-c`, `imagenet-v2`, `image-folder`, in that order) or
-chosen with `layout=` (also `imagenet-a`, `imagenet-r`, `imagenet-sketch`, which are never
-detected); docs/datasets.md describes each. Built-in names (`fashion-mnist`) resolve to data
-installed on the machine. A plugin adds a layout with `register_layout`
-(`robench.registry.register_dataset`). The Long Range Arena layouts (`lra-listops`,
-`lra-text`, `lra-retrieval`, `lra-image`, `lra-pathfinder`; robench/data/lra) are sequence
-data: they open as a `SequenceDataset` for the sequence-classification task.
+Images come out in pixel space, float (C, H, W) in [0, 1], never normalised. The layouts
+(`LAYOUTS`: detected in table order, or chosen with `layout=`), the Long Range Arena's
+sequence layouts among them, are in docs/datasets.md; a plugin adds one with `register_layout`.
 
 May import: `robench._core` only (`robench.results`, the one part below it, too, should a
 reader need a report record; none does today).

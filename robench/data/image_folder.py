@@ -1,10 +1,6 @@
 """Image-folder datasets: `ROOT/<class>/<image>`, as torchvision's and timm's ImageFolder.
 
-Class indices come from a class map when one is given (the map decides; folder order does not
-matter). Without one they follow the sorted folder names, except that folders named only by
-integers (`0`, `1`, ..., `999`) are sorted numerically, so folder `10` is not class 2.
-Images are the files directly inside each class folder whose extension is in
-IMAGE_EXTENSIONS (case-insensitive), sorted by name; hidden files are skipped.
+Class indices and which files are images: docs/datasets.md and the README.
 """
 
 from __future__ import annotations

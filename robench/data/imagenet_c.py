@@ -1,12 +1,7 @@
 """ImageNet-C (Hendrycks & Dietterich, 2019): `ROOT/<corruption>/<severity>/<wnid>/<image>`.
 
-Corruption folders are the 19 released names (`ALL_CORRUPTIONS`), directly under ROOT or under
-`ROOT/extra/` as some downloads nest the 4 extra ones; severities are folders `1` .. `5`.
-Each (corruption, severity) is a member dataset; all members must hold the same
-`<wnid>/<file>` names. Labels are the ImageNet-1k indices of the wnid folders (classes = the
-1000 wnids), or the sorted folder names when the folders are not wnids (e.g. Tiny-ImageNet-C
-renamed). Images are released at 224x224 and are only centre-cropped to the model's input
-size, as Hendrycks' test script does (CenterCrop(224), no resize).
+Corruptions at the top or under `ROOT/extra/`, labels, and the crop without resize that
+Hendrycks' test script does: docs/datasets.md, "The layouts".
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""The five LRA tasks as a table, `open_lra` over it, and the openers robench.data registers.
-
-Each row says which reader reads the task's released layout, how its folder is recognised and
-what it looks like (for messages). `open_lra(path, task_name, split)` reads one split; the data
-layouts `lra-listops`, `lra-text`, `lra-retrieval`, `lra-image` and `lra-pathfinder` (what a
-suite's `[datasets.NAME] layout` and `open_dataset(layout=)` choose) call it with the task's
-defaults.
+"""The five LRA tasks as a table, `open_lra` over it, and the openers robench.data registers
+as the layouts `lra-listops` ... `lra-pathfinder`.
 """
 
 from __future__ import annotations

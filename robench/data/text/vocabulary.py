@@ -1,10 +1,7 @@
 """`Vocabulary`: the words a language model predicts, id = position in the word list.
 
-The standard word-level WikiText setup: the vocabulary is built from the training split,
-`<eos>` (id 0) ends every line, `<unk>` (id 1) stands for every word outside the vocabulary
-(and is kept as a word where the released files already contain it). A checkpoint carries its
-vocabulary in its metadata (`to_metadata` / `from_metadata`), so evaluation encodes text with
-exactly the ids the model was trained on.
+Built from the training split, carried in a checkpoint's metadata: docs/text-data.md,
+"Vocabulary".
 """
 
 from __future__ import annotations

@@ -1,29 +1,8 @@
 """`LanguageModelingWindows`: the evaluation windows of a language-modeling split.
 
-The token stream is every line's words followed by `<eos>`, encoded with the vocabulary;
-N tokens, positions 0..N-1. Position 0 is never scored. Positions 1..N-1 are cut into
-consecutive chunks [a, b) of `target_length` (the last may be shorter); window k predicts its
-chunk from up to `context` earlier tokens that are input only:
-
-    lo = max(0, a - 1 - context)
-    inputs  = stream[lo : b-1]
-    targets = stream[lo+1 : b]      # only the last b-a are scored
-
-`context=0` gives non-overlapping windows (lm-evaluation-harness's rolling log-likelihood);
-a larger context gives overlapping windows with an unscored prefix. Item k is
-`(inputs (n,), targets (3, n))`, rows of targets:
-
-    0: the target token id where scored, else -100
-    1: 1 where the scored target is a word (not <eos>), else 0
-    2: UTF-8 bytes the scored target stands for, else 0
-
-Bytes are those of the text written as lines joined by "\\n", a line's words joined by single
-spaces: a word stands for len(word.encode()) + 1 bytes (itself and the space or newline after
-it); an `<eos>` for 0 bytes, except the `<eos>` of an empty line, which stands for its
-newline (1 byte). Out-of-vocabulary words encoded as `<unk>` keep their own bytes. Rows 1 and
-2 summed over all windows are the words and bytes of the whole text minus those of the
-unscored token at position 0. They feed word perplexity and bits per byte as
-lm-evaluation-harness defines them.
+The token stream, the windows and the rows of their targets (the words and UTF-8 bytes that
+word perplexity and bits per byte divide by, as lm-evaluation-harness defines them):
+docs/text-data.md, "Evaluation windows".
 """
 
 from __future__ import annotations
