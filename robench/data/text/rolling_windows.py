@@ -18,7 +18,7 @@ import torch
 from torch.utils.data import Dataset
 
 from robench.data.text.documents import DocumentCorpus
-from robench.data.text.windows import IGNORE_INDEX
+from robench.data.text.windows import IGNORE_INDEX, collate_windows
 
 _WHITESPACE = re.compile(r"\s+")
 
@@ -144,17 +144,5 @@ class DocumentWindows(Dataset[tuple[torch.Tensor, torch.Tensor]]):
         )
 
 
-def collate_documents(
-    items: Sequence[tuple[torch.Tensor, torch.Tensor]],
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Pad documents to the most windows and the longest window: inputs (B, W, T) with 0,
-    targets (B, W, 3, T) with -100 in row 0 and 0 in rows 1-2 (padding is never scored)."""
-    windows = max(x.shape[0] for x, _ in items)
-    longest = max(x.shape[1] for x, _ in items)
-    inputs = torch.zeros(len(items), windows, longest, dtype=torch.long)  # (B, W, T)
-    targets = torch.zeros(len(items), windows, 3, longest, dtype=torch.long)  # (B, W, 3, T)
-    targets[:, :, 0] = IGNORE_INDEX
-    for row, (x, y) in enumerate(items):
-        inputs[row, : x.shape[0], : x.shape[1]] = x
-        targets[row, : y.shape[0], :, : y.shape[2]] = y
-    return inputs, targets
+# Documents pad as windows do, in one more dimension.
+collate_documents = collate_windows

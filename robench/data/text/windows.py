@@ -184,13 +184,18 @@ class LanguageModelingWindows(Dataset[tuple[torch.Tensor, torch.Tensor]]):
 def collate_windows(
     items: Sequence[tuple[torch.Tensor, torch.Tensor]],
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Right-pad windows to the longest: inputs (B, T) with 0, targets (B, 3, T) with -100 in
-    row 0 and 0 in rows 1-2 (padding is never scored)."""
-    longest = max(inputs.shape[0] for inputs, _ in items)
-    inputs = torch.zeros(len(items), longest, dtype=torch.long)  # (B, T)
-    targets = torch.zeros(len(items), 3, longest, dtype=torch.long)  # (B, 3, T)
-    targets[:, 0] = IGNORE_INDEX
+    """Right-pad items to the largest in every dimension: inputs with 0, targets with -100 in
+    row 0 and 0 in rows 1-2 (padding is never scored). Windows (n,), (3, n) give (B, T),
+    (B, 3, T); documents (W, T), (W, 3, T) give (B, W, T), (B, W, 3, T)."""
+    inputs = _zeros_for_largest([x for x, _ in items])
+    targets = _zeros_for_largest([y for _, y in items])
+    targets[..., 0, :] = IGNORE_INDEX
     for row, (x, y) in enumerate(items):
-        inputs[row, : x.shape[0]] = x
-        targets[row, :, : y.shape[1]] = y
+        inputs[row][tuple(map(slice, x.shape))] = x
+        targets[row][tuple(map(slice, y.shape))] = y
     return inputs, targets
+
+
+def _zeros_for_largest(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
+    shape = [max(sizes) for sizes in zip(*(t.shape for t in tensors), strict=True)]
+    return torch.zeros(len(tensors), *shape, dtype=torch.long)
