@@ -6,13 +6,8 @@ A seeded subset is the first `limit` entries of a permutation drawn by numpy's l
 the same images on every machine. Subsets are nested: with the same seed, `limit=100` is
 contained in `limit=200`. The global RNGs are never touched.
 
-A listed subset is a text file, one item per line (blank lines and `#` comments skipped):
-either integer indices into the dataset (0-based, any dataset), or image file names, matched
-against an image folder's relative paths `<class>/<file>` or, for a line that does not match
-one, by its file name alone when that name is unique in the dataset (so RobustBench's
-`<wnid>/<file>` lines also find images kept in numbered class folders). Shipped lists are
-selected by name (`SHIPPED_SUBSETS`): `robustbench-imagenet-5000` is the 5,000 ImageNet
-validation images RobustBench evaluates ImageNet models on (provenance in its header).
+A listed subset is a text file or a shipped list (`shipped_subsets()`): docs/formats.md,
+"Subset file".
 """
 
 from __future__ import annotations
