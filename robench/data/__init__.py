@@ -169,14 +169,9 @@ def register_layout(
     shape: str,
     detect: Callable[[Path], bool] | str | None = None,
 ) -> Layout:
-    """Add a dataset layout `name` (what `--data-layout`, a suite's `[datasets.NAME] layout`
-    and `open_dataset(layout=)` choose).
-
-    `opener(root, preprocessing, split, class_map) -> LabeledImages` reads ROOT; `detect(root)
-    -> bool` says whether a folder looks like the layout (None: chosen by name only), tried
-    before the catch-all image folder; `shape` describes it for messages. Either may be a
-    "package.module:function" path, imported when the layout is first used.
-    """
+    """Add a dataset layout `name`: `opener(root, preprocessing, split, class_map) ->
+    LabeledImages`, `detect(root) -> bool` (None: chosen by name only), either one possibly a
+    "module:function" path (docs/extending.md, "A dataset layout")."""
     if name in LAYOUTS:
         raise ValueError(f"data layout {name!r} is already registered")
     lazy_opener = _lazy(f"{name} opener", opener)
@@ -246,12 +241,9 @@ def open_dataset(
     layout: str | None = None,
 ) -> LabeledImages:
     """Open the dataset at `path` (a directory or a built-in name) with its layout detected,
-    or read as `layout` (a key of LAYOUTS) when given.
-
-    `split` picks the IDX split ("test" or "train"); other layouts are a single split.
-    `class_map` (a ClassMap or the path of a class-map file) fixes class indices of an image
-    folder, or names the labels of IDX data; the other layouts fix their own.
-    """
+    or read as `layout` (a key of LAYOUTS). `split` picks the IDX split ("test" or "train");
+    `class_map` (a ClassMap or a class-map file) fixes an image folder's class indices or names
+    IDX labels; the other layouts are one split and fix their own."""
     if layout is not None and layout not in LAYOUTS:
         raise DataError(did_you_mean(layout, list(LAYOUTS), "data layout"))
     root = _resolve(path)

@@ -142,15 +142,9 @@ def _indices_from_names(path: Path, ids: list[str], names: Sequence[str]) -> lis
 def resolve_subset(
     spec: str | os.PathLike[str], n_items: int, names: Sequence[str] | None = None
 ) -> list[int]:
-    """Sorted indices of the dataset items a subset lists.
-
-    `spec` is a shipped subset name (`shipped_subsets()`, e.g. "robustbench-imagenet-5000") or
-    the path of a text file with one item per line. `n_items` is the dataset's length; `names`
-    are its items' relative paths `<class>/<file>` in dataset order (an image folder's
-    `relative_paths()`), or None for a dataset without file names (IDX), which then accepts
-    integer indices only. A file whose lines are all integers lists 0-based indices; any other
-    file lists names. Raises `ConfigError` naming the missing, repeated or out-of-range items.
-    """
+    """Sorted indices of the dataset items a subset (`spec`: a shipped name or a file) lists.
+    `names`: the items' relative paths `<class>/<file>` in dataset order (`relative_paths()`),
+    or None for a dataset without file names (IDX), which then takes integer indices only."""
     if names is not None and len(names) != n_items:
         raise ValueError(f"names has {len(names)} entries for a dataset of {n_items} items")
     path = _subset_file(spec)

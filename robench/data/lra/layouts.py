@@ -90,15 +90,10 @@ def open_lra(
     truncate: bool | None = None,
     difficulty: str | None = None,
 ) -> SequenceDataset:
-    """One split of an LRA task's data at `path`, in the layout the LRA release uses.
-
-    `task_name` is "listops", "text", "retrieval", "image" or "pathfinder" (or its layout
-    name, "lra-listops", ...); `split` "train", "val" or "test". `max_length` is L, the
-    length items are padded to; None takes the task's default (ListOps 2000, Text 4000,
-    Retrieval 4000 per document; image and Pathfinder are fixed, H * W). A longer sequence
-    is a DataError unless `truncate`; `truncate=None` cuts documents (Text, Retrieval) to the
-    default length as LRA does, and nothing else. `difficulty` picks a Pathfinder folder.
-    """
+    """One split of an LRA task's data at `path` (a key of LRA_TASKS or its layout's name), in
+    the layout the LRA release uses. `max_length` (L, None: the task's default), `truncate`
+    (None: cut Text and Retrieval documents as LRA does) and `difficulty` (Pathfinder's
+    folder): docs/datasets.md, "Long Range Arena"."""
     name = task_of(task_name)
     canonical = SPLITS.get(split)
     if canonical is None:
