@@ -126,10 +126,8 @@ def read_listops(path: Path, max_length: int, truncate: bool) -> tuple[list[np.n
 def open_listops(
     root: Path, split: str, max_length: int | None, truncate: bool | None
 ) -> SequenceDataset:
-    """ROOT/basic_<split>.tsv as token ids padded to `max_length` (default 2000, LRA's).
-
-    A longer expression is an error unless `truncate` (a cut expression has no value, so
-    ListOps is never cut unless asked)."""
+    """ROOT/basic_<split>.tsv as token ids padded to `max_length` (default 2000, LRA's); a
+    longer expression is an error unless `truncate` (a cut expression has no value)."""
     path = root / FILES[split]
     if not path.is_file():
         present = [name for name in FILES.values() if (root / name).is_file()]

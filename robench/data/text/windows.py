@@ -79,37 +79,30 @@ class LanguageModelingWindows(Dataset[tuple[torch.Tensor, torch.Tensor]]):
                 f"split {corpus.split!r} of {corpus.root} has {len(ids)} token(s); at least 2 "
                 "are needed to score one: use a split with text."
             )
-        # The text, its split and the vocabulary its words are encoded with.
+        # The attributes: docs/text-data.md, "What the evaluation reads".
         self.corpus = corpus
         self.vocabulary = vocabulary
-        # Layout name ("wikitext", "text-files", or a built-in corpus name).
         self.kind = corpus.layout
         self.root: Path = corpus.root
         self.split: str | None = corpus.split
-        # Tokens each window scores (the last may score fewer), and unscored tokens before them.
         self.target_length = target_length
         self.context = context
-        # The next-token "classes": the vocabulary's words, id = position.
         self.classes = list(vocabulary.words)
         self.class_index_note = (
             f"Token ids are positions in the checkpoint's vocabulary of {len(vocabulary):,} "
             f"words (sha256 {vocabulary.sha256[:12]})."
         )
-        # Image-classification attributes that do not apply to text.
         self.output_classes: tuple[int, ...] | None = None
         self.label_space = None
-        # Set by whoever perturbs the text (Word Swap): what was changed; None for clean text.
         self.perturbation_summary: dict | None = None
         # Each position's token id, word flag and bytes: the rows of a window's targets.
         self._rows = torch.tensor([ids, words, nbytes], dtype=torch.long)  # (3, N)
         n = len(ids)
-        # Scored positions [a, b) of each window.
         self.spans = [(a, min(a + target_length, n)) for a in range(1, n, target_length)]
         self.n_tokens = n
         self.n_scored_tokens = n - 1
         self.n_scored_words = int(self._rows[1, 1:].sum())
         self.n_scored_bytes = int(self._rows[2, 1:].sum())
-        # Scored targets that are <unk>: out-of-vocabulary words, and literal "<unk>" words.
         self.n_out_of_vocabulary = oov
         self.n_literal_unk = literal
         self.unk_rate = int((self._rows[0, 1:] == vocabulary.unk_id).sum()) / self.n_scored_tokens
