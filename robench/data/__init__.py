@@ -26,7 +26,7 @@ from robench.data.cifar10_c import Cifar10C, looks_like_cifar10_c
 from robench.data.class_map import ClassMap, read_class_map
 from robench.data.corruption_family import CorruptionFamily
 from robench.data.idx_dataset import IdxDataset, idx_files
-from robench.data.image_folder import ImageFolderDataset
+from robench.data.image_folder import ImageFolderDataset, _class_folders
 from robench.data.imagenet_c import ImageNetC, looks_like_imagenet_c
 from robench.data.imagenet_shift import (
     ImageNetSketchFolder,
@@ -94,10 +94,6 @@ def _fixed_classes(layout: str, reader: Callable[[Path, Preprocessing], LabeledI
     return opener
 
 
-def _has_class_folders(root: Path) -> bool:
-    return any(p.is_dir() and not p.name.startswith(".") for p in root.iterdir())
-
-
 @dataclass(frozen=True)
 class Layout:
     """A directory layout robench reads."""
@@ -134,7 +130,9 @@ LAYOUTS: dict[str, Layout] = {
         looks_like_imagenet_v2,
         "ROOT/<0..999>/<image>",
     ),
-    "image-folder": Layout(_open_image_folder, _has_class_folders, "ROOT/<class>/<image>"),
+    "image-folder": Layout(
+        _open_image_folder, lambda root: bool(_class_folders(root)), "ROOT/<class>/<image>"
+    ),
     "imagenet-a": Layout(
         _fixed_classes("imagenet-a", lambda r, p: LabelSpaceFolder(r, p, "imagenet-a")),
         None,

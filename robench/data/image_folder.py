@@ -52,7 +52,8 @@ def _images_in(folder: Path) -> list[Path]:
 
 
 def _class_folders(root: Path) -> list[Path]:
-    return [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    """The non-hidden sub-folders of `root`, sorted."""
+    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
 def _indices_from_names(folder_names: list[str]) -> tuple[list[str], str]:

@@ -11,11 +11,8 @@ from pathlib import Path
 
 from robench._core.errors import DataError, shown_names
 from robench.data.corruption_family import ALL_CORRUPTIONS, SEVERITIES, CorruptionFamily
-from robench.data.image_folder import (
-    FolderImages,
-    _indices_from_names,
-    class_folders,
-)
+from robench.data.image_folder import FolderImages, _indices_from_names, class_folders
+from robench.data.image_folder import _class_folders as _subfolders
 from robench.data.imagenet_classes import WNID, imagenet_1k_labels, imagenet_1k_wnids
 from robench.data.labeled import LabeledImages
 from robench.data.preprocessing import Preprocessing
@@ -25,10 +22,6 @@ KIND = "imagenet-c"
 EXTRA_FOLDER = "extra"
 
 _NUMBER = re.compile(r"[0-9]+")
-
-
-def _subfolders(root: Path) -> list[Path]:
-    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
 def _has_severity_folders(folder: Path) -> bool:
