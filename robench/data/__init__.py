@@ -66,30 +66,25 @@ logger = logging.getLogger(__name__)
 _Opener = Callable[[Path, Preprocessing, str, "ClassMap | None"], LabeledImages]
 
 
-def _open_image_folder(
-    root: Path, preprocessing: Preprocessing, split: str, class_map: ClassMap | None
-) -> LabeledImages:
-    if split != "test":
-        logger.warning("split %r is ignored: image folder %s is a single split", split, root)
-    return ImageFolderDataset(root, preprocessing, class_map=class_map)
-
-
-def _fixed_classes(layout: str, reader: Callable[[Path, Preprocessing], LabeledImages]) -> _Opener:
-    """An opener for a layout that is one split and fixes its own class indices."""
+def _opener(layout: str, reader: Callable[..., Any], takes: tuple[str, ...] = ()) -> _Opener:
+    """An opener calling `reader(root, preprocessing)` with the keywords it `takes` ("split",
+    "class_map"); a class map it does not take is refused (the layout fixes its own class
+    indices), a split it does not take ignored with a warning (the layout is one split)."""
 
     def opener(
         root: Path, preprocessing: Preprocessing, split: str, class_map: ClassMap | None
     ) -> LabeledImages:
-        if class_map is not None:
+        if class_map is not None and "class_map" not in takes:
             raise DataError(
                 f"a class map ({class_map.path}) does not apply to the {layout} layout, which "
                 "fixes its own class indices; leave --class-map out."
             )
-        if split != "test":
+        if split != "test" and "split" not in takes:
             logger.warning(
                 "split %r is ignored: %s data in %s is a single split", split, layout, root
             )
-        return reader(root, preprocessing)
+        given = {"split": split, "class_map": class_map}
+        return reader(root, preprocessing, **{key: given[key] for key in takes})
 
     return opener
 
@@ -109,47 +104,47 @@ class Layout:
 # Layouts by name; the ones with a detector are tried in this order.
 LAYOUTS: dict[str, Layout] = {
     "idx": Layout(
-        lambda root, preprocessing, split, class_map: IdxDataset(
-            root, preprocessing, split=split, class_map=class_map
-        ),
+        _opener("idx", IdxDataset, ("split", "class_map")),
         lambda root: bool(idx_files(root)),
         "t10k-images-idx3-ubyte[.gz] + t10k-labels-idx1-ubyte[.gz]",
     ),
     "cifar10-c": Layout(
-        _fixed_classes("cifar10-c", Cifar10C),
+        _opener("cifar10-c", Cifar10C),
         looks_like_cifar10_c,
         "ROOT/<corruption>.npy + ROOT/labels.npy",
     ),
     "imagenet-c": Layout(
-        _fixed_classes("imagenet-c", ImageNetC),
+        _opener("imagenet-c", ImageNetC),
         looks_like_imagenet_c,
         "ROOT/<corruption>/<severity>/<wnid>/<image>",
     ),
     "imagenet-v2": Layout(
-        _fixed_classes("imagenet-v2", ImageNetV2Folder),
+        _opener("imagenet-v2", ImageNetV2Folder),
         looks_like_imagenet_v2,
         "ROOT/<0..999>/<image>",
     ),
     "image-folder": Layout(
-        _open_image_folder, lambda root: bool(_class_folders(root)), "ROOT/<class>/<image>"
+        _opener("image-folder", ImageFolderDataset, ("class_map",)),
+        lambda root: bool(_class_folders(root)),
+        "ROOT/<class>/<image>",
     ),
     "imagenet-a": Layout(
-        _fixed_classes("imagenet-a", lambda r, p: LabelSpaceFolder(r, p, "imagenet-a")),
+        _opener("imagenet-a", lambda r, p: LabelSpaceFolder(r, p, "imagenet-a")),
         None,
         "ROOT/<wnid>/<image> over the 200 ImageNet-A wnids",
     ),
     "imagenet-r": Layout(
-        _fixed_classes("imagenet-r", lambda r, p: LabelSpaceFolder(r, p, "imagenet-r")),
+        _opener("imagenet-r", lambda r, p: LabelSpaceFolder(r, p, "imagenet-r")),
         None,
         "ROOT/<wnid>/<image> over the 200 ImageNet-R wnids",
     ),
     "imagenet": Layout(
-        _fixed_classes("imagenet", ImageNetWnidFolder),
+        _opener("imagenet", ImageNetWnidFolder),
         None,
         "ROOT/<wnid>/<image> (ImageNet-1k wnids)",
     ),
     "imagenet-sketch": Layout(
-        _fixed_classes("imagenet-sketch", ImageNetSketchFolder),
+        _opener("imagenet-sketch", ImageNetSketchFolder),
         None,
         "ROOT/<wnid>/<image>",
     ),
@@ -274,10 +269,15 @@ def open_dataset(
 def _register_lra_layouts() -> None:
     """The Long Range Arena's layouts (robench/data/lra): sequence data, whose opener returns
     a `SequenceDataset` for the sequence-classification task, not `LabeledImages`."""
-    from robench.data.lra.layouts import LRA_TASKS, layout_opener
+    from robench.data.lra.layouts import LRA_TASKS, open_lra
 
-    for name, task in LRA_TASKS.items():
-        register_layout(task.layout, layout_opener(name), shape=task.shape, detect=task.detect)
+    for task in LRA_TASKS.values():
+
+        def read(root: Path, _: Preprocessing, split: str, name: str = task.layout) -> Any:
+            return open_lra(root, name, split)  # tokens: no image preprocessing applies
+
+        opener = _opener(task.layout, read, ("split",))
+        register_layout(task.layout, opener, shape=task.shape, detect=task.detect)
 
 
 _register_lra_layouts()

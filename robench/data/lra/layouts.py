@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from robench._core.errors import ConfigError, DataError
 from robench._core.registry import did_you_mean
@@ -118,18 +117,3 @@ def detect_lra(root: Path) -> str | None:
         if task.detect is not None and root.is_dir() and task.detect(root):
             return name
     return None
-
-
-def layout_opener(task_name: str) -> Callable[..., Any]:
-    """An opener for robench.data's layout table: (root, preprocessing, split, class_map) ->
-    SequenceDataset (typed Any: the table's openers return LabeledImages, these do not)."""
-
-    def opener(root: Path, preprocessing: Any, split: str, class_map: Any) -> SequenceDataset:
-        if class_map is not None:
-            raise DataError(
-                f"a class map does not apply to LRA {task_name} data, which fixes its own "
-                "class indices; leave --class-map out."
-            )
-        return open_lra(root, task_name, split)
-
-    return opener
