@@ -5,16 +5,13 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from robench._core.errors import DataError, shown_names
-from robench.data.image_folder import FolderImages, class_folders
+from robench.data.image_folder import _NUMERIC, FolderImages, class_folders
 from robench.data.imagenet_classes import imagenet_1k_labels, imagenet_1k_wnids
 from robench.data.label_space import LabelSpace, read_label_space
 from robench.data.preprocessing import Preprocessing
-
-_NUMERIC = re.compile(r"[0-9]+")
 
 # Display names of the shipped 200-class label spaces.
 _TITLES = {"imagenet-a": "ImageNet-A", "imagenet-r": "ImageNet-R"}
