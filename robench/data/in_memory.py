@@ -229,5 +229,5 @@ def tensors_sha256(*tensors: torch.Tensor) -> str:
         flat = tensor.detach().cpu().contiguous().reshape(-1)
         digest.update(f"{tensor.dtype}:{tuple(tensor.shape)}\0".encode())
         # The array's own buffer, not a copy of it (600 MB for 1,000 ImageNet-size images).
-        digest.update(memoryview(flat.view(torch.uint8).numpy()) if flat.numel() else b"")
+        digest.update(flat.view(torch.uint8).numpy().data if flat.numel() else b"")
     return digest.hexdigest()

@@ -45,10 +45,8 @@ class Vocabulary:
     def build(
         cls, lines: Iterable[Sequence[str]], *, min_count: int = 1, max_size: int | None = None
     ) -> Vocabulary:
-        """The vocabulary of `lines` (usually a training split): `<eos>`, `<unk>`, then words by
-        descending count, ties in alphabetical (code point) order. Words seen fewer than
-        `min_count` times, or past `max_size` words in all (specials included), are left out
-        and so become `<unk>`."""
+        """The vocabulary of `lines` (usually a training split); ids, `min_count` and `max_size`:
+        docs/text-data.md, "Vocabulary"."""
         if min_count < 1:
             raise DataError(f"min_count {min_count} is below 1; pass a count of at least 1.")
         if max_size is not None and max_size < len(SPECIALS):
