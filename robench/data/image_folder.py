@@ -217,8 +217,6 @@ class FolderImages(LabeledImages):
 class ImageFolderDataset(FolderImages):
     """Images under `ROOT/<class>/`, labelled by their folder (sorted names or a class map)."""
 
-    kind = "image-folder"
-
     def __init__(
         self, root: str | Path, preprocessing: Preprocessing, class_map: ClassMap | None = None
     ) -> None:
