@@ -1,13 +1,8 @@
 """Datasets robench evaluates on: `open_dataset(path_or_name)` -> `LabeledImages`.
 
-Images come out in pixel space, float (C, H, W) in [0, 1], never normalised. The layout is
-detected (`idx`, `cifar10-c`, `imagenet-c`, `imagenet-v2`, `image-folder`, in that order) or
-chosen with `layout=` (also `imagenet-a`, `imagenet-r`, `imagenet-sketch`, which are never
-detected); docs/datasets.md describes each. Built-in names (`fashion-mnist`) resolve to data
-installed on the machine. A plugin adds a layout with `register_layout`
-(`robench.registry.register_dataset`). The Long Range Arena layouts (`lra-listops`,
-`lra-text`, `lra-retrieval`, `lra-image`, `lra-pathfinder`; robench/data/lra) are sequence
-data: they open as a `SequenceDataset` for the sequence-classification task.
+Images come out in pixel space, float (C, H, W) in [0, 1], never normalised. The layouts
+(`LAYOUTS`: detected in table order, or chosen with `layout=`), the Long Range Arena's
+sequence layouts among them, are in docs/datasets.md; a plugin adds one with `register_layout`.
 
 May import: `robench._core` only (`robench.results`, the one part below it, too, should a
 reader need a report record; none does today).
@@ -31,7 +26,7 @@ from robench.data.cifar10_c import Cifar10C, looks_like_cifar10_c
 from robench.data.class_map import ClassMap, read_class_map
 from robench.data.corruption_family import CorruptionFamily
 from robench.data.idx_dataset import IdxDataset, idx_files
-from robench.data.image_folder import ImageFolderDataset
+from robench.data.image_folder import ImageFolderDataset, _class_folders
 from robench.data.imagenet_c import ImageNetC, looks_like_imagenet_c
 from robench.data.imagenet_shift import (
     ImageNetSketchFolder,
@@ -71,36 +66,27 @@ logger = logging.getLogger(__name__)
 _Opener = Callable[[Path, Preprocessing, str, "ClassMap | None"], LabeledImages]
 
 
-def _open_image_folder(
-    root: Path, preprocessing: Preprocessing, split: str, class_map: ClassMap | None
-) -> LabeledImages:
-    if split != "test":
-        logger.warning("split %r is ignored: image folder %s is a single split", split, root)
-    return ImageFolderDataset(root, preprocessing, class_map=class_map)
-
-
-def _fixed_classes(layout: str, reader: Callable[[Path, Preprocessing], LabeledImages]) -> _Opener:
-    """An opener for a layout that is one split and fixes its own class indices."""
+def _opener(layout: str, reader: Callable[..., Any], takes: tuple[str, ...] = ()) -> _Opener:
+    """An opener calling `reader(root, preprocessing)` with the keywords it `takes` ("split",
+    "class_map"); a class map it does not take is refused (the layout fixes its own class
+    indices), a split it does not take ignored with a warning (the layout is one split)."""
 
     def opener(
         root: Path, preprocessing: Preprocessing, split: str, class_map: ClassMap | None
     ) -> LabeledImages:
-        if class_map is not None:
+        if class_map is not None and "class_map" not in takes:
             raise DataError(
                 f"a class map ({class_map.path}) does not apply to the {layout} layout, which "
                 "fixes its own class indices; leave --class-map out."
             )
-        if split != "test":
+        if split != "test" and "split" not in takes:
             logger.warning(
                 "split %r is ignored: %s data in %s is a single split", split, layout, root
             )
-        return reader(root, preprocessing)
+        given = {"split": split, "class_map": class_map}
+        return reader(root, preprocessing, **{key: given[key] for key in takes})
 
     return opener
-
-
-def _has_class_folders(root: Path) -> bool:
-    return any(p.is_dir() and not p.name.startswith(".") for p in root.iterdir())
 
 
 @dataclass(frozen=True)
@@ -118,45 +104,47 @@ class Layout:
 # Layouts by name; the ones with a detector are tried in this order.
 LAYOUTS: dict[str, Layout] = {
     "idx": Layout(
-        lambda root, preprocessing, split, class_map: IdxDataset(
-            root, preprocessing, split=split, class_map=class_map
-        ),
+        _opener("idx", IdxDataset, ("split", "class_map")),
         lambda root: bool(idx_files(root)),
         "t10k-images-idx3-ubyte[.gz] + t10k-labels-idx1-ubyte[.gz]",
     ),
     "cifar10-c": Layout(
-        _fixed_classes("cifar10-c", Cifar10C),
+        _opener("cifar10-c", Cifar10C),
         looks_like_cifar10_c,
         "ROOT/<corruption>.npy + ROOT/labels.npy",
     ),
     "imagenet-c": Layout(
-        _fixed_classes("imagenet-c", ImageNetC),
+        _opener("imagenet-c", ImageNetC),
         looks_like_imagenet_c,
         "ROOT/<corruption>/<severity>/<wnid>/<image>",
     ),
     "imagenet-v2": Layout(
-        _fixed_classes("imagenet-v2", ImageNetV2Folder),
+        _opener("imagenet-v2", ImageNetV2Folder),
         looks_like_imagenet_v2,
         "ROOT/<0..999>/<image>",
     ),
-    "image-folder": Layout(_open_image_folder, _has_class_folders, "ROOT/<class>/<image>"),
+    "image-folder": Layout(
+        _opener("image-folder", ImageFolderDataset, ("class_map",)),
+        lambda root: bool(_class_folders(root)),
+        "ROOT/<class>/<image>",
+    ),
     "imagenet-a": Layout(
-        _fixed_classes("imagenet-a", lambda r, p: LabelSpaceFolder(r, p, "imagenet-a")),
+        _opener("imagenet-a", lambda r, p: LabelSpaceFolder(r, p, "imagenet-a")),
         None,
         "ROOT/<wnid>/<image> over the 200 ImageNet-A wnids",
     ),
     "imagenet-r": Layout(
-        _fixed_classes("imagenet-r", lambda r, p: LabelSpaceFolder(r, p, "imagenet-r")),
+        _opener("imagenet-r", lambda r, p: LabelSpaceFolder(r, p, "imagenet-r")),
         None,
         "ROOT/<wnid>/<image> over the 200 ImageNet-R wnids",
     ),
     "imagenet": Layout(
-        _fixed_classes("imagenet", ImageNetWnidFolder),
+        _opener("imagenet", ImageNetWnidFolder),
         None,
         "ROOT/<wnid>/<image> (ImageNet-1k wnids)",
     ),
     "imagenet-sketch": Layout(
-        _fixed_classes("imagenet-sketch", ImageNetSketchFolder),
+        _opener("imagenet-sketch", ImageNetSketchFolder),
         None,
         "ROOT/<wnid>/<image>",
     ),
@@ -174,14 +162,9 @@ def register_layout(
     shape: str,
     detect: Callable[[Path], bool] | str | None = None,
 ) -> Layout:
-    """Add a dataset layout `name` (what `--data-layout`, a suite's `[datasets.NAME] layout`
-    and `open_dataset(layout=)` choose).
-
-    `opener(root, preprocessing, split, class_map) -> LabeledImages` reads ROOT; `detect(root)
-    -> bool` says whether a folder looks like the layout (None: chosen by name only), tried
-    before the catch-all image folder; `shape` describes it for messages. Either may be a
-    "package.module:function" path, imported when the layout is first used.
-    """
+    """Add a dataset layout `name`: `opener(root, preprocessing, split, class_map) ->
+    LabeledImages`, `detect(root) -> bool` (None: chosen by name only), either one possibly a
+    "module:function" path (docs/extending.md, "A dataset layout")."""
     if name in LAYOUTS:
         raise ValueError(f"data layout {name!r} is already registered")
     lazy_opener = _lazy(f"{name} opener", opener)
@@ -251,12 +234,9 @@ def open_dataset(
     layout: str | None = None,
 ) -> LabeledImages:
     """Open the dataset at `path` (a directory or a built-in name) with its layout detected,
-    or read as `layout` (a key of LAYOUTS) when given.
-
-    `split` picks the IDX split ("test" or "train"); other layouts are a single split.
-    `class_map` (a ClassMap or the path of a class-map file) fixes class indices of an image
-    folder, or names the labels of IDX data; the other layouts fix their own.
-    """
+    or read as `layout` (a key of LAYOUTS). `split` picks the IDX split ("test" or "train");
+    `class_map` (a ClassMap or a class-map file) fixes an image folder's class indices or names
+    IDX labels; the other layouts are one split and fix their own."""
     if layout is not None and layout not in LAYOUTS:
         raise DataError(did_you_mean(layout, list(LAYOUTS), "data layout"))
     root = _resolve(path)
@@ -289,10 +269,15 @@ def open_dataset(
 def _register_lra_layouts() -> None:
     """The Long Range Arena's layouts (robench/data/lra): sequence data, whose opener returns
     a `SequenceDataset` for the sequence-classification task, not `LabeledImages`."""
-    from robench.data.lra.layouts import LRA_TASKS, layout_opener
+    from robench.data.lra.layouts import LRA_TASKS, open_lra
 
-    for name, task in LRA_TASKS.items():
-        register_layout(task.layout, layout_opener(name), shape=task.shape, detect=task.detect)
+    for task in LRA_TASKS.values():
+
+        def read(root: Path, _: Preprocessing, split: str, name: str = task.layout) -> Any:
+            return open_lra(root, name, split)  # tokens: no image preprocessing applies
+
+        opener = _opener(task.layout, read, ("split",))
+        register_layout(task.layout, opener, shape=task.shape, detect=task.detect)
 
 
 _register_lra_layouts()

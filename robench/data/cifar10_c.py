@@ -1,10 +1,6 @@
-"""CIFAR-10-C (Hendrycks & Dietterich, 2019): `ROOT/<corruption>.npy` and `ROOT/labels.npy`.
-
-Each corruption file is a uint8 array (5 * N, H, W, 3), N = 10,000 in the release: the test
-set once per severity, severity k being rows (k-1)*N .. k*N-1. `labels.npy` holds the 5 * N
-labels (the N test labels repeated 5 times). Files are memory-mapped, so a member reads only
-the rows it is asked for. Images go through the normal preprocessing (a 32x32 model: as
-stored).
+"""CIFAR-10-C (Hendrycks & Dietterich, 2019): `ROOT/<corruption>.npy` and `ROOT/labels.npy`,
+severity k being rows (k-1)N .. kN-1 (docs/datasets.md, "The layouts"). Files are
+memory-mapped, so a member reads only the rows it is asked for.
 """
 
 from __future__ import annotations

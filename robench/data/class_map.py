@@ -86,13 +86,9 @@ def _label_keys(label: str) -> set[str]:
 def class_map_from_labels(
     folder_names: list[str], labels: list[str], source: str
 ) -> ClassMap | None:
-    """A class map placing each class folder at the model's output of the same name
-    (`id2label`), or None unless every folder matches exactly one label.
-
-    Names match ignoring case, spaces and punctuation ("T-shirt_top" is "T-shirt/top"), so a
-    folder written from a dataset's class names finds the model's labels. `source` names the
-    labels in reports ("hf:/models/vit id2label").
-    """
+    """A class map placing each class folder at the model's output of the same name, or None
+    unless every folder matches exactly one label (docs/models.md, "Labels"); `source` names
+    the labels in reports ("hf:/models/vit id2label")."""
     by_key: dict[str, list[int]] = {}
     for index, label in enumerate(labels):
         for key in _label_keys(label):

@@ -1,11 +1,8 @@
 """`CorruptionFamily`: one dataset per (corruption, severity) of a pre-rendered corruption set.
 
-ImageNet-C and CIFAR-10-C ship every test image once per corruption and severity. A family
-holds those members, which must agree item for item (the same relative image paths, or for
-array data the same labels) so that item i is the same underlying image in every member: paired
-statistics between corruptions and severities rely on it. The family itself behaves as its
-first member (length, targets, classes, images), for one-off checks; evaluations read the
-members through `member(corruption, severity)`.
+Members must agree item for item (same relative paths, or for array data the same labels), so
+that item i is the same image in every member: paired statistics between corruptions and
+severities rely on it. docs/datasets.md, "The layouts" (`imagenet-c`).
 """
 
 from __future__ import annotations

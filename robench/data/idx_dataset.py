@@ -1,9 +1,5 @@
-"""IDX datasets: a directory of MNIST-style files (MNIST, Fashion-MNIST, KMNIST, EMNIST).
-
-Each split is a pair `<prefix>-images-idx3-ubyte` / `<prefix>-labels-idx1-ubyte`, gzipped or
-not, where the prefix is `t10k` or `test` for the test split and `train` for the training
-split; the dotted spelling `t10k-images.idx3-ubyte` is accepted too, as are leading names such
-as `emnist-balanced-test-...`.
+"""IDX datasets: a directory of MNIST-style files (MNIST, Fashion-MNIST, KMNIST, EMNIST), a
+split being an images/labels pair of files; the names accepted: docs/datasets.md, `idx`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """Image-folder datasets: `ROOT/<class>/<image>`, as torchvision's and timm's ImageFolder.
 
-Class indices come from a class map when one is given (the map decides; folder order does not
-matter). Without one they follow the sorted folder names, except that folders named only by
-integers (`0`, `1`, ..., `999`) are sorted numerically, so folder `10` is not class 2.
-Images are the files directly inside each class folder whose extension is in
-IMAGE_EXTENSIONS (case-insensitive), sorted by name; hidden files are skipped.
+Class indices and which files are images: docs/datasets.md and the README.
 """
 
 from __future__ import annotations
@@ -56,7 +52,8 @@ def _images_in(folder: Path) -> list[Path]:
 
 
 def _class_folders(root: Path) -> list[Path]:
-    return [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    """The non-hidden sub-folders of `root`, sorted."""
+    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
 def _indices_from_names(folder_names: list[str]) -> tuple[list[str], str]:
@@ -219,8 +216,6 @@ class FolderImages(LabeledImages):
 
 class ImageFolderDataset(FolderImages):
     """Images under `ROOT/<class>/`, labelled by their folder (sorted names or a class map)."""
-
-    kind = "image-folder"
 
     def __init__(
         self, root: str | Path, preprocessing: Preprocessing, class_map: ClassMap | None = None

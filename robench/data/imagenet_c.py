@@ -1,26 +1,17 @@
 """ImageNet-C (Hendrycks & Dietterich, 2019): `ROOT/<corruption>/<severity>/<wnid>/<image>`.
 
-Corruption folders are the 19 released names (`ALL_CORRUPTIONS`), directly under ROOT or under
-`ROOT/extra/` as some downloads nest the 4 extra ones; severities are folders `1` .. `5`.
-Each (corruption, severity) is a member dataset; all members must hold the same
-`<wnid>/<file>` names. Labels are the ImageNet-1k indices of the wnid folders (classes = the
-1000 wnids), or the sorted folder names when the folders are not wnids (e.g. Tiny-ImageNet-C
-renamed). Images are released at 224x224 and are only centre-cropped to the model's input
-size, as Hendrycks' test script does (CenterCrop(224), no resize).
+Corruptions at the top or under `ROOT/extra/`, labels, and the crop without resize that
+Hendrycks' test script does: docs/datasets.md, "The layouts".
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from robench._core.errors import DataError, shown_names
 from robench.data.corruption_family import ALL_CORRUPTIONS, SEVERITIES, CorruptionFamily
-from robench.data.image_folder import (
-    FolderImages,
-    _indices_from_names,
-    class_folders,
-)
+from robench.data.image_folder import _NUMERIC, FolderImages, _indices_from_names, class_folders
+from robench.data.image_folder import _class_folders as _subfolders
 from robench.data.imagenet_classes import WNID, imagenet_1k_labels, imagenet_1k_wnids
 from robench.data.labeled import LabeledImages
 from robench.data.preprocessing import Preprocessing
@@ -29,15 +20,9 @@ KIND = "imagenet-c"
 # The folder some downloads keep the extra corruptions in.
 EXTRA_FOLDER = "extra"
 
-_NUMBER = re.compile(r"[0-9]+")
-
-
-def _subfolders(root: Path) -> list[Path]:
-    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
-
 
 def _has_severity_folders(folder: Path) -> bool:
-    return any(_NUMBER.fullmatch(p.name) for p in _subfolders(folder))
+    return any(_NUMERIC.fullmatch(p.name) for p in _subfolders(folder))
 
 
 def _candidates(root: Path) -> list[Path]:
@@ -86,7 +71,9 @@ def corruption_folders(root: Path) -> dict[str, Path]:
 def _severity_folders(folder: Path) -> dict[int, Path]:
     subfolders = _subfolders(folder)
     bad = [
-        p.name for p in subfolders if not _NUMBER.fullmatch(p.name) or int(p.name) not in SEVERITIES
+        p.name
+        for p in subfolders
+        if not _NUMERIC.fullmatch(p.name) or int(p.name) not in SEVERITIES
     ]
     if bad or not subfolders:
         what = f"has folders {shown_names(bad)}" if bad else "has no severity folders"

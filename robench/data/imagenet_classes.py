@@ -1,8 +1,6 @@
-"""The ImageNet class lists shipped in `robench/data/classes/` (provenance in its README.md).
-
-A wnid list holds one WordNet id per line; `#` lines (provenance) and blank lines are skipped,
-so the 0-based position among the data lines is the class index. `imagenet_1k_wnids()` is the
-ImageNet-1k order, which is also the output order of torchvision and timm ImageNet-1k models.
+"""The ImageNet class lists shipped in `robench/data/classes/` (provenance in its README.md);
+docs/datasets.md, "Class lists and label spaces". A list's 0-based position among its data
+lines (`#` and blank lines skipped) is the class index.
 """
 
 from __future__ import annotations

@@ -1,27 +1,17 @@
-"""ImageNet distribution-shift test sets in their released folder layouts.
-
-- ImageNet-A / ImageNet-R (`ROOT/<wnid>/<image>`): the class folders must be exactly the 200
-  wnids of the shipped list; labels are positions in the list (ImageFolder order) and
-  `output_classes` are their ImageNet-1k indices (see `robench.data.label_space`).
-- ImageNet-V2 (`ROOT/<0..999>/<image>`): folders are ImageNet-1k class indices; label =
-  int(folder name), classes = the 1000 ImageNet-1k wnids.
-- ImageNet-Sketch (`ROOT/<wnid>/<image>`): label = the wnid's ImageNet-1k index, classes = the
-  1000 wnids, so a partial copy still maps right.
-All use the default resize + centre crop.
+"""ImageNet distribution-shift test sets in their released folder layouts (ImageNet-A/R, -V2,
+-Sketch, and an ImageNet validation folder); labels and classes of each: docs/datasets.md,
+"The layouts". All use the default resize + centre crop.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from robench._core.errors import DataError, shown_names
-from robench.data.image_folder import FolderImages, class_folders
+from robench.data.image_folder import _NUMERIC, FolderImages, class_folders
 from robench.data.imagenet_classes import imagenet_1k_labels, imagenet_1k_wnids
 from robench.data.label_space import LabelSpace, read_label_space
 from robench.data.preprocessing import Preprocessing
-
-_NUMERIC = re.compile(r"[0-9]+")
 
 # Display names of the shipped 200-class label spaces.
 _TITLES = {"imagenet-a": "ImageNet-A", "imagenet-r": "ImageNet-R"}

@@ -1,18 +1,9 @@
 """Data held in memory, given to a task in place of a path (`robench.evaluate(data=...)`).
 
-`InMemory` holds what the caller gave, already reduced to one form: a sequence of
-`(input, target)` items (a torch Dataset, a list, the rows of two tensors), a name for the
-report, the class names when the data has them, and the targets when they can be read without
-loading the inputs. Each task's `open_data` turns it into its dataset, as it turns a path into
-one, so batching, records and checks are those of `robench eval`:
-
-- image classification: `InMemoryImages` (a `LabeledImages`), items `(image, label)`;
-- semantic segmentation: `InMemorySegmentation`, items `(image, label map)`;
-- text classification and language modelling: the texts, read by `data/text/in_memory.py`.
-
-An image is a float tensor or array (C, H, W) in [0, 1] at the model's input size, used as it
-is; or a uint8 tensor / array, (H, W), (H, W, C) or (C, H, W), or a PIL image, which the model's
-`Preprocessing` resizes and crops as it does image files.
+`InMemory` holds what the caller gave as a sequence of `(input, target)` items; each task's
+`open_data` turns it into its dataset (`InMemoryImages`, `InMemorySegmentation`, the texts of
+data/text/in_memory.py) as it turns a path into one, so batching, records and checks are those
+of `robench eval`. The forms an image may take: docs/python-api.md, "Data".
 """
 
 from __future__ import annotations
@@ -99,7 +90,7 @@ def _as_label(value: Any, where: str) -> int:
 
 
 def to_pixels(image: Any, preprocessing: Preprocessing, where: str) -> torch.Tensor:
-    """An in-memory image as the model's float (C, H, W) in [0, 1] (module docstring)."""
+    """An in-memory image as the model's float (C, H, W) in [0, 1] (docs/python-api.md, Data)."""
     if isinstance(image, Image.Image):
         return preprocessing(image)
     if isinstance(image, np.ndarray):

@@ -1,14 +1,9 @@
 """Label spaces: evaluating a 1000-way ImageNet classifier on a subset of its classes.
 
-A label space is a list of ImageNet-1k wnids (shipped: "imagenet-a", "imagenet-r"; or any wnid
-list file). Its labels are positions in the list: label k is the list's k-th wnid. The protocol
-(Hendrycks' ImageNet-A/R eval.py, timm's `--valid-labels`): run the model as usual, keep only
-the logit columns `output_classes` (the listed wnids' ImageNet-1k indices, in list order),
-take the argmax among them, and compare that 0..K-1 position with the label. Softmax, for
-confidence or calibration, is taken over the kept columns only. Taking the argmax over all 1000
-outputs is a different protocol with lower numbers. Wrapping the model is not done here: this
-module and robench/data/label_space_view.py (a dataset restricted to a label space) provide the
-data side (labels and `output_classes`).
+What a label space is and the protocol its labels and `output_classes` serve (Hendrycks'
+ImageNet-A/R eval.py, timm's `--valid-labels`): docs/datasets.md, "Class lists and label
+spaces". Wrapping the model is not done here: this module and label_space_view.py provide the
+data side.
 """
 
 from __future__ import annotations

@@ -53,12 +53,8 @@ class LabelSpaceView(LabeledImages):
 
 
 def restrict_to_label_space(dataset: LabeledImages, space: LabelSpace) -> LabeledImages:
-    """A view of `dataset` (class names = ImageNet wnids, e.g. the ImageNet val folder) that
-    keeps only the samples of the space's classes, labelled by their position in the list,
-    with `output_classes` set: evaluate it by restricting the model's logits to
-    `output_classes` and taking the argmax among them. A corruption family is restricted
-    member by member. DataError when the classes are not wnids or a listed wnid is not one.
-    """
+    """A view of `dataset` (class names = ImageNet wnids) that keeps only the samples of the
+    space's classes, relabelled to list positions (docs/datasets.md, `restrict_to_label_space`)."""
     if isinstance(dataset, CorruptionFamily):
         return dataset.map_members(lambda member: restrict_to_label_space(member, space))
     not_wnids = [c for c in dataset.classes if not WNID.fullmatch(c)]

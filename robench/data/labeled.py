@@ -1,8 +1,7 @@
 """`LabeledImages`: the dataset contract every image reader fulfils.
 
-Items are `(image, label)`: image a float tensor (C, H, W) in [0, 1] in pixel space (never
-normalised), label an int class index. The runner batches with a DataLoader (batch sampler,
-default collate), which reads each batch through `__getitems__`.
+Items are `(image, label)` (docs/datasets.md); a DataLoader reads each batch through
+`__getitems__`.
 """
 
 from __future__ import annotations

@@ -16,9 +16,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
@@ -90,16 +89,6 @@ class Preprocessing:
                 f"crop_pct {self.crop_pct!r} is outside (0, 1]; use a fraction like 0.875 "
                 "(1.0 keeps the whole resized image)."
             )
-
-    @classmethod
-    def from_data_config(cls, config: Mapping[str, Any]) -> Preprocessing:
-        """Build from a timm data config (`timm.data.resolve_data_config(model=model)`)."""
-        channels, height, width = (int(v) for v in config["input_size"])
-        return cls(
-            input_size=(channels, height, width),
-            interpolation=str(config.get("interpolation", "bicubic")),
-            crop_pct=float(config.get("crop_pct", 1.0)),
-        )
 
     def crop_only(self) -> Preprocessing:
         """The same input size, center-cropped without resizing (for pre-rendered images)."""

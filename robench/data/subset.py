@@ -6,13 +6,8 @@ A seeded subset is the first `limit` entries of a permutation drawn by numpy's l
 the same images on every machine. Subsets are nested: with the same seed, `limit=100` is
 contained in `limit=200`. The global RNGs are never touched.
 
-A listed subset is a text file, one item per line (blank lines and `#` comments skipped):
-either integer indices into the dataset (0-based, any dataset), or image file names, matched
-against an image folder's relative paths `<class>/<file>` or, for a line that does not match
-one, by its file name alone when that name is unique in the dataset (so RobustBench's
-`<wnid>/<file>` lines also find images kept in numbered class folders). Shipped lists are
-selected by name (`SHIPPED_SUBSETS`): `robustbench-imagenet-5000` is the 5,000 ImageNet
-validation images RobustBench evaluates ImageNet models on (provenance in its header).
+A listed subset is a text file or a shipped list (`shipped_subsets()`): docs/formats.md,
+"Subset file".
 """
 
 from __future__ import annotations
@@ -147,15 +142,9 @@ def _indices_from_names(path: Path, ids: list[str], names: Sequence[str]) -> lis
 def resolve_subset(
     spec: str | os.PathLike[str], n_items: int, names: Sequence[str] | None = None
 ) -> list[int]:
-    """Sorted indices of the dataset items a subset lists.
-
-    `spec` is a shipped subset name (`shipped_subsets()`, e.g. "robustbench-imagenet-5000") or
-    the path of a text file with one item per line. `n_items` is the dataset's length; `names`
-    are its items' relative paths `<class>/<file>` in dataset order (an image folder's
-    `relative_paths()`), or None for a dataset without file names (IDX), which then accepts
-    integer indices only. A file whose lines are all integers lists 0-based indices; any other
-    file lists names. Raises `ConfigError` naming the missing, repeated or out-of-range items.
-    """
+    """Sorted indices of the dataset items a subset (`spec`: a shipped name or a file) lists.
+    `names`: the items' relative paths `<class>/<file>` in dataset order (`relative_paths()`),
+    or None for a dataset without file names (IDX), which then takes integer indices only."""
     if names is not None and len(names) != n_items:
         raise ValueError(f"names has {len(names)} entries for a dataset of {n_items} items")
     path = _subset_file(spec)

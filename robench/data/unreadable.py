@@ -1,10 +1,6 @@
-"""Finding the samples of a dataset that cannot be read (`robench eval --bad-images skip`).
-
-By default an unreadable image (truncated, not an image, over PIL's decompression-bomb
-limit) stops the run with one sentence naming the file. With `--bad-images skip` robench reads
-every chosen sample once before the run, leaves the unreadable ones out of every perturbation
-(so results stay paired sample for sample) and lists them in the report. The extra read costs
-one pass of data loading, which is why skipping is opt-in.
+"""Finding the samples of a dataset that cannot be read (`robench eval --bad-images skip`), left
+out of every perturbation so results stay paired (docs/formats.md, `skipped`). The extra read
+costs one pass of data loading, which is why skipping is opt-in.
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
 """AAN document retrieval (LRA's Retrieval task): `new_aan_pairs.{train,eval,test}.tsv`.
 
-The release (`lra_release/tsv_data/`) holds one pair per line, five tab-separated fields and
-no header: `label`, `id1`, `id2`, `text1`, `text2` (the order LRA's reader names them,
-lra_benchmarks/matching/input_pipeline.py). `label` is 1 when the two papers are linked by a
-citation, else 0 (written as a number, e.g. `1.0`). Fields are split on tabs only, with no
-quoting, as LRA reads them (`use_quote_delim=False`). Each document's bytes are its tokens
-(robench/data/lra/byte_tokens.py); an item is (2, L), the two documents stacked. LRA calls the
-validation file `eval`; `split="val"` reads it.
-
-LRA cuts each document to its first `max_length` bytes (default 4000, its config's); a given
-length without `truncate` makes a longer document an error instead.
+Fields and cutting as LRA reads them (lra_benchmarks/matching/input_pipeline.py): tab-split,
+no quoting, `label id1 id2 text1 text2`; docs/datasets.md, "Long Range Arena".
 """
 
 from __future__ import annotations

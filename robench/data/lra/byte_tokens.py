@@ -1,9 +1,6 @@
-"""Byte-level tokens, as LRA's text and retrieval tasks encode documents.
-
-LRA encodes a document with tfds' `ByteTextEncoder`: every byte of its UTF-8 text becomes the
-id byte + 1, so that 0 is left for padding (tfds text_encoder.py, `pad_incr`); the vocabulary
-has 257 ids. Readers keep the raw bytes (uint8) and `SequenceDataset` adds the 1 when an item
-is read (`offset=BYTE_OFFSET`).
+"""Byte-level tokens, as LRA's text and retrieval tasks encode documents: tfds'
+`ByteTextEncoder` (text_encoder.py, `pad_incr`) makes every byte the id byte + 1, 0 pads.
+Readers keep the raw bytes (uint8) and `SequenceDataset` adds the 1 (`offset=BYTE_OFFSET`).
 """
 
 from __future__ import annotations

@@ -1,25 +1,8 @@
-"""Grey-scale CIFAR-10 as pixel sequences (LRA's Image task).
+"""Grey-scale CIFAR-10 as pixel sequences (LRA's Image task,
+lra_benchmarks/image/input_pipeline.py), from the binary version or an image folder.
 
-LRA loads CIFAR-10 through TensorFlow Datasets and converts each image with
-`tf.image.rgb_to_grayscale` (lra_benchmarks/image/input_pipeline.py): the uint8 channels are
-scaled to [0, 1] in float32, weighted 0.2989 R + 0.5870 G + 0.1140 B, scaled by 255.5 and cast
-back to uint8, which truncates. `grey_levels` does exactly that; the sequence is the 32 x 32
-grey levels 0..255 in row-major order (1024 tokens, vocabulary 256, no padding).
-
-Two layouts are read, both with classes in CIFAR-10's order (airplane, automobile, bird, cat,
-deer, dog, frog, horse, ship, truck):
-
-- the binary version, `cifar-10-binary.tar.gz` unpacked: `data_batch_1.bin` ..
-  `data_batch_5.bin` and `test_batch.bin` (in ROOT or ROOT/cifar-10-batches-bin), each record
-  one label byte and 3072 pixel bytes (1024 red, 1024 green, 1024 blue, row-major). The
-  python version's batches are pickles, which robench never unpickles: use the binary one.
-- an image folder, `ROOT/train/<class>/<image>` and `ROOT/test/<class>/<image>`, 32 x 32
-  images, classes in sorted folder order (CIFAR-10's names sort into CIFAR-10's order).
-
-LRA trains on tfds' `train[:90%]` and validates on `train[90%:]`. Here `train` is the first
-90% of the training records in file order (45,000 of data_batch_1..5) and `val` the last
-10%; in a folder, every tenth image of each class (by file name) is `val`. tfds orders
-records its own way, so the split holds other images than LRA's, in the same proportion.
+Grey levels, splits, and why the python version is refused: docs/datasets.md, "Long Range
+Arena".
 """
 
 from __future__ import annotations
@@ -38,7 +21,7 @@ SIDE = 32
 LENGTH = SIDE * SIDE
 TRAIN_FILES = tuple(f"data_batch_{i}.bin" for i in range(1, 6))
 TEST_FILE = "test_batch.bin"
-_RECORD = 1 + 3 * LENGTH
+_RECORD = 1 + 3 * LENGTH  # a label byte, then 1024 red, 1024 green, 1024 blue (row-major)
 # tf.image.rgb_to_grayscale's weights (ITU-R BT.601 luma, as TensorFlow rounds them).
 RGB_WEIGHTS = np.array([0.2989, 0.5870, 0.1140], dtype=np.float32)
 

@@ -1,7 +1,5 @@
-"""Generated LRA data written into a new folder, whole or not at all (`robench generate`).
-
-The generators write into a hidden folder beside OUT, which is renamed to OUT once every file
-is written, so a failed or interrupted run leaves nothing behind, and an existing folder with
+"""Generated LRA data written into a new folder, whole or not at all (`robench generate`): a
+hidden folder beside OUT is renamed to OUT once every file is written, and a folder with
 files in it is refused, never added to or replaced.
 """
 

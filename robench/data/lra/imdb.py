@@ -1,16 +1,7 @@
-"""Byte-level IMDb reviews (LRA's Text task) from the aclImdb folder.
+"""Byte-level IMDb reviews (LRA's Text task) from the aclImdb folder that tfds' `imdb_reviews`
+is built from (lra_benchmarks/text_classification/input_pipeline.py).
 
-LRA reads the reviews through TensorFlow Datasets (`tfds.load('imdb_reviews')`,
-lra_benchmarks/text_classification/input_pipeline.py), a format that needs TensorFlow. robench
-reads the folder that dataset is built from, Maas et al.'s `aclImdb_v1.tar.gz` unpacked:
-`ROOT/train/neg/*.txt`, `ROOT/train/pos/*.txt`, `ROOT/test/neg/*.txt`, `ROOT/test/pos/*.txt`
-(ROOT may also be the folder holding `aclImdb/`; `train/unsup` is not read). Each file is one
-review; its bytes are the tokens (robench/data/lra/byte_tokens.py). Classes are tfds': 0 neg,
-1 pos. Reviews are read in class order, then by file name.
-
-IMDb has no validation split; LRA validates on the test split, and so does `split="val"`.
-LRA cuts each review to its first `max_length` bytes; the default length here is 4000, the
-paper's ("Text ... 4K"; the released config says 1000, pass `max_length=1000` for it).
+Layout, split and cutting rules: docs/datasets.md, "Long Range Arena".
 """
 
 from __future__ import annotations
@@ -57,10 +48,7 @@ def _reviews(folder: Path) -> list[Path]:
 def open_imdb(
     root: Path, split: str, max_length: int | None, truncate: bool | None
 ) -> SequenceDataset:
-    """One split of aclImdb as byte ids padded to `max_length` (default 4000).
-
-    Reviews are cut to `max_length` bytes as LRA cuts them, unless a length was given without
-    `truncate`: then a longer review is an error."""
+    """One split of aclImdb as byte ids padded to `max_length` (default 4000, the paper's)."""
     base = _acl_root(root)
     split_dir = base / _FOLDERS[split]
     missing = [name for name in CLASSES if not (split_dir / name).is_dir()]

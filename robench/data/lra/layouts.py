@@ -1,10 +1,5 @@
-"""The five LRA tasks as a table, `open_lra` over it, and the openers robench.data registers.
-
-Each row says which reader reads the task's released layout, how its folder is recognised and
-what it looks like (for messages). `open_lra(path, task_name, split)` reads one split; the data
-layouts `lra-listops`, `lra-text`, `lra-retrieval`, `lra-image` and `lra-pathfinder` (what a
-suite's `[datasets.NAME] layout` and `open_dataset(layout=)` choose) call it with the task's
-defaults.
+"""The five LRA tasks as a table, `open_lra` over it, and the openers robench.data registers
+as the layouts `lra-listops` ... `lra-pathfinder`.
 """
 
 from __future__ import annotations
@@ -12,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from robench._core.errors import ConfigError, DataError
 from robench._core.registry import did_you_mean
@@ -95,15 +89,10 @@ def open_lra(
     truncate: bool | None = None,
     difficulty: str | None = None,
 ) -> SequenceDataset:
-    """One split of an LRA task's data at `path`, in the layout the LRA release uses.
-
-    `task_name` is "listops", "text", "retrieval", "image" or "pathfinder" (or its layout
-    name, "lra-listops", ...); `split` "train", "val" or "test". `max_length` is L, the
-    length items are padded to; None takes the task's default (ListOps 2000, Text 4000,
-    Retrieval 4000 per document; image and Pathfinder are fixed, H * W). A longer sequence
-    is a DataError unless `truncate`; `truncate=None` cuts documents (Text, Retrieval) to the
-    default length as LRA does, and nothing else. `difficulty` picks a Pathfinder folder.
-    """
+    """One split of an LRA task's data at `path` (a key of LRA_TASKS or its layout's name), in
+    the layout the LRA release uses. `max_length` (L, None: the task's default), `truncate`
+    (None: cut Text and Retrieval documents as LRA does) and `difficulty` (Pathfinder's
+    folder): docs/datasets.md, "Long Range Arena"."""
     name = task_of(task_name)
     canonical = SPLITS.get(split)
     if canonical is None:
@@ -128,18 +117,3 @@ def detect_lra(root: Path) -> str | None:
         if task.detect is not None and root.is_dir() and task.detect(root):
             return name
     return None
-
-
-def layout_opener(task_name: str) -> Callable[..., Any]:
-    """An opener for robench.data's layout table: (root, preprocessing, split, class_map) ->
-    SequenceDataset (typed Any: the table's openers return LabeledImages, these do not)."""
-
-    def opener(root: Path, preprocessing: Any, split: str, class_map: Any) -> SequenceDataset:
-        if class_map is not None:
-            raise DataError(
-                f"a class map does not apply to LRA {task_name} data, which fixes its own "
-                "class indices; leave --class-map out."
-            )
-        return open_lra(root, task_name, split)
-
-    return opener

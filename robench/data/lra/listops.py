@@ -1,17 +1,7 @@
 """ListOps as the LRA release ships it: `basic_train.tsv`, `basic_val.tsv`, `basic_test.tsv`.
 
-Each file is tab-separated with a header row `Source<TAB>Target` (the LRA generator,
-lra_benchmarks/data/listops.py, writes it with Python's csv module). `Source` is one
-expression in LRA's bracketed prefix form, `( ( ( [MAX 2 ) 9 ) ] )`: the parentheses come from
-how the generator prints its binary tree and carry no meaning, so they are dropped, as LRA's
-input pipeline drops them. What remains is the expression: an operator token (`[MAX`, `[MIN`,
-`[MED`, `[SM`), its arguments (digits 0-9 or nested expressions) and `]`. `Target` is its
-value, 0-9, the class.
-
-Tokens get fixed ids (VOCABULARY; 0 is padding). LRA's own pipeline builds its vocabulary
-with tfds' alphanumeric tokenizer, which also drops `[` and `]`, leaving `MAX 2 9` with no
-sign of where an argument list ends; robench keeps `]`, so an expression reads the same way
-it was generated (Nangia & Bowman 2018 write the closing bracket too).
+Parentheses are dropped and `]` kept, with fixed ids (VOCABULARY; 0 pads); why, and where
+this differs from LRA's pipeline: docs/datasets.md, "Long Range Arena".
 """
 
 from __future__ import annotations
@@ -136,10 +126,8 @@ def read_listops(path: Path, max_length: int, truncate: bool) -> tuple[list[np.n
 def open_listops(
     root: Path, split: str, max_length: int | None, truncate: bool | None
 ) -> SequenceDataset:
-    """ROOT/basic_<split>.tsv as token ids padded to `max_length` (default 2000, LRA's).
-
-    A longer expression is an error unless `truncate` (a cut expression has no value, so
-    ListOps is never cut unless asked)."""
+    """ROOT/basic_<split>.tsv as token ids padded to `max_length` (default 2000, LRA's); a
+    longer expression is an error unless `truncate` (a cut expression has no value)."""
     path = root / FILES[split]
     if not path.is_file():
         present = [name for name in FILES.values() if (root / name).is_file()]

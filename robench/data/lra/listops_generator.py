@@ -1,15 +1,8 @@
 """ListOps (Nangia & Bowman 2018) as LRA configures it, generated seeded and offline.
 
-LRA's generator (lra_benchmarks/data/listops.py) grows a random tree from depth 1: below
-`max_depth` a node is an operator with probability 0.25, else a digit; at `max_depth` it is a
-digit. An operator takes 2 .. `max_args` arguments (uniform) and is one of MAX, MIN, MED
-(the median, rounded down) and SM (sum modulo 10). A tree's length counts every operator
-twice (its token and its `]`) and every digit once; LRA keeps trees whose length is strictly
-between `min_length` and `max_length` (500 and 2000), each once, and the label is the value,
-0-9. This module draws from the same distribution with its own seeded `random.Random`
-(not LRA's stream: LRA seeds nothing), and writes `basic_{train,val,test}.tsv` in LRA's form
-(header `Source<TAB>Target`, expressions printed with LRA's parentheses), so generated data is
-read by the same reader as the release. Expressions are unique across the three splits.
+The distribution of LRA's generator (lra_benchmarks/data/listops.py), drawn from its own
+seeded `random.Random` (not LRA's stream: LRA seeds nothing) and written as the release is:
+docs/datasets.md, "Generated ListOps and Pathfinder".
 """
 
 from __future__ import annotations

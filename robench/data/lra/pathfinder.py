@@ -1,22 +1,8 @@
 """Pathfinder (LRA's Pathfinder task) as released: images plus metadata naming their labels.
 
-The release (`lra_release/pathfinder32/`) has one folder per difficulty, `curv_baseline`
-(easy), `curv_contour_length_9` (intermediate) and `curv_contour_length_14` (hard, the one
-LRA reports), each holding `imgs/<n>/sample_<i>.png` and `metadata/<n>.npy`. Despite the
-extension, the released metadata files are text: one line per image, fields separated by
-spaces, `imgs/<n> sample_<i>.png <i> <label> ...` (LRA's builder, lra_benchmarks/data/
-pathfinder.py, reads field 0 the folder, field 1 the file, field 3 the label: 1 when the two
-marked points are connected). A metadata file that really is a NumPy array (Linsley's
-generator saves an array of strings with `np.save`) is read too, with `allow_pickle=False`: an
-array of strings works, an object array would need unpickling and is refused.
-
-ROOT is a difficulty folder, or a folder holding them (then `difficulty` picks one; by default
-the hardest present, LRA's choice), or the release root holding `pathfinder32/`. Images are
-taken in metadata order (files `0.npy`, `1.npy`, ... by number, lines in order); zero-byte
-images are left out, as LRA filters them. LRA splits each difficulty 80% / 10% / 10% into
-train, validation and test; here `train` is the first 80% of that order, `val` the next 10%
-and `test` the last 10%. Pixels are the PNG's grey levels 0..255, row-major (32 x 32 = 1024
-tokens for pathfinder32), decoded when an item is read.
+The metadata (text despite `.npy`, read as LRA's builder lra_benchmarks/data/pathfinder.py
+reads it), which folder ROOT may be, item order and splits: docs/datasets.md, "Long Range
+Arena".
 """
 
 from __future__ import annotations

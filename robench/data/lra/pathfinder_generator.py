@@ -1,24 +1,9 @@
 """Pathfinder (Linsley et al. 2018) at 32 x 32, generated seeded and offline.
 
-An image holds two target paths and a few short distractor paths, each a chain of dashes, and
-two round markers; the label is 1 when both markers sit on the ends of one path, 0 when they
-sit on two different paths (Linsley's snakes2.py: the first marker on the start of one target,
-the second on the end of the same target or of the other one, at random). As in the LRA
-configuration (lra_benchmarks/data/pathfinder.py, Pathfinder32): dashes are 2 pixels long with
-1-pixel gaps, the two targets start `seed_distance` (7) pixels apart, a distractor is a third
-as long as a target and there are 20 // its length of them, markers have radius 1.5 (a 3 x 3
-block), and the difficulty folders differ in the targets' length: 6, 9 and 14 dashes. Each
-dash turns at most 45 degrees from the one before (Linsley's continuity).
-
-Simplified from Linsley's renderer, which paints anti-aliased paddles at any angle: dashes run
-along the 8 pixel directions, without anti-aliasing (dashes are grey level 191, markers 255,
-the background 0), and no single-dash clutter. Two rules make the label a property of the
-pixels: consecutive dashes of a path are exactly 2 pixels apart (Chebyshev distance), and
-different paths (with the markers' blocks at the targets' ends) stay at least 3 apart. So the
-markers are connected, joining lit pixels at most 2 apart, exactly when the label is 1.
-
-`write_pathfinder` writes the released layout, `<difficulty>/imgs/<n>/sample_<i>.png` and
-`<difficulty>/metadata/<n>.npy` (text lines, as released), read by the same reader.
+LRA's Pathfinder32 settings (lra_benchmarks/data/pathfinder.py) on a simplified renderer:
+dashes along the 8 pixel directions, no anti-aliasing, and paths kept 3 pixels apart so that
+the label is the markers' connectivity through lit pixels; docs/datasets.md, "Generated
+ListOps and Pathfinder".
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
-"""`SequenceDataset`: what every Long Range Arena reader returns (robench/data/lra).
+"""`SequenceDataset`: what every Long Range Arena reader returns (docs/datasets.md, "Long Range
+Arena", lists its items and attributes).
 
-Items are `(tokens, label)`: tokens a torch.long tensor of shape (L,), or (2, L) for a
-retrieval pair, padded to L = `max_length` with `pad_id`; label an int class index. Pixel
-tasks (image, pathfinder) have a fixed length H * W and no padding (`pad_id` is None: 0 is a
-pixel value). Sequences are kept unpadded and compact (uint8) and padded when an item is read,
-so ListOps' 96,000 training expressions take 100 MB, not the 1.5 GB of a padded int64 array.
+Sequences are kept unpadded and compact (uint8) and padded when an item is read, so ListOps'
+96,000 training expressions take 100 MB, not the 1.5 GB of a padded int64 array. Pixel tasks
+are never padded (`pad_id` None: 0 is a pixel value).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Segmentation folder layouts (ADE20K, Cityscapes, Pascal VOC 2012, a generic paired folder)
-and `open_segmentation_dataset`, which recognises them.
-
-Each layout is a row of `LAYOUTS`: how to recognise its folder, its default split and how to
-list its (image, mask) pairs, classes and mask lookup. docs/segmentation-data.md describes the
-folders and the label conventions (mmsegmentation's).
+"""Segmentation folder layouts (ADE20K, Cityscapes, Pascal VOC 2012, a generic paired folder),
+one row of `LAYOUTS` each, and `open_segmentation_dataset`, which recognises them; the folders
+and label conventions (mmsegmentation's): docs/segmentation-data.md.
 """
 
 from __future__ import annotations

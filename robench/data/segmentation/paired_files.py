@@ -1,9 +1,5 @@
 """A segmentation dataset of (image file, mask file) pairs: the base every folder layout uses.
-
-The image is read as RGB and resized bilinearly (PIL) to the evaluation size, if one is given;
-the mask is read as indices (a palette PNG's indices, not its colours) at its own resolution,
-mapped through the layout's 256-entry lookup table (ADE20K's 0 -> ignore, 1..150 -> 0..149)
-and checked: same size as its image, every value a class or the ignore index.
+How images and masks are read and checked: docs/segmentation-data.md, "Folder layouts".
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """Built-in segmentation scenes: Fashion-MNIST garments pasted on textured backgrounds.
 
-Scene i of a split is drawn from its own generator, seeded by (split, i), so it is the same
-whatever order or subset is read. A 64x64 RGB background is a sum of two coloured sinusoid
-gratings and smooth noise; one to three garments (Fashion-MNIST images of that split: "train"
-from train-images, "test" from t10k-images) are scaled to 20-40 px, tinted with a random colour
-and pasted at random positions, later ones on top. A garment covers exactly its pixels whose
-intensity is above `GARMENT_THRESHOLD`; those pixels take its class (1 + the Fashion-MNIST
-label), the rest keep what was below (class 0, background). Labels are therefore exact.
-docs/segmentation-data.md shows the class balance.
+How a scene is drawn (seeded by split and index, so any order or subset reads the same
+scenes; labels exact) and the class balance: docs/segmentation-data.md, "Built-in fashion
+scenes".
 """
 
 from __future__ import annotations

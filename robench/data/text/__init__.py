@@ -1,10 +1,5 @@
 """Text data for the language-modeling task: `open_text_dataset(path_or_name, vocabulary)` ->
-`LanguageModelingWindows`.
-
-A corpus split is read as lines of words (`read_corpus`: the `wikitext` and `text-files`
-directory layouts, and the built-in `python-docs` and `pydoc-topics` corpora), encoded with a
-`Vocabulary` (built from the train split, carried in the checkpoint) and cut into scored
-windows. docs/text-data.md describes the layouts, split rules and window definition.
+`LanguageModelingWindows` (docs/text-data.md).
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
 """How a word-level text classifier reads a text, and the classes its checkpoint carries.
 
-A text classifier of robench's zoo takes token ids (B, T), int64, with `PAD_ID` (-1) after
-each text's last word: `encode_texts(vocabulary, texts, max_length)` splits every text into
-words with `tokenize.words_of` (the same words as the language models' corpora), encodes them
-with the checkpoint's `Vocabulary` (a word outside it is `<unk>`) and keeps the first
-`max_length`. Every row has exactly `max_length` columns, so a text's ids, and the logits of
-a network that reads all positions (Elliptical Attention's estimate of M averages over every
-position, padding included), never depend on the other texts of its batch: an attack's
-queries and the clean scoring agree whatever the batch size.
-
-The class names travel in the checkpoint's string metadata under `CLASSES_KEY`, as JSON
-(`classes_metadata` / `classes_from_metadata`), beside the vocabulary's own entry.
+`encode_texts` gives every row exactly `max_length` columns, so a text's ids and logits never
+depend on the other texts of its batch (docs/text-classification.md, "Fixed length"). The
+class names travel in the checkpoint's string metadata under `CLASSES_KEY`, as JSON.
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
 """Text corpora: `read_corpus(path_or_name, split)` -> `TextCorpus`, one split's lines of words.
 
-Directory layouts (detected in this order, or chosen with `layout=`):
-- `wikitext`: `wiki.{train,valid,test}.tokens`, the word-level WikiText-2/-103 releases; a
-  line's words are `line.split()` (the files are already tokenised).
-- `jsonl`: a JSON-lines file read whole, or `{train,valid,test}.jsonl`; the text of each record
-  is under `text_field` ("text"), a line's words come from `tokenize.words_of`.
-- `text-files`: plain UTF-8 files named by split (`train`, `valid`/`validation`/`val`, `test`,
-  any extension), or else every `*.txt` file under the directory, split by a hash of its path
-  (`_in_split`, 20 buckets; split "all" reads every file); words come from
-  `tokenize.words_of`.
-Built-in names (`BUILTIN_TEXT`): `python-docs` and `pydoc-topics`. docs/text-data.md has the
-split rules and sizes. Every line of a file is one line of the corpus, blank lines included.
+The layouts (`TEXT_LAYOUTS`, detected in that order), the built-in corpora (`BUILTIN_TEXT`)
+and their split rules: docs/text-data.md. Every line of a file is one line of the corpus,
+blank lines included.
 """
 
 from __future__ import annotations

@@ -1,16 +1,7 @@
 """Built-in text-classification data: paragraphs of the Python docs, labelled by their part.
 
-The docs' reStructuredText sources (Debian's `python3.11-doc`, html/_sources) are split into
-parts by their top folder: library, reference, tutorial, howto, ... Each file's prose
-paragraphs (blocks between blank lines that are not indented code, directives, comments or
-heading underlines, with at least `MIN_WORDS` words) take the part as their label. Inline
-roles such as :func:`len` are reduced to their text (`len`), so a label is not given away by
-markup alone, and whitespace is collapsed to single spaces.
-
-The split is fixed and stratified by file: within each part, files are ordered by the sha256 of
-their relative path and every fifth one (ranks 0, 5, 10, ...) is a test file; the rest train.
-Whole files go to one side, so no test paragraph's neighbours are trained on.
-docs/text-classification.md gives the class balance.
+What a paragraph is, the file-stratified split and the class balance:
+docs/text-classification.md, "Built-in: `python-docs-sections`".
 """
 
 from __future__ import annotations

@@ -1,20 +1,7 @@
 """Documents: a corpus split as whole texts, the unit a subword language model is scored on.
 
-`read_documents(path_or_name, split)` -> `DocumentCorpus`. What one document is, per source:
-
-- a JSON-lines file: one record (`{"text": ...}` per line; `text_field` names another key);
-- a folder of `.txt` files (`text-files`, hashed split or `split="all"`): one file;
-- `text-files` with named split files (`test.txt`): the whole file (one document per split);
-- `wikitext`: one article, from its ` = Title = ` heading line to the next one;
-- `python-docs`: one reStructuredText file; `pydoc-topics`: one help topic.
-
-A document's text is exactly what the file or record holds (no line re-joining), so its
-UTF-8 bytes and whitespace-separated words are lm-evaluation-harness's denominators.
-
-Word Swap acts on the words of the text before tokenization: `lines` gives every document's
-lines as words (found by the layout's word pattern: `words_of` for raw text, whitespace for
-WikiText), and `with_lines` writes other words back into the same places, leaving spaces,
-punctuation between words and line breaks as they were.
+`read_documents(path_or_name, split)` -> `DocumentCorpus`. What one document is per source,
+and how Word Swap writes words back in place: docs/text-data.md, "Documents".
 """
 
 from __future__ import annotations

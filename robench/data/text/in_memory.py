@@ -1,10 +1,6 @@
-"""Texts held in memory (`robench.evaluate(data=[...])`) as the text tasks read them.
-
-A list of strings is a corpus of documents for language modelling, read as a JSON-lines file
-of the same texts is (`{"text": ...}` per line: one document per text, empty ones left out, the
-words of each line by `words_of`), so the numbers equal `robench eval --data FILE.jsonl`. A list
-of `(text, label)` pairs is a labelled split for text classification, its labels read as the
-files' are: integers 0..max, or class names sorted.
+"""Texts held in memory (`robench.evaluate(data=[...])`) as the text tasks read them: strings as
+a JSON-lines file of the same texts, `(text, label)` pairs as a labelled file (docs/python-api.md,
+"Data").
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
 """The file formats of labelled texts, each read into its text and label columns
 (`labeled_texts.read_labeled_texts` checks them and makes a `LabeledTexts`).
 
-Layouts (detected from the path by `detect_layout`, or chosen by name):
-- `glue-tsv`: GLUE's SST-2 release, `{train,dev,test}.tsv` with a header (`sentence\\tlabel`),
-  or one .tsv file.
-- `csv`: a .csv file, or `SPLIT.csv` files in a folder.
-- `jsonl`: a .jsonl file (one JSON object per line), or `SPLIT.jsonl` files in a folder.
-- `parquet`: a .parquet file, or a folder of `SPLIT*.parquet` (also under `data/`, as the
-  Hugging Face Hub stores datasets).
-- `arrow`: a folder written by `datasets`' `save_to_disk`, a Dataset or a DatasetDict.
-A file that is not what its layout says (not UTF-8, a CSV row with more fields than its
-header, random bytes named .parquet, a cut-off dataset_dict.json) is one `DataError` naming
-the file (and line), never a library's exception.
+The layouts: docs/text-classification.md, "Layouts". A file that is not what its layout says
+is one `DataError` naming the file (and line), never a library's exception.
 """
 
 from __future__ import annotations

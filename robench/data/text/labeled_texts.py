@@ -1,12 +1,6 @@
 """Labelled texts for text classification: `read_labeled_texts(path, split)` -> `LabeledTexts`.
 
-The formats (`glue-tsv`, `csv`, `jsonl`, `parquet`, `arrow`) are read by
-`robench.data.text.labeled_files`. The text and label columns are `text_field` /
-`label_field` ("sentence" and "label" for GLUE, "text" and "label" otherwise); every row must
-have a string text and an integer or string label, and not every text may be empty. Class
-names come from the data when it has them (a `ClassLabel` feature of an arrow or Hub parquet
-dataset), else from the labels: integers 0..max, or the sorted distinct strings.
-docs/text-classification.md (Data) describes each layout.
+Columns, labels and class names: docs/text-classification.md, "Layouts".
 """
 
 from __future__ import annotations

@@ -1,23 +1,10 @@
 """`DocumentWindows`: documents scored with a model's own tokenizer by rolling windows.
 
-One sample is one document. Its text is encoded as lm-evaluation-harness 0.4.13's `--model hf`
-encodes it (`tokenizer.encode(text)`, the tokenizer's own special-token default, none added
-when the text already starts with the prefix token), and scored with `loglikelihood_rolling`'s
-windows (lm_eval/utils.py `get_rolling_token_windows(..., context_len=1)` then
-`make_disjoint_window`). With the token stream `s = [prefix] + ids` (prefix: the tokenizer's
-BOS token, else its EOS token; N = len(ids)) and L the model's maximum length, window k scores
-the positions [a, b) of s, a = 1 + k L, b = min(a + L, N + 1), from the inputs
-
-    inputs = s[max(0, b - 1 - L) : b - 1]        # at most L tokens
-
-so every window but a document's last scores L tokens with no extra context, and the last
-(shorter) one is filled to L tokens with earlier, unscored tokens, exactly as lm-eval does.
-
-Item d is `(inputs (W, T), targets (W, 3, T))`, the document's W windows right-padded to its
-longest, rows of targets as for word-level windows (robench/data/text/windows.py): 0 the
-target id where scored, else -100; 1 and 2 the document's words and UTF-8 bytes, put once at
-its first scored position (0 elsewhere), so summing the rows gives the per-document counts.
-Words are lm-eval's `len(re.split(r"\\s+", text))`, bytes `len(text.encode("utf-8"))`.
+One sample is one document, encoded and windowed exactly as lm-evaluation-harness 0.4.13's
+`loglikelihood_rolling` does (docs/language-models.md, "Rolling windows, exactly as
+lm-evaluation-harness"). Item d is `(inputs (W, T), targets (W, 3, T))`, the document's W
+windows right-padded to its longest, target rows as in robench/data/text/windows.py, except
+that rows 1 and 2 hold the document's words and bytes once, at its first scored position.
 """
 
 from __future__ import annotations
@@ -31,7 +18,7 @@ import torch
 from torch.utils.data import Dataset
 
 from robench.data.text.documents import DocumentCorpus
-from robench.data.text.windows import IGNORE_INDEX
+from robench.data.text.windows import IGNORE_INDEX, collate_windows
 
 _WHITESPACE = re.compile(r"\s+")
 
@@ -157,17 +144,5 @@ class DocumentWindows(Dataset[tuple[torch.Tensor, torch.Tensor]]):
         )
 
 
-def collate_documents(
-    items: Sequence[tuple[torch.Tensor, torch.Tensor]],
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Pad documents to the most windows and the longest window: inputs (B, W, T) with 0,
-    targets (B, W, 3, T) with -100 in row 0 and 0 in rows 1-2 (padding is never scored)."""
-    windows = max(x.shape[0] for x, _ in items)
-    longest = max(x.shape[1] for x, _ in items)
-    inputs = torch.zeros(len(items), windows, longest, dtype=torch.long)  # (B, W, T)
-    targets = torch.zeros(len(items), windows, 3, longest, dtype=torch.long)  # (B, W, 3, T)
-    targets[:, :, 0] = IGNORE_INDEX
-    for row, (x, y) in enumerate(items):
-        inputs[row, : x.shape[0], : x.shape[1]] = x
-        targets[row, : y.shape[0], :, : y.shape[2]] = y
-    return inputs, targets
+# Documents pad as windows do, in one more dimension.
+collate_documents = collate_windows

@@ -1,13 +1,8 @@
-"""Texts as the text-classification task's inputs: rows of UTF-8 bytes.
+"""Texts as the text-classification task's inputs: rows of UTF-8 bytes, `PAD_BYTE` (-1) padded.
 
-A batch of texts is a LongTensor (B, L): each row one text's UTF-8 bytes, then `PAD_BYTE`
-(-1) up to the longest text of the batch. The model tokenizes inside, as an image model
-normalises inside (models/text_inputs.py), so a perturbation edits characters whatever the
-model's tokenizer is (a word-level vocabulary maps a misspelt word to `<unk>`, a subword
-tokenizer splits it), and the runner moves, splits and checks texts like any tensor.
-
-`LabeledTextDataset` is one labelled split (`labeled_texts.LabeledTexts`) as the task's
-dataset: items are (byte row, label), with the attributes the engine reads (`TaskData`).
+The model tokenizes inside, as an image model normalises inside, so a perturbation edits
+characters whatever the tokenizer (docs/text-classification.md, "Models").
+`LabeledTextDataset` is one labelled split as the task's dataset.
 """
 
 from __future__ import annotations

@@ -1,13 +1,5 @@
-"""How lines of text become words.
-
-WikiText's word-level files are already tokenised (`@-@`, `@,@` and punctuation stand apart),
-so a line's words are `line.split()`. Raw text (the built-in corpora, directories of plain-text
-files) goes through `words_of`: a regular expression that takes runs of letters, digits and
-underscores, with one inner apostrophe part (`don't`, `Python's`), as words and every other
-non-space character as a word of its own. Case is kept; whitespace only separates.
-
-    >>> words_of("Don't panic: x = f(1).")
-    ["Don't", 'panic', ':', 'x', '=', 'f', '(', '1', ')', '.']
+"""How lines of text become words: WikiText's files are already tokenised (`line.split()`), raw
+text goes through `words_of` (docs/text-data.md, "Tokenising raw text: `words_of`").
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """`Vocabulary`: the words a language model predicts, id = position in the word list.
 
-The standard word-level WikiText setup: the vocabulary is built from the training split,
-`<eos>` (id 0) ends every line, `<unk>` (id 1) stands for every word outside the vocabulary
-(and is kept as a word where the released files already contain it). A checkpoint carries its
-vocabulary in its metadata (`to_metadata` / `from_metadata`), so evaluation encodes text with
-exactly the ids the model was trained on.
+Built from the training split, carried in a checkpoint's metadata: docs/text-data.md,
+"Vocabulary".
 """
 
 from __future__ import annotations
@@ -48,10 +45,8 @@ class Vocabulary:
     def build(
         cls, lines: Iterable[Sequence[str]], *, min_count: int = 1, max_size: int | None = None
     ) -> Vocabulary:
-        """The vocabulary of `lines` (usually a training split): `<eos>`, `<unk>`, then words by
-        descending count, ties in alphabetical (code point) order. Words seen fewer than
-        `min_count` times, or past `max_size` words in all (specials included), are left out
-        and so become `<unk>`."""
+        """The vocabulary of `lines` (usually a training split); ids, `min_count` and `max_size`:
+        docs/text-data.md, "Vocabulary"."""
         if min_count < 1:
             raise DataError(f"min_count {min_count} is below 1; pass a count of at least 1.")
         if max_size is not None and max_size < len(SPECIALS):

@@ -1,29 +1,8 @@
 """`LanguageModelingWindows`: the evaluation windows of a language-modeling split.
 
-The token stream is every line's words followed by `<eos>`, encoded with the vocabulary;
-N tokens, positions 0..N-1. Position 0 is never scored. Positions 1..N-1 are cut into
-consecutive chunks [a, b) of `target_length` (the last may be shorter); window k predicts its
-chunk from up to `context` earlier tokens that are input only:
-
-    lo = max(0, a - 1 - context)
-    inputs  = stream[lo : b-1]
-    targets = stream[lo+1 : b]      # only the last b-a are scored
-
-`context=0` gives non-overlapping windows (lm-evaluation-harness's rolling log-likelihood);
-a larger context gives overlapping windows with an unscored prefix. Item k is
-`(inputs (n,), targets (3, n))`, rows of targets:
-
-    0: the target token id where scored, else -100
-    1: 1 where the scored target is a word (not <eos>), else 0
-    2: UTF-8 bytes the scored target stands for, else 0
-
-Bytes are those of the text written as lines joined by "\\n", a line's words joined by single
-spaces: a word stands for len(word.encode()) + 1 bytes (itself and the space or newline after
-it); an `<eos>` for 0 bytes, except the `<eos>` of an empty line, which stands for its
-newline (1 byte). Out-of-vocabulary words encoded as `<unk>` keep their own bytes. Rows 1 and
-2 summed over all windows are the words and bytes of the whole text minus those of the
-unscored token at position 0. They feed word perplexity and bits per byte as
-lm-evaluation-harness defines them.
+The token stream, the windows and the rows of their targets (the words and UTF-8 bytes that
+word perplexity and bits per byte divide by, as lm-evaluation-harness defines them):
+docs/text-data.md, "Evaluation windows".
 """
 
 from __future__ import annotations
@@ -100,37 +79,30 @@ class LanguageModelingWindows(Dataset[tuple[torch.Tensor, torch.Tensor]]):
                 f"split {corpus.split!r} of {corpus.root} has {len(ids)} token(s); at least 2 "
                 "are needed to score one: use a split with text."
             )
-        # The text, its split and the vocabulary its words are encoded with.
+        # The attributes: docs/text-data.md, "What the evaluation reads".
         self.corpus = corpus
         self.vocabulary = vocabulary
-        # Layout name ("wikitext", "text-files", or a built-in corpus name).
         self.kind = corpus.layout
         self.root: Path = corpus.root
         self.split: str | None = corpus.split
-        # Tokens each window scores (the last may score fewer), and unscored tokens before them.
         self.target_length = target_length
         self.context = context
-        # The next-token "classes": the vocabulary's words, id = position.
         self.classes = list(vocabulary.words)
         self.class_index_note = (
             f"Token ids are positions in the checkpoint's vocabulary of {len(vocabulary):,} "
             f"words (sha256 {vocabulary.sha256[:12]})."
         )
-        # Image-classification attributes that do not apply to text.
         self.output_classes: tuple[int, ...] | None = None
         self.label_space = None
-        # Set by whoever perturbs the text (Word Swap): what was changed; None for clean text.
         self.perturbation_summary: dict | None = None
         # Each position's token id, word flag and bytes: the rows of a window's targets.
         self._rows = torch.tensor([ids, words, nbytes], dtype=torch.long)  # (3, N)
         n = len(ids)
-        # Scored positions [a, b) of each window.
         self.spans = [(a, min(a + target_length, n)) for a in range(1, n, target_length)]
         self.n_tokens = n
         self.n_scored_tokens = n - 1
         self.n_scored_words = int(self._rows[1, 1:].sum())
         self.n_scored_bytes = int(self._rows[2, 1:].sum())
-        # Scored targets that are <unk>: out-of-vocabulary words, and literal "<unk>" words.
         self.n_out_of_vocabulary = oov
         self.n_literal_unk = literal
         self.unk_rate = int((self._rows[0, 1:] == vocabulary.unk_id).sum()) / self.n_scored_tokens
@@ -205,13 +177,18 @@ class LanguageModelingWindows(Dataset[tuple[torch.Tensor, torch.Tensor]]):
 def collate_windows(
     items: Sequence[tuple[torch.Tensor, torch.Tensor]],
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Right-pad windows to the longest: inputs (B, T) with 0, targets (B, 3, T) with -100 in
-    row 0 and 0 in rows 1-2 (padding is never scored)."""
-    longest = max(inputs.shape[0] for inputs, _ in items)
-    inputs = torch.zeros(len(items), longest, dtype=torch.long)  # (B, T)
-    targets = torch.zeros(len(items), 3, longest, dtype=torch.long)  # (B, 3, T)
-    targets[:, 0] = IGNORE_INDEX
+    """Right-pad items to the largest in every dimension: inputs with 0, targets with -100 in
+    row 0 and 0 in rows 1-2 (padding is never scored). Windows (n,), (3, n) give (B, T),
+    (B, 3, T); documents (W, T), (W, 3, T) give (B, W, T), (B, W, 3, T)."""
+    inputs = _zeros_for_largest([x for x, _ in items])
+    targets = _zeros_for_largest([y for _, y in items])
+    targets[..., 0, :] = IGNORE_INDEX
     for row, (x, y) in enumerate(items):
-        inputs[row, : x.shape[0]] = x
-        targets[row, :, : y.shape[1]] = y
+        inputs[row][tuple(map(slice, x.shape))] = x
+        targets[row][tuple(map(slice, y.shape))] = y
     return inputs, targets
+
+
+def _zeros_for_largest(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
+    shape = [max(sizes) for sizes in zip(*(t.shape for t in tensors), strict=True)]
+    return torch.zeros(len(tensors), *shape, dtype=torch.long)
