@@ -15,6 +15,13 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from robench.perturbations.adversarial.autoattack_cost import (
+    apgd_passes,
+    apgd_t_passes,
+    fab_passes,
+    fab_t_passes,
+    square_passes,
+)
 from robench.perturbations.base import FORWARD_PASS, GRADIENT_PASS
 
 _BACKWARD = GRADIENT_PASS - FORWARD_PASS  # one more backward through a kept graph
@@ -54,62 +61,42 @@ class CostRule:
 
 
 def _apgd(c: CostInput) -> int:
-    # The clean prediction, then per restart a gradient at the start and one per step.
-    return FORWARD_PASS + GRADIENT_PASS * c.get("n_restarts") * c.get("eot_iter") * (
-        c.get("steps") + 1
-    )
+    return apgd_passes(c.get("steps"), c.get("n_restarts"), c.get("eot_iter"))
 
 
 def _apgdt(c: CostInput) -> int:
-    # As APGD, per target class (n - 1 of them), plus a forward per target's run.
-    per_run = FORWARD_PASS + GRADIENT_PASS * c.get("eot_iter") * (c.get("steps") + 1)
-    return FORWARD_PASS + (c.n_classes - 1) * c.get("n_restarts") * per_run
-
-
-def _fab_untargeted(steps: int, restarts: int, classes: int) -> int:
-    # Per step: the gradient of every output (a forward, K backwards) and a prediction.
-    per_run = 2 * FORWARD_PASS + steps * (2 * FORWARD_PASS + _BACKWARD * classes)
-    return FORWARD_PASS + restarts * per_run
-
-
-def _fab_targeted(steps: int, restarts: int, targets: int) -> int:
-    # Per target: two clean forwards, a gradient and a prediction per step, a last forward.
-    per_run = 3 * FORWARD_PASS + steps * (GRADIENT_PASS + FORWARD_PASS)
-    return FORWARD_PASS + targets * restarts * per_run
+    # As APGD, per target class (n - 1 of them).
+    return apgd_t_passes(c.get("steps"), c.get("n_restarts"), c.get("eot_iter"), c.n_classes - 1)
 
 
 def _fab(c: CostInput) -> int:
     steps, restarts = c.get("steps"), c.get("n_restarts")
     if c.values.get("multi_targeted"):
-        return _fab_targeted(steps, restarts, c.n_classes - 1)
+        return fab_t_passes(steps, restarts, c.n_classes - 1)
     if c.values.get("targeted"):
-        return _fab_targeted(steps, restarts, 1)
-    return _fab_untargeted(steps, restarts, c.classes)
-
-
-def _square(queries: int, restarts: int) -> int:
-    # The clean prediction, then per restart a first margin, a forward per query, a check.
-    return 2 * FORWARD_PASS + restarts * (queries + 2) * FORWARD_PASS
+        return fab_t_passes(steps, restarts, 1)
+    return fab_passes(steps, restarts, c.classes, per_run=2)
 
 
 # torchattacks.AutoAttack's versions: the library's own settings (APGD, APGD-T and FAB at
 # their default 10 steps); each attack is followed by MultiAttack's forward on its output.
-_AUTOATTACK_STEPS = 10
+_STEPS = 10
+_SQUARE = square_passes(5000, 1, before=2)
 _AUTOATTACK: dict[str, Callable[[int, int], list[int]]] = {
     "standard": lambda k, n: [
-        FORWARD_PASS + GRADIENT_PASS * (_AUTOATTACK_STEPS + 1),
-        FORWARD_PASS + (n - 1) * (FORWARD_PASS + GRADIENT_PASS * (_AUTOATTACK_STEPS + 1)),
-        _fab_targeted(_AUTOATTACK_STEPS, 1, n - 1),
-        _square(5000, 1),
+        apgd_passes(_STEPS, 1, 1),
+        apgd_t_passes(_STEPS, 1, 1, n - 1),
+        fab_t_passes(_STEPS, 1, n - 1),
+        _SQUARE,
     ],
     "plus": lambda k, n: [
-        *[FORWARD_PASS + GRADIENT_PASS * 5 * (_AUTOATTACK_STEPS + 1)] * 2,
-        _fab_untargeted(_AUTOATTACK_STEPS, 5, k),
-        _square(5000, 1),
-        FORWARD_PASS + (n - 1) * (FORWARD_PASS + GRADIENT_PASS * (_AUTOATTACK_STEPS + 1)),
-        _fab_targeted(_AUTOATTACK_STEPS, 1, n - 1),
+        *[apgd_passes(_STEPS, 5, 1)] * 2,
+        fab_passes(_STEPS, 5, k, per_run=2),
+        _SQUARE,
+        apgd_t_passes(_STEPS, 1, 1, n - 1),
+        fab_t_passes(_STEPS, 1, n - 1),
     ],
-    "rand": lambda k, n: [FORWARD_PASS + GRADIENT_PASS * 20 * (_AUTOATTACK_STEPS + 1)] * 2,
+    "rand": lambda k, n: [apgd_passes(_STEPS, 1, 20)] * 2,
 }
 
 
@@ -187,7 +174,7 @@ ATTACK_COSTS: dict[str, CostRule] = {
     ),
     "Square": CostRule(
         "2 + n_restarts x (n_queries + 2)",
-        lambda c: _square(c.get("n_queries"), c.get("n_restarts")),
+        lambda c: square_passes(c.get("n_queries"), c.get("n_restarts"), before=2),
     ),
     "SPSA": CostRule(
         "2 x nb_iter x nb_sample",

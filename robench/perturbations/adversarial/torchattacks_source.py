@@ -69,7 +69,6 @@ class LibraryAttack:
     # "targeted" in its `supported_mode` and its code asks for target labels: SPSA lists the
     # mode but never asks, so it would attack towards the true label: not targeted.
     targeted: bool
-    wrapper: bool  # listed in `torchattacks.__wrapper__` (MultiAttack, LGV)
 
 
 def _literal(node: ast.expr) -> Any:
@@ -126,7 +125,7 @@ def _asks_for_targets(cls: ast.ClassDef) -> bool:
     )
 
 
-def _read_class(path: Path, name: str, wrapper: bool) -> LibraryAttack | None:
+def _read_class(path: Path, name: str) -> LibraryAttack | None:
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == name:
@@ -134,7 +133,7 @@ def _read_class(path: Path, name: str, wrapper: bool) -> LibraryAttack | None:
                 if isinstance(item, ast.FunctionDef) and item.name == "__init__":
                     takes_model, parameters = _parameters(item)
                     targeted = _supports_targeted(item) and _asks_for_targets(node)
-                    return LibraryAttack(name, takes_model, parameters, targeted, wrapper)
+                    return LibraryAttack(name, takes_model, parameters, targeted)
     return None
 
 
@@ -165,16 +164,14 @@ def library_attacks() -> dict[str, LibraryAttack | None]:
         logger.debug("torchattacks is not installed: no torchattacks.* kinds")
         return {}
     init = ast.parse((root / "__init__.py").read_text(encoding="utf-8"))
-    values = _module_assignments(init)
-    names = values.get("__all__", [])
-    wrappers = set(values.get("__wrapper__", []))
+    names = _module_assignments(init).get("__all__", [])
     modules: dict[str, Path] = {}
     for node in init.body:  # `from .attacks.cw import CW`
         if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
             path = root.joinpath(*node.module.split(".")).with_suffix(".py")
             modules.update({alias.asname or alias.name: path for alias in node.names})
     return {
-        name: _read_class(modules[name], name, name in wrappers)
+        name: _read_class(modules[name], name)
         if name in modules and modules[name].is_file()
         else None
         for name in names

@@ -211,16 +211,3 @@ def _advance(
     except StopIteration as stop:
         outcomes[i] = stop.value
 
-
-def attack_one(
-    text: str,
-    label: int,
-    score_texts: ScoreTexts,
-    transformation: Transformation,
-    constraints: AttackConstraints,
-    rng: random.Random,
-    query_budget: int | None = None,
-) -> AttackOutcome:
-    """One sample's `GreedyWordSwapWIR("delete")` attack, its texts scored as it asks."""
-    search = greedy_wir(text, label, transformation, constraints, rng, query_budget)
-    return run_searches([search], score_texts)[0]
