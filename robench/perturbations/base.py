@@ -1,23 +1,12 @@
 """The perturbation contract and the registry every perturbation kind lives in.
 
 A perturbation belongs to a task (`PerturbationParams.task`; None, as for `clean`, is every
-task) and perturbs that task's inputs, in one of three ways:
-- `Perturbation.perturb(model, inputs, targets, seed)`: a batch (attacks). For image
-  classification the inputs are pixels (float in [0, 1], shape (B, C, H, W)), the targets the
-  true labels, and the model normalises inside. What an attack finds per sample besides the
-  perturbed input (the minimal norm) comes from `perturb_with_columns` as record columns.
-- `SamplePerturbation.perturb_sample(item, seed)`: one input at a time, without the model,
-  while the data loads (corruptions).
-- `DatasetPerturbation.perturb_dataset(dataset, seed)`: the evaluated data as a whole, once,
-  before batching (Word Swap on a text corpus).
-- `PerSampleAttack.perturb_samples(model, inputs, targets, seeds)`: a batch, each sample
-  attacked on its own with its own seed (a text attack's search), with per-sample columns.
-The runner checks what comes back (the task's `check_perturbed`) and re-runs the model on it;
-a perturbation never reports accuracy itself.
-
-A kind is registered by its parameter schema (`@register_kind` on a pydantic model) and the
-dotted path of its implementation, so suites validate without importing torch or any attack
-library.
+task) and perturbs a batch (`Perturbation.perturb`: attacks), one input at a time without the
+model (`SamplePerturbation`: corruptions), the evaluated data once (`DatasetPerturbation`: Word
+Swap) or each sample of a batch on its own seed (`PerSampleAttack`: text attacks). The runner
+checks what comes back and re-runs the model on it. A kind is registered by its parameter
+schema and the dotted path of its implementation, so suites validate without torch. The
+contract in full: docs/architecture.md, "Perturbation".
 """
 
 from __future__ import annotations
@@ -126,10 +115,8 @@ class PerturbationParams(BaseModel):
         return None
 
     def passes_per_sample(self, classes: int = 10) -> int:
-        """Model passes one sample costs (`FORWARD_PASS`, `GRADIENT_PASS`), the runner's re-run
-        on the perturbed input included: an upper bound that never looks at a clock, so budgets
-        built on it are reproducible. The default is that re-run alone (clean, corruptions,
-        Word Swap). `classes` matters only where the cost grows with it (AutoAttack's FAB)."""
+        """Model passes one sample costs, an upper bound that reads no clock (docs/cost.md); the
+        default is the runner's re-run alone. `classes` matters where the cost grows with it."""
         return FORWARD_PASS
 
     def passes_per_sample_on(self, classes: int, shape: tuple[int, ...] | None) -> int:
@@ -247,13 +234,8 @@ class Perturbation(abc.ABC):
 
 
 class PerSampleAttack(Perturbation):
-    """A batch perturbation that attacks every sample on its own (a text attack's search).
-
-    The runner seeds each sample from (run seed, result label, the sample's dataset index), so
-    a sample's attack is the same whatever the batch size or number of processes (as long as
-    the model scores a row the same whatever its batch companions), and stores the returned
-    per-sample columns (queries spent, success) with the task's records.
-    """
+    """A batch perturbation that attacks every sample on its own seed (a text attack's search),
+    with per-sample columns (docs/architecture.md, "Perturbation")."""
 
     @abc.abstractmethod
     def perturb_samples(
@@ -272,12 +254,8 @@ class PerSampleAttack(Perturbation):
 
 
 class SamplePerturbation(Perturbation):
-    """A perturbation of one input at a time that never looks at the model (corruptions).
-
-    The runner applies it while loading data (in DataLoader workers, if any), seeding every
-    sample from (run seed, `seed_key`, its dataset index): the same perturbed input whatever
-    the batch size, worker count, number of processes or model.
-    """
+    """A perturbation of one input at a time that never looks at the model (corruptions),
+    applied while the data loads, each sample seeded from (run seed, `seed_key`, its index)."""
 
     uses_model: ClassVar[bool] = False
 
@@ -305,14 +283,9 @@ class SamplePerturbation(Perturbation):
 
 
 class DatasetPerturbation(Perturbation):
-    """A perturbation of the evaluated data as a whole that never looks at the model (Word
-    Swap on a text corpus).
-
-    The runner calls `perturb_dataset` once per result, before batching, and evaluates the
-    returned dataset as pre-rendered data. It must depend only on the data and `seed` (each
-    line of a corpus seeded by its line number), so every batch size, window layout, number
-    of processes, model and resumed run sees the same perturbed data.
-    """
+    """A perturbation of the evaluated data as a whole, once per result before batching, that
+    never looks at the model and depends only on the data and `seed` (docs/architecture.md,
+    "Dataset perturbations")."""
 
     uses_model: ClassVar[bool] = False
 

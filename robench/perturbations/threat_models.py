@@ -1,12 +1,8 @@
 """Threat models in one table (`NORMS`): each row says how far a perturbed image is from its
 original, how to project back onto the ball, how much rounding slack the post-attack check
-allows, and how a budget is shown. Adding a norm means one row here; the runner, the
-adapters' final projection and the check read nothing else.
-
-Budgets are in pixel units on the [0, 1] scale: L2 eps 0.5 is an L2 norm of 0.5 over the whole
-(C, H, W) image tensor, as RobustBench defines it; L1 likewise sums over it. L0 counts changed
-pixels (positions (H, W) where any channel differs, as OnePixel changes a pixel), so its
-budget is a whole number. This module does not import torch (suites show budgets without it).
+allows, and how a budget is shown. Adding a norm means one row here. Budgets are in pixel units
+on the [0, 1] scale, L2 and L1 over the whole (C, H, W) tensor, L0 in changed pixels
+(docs/formats.md, "Threat models"). No torch here: suites show budgets without it.
 """
 
 from __future__ import annotations
@@ -94,9 +90,7 @@ def _l2_project(adv: torch.Tensor, clean: torch.Tensor, eps: float) -> torch.Ten
 
 
 def _l2_tolerance(n_values: int, machine_eps: float) -> float:
-    # The n values' rounding errors (up to half a machine epsilon each) can add up along the
-    # difference, moving its L2 norm by sqrt(n) * eps_machine / 2; we allow twice that: 4.6e-5
-    # for a float32 224x224 RGB image, 6.6e-6 for CIFAR-10, far below a real violation.
+    # Twice the worst sum of n roundings along the difference (docs/formats.md, "Threat models").
     return max(MIN_TOLERANCE, math.sqrt(n_values) * machine_eps)
 
 
@@ -134,8 +128,7 @@ def _l1_project(adv: torch.Tensor, clean: torch.Tensor, eps: float) -> torch.Ten
 
 
 def _l1_tolerance(n_values: int, machine_eps: float) -> float:
-    # Every value's rounding error (half a machine epsilon) adds up in the sum in the worst
-    # case; twice that: 9.4e-5 for a float32 28x28 grey image, 0.036 for 224x224 RGB.
+    # Twice every value's rounding error (half a machine epsilon) added up, the worst case.
     return max(MIN_TOLERANCE, n_values * machine_eps)
 
 

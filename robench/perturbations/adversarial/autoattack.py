@@ -9,11 +9,9 @@ official code (`pyautoattack`). The versions:
   in `standard`: one attack alone measures a component (AutoAttack's own `custom` defaults
   differ: 5 restarts for APGD and FAB; use `n_restarts`).
 
-eps is in pixel units (L2: over the whole image tensor), as RobustBench uses it. The library's
-seed is always robench's (its own `seed=None` would seed every attack from the clock), and
-robench changes nothing it returns except samples outside the ball's tolerance: on one batch,
-the images and verdicts are the library's own for that seed and batch size. With fewer than
-10 classes APGD-T and FAB-T use classes - 1 target classes.
+The library's seed is always robench's (its own `seed=None` would seed every attack from the
+clock), and robench changes nothing it returns except samples outside the ball's tolerance: on
+one batch, the images and verdicts are the library's own for that seed and batch size.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """MALT (Melamed, Yehudai and Shamir, NeurIPS 2024, https://arxiv.org/abs/2407.02240): APGD-T
-on the targets MALT's mesoscopic almost-linearity score ranks best, L-inf or L2.
-
-Per batch, on the correctly classified samples: MALT's ranking (`malt_targets`), then
-pyautoattack's APGD-T at AutoAttack's settings on each target in rank order, on the samples no
-earlier target broke: its own `perturb` loop with round i's target taken from the ranking, so
-`ranking = "logits"` is exactly its APGD-T (tests/test_malt.py). A sample is broken when
-misclassified, as in AutoAttack (MALT's code asks for the target class, and also attacks
-samples already misclassified, which robench returns unchanged).
+on the targets MALT's mesoscopic almost-linearity score ranks best (`malt_targets`), through
+pyautoattack's own `perturb` loop with round i's target taken from the ranking, so `ranking =
+"logits"` is exactly its APGD-T (tests/test_malt.py). Where robench differs from MALT's code,
+and why: docs/malt.md.
 """
 
 from __future__ import annotations

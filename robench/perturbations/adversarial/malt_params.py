@@ -1,9 +1,5 @@
-"""MALT's parameters and its registered kind, validated without torch or pyautoattack.
-
-MALT (Melamed, Yehudai and Shamir, "MALT Powers Up Adversarial Attacks", NeurIPS 2024,
-https://arxiv.org/abs/2407.02240; code: github.com/odeliamel/MALT) ranks the targets of APGD-T
-by a mesoscopic almost-linearity score instead of the logits (`malt.py`, `malt_targets.py`).
-The defaults are the public code's (`MALTAttack(k=9, testk=100)`).
+"""MALT's parameters and its registered kind, validated without torch or pyautoattack
+(docs/malt.md); the defaults are the public code's (`MALTAttack(k=9, testk=100)`).
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """The `minimal-norm` kind: each sample's smallest adversarial perturbation, by FMN
-(robench's `fmn.py`) or FAB (torchattacks), and its norm as a per-sample column.
-
-The runner scores the smallest adversarial found when its norm is at most the cap `eps`, else
-the clean image: top-1 is the accuracy at the cap, and the per-sample norms (`min_norm`; None,
-infinity, when none was found) give it at every smaller eps (results/stats/robustness_curves.py;
-the columns: docs/formats.md, "Attack columns").
+(robench's `fmn.py`) or FAB (torchattacks), and its norm as a per-sample column; what is
+scored and the columns: docs/formats.md, "Minimal-norm attacks" and "Attack columns".
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """Every torchattacks attack class as one robench perturbation: the `torchattacks.NAME` kinds.
 
-`TorchattacksAttack` builds torchattacks.NAME with the suite's parameters (its schema,
-torchattacks_params.py) and runs it in pixel space on the true labels (`in_pixel_space`,
-`isolated_attack`), numpy's global RNG (OnePixel's and Pixle's) seeded too and restored: the
-same seed gives the same images, bit for bit those of torchattacks called directly with that
-seeding (tests/test_torchattacks_adapter.py).
-
-Bounded outputs go through `project_onto_ball`; minimal-norm ones get `min_norm` per sample,
-as the `minimal-norm` kind records it. Minimal-norm and noise outputs up to ROUNDING_TOLERANCE
-outside [0, 1] (the library's float rounding: EADL1 returns about -1e-5) are clipped, the
-amount recorded in `rounding_clip`; beyond it the runner's check refuses the attack. A
-targeted mode records each sample's target class in `target_class`.
+`TorchattacksAttack` builds torchattacks.NAME with the suite's parameters and runs it in pixel
+space on the true labels, numpy's global RNG (OnePixel's and Pixle's) seeded too and restored:
+bit for bit torchattacks called directly with that seeding (tests/test_torchattacks_adapter.py).
+Its columns (`min_norm`, `rounding_clip`, `target_class`): docs/formats.md, "Attack columns".
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """What robench knows about each torchattacks attack that its source does not say: its threat
-model, which parameter is its budget, and why an attack cannot run as a suite kind (the
-classes by threat model: docs/torchattacks.md).
-
-`Bounded` attacks stay inside a ball of radius `eps` in one of `norms` (the budget may be
-torchattacks' `max_epsilon`, or OnePixel's `pixels`, an L0 budget). `MinimalNorm` ones have no
-budget and search for the smallest adversarial in `norm`: issue 37 lists SparseFool and JSMA
-both as minimal-norm and as L0 attacks, which they are (few pixels, not a fixed number), as is
-Pixle; EADEN's rule is the elastic net, its size reported in L2 (where torchattacks files it).
-`Noise` has neither ball nor search (VANILA, GN); `REFUSED` says why a class cannot run. An
-attack a later torchattacks adds that this table does not know is refused until a row is added.
+model (`Bounded`, `MinimalNorm`, `Noise`), which parameter is its budget, and why a class
+cannot run (`REFUSED`); the classes by threat model: docs/formats.md, "torchattacks attacks".
+An attack a later torchattacks adds that this table does not know is refused until a row is
+added.
 """
 
 from __future__ import annotations
@@ -65,7 +59,7 @@ THREATS: dict[str, Threat] = {
     "OnePixel": Bounded(("l0",), budget="pixels"),
     "CW": MinimalNorm("l2"),
     "DeepFool": MinimalNorm("l2"),
-    "EADEN": MinimalNorm("l2"),
+    "EADEN": MinimalNorm("l2"),  # an elastic-net rule, its size in L2 where torchattacks files it
     "EADL1": MinimalNorm("l1"),
     "SparseFool": MinimalNorm("l0"),
     "JSMA": MinimalNorm("l0"),

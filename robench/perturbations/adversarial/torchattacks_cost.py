@@ -1,11 +1,9 @@
-"""An upper bound on a `torchattacks.NAME` attack's model passes per sample, from its parameters.
-
-Counted against torchattacks 3.5's source, in the cost model's unit (a backward alone, one
-logit's gradient in a Jacobian, is 2), for the worst case in which no sample is broken early
-(most attacks stop on a misclassified sample; docs/cost.md gives the measured ratios).
-An attack with no row in `ATTACK_COSTS` costs a forward and a gradient per step of every
-repeat count it takes, or a forward per query; `adapter_passes` is what runs around it. In
-the formulas `classes` is the model's outputs, C x H x W one sample's shape.
+"""An upper bound on a `torchattacks.NAME` attack's model passes per sample, from its parameters,
+counted against torchattacks 3.5's source in the cost model's unit (a backward alone, one
+logit's gradient in a Jacobian, is 2) for the worst case in which no sample is broken early;
+the rule of an attack with no row, what runs around it and the measured ratios: docs/cost.md,
+"torchattacks kinds". In the formulas `classes` is the model's outputs, C x H x W one sample's
+shape.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """The `torchattacks.NAME` kinds: one parameter schema per torchattacks attack class, built
 from the class's own `__init__` parameters (read from source, torchattacks_source.py) and its
-row of the threat-model catalogue (torchattacks_catalogue.py), without importing torch.
-
-A suite writes the parameters as torchattacks names them; besides them bounded attacks take
-`eps` (pixel units; `max_epsilon` and OnePixel's `pixels` are aliases) and `norm`, others
-refuse `eps`, and targeted modes are `targeted = "random"` or `"least-likely"`
-(docs/torchattacks.md).
-
-A loader of the perturbation registry registers the kinds on its first listing or lookup of
-a name it does not hold, so commands that never ask for them never read torchattacks' source.
+row of the threat-model catalogue (torchattacks_catalogue.py), without importing torch; what a
+suite writes: docs/formats.md, "torchattacks attacks". A loader of the perturbation registry
+registers them on its first listing or lookup of a name it lacks, so commands that never ask
+for them never read torchattacks' source.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
-"""The attack classes of the installed torchattacks, read from its source without importing it.
-
-`robench list perturbations` and `robench validate` must not import torch, which
-torchattacks imports; so the names in `torchattacks.__all__`, each class's `__init__`
-parameters and defaults, and whether it supports "targeted", are read with `ast` from the
-installed package's files. The adapter checks them against the imported class's signature at
-run time (and tests/test_torchattacks_adapter.py for every class).
-
-A default that is not a plain literal (`eps=8/255` is, `attack_class=BIM` is not) is kept as
-its source text (`Unreadable`): such a parameter cannot be written in a TOML suite.
+"""The attack classes of the installed torchattacks, read from its source without importing it
+(which imports torch): the names in `torchattacks.__all__`, each class's `__init__` parameters
+and defaults, and whether it supports "targeted". The adapter checks them against the imported
+class's signature at run time. A default that is not a plain literal (`attack_class=BIM`) is
+kept as its source text (`Unreadable`): such a parameter cannot be written in a TOML suite.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
-"""The word transformations of TextAttack's character-level recipes, as pure functions.
-
-`edit_candidates(word, edit, rng)` returns the candidates one edit (`swap`, `delete`,
-`insert`, `substitute`, `qwerty`) offers for one word, as TextAttack defines them
-(textattack/transformations/word_swaps/, commit f800c2c0; the rules are in
-docs/text-classification.md, "How the recipes are built"); `TRANSFORMATIONS` composes them as
-the `deepwordbug` and `pruthi` recipes do. In "all candidates" mode (`random_one=False`)
-insertions and substitutions still draw one letter per position, here from the seeded `rng`.
+"""The word transformations of TextAttack's character-level recipes, as pure functions:
+`edit_candidates(word, edit, rng)` is one edit's candidates for one word
+(textattack/transformations/word_swaps/, commit f800c2c0), `TRANSFORMATIONS` composes them as
+the `deepwordbug` and `pruthi` recipes do; the rules: docs/text-classification.md, "Character
+edits of one word".
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
-"""WordNet synonyms for PWWS, read offline from Debian's `wordnet-base` dict files with nltk.
+"""WordNet synonyms for PWWS, as TextAttack's `WordSwapWordNet` finds them, read offline from
+Debian's `wordnet-base` dict files with nltk's own reader (docs/text-classification.md, PWWS).
 
-TextAttack's `WordSwapWordNet` offers the lemma names of every synset `wordnet.synsets(word)`
-finds, except the word itself, multi-word lemmas ("_") and names that are not one word by its
-`is_one_word`; robench reads the same WordNet 3.0 with nltk's reader, so `synonyms` equals it.
-
-Debian's dict files (`/usr/share/wordnet`, `wordnet-base`) lack two small files nltk's reader
-expects: `lexnames`, the fixed table of WordNet 3.0's 45 lexicographer files (written out
-below, as `man 5 lexnames` lists it), and the OMW mapping, needed only for other versions.
-`ROBENCH_WORDNET_DIR` points at another copy of the dict files.
+Debian's dict files lack two small files nltk's reader expects: `lexnames`, the fixed table of
+WordNet 3.0's 45 lexicographer files (written out below, as `man 5 lexnames` lists it), and
+the OMW mapping, needed only for other versions.
 """
 
 from __future__ import annotations
