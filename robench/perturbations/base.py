@@ -31,13 +31,11 @@ if TYPE_CHECKING:
     from robench.perturbations.own_batch import OwnBatch
     from robench.perturbations.threat_models import ThreatModel
 
-# The cost unit of `passes_per_sample`: one model pass over one sample. A forward pass is 1, a
-# forward pass with a backward pass to the input 3 (the backward costs about two forwards).
+# Cost units (docs/cost.md): a forward pass over one sample is 1, with a backward to the input 3.
 FORWARD_PASS = 1
 GRADIENT_PASS = 3
 # One sample's shape where the data is not known (`robench list perturbations`, the sanity
-# budget): the shipped Fashion-MNIST models' input. Only costs that grow with the image (JSMA,
-# OnePixel) read it; `robench eval --dry-run` passes the data's own.
+# budget): the shipped Fashion-MNIST models' input; `--dry-run` passes the data's own.
 REFERENCE_SHAPE = (1, 28, 28)
 # A per-sample attack's own columns, one value per sample: {"queries": [...], ...}.
 SampleColumns = dict[str, list[Any]]
@@ -71,11 +69,9 @@ class PerturbationParams(BaseModel):
     # The task (robench/tasks), or tasks (pgd and fgsm: classification and segmentation),
     # whose data it perturbs; None for any task (`clean`). Suites refuse a kind of another.
     task: ClassVar[str | tuple[str, ...] | None] = "image-classification"
-    # Its name in figures; None: the kind's in capitals ("FGSM"). `display_name` may use the
-    # parameters (PGD-20).
+    # Its name in figures; None: the kind's in capitals ("FGSM"), or see `display_name`.
     display: ClassVar[str | None] = None
-    # The extra per-sample columns its attack returns (`Perturbation.perturb_with_columns`),
-    # which the report keeps beside the task's outputs (docs/formats.md, "Attack columns").
+    # Per-sample columns of `perturb_with_columns` (docs/formats.md, "Attack columns").
     columns: ClassVar[tuple[str, ...]] = ()
     # Modules of optional extras its implementation imports (robench/_core/extras.py), with
     # what needs them: a run checks them before it starts (PWWS: nltk's WordNet reader).
@@ -95,19 +91,16 @@ class PerturbationParams(BaseModel):
     def expand_grid(
         cls, label: str | None, params: dict[str, Any]
     ) -> list[tuple[str | None, dict[str, Any]]]:
-        """One suite entry -> the (label, params) of the results it stands for: the entry
-        itself, or a grid (corruptions x severities)."""
+        """One suite entry -> the (label, params) of its results: itself, or a grid."""
         return [(label, params)]
 
     @classmethod
     def threat_summary(cls) -> str | None:
-        """The threat model in words ("bounded Linf, L2", "unbounded"); None for a kind with no
-        image budget to speak of (clean, text)."""
+        """The threat model in words ("bounded Linf, L2"); None without an image budget."""
         return "unbounded" if cls.unbounded else None
 
     def report_fields(self) -> dict[str, Any]:
-        """What the report records besides the parameters (a minimal-norm attack's `norm`
-        and `threat_model`); bounded kinds get `norm` and `budget_display` from the runner."""
+        """Report fields besides the parameters (a minimal-norm attack's `norm`, `threat_model`)."""
         return {}
 
     def gradient_samples(self) -> int | None:
@@ -120,8 +113,7 @@ class PerturbationParams(BaseModel):
         return FORWARD_PASS
 
     def passes_per_sample_on(self, classes: int, shape: tuple[int, ...] | None) -> int:
-        """`passes_per_sample` on samples of `shape` ((C, H, W); None: not known), for `robench
-        eval --dry-run`: kinds whose cost grows with the input (JSMA, OnePixel) override it."""
+        """`passes_per_sample` on samples of `shape` (None: not known), for `--dry-run`."""
         return self.passes_per_sample(classes)
 
     @classmethod
@@ -221,15 +213,13 @@ class Perturbation(abc.ABC):
     def perturb(
         self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
     ) -> torch.Tensor:
-        """Perturbed images in [0, 1], drawing randomness from `seed` (or torch's RNG, seeded
-        by the runner) only."""
+        """Perturbed images in [0, 1], randomness from `seed` (or torch's RNG it seeds) only."""
 
     def perturb_with_columns(
         self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
     ) -> tuple[torch.Tensor, dict[str, list[Any]]]:
-        """`perturb`, and what the attack found per sample as extra record columns named in
-        its parameters' `columns` (one JSON-able value per sample: `{"min_norm": [...]}`),
-        which the report keeps. The default has none."""
+        """`perturb`, and its parameters' `columns`, one JSON-able value per sample each
+        (`{"min_norm": [...]}`); the default has none."""
         return self.perturb(model, images, labels, seed), {}
 
 

@@ -77,10 +77,8 @@ def check_adversarial(
     name: str,
     threat: ThreatModel | None = None,
 ) -> None:
-    """Raise `AttackCheckError` unless `adv` is a valid perturbation of `clean`: same shape
-    and dtype, finite, in [0, 1] and (unless `eps` is None) per sample within eps + tolerance
-    in the threat model (L-inf when none is given). The message says which samples fail and
-    by how much."""
+    """Raise `AttackCheckError` unless `adv` is a valid perturbation of `clean`: same shape and
+    dtype, finite, in [0, 1] and (unless `eps` is None) within eps + tolerance of it per sample."""
     if adv.shape != clean.shape or adv.dtype != clean.dtype:
         raise AttackCheckError(
             f"Perturbation {name!r} returned images of shape {tuple(adv.shape)} and dtype "

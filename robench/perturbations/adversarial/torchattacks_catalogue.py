@@ -114,14 +114,20 @@ _NON_NEGATIVE = Bound(ge=0)  # a margin, decay or noise level: zero switches it 
 _PROBABILITY = Bound(ge=0, le=1)
 _FRACTION = Bound(gt=0, le=1)
 
+# Parameters that multiply the number of gradient steps, and those that count forward-only
+# queries (torchattacks_cost's rule for an attack with no row of its own).
+STEP_COUNTS = (
+    "steps", "nb_iter", "max_iterations", "binary_search_steps", "num_iter_set",
+    "n_restarts", "restarts", "eot_iter", "N", "m", "noise_batch_size", "popsize",
+)  # fmt: skip
+QUERY_COUNTS = ("n_queries", "nb_sample")
+
 # Bounds by torchattacks parameter name (a name means the same across its classes): without
 # them `steps = -1` ran no step and reported clean accuracy as robust.
 BOUNDS: dict[str, Bound] = {
     **dict.fromkeys(
         (
-            "steps", "nb_iter", "max_iterations", "binary_search_steps", "num_iter_set",
-            "n_restarts", "restarts", "eot_iter", "N", "m", "n_queries", "nb_sample",
-            "popsize", "noise_batch_size", "batch_max", "max_batch_size", "inf_batch",
+            *STEP_COUNTS, *QUERY_COUNTS, "batch_max", "max_batch_size", "inf_batch",
             "len_kernel", "n_grad", "epochs", "nb_models_epoch",
         ),
         _COUNT,

@@ -20,18 +20,12 @@ from robench.perturbations.adversarial.autoattack_cost import (
     fab_t_passes,
     square_passes,
 )
+from robench.perturbations.adversarial.torchattacks_catalogue import QUERY_COUNTS, STEP_COUNTS
 from robench.perturbations.base import FORWARD_PASS, GRADIENT_PASS
 
 _BACKWARD = GRADIENT_PASS - FORWARD_PASS  # one more backward through a kept graph
 # SparseFool runs torchattacks' DeepFool at its default steps inside every one of its steps.
 _SPARSEFOOL_DEEPFOOL_STEPS = 50
-# Parameters that multiply the number of gradient steps, and those that count forward-only
-# queries: the rule of an attack with no row of its own.
-_STEP_COUNTS = (
-    "steps", "nb_iter", "max_iterations", "binary_search_steps", "num_iter_set",
-    "n_restarts", "restarts", "eot_iter", "N", "m", "noise_batch_size", "popsize",
-)  # fmt: skip
-_QUERY_COUNTS = ("n_queries", "nb_sample")
 
 
 @dataclass(frozen=True)
@@ -143,9 +137,9 @@ def _ead(c: CostInput) -> int:
 
 def generic_passes(c: CostInput) -> int:
     """The rule of the attacks with no row in `ATTACK_COSTS` (the module docstring)."""
-    steps = math.prod(int(c.values[k]) for k in _STEP_COUNTS if isinstance(c.values.get(k), int))
-    queries = math.prod(int(c.values[k]) for k in _QUERY_COUNTS if isinstance(c.values.get(k), int))
-    if any(k in c.values for k in _QUERY_COUNTS):
+    steps = math.prod(int(c.values[k]) for k in STEP_COUNTS if isinstance(c.values.get(k), int))
+    queries = math.prod(int(c.values[k]) for k in QUERY_COUNTS if isinstance(c.values.get(k), int))
+    if any(k in c.values for k in QUERY_COUNTS):
         return FORWARD_PASS * queries * steps
     return FORWARD_PASS + GRADIENT_PASS * steps
 
@@ -212,8 +206,8 @@ def cost_formula(attack: str, fields: Collection[str]) -> str:
     counts the attack takes among `fields` ("1 + 3 x steps x eot_iter"; FGSM: "1 + 3")."""
     if attack in ATTACK_COSTS:
         return ATTACK_COSTS[attack].formula
-    steps = [name for name in _STEP_COUNTS if name in fields]
-    queries = [name for name in _QUERY_COUNTS if name in fields]
+    steps = [name for name in STEP_COUNTS if name in fields]
+    queries = [name for name in QUERY_COUNTS if name in fields]
     return " x ".join(queries + steps if queries else ["1 + 3", *steps])
 
 

@@ -85,10 +85,7 @@ class TorchattacksParams(PerturbationParams):
     def library_kwargs(self) -> dict[str, Any]:
         """What the suite set, under the library's names."""
         given = {name: getattr(self, name) for name in self.model_fields_set}
-        kwargs = {self.library_names[k]: v for k, v in given.items() if k in self.library_names}
-        if "norm" in kwargs:  # the library spells norms as NORMS names them: "Linf", "L2"
-            kwargs["norm"] = NORMS[kwargs["norm"]].name
-        return kwargs
+        return {self.library_names[k]: v for k, v in given.items() if k in self.library_names}
 
     def passes_per_sample(self, classes: int = 10) -> int:
         return self.passes_per_sample_on(classes, None)
@@ -138,7 +135,7 @@ class TorchattacksBoundedParams(TorchattacksParams, BoundedParams):
         kwargs = super().library_kwargs()
         threat = self.threat
         assert isinstance(threat, Bounded)  # set by the factory, not user input
-        # The budget and the norm always go to the library, under its names.
+        # The budget and the norm always go to the library, under its names ("Linf", "L2").
         budget: Any = int(self.eps) if NORMS[self.norm].integer_budget else self.eps
         kwargs[threat.budget] = budget
         if "norm" in self.library_names:
