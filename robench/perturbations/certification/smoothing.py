@@ -174,10 +174,6 @@ class RandomizedSmoothing(SmoothedAttack):
         with torch.inference_mode():  # (S, K) votes of each phase, a sample's selection first
             selection = noise_votes(model, images, p.n0, p.batch, p.sigma, generators, own)
             estimation = noise_votes(model, images, p.n, p.batch, p.sigma, generators, own)
-        selection, estimation = selection.cpu(), estimation.cpu()  # one sync
-        columns: SampleColumns = {name: [] for name in self.params.columns}
-        for i in range(len(images)):
-            found = certificate(selection[i], estimation[i], self.params).columns()
-            for name, value in found.items():
-                columns[name].append(value)
-        return images, columns
+        pairs = zip(selection.cpu(), estimation.cpu(), strict=True)  # one sync
+        found = [certificate(s, e, p).columns() for s, e in pairs]
+        return images, {name: [one[name] for one in found] for name in p.columns}

@@ -52,10 +52,12 @@ class EditedSequences(Dataset[tuple[torch.Tensor, int]]):
 
 class _SequencePerturbation(DatasetPerturbation):
     kind: ClassVar[str]  # the registered kind's name
+    edit: ClassVar[Edit]  # the `edits` function, which takes the parameters by their names
     params: TokenSubstitutionParams | PixelNoiseParams | PixelOcclusionParams
 
     def _edit(self, dataset: Any) -> Edit:
-        raise NotImplementedError  # the edit of one sequence of `dataset`
+        """The edit of one sequence of `dataset`."""
+        return partial(self.edit, **self.params.model_dump(), vocab_size=int(dataset.vocab_size))
 
     def check_dataset(self, dataset: Any) -> None:
         """Refuse another LRA task's data (pixels are not substituted as tokens, nor tokens
@@ -87,29 +89,24 @@ class _SequencePerturbation(DatasetPerturbation):
 
 class TokenSubstitution(_SequencePerturbation):
     kind = "token-substitution"
+    edit = staticmethod(edits.substitute_tokens)
     Params = TokenSubstitutionParams
     params: TokenSubstitutionParams
 
     def _edit(self, dataset: Any) -> Edit:
-        vocab_size, pad_id = int(dataset.vocab_size), dataset.pad_id
-        return partial(
-            edits.substitute_tokens, rate=self.params.rate, vocab_size=vocab_size, pad_id=pad_id
-        )
+        return partial(super()._edit(dataset), pad_id=dataset.pad_id)
 
 
 class PixelNoise(_SequencePerturbation):
     kind = "pixel-noise"
+    edit = staticmethod(edits.add_pixel_noise)
     Params = PixelNoiseParams
     params: PixelNoiseParams
-
-    def _edit(self, dataset: Any) -> Edit:
-        return partial(
-            edits.add_pixel_noise, std=self.params.std, vocab_size=int(dataset.vocab_size)
-        )
 
 
 class PixelOcclusion(_SequencePerturbation):
     kind = "pixel-occlusion"
+    edit = staticmethod(edits.occlude)
     Params = PixelOcclusionParams
     params: PixelOcclusionParams
 
@@ -122,7 +119,3 @@ class PixelOcclusion(_SequencePerturbation):
                 f"pixel-occlusion size {self.params.size} exceeds the data's {side} x {side} "
                 f"images; pass size <= {side}."
             )
-
-    def _edit(self, dataset: Any) -> Edit:
-        p, vocab_size = self.params, int(dataset.vocab_size)
-        return partial(edits.occlude, size=p.size, value=p.value, vocab_size=vocab_size)

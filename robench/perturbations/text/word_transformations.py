@@ -106,15 +106,13 @@ Transformation = Callable[[str, random.Random], list[str]]
 
 
 def _deepwordbug(word: str, rng: random.Random) -> list[str]:
-    """DeepWordBug (Gao et al. 2018) as TextAttack's recipe builds it: the four character
-    edits, each in TextAttack's default `random_one` mode (one random position each)."""
+    """DeepWordBug (Gao et al. 2018) as TextAttack's recipe builds it."""
     edits = ("swap", "substitute", "delete", "insert")
     return _unique([edit_candidates(word, e, rng, random_one=True) for e in edits])
 
 
 def _pruthi(word: str, rng: random.Random) -> list[str]:
-    """Pruthi et al. 2019's typos: every swap, deletion, insertion and QWERTY typo that keeps
-    the first and last character."""
+    """Pruthi et al. 2019's typos as TextAttack's recipe builds them."""
     edits = ("swap", "delete", "insert", "qwerty")
     return _unique([edit_candidates(word, e, rng, skip_first=True, skip_last=True) for e in edits])
 
