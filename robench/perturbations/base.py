@@ -273,9 +273,8 @@ class SamplePerturbation(Perturbation):
 
 
 class DatasetPerturbation(Perturbation):
-    """A perturbation of the evaluated data as a whole, once per result before batching, that
-    never looks at the model and depends only on the data and `seed` (docs/architecture.md,
-    "Dataset perturbations")."""
+    """The evaluated data perturbed as a whole, once per result, from the data and `seed` only
+    (docs/architecture.md, "Dataset perturbations")."""
 
     uses_model: ClassVar[bool] = False
 

@@ -22,11 +22,7 @@ from typing import Any
 import torch
 
 from robench._core.errors import ConfigError
-from robench.perturbations.adversarial.params import (
-    _LIBRARY_VERSION,
-    _MIN_CLASSES,
-    AutoAttackParams,
-)
+from robench.perturbations.adversarial.params import _MIN_CLASSES, AutoAttackParams
 from robench.perturbations.base import Perturbation
 from robench.perturbations.checks import isolated_attack, project_onto_ball
 from robench.perturbations.threat_models import NORMS
@@ -72,7 +68,8 @@ class AutoAttack(Perturbation):
                     model,
                     norm=NORMS[p.norm].name,  # type: ignore[arg-type]  # "Linf", "L2"
                     eps=p.eps,
-                    version=_LIBRARY_VERSION[p.version],  # type: ignore[arg-type]
+                    # robench's `custom` runs with `standard`'s settings.
+                    version="standard" if p.version == "custom" else p.version,  # type: ignore[arg-type]
                     seed=seed,
                     device=images.device,
                 )

@@ -64,9 +64,8 @@ class FGMParams(_OneStepParams):
 
 @register_kind("pgd", f"{_TA}:PGD")
 class PGDParams(BoundedParams):
-    """Projected gradient descent on the cross-entropy, L-inf (torchattacks `PGD`, signed
-    steps) or L2 (torchattacks `PGDL2`, steps along the L2-normalised gradient). On label
-    maps (segmentation) the loss is the per-pixel cross-entropy, or SegPGD's weighting."""
+    """Projected gradient descent on the cross-entropy, L-inf or L2 (torchattacks_attacks.PGD);
+    on label maps the per-pixel cross-entropy, or SegPGD's weighting (dense_pgd.py)."""
 
     task: ClassVar[tuple[str, ...]] = _DENSE_TASKS
     # Classification: each sample's first wrong iterate (0 = the start), None if none was.
@@ -104,10 +103,8 @@ class PGDParams(BoundedParams):
 
 @register_kind("minimal-norm", "robench.perturbations.adversarial.minimal_norm:MinimalNorm")
 class MinimalNormParams(BoundedParams):
-    """The smallest adversarial perturbation per sample, L-inf or L2: FMN (Pintor et al.,
-    NeurIPS 2021, robench's own implementation) or FAB (torchattacks). `eps` is the cap: the
-    curve of accuracy against eps is drawn up to it, and top-1 is the accuracy at it
-    (minimal_norm.py)."""
+    """The smallest adversarial perturbation per sample, by FMN or FAB, up to the cap `eps`
+    (docs/formats.md, "Minimal-norm attacks")."""
 
     columns: ClassVar[tuple[str, ...]] = ("min_norm", "first_success")
 
@@ -164,14 +161,6 @@ class SPSAParams(BoundedParams):
 
 
 AttackName = Literal["apgd-ce", "apgd-dlr", "apgd-t", "fab", "fab-t", "square"]
-
-# The library's version that configures each robench version (`custom`: `standard`'s settings).
-_LIBRARY_VERSION: dict[str, str] = {
-    "standard": "standard",
-    "plus": "plus",
-    "rand": "rand",
-    "custom": "standard",
-}
 
 # Fewest classes an attack's loss is defined for: DLR reads the 3rd-largest logit, the
 # targeted DLR the 4th; everything else needs a runner-up class.

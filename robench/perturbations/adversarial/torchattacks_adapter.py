@@ -15,7 +15,6 @@ import torch
 
 from robench._core.errors import ConfigError, first_line
 from robench.perturbations.adversarial.torchattacks_catalogue import (
-    FILLED_BY_ROBENCH,
     LIMITS,
     ROUNDING_TOLERANCE,
     TARGETED_MODES,
@@ -61,23 +60,6 @@ class TargetRecorder:
         return [int(t) for t in every[-batch:].tolist()] if len(every) >= batch else [None] * batch
 
 
-def _fill(
-    kwargs: dict[str, Any],
-    accepted: set[str],
-    model: torch.nn.Module,
-    images: torch.Tensor,
-    seed: int,
-) -> dict[str, Any]:
-    """`seed` and `n_classes` where the attack takes them and the suite left them out."""
-    filled = dict(kwargs)
-    if "seed" in accepted and "seed" not in filled:
-        filled["seed"] = seed
-    if "n_classes" in accepted and "n_classes" not in filled:
-        with torch.no_grad():
-            filled["n_classes"] = int(model(images[:1]).shape[-1])
-    return filled
-
-
 def build_attack(
     params: TorchattacksParams, model: torch.nn.Module, images: torch.Tensor, seed: int
 ) -> Any:
@@ -87,8 +69,13 @@ def build_attack(
 
     library = getattr(torchattacks, params.attack)
     signature = inspect.signature(library.__init__)
-    accepted = set(signature.parameters) - {"self", "model"}
-    kwargs = _fill(params.library_kwargs(), accepted & set(FILLED_BY_ROBENCH), model, images, seed)
+    kwargs = params.library_kwargs()
+    # FILLED_BY_ROBENCH: `seed` and `n_classes` where the attack takes them and the suite did not.
+    if "seed" in signature.parameters:
+        kwargs.setdefault("seed", seed)
+    if "n_classes" in signature.parameters and "n_classes" not in kwargs:
+        with torch.no_grad():
+            kwargs["n_classes"] = int(model(images[:1]).shape[-1])
     try:
         signature.bind(None, model, **kwargs)
     except TypeError as exc:

@@ -76,12 +76,9 @@ def noise_votes(
     own: OwnBatch,
 ) -> torch.Tensor:
     """Votes (S, K) of the base classifier over `num` noisy copies of each of `images`
-    (S, C, H, W), noise of std `sigma`.
-
-    Sample i's noise comes from generators[i] in chunks of `batch` copies, as Cohen et al.'s
-    `_sample_noise` draws it for one image alone. The forward passes take the chunks of
-    consecutive samples together, at most `own.size` rows each (full batches even when `num` <
-    `batch`), and the votes stay on the device: no host synchronisation per pass."""
+    (S, C, H, W), noise of std `sigma` drawn from generators[i] in chunks of `batch` copies as
+    Cohen et al.'s `_sample_noise` draws it; forward passes of at most `own.size` rows take
+    consecutive samples' chunks together (docs/formats.md, "Randomized smoothing")."""
     counts: torch.Tensor | None = None
     pending: list[torch.Tensor] = []  # noisy copies not yet forwarded
     owners: list[torch.Tensor] = []  # each copy's sample

@@ -40,39 +40,20 @@ def _kept(word: str, candidates: list[str]) -> list[str]:
     return [c for c in candidates if c != word]
 
 
-def _swap_at(word: str, i: int, rng: random.Random) -> list[str]:
-    return [word[:i] + word[i + 1] + word[i] + word[i + 2 :]]
-
-
-def _delete_at(word: str, i: int, rng: random.Random) -> list[str]:
-    return [word[:i] + word[i + 1 :]]
-
-
-def _insert_at(word: str, i: int, rng: random.Random) -> list[str]:
-    return [word[:i] + rng.choice(LETTERS) + word[i:]]  # before character i: never appends
-
-
-def _substitute_at(word: str, i: int, rng: random.Random) -> list[str]:
-    return [word[:i] + rng.choice(LETTERS) + word[i + 1 :]]
-
-
 def _neighbours(char: str) -> str:
     keys = QWERTY_NEIGHBOURS.get(char.lower(), "")
     return keys.upper() if char.isupper() else keys  # TextAttack: only upper keeps its case
 
 
-def _qwerty_at(word: str, i: int, rng: random.Random) -> list[str]:
-    return [word[:i] + key + word[i + 1 :] for key in _neighbours(word[i])]
-
-
 EditAt = Callable[[str, int, random.Random], list[str]]
-# edit -> (candidates at one position, edits a pair (i, i+1), takes TextAttack's skip options)
+# edit -> (candidates at position i, edits a pair (i, i+1), takes TextAttack's skip options);
+# an insertion goes before character i, so it never appends.
 _EDITS: dict[str, tuple[EditAt, bool, bool]] = {
-    "swap": (_swap_at, True, True),
-    "delete": (_delete_at, False, True),
-    "insert": (_insert_at, False, True),
-    "substitute": (_substitute_at, False, False),
-    "qwerty": (_qwerty_at, False, True),
+    "swap": (lambda w, i, rng: [w[:i] + w[i + 1] + w[i] + w[i + 2 :]], True, True),
+    "delete": (lambda w, i, rng: [w[:i] + w[i + 1 :]], False, True),
+    "insert": (lambda w, i, rng: [w[:i] + rng.choice(LETTERS) + w[i:]], False, True),
+    "substitute": (lambda w, i, rng: [w[:i] + rng.choice(LETTERS) + w[i + 1 :]], False, False),
+    "qwerty": (lambda w, i, rng: [w[:i] + k + w[i + 1 :] for k in _neighbours(w[i])], False, True),
 }
 
 
