@@ -17,19 +17,17 @@ classes and K the model's outputs, one sample costs:
 | `fab-t` (always 1 restart) | T (4 n + 3) + 1 |
 | `square` | R (queries + 2) + 1 |
 
-The settings of each version are the library's (`AutoAttack._set_version`, `_VERSIONS`);
+The settings of each version are the library's (`AutoAttack._set_version`, `VERSIONS`);
 robench's `custom` uses `standard`'s; the parameters override them as autoattack.py does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from robench.perturbations.base import FORWARD_PASS, GRADIENT_PASS
 
-_DEFAULT_ITERATIONS = 100  # APGD, APGD-T and FAB
+DEFAULT_ITERATIONS = 100  # APGD, APGD-T and FAB
 _BACKWARD = GRADIENT_PASS - FORWARD_PASS  # one more backward through a kept graph
 
 
@@ -76,7 +74,7 @@ class _Version:
     eot: int = 1
 
 
-_VERSIONS: dict[str, _Version] = {
+VERSIONS: dict[str, _Version] = {
     "standard": _Version(("apgd-ce", "apgd-t", "fab-t", "square"), checks=8),
     "plus": _Version(
         ("apgd-ce", "apgd-dlr", "fab", "square", "apgd-t", "fab-t"),
@@ -87,42 +85,3 @@ _VERSIONS: dict[str, _Version] = {
     "rand": _Version(("apgd-ce", "apgd-dlr"), checks=3, eot=20),
     "custom": _Version((), checks=8),
 }
-
-
-class AutoAttackSettings(Protocol):
-    """What the count reads of `params.AutoAttackParams` (a protocol: params imports this)."""
-
-    @property
-    def version(self) -> str: ...
-    @property
-    def attacks(self) -> Sequence[str] | None: ...
-    @property
-    def n_restarts(self) -> int | None: ...
-    @property
-    def n_iter(self) -> int | None: ...
-    @property
-    def eot_iter(self) -> int | None: ...
-    @property
-    def n_target_classes(self) -> int: ...
-    @property
-    def n_queries(self) -> int: ...
-
-
-def autoattack_passes(params: AutoAttackSettings, classes: int) -> int:
-    """Passes per sample of one AutoAttack run (robench's re-run of the model not included)."""
-    version = _VERSIONS[params.version]
-    steps, restarts = params.n_iter or _DEFAULT_ITERATIONS, params.n_restarts
-    targets = max(min(params.n_target_classes, classes - 1), 1)
-    apgd = apgd_passes(steps, restarts or version.apgd_restarts, params.eot_iter or version.eot)
-    passes = {
-        "apgd-ce": apgd,
-        "apgd-dlr": apgd,
-        # The library's `rand` sets APGD's EOT alone.
-        "apgd-t": apgd_t_passes(steps, restarts or 1, params.eot_iter or 1, targets),
-        "fab": fab_passes(steps, restarts or version.fab_restarts, classes, per_run=3),
-        "fab-t": fab_t_passes(steps, 1, targets),
-        "square": square_passes(params.n_queries, restarts or 1, before=1),
-    }
-    probe = 1  # robench asks the model for its number of outputs
-    attacks = params.attacks or version.attacks
-    return version.checks + probe + sum(passes[name] + FORWARD_PASS for name in attacks)

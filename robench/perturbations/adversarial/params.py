@@ -19,6 +19,7 @@ from pydantic import (
     model_validator,
 )
 
+from robench.perturbations.adversarial import autoattack_cost as cost
 from robench.perturbations.base import (
     FORWARD_PASS,
     GRADIENT_PASS,
@@ -216,6 +217,22 @@ class AutoAttackParams(BoundedParams):
         return self
 
     def passes_per_sample(self, classes: int = 10) -> int:
-        from robench.perturbations.adversarial.autoattack_cost import autoattack_passes
-
-        return FORWARD_PASS + autoattack_passes(self, classes)
+        # autoattack_cost.py: the library's checks, robench's probe of the model's outputs, each
+        # attack and the prediction after it, then the runner's re-run.
+        version = cost.VERSIONS[self.version]
+        steps, restarts = self.n_iter or cost.DEFAULT_ITERATIONS, self.n_restarts
+        targets = max(min(self.n_target_classes, classes - 1), 1)
+        apgd = cost.apgd_passes(
+            steps, restarts or version.apgd_restarts, self.eot_iter or version.eot
+        )
+        passes = {
+            "apgd-ce": apgd,
+            "apgd-dlr": apgd,
+            # The library's `rand` sets APGD's EOT alone.
+            "apgd-t": cost.apgd_t_passes(steps, restarts or 1, self.eot_iter or 1, targets),
+            "fab": cost.fab_passes(steps, restarts or version.fab_restarts, classes, per_run=3),
+            "fab-t": cost.fab_t_passes(steps, 1, targets),
+            "square": cost.square_passes(self.n_queries, restarts or 1, before=1),
+        }
+        attacks = sum(passes[name] + FORWARD_PASS for name in self.attacks or version.attacks)
+        return version.checks + FORWARD_PASS + attacks + FORWARD_PASS
