@@ -182,15 +182,13 @@ class Perturbation(abc.ABC):
     """Base class; subclasses set `Params` and implement `perturb`."""
 
     Params: ClassVar[type[PerturbationParams]] = PerturbationParams
-    # Whether the perturbed inputs depend on the model (attacks). Inputs made without it
-    # (clean, corruptions, Word Swap) may be scored in mixed precision (`robench eval --amp`).
+    # Whether the perturbed inputs depend on the model; those made without it take `--amp`.
     uses_model: ClassVar[bool] = True
     # Returns its inputs unchanged (clean): the runner scores loaded batches directly.
     identity: ClassVar[bool] = False
     # The parameter sizing its model calls (own_batch.py), halved when memory runs out there.
     own_batch: OwnBatch | None = None
-    # Its images can be crafted on another model and scored on the evaluated one (transfer,
-    # --surrogate); False where the outcome is the evaluated model's own (certification).
+    # Its images may be crafted on a `--surrogate`; not when the outcome is the model's own.
     transferable: ClassVar[bool] = True
 
     def __init__(self, params: PerturbationParams) -> None:

@@ -78,8 +78,7 @@ class PGDParams(BoundedParams):
     random_start: bool = True  # start from a random point of the ball
     # "segpgd" (segmentation only): SegPGD's weighting of correct and wrong pixels (pixel_loss).
     loss: Literal["ce", "segpgd"] = "ce"
-    # Expectation over transformation (Athalye et al. 2018, eot.py) for randomized models: each
-    # step follows the gradient averaged over this many passes; None: one pass (plain PGD).
+    # Each step's gradient averaged over this many passes (EOT, eot.py); None: plain PGD.
     eot_samples: PositiveInt | None = None
 
     # Left out of a report while None, so reports from before EOT line up in `compare`.
@@ -112,8 +111,7 @@ class MinimalNormParams(BoundedParams):
     method: Literal["fmn", "fab"] = "fmn"  # FMN (robench's own) or FAB (torchattacks)
     norm: Literal["linf", "l2"] = "linf"
     steps: PositiveInt = 100  # gradient steps (FMN), or FAB's iterations
-    # FMN's initial step size (pixel units, along the L2-normalised gradient), annealed by a
-    # cosine to a hundredth of it; None means 1.0 for L2 and 10.0 for L-inf.
+    # FMN's initial step size (pixel units, docs/formats.md); None: 1.0 for L2, 10.0 for L-inf.
     step_size: float | None = None
     gamma: float = Field(default=0.05, gt=0, lt=1)  # FMN's initial radius change per step
 

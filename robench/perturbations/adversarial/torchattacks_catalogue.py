@@ -86,9 +86,7 @@ LIMITS: dict[str, str] = {
     **dict.fromkeys(("EADEN", "EADL1"), "with abort_early = true it needs max_iterations >= 10"),
 }
 
-# How far outside [0, 1] a minimal-norm or noise attack's output may land from the library's
-# float rounding (EADL1 and EADEN return about -1e-5), to be clipped and recorded
-# (`rounding_clip`); beyond it, the runner's check refuses the attack (exit 3).
+# How far outside [0, 1] float rounding may put an output (docs/formats.md, `rounding_clip`).
 ROUNDING_TOLERANCE = 1e-4
 
 # Parameters with an integer default that take real values (CW's c = 1, EAD's kappa = 0):
@@ -165,8 +163,7 @@ CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
     ),
 }  # fmt: skip
 
-# Parameters robench fills when a suite leaves them out: `seed`, so that --seed governs the
-# attack (AutoAttack's None would seed from the clock); `n_classes` (torchattacks assumes 10).
+# Parameters robench fills when a suite leaves them out (docs/formats.md, "torchattacks attacks").
 FILLED_BY_ROBENCH = {
     "seed": "the batch's seed (from the run's --seed)",
     "n_classes": "the model's number of outputs",

@@ -52,15 +52,6 @@ class CostRule:
     passes: Callable[[CostInput], int]
 
 
-def _apgd(c: CostInput) -> int:
-    return apgd_passes(c.get("steps"), c.get("n_restarts"), c.get("eot_iter"))
-
-
-def _apgdt(c: CostInput) -> int:
-    # As APGD, per target class (n - 1 of them).
-    return apgd_t_passes(c.get("steps"), c.get("n_restarts"), c.get("eot_iter"), c.n_classes - 1)
-
-
 def _fab(c: CostInput) -> int:
     steps, restarts = c.get("steps"), c.get("n_restarts")
     if c.values.get("multi_targeted"):
@@ -172,9 +163,15 @@ ATTACK_COSTS: dict[str, CostRule] = {
         "2 x nb_iter x nb_sample",
         lambda c: 2 * FORWARD_PASS * c.get("nb_iter") * c.get("nb_sample"),
     ),
-    "APGD": CostRule("1 + 3 x n_restarts x eot_iter x (steps + 1)", _apgd),
+    "APGD": CostRule(
+        "1 + 3 x n_restarts x eot_iter x (steps + 1)",
+        lambda c: apgd_passes(c.get("steps"), c.get("n_restarts"), c.get("eot_iter")),
+    ),
     "APGDT": CostRule(
-        "1 + (n_classes - 1) x n_restarts x (1 + 3 x eot_iter x (steps + 1))", _apgdt
+        "1 + (n_classes - 1) x n_restarts x (1 + 3 x eot_iter x (steps + 1))",
+        lambda c: apgd_t_passes(
+            c.get("steps"), c.get("n_restarts"), c.get("eot_iter"), c.n_classes - 1
+        ),
     ),
     "FAB": CostRule(
         "1 + n_restarts x (2 + steps x (2 + 2 x classes)); targeted: 1 + n_restarts x "
