@@ -66,15 +66,13 @@ class PerturbationParams(BaseModel):
 
     # No budget at all (corruptions): the report records `threat_model = "unbounded"`.
     unbounded: ClassVar[bool] = False
-    # The task (robench/tasks), or tasks (pgd and fgsm: classification and segmentation),
-    # whose data it perturbs; None for any task (`clean`). Suites refuse a kind of another.
+    # The task or tasks (robench/tasks) whose data it perturbs; None: any (`clean`).
     task: ClassVar[str | tuple[str, ...] | None] = "image-classification"
     # Its name in figures; None: the kind's in capitals ("FGSM"), or see `display_name`.
     display: ClassVar[str | None] = None
     # Per-sample columns of `perturb_with_columns` (docs/formats.md, "Attack columns").
     columns: ClassVar[tuple[str, ...]] = ()
-    # Modules of optional extras its implementation imports (robench/_core/extras.py), with
-    # what needs them: a run checks them before it starts (PWWS: nltk's WordNet reader).
+    # Optional extras its implementation imports, with what needs them, checked before a run.
     modules: ClassVar[dict[str, str]] = {}
     # Parameters left out of the report while None: ones added later, so reports still compare.
     report_omits_none: ClassVar[tuple[str, ...]] = ()

@@ -32,8 +32,7 @@ _BACKWARD = GRADIENT_PASS - FORWARD_PASS  # one more backward through a kept gra
 
 
 def apgd_passes(steps: int, restarts: int, eot: int) -> int:
-    """APGD in either library: the clean prediction, then per restart a gradient at the start
-    and one per step, each over `eot` passes."""
+    """APGD in either library: the clean prediction, then (steps + 1) gradients per restart."""
     return FORWARD_PASS + GRADIENT_PASS * restarts * eot * (steps + 1)
 
 
@@ -44,22 +43,19 @@ def apgd_t_passes(steps: int, restarts: int, eot: int, targets: int) -> int:
 
 
 def fab_passes(steps: int, restarts: int, classes: int, *, per_run: int) -> int:
-    """Untargeted FAB: `per_run` forwards per run, and per step the gradient of every output
-    (a forward, K backwards) and a prediction (pyautoattack's per_run: 3, torchattacks' 2)."""
+    """Untargeted FAB with `per_run` forwards per run (pyautoattack's 3, torchattacks' 2)."""
     per_step = 2 * FORWARD_PASS + _BACKWARD * classes
     return FORWARD_PASS + restarts * (per_run * FORWARD_PASS + steps * per_step)
 
 
 def fab_t_passes(steps: int, restarts: int, targets: int) -> int:
-    """Targeted FAB, per target: two clean forwards, a gradient and a prediction per step, a
-    last forward."""
+    """Targeted FAB: per target the clean forwards, a gradient and a prediction per step."""
     per_run = 3 * FORWARD_PASS + steps * (GRADIENT_PASS + FORWARD_PASS)
     return FORWARD_PASS + targets * restarts * per_run
 
 
 def square_passes(queries: int, restarts: int, *, before: int) -> int:
-    """Square: `before` forwards (the clean prediction; torchattacks' one more), then per
-    restart a first margin, a forward per query and a check."""
+    """Square with `before` forwards before its restarts (pyautoattack's 1, torchattacks' 2)."""
     return FORWARD_PASS * (before + restarts * (queries + 2))
 
 

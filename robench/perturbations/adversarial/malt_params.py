@@ -51,8 +51,7 @@ class MALTParams(BoundedParams):
         return 0 if self.ranking == "logits" else max(min(self.candidates, classes - 1), 1)
 
     def passes_per_sample(self, classes: int = 10) -> int:
-        # The clean forward, a gradient per scored class, (n_iter + 1) gradients per target and
-        # restart for a sample no target breaks, and the runner's re-run (alone at eps 0).
+        # Ranking, APGD-T for a sample no target breaks, the runner's re-run (docs/malt.md).
         if self.eps == 0:
             return FORWARD_PASS
         ranking = FORWARD_PASS + GRADIENT_PASS * self.scored(classes)

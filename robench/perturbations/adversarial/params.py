@@ -1,8 +1,6 @@
 """Parameters of the adversarial attacks and the kinds they register, validated without torch
-or any attack library (`robench validate` and `robench list` need only these).
-
-The one-step attacks are split by norm rather than given a `norm`: `fgsm` is the L-inf step,
-`fgm` the L2 step; each rejects the other norm with a pointer to its sibling.
+or any attack library (`robench validate` and `robench list` need only these). The one-step
+attacks are two kinds, `fgsm` (L-inf) and `fgm` (L2): docs/formats.md, "Threat models".
 """
 
 from __future__ import annotations

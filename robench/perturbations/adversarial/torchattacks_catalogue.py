@@ -51,8 +51,7 @@ THREATS: dict[str, Threat] = {
     "APGDT": Bounded(("linf", "l2")),
     "AutoAttack": Bounded(("linf", "l2")),
     "Square": Bounded(("linf", "l2")),
-    # FAB's L1 mode is listed by torchattacks but fails inside it (an unassigned variable
-    # in its L1 projection, torchattacks 3.5), so robench offers L-inf and L2 only.
+    # FAB's L1 mode fails inside torchattacks 3.5 (an unassigned variable in its projection).
     "FAB": Bounded(("linf", "l2")),
     "PGDL2": _L2,
     "PGDRSL2": _L2,

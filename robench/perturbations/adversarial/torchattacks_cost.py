@@ -209,7 +209,5 @@ def cost_formula(attack: str, fields: Collection[str]) -> str:
 
 
 def adapter_passes(*, minimal_norm: bool, targeted: bool, fills_classes: bool) -> int:
-    """Per sample: the runner's re-run on the output; a minimal-norm attack's two predictions
-    for `min_norm`; a targeted mode's forward picking targets; robench's probe of the
-    model's outputs where it fills `n_classes` (one image per batch: at most one per sample)."""
+    """The passes around the attack per sample (docs/cost.md, "torchattacks kinds")."""
     return FORWARD_PASS * (1 + 2 * minimal_norm + targeted + fills_classes)

@@ -6,10 +6,8 @@ their `core.py`), per sample:
     pA      = Clopper-Pearson lower bound (1 - alpha) of nA / n
     radius  = sigma Phi^-1(pA), or abstain when pA <= 1/2
 
-The noise N(0, sigma^2 I) is added to the pixels in [0, 1], before the model's normalisation,
-and not clipped, as Cohen et al. do, so sigma is in the pixel units eps is. Each sample draws
-from its own generator (the runner's per-sample seed), selection first, in chunks of `batch`
-copies: its certificate is the same at any batch size and under torchrun.
+The noise is added to the pixels before the model's normalisation, unclipped, as Cohen et al.
+do; each sample draws from its own generator (docs/formats.md, "Randomized smoothing").
 """
 
 from __future__ import annotations

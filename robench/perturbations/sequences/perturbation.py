@@ -60,9 +60,8 @@ class _SequencePerturbation(DatasetPerturbation):
         return partial(self.edit, **self.params.model_dump(), vocab_size=int(dataset.vocab_size))
 
     def check_dataset(self, dataset: Any) -> None:
-        """Refuse another LRA task's data (pixels are not substituted as tokens, nor tokens
-        noised as pixels); sequences in memory are the model's task's (`lra_task` when
-        given), and token ids when neither says: pixel kinds then refuse them."""
+        """Refuse another LRA task's data; sequences in memory are token ids unless the model
+        names a pixel task (`lra_task`)."""
         task_name = getattr(dataset, "task_name", None)
         allowed = self.params.lra_tasks
         if task_name == "in-memory" and not set(allowed) <= PIXEL_TASKS:
