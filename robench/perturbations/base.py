@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from robench._core.kinds import LazyKind, kind_registrar
 from robench._core.registry import Registry
+from robench._core.seeding import derive_seed
 from robench._core.units import parse_pixel_value
 from robench.perturbations.threat_models import NORMS
 from robench.results.report.attack_names import ATTACK_NAMES
@@ -233,8 +234,6 @@ class PerSampleAttack(Perturbation):
         self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
     ) -> torch.Tensor:
         """The batch form, for direct use: sample i is seeded with (seed, i)."""
-        from robench._core.seeding import derive_seed
-
         seeds = [derive_seed(seed, i) for i in range(len(images))]
         return self.perturb_samples(model, images, labels, seeds)[0]
 
@@ -260,8 +259,6 @@ class SamplePerturbation(Perturbation):
     ) -> torch.Tensor:
         """The batch form, for direct use: image i is seeded with (seed, i)."""
         import torch
-
-        from robench._core.seeding import derive_seed
 
         return torch.stack(
             [self.perturb_sample(image, derive_seed(seed, i)) for i, image in enumerate(images)]

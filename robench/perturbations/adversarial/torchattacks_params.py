@@ -187,23 +187,21 @@ _BASES: dict[type, type[TorchattacksParams]] = {
 }
 
 
+# The pydantic type of a parameter by its literal default's type (`Unreadable`, None: any).
+_TYPES: dict[type, Any] = {bool: bool, int: int, float: _Real, str: str}
+
+
 def _field_type(parameter: LibraryParameter) -> Any:
     """The pydantic type of a library parameter, from its default."""
     default = parameter.default
     if parameter.name in FILLED_BY_ROBENCH:
         return int | None
-    if isinstance(default, bool):
-        return bool
-    if isinstance(default, int):
-        return _Real if parameter.name in REAL_VALUED else int
-    if isinstance(default, float):
+    if type(default) is int and parameter.name in REAL_VALUED:
         return _Real
-    if isinstance(default, str):
-        return str
     if isinstance(default, tuple | list):
         numeric = all(isinstance(v, int | float) for v in default)
         return tuple[int | float, ...] if numeric else tuple[Any, ...]
-    return int | float | str | bool | None
+    return _TYPES.get(type(default), int | float | str | bool | None)
 
 
 def _bounded(attack: str, parameter: LibraryParameter) -> Any:
