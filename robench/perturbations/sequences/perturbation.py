@@ -53,11 +53,15 @@ class EditedSequences(Dataset[tuple[torch.Tensor, int]]):
 class _SequencePerturbation(DatasetPerturbation):
     kind: ClassVar[str]  # the registered kind's name
     edit: ClassVar[Edit]  # the `edits` function, which takes the parameters by their names
+    data_fields: ClassVar[tuple[str, ...]] = ()  # what else it takes of the dataset, by name
     params: TokenSubstitutionParams | PixelNoiseParams | PixelOcclusionParams
 
     def _edit(self, dataset: Any) -> Edit:
         """The edit of one sequence of `dataset`."""
-        return partial(self.edit, **self.params.model_dump(), vocab_size=int(dataset.vocab_size))
+        data = {name: getattr(dataset, name) for name in self.data_fields}
+        return partial(
+            self.edit, **self.params.model_dump(), **data, vocab_size=int(dataset.vocab_size)
+        )
 
     def check_dataset(self, dataset: Any) -> None:
         """Refuse another LRA task's data; sequences in memory are token ids unless the model
@@ -89,11 +93,9 @@ class _SequencePerturbation(DatasetPerturbation):
 class TokenSubstitution(_SequencePerturbation):
     kind = "token-substitution"
     edit = staticmethod(edits.substitute_tokens)
+    data_fields = ("pad_id",)
     Params = TokenSubstitutionParams
     params: TokenSubstitutionParams
-
-    def _edit(self, dataset: Any) -> Edit:
-        return partial(super()._edit(dataset), pad_id=dataset.pad_id)
 
 
 class PixelNoise(_SequencePerturbation):

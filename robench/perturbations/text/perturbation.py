@@ -1,6 +1,7 @@
-"""The `word-swap` kind: every line of the evaluated text swapped once by `swaps.swap_lines`,
-seeded by its line number, before batching (a document's words in place in its text, before
-tokenization); the `perturbation_summary` it reports: docs/text-perturbations.md.
+"""The `word-swap` kind: every line of the evaluated text (`LanguageModelingWindows`, or
+`DocumentWindows` for a model with its own tokenizer: `.corpus.lines`, `.vocabulary`,
+`.with_lines`) swapped once by `swaps.swap_lines`, seeded by its line number, before batching;
+the `perturbation_summary` it reports: docs/text-perturbations.md.
 """
 
 from __future__ import annotations
