@@ -140,16 +140,6 @@ def package_dir() -> Path | None:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def _module_assignments(tree: ast.Module) -> dict[str, Any]:
-    found = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target = node.targets[0]
-            if isinstance(target, ast.Name):
-                found[target.id] = _literal(node.value)
-    return found
-
-
 @cache
 def library_attacks() -> dict[str, LibraryAttack | None]:
     """Every name in torchattacks' `__all__` -> its class as declared in source (None: not
@@ -159,10 +149,12 @@ def library_attacks() -> dict[str, LibraryAttack | None]:
         logger.debug("torchattacks is not installed: no torchattacks.* kinds")
         return {}
     init = ast.parse((root / "__init__.py").read_text(encoding="utf-8"))
-    names = _module_assignments(init).get("__all__", [])
+    names: list[str] = []
     modules: dict[str, Path] = {}
-    for node in init.body:  # `from .attacks.cw import CW`
-        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+    for node in init.body:  # `__all__ = [...]`, `from .attacks.cw import CW`
+        if isinstance(node, ast.Assign) and [ast.unparse(t) for t in node.targets] == ["__all__"]:
+            names = list(_literal(node.value))
+        elif isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
             path = root.joinpath(*node.module.split(".")).with_suffix(".py")
             modules.update({alias.asname or alias.name: path for alias in node.names})
     return {
