@@ -220,6 +220,16 @@ class Perturbation(abc.ABC):
         return self.perturb(model, images, labels, seed), {}
 
 
+class ColumnsPerturbation(Perturbation):
+    """An attack whose batch form drops the columns of its `perturb_with_columns`, which it
+    overrides (else the two call each other)."""
+
+    def perturb(
+        self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
+    ) -> torch.Tensor:
+        return self.perturb_with_columns(model, images, labels, seed)[0]
+
+
 class PerSampleAttack(Perturbation):
     """A batch perturbation that attacks every sample on its own seed (a text attack's search),
     with per-sample columns (docs/architecture.md, "Perturbation")."""

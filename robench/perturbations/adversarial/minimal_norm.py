@@ -13,7 +13,7 @@ import torch
 
 from robench.perturbations.adversarial.fmn import MinimalNormFound, fmn
 from robench.perturbations.adversarial.params import MinimalNormParams
-from robench.perturbations.base import Perturbation
+from robench.perturbations.base import ColumnsPerturbation
 from robench.perturbations.checks import (
     in_pixel_space,
     isolated_attack,
@@ -71,16 +71,11 @@ def _run_fab(
 _METHODS: dict[str, Callable[..., MinimalNormFound]] = {"fmn": _run_fmn, "fab": _run_fab}
 
 
-class MinimalNorm(Perturbation):
+class MinimalNorm(ColumnsPerturbation):
     """The smallest adversarial per sample (FMN or FAB); scored at the cap `eps`."""
 
     Params = MinimalNormParams
     params: MinimalNormParams
-
-    def perturb(
-        self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
-    ) -> torch.Tensor:
-        return self.perturb_with_columns(model, images, labels, seed)[0]
 
     def perturb_with_columns(
         self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int

@@ -27,7 +27,7 @@ from robench.perturbations.adversarial.torchattacks_params import (
     TARGET_COLUMN,
     TorchattacksParams,
 )
-from robench.perturbations.base import Perturbation
+from robench.perturbations.base import ColumnsPerturbation
 from robench.perturbations.checks import (
     in_pixel_space,
     isolated_attack,
@@ -137,16 +137,11 @@ def minimal_norms(
     ]
 
 
-class TorchattacksAttack(Perturbation):
+class TorchattacksAttack(ColumnsPerturbation):
     """One torchattacks attack class (the kind `torchattacks.NAME`), in pixel space."""
 
     Params = TorchattacksParams
     params: TorchattacksParams
-
-    def perturb(
-        self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
-    ) -> torch.Tensor:
-        return self.perturb_with_columns(model, images, labels, seed)[0]
 
     def perturb_with_columns(
         self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
