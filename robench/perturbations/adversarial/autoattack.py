@@ -1,13 +1,5 @@
 """AutoAttack (Croce & Hein, 2020, https://arxiv.org/abs/2003.01690), L-inf or L2, through the
-official code (`pyautoattack`). The versions:
-- `standard`: the sequential worst case over APGD-CE, APGD-T (9 target classes), FAB-T
-  (9 target classes) and Square (5000 queries), 1 restart each, 100 iterations each. A sample
-  counts as robust only if every attack fails on it; the first success is what is returned.
-- `plus`: APGD-CE, APGD-DLR, FAB, Square, APGD-T, FAB-T with 5 restarts (the library's "plus").
-- `rand`: APGD-CE and APGD-DLR with 20 EOT iterations, for randomized models.
-- `custom`: the attacks in `attacks` (which implies it), in that order, with their settings
-  in `standard`: one attack alone measures a component (AutoAttack's own `custom` defaults
-  differ: 5 restarts for APGD and FAB; use `n_restarts`).
+official code (`pyautoattack`); the versions: docs/formats.md, "AutoAttack versions".
 
 The library's seed is always robench's (its own `seed=None` would seed every attack from the
 clock), and robench changes nothing it returns except samples outside the ball's tolerance: on
