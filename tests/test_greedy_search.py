@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from robench.perturbations.text.attack_constraints import AttackConstraints
-from robench.perturbations.text.greedy_search import attack_one
+from robench.perturbations.text.greedy_search import greedy_wir, run_searches
 from robench.perturbations.text.word_spans import WordSpans
 
 WEIGHTS = {"good": 3.0, "great": 2.0, "film": 0.5}  # evidence for class 1; other words 0
@@ -37,9 +37,8 @@ def _swaps(word: str, rng: random.Random) -> list[str]:
 
 def _attack(text: str, label: int = 1, budget: int | None = None, **limits: int):
     model = Counting()
-    found = attack_one(
-        text, label, model, _swaps, AttackConstraints(**limits), random.Random(0), budget
-    )
+    search = greedy_wir(text, label, _swaps, AttackConstraints(**limits), random.Random(0), budget)
+    (found,) = run_searches([search], model)
     return found, model
 
 

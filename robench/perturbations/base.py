@@ -1,23 +1,12 @@
 """The perturbation contract and the registry every perturbation kind lives in.
 
 A perturbation belongs to a task (`PerturbationParams.task`; None, as for `clean`, is every
-task) and perturbs that task's inputs, in one of three ways:
-- `Perturbation.perturb(model, inputs, targets, seed)`: a batch (attacks). For image
-  classification the inputs are pixels (float in [0, 1], shape (B, C, H, W)), the targets the
-  true labels, and the model normalises inside. What an attack finds per sample besides the
-  perturbed input (the minimal norm) comes from `perturb_with_columns` as record columns.
-- `SamplePerturbation.perturb_sample(item, seed)`: one input at a time, without the model,
-  while the data loads (corruptions).
-- `DatasetPerturbation.perturb_dataset(dataset, seed)`: the evaluated data as a whole, once,
-  before batching (Word Swap on a text corpus).
-- `PerSampleAttack.perturb_samples(model, inputs, targets, seeds)`: a batch, each sample
-  attacked on its own with its own seed (a text attack's search), with per-sample columns.
-The runner checks what comes back (the task's `check_perturbed`) and re-runs the model on it;
-a perturbation never reports accuracy itself.
-
-A kind is registered by its parameter schema (`@register_kind` on a pydantic model) and the
-dotted path of its implementation, so suites validate without importing torch or any attack
-library.
+task) and perturbs a batch (`Perturbation.perturb`: attacks), one input at a time without the
+model (`SamplePerturbation`: corruptions), the evaluated data once (`DatasetPerturbation`: Word
+Swap) or each sample of a batch on its own seed (`PerSampleAttack`: text attacks). The runner
+checks what comes back and re-runs the model on it. A kind is registered by its parameter
+schema and the dotted path of its implementation, so suites validate without torch. The
+contract in full: docs/architecture.md, "Perturbation".
 """
 
 from __future__ import annotations
@@ -31,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from robench._core.kinds import LazyKind, kind_registrar
 from robench._core.registry import Registry
+from robench._core.seeding import derive_seed
 from robench._core.units import parse_pixel_value
 from robench.perturbations.threat_models import NORMS
 from robench.results.report.attack_names import ATTACK_NAMES
@@ -42,13 +32,11 @@ if TYPE_CHECKING:
     from robench.perturbations.own_batch import OwnBatch
     from robench.perturbations.threat_models import ThreatModel
 
-# The cost unit of `passes_per_sample`: one model pass over one sample. A forward pass is 1, a
-# forward pass with a backward pass to the input 3 (the backward costs about two forwards).
+# Cost units (docs/cost.md): a forward pass over one sample is 1, with a backward to the input 3.
 FORWARD_PASS = 1
 GRADIENT_PASS = 3
 # One sample's shape where the data is not known (`robench list perturbations`, the sanity
-# budget): the shipped Fashion-MNIST models' input. Only costs that grow with the image (JSMA,
-# OnePixel) read it; `robench eval --dry-run` passes the data's own.
+# budget): the shipped Fashion-MNIST models' input; `--dry-run` passes the data's own.
 REFERENCE_SHAPE = (1, 28, 28)
 # A per-sample attack's own columns, one value per sample: {"queries": [...], ...}.
 SampleColumns = dict[str, list[Any]]
@@ -79,17 +67,13 @@ class PerturbationParams(BaseModel):
 
     # No budget at all (corruptions): the report records `threat_model = "unbounded"`.
     unbounded: ClassVar[bool] = False
-    # The task (robench/tasks), or tasks (pgd and fgsm: classification and segmentation),
-    # whose data it perturbs; None for any task (`clean`). Suites refuse a kind of another.
+    # The task or tasks (robench/tasks) whose data it perturbs; None: any (`clean`).
     task: ClassVar[str | tuple[str, ...] | None] = "image-classification"
-    # Its name in figures; None: the kind's in capitals ("FGSM"). `display_name` may use the
-    # parameters (PGD-20).
+    # Its name in figures; None: the kind's in capitals ("FGSM"), or see `display_name`.
     display: ClassVar[str | None] = None
-    # The extra per-sample columns its attack returns (`Perturbation.perturb_with_columns`),
-    # which the report keeps beside the task's outputs (docs/formats.md, "Attack columns").
+    # Per-sample columns of `perturb_with_columns` (docs/formats.md, "Attack columns").
     columns: ClassVar[tuple[str, ...]] = ()
-    # Modules of optional extras its implementation imports (robench/_core/extras.py), with
-    # what needs them: a run checks them before it starts (PWWS: nltk's WordNet reader).
+    # Optional extras its implementation imports, with what needs them, checked before a run.
     modules: ClassVar[dict[str, str]] = {}
     # Parameters left out of the report while None: ones added later, so reports still compare.
     report_omits_none: ClassVar[tuple[str, ...]] = ()
@@ -106,19 +90,16 @@ class PerturbationParams(BaseModel):
     def expand_grid(
         cls, label: str | None, params: dict[str, Any]
     ) -> list[tuple[str | None, dict[str, Any]]]:
-        """One suite entry -> the (label, params) of the results it stands for: the entry
-        itself, or a grid (corruptions x severities)."""
+        """One suite entry -> the (label, params) of its results: itself, or a grid."""
         return [(label, params)]
 
     @classmethod
     def threat_summary(cls) -> str | None:
-        """The threat model in words ("bounded Linf, L2", "unbounded"); None for a kind with no
-        image budget to speak of (clean, text)."""
+        """The threat model in words ("bounded Linf, L2"); None without an image budget."""
         return "unbounded" if cls.unbounded else None
 
     def report_fields(self) -> dict[str, Any]:
-        """What the report records besides the parameters (a minimal-norm attack's `norm`
-        and `threat_model`); bounded kinds get `norm` and `budget_display` from the runner."""
+        """Report fields besides the parameters (a minimal-norm attack's `norm`, `threat_model`)."""
         return {}
 
     def gradient_samples(self) -> int | None:
@@ -126,15 +107,12 @@ class PerturbationParams(BaseModel):
         return None
 
     def passes_per_sample(self, classes: int = 10) -> int:
-        """Model passes one sample costs (`FORWARD_PASS`, `GRADIENT_PASS`), the runner's re-run
-        on the perturbed input included: an upper bound that never looks at a clock, so budgets
-        built on it are reproducible. The default is that re-run alone (clean, corruptions,
-        Word Swap). `classes` matters only where the cost grows with it (AutoAttack's FAB)."""
+        """Model passes one sample costs, an upper bound that reads no clock (docs/cost.md); the
+        default is the runner's re-run alone. `classes` matters where the cost grows with it."""
         return FORWARD_PASS
 
     def passes_per_sample_on(self, classes: int, shape: tuple[int, ...] | None) -> int:
-        """`passes_per_sample` on samples of `shape` ((C, H, W); None: not known), for `robench
-        eval --dry-run`: kinds whose cost grows with the input (JSMA, OnePixel) override it."""
+        """`passes_per_sample` on samples of `shape` (None: not known), for `--dry-run`."""
         return self.passes_per_sample(classes)
 
     @classmethod
@@ -203,15 +181,13 @@ class Perturbation(abc.ABC):
     """Base class; subclasses set `Params` and implement `perturb`."""
 
     Params: ClassVar[type[PerturbationParams]] = PerturbationParams
-    # Whether the perturbed inputs depend on the model (attacks). Inputs made without it
-    # (clean, corruptions, Word Swap) may be scored in mixed precision (`robench eval --amp`).
+    # Whether the perturbed inputs depend on the model; those made without it take `--amp`.
     uses_model: ClassVar[bool] = True
     # Returns its inputs unchanged (clean): the runner scores loaded batches directly.
     identity: ClassVar[bool] = False
     # The parameter sizing its model calls (own_batch.py), halved when memory runs out there.
     own_batch: OwnBatch | None = None
-    # Its images can be crafted on another model and scored on the evaluated one (transfer,
-    # --surrogate); False where the outcome is the evaluated model's own (certification).
+    # Its images may be crafted on a `--surrogate`; not when the outcome is the model's own.
     transferable: ClassVar[bool] = True
 
     def __init__(self, params: PerturbationParams) -> None:
@@ -234,26 +210,29 @@ class Perturbation(abc.ABC):
     def perturb(
         self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
     ) -> torch.Tensor:
-        """Perturbed images in [0, 1], drawing randomness from `seed` (or torch's RNG, seeded
-        by the runner) only."""
+        """Perturbed images in [0, 1], randomness from `seed` (or torch's RNG it seeds) only."""
 
     def perturb_with_columns(
         self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
     ) -> tuple[torch.Tensor, dict[str, list[Any]]]:
-        """`perturb`, and what the attack found per sample as extra record columns named in
-        its parameters' `columns` (one JSON-able value per sample: `{"min_norm": [...]}`),
-        which the report keeps. The default has none."""
+        """`perturb`, and its parameters' `columns`, one JSON-able value per sample each
+        (`{"min_norm": [...]}`); the default has none."""
         return self.perturb(model, images, labels, seed), {}
 
 
-class PerSampleAttack(Perturbation):
-    """A batch perturbation that attacks every sample on its own (a text attack's search).
+class ColumnsPerturbation(Perturbation):
+    """An attack whose batch form drops the columns of its `perturb_with_columns`, which it
+    overrides (else the two call each other)."""
 
-    The runner seeds each sample from (run seed, result label, the sample's dataset index), so
-    a sample's attack is the same whatever the batch size or number of processes (as long as
-    the model scores a row the same whatever its batch companions), and stores the returned
-    per-sample columns (queries spent, success) with the task's records.
-    """
+    def perturb(
+        self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
+    ) -> torch.Tensor:
+        return self.perturb_with_columns(model, images, labels, seed)[0]
+
+
+class PerSampleAttack(Perturbation):
+    """A batch perturbation that attacks every sample on its own seed (a text attack's search),
+    with per-sample columns (docs/architecture.md, "Perturbation")."""
 
     @abc.abstractmethod
     def perturb_samples(
@@ -265,19 +244,13 @@ class PerSampleAttack(Perturbation):
         self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
     ) -> torch.Tensor:
         """The batch form, for direct use: sample i is seeded with (seed, i)."""
-        from robench._core.seeding import derive_seed
-
         seeds = [derive_seed(seed, i) for i in range(len(images))]
         return self.perturb_samples(model, images, labels, seeds)[0]
 
 
 class SamplePerturbation(Perturbation):
-    """A perturbation of one input at a time that never looks at the model (corruptions).
-
-    The runner applies it while loading data (in DataLoader workers, if any), seeding every
-    sample from (run seed, `seed_key`, its dataset index): the same perturbed input whatever
-    the batch size, worker count, number of processes or model.
-    """
+    """A perturbation of one input at a time that never looks at the model (corruptions),
+    applied while the data loads, each sample seeded from (run seed, `seed_key`, its index)."""
 
     uses_model: ClassVar[bool] = False
 
@@ -297,22 +270,14 @@ class SamplePerturbation(Perturbation):
         """The batch form, for direct use: image i is seeded with (seed, i)."""
         import torch
 
-        from robench._core.seeding import derive_seed
-
         return torch.stack(
             [self.perturb_sample(image, derive_seed(seed, i)) for i, image in enumerate(images)]
         )
 
 
 class DatasetPerturbation(Perturbation):
-    """A perturbation of the evaluated data as a whole that never looks at the model (Word
-    Swap on a text corpus).
-
-    The runner calls `perturb_dataset` once per result, before batching, and evaluates the
-    returned dataset as pre-rendered data. It must depend only on the data and `seed` (each
-    line of a corpus seeded by its line number), so every batch size, window layout, number
-    of processes, model and resumed run sees the same perturbed data.
-    """
+    """The evaluated data perturbed as a whole, once per result, from the data and `seed` only
+    (docs/architecture.md, "Dataset perturbations")."""
 
     uses_model: ClassVar[bool] = False
 

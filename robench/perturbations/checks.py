@@ -1,11 +1,6 @@
-"""Keep attacks inside their threat model and the attacked model untouched.
-
-`check_adversarial` is what the runner calls on every batch an attack returns: same shape and
-dtype as the clean images, finite, inside [0, 1] and, per sample, inside the ball of radius
-`eps` of its threat model (a row of `threat_models.NORMS`; L-inf when none is given).
-`project_onto_ball` and `isolated_attack` are what the attack adapters use to get there.
-Tolerance: distance <= eps + the threat model's rounding allowance for the image dtype
-(`ThreatModel.tolerance`).
+"""Keep attacks inside their threat model and the attacked model untouched: `check_adversarial`
+is the runner's check of every batch an attack returns (tolerances: docs/formats.md, "Threat
+models"); `project_onto_ball` and `isolated_attack` are what the attack adapters use to pass it.
 """
 
 from __future__ import annotations
@@ -82,10 +77,8 @@ def check_adversarial(
     name: str,
     threat: ThreatModel | None = None,
 ) -> None:
-    """Raise `AttackCheckError` unless `adv` is a valid perturbation of `clean`: same shape
-    and dtype, finite, in [0, 1] and (unless `eps` is None) per sample within eps + tolerance
-    in the threat model (L-inf when none is given). The message says which samples fail and
-    by how much."""
+    """Raise `AttackCheckError` unless `adv` is a valid perturbation of `clean`: same shape and
+    dtype, finite, in [0, 1] and (unless `eps` is None) within eps + tolerance of it per sample."""
     if adv.shape != clean.shape or adv.dtype != clean.dtype:
         raise AttackCheckError(
             f"Perturbation {name!r} returned images of shape {tuple(adv.shape)} and dtype "
@@ -120,13 +113,9 @@ def project_onto_ball(
     name: str,
     threat: ThreatModel | None = None,
 ) -> torch.Tensor:
-    """Return `adv` with every sample inside `check_adversarial`'s ball around `clean` (L-inf
-    when no threat model is given) and inside [0, 1].
-
-    Samples the check would accept come back bit-for-bit unchanged, so a library's own result
-    is never altered. A sample past the tolerance (the library ignored the budget) is logged
-    as a warning and projected (then clipped to [0, 1], which only moves it closer to `clean`).
-    """
+    """`adv` with every sample inside `check_adversarial`'s ball around `clean` and [0, 1]:
+    samples the check accepts come back bit for bit (a library's result is never altered); one
+    past the tolerance is logged, projected, then clipped (which only moves it closer)."""
     threat = threat or NORMS["linf"]
     adv = adv.detach().to(clean.dtype)
     if adv.numel() == 0:
@@ -186,15 +175,10 @@ def in_pixel_space(attack: Any, device: torch.device) -> Any:
 
 @contextlib.contextmanager
 def isolated_attack(model: torch.nn.Module, seed: int, device: torch.device) -> Iterator[None]:
-    """Run an attack library on `model` without side effects outside this block.
-
-    Inside: gradients are enabled (even under `torch.no_grad()` or inference mode), the model
-    is in eval mode, its parameters do not require grad (libraries that call `.backward()`
-    cannot write `.grad` into the model), torch's RNG is forked and seeded with `seed`, and
-    stdout is captured and logged at debug level. On exit the model's mode, `requires_grad`
-    flags, the caller's RNG and any `sys.settrace` hook (AutoAttack's checks reset it) are
-    restored.
-    """
+    """Run an attack library on `model` with no side effect outside the block: gradients on, eval
+    mode, parameters frozen (a library's `.backward()` writes no `.grad` into the model), torch's
+    RNG forked and seeded, stdout logged at debug level; the model's mode and flags and any
+    `sys.settrace` hook (AutoAttack's checks reset it) restored on exit."""
     if model.training:
         logger.warning("The model was in train mode; attacking it in eval mode.")
     params = list(model.parameters())

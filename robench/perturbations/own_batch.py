@@ -1,10 +1,7 @@
-"""A perturbation's own batch: the parameter that sizes its model calls, not --batch-size.
-
-Randomized smoothing scores `batch` noisy copies per forward pass and a text attack
-`query_batch` texts per call; out of GPU memory there, a smaller --batch-size does not help.
-Such calls run inside `OwnBatch.calls()`, in parts of at most `size` rows; the runner's
-out-of-memory fallback (robench/evaluation/oom_fallback.py) reads `ran_out` and halves `size`.
-What is drawn (noise, texts) does not depend on `size`, so a sample's result does not either.
+"""A perturbation's own batch: the parameter that sizes its model calls, not --batch-size
+(randomized smoothing's `batch`, a text attack's `query_batch`), which the runner's
+out-of-memory fallback halves (docs/architecture.md, "Perturbation"). What is drawn (noise,
+texts) does not depend on `size`, so a sample's result does not either.
 """
 
 from __future__ import annotations

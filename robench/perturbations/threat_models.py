@@ -1,12 +1,8 @@
 """Threat models in one table (`NORMS`): each row says how far a perturbed image is from its
 original, how to project back onto the ball, how much rounding slack the post-attack check
-allows, and how a budget is shown. Adding a norm means one row here; the runner, the
-adapters' final projection and the check read nothing else.
-
-Budgets are in pixel units on the [0, 1] scale: L2 eps 0.5 is an L2 norm of 0.5 over the whole
-(C, H, W) image tensor, as RobustBench defines it; L1 likewise sums over it. L0 counts changed
-pixels (positions (H, W) where any channel differs, as OnePixel changes a pixel), so its
-budget is a whole number. This module does not import torch (suites show budgets without it).
+allows, and how a budget is shown. Adding a norm means one row here. Budgets are in pixel units
+on the [0, 1] scale, L2 and L1 over the whole (C, H, W) tensor, L0 in changed pixels
+(docs/formats.md, "Threat models"). No torch here: suites show budgets without it.
 """
 
 from __future__ import annotations
@@ -37,13 +33,20 @@ class ThreatModel:
     distance: Callable[[torch.Tensor], torch.Tensor]
     # (adv, clean, eps) -> adv projected onto the ball (values inside come back unchanged)
     project: Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor]
-    # (values per sample, machine epsilon of the image dtype) -> slack allowed past eps
-    tolerance: Callable[[int, float], float]
+    # Values per sample -> the machine epsilons of rounding its distance may carry past eps;
+    # None for a count (L0), which has no rounding
+    roundings: Callable[[int], float] | None
     display: Callable[[float], str]  # how a budget is written: "8/255", "0.5"
     # Largest meaningful eps, checked when a suite is read (None: it depends on the image size)
     max_eps: float | None = None
     # The budget counts something (L0: changed pixels): a suite's eps must be a whole number.
     integer_budget: bool = False
+
+    def tolerance(self, n_values: int, machine_eps: float) -> float:
+        """Slack allowed past eps, for `n_values` values per sample of an image dtype's eps."""
+        if self.roundings is None:
+            return 0.0
+        return max(MIN_TOLERANCE, self.roundings(n_values) * machine_eps)
 
     def budget_display(self, eps: float) -> str:
         """The budget with its norm, as reports and tables show it: "Linf 8/255", "L2 0.5"."""
@@ -70,11 +73,6 @@ def _linf_project(adv: torch.Tensor, clean: torch.Tensor, eps: float) -> torch.T
     return adv.clamp(min=clean - eps, max=clean + eps)
 
 
-def _linf_tolerance(n_values: int, machine_eps: float) -> float:
-    # Each value is one rounding of clean +- eps: one machine epsilon of a value in [0, 1].
-    return max(MIN_TOLERANCE, machine_eps)
-
-
 # --- L2: the Euclidean norm of the whole difference tensor ---------------------------------
 
 
@@ -91,17 +89,6 @@ def _l2_project(adv: torch.Tensor, clean: torch.Tensor, eps: float) -> torch.Ten
     scale = (eps / norms.clamp_min(1e-30)).to(adv.dtype)  # (B,)
     projected = clean + diff * per_sample(scale, diff)
     return adv.where(~per_sample(outside, adv), projected)
-
-
-def _l2_tolerance(n_values: int, machine_eps: float) -> float:
-    # The n values' rounding errors (up to half a machine epsilon each) can add up along the
-    # difference, moving its L2 norm by sqrt(n) * eps_machine / 2; we allow twice that: 4.6e-5
-    # for a float32 224x224 RGB image, 6.6e-6 for CIFAR-10, far below a real violation.
-    return max(MIN_TOLERANCE, math.sqrt(n_values) * machine_eps)
-
-
-def _plain_display(eps: float) -> str:
-    return f"{eps:.6g}"  # L2 and L1 budgets are plain numbers (0.5), never k/255
 
 
 # --- L1: the sum of absolute differences over the whole tensor (EAD's L1 rule) -------------
@@ -131,12 +118,6 @@ def _l1_project(adv: torch.Tensor, clean: torch.Tensor, eps: float) -> torch.Ten
     projected = clean + shrunk.reshape(diff.shape)
     outside = _l1_distance(diff.double()) > eps  # (B,)
     return adv.where(~per_sample(outside, adv), projected)
-
-
-def _l1_tolerance(n_values: int, machine_eps: float) -> float:
-    # Every value's rounding error (half a machine epsilon) adds up in the sum in the worst
-    # case; twice that: 9.4e-5 for a float32 28x28 grey image, 0.036 for 224x224 RGB.
-    return max(MIN_TOLERANCE, n_values * machine_eps)
 
 
 # --- L0: how many pixels changed (OnePixel, Pixle, SparseFool, JSMA) ------------------------
@@ -173,22 +154,21 @@ def _l0_project(adv: torch.Tensor, clean: torch.Tensor, eps: float) -> torch.Ten
     return adv.where(mask, clean)
 
 
-def _l0_tolerance(n_values: int, machine_eps: float) -> float:
-    return 0.0  # a count: no rounding
+def _plain_display(eps: float) -> str:
+    return f"{eps:.6g}"  # L2 and L1 budgets are plain numbers (0.5), never k/255
 
 
-def _l0_display(eps: float) -> str:
-    return f"{eps:g} px"
-
-
-# The fields in order: name, distance, project, tolerance, display.
+# The fields in order: name, distance, project, roundings, display. Roundings, as
+# docs/formats.md ("Threat models") explains: L-inf's values are each one rounding of clean +-
+# eps; L2 allows twice the worst sum of n half-epsilon roundings along the difference, L1 twice
+# every value's added up.
 NORMS: dict[str, ThreatModel] = {
     "linf": ThreatModel(
-        "Linf", _linf_distance, _linf_project, _linf_tolerance, display_pixel_value, max_eps=1.0
+        "Linf", _linf_distance, _linf_project, lambda n: 1.0, display_pixel_value, max_eps=1.0
     ),
-    "l2": ThreatModel("L2", _l2_distance, _l2_project, _l2_tolerance, _plain_display),
-    "l1": ThreatModel("L1", _l1_distance, _l1_project, _l1_tolerance, _plain_display),
+    "l2": ThreatModel("L2", _l2_distance, _l2_project, math.sqrt, _plain_display),
+    "l1": ThreatModel("L1", _l1_distance, _l1_project, float, _plain_display),
     "l0": ThreatModel(
-        "L0", _l0_distance, _l0_project, _l0_tolerance, _l0_display, integer_budget=True
+        "L0", _l0_distance, _l0_project, None, lambda eps: f"{eps:g} px", integer_budget=True
     ),
 }

@@ -1,19 +1,9 @@
 """AutoAttack (Croce & Hein, 2020, https://arxiv.org/abs/2003.01690), L-inf or L2, through the
-official code (`pyautoattack`). The versions:
-- `standard`: the sequential worst case over APGD-CE, APGD-T (9 target classes), FAB-T
-  (9 target classes) and Square (5000 queries), 1 restart each, 100 iterations each. A sample
-  counts as robust only if every attack fails on it; the first success is what is returned.
-- `plus`: APGD-CE, APGD-DLR, FAB, Square, APGD-T, FAB-T with 5 restarts (the library's "plus").
-- `rand`: APGD-CE and APGD-DLR with 20 EOT iterations, for randomized models.
-- `custom`: the attacks in `attacks` (which implies it), in that order, with their settings
-  in `standard`: one attack alone measures a component (AutoAttack's own `custom` defaults
-  differ: 5 restarts for APGD and FAB; use `n_restarts`).
+official code (`pyautoattack`); the versions: docs/formats.md, "AutoAttack versions".
 
-eps is in pixel units (L2: over the whole image tensor), as RobustBench uses it. The library's
-seed is always robench's (its own `seed=None` would seed every attack from the clock), and
-robench changes nothing it returns except samples outside the ball's tolerance: on one batch,
-the images and verdicts are the library's own for that seed and batch size. With fewer than
-10 classes APGD-T and FAB-T use classes - 1 target classes.
+The library's seed is always robench's (its own `seed=None` would seed every attack from the
+clock), and robench changes nothing it returns except samples outside the ball's tolerance: on
+one batch, the images and verdicts are the library's own for that seed and batch size.
 """
 
 from __future__ import annotations
@@ -24,11 +14,7 @@ from typing import Any
 import torch
 
 from robench._core.errors import ConfigError
-from robench.perturbations.adversarial.params import (
-    _LIBRARY_VERSION,
-    _MIN_CLASSES,
-    AutoAttackParams,
-)
+from robench.perturbations.adversarial.params import _MIN_CLASSES, AutoAttackParams
 from robench.perturbations.base import Perturbation
 from robench.perturbations.checks import isolated_attack, project_onto_ball
 from robench.perturbations.threat_models import NORMS
@@ -74,7 +60,8 @@ class AutoAttack(Perturbation):
                     model,
                     norm=NORMS[p.norm].name,  # type: ignore[arg-type]  # "Linf", "L2"
                     eps=p.eps,
-                    version=_LIBRARY_VERSION[p.version],  # type: ignore[arg-type]
+                    # robench's `custom` runs with `standard`'s settings.
+                    version="standard" if p.version == "custom" else p.version,  # type: ignore[arg-type]
                     seed=seed,
                     device=images.device,
                 )

@@ -17,18 +17,46 @@ classes and K the model's outputs, one sample costs:
 | `fab-t` (always 1 restart) | T (4 n + 3) + 1 |
 | `square` | R (queries + 2) + 1 |
 
-The settings of each version are the library's (`AutoAttack._set_version`, `_VERSIONS`);
+The settings of each version are the library's (`AutoAttack._set_version`, `VERSIONS`);
 robench's `custom` uses `standard`'s; the parameters override them as autoattack.py does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
-_GRADIENT = 3  # a forward and a backward pass
-_DEFAULT_ITERATIONS = 100  # APGD, APGD-T and FAB
+from robench.perturbations.base import FORWARD_PASS, GRADIENT_PASS
+
+DEFAULT_ITERATIONS = 100  # APGD, APGD-T and FAB
+_BACKWARD = GRADIENT_PASS - FORWARD_PASS  # one more backward through a kept graph
+
+
+def apgd_passes(steps: int, restarts: int, eot: int) -> int:
+    """APGD in either library: the clean prediction, then (steps + 1) gradients per restart."""
+    return FORWARD_PASS + GRADIENT_PASS * restarts * eot * (steps + 1)
+
+
+def apgd_t_passes(steps: int, restarts: int, eot: int, targets: int) -> int:
+    """APGD-T: APGD's run per target class and restart, plus a forward per run."""
+    per_run = FORWARD_PASS + GRADIENT_PASS * eot * (steps + 1)
+    return FORWARD_PASS + targets * restarts * per_run
+
+
+def fab_passes(steps: int, restarts: int, classes: int, *, per_run: int) -> int:
+    """Untargeted FAB with `per_run` forwards per run (pyautoattack's 3, torchattacks' 2)."""
+    per_step = 2 * FORWARD_PASS + _BACKWARD * classes
+    return FORWARD_PASS + restarts * (per_run * FORWARD_PASS + steps * per_step)
+
+
+def fab_t_passes(steps: int, restarts: int, targets: int) -> int:
+    """Targeted FAB: per target the clean forwards, a gradient and a prediction per step."""
+    per_run = 3 * FORWARD_PASS + steps * (GRADIENT_PASS + FORWARD_PASS)
+    return FORWARD_PASS + targets * restarts * per_run
+
+
+def square_passes(queries: int, restarts: int, *, before: int) -> int:
+    """Square with `before` forwards before its restarts (pyautoattack's 1, torchattacks' 2)."""
+    return FORWARD_PASS * (before + restarts * (queries + 2))
 
 
 @dataclass(frozen=True)
@@ -42,7 +70,7 @@ class _Version:
     eot: int = 1
 
 
-_VERSIONS: dict[str, _Version] = {
+VERSIONS: dict[str, _Version] = {
     "standard": _Version(("apgd-ce", "apgd-t", "fab-t", "square"), checks=8),
     "plus": _Version(
         ("apgd-ce", "apgd-dlr", "fab", "square", "apgd-t", "fab-t"),
@@ -53,76 +81,3 @@ _VERSIONS: dict[str, _Version] = {
     "rand": _Version(("apgd-ce", "apgd-dlr"), checks=3, eot=20),
     "custom": _Version((), checks=8),
 }
-
-
-@dataclass(frozen=True)
-class _Resolved:
-    """The settings one run uses, overrides applied."""
-
-    iterations: int
-    eot: int  # APGD's
-    apgd_t_eot: int
-    targets: int
-    classes: int
-    queries: int
-    apgd_restarts: int
-    apgd_t_restarts: int
-    fab_restarts: int
-    square_restarts: int
-
-
-def _apgd(s: _Resolved) -> int:
-    return 1 + s.apgd_restarts * (s.iterations + 1) * s.eot * _GRADIENT
-
-
-_ATTACK_PASSES: dict[str, Callable[[_Resolved], int]] = {
-    "apgd-ce": _apgd,
-    "apgd-dlr": _apgd,
-    "apgd-t": lambda s: (
-        1 + s.targets * s.apgd_t_restarts * ((s.iterations + 1) * s.apgd_t_eot * _GRADIENT + 1)
-    ),
-    "fab": lambda s: s.fab_restarts * ((2 + 2 * s.classes) * s.iterations + 3) + 1,
-    "fab-t": lambda s: s.targets * (4 * s.iterations + 3) + 1,
-    "square": lambda s: s.square_restarts * (s.queries + 2) + 1,
-}
-
-
-class AutoAttackSettings(Protocol):
-    """What the count reads of `params.AutoAttackParams` (a protocol: params imports this)."""
-
-    @property
-    def version(self) -> str: ...
-    @property
-    def attacks(self) -> Sequence[str] | None: ...
-    @property
-    def n_restarts(self) -> int | None: ...
-    @property
-    def n_iter(self) -> int | None: ...
-    @property
-    def eot_iter(self) -> int | None: ...
-    @property
-    def n_target_classes(self) -> int: ...
-    @property
-    def n_queries(self) -> int: ...
-
-
-def autoattack_passes(params: AutoAttackSettings, classes: int) -> int:
-    """Passes per sample of one AutoAttack run (robench's re-run of the model not included)."""
-    version = _VERSIONS[params.version]
-    attacks = params.attacks or version.attacks
-    restarts = params.n_restarts
-    resolved = _Resolved(
-        iterations=params.n_iter or _DEFAULT_ITERATIONS,
-        eot=params.eot_iter or version.eot,
-        apgd_t_eot=params.eot_iter or 1,  # the library's `rand` sets APGD's alone
-        targets=max(min(params.n_target_classes, classes - 1), 1),
-        classes=classes,
-        queries=params.n_queries,
-        apgd_restarts=restarts or version.apgd_restarts,
-        apgd_t_restarts=restarts or 1,
-        fab_restarts=restarts or version.fab_restarts,
-        square_restarts=restarts or 1,
-    )
-    probe = 1  # robench asks the model for its number of outputs
-    per_attack = sum(_ATTACK_PASSES[name](resolved) + 1 for name in attacks)
-    return version.checks + probe + per_attack

@@ -1,12 +1,8 @@
-"""Expectation over transformation (EOT) for PGD: the attack on a randomized model.
-
-Athalye, Carlini & Wagner, "Obfuscated Gradients Give a False Sense of Security", ICML 2018,
-https://arxiv.org/abs/1802.00420 . A randomized model gives a different gradient on every
-pass, which makes PGD look weaker than it is; EOT follows the mean gradient of `eot_iter`
-passes on the same iterate, g_t = (1/k) sum_j grad_x CE(f_j(x_t), y). L-inf takes its sign
-(torchattacks `EOTPGD`); L2 has no EOT form in torchattacks: `EOTPGDL2` is its `PGDL2` with
-that mean in place of the single gradient. With `eot_iter = 1` either is its plain attack, bit
-for bit (tests/test_eot.py).
+"""Expectation over transformation (EOT) for PGD on a randomized model (Athalye, Carlini &
+Wagner, ICML 2018, https://arxiv.org/abs/1802.00420): g_t = (1/k) sum_j grad_x CE(f_j(x_t), y)
+over `eot_iter` passes (docs/formats.md, "Expectation over transformation"). L2 has no EOT form
+in torchattacks: `EOTPGDL2` is its `PGDL2` with that mean in place of the single gradient, and
+with `eot_iter = 1` it is `PGDL2` bit for bit (tests/test_eot.py).
 """
 
 from __future__ import annotations

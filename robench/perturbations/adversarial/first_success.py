@@ -5,7 +5,7 @@ attack (torchattacks' PGD evaluates iterate t, 0 its start, in its t-th forward;
 `passes` forwards per iterate), and it keeps per sample the first iterate predicted wrong, at
 an argmax and a comparison per pass, without a GPU sync (benchmarks/bench_attack_records.py).
 The last iterate, which the library returns unevaluated, is scored by the runner's re-run
-(results/stats/robustness_curves.py counts a sample wrong there as fooled at the last step).
+(docs/formats.md, "Attack columns").
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """MALT (Melamed, Yehudai and Shamir, NeurIPS 2024, https://arxiv.org/abs/2407.02240): APGD-T
-on the targets MALT's mesoscopic almost-linearity score ranks best, L-inf or L2.
-
-Per batch, on the correctly classified samples: MALT's ranking (`malt_targets`), then
-pyautoattack's APGD-T at AutoAttack's settings on each target in rank order, on the samples no
-earlier target broke: its own `perturb` loop with round i's target taken from the ranking, so
-`ranking = "logits"` is exactly its APGD-T (tests/test_malt.py). A sample is broken when
-misclassified, as in AutoAttack (MALT's code asks for the target class, and also attacks
-samples already misclassified, which robench returns unchanged).
+on the targets MALT's mesoscopic almost-linearity score ranks best (`malt_targets`), through
+pyautoattack's own `perturb` loop with round i's target taken from the ranking, so `ranking =
+"logits"` is exactly its APGD-T (tests/test_malt.py). Where robench differs from MALT's code,
+and why: docs/malt.md.
 """
 
 from __future__ import annotations
@@ -67,13 +63,19 @@ class MALT(Perturbation):
         with isolated_attack(model, seed, images.device):
             with torch.no_grad():
                 logits = model(images)
-            self._check_classes(int(logits.shape[-1]))
+            classes = int(logits.shape[-1])
+            if classes < _MIN_CLASSES:
+                raise ConfigError(
+                    f"MALT runs APGD-T, whose targeted DLR loss needs at least {_MIN_CLASSES} "
+                    f'classes, but the model has {classes}; use kind = "pgd" or an AutoAttack '
+                    'entry with attacks = ["apgd-ce", "square"].'
+                )
             correct = (logits.argmax(dim=1) == labels).nonzero().flatten()
             adv = images.clone()
             if correct.numel() == 0:
                 return adv
             x, y, z = images[correct], labels[correct], logits[correct]
-            k = p.targets(int(logits.shape[-1]))
+            k = p.targets(classes)
             if p.ranking == "malt":
                 targets = malt_targets(model, x, y, z, norm=p.norm, testk=p.candidates, k=k)
             else:
@@ -93,11 +95,3 @@ class MALT(Perturbation):
             )
             adv[correct] = _attack_targets(attack, x, y, targets)
         return project_onto_ball(adv, images, p.eps, name="malt", threat=self.threat_model)
-
-    def _check_classes(self, classes: int) -> None:
-        if classes < _MIN_CLASSES:
-            raise ConfigError(
-                f"MALT runs APGD-T, whose targeted DLR loss needs at least {_MIN_CLASSES} "
-                f'classes, but the model has {classes}; use kind = "pgd" or an AutoAttack '
-                'entry with attacks = ["apgd-ce", "square"].'
-            )

@@ -1,9 +1,5 @@
-"""MALT's parameters and its registered kind, validated without torch or pyautoattack.
-
-MALT (Melamed, Yehudai and Shamir, "MALT Powers Up Adversarial Attacks", NeurIPS 2024,
-https://arxiv.org/abs/2407.02240; code: github.com/odeliamel/MALT) ranks the targets of APGD-T
-by a mesoscopic almost-linearity score instead of the logits (`malt.py`, `malt_targets.py`).
-The defaults are the public code's (`MALTAttack(k=9, testk=100)`).
+"""MALT's parameters and its registered kind, validated without torch or pyautoattack
+(docs/malt.md); the defaults are the public code's (`MALTAttack(k=9, testk=100)`).
 """
 
 from __future__ import annotations
@@ -55,8 +51,7 @@ class MALTParams(BoundedParams):
         return 0 if self.ranking == "logits" else max(min(self.candidates, classes - 1), 1)
 
     def passes_per_sample(self, classes: int = 10) -> int:
-        # The clean forward, a gradient per scored class, (n_iter + 1) gradients per target and
-        # restart for a sample no target breaks, and the runner's re-run (alone at eps 0).
+        # Ranking, APGD-T for a sample no target breaks, the runner's re-run (docs/malt.md).
         if self.eps == 0:
             return FORWARD_PASS
         ranking = FORWARD_PASS + GRADIENT_PASS * self.scored(classes)

@@ -6,11 +6,9 @@ classes with the largest logits other than y's (capped to classes - 1). For each
 
     score(c) = (z_p - z_c) / || grad_x (z_c - z_y) ||_q
 
-with q the dual of the threat model's norm (q = 1 for L-inf, q = 2 for L2): the distance to
-c's decision boundary if f were linear around x. A candidate whose gradient is zero keeps the
-score 0 (the code fills only non-zero rows of a zero matrix); classes outside C score +inf.
-The k targets are the k smallest scores, ascending; ties, which the code leaves to
-`torch.topk`, are broken by class index (a stable sort), so the ranking is deterministic.
+with q the dual of the threat model's norm: the distance to c's decision boundary if f were
+linear around x. The k targets are the k smallest scores, ascending, ties by class index (the
+zero-gradient and tie rules: docs/malt.md).
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """The `minimal-norm` kind: each sample's smallest adversarial perturbation, by FMN
-(robench's `fmn.py`) or FAB (torchattacks), and its norm as a per-sample column.
-
-The runner scores the smallest adversarial found when its norm is at most the cap `eps`, else
-the clean image: top-1 is the accuracy at the cap, and the per-sample norms (`min_norm`; None,
-infinity, when none was found) give it at every smaller eps (results/stats/robustness_curves.py;
-the columns: docs/formats.md, "Attack columns").
+(robench's `fmn.py`) or FAB (torchattacks), and its norm as a per-sample column; what is
+scored and the columns: docs/formats.md, "Minimal-norm attacks" and "Attack columns".
 """
 
 from __future__ import annotations
@@ -17,7 +13,7 @@ import torch
 
 from robench.perturbations.adversarial.fmn import MinimalNormFound, fmn
 from robench.perturbations.adversarial.params import MinimalNormParams
-from robench.perturbations.base import Perturbation
+from robench.perturbations.base import ColumnsPerturbation
 from robench.perturbations.checks import (
     in_pixel_space,
     isolated_attack,
@@ -75,16 +71,11 @@ def _run_fab(
 _METHODS: dict[str, Callable[..., MinimalNormFound]] = {"fmn": _run_fmn, "fab": _run_fab}
 
 
-class MinimalNorm(Perturbation):
+class MinimalNorm(ColumnsPerturbation):
     """The smallest adversarial per sample (FMN or FAB); scored at the cap `eps`."""
 
     Params = MinimalNormParams
     params: MinimalNormParams
-
-    def perturb(
-        self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
-    ) -> torch.Tensor:
-        return self.perturb_with_columns(model, images, labels, seed)[0]
 
     def perturb_with_columns(
         self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int

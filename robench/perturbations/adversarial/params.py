@@ -1,8 +1,6 @@
 """Parameters of the adversarial attacks and the kinds they register, validated without torch
-or any attack library (`robench validate` and `robench list` need only these).
-
-The one-step attacks are split by norm rather than given a `norm`: `fgsm` is the L-inf step,
-`fgm` the L2 step; each rejects the other norm with a pointer to its sibling.
+or any attack library (`robench validate` and `robench list` need only these). The one-step
+attacks are two kinds, `fgsm` (L-inf) and `fgm` (L2): docs/formats.md, "Threat models".
 """
 
 from __future__ import annotations
@@ -19,6 +17,7 @@ from pydantic import (
     model_validator,
 )
 
+from robench.perturbations.adversarial import autoattack_cost as cost
 from robench.perturbations.base import (
     FORWARD_PASS,
     GRADIENT_PASS,
@@ -64,9 +63,8 @@ class FGMParams(_OneStepParams):
 
 @register_kind("pgd", f"{_TA}:PGD")
 class PGDParams(BoundedParams):
-    """Projected gradient descent on the cross-entropy, L-inf (torchattacks `PGD`, signed
-    steps) or L2 (torchattacks `PGDL2`, steps along the L2-normalised gradient). On label
-    maps (segmentation) the loss is the per-pixel cross-entropy, or SegPGD's weighting."""
+    """Projected gradient descent on the cross-entropy, L-inf or L2 (torchattacks_attacks.PGD);
+    on label maps the per-pixel cross-entropy, or SegPGD's weighting (dense_pgd.py)."""
 
     task: ClassVar[tuple[str, ...]] = _DENSE_TASKS
     # Classification: each sample's first wrong iterate (0 = the start), None if none was.
@@ -78,8 +76,7 @@ class PGDParams(BoundedParams):
     random_start: bool = True  # start from a random point of the ball
     # "segpgd" (segmentation only): SegPGD's weighting of correct and wrong pixels (pixel_loss).
     loss: Literal["ce", "segpgd"] = "ce"
-    # Expectation over transformation (Athalye et al. 2018, eot.py) for randomized models: each
-    # step follows the gradient averaged over this many passes; None: one pass (plain PGD).
+    # Each step's gradient averaged over this many passes (EOT, eot.py); None: plain PGD.
     eot_samples: PositiveInt | None = None
 
     # Left out of a report while None, so reports from before EOT line up in `compare`.
@@ -104,18 +101,15 @@ class PGDParams(BoundedParams):
 
 @register_kind("minimal-norm", "robench.perturbations.adversarial.minimal_norm:MinimalNorm")
 class MinimalNormParams(BoundedParams):
-    """The smallest adversarial perturbation per sample, L-inf or L2: FMN (Pintor et al.,
-    NeurIPS 2021, robench's own implementation) or FAB (torchattacks). `eps` is the cap: the
-    curve of accuracy against eps is drawn up to it, and top-1 is the accuracy at it
-    (minimal_norm.py)."""
+    """The smallest adversarial perturbation per sample, by FMN or FAB, up to the cap `eps`
+    (docs/formats.md, "Minimal-norm attacks")."""
 
     columns: ClassVar[tuple[str, ...]] = ("min_norm", "first_success")
 
     method: Literal["fmn", "fab"] = "fmn"  # FMN (robench's own) or FAB (torchattacks)
     norm: Literal["linf", "l2"] = "linf"
     steps: PositiveInt = 100  # gradient steps (FMN), or FAB's iterations
-    # FMN's initial step size (pixel units, along the L2-normalised gradient), annealed by a
-    # cosine to a hundredth of it; None means 1.0 for L2 and 10.0 for L-inf.
+    # FMN's initial step size (pixel units, docs/formats.md); None: 1.0 for L2, 10.0 for L-inf.
     step_size: float | None = None
     gamma: float = Field(default=0.05, gt=0, lt=1)  # FMN's initial radius change per step
 
@@ -164,14 +158,6 @@ class SPSAParams(BoundedParams):
 
 
 AttackName = Literal["apgd-ce", "apgd-dlr", "apgd-t", "fab", "fab-t", "square"]
-
-# The library's version that configures each robench version (`custom`: `standard`'s settings).
-_LIBRARY_VERSION: dict[str, str] = {
-    "standard": "standard",
-    "plus": "plus",
-    "rand": "rand",
-    "custom": "standard",
-}
 
 # Fewest classes an attack's loss is defined for: DLR reads the 3rd-largest logit, the
 # targeted DLR the 4th; everything else needs a runner-up class.
@@ -227,6 +213,22 @@ class AutoAttackParams(BoundedParams):
         return self
 
     def passes_per_sample(self, classes: int = 10) -> int:
-        from robench.perturbations.adversarial.autoattack_cost import autoattack_passes
-
-        return FORWARD_PASS + autoattack_passes(self, classes)
+        # autoattack_cost.py: the library's checks, robench's probe of the model's outputs, each
+        # attack and the prediction after it, then the runner's re-run.
+        version = cost.VERSIONS[self.version]
+        steps, restarts = self.n_iter or cost.DEFAULT_ITERATIONS, self.n_restarts
+        targets = max(min(self.n_target_classes, classes - 1), 1)
+        apgd = cost.apgd_passes(
+            steps, restarts or version.apgd_restarts, self.eot_iter or version.eot
+        )
+        passes = {
+            "apgd-ce": apgd,
+            "apgd-dlr": apgd,
+            # The library's `rand` sets APGD's EOT alone.
+            "apgd-t": cost.apgd_t_passes(steps, restarts or 1, self.eot_iter or 1, targets),
+            "fab": cost.fab_passes(steps, restarts or version.fab_restarts, classes, per_run=3),
+            "fab-t": cost.fab_t_passes(steps, 1, targets),
+            "square": cost.square_passes(self.n_queries, restarts or 1, before=1),
+        }
+        attacks = sum(passes[name] + FORWARD_PASS for name in self.attacks or version.attacks)
+        return version.checks + FORWARD_PASS + attacks + FORWARD_PASS

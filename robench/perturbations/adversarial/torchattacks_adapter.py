@@ -1,16 +1,9 @@
 """Every torchattacks attack class as one robench perturbation: the `torchattacks.NAME` kinds.
 
-`TorchattacksAttack` builds torchattacks.NAME with the suite's parameters (its schema,
-torchattacks_params.py) and runs it in pixel space on the true labels (`in_pixel_space`,
-`isolated_attack`), numpy's global RNG (OnePixel's and Pixle's) seeded too and restored: the
-same seed gives the same images, bit for bit those of torchattacks called directly with that
-seeding (tests/test_torchattacks_adapter.py).
-
-Bounded outputs go through `project_onto_ball`; minimal-norm ones get `min_norm` per sample,
-as the `minimal-norm` kind records it. Minimal-norm and noise outputs up to ROUNDING_TOLERANCE
-outside [0, 1] (the library's float rounding: EADL1 returns about -1e-5) are clipped, the
-amount recorded in `rounding_clip`; beyond it the runner's check refuses the attack. A
-targeted mode records each sample's target class in `target_class`.
+`TorchattacksAttack` builds torchattacks.NAME with the suite's parameters and runs it in pixel
+space on the true labels, numpy's global RNG (OnePixel's and Pixle's) seeded too and restored:
+bit for bit torchattacks called directly with that seeding (tests/test_torchattacks_adapter.py).
+Its columns (`min_norm`, `rounding_clip`, `target_class`): docs/formats.md, "Attack columns".
 """
 
 from __future__ import annotations
@@ -22,7 +15,6 @@ import torch
 
 from robench._core.errors import ConfigError, first_line
 from robench.perturbations.adversarial.torchattacks_catalogue import (
-    FILLED_BY_ROBENCH,
     LIMITS,
     ROUNDING_TOLERANCE,
     TARGETED_MODES,
@@ -35,7 +27,7 @@ from robench.perturbations.adversarial.torchattacks_params import (
     TARGET_COLUMN,
     TorchattacksParams,
 )
-from robench.perturbations.base import Perturbation
+from robench.perturbations.base import ColumnsPerturbation
 from robench.perturbations.checks import (
     in_pixel_space,
     isolated_attack,
@@ -68,23 +60,6 @@ class TargetRecorder:
         return [int(t) for t in every[-batch:].tolist()] if len(every) >= batch else [None] * batch
 
 
-def _fill(
-    kwargs: dict[str, Any],
-    accepted: set[str],
-    model: torch.nn.Module,
-    images: torch.Tensor,
-    seed: int,
-) -> dict[str, Any]:
-    """`seed` and `n_classes` where the attack takes them and the suite left them out."""
-    filled = dict(kwargs)
-    if "seed" in accepted and "seed" not in filled:
-        filled["seed"] = seed
-    if "n_classes" in accepted and "n_classes" not in filled:
-        with torch.no_grad():
-            filled["n_classes"] = int(model(images[:1]).shape[-1])
-    return filled
-
-
 def build_attack(
     params: TorchattacksParams, model: torch.nn.Module, images: torch.Tensor, seed: int
 ) -> Any:
@@ -94,8 +69,13 @@ def build_attack(
 
     library = getattr(torchattacks, params.attack)
     signature = inspect.signature(library.__init__)
-    accepted = set(signature.parameters) - {"self", "model"}
-    kwargs = _fill(params.library_kwargs(), accepted & set(FILLED_BY_ROBENCH), model, images, seed)
+    kwargs = params.library_kwargs()
+    # FILLED_BY_ROBENCH: `seed` and `n_classes` where the attack takes them and the suite did not.
+    if "seed" in signature.parameters:
+        kwargs.setdefault("seed", seed)
+    if "n_classes" in signature.parameters and "n_classes" not in kwargs:
+        with torch.no_grad():
+            kwargs["n_classes"] = int(model(images[:1]).shape[-1])
     try:
         signature.bind(None, model, **kwargs)
     except TypeError as exc:
@@ -157,16 +137,11 @@ def minimal_norms(
     ]
 
 
-class TorchattacksAttack(Perturbation):
+class TorchattacksAttack(ColumnsPerturbation):
     """One torchattacks attack class (the kind `torchattacks.NAME`), in pixel space."""
 
     Params = TorchattacksParams
     params: TorchattacksParams
-
-    def perturb(
-        self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int
-    ) -> torch.Tensor:
-        return self.perturb_with_columns(model, images, labels, seed)[0]
 
     def perturb_with_columns(
         self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int

@@ -1,11 +1,8 @@
-"""FGSM, PGD and SPSA run through torchattacks: L-inf, and L2 for PGD.
-
-All three attack pixel-space images in [0, 1] against the true labels, in pixel space
-(`in_pixel_space`), and return images inside their threat model's ball, clipped to [0, 1];
-randomness (PGD's random start, SPSA's directions) comes only from `seed`. SPSA runs Adam on
-an SPSA estimate of the margin loss's gradient from `nb_sample` random +-1 directions of size
-`delta` (Uesato et al., 2018; advertorch's code). Label maps (segmentation) go to robench's
-own FGSM and PGD loop (dense_pgd.py).
+"""FGSM, PGD and SPSA run through torchattacks in pixel space (`in_pixel_space`), against the
+true labels, with randomness from `seed` only (docs/formats.md, the kinds' table). SPSA runs
+Adam on an SPSA estimate of the margin loss's gradient from `nb_sample` random +-1 directions
+of size `delta` (Uesato et al., 2018; advertorch's code). Label maps (segmentation) go to
+robench's own FGSM and PGD loop (dense_pgd.py).
 """
 
 from __future__ import annotations

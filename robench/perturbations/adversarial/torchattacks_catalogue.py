@@ -1,14 +1,8 @@
 """What robench knows about each torchattacks attack that its source does not say: its threat
-model, which parameter is its budget, and why an attack cannot run as a suite kind (the
-classes by threat model: docs/torchattacks.md).
-
-`Bounded` attacks stay inside a ball of radius `eps` in one of `norms` (the budget may be
-torchattacks' `max_epsilon`, or OnePixel's `pixels`, an L0 budget). `MinimalNorm` ones have no
-budget and search for the smallest adversarial in `norm`: issue 37 lists SparseFool and JSMA
-both as minimal-norm and as L0 attacks, which they are (few pixels, not a fixed number), as is
-Pixle; EADEN's rule is the elastic net, its size reported in L2 (where torchattacks files it).
-`Noise` has neither ball nor search (VANILA, GN); `REFUSED` says why a class cannot run. An
-attack a later torchattacks adds that this table does not know is refused until a row is added.
+model (`Bounded`, `MinimalNorm`, `Noise`), which parameter is its budget, and why a class
+cannot run (`REFUSED`); the classes by threat model: docs/formats.md, "torchattacks attacks".
+An attack a later torchattacks adds that this table does not know is refused until a row is
+added.
 """
 
 from __future__ import annotations
@@ -57,15 +51,14 @@ THREATS: dict[str, Threat] = {
     "APGDT": Bounded(("linf", "l2")),
     "AutoAttack": Bounded(("linf", "l2")),
     "Square": Bounded(("linf", "l2")),
-    # FAB's L1 mode is listed by torchattacks but fails inside it (an unassigned variable
-    # in its L1 projection, torchattacks 3.5), so robench offers L-inf and L2 only.
+    # FAB's L1 mode fails inside torchattacks 3.5 (an unassigned variable in its projection).
     "FAB": Bounded(("linf", "l2")),
     "PGDL2": _L2,
     "PGDRSL2": _L2,
     "OnePixel": Bounded(("l0",), budget="pixels"),
     "CW": MinimalNorm("l2"),
     "DeepFool": MinimalNorm("l2"),
-    "EADEN": MinimalNorm("l2"),
+    "EADEN": MinimalNorm("l2"),  # an elastic-net rule, its size in L2 where torchattacks files it
     "EADL1": MinimalNorm("l1"),
     "SparseFool": MinimalNorm("l0"),
     "JSMA": MinimalNorm("l0"),
@@ -92,9 +85,7 @@ LIMITS: dict[str, str] = {
     **dict.fromkeys(("EADEN", "EADL1"), "with abort_early = true it needs max_iterations >= 10"),
 }
 
-# How far outside [0, 1] a minimal-norm or noise attack's output may land from the library's
-# float rounding (EADL1 and EADEN return about -1e-5), to be clipped and recorded
-# (`rounding_clip`); beyond it, the runner's check refuses the attack (exit 3).
+# How far outside [0, 1] float rounding may put an output (docs/formats.md, `rounding_clip`).
 ROUNDING_TOLERANCE = 1e-4
 
 # Parameters with an integer default that take real values (CW's c = 1, EAD's kappa = 0):
@@ -120,14 +111,20 @@ _NON_NEGATIVE = Bound(ge=0)  # a margin, decay or noise level: zero switches it 
 _PROBABILITY = Bound(ge=0, le=1)
 _FRACTION = Bound(gt=0, le=1)
 
+# Parameters that multiply the number of gradient steps, and those that count forward-only
+# queries (torchattacks_cost's rule for an attack with no row of its own).
+STEP_COUNTS = (
+    "steps", "nb_iter", "max_iterations", "binary_search_steps", "num_iter_set",
+    "n_restarts", "restarts", "eot_iter", "N", "m", "noise_batch_size", "popsize",
+)  # fmt: skip
+QUERY_COUNTS = ("n_queries", "nb_sample")
+
 # Bounds by torchattacks parameter name (a name means the same across its classes): without
 # them `steps = -1` ran no step and reported clean accuracy as robust.
 BOUNDS: dict[str, Bound] = {
     **dict.fromkeys(
         (
-            "steps", "nb_iter", "max_iterations", "binary_search_steps", "num_iter_set",
-            "n_restarts", "restarts", "eot_iter", "N", "m", "n_queries", "nb_sample",
-            "popsize", "noise_batch_size", "batch_max", "max_batch_size", "inf_batch",
+            *STEP_COUNTS, *QUERY_COUNTS, "batch_max", "max_batch_size", "inf_batch",
             "len_kernel", "n_grad", "epochs", "nb_models_epoch",
         ),
         _COUNT,
@@ -165,8 +162,7 @@ CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
     ),
 }  # fmt: skip
 
-# Parameters robench fills when a suite leaves them out: `seed`, so that --seed governs the
-# attack (AutoAttack's None would seed from the clock); `n_classes` (torchattacks assumes 10).
+# Parameters robench fills when a suite leaves them out (docs/formats.md, "torchattacks attacks").
 FILLED_BY_ROBENCH = {
     "seed": "the batch's seed (from the run's --seed)",
     "n_classes": "the model's number of outputs",

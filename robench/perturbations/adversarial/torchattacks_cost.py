@@ -1,11 +1,9 @@
-"""An upper bound on a `torchattacks.NAME` attack's model passes per sample, from its parameters.
-
-Counted against torchattacks 3.5's source, in the cost model's unit (a backward alone, one
-logit's gradient in a Jacobian, is 2), for the worst case in which no sample is broken early
-(most attacks stop on a misclassified sample; docs/cost.md gives the measured ratios).
-An attack with no row in `ATTACK_COSTS` costs a forward and a gradient per step of every
-repeat count it takes, or a forward per query; `adapter_passes` is what runs around it. In
-the formulas `classes` is the model's outputs, C x H x W one sample's shape.
+"""An upper bound on a `torchattacks.NAME` attack's model passes per sample, from its parameters,
+counted against torchattacks 3.5's source in the cost model's unit (a backward alone, one
+logit's gradient in a Jacobian, is 2) for the worst case in which no sample is broken early;
+the rule of an attack with no row, what runs around it and the measured ratios: docs/cost.md,
+"torchattacks kinds". In the formulas `classes` is the model's outputs, C x H x W one sample's
+shape.
 """
 
 from __future__ import annotations
@@ -15,18 +13,19 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from robench.perturbations.adversarial.autoattack_cost import (
+    apgd_passes,
+    apgd_t_passes,
+    fab_passes,
+    fab_t_passes,
+    square_passes,
+)
+from robench.perturbations.adversarial.torchattacks_catalogue import QUERY_COUNTS, STEP_COUNTS
 from robench.perturbations.base import FORWARD_PASS, GRADIENT_PASS
 
 _BACKWARD = GRADIENT_PASS - FORWARD_PASS  # one more backward through a kept graph
 # SparseFool runs torchattacks' DeepFool at its default steps inside every one of its steps.
 _SPARSEFOOL_DEEPFOOL_STEPS = 50
-# Parameters that multiply the number of gradient steps, and those that count forward-only
-# queries: the rule of an attack with no row of its own.
-_STEP_COUNTS = (
-    "steps", "nb_iter", "max_iterations", "binary_search_steps", "num_iter_set",
-    "n_restarts", "restarts", "eot_iter", "N", "m", "noise_batch_size", "popsize",
-)  # fmt: skip
-_QUERY_COUNTS = ("n_queries", "nb_sample")
 
 
 @dataclass(frozen=True)
@@ -53,63 +52,34 @@ class CostRule:
     passes: Callable[[CostInput], int]
 
 
-def _apgd(c: CostInput) -> int:
-    # The clean prediction, then per restart a gradient at the start and one per step.
-    return FORWARD_PASS + GRADIENT_PASS * c.get("n_restarts") * c.get("eot_iter") * (
-        c.get("steps") + 1
-    )
-
-
-def _apgdt(c: CostInput) -> int:
-    # As APGD, per target class (n - 1 of them), plus a forward per target's run.
-    per_run = FORWARD_PASS + GRADIENT_PASS * c.get("eot_iter") * (c.get("steps") + 1)
-    return FORWARD_PASS + (c.n_classes - 1) * c.get("n_restarts") * per_run
-
-
-def _fab_untargeted(steps: int, restarts: int, classes: int) -> int:
-    # Per step: the gradient of every output (a forward, K backwards) and a prediction.
-    per_run = 2 * FORWARD_PASS + steps * (2 * FORWARD_PASS + _BACKWARD * classes)
-    return FORWARD_PASS + restarts * per_run
-
-
-def _fab_targeted(steps: int, restarts: int, targets: int) -> int:
-    # Per target: two clean forwards, a gradient and a prediction per step, a last forward.
-    per_run = 3 * FORWARD_PASS + steps * (GRADIENT_PASS + FORWARD_PASS)
-    return FORWARD_PASS + targets * restarts * per_run
-
-
 def _fab(c: CostInput) -> int:
     steps, restarts = c.get("steps"), c.get("n_restarts")
     if c.values.get("multi_targeted"):
-        return _fab_targeted(steps, restarts, c.n_classes - 1)
+        return fab_t_passes(steps, restarts, c.n_classes - 1)
     if c.values.get("targeted"):
-        return _fab_targeted(steps, restarts, 1)
-    return _fab_untargeted(steps, restarts, c.classes)
-
-
-def _square(queries: int, restarts: int) -> int:
-    # The clean prediction, then per restart a first margin, a forward per query, a check.
-    return 2 * FORWARD_PASS + restarts * (queries + 2) * FORWARD_PASS
+        return fab_t_passes(steps, restarts, 1)
+    return fab_passes(steps, restarts, c.classes, per_run=2)
 
 
 # torchattacks.AutoAttack's versions: the library's own settings (APGD, APGD-T and FAB at
 # their default 10 steps); each attack is followed by MultiAttack's forward on its output.
-_AUTOATTACK_STEPS = 10
+_STEPS = 10
+_SQUARE = square_passes(5000, 1, before=2)
 _AUTOATTACK: dict[str, Callable[[int, int], list[int]]] = {
     "standard": lambda k, n: [
-        FORWARD_PASS + GRADIENT_PASS * (_AUTOATTACK_STEPS + 1),
-        FORWARD_PASS + (n - 1) * (FORWARD_PASS + GRADIENT_PASS * (_AUTOATTACK_STEPS + 1)),
-        _fab_targeted(_AUTOATTACK_STEPS, 1, n - 1),
-        _square(5000, 1),
+        apgd_passes(_STEPS, 1, 1),
+        apgd_t_passes(_STEPS, 1, 1, n - 1),
+        fab_t_passes(_STEPS, 1, n - 1),
+        _SQUARE,
     ],
     "plus": lambda k, n: [
-        *[FORWARD_PASS + GRADIENT_PASS * 5 * (_AUTOATTACK_STEPS + 1)] * 2,
-        _fab_untargeted(_AUTOATTACK_STEPS, 5, k),
-        _square(5000, 1),
-        FORWARD_PASS + (n - 1) * (FORWARD_PASS + GRADIENT_PASS * (_AUTOATTACK_STEPS + 1)),
-        _fab_targeted(_AUTOATTACK_STEPS, 1, n - 1),
+        *[apgd_passes(_STEPS, 5, 1)] * 2,
+        fab_passes(_STEPS, 5, k, per_run=2),
+        _SQUARE,
+        apgd_t_passes(_STEPS, 1, 1, n - 1),
+        fab_t_passes(_STEPS, 1, n - 1),
     ],
-    "rand": lambda k, n: [FORWARD_PASS + GRADIENT_PASS * 20 * (_AUTOATTACK_STEPS + 1)] * 2,
+    "rand": lambda k, n: [apgd_passes(_STEPS, 1, 20)] * 2,
 }
 
 
@@ -158,9 +128,9 @@ def _ead(c: CostInput) -> int:
 
 def generic_passes(c: CostInput) -> int:
     """The rule of the attacks with no row in `ATTACK_COSTS` (the module docstring)."""
-    steps = math.prod(int(c.values[k]) for k in _STEP_COUNTS if isinstance(c.values.get(k), int))
-    queries = math.prod(int(c.values[k]) for k in _QUERY_COUNTS if isinstance(c.values.get(k), int))
-    if any(k in c.values for k in _QUERY_COUNTS):
+    steps = math.prod(int(c.values[k]) for k in STEP_COUNTS if isinstance(c.values.get(k), int))
+    queries = math.prod(int(c.values[k]) for k in QUERY_COUNTS if isinstance(c.values.get(k), int))
+    if any(k in c.values for k in QUERY_COUNTS):
         return FORWARD_PASS * queries * steps
     return FORWARD_PASS + GRADIENT_PASS * steps
 
@@ -187,15 +157,21 @@ ATTACK_COSTS: dict[str, CostRule] = {
     ),
     "Square": CostRule(
         "2 + n_restarts x (n_queries + 2)",
-        lambda c: _square(c.get("n_queries"), c.get("n_restarts")),
+        lambda c: square_passes(c.get("n_queries"), c.get("n_restarts"), before=2),
     ),
     "SPSA": CostRule(
         "2 x nb_iter x nb_sample",
         lambda c: 2 * FORWARD_PASS * c.get("nb_iter") * c.get("nb_sample"),
     ),
-    "APGD": CostRule("1 + 3 x n_restarts x eot_iter x (steps + 1)", _apgd),
+    "APGD": CostRule(
+        "1 + 3 x n_restarts x eot_iter x (steps + 1)",
+        lambda c: apgd_passes(c.get("steps"), c.get("n_restarts"), c.get("eot_iter")),
+    ),
     "APGDT": CostRule(
-        "1 + (n_classes - 1) x n_restarts x (1 + 3 x eot_iter x (steps + 1))", _apgdt
+        "1 + (n_classes - 1) x n_restarts x (1 + 3 x eot_iter x (steps + 1))",
+        lambda c: apgd_t_passes(
+            c.get("steps"), c.get("n_restarts"), c.get("eot_iter"), c.n_classes - 1
+        ),
     ),
     "FAB": CostRule(
         "1 + n_restarts x (2 + steps x (2 + 2 x classes)); targeted: 1 + n_restarts x "
@@ -227,13 +203,11 @@ def cost_formula(attack: str, fields: Collection[str]) -> str:
     counts the attack takes among `fields` ("1 + 3 x steps x eot_iter"; FGSM: "1 + 3")."""
     if attack in ATTACK_COSTS:
         return ATTACK_COSTS[attack].formula
-    steps = [name for name in _STEP_COUNTS if name in fields]
-    queries = [name for name in _QUERY_COUNTS if name in fields]
+    steps = [name for name in STEP_COUNTS if name in fields]
+    queries = [name for name in QUERY_COUNTS if name in fields]
     return " x ".join(queries + steps if queries else ["1 + 3", *steps])
 
 
 def adapter_passes(*, minimal_norm: bool, targeted: bool, fills_classes: bool) -> int:
-    """Per sample: the runner's re-run on the output; a minimal-norm attack's two predictions
-    for `min_norm`; a targeted mode's forward picking targets; robench's probe of the
-    model's outputs where it fills `n_classes` (one image per batch: at most one per sample)."""
+    """The passes around the attack per sample (docs/cost.md, "torchattacks kinds")."""
     return FORWARD_PASS * (1 + 2 * minimal_norm + targeted + fills_classes)

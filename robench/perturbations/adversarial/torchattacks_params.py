@@ -1,14 +1,9 @@
 """The `torchattacks.NAME` kinds: one parameter schema per torchattacks attack class, built
 from the class's own `__init__` parameters (read from source, torchattacks_source.py) and its
-row of the threat-model catalogue (torchattacks_catalogue.py), without importing torch.
-
-A suite writes the parameters as torchattacks names them; besides them bounded attacks take
-`eps` (pixel units; `max_epsilon` and OnePixel's `pixels` are aliases) and `norm`, others
-refuse `eps`, and targeted modes are `targeted = "random"` or `"least-likely"`
-(docs/torchattacks.md).
-
-A loader of the perturbation registry registers the kinds on its first listing or lookup of
-a name it does not hold, so commands that never ask for them never read torchattacks' source.
+row of the threat-model catalogue (torchattacks_catalogue.py), without importing torch; what a
+suite writes: docs/formats.md, "torchattacks attacks". A loader of the perturbation registry
+registers them on its first listing or lookup of a name it lacks, so commands that never ask
+for them never read torchattacks' source.
 """
 
 from __future__ import annotations
@@ -90,10 +85,7 @@ class TorchattacksParams(PerturbationParams):
     def library_kwargs(self) -> dict[str, Any]:
         """What the suite set, under the library's names."""
         given = {name: getattr(self, name) for name in self.model_fields_set}
-        kwargs = {self.library_names[k]: v for k, v in given.items() if k in self.library_names}
-        if "norm" in kwargs:  # the library spells norms as NORMS names them: "Linf", "L2"
-            kwargs["norm"] = NORMS[kwargs["norm"]].name
-        return kwargs
+        return {self.library_names[k]: v for k, v in given.items() if k in self.library_names}
 
     def passes_per_sample(self, classes: int = 10) -> int:
         return self.passes_per_sample_on(classes, None)
@@ -143,7 +135,7 @@ class TorchattacksBoundedParams(TorchattacksParams, BoundedParams):
         kwargs = super().library_kwargs()
         threat = self.threat
         assert isinstance(threat, Bounded)  # set by the factory, not user input
-        # The budget and the norm always go to the library, under its names.
+        # The budget and the norm always go to the library, under its names ("Linf", "L2").
         budget: Any = int(self.eps) if NORMS[self.norm].integer_budget else self.eps
         kwargs[threat.budget] = budget
         if "norm" in self.library_names:
@@ -195,23 +187,21 @@ _BASES: dict[type, type[TorchattacksParams]] = {
 }
 
 
+# The pydantic type of a parameter by its literal default's type (`Unreadable`, None: any).
+_TYPES: dict[type, Any] = {bool: bool, int: int, float: _Real, str: str}
+
+
 def _field_type(parameter: LibraryParameter) -> Any:
     """The pydantic type of a library parameter, from its default."""
     default = parameter.default
     if parameter.name in FILLED_BY_ROBENCH:
         return int | None
-    if isinstance(default, bool):
-        return bool
-    if isinstance(default, int):
-        return _Real if parameter.name in REAL_VALUED else int
-    if isinstance(default, float):
+    if type(default) is int and parameter.name in REAL_VALUED:
         return _Real
-    if isinstance(default, str):
-        return str
     if isinstance(default, tuple | list):
         numeric = all(isinstance(v, int | float) for v in default)
         return tuple[int | float, ...] if numeric else tuple[Any, ...]
-    return int | float | str | bool | None
+    return _TYPES.get(type(default), int | float | str | bool | None)
 
 
 def _bounded(attack: str, parameter: LibraryParameter) -> Any:

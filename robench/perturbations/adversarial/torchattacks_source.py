@@ -1,13 +1,8 @@
-"""The attack classes of the installed torchattacks, read from its source without importing it.
-
-`robench list perturbations` and `robench validate` must not import torch, which
-torchattacks imports; so the names in `torchattacks.__all__`, each class's `__init__`
-parameters and defaults, and whether it supports "targeted", are read with `ast` from the
-installed package's files. The adapter checks them against the imported class's signature at
-run time (and tests/test_torchattacks_adapter.py for every class).
-
-A default that is not a plain literal (`eps=8/255` is, `attack_class=BIM` is not) is kept as
-its source text (`Unreadable`): such a parameter cannot be written in a TOML suite.
+"""The attack classes of the installed torchattacks, read from its source without importing it
+(which imports torch): the names in `torchattacks.__all__`, each class's `__init__` parameters
+and defaults, and whether it supports "targeted". The adapter checks them against the imported
+class's signature at run time. A default that is not a plain literal (`attack_class=BIM`) is
+kept as its source text (`Unreadable`): such a parameter cannot be written in a TOML suite.
 """
 
 from __future__ import annotations
@@ -69,7 +64,6 @@ class LibraryAttack:
     # "targeted" in its `supported_mode` and its code asks for target labels: SPSA lists the
     # mode but never asks, so it would attack towards the true label: not targeted.
     targeted: bool
-    wrapper: bool  # listed in `torchattacks.__wrapper__` (MultiAttack, LGV)
 
 
 def _literal(node: ast.expr) -> Any:
@@ -126,7 +120,7 @@ def _asks_for_targets(cls: ast.ClassDef) -> bool:
     )
 
 
-def _read_class(path: Path, name: str, wrapper: bool) -> LibraryAttack | None:
+def _read_class(path: Path, name: str) -> LibraryAttack | None:
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == name:
@@ -134,7 +128,7 @@ def _read_class(path: Path, name: str, wrapper: bool) -> LibraryAttack | None:
                 if isinstance(item, ast.FunctionDef) and item.name == "__init__":
                     takes_model, parameters = _parameters(item)
                     targeted = _supports_targeted(item) and _asks_for_targets(node)
-                    return LibraryAttack(name, takes_model, parameters, targeted, wrapper)
+                    return LibraryAttack(name, takes_model, parameters, targeted)
     return None
 
 
@@ -146,16 +140,6 @@ def package_dir() -> Path | None:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def _module_assignments(tree: ast.Module) -> dict[str, Any]:
-    found = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target = node.targets[0]
-            if isinstance(target, ast.Name):
-                found[target.id] = _literal(node.value)
-    return found
-
-
 @cache
 def library_attacks() -> dict[str, LibraryAttack | None]:
     """Every name in torchattacks' `__all__` -> its class as declared in source (None: not
@@ -165,16 +149,16 @@ def library_attacks() -> dict[str, LibraryAttack | None]:
         logger.debug("torchattacks is not installed: no torchattacks.* kinds")
         return {}
     init = ast.parse((root / "__init__.py").read_text(encoding="utf-8"))
-    values = _module_assignments(init)
-    names = values.get("__all__", [])
-    wrappers = set(values.get("__wrapper__", []))
+    names: list[str] = []
     modules: dict[str, Path] = {}
-    for node in init.body:  # `from .attacks.cw import CW`
-        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+    for node in init.body:  # `__all__ = [...]`, `from .attacks.cw import CW`
+        if isinstance(node, ast.Assign) and [ast.unparse(t) for t in node.targets] == ["__all__"]:
+            names = list(_literal(node.value))
+        elif isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
             path = root.joinpath(*node.module.split(".")).with_suffix(".py")
             modules.update({alias.asname or alias.name: path for alias in node.names})
     return {
-        name: _read_class(modules[name], name, name in wrappers)
+        name: _read_class(modules[name], name)
         if name in modules and modules[name].is_file()
         else None
         for name in names

@@ -47,9 +47,7 @@ def _alpha(value: Any) -> Any:
 )
 class RandomizedSmoothingParams(PerturbationParams):
     """Certified L2 radius per sample by randomized smoothing (Cohen, Rosenfeld and Kolter,
-    ICML 2019, CERTIFY; smoothing.py): the scored input is the clean image, the certificate is
-    in the per-sample columns (docs/formats.md, "Attack columns") and the metrics
-    `certified_accuracy@R` (each of `radii`), `acr` and `abstention_rate`."""
+    ICML 2019, CERTIFY; smoothing.py); docs/formats.md, "Randomized smoothing"."""
 
     display: ClassVar[str | None] = "Randomized smoothing"
     columns: ClassVar[tuple[str, ...]] = COLUMNS
@@ -91,11 +89,10 @@ class RandomizedSmoothingParams(PerturbationParams):
 
 @register_kind("smoothed-pgd", "robench.perturbations.certification.smoothed_pgd:SmoothedPGD")
 class SmoothedPGDParams(BoundedParams):
-    """PGD-L2 on the smoothed classifier g (Salman et al., NeurIPS 2019, SmoothAdv): each step
-    ascends its cross-entropy (smoothed_pgd.py), then Cohen et al.'s PREDICT classifies the
-    image (`smoothed_prediction`, `abstained`; metric `smoothed_accuracy`); the scored `top1`
-    is the base classifier's. Only this attack tests a `randomized-smoothing` certificate of
-    the same sigma (the `certificate_vs_attack` check)."""
+    """PGD-L2 on the smoothed classifier (Salman et al., NeurIPS 2019, SmoothAdv;
+    smoothed_pgd.py), then PREDICT at its image: the one attack a `randomized-smoothing`
+    certificate of the same sigma is checked against (docs/formats.md, "Randomized
+    smoothing")."""
 
     display: ClassVar[str | None] = "SmoothAdv-PGD"
     columns: ClassVar[tuple[str, ...]] = PREDICT_COLUMNS

@@ -8,11 +8,8 @@ SmoothAdv's attack), then Cohen et al.'s PREDICT at the adversarial image, per s
     PREDICT: votes of f over n copies x' + noise; the top class unless the binomial test of
     its count against the runner-up's does not reject at alpha (then abstain)
 
-The attack starts at the clean image (Salman et al.'s has no random start). Each sample draws
-its noise from its own generator (the attack's draws, then PREDICT's), as in `smoothing.py`.
-The runner scores the base classifier on x' (`top1`). A certificate of the same sigma holds
-the smoothed prediction within its radius, so this attack, not one on the base classifier,
-can contradict it (`results/stats/certificate_checks.py`).
+The attack starts at the clean image (Salman et al.'s has no random start). The noise per
+sample, what is scored and the check it feeds: docs/formats.md, "Randomized smoothing".
 """
 
 from __future__ import annotations

@@ -6,10 +6,8 @@ their `core.py`), per sample:
     pA      = Clopper-Pearson lower bound (1 - alpha) of nA / n
     radius  = sigma Phi^-1(pA), or abstain when pA <= 1/2
 
-The noise N(0, sigma^2 I) is added to the pixels in [0, 1], before the model's normalisation,
-and not clipped, as Cohen et al. do, so sigma is in the pixel units eps is. Each sample draws
-from its own generator (the runner's per-sample seed), selection first, in chunks of `batch`
-copies: its certificate is the same at any batch size and under torchrun.
+The noise is added to the pixels before the model's normalisation, unclipped, as Cohen et al.
+do; each sample draws from its own generator (docs/formats.md, "Randomized smoothing").
 """
 
 from __future__ import annotations
@@ -76,12 +74,9 @@ def noise_votes(
     own: OwnBatch,
 ) -> torch.Tensor:
     """Votes (S, K) of the base classifier over `num` noisy copies of each of `images`
-    (S, C, H, W), noise of std `sigma`.
-
-    Sample i's noise comes from generators[i] in chunks of `batch` copies, as Cohen et al.'s
-    `_sample_noise` draws it for one image alone. The forward passes take the chunks of
-    consecutive samples together, at most `own.size` rows each (full batches even when `num` <
-    `batch`), and the votes stay on the device: no host synchronisation per pass."""
+    (S, C, H, W), noise of std `sigma` drawn from generators[i] in chunks of `batch` copies as
+    Cohen et al.'s `_sample_noise` draws it; forward passes of at most `own.size` rows take
+    consecutive samples' chunks together (docs/formats.md, "Randomized smoothing")."""
     counts: torch.Tensor | None = None
     pending: list[torch.Tensor] = []  # noisy copies not yet forwarded
     owners: list[torch.Tensor] = []  # each copy's sample
@@ -174,10 +169,6 @@ class RandomizedSmoothing(SmoothedAttack):
         with torch.inference_mode():  # (S, K) votes of each phase, a sample's selection first
             selection = noise_votes(model, images, p.n0, p.batch, p.sigma, generators, own)
             estimation = noise_votes(model, images, p.n, p.batch, p.sigma, generators, own)
-        selection, estimation = selection.cpu(), estimation.cpu()  # one sync
-        columns: SampleColumns = {name: [] for name in self.params.columns}
-        for i in range(len(images)):
-            found = certificate(selection[i], estimation[i], self.params).columns()
-            for name, value in found.items():
-                columns[name].append(value)
-        return images, columns
+        pairs = zip(selection.cpu(), estimation.cpu(), strict=True)  # one sync
+        found = [certificate(s, e, p).columns() for s, e in pairs]
+        return images, {name: [one[name] for one in found] for name in p.columns}

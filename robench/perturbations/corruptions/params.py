@@ -1,7 +1,5 @@
-"""The `corruption` kind's parameters, validated without the corruption library, and the
-grid form: with `corruptions` (a group name or a list) and `severities` (a list) instead of
-`corruption` and `severity`, an entry expands to one result per pair, labelled
-`<corruption>-<severity>` (`fog-3`), so the 15 x 5 ImageNet-C grid is one entry.
+"""The `corruption` kind's parameters, validated without the corruption library, and the grid
+form (`corruptions` x `severities`: docs/formats.md, "Corruptions").
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, ClassVar
 
 from pydantic import Field, field_validator
@@ -34,12 +35,14 @@ class TokenSubstitutionParams(_SequenceParams):
     rate: float = Field(gt=0, le=1)
 
 
-def _intensity(value: Any, what: str) -> float:
+def _intensity(value: Any, what: str, positive: bool = False) -> float:
     parsed = parse_pixel_value(value, what)
     if not 0 <= parsed <= 1:
         raise ValueError(
             f"{what} must lie in [0, 1] (intensity units, e.g. '32/255'), got {value!r}"
         )
+    if positive and parsed <= 0:
+        raise ValueError(f"{what} must be > 0 (intensity units, e.g. '16/255'), got {value!r}")
     return parsed
 
 
@@ -53,13 +56,9 @@ class PixelNoiseParams(_SequenceParams):
     # In intensity units ([0, 1]: darkest to brightest token; "16/255": 16 grey levels), > 0.
     std: float
 
-    @field_validator("std", mode="before")
-    @classmethod
-    def _parse_std(cls, value: Any) -> float:
-        std = _intensity(value, "std")
-        if std <= 0:
-            raise ValueError(f"std must be > 0 (intensity units, e.g. '16/255'), got {value!r}")
-        return std
+    _parse_std = field_validator("std", mode="before")(
+        partial(_intensity, what="std", positive=True)
+    )
 
 
 @register_kind("pixel-occlusion", "robench.perturbations.sequences.perturbation:PixelOcclusion")
@@ -74,7 +73,4 @@ class PixelOcclusionParams(_SequenceParams):
     # Intensity painted over the patch, in [0, 1] (0: black, the LRA images' background).
     value: float = 0.0
 
-    @field_validator("value", mode="before")
-    @classmethod
-    def _parse_value(cls, value: Any) -> float:
-        return _intensity(value, "value")
+    _parse_value = field_validator("value", mode="before")(partial(_intensity, what="value"))

@@ -52,15 +52,20 @@ class EditedSequences(Dataset[tuple[torch.Tensor, int]]):
 
 class _SequencePerturbation(DatasetPerturbation):
     kind: ClassVar[str]  # the registered kind's name
+    edit: ClassVar[Edit]  # the `edits` function, which takes the parameters by their names
+    data_fields: ClassVar[tuple[str, ...]] = ()  # what else it takes of the dataset, by name
     params: TokenSubstitutionParams | PixelNoiseParams | PixelOcclusionParams
 
     def _edit(self, dataset: Any) -> Edit:
-        raise NotImplementedError  # the edit of one sequence of `dataset`
+        """The edit of one sequence of `dataset`."""
+        data = {name: getattr(dataset, name) for name in self.data_fields}
+        return partial(
+            self.edit, **self.params.model_dump(), **data, vocab_size=int(dataset.vocab_size)
+        )
 
     def check_dataset(self, dataset: Any) -> None:
-        """Refuse another LRA task's data (pixels are not substituted as tokens, nor tokens
-        noised as pixels); sequences in memory are the model's task's (`lra_task` when
-        given), and token ids when neither says: pixel kinds then refuse them."""
+        """Refuse another LRA task's data; sequences in memory are token ids unless the model
+        names a pixel task (`lra_task`)."""
         task_name = getattr(dataset, "task_name", None)
         allowed = self.params.lra_tasks
         if task_name == "in-memory" and not set(allowed) <= PIXEL_TASKS:
@@ -87,29 +92,22 @@ class _SequencePerturbation(DatasetPerturbation):
 
 class TokenSubstitution(_SequencePerturbation):
     kind = "token-substitution"
+    edit = staticmethod(edits.substitute_tokens)
+    data_fields = ("pad_id",)
     Params = TokenSubstitutionParams
     params: TokenSubstitutionParams
-
-    def _edit(self, dataset: Any) -> Edit:
-        vocab_size, pad_id = int(dataset.vocab_size), dataset.pad_id
-        return partial(
-            edits.substitute_tokens, rate=self.params.rate, vocab_size=vocab_size, pad_id=pad_id
-        )
 
 
 class PixelNoise(_SequencePerturbation):
     kind = "pixel-noise"
+    edit = staticmethod(edits.add_pixel_noise)
     Params = PixelNoiseParams
     params: PixelNoiseParams
-
-    def _edit(self, dataset: Any) -> Edit:
-        return partial(
-            edits.add_pixel_noise, std=self.params.std, vocab_size=int(dataset.vocab_size)
-        )
 
 
 class PixelOcclusion(_SequencePerturbation):
     kind = "pixel-occlusion"
+    edit = staticmethod(edits.occlude)
     Params = PixelOcclusionParams
     params: PixelOcclusionParams
 
@@ -122,7 +120,3 @@ class PixelOcclusion(_SequencePerturbation):
                 f"pixel-occlusion size {self.params.size} exceeds the data's {side} x {side} "
                 f"images; pass size <= {side}."
             )
-
-    def _edit(self, dataset: Any) -> Edit:
-        p, vocab_size = self.params, int(dataset.vocab_size)
-        return partial(edits.occlude, size=p.size, value=p.value, vocab_size=vocab_size)

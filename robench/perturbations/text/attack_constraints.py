@@ -1,7 +1,6 @@
-"""The constraints of TextAttack's recipes, on `WordSpans` texts (docs/text-classification.md
-lists them): which words may be modified (`RepeatModification`, `StopwordModification`, which
-compares the word as written, so "The" is not a stopword, `MinWordLength`), and how far a
-candidate text may be from the original (`LevenshteinEditDistance`, `MaxWordsPerturbed`).
+"""The constraints of TextAttack's recipes on `WordSpans` texts: which words may be modified and
+how far a candidate may be from the original (docs/text-classification.md, "Words and
+constraints").
 """
 
 from __future__ import annotations

@@ -2,12 +2,9 @@
 
 A search yields the texts it wants scored, is sent back their class probabilities (n, K) and
 returns an `AttackOutcome`, so one driver (`run_searches`) can score many samples' pending
-texts in one model call while each search stays TextAttack's sequential algorithm
-(textattack/search_methods/ and goal_functions/classification/, commit f800c2c0):
-`greedy_wir` is `GreedyWordSwapWIR` (ranking "delete": DeepWordBug; "weighted-saliency":
-PWWS), `greedy_beam` is `GreedySearch` (beam width 1: Pruthi). docs/text-classification.md
-("Search: ...") gives each step. The goal score is 1 - p(true class); every scored text
-counts against the query budget (the clean one included; a batch is cut to what is left).
+texts in one model call. `greedy_wir` is `GreedyWordSwapWIR`, `greedy_beam` `GreedySearch`
+(beam width 1), from textattack/search_methods/ at commit f800c2c0; each step, the goal score
+and the query budget: docs/text-classification.md ("Search: ...").
 """
 
 from __future__ import annotations
@@ -210,17 +207,3 @@ def _advance(
         pending[i] = search.send(answer) if answer is not None else next(search)
     except StopIteration as stop:
         outcomes[i] = stop.value
-
-
-def attack_one(
-    text: str,
-    label: int,
-    score_texts: ScoreTexts,
-    transformation: Transformation,
-    constraints: AttackConstraints,
-    rng: random.Random,
-    query_budget: int | None = None,
-) -> AttackOutcome:
-    """One sample's `GreedyWordSwapWIR("delete")` attack, its texts scored as it asks."""
-    search = greedy_wir(text, label, transformation, constraints, rng, query_budget)
-    return run_searches([search], score_texts)[0]

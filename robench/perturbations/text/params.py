@@ -35,8 +35,7 @@ class WordSwapParams(PerturbationParams):
     token: str = DEFAULT_TOKEN
     # Never swap an English stopword (NLTK's list, case-insensitive); the paper's code did not.
     skip_stopwords: bool = False
-    # At least this many swaps on every line with that many eligible words (fewer if the line
-    # has fewer); 0 for the plain rate, 1 for the paper code's protocol.
+    # At least this many swaps per line, capped at its eligible words (paper code's protocol: 1).
     min_per_line: int = Field(default=0, ge=0)
 
     @field_validator("method", mode="before")

@@ -1,10 +1,7 @@
-"""The `word-swap` kind: words of the evaluated text swapped once, before batching.
-
-The runner hands over the test dataset (`LanguageModelingWindows`, or `DocumentWindows` for a
-model with its own tokenizer: `.corpus.lines`, `.vocabulary`, `.with_lines`); every line is
-swapped by `swaps.swap_lines`, seeded by its line number (a document's words in place in its
-text, before tokenization), and evaluated like clean text. Its `perturbation_summary` goes
-into the report: the realised rate, and whether the swap token is in the model's vocabulary.
+"""The `word-swap` kind: every line of the evaluated text (`LanguageModelingWindows`, or
+`DocumentWindows` for a model with its own tokenizer: `.corpus.lines`, `.vocabulary`,
+`.with_lines`) swapped once by `swaps.swap_lines`, seeded by its line number, before batching;
+the `perturbation_summary` it reports: docs/text-perturbations.md.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """Word Swap on lines of words: which words may be swapped, how many, and what a swap does.
 
 Pure Python (no torch). Line `i` draws from its own `random.Random(derive_seed(seed,
-"word-swap", i))`: its result never depends on the other lines or the batching. Per line,
-with `n` eligible words, k = min(max(floor(rate * n + u), min_per_line), n) with u ~ U[0, 1)
-from the line's RNG (E[k] = rate * n before the clamps), and `k` eligible positions are drawn
-without replacement. A swap turns one word into one word, so every line keeps its number of
-words and evaluation windows stay aligned with the clean text.
-The methods (robench's own code, after TextAttack's) are in docs/text-perturbations.md.
+"word-swap", i))`, so its result never depends on the other lines or the batching; how many
+words per line and the methods: docs/text-perturbations.md.
 """
 
 from __future__ import annotations

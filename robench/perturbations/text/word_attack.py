@@ -1,9 +1,6 @@
-"""A text attack recipe as a perturbation: every sample of a batch searched at once.
-
-`WordAttack.perturb_samples` starts one search per text (seeded by the runner's per-sample
-seed) and advances them together (`greedy_search.run_searches`), scoring in model calls of
-`query_batch` texts. robench's text classifiers score a text the same in any batch, so a
-sample's attack is the same at any batch size and under torchrun.
+"""A text attack recipe as a perturbation: one search per text, seeded by the runner's per-sample
+seed, all advanced together (`greedy_search.run_searches`) in model calls of `query_batch`
+texts; a sample's attack is the same at any batch size (docs/text-classification.md).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""A text as TextAttack's attacks see it: its words, where they are, and one word replaced.
-
-TextAttack's `words_from_text` splits the text on whitespace; inside each piece, runs of word
-characters and ' - _ * @ are words, without those four at their ends ("don't", "well-known";
-"(quoted)" gives "quoted"). robench finds the same words with their character spans, so
-replacing word i leaves the rest of the text (spacing, punctuation) as it was.
+"""A text as TextAttack's attacks see it: its words (TextAttack's `words_from_text`, the rule in
+docs/text-classification.md, "Words and constraints"), where they are, and one word replaced,
+leaving the rest of the text (spacing, punctuation) as it was.
 """
 
 from __future__ import annotations

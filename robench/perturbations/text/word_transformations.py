@@ -1,11 +1,8 @@
-"""The word transformations of TextAttack's character-level recipes, as pure functions.
-
-`edit_candidates(word, edit, rng)` returns the candidates one edit (`swap`, `delete`,
-`insert`, `substitute`, `qwerty`) offers for one word, as TextAttack defines them
-(textattack/transformations/word_swaps/, commit f800c2c0; the rules are in
-docs/text-classification.md, "How the recipes are built"); `TRANSFORMATIONS` composes them as
-the `deepwordbug` and `pruthi` recipes do. In "all candidates" mode (`random_one=False`)
-insertions and substitutions still draw one letter per position, here from the seeded `rng`.
+"""The word transformations of TextAttack's character-level recipes, as pure functions:
+`edit_candidates(word, edit, rng)` is one edit's candidates for one word
+(textattack/transformations/word_swaps/, commit f800c2c0), `TRANSFORMATIONS` composes them as
+the `deepwordbug` and `pruthi` recipes do; the rules: docs/text-classification.md, "Character
+edits of one word".
 """
 
 from __future__ import annotations
@@ -43,39 +40,20 @@ def _kept(word: str, candidates: list[str]) -> list[str]:
     return [c for c in candidates if c != word]
 
 
-def _swap_at(word: str, i: int, rng: random.Random) -> list[str]:
-    return [word[:i] + word[i + 1] + word[i] + word[i + 2 :]]
-
-
-def _delete_at(word: str, i: int, rng: random.Random) -> list[str]:
-    return [word[:i] + word[i + 1 :]]
-
-
-def _insert_at(word: str, i: int, rng: random.Random) -> list[str]:
-    return [word[:i] + rng.choice(LETTERS) + word[i:]]  # before character i: never appends
-
-
-def _substitute_at(word: str, i: int, rng: random.Random) -> list[str]:
-    return [word[:i] + rng.choice(LETTERS) + word[i + 1 :]]
-
-
 def _neighbours(char: str) -> str:
     keys = QWERTY_NEIGHBOURS.get(char.lower(), "")
     return keys.upper() if char.isupper() else keys  # TextAttack: only upper keeps its case
 
 
-def _qwerty_at(word: str, i: int, rng: random.Random) -> list[str]:
-    return [word[:i] + key + word[i + 1 :] for key in _neighbours(word[i])]
-
-
 EditAt = Callable[[str, int, random.Random], list[str]]
-# edit -> (candidates at one position, edits a pair (i, i+1), takes TextAttack's skip options)
+# edit -> (candidates at position i, edits a pair (i, i+1), takes TextAttack's skip options);
+# an insertion goes before character i, so it never appends.
 _EDITS: dict[str, tuple[EditAt, bool, bool]] = {
-    "swap": (_swap_at, True, True),
-    "delete": (_delete_at, False, True),
-    "insert": (_insert_at, False, True),
-    "substitute": (_substitute_at, False, False),
-    "qwerty": (_qwerty_at, False, True),
+    "swap": (lambda w, i, rng: [w[:i] + w[i + 1] + w[i] + w[i + 2 :]], True, True),
+    "delete": (lambda w, i, rng: [w[:i] + w[i + 1 :]], False, True),
+    "insert": (lambda w, i, rng: [w[:i] + rng.choice(LETTERS) + w[i:]], False, True),
+    "substitute": (lambda w, i, rng: [w[:i] + rng.choice(LETTERS) + w[i + 1 :]], False, False),
+    "qwerty": (lambda w, i, rng: [w[:i] + k + w[i + 1 :] for k in _neighbours(w[i])], False, True),
 }
 
 
@@ -109,15 +87,13 @@ Transformation = Callable[[str, random.Random], list[str]]
 
 
 def _deepwordbug(word: str, rng: random.Random) -> list[str]:
-    """DeepWordBug (Gao et al. 2018) as TextAttack's recipe builds it: the four character
-    edits, each in TextAttack's default `random_one` mode (one random position each)."""
+    """DeepWordBug (Gao et al. 2018) as TextAttack's recipe builds it."""
     edits = ("swap", "substitute", "delete", "insert")
     return _unique([edit_candidates(word, e, rng, random_one=True) for e in edits])
 
 
 def _pruthi(word: str, rng: random.Random) -> list[str]:
-    """Pruthi et al. 2019's typos: every swap, deletion, insertion and QWERTY typo that keeps
-    the first and last character."""
+    """Pruthi et al. 2019's typos as TextAttack's recipe builds them."""
     edits = ("swap", "delete", "insert", "qwerty")
     return _unique([edit_candidates(word, e, rng, skip_first=True, skip_last=True) for e in edits])
 

@@ -1,13 +1,9 @@
-"""WordNet synonyms for PWWS, read offline from Debian's `wordnet-base` dict files with nltk.
+"""WordNet synonyms for PWWS, as TextAttack's `WordSwapWordNet` finds them, read offline from
+Debian's `wordnet-base` dict files with nltk's own reader (docs/text-classification.md, PWWS).
 
-TextAttack's `WordSwapWordNet` offers the lemma names of every synset `wordnet.synsets(word)`
-finds, except the word itself, multi-word lemmas ("_") and names that are not one word by its
-`is_one_word`; robench reads the same WordNet 3.0 with nltk's reader, so `synonyms` equals it.
-
-Debian's dict files (`/usr/share/wordnet`, `wordnet-base`) lack two small files nltk's reader
-expects: `lexnames`, the fixed table of WordNet 3.0's 45 lexicographer files (written out
-below, as `man 5 lexnames` lists it), and the OMW mapping, needed only for other versions.
-`ROBENCH_WORDNET_DIR` points at another copy of the dict files.
+Debian's dict files lack two small files nltk's reader expects: `lexnames`, the fixed table of
+WordNet 3.0's 45 lexicographer files (written out below, as `man 5 lexnames` lists it), and
+the OMW mapping, needed only for other versions.
 """
 
 from __future__ import annotations
@@ -23,20 +19,17 @@ from robench._core.errors import DataError, first_line
 from robench.perturbations.text.word_spans import word_spans
 
 DEFAULT_DIR = Path("/usr/share/wordnet")
-# WordNet 3.0's lexicographer files from 00, with their category (1 noun, 2 verb, 3 adj, 4 adv).
+# WordNet 3.0's lexicographer files from 00; each one's category is its part of speech's.
+_CATEGORIES = {"noun": 1, "verb": 2, "adj": 3, "adv": 4}
 LEXNAMES = (
-    ("adj.all", 3), ("adj.pert", 3), ("adv.all", 4), ("noun.Tops", 1), ("noun.act", 1),
-    ("noun.animal", 1), ("noun.artifact", 1), ("noun.attribute", 1), ("noun.body", 1),
-    ("noun.cognition", 1), ("noun.communication", 1), ("noun.event", 1), ("noun.feeling", 1),
-    ("noun.food", 1), ("noun.group", 1), ("noun.location", 1), ("noun.motive", 1),
-    ("noun.object", 1), ("noun.person", 1), ("noun.phenomenon", 1), ("noun.plant", 1),
-    ("noun.possession", 1), ("noun.process", 1), ("noun.quantity", 1), ("noun.relation", 1),
-    ("noun.shape", 1), ("noun.state", 1), ("noun.substance", 1), ("noun.time", 1),
-    ("verb.body", 2), ("verb.change", 2), ("verb.cognition", 2), ("verb.communication", 2),
-    ("verb.competition", 2), ("verb.consumption", 2), ("verb.contact", 2),
-    ("verb.creation", 2), ("verb.emotion", 2), ("verb.motion", 2), ("verb.perception", 2),
-    ("verb.possession", 2), ("verb.social", 2), ("verb.stative", 2), ("verb.weather", 2),
-    ("adj.ppl", 3),
+    "adj.all", "adj.pert", "adv.all", "noun.Tops", "noun.act", "noun.animal", "noun.artifact",
+    "noun.attribute", "noun.body", "noun.cognition", "noun.communication", "noun.event",
+    "noun.feeling", "noun.food", "noun.group", "noun.location", "noun.motive", "noun.object",
+    "noun.person", "noun.phenomenon", "noun.plant", "noun.possession", "noun.process",
+    "noun.quantity", "noun.relation", "noun.shape", "noun.state", "noun.substance", "noun.time",
+    "verb.body", "verb.change", "verb.cognition", "verb.communication", "verb.competition",
+    "verb.consumption", "verb.contact", "verb.creation", "verb.emotion", "verb.motion",
+    "verb.perception", "verb.possession", "verb.social", "verb.stative", "verb.weather", "adj.ppl",
 )  # fmt: skip
 # What nltk's parser raises (besides its WordNetError) on files that are not WordNet's: bytes
 # that are not text, lines without the fields it splits, offsets into nothing.
@@ -66,7 +59,9 @@ def _reader(root: Path) -> Any:
     import nltk
     from nltk.corpus.reader.wordnet import WordNetCorpusReader
 
-    lexnames = "".join(f"{i:02d}\t{name}\t{cat}\n" for i, (name, cat) in enumerate(LEXNAMES))
+    lexnames = "".join(
+        f"{i:02d}\t{name}\t{_CATEGORIES[name.split('.')[0]]}\n" for i, name in enumerate(LEXNAMES)
+    )
 
     class DictFilesReader(WordNetCorpusReader):  # type: ignore[misc]
         def open(self, fileid: str) -> Any:
