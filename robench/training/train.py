@@ -30,7 +30,6 @@ from robench.tasks.registry import load_task
 from robench.training.adversarial import (
     LOSSES,
     AdversarialTraining,
-    adversarial_loss,
     refuse_stray_options,
     robust_top1,
 )
@@ -210,7 +209,7 @@ def train(  # long: the loop with its adversarial, noise and validation steps, e
         if attack is None:
             loss = objective.loss(model(images), labels, config.label_smoothing)
         else:
-            loss = adversarial_loss(
+            loss = LOSSES[attack.method](
                 attack, wrapped, model, images, labels, config.label_smoothing, attack_generator
             )
         return loss, loss, len(labels) * dist.world_size

@@ -1,14 +1,7 @@
-"""`train_sequence_classifier`: a small-scale, seeded trainer for robench's LRA classifiers.
-
-The data is an LRA task read by `robench.data.lra.open_lra` (a released layout, or what
-robench's ListOps and Pathfinder generators wrote); the model is sized by it: vocabulary,
-classes, padding id, pairing (retrieval) and maximum length (the longest training or
-validation sequence unless `--model-kwargs` gives `max_length`) become model kwargs, stored
-in the checkpoint's ModelSpec with the LRA task, so `robench eval -c best.safetensors`
-rebuilds the model and reads data of its task with nothing else. The paper's recipe (App.
-F.9: Adam, lr 1e-4, no weight decay, warm-up) is the default, with the shared warm-up and
-cosine schedule in place of its linear decay; validation is top-1 on the validation split;
-the best checkpoint is kept.
+"""`train_sequence_classifier`: a small-scale, seeded trainer for robench's LRA classifiers,
+sized by the data it reads (`open_lra`), with the paper's recipe (App. F.9: Adam, lr 1e-4, no
+weight decay) by default; validated by top-1, the best checkpoint kept. Model kwargs and
+recipe: docs/sequence-classification.md.
 """
 
 from __future__ import annotations
