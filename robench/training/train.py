@@ -1,12 +1,9 @@
 """`train`: a small-scale, seeded trainer for registered image classifiers and segmenters.
 
 AdamW, linear warm-up then cosine decay, label smoothing, gradient clipping, periodic
-validation, the best checkpoint kept; `noise_sd` trains (and validates) under Gaussian pixel
-noise for randomized smoothing (training/noise.py); `adversarial` trains classifiers on PGD or
-TRADES examples and validates them clean and under PGD (training/adversarial.py). Checkpoints
-are `.safetensors` with the ModelSpec in their metadata, so `robench eval` needs only the
-file. For ImageNet-scale runs use timm's own `train.py` with the registered model names (see
-README). Under `torchrun` it trains with DistributedDataParallel (gloo on CPU, nccl on GPU).
+validation, the best checkpoint kept; `noise_sd` trains under Gaussian pixel noise
+(training/noise.py), `adversarial` on PGD or TRADES examples (training/adversarial.py); under
+`torchrun` with DistributedDataParallel. Checkpoints: docs/formats.md, "Checkpoint metadata".
 """
 
 from __future__ import annotations

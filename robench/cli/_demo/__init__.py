@@ -43,7 +43,7 @@ from robench.evaluation.shared_samples import sharing_perturbed_samples
 from robench.models.loading import load_model
 from robench.models.spec import bundled_cards
 from robench.results.compare.comparison import Comparison
-from robench.results.plots.figures import AccuracySeries, accuracy_series
+from robench.results.plots.figures import accuracy_series
 from robench.results.report.schema import Report
 from robench.training.train import TrainConfig, train
 
@@ -177,11 +177,6 @@ def _language_models(plan: DemoPlan, out_dir: Path) -> dict[str, tuple[str, Path
     return chosen
 
 
-def _accuracy_vs_eps(reports: list[tuple[str, Report]]) -> list[AccuracySeries]:
-    """One series per (model, attack) of the suite: top-1 in % with its 95% interval."""
-    return accuracy_series({f"{report.model.name} ({role})": report for role, report in reports})
-
-
 def _figures(
     models: dict[str, tuple[str, Path | None]], reports: list[tuple[str, Report]], out_dir: Path
 ) -> list[Path]:
@@ -224,7 +219,8 @@ def _figures(
                 note=note,
             )
         )
-    series = _accuracy_vs_eps(reports)
+    # One series per (model, attack) of the suite: top-1 in % with its 95% interval.
+    series = accuracy_series({names[role]: report for role, report in reports})
     if series:
         figures.append(
             plot_accuracy_vs_eps(
@@ -493,12 +489,6 @@ INDEX_TITLES = {
     TEXT_CLASSIFICATION_SUFFIX: "Text classification under DeepWordBug and PWWS",
     CERTIFICATION_SUFFIX: "Certified robustness: randomized smoothing at sigma 0.25",
 }
-
-
-def segmentation_section(
-    found: SegmentationDemo,
-) -> tuple[str, list[tuple[Path, Report]], Comparison]:
-    return INDEX_TITLES[SEGMENTATION_SUFFIX], found.reports, found.comparison
 
 
 def segmentation_figures(found: SegmentationDemo | None) -> dict[str, list[PageFigure]]:
