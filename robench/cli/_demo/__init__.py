@@ -1,15 +1,11 @@
 """The embedded default: baseline vs Elliptical nano ViT on Fashion-MNIST, end to end.
 
-`robench demo` runs the tour (`PLANS["tour"]`): the attack and corruption halves on the quick
-plan's samples, their figures and the page; `--full` and `--quick` run every section
-(`DemoPlan.every_section`; the sections are listed in `robench demo --help`). Each phase is
-planned and sized before it starts (`planned_phases`, `phases.py`), so its line can say what
-is left. The paper's figures: CLS attention heatmaps (Fig. 1) and per-layer collapse curves
-(Fig. 3); the language models' Word Swap is its Table 1 protocol. Corruptions are computed
-once for both models (`sharing_perturbed_samples`); each other section lives in its own
-module (`_demo/segmentation.py`, ...). Without the shipped checkpoints (a trimmed install) it
-trains the image and language models briefly instead and skips the Segmenters, classifiers
-and certificates. `index.html` beside the reports shows the comparisons on one page.
+`robench demo` runs the tour (`PLANS["tour"]`); `--full` and `--quick` run every section
+(`DemoPlan.every_section`; listed in `robench demo --help`), each other section in its own
+module. Each phase is sized before it starts (`planned_phases`, `phases.py`). The paper's
+figures: CLS attention heatmaps (Fig. 1) and per-layer collapse curves (Fig. 3). Without the
+shipped checkpoints it trains the image and language models briefly instead and skips the
+Segmenters, classifiers and certificates.
 """
 
 from __future__ import annotations
