@@ -248,10 +248,6 @@ class ClassifierResult(LoopResult):
     classes: tuple[str, ...]
     majority_share: float  # the validation split's largest class share: chance accuracy
 
-    @property
-    def best_val_top1(self) -> float:
-        return self.best_val
-
 
 def majority_share(labels: torch.Tensor) -> float:
     """The largest class's share of `labels`: the accuracy of always guessing it."""

@@ -105,10 +105,6 @@ class TrainResult(LoopResult):
     metric: str = "val_top1"  # which metric best_val is (training/objectives.py)
     metric_label: str = "val top-1"
 
-    @property
-    def best_val_top1(self) -> float:  # the name image classifiers' callers know
-        return self.best_val
-
 
 def _validate(
     objective: ImageObjective,

@@ -71,11 +71,7 @@ class LanguageTrainConfig(TrainSettings):
 
 @dataclass
 class LanguageTrainResult(LoopResult):
-    vocabulary_size: int
-
-    @property
-    def best_val_perplexity(self) -> float:
-        return self.best_val
+    vocabulary_size: int  # best_val: the lowest validation perplexity
 
 
 def registry_task(name: str) -> str | None:

@@ -57,9 +57,6 @@ class SequenceTrainConfig(TrainSettings):
     workers: int = 0
 
 
-SequenceTrainResult = ClassifierResult
-
-
 def trains_a_sequence_classifier(name: str) -> bool:
     """Whether `robench train NAME` is about a registered sequence classifier."""
     return is_language_model(name) and language_model_task(name) == SEQUENCE_CLASSIFICATION
@@ -94,7 +91,7 @@ def _model_kwargs(
 
 def train_sequence_classifier(
     config: SequenceTrainConfig, progress: TrainProgress | None = None
-) -> SequenceTrainResult:
+) -> ClassifierResult:
     """Train `config.model` on `config.data`; write best/last `.safetensors` in `out_dir`."""
     config.check()
     device = resolve_device(config.device)
@@ -149,4 +146,4 @@ def train_sequence_classifier(
         describe=lambda values: f"val top-1 {values['val_top1']:.4f}",
     )
     majority = majority_share(torch.tensor([val.targets[i] for i in val_idx], dtype=torch.long))
-    return SequenceTrainResult(**vars(run), classes=tuple(train.classes), majority_share=majority)
+    return ClassifierResult(**vars(run), classes=tuple(train.classes), majority_share=majority)
