@@ -100,10 +100,6 @@ class SemanticSegmentation(PixelInputs, Task):
     name = "semantic-segmentation"
     default_data: ClassVar[str] = BUILTIN_SCENES
     logits: ClassVar[tuple[int, str]] = (4, "(batch, classes, height, width)")
-    class_map_refusal: ClassVar[str | None] = (
-        "--class-map maps image classes, not segmentation labels; leave it out and pass data "
-        "labelled with the model's classes."
-    )
 
     def read_data(self, path: str | InMemory, model: LoadedModel, request: DataRequest) -> Any:
         from robench.data.in_memory import InMemory, InMemorySegmentation
@@ -111,6 +107,11 @@ class SemanticSegmentation(PixelInputs, Task):
         from robench.data.segmentation.scenes import FashionScenes
         from robench.tasks.image_classification import class_names
 
+        if request.class_map is not None:
+            raise DataError(
+                "--class-map maps image classes, not segmentation labels; leave it out and "
+                "pass data labelled with the model's classes."
+            )
         assert model.preprocessing is not None  # every image model resolves one
         _check_takes_rgb(model, tuple(model.preprocessing.input_size))
         size = tuple(model.preprocessing.input_size[1:])
