@@ -1,9 +1,7 @@
-"""`robench.evaluate(model, suite, data, **options) -> Report`: `robench eval` from Python.
-
-One engine (`robench.evaluation.request.evaluate`, which the CLI runs): the caller's model is
-loaded by `load_model`'s `memory` source, its data converted by `_data.py`, the keywords made
-an `EvalRequest`; the samples and records are the CLI's, so the numbers are too. Nothing is
-written unless `out=` is given, and the caller's model is left as it was (`_caller_state.py`).
+"""`robench.evaluate(model, suite, data, **options) -> Report`: `robench eval` from Python, on
+one engine (`robench.evaluation.request.evaluate`), so the samples, records and numbers are the
+CLI's. The caller's model is loaded by `load_model`'s `memory` source, its data converted by
+`_data.py`, and left as it was (`_caller_state.py`).
 """
 
 from __future__ import annotations
