@@ -284,6 +284,8 @@ def run_demo(out_dir: Path, *, mode: str = "tour", progress: Progress | None = N
     """Evaluate the demo models, compare them and draw the figures: the tour (attacks and
     corruptions on the nano ViT pair) or, with mode "quick" or "full", every section; sections
     that need an optional extra that is not installed are skipped (`DemoResult.skipped`)."""
+    from robench.results.plots.corruptions import plot_corruption_figures
+
     started = time.time() - 1  # file times may be rounded down to the second
     plan = PLANS[mode]
     skipped = skipped_sections(plan) if plan.every_section else {}
@@ -309,11 +311,10 @@ def run_demo(out_dir: Path, *, mode: str = "tour", progress: Progress | None = N
     if plan.every_section:
         _other_sections(result, plan, out_dir, command, step, progress)
     step.start("drawing the figures")
-    roles = list(models)
-    result.figures = _figures(models, [(roles[i], r) for i, (_, r) in enumerate(reports)], out_dir)
-    result.figures += _corruption_figures(
-        [(roles[i], r) for i, (_, r) in enumerate(corrupted)], out_dir
-    )
+    by_role = [(role, report) for role, (_, report) in zip(models, reports, strict=True)]
+    result.figures = _figures(models, by_role, out_dir)
+    named = {f"{r.model.name} ({role})": r for role, (_, r) in zip(models, corrupted, strict=True)}
+    result.figures += plot_corruption_figures(named, out_dir, "demo")
     step.start("writing the page")
     _write_page(result, out_dir)
     step.done()
@@ -466,13 +467,6 @@ def section_notes(subword: list[tuple[Path, Report]]) -> dict[str, str]:
             "to the word-level models, not to this one."
         )
     return notes
-
-
-def _corruption_figures(reports: list[tuple[str, Report]], out_dir: Path) -> list[Path]:
-    from robench.results.plots.corruptions import plot_corruption_figures
-
-    named = {f"{report.model.name} ({role})": report for role, report in reports}
-    return plot_corruption_figures(named, out_dir, "demo")
 
 
 # Report file suffix -> the title of its section on the index page.
