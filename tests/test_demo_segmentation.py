@@ -8,7 +8,7 @@ import json
 import jsonschema
 import pytest
 
-from robench.cli._demo import INDEX_TITLES, segmentation_figures, segmentation_section, write_index
+from robench.cli._demo import INDEX_TITLES, segmentation_figures, write_index
 from robench.cli._demo.segmentation import (
     DEMO_SEGMENTERS,
     OVERLAY,
@@ -68,9 +68,8 @@ def test_draws_the_overlay_figure(step) -> None:
 
 def test_the_page_has_the_section_with_its_figures(step) -> None:
     out, found = step
-    page = write_index(
-        out, [segmentation_section(found)], extra_figures=segmentation_figures(found)
-    ).read_text()
+    section = (INDEX_TITLES[SUFFIX], found.reports, found.comparison)
+    page = write_index(out, [section], extra_figures=segmentation_figures(found)).read_text()
     assert INDEX_TITLES[SUFFIX] in page
     assert "Ground truth and predicted masks of one scene" in page
     assert "mIoU against the L∞ budget" in page and "mIoU per corruption and severity" in page

@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 from robench._core.errors import ConfigError
 from robench.cli import app
 from robench.training.adversarial import (
+    LOSSES,
     AdversarialTraining,
-    adversarial_loss,
     pgd_examples,
     trades_examples,
 )
@@ -71,7 +71,7 @@ def test_default_step_size_is_madrys_and_trades_adds_beta_times_kl() -> None:
     model, (images, labels) = _tiny_model(), _images()
     generators = [torch.Generator().manual_seed(0) for _ in range(2)]
     losses = [
-        adversarial_loss(trades, model, model, images, labels, 0.0, generator)
+        LOSSES["trades"](trades, model, model, images, labels, 0.0, generator)
         for trades, generator in zip(
             [AdversarialTraining("trades", eps=0.1, steps=2, beta=beta) for beta in (1.0, 3.0)],
             generators,

@@ -1,12 +1,7 @@
 """torch.distributed set-up for runs under `torchrun` (gloo on CPU, nccl on GPU); outside
-torchrun (no WORLD_SIZE in the environment) everything is a no-op on one process.
-
-CPU threads: torchrun sets `OMP_NUM_THREADS=1` for every process unless the user set it, which
-leaves most cores of a large node idle; a launcher that sets none (srun) lets N processes take
-all the cores each, N times oversubscribed (several times slower: reports/benchmarks.md,
-"Distributed"). So on CPU, unless the user chose a thread count, each process takes
-max(1, cores // LOCAL_WORLD_SIZE) intra-op threads (`cpu_threads`); a user's OMP_NUM_THREADS /
-MKL_NUM_THREADS is kept, with a warning when it oversubscribes the node.
+torchrun (no WORLD_SIZE in the environment) everything is a no-op on one process. On CPU each
+process takes its share of the node's cores unless the user chose a thread count
+(`cpu_threads`; why: docs/distributed.md, "Threads on CPU").
 """
 
 from __future__ import annotations

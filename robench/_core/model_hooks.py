@@ -1,15 +1,7 @@
 """Hooks a model's modules may provide, so the engine reaches model-specific behaviour without
-importing the model's code. The engine walks `model.modules()` and uses what a module offers,
-duck-typed by name; a model without such modules is evaluated as is:
-
-- `robench_adaptive_attack(self) -> context manager`: inside it, gradients flow through the
-  module's input-dependent internals that it normally detaches (Elliptical Attention's M).
-  Suites ask for it with `differentiable_m = true`; the sanity battery compares both.
-- `robench_report_section(cls, modules) -> (name, dict)`, a classmethod: what the report's
-  `model.extensions[name]` says about every module of that class in the model.
-- `robench_token_encoder(self) -> module`: the module whose transformer blocks the diagnostics
-  read, for a model holding more than one block list (Segmenter names its ViT encoder: its
-  mask-transformer decoder's blocks mix patches with class embeddings).
+importing the model's code: the engine walks `model.modules()` and uses what a module offers,
+duck-typed by name; a model without such modules is evaluated as is. What each hook does:
+docs/architecture.md, "Model hooks".
 """
 
 from __future__ import annotations

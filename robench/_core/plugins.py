@@ -1,10 +1,7 @@
-"""Plugins: `--import MODULE_OR_FILE.py` and the entry-point groups (`PLUGIN_GROUPS`). All just
-import code that registers something through `robench.registry`; they load before a suite is
-read, so a suite may use what they register.
-
-Two groups are read without importing anything: `robench.sources` (the entry point's name is
-a MODEL's `PREFIX:`, its value the builder; robench/models/sources/registry.py) and
-`robench.executors` (sweep executors, robench/evaluation/sweeps/executors.py).
+"""Plugins: `--import MODULE_OR_FILE.py` and the entry-point groups (`PLUGIN_GROUPS`;
+docs/extending.md). All import code that registers something through `robench.registry`;
+they load before a suite is read, so a suite may use what they register. `robench.sources`
+and `robench.executors` (sweep executors) are read without importing anything.
 """
 
 from __future__ import annotations

@@ -19,9 +19,6 @@ def derive_seed(seed: int, *parts: object) -> int:
 
 
 def seed_everything(seed: int) -> None:
-    import numpy as np  # here, so that derive_seed alone stays light (text perturbations)
-    import torch
-
     """Seed Python, numpy, the CPU generator and every accelerator's generators.
 
     The CPU generator directly: torch.manual_seed costs ~70 us a call (a dynamo guard and
@@ -31,6 +28,9 @@ def seed_everything(seed: int) -> None:
     is moved (`robench train`, a model built before `.to(device)`) still reaches the GPU.
     CPU and GPU generators are different algorithms: the same seed gives different draws.
     """
+    import numpy as np  # here, so that derive_seed alone stays light (text perturbations)
+    import torch
+
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.default_generator.manual_seed(seed)

@@ -1,13 +1,7 @@
 """Leave the caller's model as it was: `robench.evaluate` runs it in eval mode, on the run's
 device, with robench's hooks, and sets the global seeds; a training loop that calls it every
-N steps must carry on exactly where it stopped.
-
-`preserved(module)` records, and restores on the way out (also when the run raises): each
-submodule's training flag and hook dictionaries; each parameter's `requires_grad`, `.grad`
-(taken away during the run, so no attack gradient accumulates into it) and tensor (`.to(device)`
-swaps it); each buffer's tensor and values (BatchNorm's running statistics updated in train
-mode are undone); a transformers config's `pad_token_id` (robench sets it for a text
-classifier without one); the random generators robench seeds (Python, numpy, torch CPU, CUDA).
+N steps must carry on exactly where it stopped. `preserved(module)` records what it restores
+on the way out, also when the run raises: docs/python-api.md, "The caller's model afterwards".
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
 """The caller's data as the engine takes it: a name or path (as `robench eval --data`), or an
-`InMemory` (robench/data/in_memory.py) that the task opens as it opens a path.
-
-| data                                   | becomes                                          |
-|----------------------------------------|--------------------------------------------------|
-| None, a name, a path                   | itself (None: the task's built-in data)          |
-| `{name: data}`                         | named datasets, each converted as below          |
-| `(x, y)` tensors or arrays             | their rows as (input, target) items               |
-| a list of strings                      | texts (language modelling)                       |
-| a list of (input, target) pairs        | those items ((text, label) for text classifiers) |
-| a torch map-style `Dataset`            | its items, read when the run needs them          |
-| a `DataLoader`                         | its batches, read once and joined                 |
+`InMemory` (robench/data/in_memory.py) that the task opens as it opens a path. What each kind
+of `data` becomes: docs/python-api.md, "Data".
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""`robench.evaluate(model, suite, data, **options) -> Report`: `robench eval` from Python.
-
-One engine (`robench.evaluation.request.evaluate`, which the CLI runs): the caller's model is
-loaded by `load_model`'s `memory` source, its data converted by `_data.py`, the keywords made
-an `EvalRequest`; the samples and records are the CLI's, so the numbers are too. Nothing is
-written unless `out=` is given, and the caller's model is left as it was (`_caller_state.py`).
+"""`robench.evaluate(model, suite, data, **options) -> Report`: `robench eval` from Python, on
+one engine (`robench.evaluation.request.evaluate`), so the samples, records and numbers are the
+CLI's. The caller's model is loaded by `load_model`'s `memory` source, its data converted by
+`_data.py`, and left as it was (`_caller_state.py`).
 """
 
 from __future__ import annotations
@@ -229,7 +227,7 @@ def _run_engine_request(request: EvalRequest, alone: bool, progress: bool) -> Re
 
 
 @as_input_errors
-def evaluate(  # long: 45 lines of docstring (the API's reference); the code is 21
+def evaluate(
     model: str | nn.Module | EvalRequest,
     suite: str | Path | Mapping[str, Any] | Sequence[Mapping[str, Any]] = DEFAULT_SUITE,
     data: Any = None,
@@ -246,48 +244,24 @@ def evaluate(  # long: 45 lines of docstring (the API's reference); the code is 
 ) -> Report:
     """Evaluate `model` on `suite` and `data`, as `robench eval` does, and return the report.
 
-    model: a name or source string exactly as `robench eval MODEL` takes it; or an
-        `nn.Module` held in memory: an image classifier or segmenter taking pixels in [0, 1]
-        (or normalised input, given `preprocessing=`), a timm model (its `pretrained_cfg`
-        gives mean, std and size), a transformers model (image classifier, segmenter, causal
-        LM, sequence classifier) with `image_processor=` / `tokenizer=` or the ones saved at
-        its `name_or_path`, or a robench word-level model with `tokenizer=` its `Vocabulary`.
-        Its task is inferred as the CLI infers it (`robench_task`, the transformers head, the
-        suite's task for an image network); `task=` overrides.
-    suite: a shipped suite's name or a TOML path; or entries built in Python, validated as a
-        file is: a dict of the file's shape, or a list of `[[perturbations]]` entries. The
-        default "smoke" stands for the model's task's smoke suite (for a model given by name,
-        the smoke suite of `task=`, else "smoke").
-    data: a name or path as `--data` takes it (None: the task's built-in data); a torch
-        Dataset of (image, label), (image, mask) or (text, label) items; a DataLoader (read
-        once); tensors `(x, y)`; a list of strings (language modelling) or of (text, label)
-        pairs; or `{name: data}` for suites that name their datasets.
-    task: the task to evaluate the model on, overriding what is inferred.
-    out: where to write the report (and its `.samples.jsonl` store, for `resume=True`);
-        None writes nothing.
-    surrogate: a transfer attack's surrogate for every attack entry that names none: a MODEL
-        name as `--surrogate` takes it, or an image classifier `nn.Module` held in memory
-        (pixels in [0, 1], a timm model, or normalised input given surrogate_preprocessing=).
-    model_name: a model object's name in the report (default: its class name).
-    preprocessing: `dict(mean=..., std=..., size=(C, H, W), interpolation=..., crop_pct=...)`
-        (pixel units in [0, 1]): normalisation goes inside the wrapped model, so eps stays in
-        pixel units; for a model given by name, the same as --mean/--std/--input-size.
-    tokenizer, image_processor: a transformers model's, when not saved at its name_or_path
-        (a robench word-level model: tokenizer= its Vocabulary). A model given by name takes
-        none of model_name, tokenizer and image_processor: its source gives them.
-    surrogate_name, surrogate_preprocessing: model_name= and preprocessing= of a transfer
-        attack's surrogate held in memory (`surrogate=` an nn.Module, which is wrapped as
-        `model` is; a surrogate given by name takes neither).
-    progress: show a progress bar in a terminal or notebook (else log records); False: none.
-    **options: `robench eval`'s options by their Python names (`option_names()`): limit,
-        batch_size, seed, device, resume, overwrite, sanity, target_halfwidth, amp,
-        channels_last, target_length, ... Each defaults as on the command line, but `device`
-        for a model object: its own device (cpu without parameters), where every parameter and
-        buffer must be.
+    model: a name or source string as `robench eval MODEL` takes it; an `nn.Module` held in
+        memory (an image model taking pixels in [0, 1], a timm or transformers model, a robench
+        word-level model); or an `EvalRequest`, alone. Its task is inferred as the CLI infers
+        it; `task=` overrides.
+    suite: a shipped suite's name, a TOML path, a dict of a suite file's shape or a list of
+        `[[perturbations]]` entries; the default "smoke" is the model's task's smoke suite.
+    data: a name or path as `--data` takes it (None: the task's built-in data), or data held
+        in memory: a Dataset, a DataLoader, tensors `(x, y)`, texts, `{name: data}`.
+    model_name, preprocessing, tokenizer, image_processor: what a model held in memory does
+        not say itself (`preprocessing=dict(mean=..., std=..., size=(C, H, W))`, pixel units);
+        surrogate_name, surrogate_preprocessing: the same of a surrogate held in memory.
+    progress: a progress bar in a terminal or notebook (else log records); False: none.
+    **options: `robench eval`'s options by their Python names (`option_names()`): out, limit,
+        batch_size, seed, device (a model object's default: its own device), ...
 
-    The caller's model is left as it was (training mode, requires_grad, gradients, device,
-    hooks, and the global random generators), also when the call raises. Bad input raises
-    `robench.InputError` (a ValueError) with the sentence `robench eval` would print.
+    The caller's model is left as it was, also when the call raises. Bad input raises
+    `robench.InputError` (a ValueError) with the sentence `robench eval` would print. Every
+    keyword in full: docs/python-api.md, "robench.evaluate".
     """
     model_options = MemoryOptions(
         task=task,

@@ -30,14 +30,8 @@ class SurrogateOptions:
 
     @property
     def given(self) -> list[str]:
-        return [
-            keyword
-            for keyword, value in (
-                ("surrogate_name", self.name),
-                ("surrogate_preprocessing", self.preprocessing),
-            )
-            if value is not None
-        ]
+        given = {"surrogate_name": self.name, "surrogate_preprocessing": self.preprocessing}
+        return [keyword for keyword, value in given.items() if value is not None]
 
 
 def engine_surrogate(

@@ -1,8 +1,6 @@
-"""The subcommands of `robench`: name, module, function and the summary `robench --help` shows.
-
-A table rather than imports, so that listing the commands imports none of them
-(robench/cli/_lazy.py); `tests/test_cli.py` keeps each summary equal to the first paragraph of
-its command's docstring.
+"""The subcommands of `robench`: name, module, function and the summary `robench --help` shows;
+a table rather than imports, so that listing the commands imports none of them
+(docs/architecture.md, "A command line that answers at once").
 """
 
 from __future__ import annotations

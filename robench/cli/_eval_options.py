@@ -10,20 +10,18 @@ import types
 import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from robench._core.errors import ConfigError
 from robench._core.lazy import import_object
 from robench._core.registry import Registry
 from robench._core.units import parse_pixel_value
-from robench.cli._option_table import Opt, with_options
+from robench.cli._option_table import Opt
 from robench.cli._parsing import dataset_map, float_list, input_size, json_object
 from robench.cli._registry_options import plugin_imports, registry_names
 from robench.evaluation.options import EVAL_OPTIONS
 from robench.evaluation.options.eval_option import PANELS, EvalOption, ModelObject
 from robench.evaluation.options.ranges import OPTION_RANGES, check_range
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 # The type typer parses, by form (robench.evaluation.options.CLI_FORMS); "value" and
 # "choice" are read from the option itself.
@@ -90,11 +88,6 @@ def eval_rows() -> list[Opt]:
     """`robench eval`'s options as rows: the argument, then the options panel by panel."""
     options = sorted(EVAL_OPTIONS.values(), key=lambda o: (not o.argument, PANELS.index(o.panel)))
     return [_row(option) for option in options]
-
-
-def with_eval_options(command: F) -> F:
-    """Give `command(**values)` the table's options as its typer signature, numbers checked."""
-    return with_options(*eval_rows())(command)
 
 
 def _checked(option: EvalOption, parsed: Any, text: str) -> Any:

@@ -1,9 +1,6 @@
-"""Commands that are imported only when they run: the root group of `robench`.
-
-A Typer group built from the functions imports all eight command modules (numpy, pydantic,
-the report models) just to print `robench --help`. Here the root group knows each command by
-name, module and summary, imports the module only when the command is resolved, and draws its
-own help with a few rich panels (typer's renderer imports rich.markdown and rich.traceback).
+"""Commands that are imported only when they run: the root group of `robench`, which knows
+each command by name, module and summary and draws its own help (why: docs/architecture.md,
+"A command line that answers at once").
 """
 
 from __future__ import annotations

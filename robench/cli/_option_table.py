@@ -1,8 +1,6 @@
-"""A command's options as one table, and the command's typer signature built from it.
-
-Each `Opt` row declares one option once (keyword, type, default, help, flags);
-`with_options(*rows)` gives `def command(**given)` the signature typer reads, and checks every
-number against its flag's range (robench/evaluation/options/ranges.py) before the command runs.
+"""A command's options as one table (`Opt` rows), and the command's typer signature built
+from it, every number checked against its flag's range before the command runs
+(docs/architecture.md, "A command line that answers at once").
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""Options whose values are a registry's names, checked after plugins have registered theirs.
-
-An `Enum` choice is fixed before `--import` has loaded anything, so a plugin's format could
-never be named. Here `--import` is eager and `--format` is checked against the registry when
-parsed, with the message and the help's `<a|b|c>` that an `Enum` choice gives.
+"""Options whose values are a registry's names, checked after plugins have registered theirs:
+an `Enum` choice is fixed before `--import` has loaded anything, so `--import` is eager and
+`--format` is checked against the registry when parsed (docs/architecture.md, output formats).
 """
 
 from __future__ import annotations

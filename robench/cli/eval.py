@@ -11,7 +11,8 @@ from typing import Any
 
 import typer
 
-from robench.cli._eval_options import python_values, with_eval_options
+from robench.cli._eval_options import eval_rows, python_values
+from robench.cli._option_table import with_options
 from robench.cli._output import err, handle_errors, out, table_width
 from robench.cli._progress import make_progress
 from robench.results.compare.tables import REPORT_FORMATS, markdown_fitting
@@ -26,7 +27,7 @@ def default_report_path(model: str | None, checkpoint: Path | None, suite: str) 
 
 
 @handle_errors
-@with_eval_options
+@with_options(*eval_rows())
 def eval_command(**given: Any) -> None:
     """Evaluate one checkpoint under a suite; write a JSON report, print a table.
 

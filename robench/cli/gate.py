@@ -1,8 +1,5 @@
-"""`robench gate`: fail CI when a candidate's robustness regressed against a baseline.
-
-Besides the exit code, the gate writes what CI systems show (robench/cli/_gate_outputs.py): a
-markdown summary (also appended to `$GITHUB_STEP_SUMMARY`), JUnit XML, JSON and any other
-registered gate format, a plugin's included.
+"""`robench gate`: fail CI when a candidate's robustness regressed against a baseline; besides
+the exit code it writes what CI systems show (robench/cli/_gate_outputs.py, docs/ci.md).
 """
 
 from __future__ import annotations

@@ -251,7 +251,7 @@ def _train_text_classifier(settings: dict[str, Any]) -> None:
 
     result = train_text_classifier(TextTrainConfig(**settings), progress=_TrainBar("texts/s"))
     typer.echo(
-        f"best validation top-1 {100 * result.best_val_top1:.2f}% (largest class "
+        f"best validation top-1 {100 * result.best_val:.2f}% (largest class "
         f"{100 * result.majority_share:.2f}%) after {result.steps} steps "
         f"({result.vocabulary_size} words, {len(result.classes)} classes): {result.best_path}"
     )
@@ -263,7 +263,7 @@ def _train_sequence_classifier(settings: dict[str, Any]) -> None:
     config = SequenceTrainConfig(**settings)
     result = train_sequence_classifier(config, progress=_TrainBar("seqs/s"))
     typer.echo(
-        f"best validation top-1 {100 * result.best_val_top1:.2f}% (largest class "
+        f"best validation top-1 {100 * result.best_val:.2f}% (largest class "
         f"{100 * result.majority_share:.2f}%) after {result.steps} steps "
         f"({len(result.classes)} classes): {result.best_path}"
     )
@@ -277,7 +277,7 @@ def _train_language_model(settings: dict[str, Any]) -> None:
         settings["val_limit"] = 200
     result = train_language_model(LanguageTrainConfig(**settings), progress=_TrainBar("tokens/s"))
     typer.echo(
-        f"best validation perplexity {result.best_val_perplexity:.2f} after {result.steps} "
+        f"best validation perplexity {result.best_val:.2f} after {result.steps} "
         f"steps ({result.vocabulary_size} words in the vocabulary): {result.best_path}"
     )
 

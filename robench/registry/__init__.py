@@ -1,23 +1,6 @@
-"""robench.registry: the one home of every `register_*` a plugin calls.
-
-A plugin (a file given to `--import`, or a package's entry point: docs/extending.md) imports
-from here, whatever part of robench keeps the registry:
-
-- `register_perturbation`: a perturbation kind, a suite's `kind` (`perturbations/base.py`);
-- `register_metric`: a metric, a suite's `metrics` (`results/stats/metrics.py`);
-- `register_task`: a task, a suite's `task` (`tasks/registry.py`);
-- `register_source`: a model source, the `PREFIX:` of MODEL (`models/sources/registry.py`);
-- `register_dataset`: a dataset layout, how a `--data` folder is read (`data/__init__.py`);
-- `register_format`: an output format, a `--format` (`results/report/output_formats.py`);
-- `register_diagnostic`: a diagnostic, a suite's `diagnostics` (`diagnostics/params.py`);
-- `register_aggregate`: an aggregate, a suite's `aggregates` (`results/stats/aggregates.py`);
-- `register_language_model`: a language-model architecture (`models/zoo/lm_registry.py`).
-
-Everything whose implementation may import torch is registered by a "package.module:attribute"
-path and imported on first use (`robench._core.lazy.LazyEntry`): perturbations and
-diagnostics (their parameter schema now, their class later), tasks, sources, and a dataset's
-opener and detector when given as paths. Metrics, aggregates and formats are plain torch-free
-functions, registered as they are.
+"""robench.registry: the one home of every `register_*` a plugin calls, whatever part of
+robench keeps the registry (`_LAZY` names it). What each registers, and how implementations
+that may import torch are registered by path: docs/extending.md, "One registry module".
 
 Names are loaded on first use (PEP 562), so importing this module imports none of those
 parts. Part of the top layer, beside `cli`: nothing inside robench imports it.

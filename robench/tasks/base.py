@@ -1,11 +1,8 @@
-"""The task contract: what the runner, the evaluation and the sanity battery ask of a task.
-
-A batch is `(inputs, targets)`: for image classification, images (B, C, H, W) in [0, 1] and
-class indices (B,); for language modelling, token ids (B, T) and per-token target rows
-(B, 3, T) (robench/data/text/windows.py). Perturbations receive both (`perturb(model,
-inputs, targets, seed)`); the task then scores the model on the perturbed inputs into
-per-sample records, which the sample store keeps as columns (`{"y": [...], "topk": [[...],
-...]}`) and the metrics read one record at a time (`Metric.per_sample(record)`).
+"""The task contract: what the runner, the evaluation and the sanity battery ask of a task
+(each method in docs/architecture.md, "Task"). A batch is `(inputs, targets)`; perturbations
+receive both (`perturb(model, inputs, targets, seed)`), then the task scores the model on the
+perturbed inputs into per-sample records, which the sample store keeps as columns and the
+metrics read one record at a time (`Metric.per_sample(record)`).
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
-"""Non-finite numbers are refused, never scored: NaN or inf in a model's logits or losses, or
-in the data, is an error naming the sample (DESIGN.md, "Core contracts").
+"""Non-finite numbers are refused, never scored (DESIGN.md, "Core contracts"; docs/errors.md).
 
-A model whose weights diverged to NaN used to be scored (every prediction "wrong", top-1
-0.000, exit 0), and a NaN image in a later batch counted as a wrong prediction. Each task's
-`score` passes what it scores on to `require_finite`, which raises `NonFiniteOutputs` with the
-batch rows at fault; the runner, which knows the rows' dataset indices and the model's name,
-turns it into one sentence (robench/evaluation/runner.py). `--allow-nonfinite`
-(`allow_nonfinite=True`) switches the refusal off for a run (`nonfinite_allowed`), and those
-samples are counted as the task scores them.
+Each task's `score` passes what it scores on to `require_finite`, which raises
+`NonFiniteOutputs` with the batch rows at fault; the runner, which knows the rows' dataset
+indices and the model's name, turns it into one sentence (robench/evaluation/runner.py).
+`--allow-nonfinite` switches the refusal off for a run (`nonfinite_allowed`).
 """
 
 from __future__ import annotations

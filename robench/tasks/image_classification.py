@@ -1,9 +1,5 @@
-"""Image classification: images in [0, 1] -> class logits, scored by their top-k classes.
-
-The per-sample record is `{"y": true class, "topk": the model's top-5 classes}` with the
-calibration scalars of tasks/top_k_records.py (`p_pred`, `p_target`, `logp_target`,
-`p_sumsq`); `top1`, `top5`, `ece`, `nll` and `brier` (results/stats/metrics.py) read it, and
-the report keeps the top-1 class as `prediction`.
+"""Image classification: images in [0, 1] -> class logits, scored by their top-k classes (the
+record of tasks/top_k_records.py; the report keeps the top-1 class as `prediction`).
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """Language modelling: token ids -> next-token logits, scored by the log-likelihood of text.
 
-Two kinds of sample, by the model's tokenizer:
-
-- robench's word-level models (a `Vocabulary` in the checkpoint): a sample is one evaluation
-  window of the token stream (robench/data/text/windows.py), inputs its token ids (T,),
-  targets three rows (3, T): the target token id (-100 where the position is context only),
-  whether the target is a word (not `<eos>`), and the UTF-8 bytes it stands for;
-- a model with its own tokenizer (a transformers causal LM): a sample is one document
-  (robench/data/text/rolling_windows.py), inputs its rolling windows (W, T), targets (W, 3, T)
-  with the document's words and bytes in rows 1 and 2.
-
-Either way the per-sample record is `{"nll": summed negative log-likelihood in nats, "tokens":
-scored tokens, "words": scored words, "bytes": scored bytes}`; `perplexity`,
-`word_perplexity` and `bits_per_byte` (results/stats/metrics.py) are ratios of their sums.
+A sample is one evaluation window of a word-level model's token stream (data/text/windows.py:
+inputs (T,), target rows (3, T): target id or -100, is-a-word, UTF-8 bytes), or one document
+of a model with its own tokenizer (data/text/rolling_windows.py: its windows (W, T), targets
+(W, 3, T)). The record, `{"nll", "tokens", "words", "bytes"}`, and the metrics that are ratios
+of its sums: docs/formats.md, `samples`, and docs/language-models.md.
 """
 
 from __future__ import annotations

@@ -2,13 +2,9 @@
 
 A batch is (images (B, C, H, W) in [0, 1], label maps (B, Hl, Wl)): classes 0..K-1,
 `IGNORE_INDEX` for pixels no class is scored on and `PAD_INDEX` outside a smaller map
-(robench/data/segmentation/label_maps.py). The model returns logits (B, K, h, w) at any
-resolution; each sample's are resized to its map's size, as mmsegmentation compares them.
-
-The per-sample record is `{"counts": the image's (4, K) intersect / union / predicted /
-labelled pixel counts, flattened}`; `miou`, `pixel_accuracy` and `mean_accuracy`
-(results/stats/metrics.py) are ratios of their sums over the dataset
-(results/stats/segmentation_metrics.py).
+(robench/data/segmentation/label_maps.py). Each sample's logits (B, K, h, w) are resized to its
+map's size, as mmsegmentation compares them; the record and the metrics read from it:
+docs/segmentation.md.
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
 """Sequence classification: token or pixel sequences of up to several thousand positions ->
-class logits, as in the Long Range Arena (Tay et al. 2021): ListOps, byte-level text,
-retrieval of document pairs, grey-scale images and Pathfinder as pixel sequences.
-
-A batch is (token ids (B, L), or (B, 2, L) for retrieval pairs, padded with the data's padding
-id: tasks/sequence_data.py; class indices (B,)). The per-sample record is that of image and
-text classification, `{"y": true class, "topk": the model's top classes}`, so `top1` with its
-interval and the gate's McNemar pairing apply unchanged.
-
-The data is read by `robench.data.lra.open_lra(path, task_name, split)`; the LRA task comes
-from the `lra_task` data option (`--lra-task`, a suite's `[data_options]`), else the layout
-(`lra-listops`, ... of a suite's `[datasets.NAME]`), else the task the model was trained on.
+class logits, as in the Long Range Arena (Tay et al. 2021). Batches, the record (that of image
+and text classification) and where the LRA task comes from: docs/sequence-classification.md.
 A sequence longer than the model reads, other padding, another vocabulary or single
 documents for a retrieval model are refused before anything runs.
 """

@@ -1,8 +1,5 @@
-"""`SequenceData`: an LRA dataset as the sequence-classification task evaluates it.
-
-It wraps a `robench.data.lra.sequences.SequenceDataset` (items `(tokens, label)`, tokens
-int64 (L,), or (2, L) for retrieval pairs) and adds what the engine and the report read of
-every task's data (`tasks.base.TaskData`): root, kind, split, classes. `collate_sequences`
+"""`SequenceData`: an LRA dataset (`robench.data.lra.sequences.SequenceDataset`) with what the
+engine and the report read of every task's data (`tasks.base.TaskData`); `collate_sequences`
 stacks a batch, padding shorter sequences with the data's padding id.
 """
 

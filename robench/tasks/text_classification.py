@@ -2,13 +2,9 @@
 adversarial word and character attacks.
 
 A batch is (texts as UTF-8 byte rows (B, L), -1 padded: data/text/text_rows.py; class indices
-(B,)); the model tokenizes inside (models/text_inputs.py). The per-sample record is that of
-image classification, `{"y": true class, "topk": the model's top classes}` with the calibration
-scalars (tasks/top_k_records.py), so `top1`, `ece`, `nll`, `brier` and the gate's pairing apply
-unchanged; an attack (`perturbations/text/`) adds its own columns
-(`outcome`, `queries`, `changed_words`, `words`, `text`: its parameters' `columns`, which the
-report keeps), which the attack metrics read (attack success rate, queries, perturbed-word
-share: results/stats/metrics.py).
+(B,)); the model tokenizes inside (models/text_inputs.py). The record is image
+classification's (tasks/top_k_records.py); an attack adds its own columns (docs/formats.md,
+`samples`).
 """
 
 from __future__ import annotations

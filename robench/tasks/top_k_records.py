@@ -1,20 +1,9 @@
-"""`TopKRecords`: the per-sample record of a classifier, whatever its inputs are.
-
-A sample's record is `{"y": true class, "topk": the model's top-5 classes}` and four
-calibration scalars of its softmax probabilities p (float32, as the model's logits give them):
-
-- `p_pred`: p of the predicted (top-1) class, the confidence ECE bins;
-- `p_target`: p of the true class;
-- `logp_target`: log p of the true class (log-softmax, so NLL stays finite when p underflows);
-- `p_sumsq`: the sum of p_k squared over all classes. The multiclass Brier score of a sample,
-  sum_k (p_k - [k == y])^2 = p_sumsq - 2 p_target + 1 (Brier 1950; Ovadia et al. 2019),
-  needs it: the other three cannot give it, and one scalar keeps the record small.
-
-`top1` and `top5` read `y` and `topk`; `ece`, `nll` and `brier` the calibration scalars
-(results/stats/metrics.py). The report keeps the top-1 class as `prediction`. Image and text
-classification share the record, so their metrics and McNemar pairing are the same. Records
-written before the calibration scalars existed (a resumed older sample store) lack them: the
-calibration metrics declare `requires = "p_target"`, so they are simply not reported there.
+"""`TopKRecords`: the per-sample record of a classifier, whatever its inputs are:
+`{"y": true class, "topk": the model's top-5 classes}` and four calibration scalars of its
+softmax probabilities (`p_pred`, `p_target`, `logp_target`, `p_sumsq`: docs/formats.md,
+"Calibration metrics", and why `p_sumsq` is kept). Image and text classification share it,
+so their metrics and McNemar pairing are the same; records written before the scalars existed
+lack them, and the calibration metrics (`requires = "p_target"`) are not reported there.
 """
 
 from __future__ import annotations

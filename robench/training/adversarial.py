@@ -1,26 +1,8 @@
-"""Adversarial training (`robench train --adversarial pgd|trades`) for image classifiers.
-
-Two methods, each a training loss on examples found inside the L-inf ball of radius `eps`
-around every training image, in pixel units ([0, 1] images, before the model's normalisation,
-as every robench attack):
-
-- `pgd`: Madry, Makelov, Schmidt, Tsipras and Vladu (ICLR 2018). Cross-entropy on PGD examples
-  that maximise cross-entropy, from a uniform random start in the ball.
-- `trades`: Zhang, Yu, Jiao, Xing, El Ghaoui and Jordan (ICML 2019). Cross-entropy on the clean
-  images plus `beta` times KL(f(x) || f(x')) on examples x' that maximise that KL, from
-  x + 0.001 N(0, 1) (their `trades.py`).
-
-Every step is a signed-gradient ascent step of `step_size`, projected on the ball and on
-[0, 1]. The default step size is Madry et al.'s 2.5 eps / steps, which lets one step sequence
-reach the ball's far side from any start. The attack runs with the model in eval mode (as
-TRADES' code: batch-norm statistics see only the images the loss trains on) and takes
-gradients with respect to the inputs only, so it adds nothing to the parameters' gradients.
-Random starts come from a generator seeded by the run's seed, so reruns are bit-identical.
-
-Validation scores clean top-1 and robust top-1 under the training attack's PGD (cross-entropy,
-random start, the same eps, steps and step size) on the validation slice, with the generator
-reseeded at every validation so each scores the same attack; the best checkpoint is the most
-robust one (Rice, Wong and Kolter 2020: robust overfitting makes the last one not the best).
+"""Adversarial training (`robench train --adversarial pgd|trades`) for image classifiers: PGD
+(Madry et al., ICLR 2018) and TRADES (Zhang et al., ICML 2019) on examples inside the L-inf
+ball of radius `eps` in pixel units (before the model's normalisation, as every robench
+attack). The methods, their defaults, seeding and validation (the most robust checkpoint kept:
+Rice, Wong and Kolter 2020): docs/adversarial-training.md.
 """
 
 from __future__ import annotations
@@ -53,11 +35,8 @@ class AdversarialTraining:
         return self.step_size if self.step_size is not None else 2.5 * self.eps / self.steps
 
     def check(self) -> None:
-        """One sentence for parameters that would train on no attack or on nan."""
-        if self.method not in LOSSES:
-            raise ConfigError(
-                f"--adversarial {self.method} is not a method; pass one of {', '.join(LOSSES)}."
-            )
+        """One sentence for parameters that would train on no attack or on nan (the method is
+        checked by `TrainConfig.attack`, before its --eps)."""
         if self.steps < 1:  # first: the default step size divides by it
             raise ConfigError(
                 f"--steps must be at least 1, got {self.steps}; pass e.g. --steps 10."
@@ -198,23 +177,10 @@ def _trades_loss(
     return natural + attack.beta * robust
 
 
-# Method -> its training loss: (attack, model attacked, model trained (DDP-wrapped or the same
-# module), images, labels, label smoothing, generator) -> loss.
+# Method -> its training loss on one batch: (attack, model attacked (the bare model: no
+# DistributedDataParallel hooks on the attack's gradients), model trained (DDP-wrapped or the
+# same module), images, labels, label smoothing, generator) -> loss.
 LOSSES: dict[str, Callable[..., torch.Tensor]] = {"pgd": _pgd_loss, "trades": _trades_loss}
-
-
-def adversarial_loss(
-    attack: AdversarialTraining,
-    attacked: nn.Module,
-    trained: nn.Module,
-    images: torch.Tensor,
-    labels: torch.Tensor,
-    smoothing: float,
-    generator: torch.Generator,
-) -> torch.Tensor:
-    """The training loss of `attack.method` on one batch. `attacked` is the bare model (no
-    DistributedDataParallel hooks on the attack's gradients), `trained` the one stepped."""
-    return LOSSES[attack.method](attack, attacked, trained, images, labels, smoothing, generator)
 
 
 def robust_top1(

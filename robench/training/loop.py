@@ -1,10 +1,7 @@
 """What every `robench train` run shares, whatever the model: its settings, the learning-rate
 schedule, one optimiser step, the step loop with its validations and best/last checkpoints,
-the progress protocol and the metadata a checkpoint records.
-
-The trainers (`train.py` image models, `train_lm.py` language models, `train_text.py` text
-and `train_sequence.py` LRA classifiers) differ in their data, loss and validation metric;
-everything here is the same for all, so it is written once.
+the progress protocol and the metadata a checkpoint records; the trainers differ only in their
+data, loss and validation metric.
 """
 
 from __future__ import annotations
@@ -250,10 +247,6 @@ class ClassifierResult(LoopResult):
 
     classes: tuple[str, ...]
     majority_share: float  # the validation split's largest class share: chance accuracy
-
-    @property
-    def best_val_top1(self) -> float:
-        return self.best_val
 
 
 def majority_share(labels: torch.Tensor) -> float:

@@ -1,9 +1,6 @@
-"""What `robench train` optimises and validates for each image task.
-
-The training loop (train.py) is the same for every image model: AdamW, the shared schedule, the
-best checkpoint kept. What differs by task is written here, once per task: the training and
-validation data, the loss, the validation metric (higher is better) and how many classes the
-network's output holds. `objective_for` picks one by the model's task (models/loading.py).
+"""What `robench train` optimises and validates for each image task, once per task: the
+training and validation data, the loss, the validation metric (higher is better) and how many
+classes the network's output holds. `objective_for` picks one by the model's task.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """A text classifier initialised from a pretrained language model's checkpoint (`robench
-train CLASSIFIER --init-from LM.safetensors`): the paper's SST-2 protocol (Tables 13, 14)
-pretrains a Switch LM and fine-tunes it as a classifier.
-
-The classifier takes the LM's vocabulary and its backbone (token embedding, blocks, final
-norm: `text_classifier.backbone_keys`); its pad embedding and head start fresh. The LM must be
-the architecture the classifier's backbone is (`PRETRAINED_BACKBONES`), so a baseline LM does
-not silently load into an elliptical classifier (their parameters have the same names).
+train CLASSIFIER --init-from LM.safetensors`; docs/text-classification.md, "Training"). The LM
+must be the architecture the classifier's backbone is (`PRETRAINED_BACKBONES`), so a baseline
+LM does not silently load into an elliptical classifier (their parameters have the same names).
 """
 
 from __future__ import annotations

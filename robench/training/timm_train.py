@@ -1,11 +1,6 @@
-"""Run timm's own `train.py` with robench's models registered.
-
-timm's training script looks models up in timm's registry, which `robench.models.zoo` fills
-on import, so it only needs that import first:
-
-    torchrun --nproc_per_node=8 -m robench.training.timm_train \\
-        path/to/pytorch-image-models/train.py /data/imagenet \\
-        --model deit_tiny_elliptical_patch16_224 ...
+"""Run timm's own `train.py` with robench's models registered: timm's training script looks
+models up in timm's registry, which `robench.models.zoo` fills on import, so it only needs
+that import first (the command: README, "Elliptical Attention").
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """`train`: a small-scale, seeded trainer for registered image classifiers and segmenters.
 
 AdamW, linear warm-up then cosine decay, label smoothing, gradient clipping, periodic
-validation, the best checkpoint kept; `noise_sd` trains (and validates) under Gaussian pixel
-noise for randomized smoothing (training/noise.py); `adversarial` trains classifiers on PGD or
-TRADES examples and validates them clean and under PGD (training/adversarial.py). Checkpoints
-are `.safetensors` with the ModelSpec in their metadata, so `robench eval` needs only the
-file. For ImageNet-scale runs use timm's own `train.py` with the registered model names (see
-README). Under `torchrun` it trains with DistributedDataParallel (gloo on CPU, nccl on GPU).
+validation, the best checkpoint kept; `noise_sd` trains under Gaussian pixel noise
+(training/noise.py), `adversarial` on PGD or TRADES examples (training/adversarial.py); under
+`torchrun` with DistributedDataParallel. Checkpoints: docs/formats.md, "Checkpoint metadata".
 """
 
 from __future__ import annotations
@@ -30,7 +27,6 @@ from robench.tasks.registry import load_task
 from robench.training.adversarial import (
     LOSSES,
     AdversarialTraining,
-    adversarial_loss,
     refuse_stray_options,
     robust_top1,
 )
@@ -108,10 +104,6 @@ class TrainResult(LoopResult):
     is_main: bool = True  # False on the other ranks of a torchrun job
     metric: str = "val_top1"  # which metric best_val is (training/objectives.py)
     metric_label: str = "val top-1"
-
-    @property
-    def best_val_top1(self) -> float:  # the name image classifiers' callers know
-        return self.best_val
 
 
 def _validate(
@@ -210,7 +202,7 @@ def train(  # long: the loop with its adversarial, noise and validation steps, e
         if attack is None:
             loss = objective.loss(model(images), labels, config.label_smoothing)
         else:
-            loss = adversarial_loss(
+            loss = LOSSES[attack.method](
                 attack, wrapped, model, images, labels, config.label_smoothing, attack_generator
             )
         return loss, loss, len(labels) * dist.world_size

@@ -1,12 +1,8 @@
-"""Train a small transformers causal LM with its own byte-level BPE tokenizer on a corpus.
-
-`train_bpe_causal_lm(config)` trains a byte-level BPE tokenizer (huggingface `tokenizers`,
-GPT-2's pre-tokenizer, `<|endoftext|>` as BOS/EOS/UNK) on the train split's documents, builds a
-`GPT2LMHeadModel` of `config`'s size around it and trains it on random crops of the documents
-joined by `<|endoftext|>` (Adam, warm-up then cosine decay: `loop.lr_at`), then writes both
-with `save_pretrained` (safetensors) into `config.out_dir`: a folder `hf:FOLDER` evaluates.
-Seeded end to end, so the same config gives the same folder on the same machine.
-`examples/train_bpe_lm.py` is the command line; models/gpt2_bpe_pydocs/README.md the card.
+"""Train a small transformers causal LM with its own byte-level BPE tokenizer on a corpus:
+`train_bpe_causal_lm(config)` trains the tokenizer on the train split's documents, a
+`GPT2LMHeadModel` on random crops of them, and saves both with `save_pretrained` into
+`config.out_dir` (a folder `hf:FOLDER` evaluates). Seeded end to end. `examples/train_bpe_lm.py`
+is the command line; models/gpt2_bpe_pydocs/README.md the card (tokenizer, data, recipe).
 """
 
 from __future__ import annotations

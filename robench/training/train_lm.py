@@ -1,13 +1,7 @@
-"""`train_language_model`: a small-scale, seeded trainer for registered language models.
-
-The paper's WikiText-103 recipe (Adam, lr 2.5e-4, cosine schedule with warm-up, target
-length 256, dropout 0.1 in the model), scaled down for CPU by the same flags as image
-training. The vocabulary is built from the training split (words seen at least
-`vocab_min_count` times, at most `vocab_size` words, plus any `extra_words`) and stored in
-the checkpoint's metadata with the ModelSpec, so `robench eval -c best.safetensors` reads
-text exactly as training did. Validation is the perplexity of the validation split, computed
-by the language-modeling task (the same windows and scoring as `robench eval`); the
-checkpoint with the lowest is kept.
+"""`train_language_model`: a small-scale, seeded trainer for registered language models, the
+paper's WikiText-103 recipe scaled down (Adam, lr 2.5e-4, warm-up + cosine, target length
+256); validated by the language-modeling task's perplexity (the same windows and scoring as
+`robench eval`), the lowest kept. Vocabulary and options: docs/language-models.md, "Training".
 """
 
 from __future__ import annotations
@@ -77,11 +71,7 @@ class LanguageTrainConfig(TrainSettings):
 
 @dataclass
 class LanguageTrainResult(LoopResult):
-    vocabulary_size: int
-
-    @property
-    def best_val_perplexity(self) -> float:
-        return self.best_val
+    vocabulary_size: int  # best_val: the lowest validation perplexity
 
 
 def registry_task(name: str) -> str | None:

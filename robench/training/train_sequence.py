@@ -1,14 +1,7 @@
-"""`train_sequence_classifier`: a small-scale, seeded trainer for robench's LRA classifiers.
-
-The data is an LRA task read by `robench.data.lra.open_lra` (a released layout, or what
-robench's ListOps and Pathfinder generators wrote); the model is sized by it: vocabulary,
-classes, padding id, pairing (retrieval) and maximum length (the longest training or
-validation sequence unless `--model-kwargs` gives `max_length`) become model kwargs, stored
-in the checkpoint's ModelSpec with the LRA task, so `robench eval -c best.safetensors`
-rebuilds the model and reads data of its task with nothing else. The paper's recipe (App.
-F.9: Adam, lr 1e-4, no weight decay, warm-up) is the default, with the shared warm-up and
-cosine schedule in place of its linear decay; validation is top-1 on the validation split;
-the best checkpoint is kept.
+"""`train_sequence_classifier`: a small-scale, seeded trainer for robench's LRA classifiers,
+sized by the data it reads (`open_lra`), with the paper's recipe (App. F.9: Adam, lr 1e-4, no
+weight decay) by default; validated by top-1, the best checkpoint kept. Model kwargs and
+recipe: docs/sequence-classification.md.
 """
 
 from __future__ import annotations
@@ -64,9 +57,6 @@ class SequenceTrainConfig(TrainSettings):
     workers: int = 0
 
 
-SequenceTrainResult = ClassifierResult
-
-
 def trains_a_sequence_classifier(name: str) -> bool:
     """Whether `robench train NAME` is about a registered sequence classifier."""
     return is_language_model(name) and language_model_task(name) == SEQUENCE_CLASSIFICATION
@@ -101,7 +91,7 @@ def _model_kwargs(
 
 def train_sequence_classifier(
     config: SequenceTrainConfig, progress: TrainProgress | None = None
-) -> SequenceTrainResult:
+) -> ClassifierResult:
     """Train `config.model` on `config.data`; write best/last `.safetensors` in `out_dir`."""
     config.check()
     device = resolve_device(config.device)
@@ -156,4 +146,4 @@ def train_sequence_classifier(
         describe=lambda values: f"val top-1 {values['val_top1']:.4f}",
     )
     majority = majority_share(torch.tensor([val.targets[i] for i in val_idx], dtype=torch.long))
-    return SequenceTrainResult(**vars(run), classes=tuple(train.classes), majority_share=majority)
+    return ClassifierResult(**vars(run), classes=tuple(train.classes), majority_share=majority)

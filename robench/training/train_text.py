@@ -1,15 +1,7 @@
-"""`train_text_classifier`: a small-scale, seeded trainer for robench's text classifiers.
-
-The data is a labelled text dataset (`read_labeled_texts`: the built-in
-`python-docs-sections`, GLUE's SST-2 folder, csv / jsonl / parquet / arrow); the vocabulary
-is built from the training texts' words (`words_of`, as the language models'), unless the
-backbone comes from a pretrained language model (`init_from`, the paper's SST-2 protocol of
-Tables 13 and 14: pretrain a Switch LM, fine-tune it as a classifier), whose vocabulary it
-keeps. AdamW with the shared warm-up and cosine schedule, label smoothing, and the
-load-balancing loss of mixture-of-experts blocks weighted `aux_loss_weight`. Validation is
-top-1 on the validation split; the best checkpoint is kept. Checkpoints carry the ModelSpec,
-the vocabulary, the class names (`classes_metadata`) and the training settings, so `robench
-eval -c best.safetensors` needs only the file.
+"""`train_text_classifier`: a small-scale, seeded trainer for robench's text classifiers, from
+scratch on a vocabulary of the training texts' words or from a pretrained language model
+(`init_from`); validated by top-1, the best checkpoint kept. Data, vocabulary and options:
+docs/text-classification.md, "Training".
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """The embedded default: baseline vs Elliptical nano ViT on Fashion-MNIST, end to end.
 
-`robench demo` runs the tour (`PLANS["tour"]`): the attack and corruption halves on the quick
-plan's samples, their figures and the page; `--full` and `--quick` run every section
-(`DemoPlan.every_section`; the sections are listed in `robench demo --help`). Each phase is
-planned and sized before it starts (`planned_phases`, `phases.py`), so its line can say what
-is left. The paper's figures: CLS attention heatmaps (Fig. 1) and per-layer collapse curves
-(Fig. 3); the language models' Word Swap is its Table 1 protocol. Corruptions are computed
-once for both models (`sharing_perturbed_samples`); each other section lives in its own
-module (`_demo/segmentation.py`, ...). Without the shipped checkpoints (a trimmed install) it
-trains the image and language models briefly instead and skips the Segmenters, classifiers
-and certificates. `index.html` beside the reports shows the comparisons on one page.
+`robench demo` runs the tour (`PLANS["tour"]`); `--full` and `--quick` run every section
+(`DemoPlan.every_section`; listed in `robench demo --help`), each other section in its own
+module. Each phase is sized before it starts (`planned_phases`, `phases.py`). The paper's
+figures: CLS attention heatmaps (Fig. 1) and per-layer collapse curves (Fig. 3). Without the
+shipped checkpoints it trains the image and language models briefly instead and skips the
+Segmenters, classifiers and certificates.
 """
 
 from __future__ import annotations
@@ -43,7 +39,7 @@ from robench.evaluation.shared_samples import sharing_perturbed_samples
 from robench.models.loading import load_model
 from robench.models.spec import bundled_cards
 from robench.results.compare.comparison import Comparison
-from robench.results.plots.figures import AccuracySeries, accuracy_series
+from robench.results.plots.figures import accuracy_series
 from robench.results.report.schema import Report
 from robench.training.train import TrainConfig, train
 
@@ -177,11 +173,6 @@ def _language_models(plan: DemoPlan, out_dir: Path) -> dict[str, tuple[str, Path
     return chosen
 
 
-def _accuracy_vs_eps(reports: list[tuple[str, Report]]) -> list[AccuracySeries]:
-    """One series per (model, attack) of the suite: top-1 in % with its 95% interval."""
-    return accuracy_series({f"{report.model.name} ({role})": report for role, report in reports})
-
-
 def _figures(
     models: dict[str, tuple[str, Path | None]], reports: list[tuple[str, Report]], out_dir: Path
 ) -> list[Path]:
@@ -224,7 +215,8 @@ def _figures(
                 note=note,
             )
         )
-    series = _accuracy_vs_eps(reports)
+    # One series per (model, attack) of the suite: top-1 in % with its 95% interval.
+    series = accuracy_series({names[role]: report for role, report in reports})
     if series:
         figures.append(
             plot_accuracy_vs_eps(
@@ -292,6 +284,8 @@ def run_demo(out_dir: Path, *, mode: str = "tour", progress: Progress | None = N
     """Evaluate the demo models, compare them and draw the figures: the tour (attacks and
     corruptions on the nano ViT pair) or, with mode "quick" or "full", every section; sections
     that need an optional extra that is not installed are skipped (`DemoResult.skipped`)."""
+    from robench.results.plots.corruptions import plot_corruption_figures
+
     started = time.time() - 1  # file times may be rounded down to the second
     plan = PLANS[mode]
     skipped = skipped_sections(plan) if plan.every_section else {}
@@ -317,11 +311,10 @@ def run_demo(out_dir: Path, *, mode: str = "tour", progress: Progress | None = N
     if plan.every_section:
         _other_sections(result, plan, out_dir, command, step, progress)
     step.start("drawing the figures")
-    roles = list(models)
-    result.figures = _figures(models, [(roles[i], r) for i, (_, r) in enumerate(reports)], out_dir)
-    result.figures += _corruption_figures(
-        [(roles[i], r) for i, (_, r) in enumerate(corrupted)], out_dir
-    )
+    by_role = [(role, report) for role, (_, report) in zip(models, reports, strict=True)]
+    result.figures = _figures(models, by_role, out_dir)
+    named = {f"{r.model.name} ({role})": r for role, (_, r) in zip(models, corrupted, strict=True)}
+    result.figures += plot_corruption_figures(named, out_dir, "demo")
     step.start("writing the page")
     _write_page(result, out_dir)
     step.done()
@@ -476,13 +469,6 @@ def section_notes(subword: list[tuple[Path, Report]]) -> dict[str, str]:
     return notes
 
 
-def _corruption_figures(reports: list[tuple[str, Report]], out_dir: Path) -> list[Path]:
-    from robench.results.plots.corruptions import plot_corruption_figures
-
-    named = {f"{report.model.name} ({role})": report for role, report in reports}
-    return plot_corruption_figures(named, out_dir, "demo")
-
-
 # Report file suffix -> the title of its section on the index page.
 INDEX_TITLES = {
     "": "Adversarial attacks",
@@ -493,12 +479,6 @@ INDEX_TITLES = {
     TEXT_CLASSIFICATION_SUFFIX: "Text classification under DeepWordBug and PWWS",
     CERTIFICATION_SUFFIX: "Certified robustness: randomized smoothing at sigma 0.25",
 }
-
-
-def segmentation_section(
-    found: SegmentationDemo,
-) -> tuple[str, list[tuple[Path, Report]], Comparison]:
-    return INDEX_TITLES[SEGMENTATION_SUFFIX], found.reports, found.comparison
 
 
 def segmentation_figures(found: SegmentationDemo | None) -> dict[str, list[PageFigure]]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from robench._core.bundled import bundled_dir
 from robench._core.progress import Progress
-from robench.evaluation.request import EvalRequest, evaluate
+from robench.cli._demo.pairs import evaluate_roles
 from robench.results.report.schema import Report
 
 logger = logging.getLogger(__name__)
@@ -54,19 +54,10 @@ def evaluate_bpe_demo(
     if folder is None:
         logger.warning("models/%s is not installed: the BPE section is skipped", BPE_MODEL_FOLDER)
         return []
-    path = out_dir / "gpt2-bpe-text.json"
     limit = BPE_DOCUMENTS["quick" if quick else "full"]
-    logger.info(
-        "demo: evaluating hf:%s: suite %s on %s documents", folder.name, suite, limit or "all"
-    )
-    request = EvalRequest(
-        suite=suite,
-        data=None,  # the task's built-in corpus, python-docs: its test split's files
-        out=path,
-        model=f"hf:{shown_folder(folder)}",
-        limit=limit,
-        batch_size=8,
-        overwrite=True,
-        command=command,
-    )
-    return [(path, evaluate(request, progress=progress))]
+    line = f"evaluating hf:{folder.name}: suite {suite} on {limit or 'all'} documents"
+    return evaluate_roles(  # OUT_DIR/gpt2-bpe-text.json, on the task's built-in corpus
+        out_dir, {"gpt2-bpe": f"hf:{shown_folder(folder)}"}, suite=suite, suffix="-text",
+        limit=limit, batch_size=8, command=command, progress=progress,
+        start=lambda _: logger.info("demo: %s", line),
+    )  # fmt: skip

@@ -1,12 +1,8 @@
 """The demo's certification section: baseline vs Elliptical nano ViT, trained under Gaussian
-noise and certified by randomized smoothing at sigma 0.25 (Cohen, Rosenfeld and Kolter 2019).
-
-The shipped noise-trained pair (`DEMO_SMOOTHED`, fine-tuned from the demo's nano pair by
-benchmarks/reproduction_certify.py) under the `demo-certify` suite: clean top-1, CERTIFY with
-n 500 noisy copies per image and PGD-L2 on the base classifier (reports/reproduction.md
-certifies the same pair with n 1,000 on 200 images), compared and drawn as certified accuracy
-against the L2 radius. Certificates are lower bounds that no attack can lower, unlike the
-other sections' accuracies under attack.
+noise and certified by randomized smoothing at sigma 0.25 (Cohen, Rosenfeld and Kolter 2019):
+the shipped noise-trained pair (`DEMO_SMOOTHED`, written by benchmarks/reproduction_certify.py)
+under the `demo-certify` suite, compared and drawn as certified accuracy against the L2 radius
+(reports/reproduction.md certifies the same pair with n 1,000 on 200 images).
 """
 
 from __future__ import annotations

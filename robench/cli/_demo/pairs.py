@@ -26,7 +26,7 @@ def evaluate_roles(
     *,
     suite: str,
     suffix: str,
-    limit: int,
+    limit: int | None,
     batch_size: int,
     command: list[str],
     progress: Progress | None = None,
