@@ -12,11 +12,7 @@ sample; a dataset perturbation (Word Swap) rewrites the data once before batchin
 data (an ImageNet-C folder) is already perturbed. The last three are only checked (by the task).
 The identity (clean) scores batches as loaded; its data is checked on the job's first batch.
 
-Speed modes (robench/evaluation/speed.py): under --amp the scoring of inputs made without the
-model (clean, and the last three) runs under autocast; attacks and the scoring of their
-outputs stay float32 unless the suite sets `amp_attacks`. Out of GPU memory, a batch runs
-in smaller parts (robench/evaluation/oom_fallback.py), each seeded as the batch of a run with
-that batch size.
+Speed modes and the out-of-memory fallback: docs/formats.md, "Speed modes".
 """
 
 from __future__ import annotations

@@ -1,20 +1,8 @@
 """Sequential evaluation: samples in a seeded random order, in growing chunks, until a
-stopping rule says the numbers are settled (docs/sequential.md).
-
-Each dataset's chosen indices are put in a seeded random order (`sequential_order`); the
-runner then evaluates growing prefixes of that order whose lengths are multiples of the batch
-size (`chunk_ends`), every perturbation of the suite on a chunk before the next chunk. A
-prefix's batches are the first batches of the full order, so batch numbers and seeds equal
-those of a fixed-n run over the same order, and the sample store skips the batches a
-prefix already ran (which is also how `--resume` continues a sequential run).
-
-After each chunk a `StoppingRule` reads every result's per-sample metric values in evaluation
-order: `TargetHalfwidth` (`robench eval --target-halfwidth H`) stops once the anytime-valid
-confidence sequence (`results/stats/confidence_sequences.py`) of every bounded metric of every
-result is at most H wide on each side; `robench gate --sequential` stops once the gate's
-verdict is settled (`results/gate/sequential.py`). A random order makes the evaluated samples
-an i.i.d. sequence whatever order the dataset's files are in, which the confidence sequence
-and the betting test assume.
+stopping rule says the numbers are settled: `TargetHalfwidth` (`--target-halfwidth`, the
+confidence sequences of results/stats/confidence_sequences.py) or a gate's rule
+(results/gate/sequential.py). The order, the chunks and why they resume: docs/sequential.md,
+"The run".
 """
 
 from __future__ import annotations
