@@ -36,8 +36,7 @@ OUT_OF_MEMORY_MESSAGES = (
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
-    """A GPU out-of-memory error: torch's own class, or a RuntimeError whose message is one
-    of OUT_OF_MEMORY_MESSAGES."""
+    """A GPU out-of-memory error: torch's own class, or a RuntimeError saying so."""
     if isinstance(exc, torch.cuda.OutOfMemoryError):
         return True
     return isinstance(exc, RuntimeError) and any(m in str(exc) for m in OUT_OF_MEMORY_MESSAGES)

@@ -117,9 +117,7 @@ def ordered_jobs(jobs: list[tuple[str, Job]], seed: int) -> list[tuple[str, Job]
     """The jobs with their data's indices in the sequential order (capped by max_samples)."""
     out = []
     for key, job in jobs:
-        indices = sequential_order(job.data.indices, seed)
-        if job.planned.max_samples:
-            indices = indices[: job.planned.max_samples]
+        indices = sequential_order(job.data.indices, seed)[: job.planned.max_samples or None]
         out.append((key, replace(job, data=replace(job.data, indices=indices))))
     return out
 

@@ -36,9 +36,7 @@ class SpeedOptions:
     compile: bool = False  # torch.compile the model for every pass of the run
     # The suite's `amp_attacks`: attacks, and the scoring of their outputs, under --amp too.
     amp_attacks: bool = False
-    # --tf32: CUDA matmul and convolutions may round float32 to TF32 (robench._core
-    # .fp32_precision); IEEE float32 otherwise.
-    tf32: bool = False
+    tf32: bool = False  # --tf32 (evaluation/fp32_precision.py); IEEE float32 otherwise
 
     def precision(self, device: torch.device) -> str:
         """The arithmetic of the run, for the report: "fp32", "tf32" (CUDA under --tf32),
@@ -50,8 +48,7 @@ class SpeedOptions:
 
     @property
     def attacks_in_amp(self) -> bool:
-        """Attacks, and the scoring of their outputs, run under autocast (--amp and the
-        suite's amp_attacks); otherwise they run in float32."""
+        """Attacks, and the scoring of their outputs, run under autocast, not float32."""
         return self.amp is not None and self.amp_attacks
 
     def __post_init__(self) -> None:

@@ -77,25 +77,21 @@ def _given_surrogate(request: SurrogateChoice) -> SurrogateRef | None:
 
 def plan_transfer(request: SurrogateChoice, loaded_suite: LoadedSuite) -> LoadedSuite:
     """The suite with `--surrogate` (or an in-memory surrogate) given to every attack entry
-    that names no surrogate of its own; an entry that names one but is no attack (the option
-    table's rule for --surrogate, robench/evaluation/options/applicability.py: not clean,
-    corruptions, Word Swap or certification) is refused."""
+    that names none; an entry that names one but is no attack (the option table's rule for
+    --surrogate, options/applicability.py) is refused."""
     given = _given_surrogate(request)
     plan = []
     for planned in loaded_suite.plan:
-        if planned.surrogate is not None and not applies_to_entry("surrogate", planned):
+        transferable = applies_to_entry("surrogate", planned)
+        if planned.surrogate is not None and not transferable:
             raise ConfigError(
                 f"suite entry {planned.label!r} ({planned.kind}) names a surrogate, but it "
                 "is not an attack whose images another model can craft (it uses no model, or "
                 "certifies the evaluated model itself); drop `surrogate` from it (only "
                 "attacks transfer)."
             )
-        if (
-            planned.surrogate is None
-            and given is not None
-            and applies_to_entry("surrogate", planned)
-        ):
-            planned = planned.with_surrogate(given)
+        if planned.surrogate is None and given is not None and transferable:
+            planned = replace(planned, surrogate=given)
         plan.append(planned)
     return replace(loaded_suite, plan=tuple(plan))
 

@@ -139,9 +139,7 @@ def _check_registered(
     if name in catalogue.pretrained and not has_checkpoint:
         hub_id = catalogue.pretrained[name]
         if hub_id and not sourced_refused:  # no Hub weights: the loader's own sentence says so
-            from robench.models.sources.hf_cache import find_cached_repo
-
-            find_cached_repo(hub_id)
+            _hub_repo(hub_id)
         return
     if architecture in catalogue.architectures or architecture in ZOO_MODELS:
         if "." in name and not has_checkpoint and not sourced_refused:

@@ -89,10 +89,8 @@ def remove_empty_folders(folders: list[Path]) -> None:
 
 
 def merge_records(paths: list[Path], fingerprint: dict[str, Any]) -> dict[str, SampleRecords]:
-    """The records of every per-rank file of a torchrun evaluation, by perturbation.
-
-    Read only, without the lock: every rank reads every file once all ranks have closed theirs.
-    """
+    """The records of every per-rank file of a torchrun evaluation, by perturbation; read
+    without the lock, once all ranks have closed theirs."""
     merged: dict[str, Batches] = {}
     for path in paths:
         raw = path.read_bytes()
@@ -214,12 +212,8 @@ class SampleStore:
 
 def _summed(counts: list[Passes | None]) -> Passes | None:
     """Batches' passes added up, or None if any batch has none."""
-    total = [0, 0, 0, 0]
-    for count in counts:
-        if count is None:
-            return None
-        total = [a + b for a, b in zip(total, count, strict=True)]
-    return total
+    known = [count for count in counts if count is not None]
+    return [sum(n) for n in zip(*known, strict=True)] if len(known) == len(counts) else None
 
 
 def _parse(
