@@ -130,20 +130,16 @@ def values_in_order(
 ) -> tuple[Values, dict[str, list[int]]]:
     """Each result's per-sample metric values over the first `n` samples of its order."""
     metrics = [METRICS.get(name) for name in metric_names]
+    prefixes = prefix_records(records, jobs, n)  # in evaluation order
     values: Values = {}
-    order: dict[str, list[int]] = {}
-    for _, job in jobs:
-        label = job.planned.label
-        found = records.get(label, {})
-        indices = [i for i in job.data.indices[:n] if i in found]
-        rows = [found[i] for i in indices]
-        order[label] = indices
+    for label, found in prefixes.items():
+        rows = list(found.values())
         values[label] = {
             m.name: [m.per_sample(r) for r in rows]
             for m in metrics
             if not (m.requires and any(m.requires not in r for r in rows))
         }
-    return values, order
+    return values, {label: list(found) for label, found in prefixes.items()}
 
 
 def with_sequence_intervals(

@@ -247,12 +247,8 @@ def with_surrogates(
     missing: list[MissingResult] = []
     for key, job in jobs:
         ref = job.planned.surrogate
-        if ref is None:
-            kept.append((key, job))
-            continue
-        surrogate = surrogates[ref]
-        if not surrogate.is_target:
-            kept.append((key, replace(job, surrogate=surrogate)))
+        if ref is None or not surrogates[ref].is_target:
+            kept.append((key, job if ref is None else replace(job, surrogate=surrogates[ref])))
             continue
         reason = (
             f"its surrogate {ref.describe()} is the evaluated model (same architecture and "

@@ -154,8 +154,7 @@ class SampleStore:
         self._batches, passes = _parse(self.path, complete, self.fingerprint)
         for name, batches in self._batches.items():
             self.done(name).update(i for indices, _ in batches for i in indices)
-        for name, counts in passes.items():
-            self._resumed[name] = _summed(counts)
+        self._resumed = {name: _summed(counts) for name, counts in passes.items()}
 
     def _write(self, obj: dict[str, Any], *, sync: bool = False) -> None:
         self._fh.write(_encode(obj))
