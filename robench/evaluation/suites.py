@@ -286,12 +286,9 @@ class PlannedPerturbation:
         if self.params.unbounded:
             params["threat_model"] = params["budget_display"] = "unbounded"
         params.update(self.params.report_fields())
-        if self.max_samples is not None:
-            params["max_samples"] = self.max_samples
-        if self.differentiable_m:
-            params["differentiable_m"] = True
-        if self.classes is not None:
-            params["classes"] = self.classes
+        for key in ("max_samples", "differentiable_m", "classes"):  # only when set
+            if getattr(self, key) not in (None, False):
+                params[key] = getattr(self, key)
         if self.surrogate is not None:  # the run adds the loaded surrogate's provenance
             checkpoint = self.surrogate.checkpoint
             params["surrogate"] = {
