@@ -26,11 +26,6 @@ def summed(parts: Iterable[Mapping[str, PassCount]]) -> dict[str, PassCount]:
     return total
 
 
-def _queries(records: Sequence[Mapping[str, Any]]) -> int | None:
-    counted = [row[QUERIES_COLUMN] for row in records if row.get(QUERIES_COLUMN) is not None]
-    return int(sum(counted)) if counted else None
-
-
 def result_cost(count: PassCount | None, records: Sequence[Mapping[str, Any]]) -> ResultCost | None:
     """The report's cost of one result from its counted passes (None when nothing ran in
     this process: a result resumed whole) and its per-sample records (text attacks' queries,
@@ -38,7 +33,8 @@ def result_cost(count: PassCount | None, records: Sequence[Mapping[str, Any]]) -
     if count is None or count.samples == 0:
         return None
     n = count.samples
-    queries = _queries(records)
+    counted = [row[QUERIES_COLUMN] for row in records if row.get(QUERIES_COLUMN) is not None]
+    queries = int(sum(counted)) if counted else None
     return ResultCost(
         forward=count.forward,
         backward=count.backward,

@@ -54,34 +54,6 @@ class DataRequest(Protocol):
     def datasets(self) -> dict[str, str | InMemory]: ...
 
 
-def _open_datasets(
-    request: DataRequest,
-    loaded: LoadedModel,
-    task: Task,
-    loaded_suite: LoadedSuite,
-    options: dict[str, Any],
-) -> dict[str, TaskData]:
-    opened = {}
-    declared = loaded_suite.suite.datasets
-    for name, path in request.datasets.items():
-        layout = declared[name].layout if name in declared else None
-        dataset = task.open_data(
-            path,
-            loaded,
-            split=request.split,
-            layout=layout,
-            class_map=request.class_map,
-            options=options,
-        )
-        if dataset.task != task.name:
-            raise DataError(
-                f"dataset {name!r} ({path}) is {dataset.task} data but the suite and model are "
-                f"{task.name}; pass {task.name} data with --data."
-            )
-        opened[name] = dataset
-    return opened
-
-
 def _data_options(request: DataRequest, loaded_suite: LoadedSuite, task: Task) -> dict[str, Any]:
     """The task's data options: flags over the suite's over the task's defaults."""
     given = {**loaded_suite.suite.data_options, **request.data_options}
@@ -117,18 +89,12 @@ def check_dataset_names(loaded_suite: LoadedSuite, names: list[str]) -> None:
             )
 
 
-def _check_limit(limit: int | None, available: int, path: object) -> None:
-    """A --limit beyond the default dataset would silently evaluate fewer samples; data
-    with no samples at all (a header-only file) is said to be empty, whatever the limit."""
-    if available == 0:
-        raise DataError(
-            f"{path} holds no samples (a header-only or empty file, or a folder without "
-            "data files); check that it is the data you meant and that it has rows."
-        )
+def _check_limit(limit: int | None, available: int, of: object, whole: str) -> None:
+    """A --limit beyond the samples would silently evaluate fewer of them."""
     if limit is not None and limit > available:
         raise ConfigError(
-            f"--limit {limit} exceeds the {available} samples of {path}; pass --limit "
-            f"{available} or less, or leave --limit out to evaluate every sample."
+            f"--limit {limit} exceeds the {available} samples of {of}; pass --limit "
+            f"{available} or less, or leave --limit out to evaluate {whole}."
         )
 
 
@@ -138,11 +104,7 @@ def _sample_indices(dataset: TaskData, subset: str | None, limit: int | None, se
         return select_indices(len(dataset), limit, seed)
     names = getattr(dataset, "relative_paths", None)
     listed = resolve_subset(subset, len(dataset), names() if names else None)
-    if limit is not None and limit > len(listed):  # would silently evaluate fewer samples
-        raise ConfigError(
-            f"--limit {limit} exceeds the {len(listed)} samples of subset {subset}; pass "
-            f"--limit {len(listed)} or less, or leave --limit out to evaluate the whole subset."
-        )
+    _check_limit(limit, len(listed), f"subset {subset}", "the whole subset")
     return [listed[i] for i in select_indices(len(listed), limit, seed)]
 
 
@@ -259,12 +221,35 @@ def build_data(
     """Open, restrict and sample the request's datasets (`progress`: shows the reading of
     every image under `--bad-images skip`)."""
     options = _data_options(request, loaded_suite, task)
-    opened = _open_datasets(request, loaded, task, loaded_suite, options)
+    opened: dict[str, TaskData] = {}
+    declared = loaded_suite.suite.datasets
+    for name, path in request.datasets.items():
+        layout = declared[name].layout if name in declared else None
+        dataset = task.open_data(
+            path,
+            loaded,
+            split=request.split,
+            layout=layout,
+            class_map=request.class_map,
+            options=options,
+        )
+        if dataset.task != task.name:
+            raise DataError(
+                f"dataset {name!r} ({path}) is {dataset.task} data but the suite and model are "
+                f"{task.name}; pass {task.name} data with --data."
+            )
+        opened[name] = dataset
     default_name = next(iter(opened))
     datasets = _with_label_spaces(opened, loaded_suite, default_name, request.classes, task)
     # A listed subset restricts the default dataset only.
     subsets = {default_name: request.subset or loaded_suite.suite.subset}
-    _check_limit(request.limit, len(datasets[default_name]), request.datasets[default_name])
+    path, available = request.datasets[default_name], len(datasets[default_name])
+    if available == 0:  # whatever the limit (a header-only file)
+        raise DataError(
+            f"{path} holds no samples (a header-only or empty file, or a folder without "
+            "data files); check that it is the data you meant and that it has rows."
+        )
+    _check_limit(request.limit, available, path, "every sample")
     # A task's data is a torch Dataset too; TaskData names only what the engine reads of it.
     data = {
         name: EvalData(

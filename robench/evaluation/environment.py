@@ -129,8 +129,7 @@ def determinism(device: torch.device) -> dict[str, object]:
 
 
 def capture_environment(device: torch.device, precision: str = "fp32") -> Environment:
-    """The machine and software of a run on `device` computing in `precision`
-    (SpeedOptions.precision)."""
+    """The machine and software of a run on `device` in `precision` (SpeedOptions')."""
     return Environment(
         python=platform.python_version(),
         platform=platform.platform(),

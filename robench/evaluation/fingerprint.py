@@ -8,7 +8,6 @@ the suite, the chosen indices, the preprocessing and the data's files.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -88,33 +87,14 @@ def _file_list_sha256(root: Path, dataset: TaskData) -> str:
     return hashlib.sha256("\n".join(listing).encode()).hexdigest()
 
 
-def _input_fingerprint(
-    request: FingerprintRequest, loaded: LoadedModel, datasets: Mapping[str, TaskData]
-) -> dict[str, Any]:
-    """What else decides a sample's record: preprocessing, the data, the sample count.
-
-    A store is resumed only when all of it matches, so changing --std or pointing --data at
-    another folder of the same size starts a new run instead of merging two.
-    """
-    prep = loaded.preprocessing
-    data = {}
-    for name, dataset in datasets.items():
-        root = Path(dataset.root)
-        data[name] = {
-            "path": str(root.resolve()),
-            "kind": dataset.kind,
-            "split": dataset.split,
-            "n_total": len(dataset),
-            "files_sha256": _file_list_sha256(root, dataset),
-        }
+def _data_fingerprint(dataset: TaskData) -> dict[str, Any]:
+    root = Path(dataset.root)
     return {
-        "normalization": {"mean": list(loaded.spec.mean or ()), "std": list(loaded.spec.std or ())},
-        "preprocessing": preprocessing_info(prep) if prep is not None else None,
-        "model_kwargs": loaded.model_kwargs,
-        "data": data,
-        "split": request.split,
-        "limit": request.limit,
-        "subset": request.subset,
+        "path": str(root.resolve()),
+        "kind": dataset.kind,
+        "split": dataset.split,
+        "n_total": len(dataset),
+        "files_sha256": _file_list_sha256(root, dataset),
     }
 
 
@@ -127,6 +107,7 @@ def run_fingerprint(
     speed: SpeedOptions,
 ) -> dict[str, Any]:
     """The run's fingerprint: a store written under another one is not resumed."""
+    prep = loaded.preprocessing
     fingerprint = {
         "checkpoint_sha256": loaded.weights_sha256,
         "architecture": loaded.architecture,
@@ -137,8 +118,16 @@ def run_fingerprint(
         # The GPU model too: CUDA's random draws, and kernels' rounding, differ between them.
         "device": describe_device(device),
         "robench_version": __version__,
+        # What else decides a sample's record, so that changing --std or pointing --data at
+        # another folder of the same size starts a new run instead of merging two.
+        "normalization": {"mean": list(loaded.spec.mean or ()), "std": list(loaded.spec.std or ())},
+        "preprocessing": preprocessing_info(prep) if prep is not None else None,
+        "model_kwargs": loaded.model_kwargs,
+        "data": {name: _data_fingerprint(dataset) for name, dataset in data.opened.items()},
+        "split": request.split,
+        "limit": request.limit,
+        "subset": request.subset,
     }
-    fingerprint.update(_input_fingerprint(request, loaded, data.opened))
     if request.classes is not None:  # only when given, so older stores still resume
         fingerprint["classes"] = request.classes
     if data.options:  # windows of a text corpus change what a sample is

@@ -1,20 +1,9 @@
-"""IEEE float32 or TF32 for CUDA matrix products and convolutions while robench evaluates.
+"""IEEE float32 or TF32 for CUDA matrix products and convolutions while robench evaluates
+(why: docs/formats.md, "Device and precision", "IEEE float32 unless `--tf32`").
 
-TF32 keeps 10 of float32's 23 mantissa bits. torch 2.14 runs cuDNN convolutions in TF32 by
-default (`torch.backends.cudnn.conv.fp32_precision == "tf32"`) while matrix products stay
-IEEE, so a CNN or a ViT's patch embedding would be evaluated in TF32 under a report that says
-float32. `float32_precision` sets both for the duration of a run, IEEE unless `--tf32`, and
-restores the caller's settings afterwards (the Python API runs inside a caller's program).
-
-Two generations of torch's switches (both listed so robench runs on either):
-- torch >= 2.9: `torch.backends.cuda.matmul.fp32_precision` and
-  `torch.backends.cudnn.{conv,rnn}.fp32_precision`, each "ieee", "tf32" or "none" (inherit);
-  torch refuses a mix of these and the older switches in one process, so only these are used
-  where they exist.
-- older: the booleans `torch.backends.cuda.matmul.allow_tf32` and
-  `torch.backends.cudnn.allow_tf32`.
-
-The flags are process-wide and cost nothing on a CPU, so they are set on every device.
+torch >= 2.9 has `fp32_precision` switches ("ieee", "tf32" or "none": inherit) and refuses a
+mix of them with the older `allow_tf32` booleans in one process, so only the newer are set
+where they exist. The flags are process-wide and cost nothing on a CPU: set on every device.
 """
 
 from __future__ import annotations

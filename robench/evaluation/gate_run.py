@@ -1,10 +1,5 @@
 """`robench gate --sequential`: evaluate a candidate model on a baseline report's suite and
 samples, chunk by chunk, until the gate's verdict is settled (docs/ci.md, "Sequential gate").
-
-The candidate runs with the baseline's suite (a shipped one by name, else its file), data,
-split, limit, subset, seed and batch size, so it draws the same samples; they are evaluated
-in the seeded random order of a sequential run (`evaluation/sequential.py`), and
-`results/sequential_gate.SequentialGate` decides after every chunk.
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
-"""Stopping a run cleanly on SIGINT (Ctrl-C) or SIGTERM (a scheduler, `timeout`, torchrun).
+"""Stopping a run cleanly on SIGINT (Ctrl-C) or SIGTERM (a scheduler, `timeout`, torchrun);
+exit codes, messages and torchrun's ranks: docs/formats.md, "Crash safety", "Signals".
 
 Inside `stop_cleanly(command, report)`, SIGTERM raises `Terminated` in the main thread, as
 SIGINT raises KeyboardInterrupt: both are BaseExceptions, so no `except Exception` swallows
 them, and every `finally` runs (the store closes and fsyncs, a report being written is
-removed). On the way out either becomes `Interrupted`, which carries the exit code (128 + the
-signal: 130, 143) and the command that resumes the run. Nothing else needs flushing: the store
-flushes each finished batch, and the report is written atomically at the end.
-
-Under torchrun every rank stops (Ctrl-C reaches them all; torchrun passes a SIGTERM on, and
-stops the other ranks when one dies); rank 0 alone says how to resume.
+removed). On the way out either becomes `Interrupted`, carrying the exit code and the resume
+command.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
-"""From a suite's plan and the request's datasets to jobs: what each result runs on.
-
-Rules, in order (docs/formats.md, "Which data an entry runs on"):
-- An entry runs on its `dataset` (default: the request's first), restricted to its `classes`
-  when it names a label space (the dataset key is then `NAME[classes]`).
-- A dataset the suite declares `optional` and the request does not give makes its entries
-  missing results, with the reason, instead of an error.
-- On a pre-rendered corruption set (ImageNet-C, CIFAR-10-C) a `corruption` entry reads the
-  member of its corruption and severity, or is missing when the folder lacks it; any other
-  entry (clean) runs on the dataset named "clean" when the request has one, else is missing.
+"""From a suite's plan and the request's datasets to jobs: what each result runs on, by the
+rules of docs/formats.md, "Which data an entry runs on" (named datasets, label spaces, optional
+datasets, pre-rendered corruption sets).
 """
 
 from __future__ import annotations

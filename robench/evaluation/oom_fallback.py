@@ -1,26 +1,8 @@
 """Out of GPU memory: run a batch in smaller parts instead of failing the run.
 
-When a batch's work (attack and scoring) runs out of CUDA memory, the runner's
-`SplitOnOutOfMemory` frees the cache, halves the part size (divides it by its smallest prime
-factor, so every part size divides --batch-size: 64 -> 32 -> 16, 100 -> 50 -> 25 -> 5) and
-retries the part; the smaller size is kept for every later batch, down to one sample, where
-the run stops with a DeviceMemoryError (exit 2; the finished batches are kept for --resume).
-The store still receives whole batches, so --resume and the report are unchanged.
-
-A perturbation whose model calls are sized by its own parameter (randomized smoothing's
-`batch` of noisy copies, a text attack's `query_batch`: robench/perturbations/own_batch.py)
-runs them in `OwnBatch.calls()`; when memory ran out inside one of them, it is that batch,
-not --batch-size, that is halved (down to 1), and messages name the knob that was turned.
-The noise and candidates such a perturbation draws do not depend on its parts, so neither do
-its results. cuBLAS and cuDNN report an allocation that failed in their own words
-(CUBLAS_STATUS_ALLOC_FAILED, CUDNN_STATUS_NOT_ENOUGH_WORKSPACE, ...): out of memory too.
-
-Results do not depend on the split: the runner seeds a part of n samples starting at row k of
-the evaluated samples with the seed of batch k / n of a run with `--batch-size n` (n divides
-k), so every part computes exactly what that run computes for the same samples.
-Deterministic perturbations (clean, corruptions, FGSM, PGD without a random start) give the
-same per-sample results whatever the split; a randomised attack (PGD's random start,
-AutoAttack, SPSA) gives those of `--batch-size n` for the batches run at size n.
+Part sizes, a perturbation's own batch (`OwnBatch`), the messages counted as out of memory and
+why results do not depend on the split: docs/formats.md, "Speed modes", "Out of GPU memory".
+The runner seeds each part as the batch of a run with that batch size (`runner._BatchWork`).
 """
 
 from __future__ import annotations
@@ -54,8 +36,7 @@ OUT_OF_MEMORY_MESSAGES = (
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
-    """A GPU out-of-memory error: torch's own class, or a RuntimeError whose message is one
-    of OUT_OF_MEMORY_MESSAGES."""
+    """A GPU out-of-memory error: torch's own class, or a RuntimeError saying so."""
     if isinstance(exc, torch.cuda.OutOfMemoryError):
         return True
     return isinstance(exc, RuntimeError) and any(m in str(exc) for m in OUT_OF_MEMORY_MESSAGES)

@@ -32,6 +32,7 @@ from robench._core.errors import (
     RobenchError,
     first_line,
 )
+from robench._core.overwrite_guard import refuse_overwriting_inputs
 from robench._core.plugins import load_plugins
 from robench._core.progress import Progress
 from robench._core.seeding import seed_everything
@@ -40,7 +41,7 @@ from robench.data.in_memory import InMemory
 from robench.data.unreadable import check_bad_image_policy
 from robench.data.workers import check_workers, resolve_workers
 from robench.evaluation.checks.eot_warnings import eot_warnings
-from robench.evaluation.checks.required_extras import check_extras
+from robench.evaluation.checks.required_extras import missing_for
 from robench.evaluation.cost import summed
 from robench.evaluation.datasets import RequestData, build_data, check_dataset_names
 from robench.evaluation.environment import capture_environment
@@ -137,18 +138,14 @@ class EvalRequest:
     resume: bool = False
     overwrite: bool = False
     allow_random_weights: bool = False
-    # Transfer attacks (robench/evaluation/transfer.py): a MODEL string; or a model held in
-    # memory, wrapped (`robench.evaluate(..., surrogate=module)` wraps an nn.Module).
+    # A MODEL string, or a model held in memory that `robench.evaluate` wrapped.
     surrogate: str | LoadedModel | None = None
     surrogate_checkpoint: Path | None = None
     sanity: bool = False
     sanity_eps: float | None = None
     sanity_budget: str | None = None  # docs/sanity.md
-    # The task's data options over the suite's (language modelling: target_length, context).
-    data_options: dict[str, Any] = field(default_factory=dict)
-    # Opt-in speed modes: --amp (clean and corruption scoring), --channels-last, --compile.
+    data_options: dict[str, Any] = field(default_factory=dict)  # over the suite's
     speed: SpeedOptions = field(default_factory=SpeedOptions)
-    # docs/sequential.md; None: the suite's, else every sample in index order (not sequential).
     target_halfwidth: float | None = None
     command: list[str] = field(default_factory=list)
 
@@ -166,27 +163,11 @@ class EvalRequest:
         return named
 
 
-def _model_task(suite_task: str, loaded: LoadedModel) -> str:
-    """The task `loaded` is evaluated on: its own, or the suite's image task for an image
-    network that names none (the task's `check_data` then checks its outputs)."""
-    if not loaded.task_declared and TASKS.get(suite_task).inputs == "images":
-        return suite_task
-    return loaded.task
-
-
 def _check_output(request: EvalRequest, loaded_suite: LoadedSuite) -> None:
     """Refuse, before anything is written, a report path that would overwrite or land in an
     input, or that cannot be written."""
-    report = request.out.resolve()
-    written = {report, samples_path_for(report).resolve()}
-    for flag, path in input_paths(request, loaded_suite).items():
-        target = path.resolve()
-        if target in written or (target.is_dir() and target in report.parents):
-            where = "is" if target in written else "is inside"
-            raise ConfigError(
-                f"--out {request.out} {where} {flag} {path}, which the run reads; writing the "
-                "report there would destroy it; pass another --out."
-            )
+    written = [("--out", request.out), ("--out", samples_path_for(request.out))]
+    refuse_overwriting_inputs(written, input_paths(request, loaded_suite), "the run")
     check_writable(request.out)
 
 
@@ -296,7 +277,9 @@ def set_up(
     loaded_suite = plan_transfer(request, loaded_suite)  # --surrogate onto attack entries
     if request.data is None:
         request = replace(request, data=load_task(loaded_suite.suite.task).default_data)
-    check_extras(request.model, loaded_suite, request.datasets)  # before anything is loaded
+    missing = missing_for(request.model, loaded_suite, request.datasets)
+    if missing is not None:  # before anything is loaded
+        raise missing
     _check_output(request, loaded_suite)
     check_dataset_names(loaded_suite, list(request.datasets))
     dist = DistributedContext.from_env(request.device)  # torchrun: shard batches over ranks
@@ -309,8 +292,11 @@ def set_up(
             "would mean nothing; pass --checkpoint FILE (or a model card with weights), or "
             "--allow-random-weights to evaluate random weights on purpose."
         )
-    loaded = replace(loaded, task=_model_task(loaded_suite.suite.task, loaded))
-    if loaded_suite.suite.task != loaded.task:
+    suite_task = loaded_suite.suite.task
+    # An image network that names no task is the suite's (its `check_data` checks the outputs).
+    if not loaded.task_declared and TASKS.get(suite_task).inputs == "images":
+        loaded = replace(loaded, task=suite_task)
+    if suite_task != loaded.task:
         raise ConfigError(
             f"the suite is for {loaded_suite.suite.task} models but {loaded.name} is a model "
             f"for {loaded.task}; pick a suite for {loaded.task} (`robench list suites`)."
@@ -472,12 +458,10 @@ def evaluate(
 ) -> Report:
     """Run the request's suite on its model and data; write and return the report.
 
-    A sequential run (`request.target_halfwidth`, the suite's, or a gate's `stop_rule`)
-    evaluates the samples in a seeded random order, chunk by chunk, until the rule is met.
-    `model`: a model already loaded (`robench.evaluate` wraps one held in memory), used
-    instead of loading `request.model`. CUDA matmul and convolutions run in IEEE float32
-    unless `request.speed.tf32`, and `cuda:N` is CUDA's current device; the caller's
-    settings are restored afterwards."""
+    A sequential run (`request.target_halfwidth`, the suite's, or a gate's `stop_rule`) stops
+    once its rule is met (docs/sequential.md). `model`: a model already loaded, used instead
+    of `request.model`. CUDA runs in IEEE float32 unless `request.speed.tf32`, on `cuda:N` as
+    its current device; the caller's settings are restored afterwards."""
     with float32_precision(request.speed.tf32), on_cuda_device(request.device):
         return _evaluate(request, progress, stop_rule, model)
 

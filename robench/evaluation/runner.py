@@ -12,11 +12,7 @@ sample; a dataset perturbation (Word Swap) rewrites the data once before batchin
 data (an ImageNet-C folder) is already perturbed. The last three are only checked (by the task).
 The identity (clean) scores batches as loaded; its data is checked on the job's first batch.
 
-Speed modes (robench/evaluation/speed.py): under --amp the scoring of inputs made without the
-model (clean, and the last three) runs under autocast; attacks and the scoring of their
-outputs stay float32 unless the suite sets `amp_attacks`. Out of GPU memory, a batch runs
-in smaller parts (robench/evaluation/oom_fallback.py), each seeded as the batch of a run with
-that batch size.
+Speed modes and the out-of-memory fallback: docs/formats.md, "Speed modes".
 """
 
 from __future__ import annotations
@@ -59,15 +55,12 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class RunTimes:
-    """Wall time spent per perturbation in this process (resumed parts count 0), the model
-    passes it counted there (robench/evaluation/cost.py), what each dataset perturbation
-    reported doing (its data's `perturbation_summary`), and the batch size the model ran on
-    (smaller than asked when the GPU ran out of memory)."""
+    """Per perturbation, what this process spent (resumed parts count 0) and did."""
 
-    seconds: dict[str, float] = field(default_factory=dict)
-    passes: dict[str, PassCount] = field(default_factory=dict)
-    summaries: dict[str, dict[str, Any]] = field(default_factory=dict)
-    batch_size_used: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)  # wall time
+    passes: dict[str, PassCount] = field(default_factory=dict)  # counted (cost.py)
+    summaries: dict[str, dict[str, Any]] = field(default_factory=dict)  # `perturbation_summary`
+    batch_size_used: int = 0  # smaller than asked when the GPU ran out of memory
     batch_size_note: str | None = None  # where batches were first split, when they were
 
 
@@ -174,9 +167,7 @@ def _run_job(r: _Run, job: Job) -> None:
     task, store, progress, counter, times = r.task, r.store, r.progress, r.counter, r.times
     rank, world = r.shard
     planned, source = job.planned, job.data
-    chosen = source.indices
-    if planned.max_samples:
-        chosen = chosen[: planned.max_samples]
+    chosen = source.indices[: planned.max_samples or None]
     numbered = enumerate(batch_indices(chosen, r.batch_size))
     mine = [(b, batch) for b, batch in numbered if b % world == rank]
     done = store.done(planned.label)
@@ -189,7 +180,9 @@ def _run_job(r: _Run, job: Job) -> None:
     if summary:
         times.summaries[planned.label] = dict(summary)
     scored = task.restrict_outputs(r.model, source.output_classes)
-    attacker = _attacked_model(task, job, scored)
+    attacker = scored  # what the attack runs on: the model, or a transfer attack's surrogate
+    if job.surrogate is not None:  # restricted as the scored model is
+        attacker = task.restrict_outputs(job.surrogate.model, source.output_classes)
     # Inputs made without the model may be scored in lower precision (--amp).
     model_free = perturbed_on_load or not planned.perturbation.uses_model
     precision = functools.partial(scoring_precision, r.speed, r.device, model_free)
@@ -292,14 +285,6 @@ class _BatchWork:
         )
 
 
-def _attacked_model(task: Task, job: Job, scored: torch.nn.Module) -> torch.nn.Module:
-    """The model a job's attack runs on: the scored one, or a transfer attack's surrogate with
-    its outputs restricted as the scored one's are."""
-    if job.surrogate is None:
-        return scored
-    return task.restrict_outputs(job.surrogate.model, job.data.output_classes)
-
-
 def _loaded_data(job: Job, seed: int) -> tuple[Dataset, bool]:
     """What the job's batches are loaded from, and whether loading already perturbs them
     (pre-rendered data, or a sample perturbation applied in the loader)."""
@@ -340,8 +325,7 @@ def perturb_and_score(
     attacker: torch.nn.Module | None = None,
 ) -> Columns:
     """Perturb one batch, check the result, and score the model on it (the task's records),
-    both in `precision` (float32 unless the runner's --amp applies: model-free perturbations,
-    or attacks when the suite sets amp_attacks). A `PerSampleAttack` gets `sample_seeds`
+    both in `precision` (float32 unless --amp applies). A `PerSampleAttack` gets `sample_seeds`
     (by default the batch's seed with each row's position) and its per-sample columns join
     the records. `attacker`: a transfer attack's surrogate, which the attack runs on instead
     of `model`; what the attack finds per sample is then the surrogate's, not kept."""

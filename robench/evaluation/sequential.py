@@ -1,20 +1,8 @@
 """Sequential evaluation: samples in a seeded random order, in growing chunks, until a
-stopping rule says the numbers are settled (docs/sequential.md).
-
-Each dataset's chosen indices are put in a seeded random order (`sequential_order`); the
-runner then evaluates growing prefixes of that order whose lengths are multiples of the batch
-size (`chunk_ends`), every perturbation of the suite on a chunk before the next chunk. A
-prefix's batches are the first batches of the full order, so batch numbers and seeds equal
-those of a fixed-n run over the same order, and the sample store skips the batches a
-prefix already ran (which is also how `--resume` continues a sequential run).
-
-After each chunk a `StoppingRule` reads every result's per-sample metric values in evaluation
-order: `TargetHalfwidth` (`robench eval --target-halfwidth H`) stops once the anytime-valid
-confidence sequence (`results/stats/confidence_sequences.py`) of every bounded metric of every
-result is at most H wide on each side; `robench gate --sequential` stops once the gate's
-verdict is settled (`results/gate/sequential.py`). A random order makes the evaluated samples
-an i.i.d. sequence whatever order the dataset's files are in, which the confidence sequence
-and the betting test assume.
+stopping rule says the numbers are settled: `TargetHalfwidth` (`--target-halfwidth`, the
+confidence sequences of results/stats/confidence_sequences.py) or a gate's rule
+(results/gate/sequential.py). The order, the chunks and why they resume: docs/sequential.md,
+"The run".
 """
 
 from __future__ import annotations
@@ -129,9 +117,7 @@ def ordered_jobs(jobs: list[tuple[str, Job]], seed: int) -> list[tuple[str, Job]
     """The jobs with their data's indices in the sequential order (capped by max_samples)."""
     out = []
     for key, job in jobs:
-        indices = sequential_order(job.data.indices, seed)
-        if job.planned.max_samples:
-            indices = indices[: job.planned.max_samples]
+        indices = sequential_order(job.data.indices, seed)[: job.planned.max_samples or None]
         out.append((key, replace(job, data=replace(job.data, indices=indices))))
     return out
 
@@ -144,20 +130,16 @@ def values_in_order(
 ) -> tuple[Values, dict[str, list[int]]]:
     """Each result's per-sample metric values over the first `n` samples of its order."""
     metrics = [METRICS.get(name) for name in metric_names]
+    prefixes = prefix_records(records, jobs, n)  # in evaluation order
     values: Values = {}
-    order: dict[str, list[int]] = {}
-    for _, job in jobs:
-        label = job.planned.label
-        found = records.get(label, {})
-        indices = [i for i in job.data.indices[:n] if i in found]
-        rows = [found[i] for i in indices]
-        order[label] = indices
+    for label, found in prefixes.items():
+        rows = list(found.values())
         values[label] = {
             m.name: [m.per_sample(r) for r in rows]
             for m in metrics
             if not (m.requires and any(m.requires not in r for r in rows))
         }
-    return values, order
+    return values, {label: list(found) for label, found in prefixes.items()}
 
 
 def with_sequence_intervals(

@@ -1,26 +1,9 @@
-"""Opt-in speed modes of `robench eval`: mixed precision, channels-last memory, torch.compile.
+"""Opt-in speed modes of `robench eval`: mixed precision, channels-last memory, torch.compile,
+and TF32 (docs/formats.md, "Speed modes" and "Device and precision": what each touches, why
+attacks stay float32, and which modes enter the resume fingerprint).
 
-The three modes timm's validate.py offers (`--amp --amp-dtype`, `--channels-last`,
-`--torchcompile`), with what each may touch:
-
-- `amp` ("bf16", "fp16"): `torch.autocast` around the scoring of inputs the model had no part
-  in making: clean data, corruptions (computed or pre-rendered) and Word Swap. Attacks, and the
-  scoring of what they return, stay float32 unless the suite sets `amp_attacks`: an adversarial
-  example sits on the float32 model's decision boundary, so scoring it in bf16 (8 significant
-  bits) measures another model, and fp16 gradients underflow. amp changes numbers, so it
-  enters the resume fingerprint.
-- `channels_last`: the model's 4-D weights and every image batch in NHWC memory layout
-  (faster convolutions on GPUs with tensor cores); image batches (B, C, H, W) only.
-- `compile`: `torch.compile` of the model for every pass of the run, attacks included; tried
-  once on the first batch, so a machine where it cannot compile refuses before the run.
-
-and, beyond timm's, `tf32`: CUDA matrix products and convolutions in TF32 instead of IEEE
-float32, robench's default (robench/evaluation/fp32_precision.py); it changes numbers, so it
-enters the resume fingerprint.
-
-channels_last and compile change floating-point rounding only, not what is computed, so they
-stay out of the resume fingerprint. This module imports torch inside its functions: the
-command line reads `AMP_DTYPES` for its choices without loading torch.
+This module imports torch inside its functions: the command line reads `AMP_DTYPES` for its
+choices without loading torch.
 """
 
 from __future__ import annotations
@@ -53,9 +36,7 @@ class SpeedOptions:
     compile: bool = False  # torch.compile the model for every pass of the run
     # The suite's `amp_attacks`: attacks, and the scoring of their outputs, under --amp too.
     amp_attacks: bool = False
-    # --tf32: CUDA matmul and convolutions may round float32 to TF32 (robench._core
-    # .fp32_precision); IEEE float32 otherwise.
-    tf32: bool = False
+    tf32: bool = False  # --tf32 (evaluation/fp32_precision.py); IEEE float32 otherwise
 
     def precision(self, device: torch.device) -> str:
         """The arithmetic of the run, for the report: "fp32", "tf32" (CUDA under --tf32),
@@ -67,8 +48,7 @@ class SpeedOptions:
 
     @property
     def attacks_in_amp(self) -> bool:
-        """Attacks, and the scoring of their outputs, run under autocast (--amp and the
-        suite's amp_attacks); otherwise they run in float32."""
+        """Attacks, and the scoring of their outputs, run under autocast, not float32."""
         return self.amp is not None and self.amp_attacks
 
     def __post_init__(self) -> None:

@@ -1,22 +1,8 @@
 """Suite files: finding one (a shipped name or a path), reading it, and resolving `include`.
 
-A suite may build on another: `include = "NAME_OR_PATH"` (a shipped suite's name, or a .toml
-path relative to the including file) reads that suite first, and the including file's keys are
-laid over it:
-
-- a plain key (`name`, `version`, `description`, `metrics`, ...) replaces the included one;
-- a table (`[datasets]`, `[datasets.NAME]`, `[data_options]`) is merged key by key, the
-  including file's keys winning;
-- a `[[perturbations]]` or `[[diagnostics]]` entry with the name of an included entry (its
-  result name: `name`, else `kind`) is merged over it key by key, in its place; an entry with a
-  new name is added after the included ones;
-- `drop = ["NAME", ...]` leaves included entries out.
-
-An including file gives its own `name` and `version`: its reports are another suite's. Includes
-nest; a file that includes itself, through any chain, is refused. The suite's sha256 is that of
-the file's bytes for a file that includes nothing (as before includes existed), and of the
-resolved content's canonical JSON for one that includes another, so a change in any included
-file that changes the suite changes it (docs/formats.md, "Including another suite").
+The include rules (what an including file's keys replace, merge, add or `drop`) and the suite's
+sha256 (the file's bytes without includes, else the resolved content's canonical JSON): see
+docs/formats.md, "Including another suite".
 """
 
 from __future__ import annotations

@@ -8,7 +8,6 @@ the format.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import hashlib
 import json
@@ -56,14 +55,11 @@ class PerturbationEntry(_Entry):
     max_samples: int | None = Field(default=None, gt=0)  # evaluate only the first N samples
     # Which of the request's named datasets to run on (`--data NAME=PATH`); default: the first.
     dataset: str | None = None
-    # Restrict the label space to these classes (a shipped list such as "imagenet-a", or a
-    # file of ImageNet wnids): only their images are scored, by the argmax among their logits.
+    # A label space (docs/formats.md, "Which data an entry runs on").
     classes: str | None = None
-    # Adaptive attack on Elliptical models: let gradients flow through M during the attack
-    # (the model's outputs are unchanged; no effect on other models).
+    # Adaptive attack: gradients through the model's input-dependent internals (Elliptical M).
     differentiable_m: bool = False
-    # Transfer attack: craft the adversarial images on this model (any MODEL `robench eval`
-    # takes) and score them on the evaluated one (docs/formats.md, "Transfer attacks").
+    # Transfer attack: the MODEL its images are crafted on (docs/formats.md, "Transfer attacks").
     surrogate: str | None = None
     # The surrogate's weights; a relative path is relative to the suite file.
     surrogate_checkpoint: str | None = None
@@ -80,10 +76,8 @@ class PerturbationEntry(_Entry):
 
 @dataclass(frozen=True, eq=False)
 class SurrogateRef:
-    """The model a transfer attack is crafted on: a MODEL as `robench eval` takes it, and
-    its checkpoint (None: the model's own weights, e.g. a shipped model card's); or a model
-    held in memory (`robench.evaluate(..., surrogate=module)`), wrapped already, whose name
-    is `model`."""
+    """The model a transfer attack is crafted on: a MODEL and its checkpoint (None: the
+    model's own weights), or a model held in memory, wrapped already, named `model`."""
 
     model: str
     checkpoint: Path | None = None
@@ -143,21 +137,15 @@ class Suite(BaseModel):
     diagnostics: tuple[DiagnosticEntry, ...] = ()  # run once on `diagnostics_samples` images
     diagnostics_samples: int = Field(default=256, gt=0)
     sanity: bool = False  # also run the sanity battery (as `robench eval --sanity`)
-    # Sequential evaluation (as `robench eval --target-halfwidth`, which wins): stop once every
-    # bounded metric's 95% confidence-sequence half-width is at most this (docs/sequential.md).
+    # As `robench eval --target-halfwidth`, which wins (docs/sequential.md).
     target_halfwidth: float | None = Field(default=None, ge=0, le=0.5)
     sanity_eps: float | None = None  # its budget; default: the largest eps of its threat model
     sanity_samples: int = Field(default=200, gt=0)  # samples the battery runs on
-    # How hard it tries (docs/sanity.md): "auto" (at most 3x the suite's cost), "full" or
-    # "quick"; `robench eval --sanity-budget` wins; None: "auto".
+    # docs/sanity.md; `robench eval --sanity-budget` wins; None: "auto".
     sanity_budget: Literal["auto", "full", "quick"] | None = None
-    # Under `robench eval --amp`, run attacks (and the scoring of their outputs) in that
-    # precision too; by default they stay float32 (docs/formats.md, "Speed modes").
+    # Attacks under `robench eval --amp` too, not float32 (docs/formats.md, "Speed modes").
     amp_attacks: bool = False
-    # Options of the task's data (`robench list tasks`): for language modelling
-    # `target_length` (scored tokens per window) and `context` (unscored tokens before them);
-    # for text classification `text_field` and `label_field` (the data's columns); for
-    # sequence classification `lra_task` (listops, text, retrieval, image, pathfinder).
+    # Options of the task's data (`robench list tasks`); the flags of the same name win.
     data_options: dict[str, int | str] = Field(default_factory=dict)
 
     @field_validator("sanity_eps", mode="before")
@@ -298,12 +286,9 @@ class PlannedPerturbation:
         if self.params.unbounded:
             params["threat_model"] = params["budget_display"] = "unbounded"
         params.update(self.params.report_fields())
-        if self.max_samples is not None:
-            params["max_samples"] = self.max_samples
-        if self.differentiable_m:
-            params["differentiable_m"] = True
-        if self.classes is not None:
-            params["classes"] = self.classes
+        for key in ("max_samples", "differentiable_m", "classes"):  # only when set
+            if getattr(self, key) not in (None, False):
+                params[key] = getattr(self, key)
         if self.surrogate is not None:  # the run adds the loaded surrogate's provenance
             checkpoint = self.surrogate.checkpoint
             params["surrogate"] = {
@@ -311,10 +296,6 @@ class PlannedPerturbation:
                 "checkpoint": None if checkpoint is None else str(checkpoint),
             }
         return params
-
-    def with_surrogate(self, surrogate: SurrogateRef | None) -> PlannedPerturbation:
-        """This entry crafted on `surrogate` (`--surrogate` for entries that name none)."""
-        return dataclasses.replace(self, surrogate=surrogate)
 
 
 @dataclass(frozen=True)

@@ -1,23 +1,7 @@
 """Transfer (black-box) attacks: adversarial images crafted on a surrogate, scored on the model.
 
-An attack entry that names a `surrogate` (a MODEL as `robench eval` takes it, with an optional
-`surrogate_checkpoint`), or every attack entry of a run given `--surrogate MODEL
-[--surrogate-checkpoint CKPT]` that names none, runs its attack on the surrogate; the evaluated
-model only scores the images, as it scores any attack's. So a transfer result has the same
-samples, seeds and per-sample records as the white-box result of the same entry, and pairs
-with it per sample: `robench gate WHITEBOX.json TRANSFER.json` tests one against the other
-when both ran the same suite, with and without `--surrogate`. From Python, `surrogate=` also
-takes an nn.Module held in memory, which `robench.evaluate` wraps as it wraps the evaluated
-model (robench/api/_surrogate.py) and the request carries as a `LoadedModel`.
-
-A surrogate is loaded once per (model, checkpoint) through the same machinery as the evaluated
-model (robench/models/loading.py), in eval mode on the run's device, and checked before anything
-is written: it must take inputs of the evaluated model's size and predict as many classes,
-else the run stops with one sentence (exit 2); one held in memory is checked the same way.
-Each transfer result records its surrogate's provenance in `params.surrogate`, the same
-section as the report's `model` (name, card, checkpoint and its sha256, source,
-preprocessing; `source.source` "memory" for one held in memory), and its per-sample attack
-columns (`first_success`, `min_norm`) are left out: they would describe the surrogate.
+What a transfer result is, records and refuses: docs/formats.md, "Transfer attacks"; how the
+engine runs one: docs/architecture.md (`transfer.py`, and `runner.Job`'s `Surrogate`).
 """
 
 from __future__ import annotations
@@ -93,25 +77,21 @@ def _given_surrogate(request: SurrogateChoice) -> SurrogateRef | None:
 
 def plan_transfer(request: SurrogateChoice, loaded_suite: LoadedSuite) -> LoadedSuite:
     """The suite with `--surrogate` (or an in-memory surrogate) given to every attack entry
-    that names no surrogate of its own; an entry that names one but is no attack (the option
-    table's rule for --surrogate, robench/evaluation/options/applicability.py: not clean,
-    corruptions, Word Swap or certification) is refused."""
+    that names none; an entry that names one but is no attack (the option table's rule for
+    --surrogate, options/applicability.py) is refused."""
     given = _given_surrogate(request)
     plan = []
     for planned in loaded_suite.plan:
-        if planned.surrogate is not None and not applies_to_entry("surrogate", planned):
+        transferable = applies_to_entry("surrogate", planned)
+        if planned.surrogate is not None and not transferable:
             raise ConfigError(
                 f"suite entry {planned.label!r} ({planned.kind}) names a surrogate, but it "
                 "is not an attack whose images another model can craft (it uses no model, or "
                 "certifies the evaluated model itself); drop `surrogate` from it (only "
                 "attacks transfer)."
             )
-        if (
-            planned.surrogate is None
-            and given is not None
-            and applies_to_entry("surrogate", planned)
-        ):
-            planned = planned.with_surrogate(given)
+        if planned.surrogate is None and given is not None and transferable:
+            planned = replace(planned, surrogate=given)
         plan.append(planned)
     return replace(loaded_suite, plan=tuple(plan))
 
@@ -267,12 +247,8 @@ def with_surrogates(
     missing: list[MissingResult] = []
     for key, job in jobs:
         ref = job.planned.surrogate
-        if ref is None:
-            kept.append((key, job))
-            continue
-        surrogate = surrogates[ref]
-        if not surrogate.is_target:
-            kept.append((key, replace(job, surrogate=surrogate)))
+        if ref is None or not surrogates[ref].is_target:
+            kept.append((key, job if ref is None else replace(job, surrogate=surrogates[ref])))
             continue
         reason = (
             f"its surrogate {ref.describe()} is the evaluated model (same architecture and "

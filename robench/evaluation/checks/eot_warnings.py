@@ -1,10 +1,6 @@
-"""Expectation over transformation (EOT) on a model without randomness: warned, not refused.
-
-EOT (`eot_samples` on `pgd`, `eot_iter` / `eot_samples` on `autoattack`) averages each gradient
-over passes that differ only through the model's randomness. On a deterministic model every
-pass gives the same gradient, so the attack makes the images plain PGD or APGD makes at
-eot_samples times the cost: the numbers are still right, the time is wasted. A transfer attack
-is crafted on its surrogate, so it is the surrogate's randomness that counts.
+"""Expectation over transformation (EOT) on a model without randomness: warned, not refused
+(docs/formats.md, "Expectation over transformation"). A transfer attack is crafted on its
+surrogate, so it is the surrogate's randomness that counts.
 """
 
 from __future__ import annotations

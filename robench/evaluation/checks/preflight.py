@@ -1,15 +1,9 @@
-"""Wrong names answered before torch loads: `robench eval` and `robench.evaluate`'s first step.
+"""Wrong names answered before torch loads: `robench eval` and `robench.evaluate`'s first step
+(docs/architecture.md, the torch-free commands: what is checked, against which catalogues).
 
-A misspelt suite, model, source or perturbation name, or a checkpoint path that is not there,
-used to be found only once torch, timm and the model zoo had been imported: half a minute on a
-busy machine for a one-line answer. Everything here reads torch-free catalogues (the shipped
-suites and model cards, robench's zoo names, `timm_catalogue.json`, the local Hugging Face
-cache) and the file system, and raises the same one-sentence errors the loaders raise later.
-
-Only what is certainly wrong is refused: a name this module cannot judge (a plugin's model, a
-timm whose names the catalogue does not hold, a suite entry a plugin registers) is left to the
-loaders, which check it as before. With `--import` nothing is checked here, since an imported
-module may register any name.
+Only what is certainly wrong is refused, with the loaders' own sentence: a name this module
+cannot judge (a plugin's model, a timm whose names the catalogue does not hold, a suite entry a
+plugin registers) is left to the loaders, and with `--import` nothing is checked here.
 """
 
 from __future__ import annotations
@@ -145,9 +139,7 @@ def _check_registered(
     if name in catalogue.pretrained and not has_checkpoint:
         hub_id = catalogue.pretrained[name]
         if hub_id and not sourced_refused:  # no Hub weights: the loader's own sentence says so
-            from robench.models.sources.hf_cache import find_cached_repo
-
-            find_cached_repo(hub_id)
+            _hub_repo(hub_id)
         return
     if architecture in catalogue.architectures or architecture in ZOO_MODELS:
         if "." in name and not has_checkpoint and not sourced_refused:

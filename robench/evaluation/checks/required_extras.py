@@ -1,9 +1,6 @@
-"""What an evaluation needs from robench's optional extras, known before it loads anything.
-
-The model's source (`hf:` needs transformers), the suite's perturbation kinds (PWWS needs
-nltk) and the data's layout (parquet needs pyarrow) each declare the modules they import
-(robench/_core/extras.py). `evaluate` refuses a run with a missing one in one sentence before
-it loads the model; the demo skips the sections that would need one.
+"""What an evaluation needs from robench's optional extras, known before it loads anything
+(docs/architecture.md, `checks/required_extras.py`); the demo skips the sections that would
+need a missing one.
 """
 
 from __future__ import annotations
@@ -42,12 +39,3 @@ def missing_for(
     """The error naming the first missing module the evaluation needs, or None."""
     loaded = load_suite(suite) if isinstance(suite, str) else suite
     return missing_extra(required_modules(model, loaded, datasets))
-
-
-def check_extras(
-    model: str | None, loaded_suite: LoadedSuite, datasets: Mapping[str, object] | None = None
-) -> None:
-    """Raise `MissingExtraError` (exit 2) when the evaluation needs a missing module."""
-    error = missing_for(model, loaded_suite, datasets)
-    if error is not None:
-        raise error

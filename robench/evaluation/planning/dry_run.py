@@ -1,19 +1,9 @@
 """`robench eval --dry-run`: what a run would cost, in model passes, without running it.
 
-The plan loads the suite, the model and the data as a run does (so it knows the samples each
-result runs on and the model's classes) and attacks nothing. Each result's passes per sample
-are its kind's `passes_per_sample_on(classes, shape)` on its parameters (robench/perturbations;
-the shape of the first chosen sample, which only torchattacks' JSMA and OnePixel read), the
-cost model of the sanity budget (a forward 1, a forward and backward 3, the runner's re-run
-of the model included); with the sanity battery, the battery's budget and cost as
-`--sanity-budget` would choose them (robench/evaluation/sanity/budget.py). Every estimate is
-an upper bound on the counted `forward + backward` of the real run's `cost` (a backward
-counts 1 there, 2 here), and on `forward + 2 * backward`: attacks that stop on broken samples
-(AutoAttack, MALT, APGD-T) are estimated as if every sample survived (docs/cost.md gives the
-measured ratios). A sequential run (`--target-halfwidth`) is estimated at its largest n.
-
-With a throughput a real run saved for this device (`planning/throughput.py`), the plan also
-gives a wall time: the estimated passes over that throughput.
+The plan loads the suite, the model and the data as a run does and attacks nothing; each
+result costs its kind's `passes_per_sample_on(classes, shape)` per sample, an upper bound in
+the cost model's unit (docs/cost.md: the unit, the bound and the measured ratios), and with a
+throughput a real run saved for this device (`planning/throughput.py`), a wall time.
 """
 
 from __future__ import annotations

@@ -1,15 +1,5 @@
 """Model passes per second measured by real runs, saved per device, for `--dry-run`'s wall-time
-estimate.
-
-A finished `robench eval` (the command line; the Python API writes nothing unless asked)
-records, for the device it ran on (the report's `environment.device`, e.g. "cuda:0 (NVIDIA
-H200)" or "cpu (AMD EPYC 7763 64-Core Processor)"), its results' counted passes divided by
-their wall time. The passes are in the cost model's unit, the unit of the estimates: a forward
-1, a forward and backward 3 (`forward + 2 * backward` of each result's counted `cost`). The
-latest run on a device replaces the figure before it. One small JSON file holds every device:
-`$ROBENCH_CACHE_DIR/throughput.json`, default `$XDG_CACHE_HOME/robench` (`~/.cache/robench`).
-A throughput depends on the model, the batch size and the attacks as much as on the device,
-so the figure names the model and suite it was measured on, and the dry run shows them.
+estimate (docs/cost.md: the unit, the file and its location, what a figure names).
 """
 
 from __future__ import annotations

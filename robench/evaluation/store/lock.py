@@ -1,9 +1,6 @@
-"""An exclusive lock on a per-sample store, so two runs can never write one file.
-
-`REPORT.samples.jsonl.lock` (beside the store) carries an `fcntl.flock` for as long as the
-store is open, and the PID of the run holding it, for the error message. The kernel drops a
-flock when the last process holding it ends, so the lock file of a killed run never blocks
-`--resume`; a cleanly closed store removes its lock file.
+"""An exclusive lock on a per-sample store, so two runs can never write one file
+(docs/formats.md, "Crash safety": the lock file, its PID, why a killed run never blocks
+`--resume`).
 
 A flock belongs to the open file, so DataLoader workers forked while the store is open hold
 it too: after a kill, the lock is free once they have noticed and exited (seconds).

@@ -1,20 +1,8 @@
 """Per-sample results appended to a JSON-lines file as a run goes, so nothing is lost on
 interruption and `--resume` continues exactly where the run stopped.
 
-Line 1 is a header with the run's fingerprint (checkpoint, suite, seed, sample set, ...);
-each further line is one finished batch of one perturbation: `{"p": name, "i": [indices],
-COLUMN: [one value per index], ...}` with the task's record columns (image classification:
-`"y": [labels], "topk": [[top-5 predictions], ...]`), and `"_passes": [forward, backward,
-scoring forward, samples]`, the model passes the batch cost (evaluation/cost.py), so that a
-resumed run's cost covers the batches an earlier process ran. The store never looks inside a
-column.
-
-Crash safety: each batch is flushed as one line as soon as it is done, so a killed process
-(SIGKILL, out of memory) loses nothing it finished; the file is fsynced at most once a second
-and when the run ends, so a power loss or kernel crash can cost at most the last second's
-batches (a per-batch fsync cost about 3% of a fast clean evaluation). A line torn by a kill is
-the last one and is dropped on resume, while a bad line anywhere else is refused (the file cannot be
-trusted). An open store holds `StoreLock`, so two runs never write one file.
+The file's lines and crash safety (flushes, fsyncs, torn last lines, the lock): docs/formats.md,
+"Per-sample results" and "Crash safety". The store never looks inside a column.
 """
 
 from __future__ import annotations
@@ -35,7 +23,9 @@ from robench.tasks.base import Columns, records_of
 logger = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
-FSYNC_INTERVAL_S = 1.0  # finished batches reach the disk at least this often
+# Finished batches reach the disk at least this often (an fsync per batch cost about 3% of a
+# fast clean evaluation).
+FSYNC_INTERVAL_S = 1.0
 
 
 # A perturbation's records: dataset index -> the task's record of that sample.
@@ -99,10 +89,8 @@ def remove_empty_folders(folders: list[Path]) -> None:
 
 
 def merge_records(paths: list[Path], fingerprint: dict[str, Any]) -> dict[str, SampleRecords]:
-    """The records of every per-rank file of a torchrun evaluation, by perturbation.
-
-    Read only, without the lock: every rank reads every file once all ranks have closed theirs.
-    """
+    """The records of every per-rank file of a torchrun evaluation, by perturbation; read
+    without the lock, once all ranks have closed theirs."""
     merged: dict[str, Batches] = {}
     for path in paths:
         raw = path.read_bytes()
@@ -166,8 +154,7 @@ class SampleStore:
         self._batches, passes = _parse(self.path, complete, self.fingerprint)
         for name, batches in self._batches.items():
             self.done(name).update(i for indices, _ in batches for i in indices)
-        for name, counts in passes.items():
-            self._resumed[name] = _summed(counts)
+        self._resumed = {name: _summed(counts) for name, counts in passes.items()}
 
     def _write(self, obj: dict[str, Any], *, sync: bool = False) -> None:
         self._fh.write(_encode(obj))
@@ -224,12 +211,8 @@ class SampleStore:
 
 def _summed(counts: list[Passes | None]) -> Passes | None:
     """Batches' passes added up, or None if any batch has none."""
-    total = [0, 0, 0, 0]
-    for count in counts:
-        if count is None:
-            return None
-        total = [a + b for a, b in zip(total, count, strict=True)]
-    return total
+    known = [count for count in counts if count is not None]
+    return [sum(n) for n in zip(*known, strict=True)] if len(known) == len(counts) else None
 
 
 def _parse(
