@@ -325,17 +325,18 @@ def test_float_tensors_cut_in_batches_give_the_records_of_item_by_item_loading(
 
     x, y = _tensors(16)
     # A model of mine whose inputs are tensors of this shape takes the fast path.
-    assert InMemoryImages(
-        InMemory(torch.utils.data.TensorDataset(x, y), name="t", targets=y.tolist()),
-        robench.data.Preprocessing((1, 28, 28)),
-        [str(c) for c in range(10)],
-    ).stacked_batch is not None
+    assert (
+        InMemoryImages(
+            InMemory(torch.utils.data.TensorDataset(x, y), name="t", targets=y.tolist()),
+            robench.data.Preprocessing((1, 28, 28)),
+            [str(c) for c in range(10)],
+        ).stacked_batch
+        is not None
+    )
     torch.manual_seed(0)
     model = SmallNet()
     runs = [
-        robench.evaluate(
-            model, CLEAN_FGSM, data, limit=limit, batch_size=5, seed=3, progress=False
-        )
+        robench.evaluate(model, CLEAN_FGSM, data, limit=limit, batch_size=5, seed=3, progress=False)
         for data in ((x, y), list(zip(x, y.tolist(), strict=True)))
     ]
     fast, items = (run.model_dump(mode="json") for run in runs)
