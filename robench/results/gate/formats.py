@@ -231,26 +231,21 @@ def _gate_model(report: Report) -> GateModel:
     return GateModel(name=report.model.name, checkpoint_sha256=report.model.checkpoint_sha256)
 
 
+# The summary's fields a `Check` has under the same name.
+_CHECK_FIELDS = ["name", "perturbation", "metric", "aggregate", "higher_is_better", "baseline"]
+_CHECK_FIELDS += ["candidate", "n", "drop", "allowed", "detail"]
+
+
 def gate_summary(result: GateResult, strict: bool) -> GateSummary:
     """Every check with its numbers, display cells and verdict, as one validated object."""
     checks = [
         GateCheckSummary(
-            name=c.name,
-            perturbation=c.perturbation,
-            metric=c.metric,
-            aggregate=c.aggregate,
-            higher_is_better=c.higher_is_better,
-            baseline=c.baseline,
-            candidate=c.candidate,
-            n=c.n,
-            drop=c.drop,
-            allowed=c.allowed,
+            **{name: getattr(c, name) for name in _CHECK_FIELDS},
             test=c.test.name if c.test else None,
             p_value=c.test.p_value if c.test else None,
             adjusted_p=c.test.adjusted_p if c.test else None,
             samples_needed=c.test.samples_needed if c.test else None,
             status=c.status.value,
-            detail=c.detail,
             shown=dict(zip(HEADER, check_row(c), strict=True)),
         )
         for c in result.checks

@@ -1,12 +1,8 @@
 """Gates: did a candidate's robustness regress against a baseline, beyond tolerance?
 
-Both reports must come from the same suite on the same samples, so every check is paired: for
-each perturbation and metric of the baseline, a direction-aware drop beyond the policy's
-tolerance is tested one-sided for "candidate worse" at the policy's alpha (exact McNemar for
-per-sample accuracies, a paired bootstrap for real values). A check passes, regresses (beyond
-tolerance and significant) or is inconclusive (beyond tolerance, not significant; with the
-samples needed to decide). Aggregates (mCE...) are checked by `aggregates.py`. docs/ci.md
-documents the policy file and the statistics.
+Every perturbation x metric of the baseline is one paired check (exact McNemar for per-sample
+accuracies, a paired bootstrap for real values); aggregates are checked by `aggregates.py`.
+Verdicts and statistics: docs/ci.md, "What each verdict means".
 """
 
 from __future__ import annotations
@@ -26,9 +22,8 @@ from robench.results.gate.checks import (
     PairedTest,
     Status,
     check_policy_units,
-    classify,
     decide_family,
-    tolerance_text,
+    judged,
 )
 from robench.results.gate.checks import format_amount as format_amount
 from robench.results.gate.policy import Policy, Tolerance
@@ -274,28 +269,19 @@ def _check(
             f"cannot gate: {base.name}/{metric} is missing from the candidate or has the "
             "opposite direction; evaluate both with the same suite."
         )
-    display = metric_display(metric)
-    check_policy_units(metric, display, tolerance)
+    check_policy_units(metric, metric_display(metric), tolerance)
     higher = higher_is_better(metric, base_value.higher_is_better)
-    drop = (base_value.value - cand_value.value) * (1 if higher else -1)
-    allowed = tolerance.allowed_drop(base_value.value)
-    test = _paired_test(baseline, candidate, base.name, metric, higher, policy)
-    text = tolerance_text(display, tolerance, allowed)
-    status, detail = classify(metric, display, drop, allowed, base.n_samples, text, test, policy)
-    return Check(
+    check = Check(
         perturbation=base.name,
         metric=metric,
         higher_is_better=higher,
         baseline=base_value.value,
         candidate=cand_value.value,
         n=base.n_samples,
-        drop=drop,
-        allowed=allowed,
-        test=test,
-        status=status,
-        detail=detail,
-        tolerance_text=text,
+        drop=(base_value.value - cand_value.value) * (1 if higher else -1),
+        test=_paired_test(baseline, candidate, base.name, metric, higher, policy),
     )
+    return judged(check, policy, tolerance)
 
 
 def _metrics_the_candidate_lacks(baseline: Report, candidate: Report) -> list[str]:

@@ -1,14 +1,6 @@
 """`robench gate --sequential`: the gate's checks decided by sequential paired tests, so the
-candidate is evaluated only until the verdict is settled (docs/ci.md, "Sequential gate").
-
-After each chunk of the candidate's samples, every check of a binary per-sample metric (top1,
-top5) runs the sequential paired test of `sequential_test` against the policy's tolerance:
-regressed, pass, or undecided (inconclusive when the samples run out). The run stops once one
-check has regressed or every check has passed. Each check is tested at alpha / m (Bonferroni,
-so that under `holm` or `benjamini-hochberg` the chance of any wrong verdict stays at most
-alpha), or at alpha under `multiple_testing = "none"`; the tests are anytime-valid, so
-stopping on the data keeps these guarantees. Other metrics and aggregates are not gated
-sequentially; a note says so.
+candidate is evaluated only until the verdict is settled (docs/ci.md, "Sequential gate": the
+stopping rule, the per-check alpha and why stopping on the data keeps the guarantees).
 """
 
 from __future__ import annotations
@@ -87,7 +79,7 @@ class SequentialGate:
 
     @property
     def check_alpha(self) -> float:
-        """The level each check is tested at (see the module text)."""
+        """The level each check is tested at: alpha / m (Bonferroni), alpha under "none"."""
         tested = sum(check.allowed is not None for check in self.checks)
         if self.policy.multiple_testing == "none":
             return self.policy.alpha

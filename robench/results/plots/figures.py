@@ -146,7 +146,12 @@ def collapse_figure(
     title: str = "Representation collapse",
     note: str | None = None,
 ) -> Figure:
-    """See `plot_collapse_curves`."""
+    """One line per model: mean pairwise cosine similarity of tokens after each layer.
+
+    `curves`: model name -> per-layer values (the `collapse` diagnostic's `per_layer`);
+    `spread`: model name -> per-layer spread (`per_layer_std`), a band the legend calls
+    `spread_label`; `note`: a line under the title (sample size, seeds).
+    """
     ylabel = "mean pairwise cosine similarity of tokens"
     fig, ax = _per_layer_figure(curves, "plot_collapse_curves", ylabel)
     spreads = spread or {}
@@ -168,22 +173,10 @@ def collapse_figure(
 
 
 def plot_collapse_curves(
-    curves: Mapping[str, Sequence[float]],
-    path: Path | str,
-    *,
-    spread: Mapping[str, Sequence[float]] | None = None,
-    spread_label: str = "± 1 std over images",
-    title: str = "Representation collapse",
-    note: str | None = None,
+    curves: Mapping[str, Sequence[float]], path: Path | str, **options: Any
 ) -> Path:
-    """One line per model: mean pairwise cosine similarity of tokens after each layer.
-
-    `curves`: model name -> per-layer values (the `collapse` diagnostic's `per_layer`);
-    `spread`: model name -> per-layer spread (`per_layer_std`), a band the legend calls
-    `spread_label`; `note`: a line under the title (sample size, seeds).
-    """
-    fig = collapse_figure(curves, spread=spread, spread_label=spread_label, title=title, note=note)
-    return save_figure(fig, path)
+    """`collapse_figure(curves, **options)` written to `path` as PNG."""
+    return save_figure(collapse_figure(curves, **options), path)
 
 
 def redundancy_figure(
@@ -195,7 +188,12 @@ def redundancy_figure(
     title: str = "Head redundancy",
     note: str | None = None,
 ) -> Figure:
-    """See `plot_redundancy`."""
+    """One line per model: mean L2 distance between heads per layer, +- std when given.
+
+    `per_layer_std` is drawn as error bars the legend calls "mean `std_label`" (say over
+    what: "± 1 std over images x head pairs"); `ymax` tops the y-axis (which starts at 0),
+    e.g. the largest possible distance, so figures share a scale (None fits the data).
+    """
     ylabel = "L2 distance between heads' attention maps"
     fig, ax = _per_layer_figure(per_layer_mean, "plot_redundancy", ylabel)
     stds = per_layer_std or {}
@@ -225,30 +223,10 @@ def redundancy_figure(
 
 
 def plot_redundancy(
-    per_layer_mean: Mapping[str, Sequence[float]],
-    path: Path | str,
-    *,
-    per_layer_std: Mapping[str, Sequence[float]] | None = None,
-    std_label: str = "± 1 std",
-    ymax: float | None = None,
-    title: str = "Head redundancy",
-    note: str | None = None,
+    per_layer_mean: Mapping[str, Sequence[float]], path: Path | str, **options: Any
 ) -> Path:
-    """One line per model: mean L2 distance between heads per layer, +- std when given.
-
-    `per_layer_std` is drawn as error bars the legend calls "mean `std_label`" (say over
-    what: "± 1 std over images x head pairs"); `ymax` tops the y-axis (which starts at 0),
-    e.g. the largest possible distance, so figures share a scale (None fits the data).
-    """
-    fig = redundancy_figure(
-        per_layer_mean,
-        per_layer_std=per_layer_std,
-        std_label=std_label,
-        ymax=ymax,
-        title=title,
-        note=note,
-    )
-    return save_figure(fig, path)
+    """`redundancy_figure(per_layer_mean, **options)` written to `path` as PNG."""
+    return save_figure(redundancy_figure(per_layer_mean, **options), path)
 
 
 # --- accuracy against the attack budget ------------------------------------------------------
@@ -463,7 +441,11 @@ def accuracy_vs_eps_figure(
     note: str | None = None,
     ylabel: str = "top-1 accuracy (%)",
 ) -> Figure:
-    """See `plot_accuracy_vs_eps`."""
+    """Accuracy (%) of `series` (from `accuracy_series`) against the L-inf budget, with 95%
+    intervals: one colour per model, one line style and marker per attack; several budgets
+    are a line from the clean point with a band, one budget a marker with an error bar. The
+    note under the title gives the images and seeds, then `note`.
+    """
     _check_series({f"{s.model}: {s.attack}": s.points for s in series}, "plot_accuracy_vs_eps")
     models = list(dict.fromkeys(s.model for s in series))
     colours = dict(zip(models, _colours(len(models)), strict=True))
@@ -521,17 +503,7 @@ def accuracy_vs_eps_figure(
 
 
 def plot_accuracy_vs_eps(
-    series: Sequence[AccuracySeries],
-    path: Path | str,
-    *,
-    title: str = "Accuracy under attack",
-    note: str | None = None,
-    ylabel: str = "top-1 accuracy (%)",
+    series: Sequence[AccuracySeries], path: Path | str, **options: Any
 ) -> Path:
-    """Accuracy (%) of `series` (from `accuracy_series`) against the L-inf budget, with 95%
-    intervals: one colour per model, one line style and marker per attack; several budgets
-    are a line from the clean point with a band, one budget a marker with an error bar. The
-    note under the title gives the images and seeds, then `note`.
-    """
-    fig = accuracy_vs_eps_figure(series, title=title, note=note, ylabel=ylabel)
-    return save_figure(fig, path)
+    """`accuracy_vs_eps_figure(series, **options)` written to `path` as PNG."""
+    return save_figure(accuracy_vs_eps_figure(series, **options), path)
