@@ -23,7 +23,13 @@ from rich.text import Text
 
 from robench.results.compare.comparison import ARROWS, Cell, Column, Comparison
 from robench.results.compare.cost_column import UNKNOWN
-from robench.results.compare.tables import Layout, first_that_fits, numeric_width, wrap_label
+from robench.results.compare.tables import (
+    Layout,
+    first_that_fits,
+    markdown_lines,
+    numeric_width,
+    wrap_label,
+)
 from robench.results.report.output_formats import COMPARE_FORMATS as COMPARE_FORMATS
 from robench.results.report.output_formats import register_format
 from robench.results.report.schema import read_report
@@ -51,6 +57,12 @@ def unmarked(markup: Markup) -> Markup:
     return replace(markup, bold=_identity, underline=_identity)
 
 
+def marked(text: str, mark: str, markup: Markup) -> str:
+    """`text` in bold when `mark` is "best", underlined when "second"."""
+    emphasis = {"best": markup.bold, "second": markup.underline}.get(mark)
+    return emphasis(text) if emphasis else text
+
+
 def cell_text(
     cmp: Comparison, row: str, column: Column, markup: Markup, ci: bool, interval_sep: str = " "
 ) -> str:
@@ -59,9 +71,7 @@ def cell_text(
     cell = cmp.cell(row, column)
     if math.isnan(cell.value):  # a cost an older report did not count
         return markup.escape(UNKNOWN)
-    text = f"{cell.value:.2f}"
-    emphasis = {"best": markup.bold, "second": markup.underline}.get(cell.mark)
-    text = emphasis(text) if emphasis else text
+    text = marked(f"{cell.value:.2f}", cell.mark, markup)
     if cell.diff is not None and row != cmp.reference:
         diff = round(cell.diff, 2) + 0.0  # + 0.0 turns -0.0 into 0.0
         text += f" ({diff:+.2f})"
@@ -94,35 +104,37 @@ MARKDOWN = Markup(
 def markdown_comparison(cmp: Comparison, ci: bool) -> str:
     """A GitHub-flavoured markdown table (bold `**x**`, underline `<u>x</u>`)."""
     header = ["Model"] + [_header(c, MARKDOWN) for c in cmp.columns]
-    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * len(cmp.columns)]
-    for row in cmp.rows:
-        cells = [_row_label(cmp, row, MARKDOWN)]
-        cells += [cell_text(cmp, row, c, MARKDOWN, ci) for c in cmp.columns]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    rows = [
+        [_row_label(cmp, r, MARKDOWN)] + [cell_text(cmp, r, c, MARKDOWN, ci) for c in cmp.columns]
+        for r in cmp.rows
+    ]
+    return "\n".join(markdown_lines(header, rows, right=len(cmp.columns)))
 
 
 def _markdown_models_as_columns(cmp: Comparison, ci: bool) -> str:
     """A row per perturbation and metric, a column per model."""
     header = ["Perturbation", "Metric"] + [_row_label(cmp, row, MARKDOWN) for row in cmp.rows]
-    lines = ["| " + " | ".join(header) + " |", "|---|---|" + "---:|" * len(cmp.rows)]
-    for shown, column in zip(_perturbations(cmp.columns), cmp.columns, strict=True):
-        cells = [MARKDOWN.escape(shown), _header(column, MARKDOWN, False)]
-        cells += [cell_text(cmp, row, column, MARKDOWN, ci) for row in cmp.rows]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    rows = [
+        _markdown_labels(shown, c) + [cell_text(cmp, r, c, MARKDOWN, ci) for r in cmp.rows]
+        for shown, c in zip(_perturbations(cmp.columns), cmp.columns, strict=True)
+    ]
+    return "\n".join(markdown_lines(header, rows, right=len(cmp.rows)))
+
+
+def _markdown_labels(shown: str, column: Column) -> list[str]:
+    return [MARKDOWN.escape(shown), _header(column, MARKDOWN, False)]
 
 
 def _markdown_per_model(cmp: Comparison, ci: bool) -> str:
     """A table per model (its name above it), a row per perturbation and metric; unmarked."""
     blocks, plain = [], unmarked(MARKDOWN)
     for row in cmp.rows:
-        lines = [f"{_row_label(cmp, row, MARKDOWN)}:", "", "| Perturbation | Metric | Value |"]
-        lines.append("|---|---|---:|")
-        for shown, column in zip(_perturbations(cmp.columns), cmp.columns, strict=True):
-            cells = [MARKDOWN.escape(shown), _header(column, MARKDOWN, False)]
-            lines.append("| " + " | ".join([*cells, cell_text(cmp, row, column, plain, ci)]) + " |")
-        blocks.append("\n".join(lines))
+        rows = [
+            [*_markdown_labels(shown, c), cell_text(cmp, row, c, plain, ci)]
+            for shown, c in zip(_perturbations(cmp.columns), cmp.columns, strict=True)
+        ]
+        table = markdown_lines(["Perturbation", "Metric", "Value"], rows, right=1)
+        blocks.append("\n".join([f"{_row_label(cmp, row, MARKDOWN)}:", "", *table]))
     return "\n\n".join(blocks)
 
 
@@ -144,23 +156,16 @@ def markdown_fitting(cmp: Comparison, ci: bool, width: int) -> str:
     return rendered
 
 
-_LATEX_ESCAPES = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-}
+# Character -> its LaTeX: a backslash before the specials, the rest spelt out.
+_LATEX_ESCAPES = str.maketrans(
+    {ch: "\\" + ch for ch in "&%$#_{}"}
+    | {"\\": r"\textbackslash{}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+)
 
 LATEX = Markup(
     bold=lambda s: rf"\textbf{{{s}}}",
     underline=lambda s: rf"\underline{{{s}}}",
-    escape=lambda s: "".join(_LATEX_ESCAPES.get(ch, ch) for ch in s),
+    escape=lambda s: s.translate(_LATEX_ESCAPES),
     arrows={True: r"$\uparrow$", False: r"$\downarrow$"},
 )
 

@@ -18,8 +18,8 @@ from rich.table import Table
 
 from robench._core.errors import ConfigError
 from robench.results.compare.comparison import best_marks, comparable_params, row_labels
-from robench.results.compare.formats import LATEX, MARKDOWN, PLAIN, RICH, Markup
-from robench.results.compare.tables import numeric_width
+from robench.results.compare.formats import LATEX, MARKDOWN, PLAIN, RICH, Markup, marked
+from robench.results.compare.tables import markdown_lines, numeric_width
 from robench.results.report.output_formats import PER_CORRUPTION_FORMATS as PER_CORRUPTION_FORMATS
 from robench.results.report.output_formats import register_format
 from robench.results.report.schema import Report
@@ -129,8 +129,7 @@ def build_per_corruption(
 
 def _text(table: PerCorruption, row: str, model: str, markup: Markup) -> str:
     value, mark = table.cells[row, model]
-    emphasis = {"best": markup.bold, "second": markup.underline}.get(mark)
-    return emphasis(f"{value:.2f}") if emphasis else f"{value:.2f}"
+    return marked(f"{value:.2f}", mark, markup)
 
 
 def _lines(table: PerCorruption, markup: Markup) -> list[list[str]]:
@@ -145,20 +144,18 @@ def _lines(table: PerCorruption, markup: Markup) -> list[list[str]]:
 @register_format("per-corruption", "markdown")
 def markdown_per_corruption(table: PerCorruption) -> str:
     header, *body = _lines(table, MARKDOWN)
-    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * len(table.models)]
-    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in body])
+    return "\n".join(markdown_lines(header, body, right=len(table.models)))
 
 
 def _markdown_long(table: PerCorruption) -> str:
     """A row per corruption and model: as narrow as a model name, however many models."""
     header, *body = _lines(table, MARKDOWN)
-    lines = [f"| {header[0]} | Model | Value |", "|---|---|---:|"]
-    for row in body:
-        lines += [
-            f"| {row[0] if i == 0 else ''} | {model} | {value} |"
-            for i, (model, value) in enumerate(zip(header[1:], row[1:], strict=True))
-        ]
-    return "\n".join(lines)
+    rows = [
+        [row[0] if i == 0 else "", model, value]
+        for row in body
+        for i, (model, value) in enumerate(zip(header[1:], row[1:], strict=True))
+    ]
+    return "\n".join(markdown_lines([header[0], "Model", "Value"], rows, right=1))
 
 
 def markdown_per_corruption_fitting(table: PerCorruption, width: int) -> str:
