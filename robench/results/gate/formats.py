@@ -150,16 +150,9 @@ def junit_text(result: GateResult, strict: bool) -> str:
     root = ET.Element("testsuites", {"name": "robench gate", **counts})
     suite = ET.SubElement(root, "testsuite", {"name": f"robench gate: {suite_name}", **counts})
     for check, outcome in zip(result.checks, outcomes, strict=True):
-        case = ET.SubElement(
-            suite,
-            "testcase",
-            {
-                "classname": f"robench.results.gate.regression.{'aggregate.' * check.aggregate}"
-                f"{check.perturbation}",
-                "name": check.name,
-                "time": "0",
-            },
-        )
+        classname = f"robench.results.gate.regression.{'aggregate.' * check.aggregate}"
+        attributes = {"classname": classname + check.perturbation, "name": check.name, "time": "0"}
+        case = ET.SubElement(suite, "testcase", attributes)
         if outcome is not None:
             tag, kind = outcome
             element = ET.SubElement(case, tag, {"message": check.detail})

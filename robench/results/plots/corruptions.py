@@ -108,15 +108,10 @@ class CorruptionGrid:
         ]
         if not cells:
             return None
-        mean = CorruptionCell(
-            percent=sum(c.percent for c in cells) / len(cells),
-            ci95=(
-                sum(c.ci95[0] for c in cells) / len(cells),
-                sum(c.ci95[1] for c in cells) / len(cells),
-            ),
-            n_samples=min(c.n_samples for c in cells),
-        )
-        return mean, len(cells)
+        n = len(cells)
+        low, high = sum(c.ci95[0] for c in cells) / n, sum(c.ci95[1] for c in cells) / n
+        mean = sum(c.percent for c in cells) / n
+        return CorruptionCell(mean, (low, high), min(c.n_samples for c in cells)), n
 
 
 def shared_cells(grids: Sequence[CorruptionGrid]) -> dict[str, set[tuple[str, int]] | None]:
@@ -164,10 +159,8 @@ def corruption_grids(
             if result.kind == "clean":
                 cleans.setdefault(result.dataset, _cell(value, result.n_samples))
                 continue
-            name, severity = (
-                result.params.get("corruption"),
-                _severity(result.params.get("severity")),
-            )
+            name = result.params.get("corruption")
+            severity = _severity(result.params.get("severity"))
             if result.kind != "corruption" or not isinstance(name, str) or severity is None:
                 continue
             cells = by_dataset.setdefault(result.dataset, {})
@@ -329,7 +322,7 @@ def corruption_heatmap_figure(
     )
     axes = body.subplots(nrows, ncols, squeeze=False)
     several = _several_datasets(grids)
-    used, images = [], []
+    images = []
     for k, grid in enumerate(grids):
         ax = axes[k // ncols][k % ncols]
         first = k % ncols == 0 or grids[k - k % ncols].dataset != grid.dataset
@@ -338,9 +331,9 @@ def corruption_heatmap_figure(
         )
         name = wrapped(_panel_name(grid, several), int(11 * panel_w))  # 9 pt: ~11 chars/in
         ax.set_title(_panel_title(grid, name, shared[grid.dataset]), fontsize=9)
-        used.append(ax)
     for ax in axes.flat[len(grids) :]:
         ax.remove()
+    used = list(axes.flat[: len(grids)])
     bar = body.colorbar(images[0], ax=used, fraction=0.05, aspect=30, pad=0.02)
     bar.set_label(_metric_label(metric), fontsize=8)
     bar.ax.tick_params(labelsize=8)

@@ -199,9 +199,8 @@ def redundancy_figure(
     stds = per_layer_std or {}
     top = 0.0
     n = len(per_layer_mean)
-    for i, (colour, (name, values)) in enumerate(
-        zip(_colours(n), per_layer_mean.items(), strict=True)
-    ):
+    for i, (name, values) in enumerate(per_layer_mean.items()):
+        colour = MODEL_COLOURS[i % len(MODEL_COLOURS)]
         shift = (i - (n - 1) / 2) * 0.08  # side by side, so error bars do not hide each other
         std = stds.get(name)
         label = f"{name} (mean {std_label})" if std is not None else f"{name} (mean)"
@@ -299,12 +298,8 @@ def accuracy_series(reports: Mapping[str, Report], *, metric: str = "top1") -> l
             eps = 0.0 if result.kind == "clean" else result.params.get("eps")
             if value is None or not isinstance(eps, int | float):
                 continue
-            point = AccuracyPoint(
-                eps=float(eps),
-                percent=100 * value.value,
-                ci95=(100 * value.ci95[0], 100 * value.ci95[1]),
-                n_samples=result.n_samples,
-            )
+            ci95 = (100 * value.ci95[0], 100 * value.ci95[1])
+            point = AccuracyPoint(float(eps), 100 * value.value, ci95, result.n_samples)
             key = (result.kind, _without_budget(result.params))
             groups.setdefault(key, []).append((point, result.name))
             params.setdefault(key, result.params)
