@@ -21,6 +21,7 @@ from robench._core.errors import ConfigError
 from robench._core.registry import did_you_mean
 from robench._core.units import display_pixel_value
 from robench.results.compare.cost_column import COST_METRIC, with_cost
+from robench.results.compare.tables import ARROWS as ARROWS
 from robench.results.report.schema import AggregateResult, Report, device_type_note, precision_note
 from robench.results.stats.aggregates import find_aggregate
 
@@ -30,9 +31,6 @@ from robench.results.stats.metrics import higher_is_better
 from robench.results.stats.metrics import metric_display as metric_display
 
 ColumnKey = tuple[str, str]  # (perturbation, metric)
-
-
-ARROWS = {True: "↑", False: "↓"}
 
 
 @dataclass(frozen=True)
@@ -80,13 +78,8 @@ class Column:
 
     def described(self) -> dict[str, object]:
         """The column as `--format json` lists it."""
-        return {
-            "perturbation": self.perturbation,
-            "metric": self.metric,
-            "aggregate": self.aggregate,
-            "higher_is_better": self.higher_is_better,
-            "unit": self.display.unit,
-        }
+        named = ("perturbation", "metric", "aggregate", "higher_is_better")
+        return {name: getattr(self, name) for name in named} | {"unit": self.display.unit}
 
 
 @dataclass(frozen=True)

@@ -219,6 +219,7 @@ def _perturbations(columns: list[Column]) -> list[str]:
     return [name if i == 0 or names[i - 1] != name else "" for i, name in enumerate(names)]
 
 
+@register_format("compare", "rich")
 class RichComparison:
     """The rich table of a comparison, laid out when printed for the console's width.
 
@@ -335,12 +336,6 @@ def _widths(headers: list[str], cells: list[list[str]], spare: int) -> list[int]
         widths[i] += grow
         spare -= grow
     return widths
-
-
-@register_format("compare", "rich")
-def rich_comparison(cmp: Comparison, ci: bool) -> RichComparison:
-    """A rich table for the terminal that fits the console's width (`RichComparison`)."""
-    return RichComparison(cmp, ci)
 
 
 # The csv's columns per perturbation and metric: suffix -> the number of a cell shown.

@@ -232,10 +232,6 @@ def markdown_lines(header: list[str], rows: Iterable[list[str]], right: int = 0)
 
 
 @register_format("report", "markdown")
-def markdown_table(report: Report) -> str:
-    return markdown_fitting(report)
-
-
 def markdown_fitting(report: Report, width: int | None = None) -> str:
     """The report's markdown tables; with `width`, the results narrower (the direction beside
     the metric, the interval beside the value) where they are wider: `robench eval` on a pipe."""

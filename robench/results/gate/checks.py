@@ -85,11 +85,6 @@ def display_amount(display: MetricDisplay, amount: float) -> str:
     return f"{amount * display.scale:.2f}{unit}"
 
 
-def format_amount(metric: str, amount: float) -> str:
-    """`display_amount` with the metric's registered display."""
-    return display_amount(metric_display(metric), amount)
-
-
 def _verdict(check: Check, policy: Policy) -> tuple[Status, str]:
     """Pass, regressed or inconclusive, and the sentence that says why."""
     drop, allowed, test, n = check.drop, check.allowed, check.test, check.n

@@ -25,7 +25,6 @@ from robench.results.gate.checks import (
     decide_family,
     judged,
 )
-from robench.results.gate.checks import format_amount as format_amount
 from robench.results.gate.policy import Policy, Tolerance
 from robench.results.report.schema import (
     PerturbationResult,
