@@ -270,25 +270,23 @@ class RichComparison:
             header = rich_escape(wrap_label(header, width))
             table.add_column(header, justify="right", width=width, overflow="fold")
 
-    def _table(self, title: str) -> Table:
-        return Table(title=title, title_justify="left")
-
     def wide(self, sep: str, spare: int = 0) -> Table:
         """A row per model, a column per perturbation and metric."""
         cmp = self.cmp
-        table = self._table(rich_escape(cmp.title))
+        table = Table(title=rich_escape(cmp.title), title_justify="left")
         _label_column(table, "Model", [_row_label(cmp, row, PLAIN) for row in cmp.rows])
         specs = [(f"{c.group}\n{_header(c, PLAIN, False)}", cmp.rows, [c]) for c in cmp.columns]
         self._value_columns(table, specs, sep, spare)
         for row in cmp.rows:
-            cells = [self._cell(row, column, sep) for column in cmp.columns]
-            table.add_row(_row_label(cmp, row, RICH), *cells)
+            table.add_row(
+                _row_label(cmp, row, RICH), *(self._cell(row, c, sep) for c in cmp.columns)
+            )
         return table
 
     def models_as_columns(self, sep: str, spare: int = 0) -> Table:
         """A row per perturbation and metric, a column per model."""
         cmp = self.cmp
-        table = self._table(rich_escape(cmp.title))
+        table = Table(title=rich_escape(cmp.title), title_justify="left")
         perturbations = _perturbations(cmp.columns)
         _label_column(table, "Perturbation", perturbations)
         _label_column(table, "Metric", [_header(c, PLAIN, False) for c in cmp.columns])
@@ -307,7 +305,7 @@ class RichComparison:
         metrics = [_header(c, RICH, False) for c in cmp.columns]
         parts: list[RenderableType] = [Text(cmp.title, style="table.title")]
         for row in cmp.rows:
-            table = self._table(_row_label(cmp, row, RICH))
+            table = Table(title=_row_label(cmp, row, RICH), title_justify="left")
             if narrow:
                 table.add_column("Perturbation\nMetric", overflow="fold")
                 labels = [

@@ -1,14 +1,6 @@
-"""Figures of accuracy under common corruptions (ImageNet-C style), read off reports.
-
-- `corruption_heatmap_figure`: one heatmap panel per model (and dataset): rows are the
-  corruptions in ImageNet-C's order (then unknown names alphabetically), columns the
-  severities, colour the accuracy on one 0-100 % viridis scale for all panels. `metric="ece"`
-  draws the calibration error on a reversed scale from 0, so darker is worse for both.
-- `accuracy_vs_severity_figure`: accuracy averaged over corruptions against severity (0 =
-  clean), one line per model with a band; under it one small panel per corruption.
-
-Only what a report holds is drawn: any subset of corruptions and severities, any number of
-datasets. The conventions are figures.py's; sample sizes and seeds are written on the figure.
+"""Figures of accuracy under common corruptions (ImageNet-C style), read off reports: only
+what a report holds is drawn (any corruptions, severities and datasets); docs/architecture.md,
+"Figures".
 """
 
 from __future__ import annotations
@@ -372,11 +364,7 @@ def _curve(
     if grid.clean is not None:
         xs, points, counts = [0], [grid.clean], [0]
     for severity in grid.severities:
-        if corruption is None:
-            found = grid.mean_at(severity, within)
-        else:
-            cell = grid.cells.get((corruption, severity))
-            found = (cell, 1) if cell is not None else None
+        found = grid.mean_at(severity, within if corruption is None else {(corruption, severity)})
         if found is not None:
             xs.append(severity)
             points.append(found[0])

@@ -1,14 +1,6 @@
-"""Figures of robench's results, drawn with matplotlib's Agg backend (no display needed).
-
-- `plot_accuracy_vs_eps`: top-1 accuracy (%) against the L-inf budget with 95% intervals.
-- `plot_collapse_curves`: token similarity per layer (Elliptical Attention, NeurIPS 2024,
-  Fig. 3 and 6); y from 0 to 1, the top of cosine similarity's range, so figures compare.
-- `plot_redundancy`: mean L2 distance between heads per layer with its spread (Table 18).
-
-Each `plot_*` writes a PNG; its `*_figure` twin returns the `Figure` (tests inspect it).
-Figures use an Agg canvas, never pyplot (no global figure state), and PNGs carry no
-matplotlib version: the same data gives the same bytes. matplotlib is imported when a figure
-is drawn, not when robench is imported.
+"""Figures of robench's results: accuracy against the L-inf budget and the per-layer
+diagnostics' curves, with the helpers every figure module shares (docs/architecture.md,
+"Figures": an Agg canvas, never pyplot, and PNGs without a matplotlib version).
 """
 
 from __future__ import annotations
@@ -146,7 +138,8 @@ def collapse_figure(
     title: str = "Representation collapse",
     note: str | None = None,
 ) -> Figure:
-    """One line per model: mean pairwise cosine similarity of tokens after each layer.
+    """One line per model: mean pairwise cosine similarity of tokens after each layer
+    (Elliptical Attention, NeurIPS 2024, Fig. 3 and 6).
 
     `curves`: model name -> per-layer values (the `collapse` diagnostic's `per_layer`);
     `spread`: model name -> per-layer spread (`per_layer_std`), a band the legend calls
@@ -188,7 +181,8 @@ def redundancy_figure(
     title: str = "Head redundancy",
     note: str | None = None,
 ) -> Figure:
-    """One line per model: mean L2 distance between heads per layer, +- std when given.
+    """One line per model: mean L2 distance between heads per layer, +- std when given
+    (Elliptical Attention, NeurIPS 2024, Table 18).
 
     `per_layer_std` is drawn as error bars the legend calls "mean `std_label`" (say over
     what: "± 1 std over images x head pairs"); `ymax` tops the y-axis (which starts at 0),

@@ -1,12 +1,6 @@
 """Reliability diagrams (Guo et al., ICML 2017, Fig. 1; Ovadia et al., NeurIPS 2019): per
 perturbation, the accuracy of the samples in each confidence bin against their mean
 confidence, read off the reports' per-sample `ece` column ([confidence, correct]).
-
-A panel per result that reports ECE, except corruptions, which are pooled per severity (75
-ImageNet-C results would be 75 panels; pooling keeps the shift's strength, the axis a
-reliability diagram under shift is read along, as Ovadia et al. do). Each panel: one line per
-model, the diagonal of perfect calibration, a marker per non-empty bin (of the ECE's 15) with
-its area the bin's share of samples, each model's ECE in the title. Conventions: figures.py's.
 """
 
 from __future__ import annotations
@@ -56,6 +50,8 @@ class ReliabilityPanel:
 
 
 def _panel_key(result: PerturbationResult) -> tuple[str, int]:
+    # Corruptions pooled per severity: 75 ImageNet-C results would be 75 panels, and the
+    # shift's strength is the axis a diagram under shift is read along (Ovadia et al.).
     severity = result.params.get("severity")
     if result.kind == "corruption" and isinstance(severity, int):
         return f"corruptions, severity {severity}", severity

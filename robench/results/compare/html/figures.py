@@ -1,10 +1,6 @@
-"""The page's figures, drawn with robench's own plotting code and inlined as base64 PNG.
-
-Each builder in `FIGURES` takes the compared reports (row label -> report) and returns the
-figures that apply, none when the reports have nothing for it, so the page leaves the part
-out: accuracy against the attack budget per threat model; curves from minimal norms,
-certificates and attack iterations; corruption heatmaps (accuracy, ECE); reliability
-diagrams; perplexity of language models; mIoU of segmentation models.
+"""The page's figures, drawn with robench's own plotting code and inlined as base64 PNG: each
+builder in `FIGURES` returns those that apply, none when the reports have nothing for it
+(docs/formats.md, "HTML page", lists them).
 """
 
 from __future__ import annotations
