@@ -1,11 +1,6 @@
-"""Side-by-side tables of several reports, in the shape of the paper's Tables 1, 2 and 4.
-
-One row per report (model), one column per perturbation and metric; in every column the best
-value is marked best and the second best second, direction-aware. Only what is comparable is
-compared: columns missing from some report, or measured with different parameters (the
-threat model among them) or directions, are dropped with a note, and reports evaluated on
-different sample sets or data are flagged. Aggregates (mCE...) follow as extra columns where
-every report computed them on the same protocol. The output formats live in `formats.py`.
+"""Side-by-side tables of several reports, in the shape of the paper's Tables 1, 2 and 4: a
+row per report, a column per perturbation and metric (or aggregate) that every report has on
+the same terms, the rest dropped with a note. The output formats live in `formats.py`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""`robench.compare`: the table of `robench compare` as a pandas DataFrame (docs/python-api.md).
-
-The frame is the one `robench compare --format csv` writes, from the same `Comparison` and
-options, with numbers unrounded (the CSV's are `repr`, so they read back the same); what the
-CSV cannot hold (notes, title, reference, columns) is in `frame.attrs`. The frame is a
-`ComparisonFrame` (`shown_frame.py`), which shows all its columns.
+"""`robench.compare`: the table of `robench compare --format csv` as a pandas DataFrame, with
+its numbers unrounded and the rest in `frame.attrs` (docs/python-api.md, "robench.compare").
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """Human-readable tables of one report, in the shape of lm-eval's `make_table`:
-`Perturbation | Metric | dir | Value | 95% CI`, values as the metric registry shows them.
-
-Rich tables never cut a number: numeric columns get the width of their widest number, and a
-renderable picks, at print time, the first of its layouts that fits the console
-(`first_that_fits`); labels may wrap. `compare/formats.py` lays out its tables the same way.
+`Perturbation | Metric | dir | Value | 95% CI`, values as the metric registry shows them; rich
+tables that never cut a number, laid out to fit as `compare/formats.py` lays out its own.
 """
 
 from __future__ import annotations

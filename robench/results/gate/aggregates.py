@@ -159,7 +159,7 @@ def _check(
 
 def aggregate_checks(
     baseline: Report, candidate: Report, policy: Policy
-) -> tuple[list[Check], list[str], set[int]]:
+) -> tuple[list[Check], list[str], set[int | None]]:
     """A check per aggregate both reports can pair; notes on the others; the rules used."""
     checks, notes, used = [], [], set()
     for stored in baseline.aggregates:
@@ -169,8 +169,7 @@ def aggregate_checks(
         if isinstance(found, str):
             notes.append(f"aggregate {stored.name} not gated: {found}.")
             continue
-        if rule is not None:
-            used.add(rule)
+        used.add(rule)
         checks.append(found)
     names = {a.name for a in baseline.aggregates}
     extra = [a.name for a in candidate.aggregates if a.name not in names]

@@ -295,7 +295,7 @@ def run_gate(baseline: Report, candidate: Report, policy: Policy | None = None) 
     """Check every perturbation, metric and aggregate of the baseline against the candidate."""
     policy = policy or Policy()
     notes = check_pairable(baseline, candidate)
-    used_rules: set[int] = set()
+    used_rules: set[int | None] = set()  # None: a check no rule matched
     checks = []
     unknown = _metrics_the_candidate_lacks(baseline, candidate)
     if unknown:
@@ -307,8 +307,7 @@ def run_gate(baseline: Report, candidate: Report, policy: Policy | None = None) 
     for pair in _paired_results(baseline, candidate):
         for metric in (m for m in pair[0].metrics if m not in unknown):
             tolerance, rule = policy.tolerance_for(pair[0].name, metric)
-            if rule is not None:
-                used_rules.add(rule)
+            used_rules.add(rule)
             checks.append(_check(baseline, candidate, pair, metric, tolerance, policy))
     found, aggregate_notes, aggregate_rules = aggregate_checks(baseline, candidate, policy)
     checks = decide_family(checks + found, policy)

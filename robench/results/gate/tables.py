@@ -1,10 +1,6 @@
-"""The gate's table at the reader's width, as `robench compare` prints its own.
-
-On a terminal, `RichGate` prints the first layout that fits (`report/fitting.py`): `wide`
-(a column per field), `stacked` (pairs of fields in one column) or `narrow` (every number in
-one column); the check column is as wide as the longest name, so no name is cut. On a pipe,
-`markdown_fitting` does the same with markdown layouts. The files the gate writes keep the
-wide table. No torch.
+"""The gate's table at the reader's width, as `robench compare` prints its own: `RichGate` on
+a terminal, `markdown_fitting` on a pipe (the layouts: docs/ci.md, "Refusals and exit codes").
+No torch.
 """
 
 from __future__ import annotations
