@@ -13,7 +13,7 @@ import math
 import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from robench._core.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, ConfigError
 from robench.results.gate.aggregates import aggregate_checks
@@ -61,21 +61,27 @@ def _mcnemar(base: Values, cand: Values, higher: bool, policy: Policy) -> Paired
 
 
 def _bootstrap(
-    base_values: Values, cand_values: Values, higher: bool, policy: Policy
+    base: Values,
+    cand: Values,
+    higher: bool,
+    policy: Policy,
+    statistic: PairedStatistic | None = None,
 ) -> PairedTest:
+    """A paired bootstrap of the mean difference, or of the metric's own `statistic` (a ratio
+    of sums over samples)."""
     import numpy as np
 
-    base = np.asarray(base_values, dtype=float)
-    cand = np.asarray(cand_values, dtype=float)
-    result = paired_bootstrap(
-        base, cand, policy.n_resamples, policy.seed, alternative="less" if higher else "greater"
-    )
-    sd = float(np.std(cand - base, ddof=1)) if base.size > 1 else 0.0
-    return PairedTest(
-        f"paired bootstrap ({policy.n_resamples} resamples)",
-        result.p_value,
-        mean_samples_needed(result.mean_diff, sd, policy.alpha, policy.power),
-    )
+    worse: Literal["less", "greater"] = "less" if higher else "greater"
+    n = policy.n_resamples
+    if statistic is not None:
+        diff, _, p_value, sd = statistic.paired(base, cand, n, policy.seed, worse)
+        name = f"paired bootstrap over {statistic.unit} ({n} resamples)"
+    else:
+        base, cand = np.asarray(base, dtype=float), np.asarray(cand, dtype=float)
+        result = paired_bootstrap(base, cand, n, policy.seed, alternative=worse)
+        diff, p_value, name = result.mean_diff, result.p_value, f"paired bootstrap ({n} resamples)"
+        sd = float(np.std(cand - base, ddof=1)) if base.size > 1 else 0.0
+    return PairedTest(name, p_value, mean_samples_needed(diff, sd, policy.alpha, policy.power))
 
 
 def _finite_numbers(value: Any) -> bool:
@@ -98,24 +104,6 @@ def _check_numbers(values: Any, which: str, perturbation: str, metric: str) -> N
                 f"{position} is {value!r:.40}, not a finite number; regenerate that report "
                 "with `robench eval` (per-sample values are numbers robench wrote)."
             )
-
-
-def _statistic_bootstrap(
-    statistic: PairedStatistic,
-    base: Values,
-    cand: Values,
-    higher: bool,
-    policy: Policy,
-) -> PairedTest:
-    """A paired bootstrap of the metric's own statistic (a ratio of sums over samples)."""
-    diff, _, p_value, sd = statistic.paired(
-        base, cand, policy.n_resamples, policy.seed, "less" if higher else "greater"
-    )
-    return PairedTest(
-        f"paired bootstrap over {statistic.unit} ({policy.n_resamples} resamples)",
-        p_value,
-        mean_samples_needed(diff, sd, policy.alpha, policy.power),
-    )
 
 
 _TESTS: dict[str, Callable[[Values, Values, bool, Policy], PairedTest]] = {
@@ -348,5 +336,5 @@ def _paired_test(
             f"baseline but {len(cand)} in the candidate; evaluate both on the same samples."
         )
     if registered.statistic is not None:
-        return _statistic_bootstrap(registered.statistic, base, cand, higher, policy)
+        return _bootstrap(base, cand, higher, policy, registered.statistic)
     return _TESTS[registered.paired_test](base, cand, higher, policy)

@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from robench.results.report.schema import MetricValue, Report
 
 __all__ = [
-    "CORRUPTION_FAMILIES",
     "CorruptionCell",
     "CorruptionGrid",
     "accuracy_vs_severity_figure",
@@ -47,9 +46,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-# Corruption -> family, in the order figures list them: ImageNet-C's 15 benchmark corruptions
-# by family, then its 4 held-out extra ones (Hendrycks & Dietterich, ICLR 2019).
-CORRUPTION_FAMILIES: dict[str, str] = GROUP_OF  # display order and family rules
 _METRIC_NAMES = {"top1": "top-1", "top5": "top-5", "miou": "mIoU", "ece": "ECE"}
 # Metrics that are not accuracies, by their own label.
 _METRIC_LABELS = {"miou": "mIoU (%)", "ece": "ECE (%)"}
@@ -117,8 +113,8 @@ def shared_cells(grids: Sequence[CorruptionGrid]) -> dict[str, set[tuple[str, in
 
 
 def _ordered(names: Iterable[str]) -> list[str]:
-    """Known corruptions in `CORRUPTION_FAMILIES` order, then the others alphabetically."""
-    known = list(CORRUPTION_FAMILIES)
+    """Known corruptions in `GROUP_OF` order, then the others alphabetically."""
+    known = list(GROUP_OF)
     unique = set(names)
     return [n for n in known if n in unique] + sorted(unique - set(known))
 
@@ -258,7 +254,7 @@ def _heatmap_panel(
             colour = _text_colour(cmap(norm(value)))
             ax.text(j, i, f"{value:.1f}", ha="center", va="center", fontsize=8, color=colour)
     for i in range(1, len(rows)):  # white rules between families
-        if CORRUPTION_FAMILIES.get(rows[i]) != CORRUPTION_FAMILIES.get(rows[i - 1]):
+        if GROUP_OF.get(rows[i]) != GROUP_OF.get(rows[i - 1]):
             ax.axhline(i - 0.5, color="white", linewidth=2.5)
     ax.set_xticks(range(len(cols)), [str(s) for s in cols])
     ax.set_yticks(range(len(rows)), [_display(r) for r in rows] if show_rows else [])
