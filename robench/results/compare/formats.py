@@ -9,6 +9,7 @@ import csv
 import io
 import json
 import math
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
@@ -173,14 +174,11 @@ LATEX = Markup(
 @register_format("compare", "latex", ".tex")
 def latex_comparison(cmp: Comparison, ci: bool) -> str:
     """A booktabs `tabular`: perturbations over their metrics, `\\textbf` and `\\underline`."""
-    groups: dict[str, list[Column]] = {}
-    for column in cmp.columns:
-        groups.setdefault(column.group, []).append(column)
     top, rules, start = [""], [], 2
-    for name, cols in groups.items():
-        top.append(rf"\multicolumn{{{len(cols)}}}{{c}}{{{LATEX.escape(name)}}}")
-        rules.append(rf"\cmidrule(lr){{{start}-{start + len(cols) - 1}}}")
-        start += len(cols)
+    for name, count in Counter(column.group for column in cmp.columns).items():
+        top.append(rf"\multicolumn{{{count}}}{{c}}{{{LATEX.escape(name)}}}")
+        rules.append(rf"\cmidrule(lr){{{start}-{start + count - 1}}}")
+        start += count
     second = ["Model"] + [_header(c, LATEX, with_perturbation=False) for c in cmp.columns]
     lines = [
         r"\begin{tabular}{l" + "r" * len(cmp.columns) + "}",
@@ -191,9 +189,8 @@ def latex_comparison(cmp: Comparison, ci: bool) -> str:
         r"\midrule",
     ]
     for row in cmp.rows:
-        cells = [_row_label(cmp, row, LATEX)]
-        cells += [cell_text(cmp, row, c, LATEX, ci) for c in cmp.columns]
-        lines.append(" & ".join(cells) + r" \\")
+        cells = [cell_text(cmp, row, c, LATEX, ci) for c in cmp.columns]
+        lines.append(" & ".join([_row_label(cmp, row, LATEX), *cells]) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
     return "\n".join(lines)
 

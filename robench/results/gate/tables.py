@@ -39,6 +39,16 @@ def _width(header: str, lines: list[str]) -> int:
     return max(cell_len(line) for text in [header, *lines] for line in text.split("\n"))
 
 
+# The stacked layout's columns but the last (the status): a field with the one under it, and
+# whether they are numbers (right-aligned).
+_STACKED = [
+    ("Check", "Test", False),
+    ("Baseline", "Candidate", True),
+    ("Change", "Allowed drop", True),
+    ("p", "Adjusted p", True),
+]
+
+
 class RichGate:
     """The gate's checks as a rich table in the first layout that fits the console. Every
     column has a fixed width, so a layout's measured width is the width it prints at."""
@@ -75,24 +85,12 @@ class RichGate:
         return self._build(headers, rows, max(self.name_width, len(HEADER[0])))
 
     def stacked(self, spare: int = 0) -> Table:
-        headers = [
-            ("Check\nTest", False),
-            ("Baseline\nCandidate", True),
-            ("Change\nAllowed drop", True),
-            ("p\nAdjusted p", True),
-            ("Status", False),
-        ]
+        headers = [(f"{top}\n{under}", right) for top, under, right in _STACKED]
         rows = [
-            [
-                f"{c['Check']}\n{c['Test']}",
-                f"{c['Baseline']}\n{c['Candidate']}",
-                f"{c['Change']}\n{c['Allowed drop']}",
-                f"{c['p']}\n{c['Adjusted p']}",
-                c["Status"],
-            ]
+            [*(f"{c[top]}\n{c[under]}" for top, under, _ in _STACKED), c["Status"]]
             for c in self.cells
         ]
-        return self._build(headers, rows, max(self.name_width, 5) + spare)
+        return self._build([*headers, ("Status", False)], rows, max(self.name_width, 5) + spare)
 
     def narrow(self, spare: int = 0) -> Table:
         rows = [
