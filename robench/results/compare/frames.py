@@ -135,11 +135,8 @@ def compare(
     at_radius: Sequence[float | str] | str | None = None,
     cost: bool = False,
 ) -> pd.DataFrame:
-    """The table of `robench compare REPORT... --format csv` as a DataFrame.
-
-    `reports` are paths or `Report` objects; the options are the command line's, under the
-    same names (`reference`: a report, its path, or its index in `reports`; `metric`,
-    `at_eps` and `at_radius`: a comma-separated string or a list). docs/python-api.md.
+    """The table of `robench compare REPORT... --format csv` as a DataFrame: `reports` paths
+    or `Report` objects, the options the command line's (docs/python-api.md, "robench.compare").
     """
     sources = report_sources(reports)
     loaded = load_reports(sources)

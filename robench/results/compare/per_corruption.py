@@ -1,8 +1,6 @@
 """The per-corruption table of `robench compare --per-corruption`: a row per corruption, a
-column per model, each cell one metric (top-1; mIoU for segmentation) averaged over the
-severities present, and a last row `mean`. Only corruption x severity results present in
-every report with the same parameters count, so every model is averaged over the same
-severities; the rest are dropped with a note. Best bold, second underlined per row.
+column per model, each cell one metric averaged over severities, a last row `mean`; best bold,
+second underlined per row.
 """
 
 from __future__ import annotations
@@ -85,6 +83,8 @@ def build_per_corruption(
     keyed = [_keyed(report, metric) for _, report in reports]
     scale = metric_display(metric).scale
     better = higher_is_better(metric, True)
+    # Only results every report has, with the same parameters, count: every model is then
+    # averaged over the same severities.
     shared = [k for k in keyed[0] if all(k in other for other in keyed[1:])]
     kept = [k for k in shared if len({found[k][0] for found in keyed}) == 1]
     dropped = sorted({k for found in keyed for k in found} - set(kept))

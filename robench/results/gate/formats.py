@@ -35,13 +35,12 @@ HEADER = [
 STATUS_STYLE = {Status.passed: "green", Status.inconclusive: "yellow", Status.regressed: "red"}
 
 
-def check_row(check: Check) -> list[str]:
-    """The cells of one check (`HEADER`), in display units (pp for accuracies, x100 for mCE)."""
-    display = check.shown
-    test = check.test
+def check_row(check: Check) -> dict[str, str]:
+    """`HEADER` -> the cell of one check, in display units (pp for accuracies, x100 for mCE)."""
+    display, test = check.shown, check.test
     change = round((check.candidate - check.baseline) * display.scale, 2) + 0.0
     unit = f" {display.diff_unit}" if display.diff_unit else ""
-    return [
+    cells = [
         check.name,
         f"{check.baseline * display.scale:.2f}",
         f"{check.candidate * display.scale:.2f}",
@@ -52,6 +51,7 @@ def check_row(check: Check) -> list[str]:
         f"{test.adjusted_p:.3g}" if test and test.adjusted_p is not None else "",
         check.status.value,
     ]
+    return dict(zip(HEADER, cells, strict=True))
 
 
 def _family_text(result: GateResult) -> str:
@@ -88,7 +88,7 @@ def markdown_table(result: GateResult) -> str:
     """Every check as a markdown table; checks that did not pass have their status in bold."""
     lines = ["| " + " | ".join(HEADER) + " |", "|---|---:|---:|---:|---:|---|---:|---:|---|"]
     for check in result.checks:
-        cells = [cell.replace("|", r"\|") for cell in check_row(check)]
+        cells = [cell.replace("|", r"\|") for cell in check_row(check).values()]
         if check.status is not Status.passed:
             cells[-1] = f"**{cells[-1]}**"
         lines.append("| " + " | ".join(cells) + " |")
@@ -158,7 +158,7 @@ def junit_text(result: GateResult, strict: bool) -> str:
             element = ET.SubElement(case, tag, {"message": check.detail})
             if kind is not None:
                 element.set("type", kind)
-                element.text = " | ".join(check_row(check))
+                element.text = " | ".join(check_row(check).values())
         ET.SubElement(case, "system-out").text = check.detail
     ET.indent(root)
     buffer = io.BytesIO()
@@ -239,7 +239,7 @@ def gate_summary(result: GateResult, strict: bool) -> GateSummary:
             adjusted_p=c.test.adjusted_p if c.test else None,
             samples_needed=c.test.samples_needed if c.test else None,
             status=c.status.value,
-            shown=dict(zip(HEADER, check_row(c), strict=True)),
+            shown=check_row(c),
         )
         for c in result.checks
     ]

@@ -20,10 +20,6 @@ from robench.results.report.fitting import Layout, first_that_fits
 Cells = dict[str, str]  # HEADER -> the text of one check's cell
 
 
-def _cells(result: GateResult) -> list[Cells]:
-    return [dict(zip(HEADER, check_row(check), strict=True)) for check in result.checks]
-
-
 def _p(cells: Cells) -> str:
     """`0.012 (adj. 0.05)`: the p-value and the adjusted one alpha decided on."""
     adjusted = f" (adj. {cells['Adjusted p']})" if cells["Adjusted p"] else ""
@@ -55,7 +51,7 @@ class RichGate:
 
     def __init__(self, result: GateResult) -> None:
         self.result = result
-        self.cells = _cells(result)
+        self.cells = [check_row(c) for c in result.checks]
         self.styles = [STATUS_STYLE[check.status] for check in result.checks]
         self.name_width = max((cell_len(c["Check"]) for c in self.cells), default=5)
 
@@ -131,7 +127,8 @@ def _markdown_stacked(result: GateResult) -> str:
         "| Check | Baseline -> candidate | Change (allowed drop) | p | Status |",
         "|---|---:|---:|---:|---|",
     ]
-    for check, c in zip(result.checks, _cells(result), strict=True):
+    for check in result.checks:
+        c = check_row(check)
         cells = [
             c["Check"],
             f"{c['Baseline']} -> {c['Candidate']}",
@@ -146,7 +143,8 @@ def _markdown_stacked(result: GateResult) -> str:
 def _markdown_list(result: GateResult, width: int) -> str:
     """A list item per check, wrapped at `width` between words (a name stays whole)."""
     items = []
-    for check, c in zip(result.checks, _cells(result), strict=True):
+    for check in result.checks:
+        c = check_row(check)
         lines = [
             f"- `{c['Check']}`: {_status(check, c)}; {c['Baseline']} -> {c['Candidate']} "
             f"({c['Change']}, {_allowed(c)})",

@@ -233,13 +233,15 @@ def _colour_scale(grids: Sequence[CorruptionGrid], metric: str) -> tuple[Any, An
 def _heatmap_panel(
     ax: Axes,
     grid: CorruptionGrid,
-    rows: list[str],
-    cols: list[int],
+    all_rows: Mapping[str, list[str]],
+    all_cols: Mapping[str, list[int]],
     show_rows: bool,
     scale: tuple[Any, Any],
 ) -> AxesImage:
+    """`grid` on the rows and columns of its dataset (corruptions, severities)."""
     import numpy as np
 
+    rows, cols = all_rows[grid.dataset], all_cols[grid.dataset]
     cmap, norm = scale
     data = np.full((len(rows), len(cols)), np.nan)
     for (corruption, severity), cell in grid.cells.items():
@@ -290,10 +292,9 @@ def corruption_heatmap_figure(
     cols = {d: sorted({s for g in grids if g.dataset == d for s in g.severities}) for d in rows}
     ncols = min(2, len(grids))
     nrows = math.ceil(len(grids) / ncols)
-    most_rows = max(len(r) for r in rows.values())
-    most_cols = max(len(c) for c in cols.values())
     # Room for the corruption names, cells of about 0.6 x 0.3 in, titles and the colour bar.
-    panel_w, panel_h = 1.3 + 0.62 * max(most_cols, 3), 1.0 + 0.3 * most_rows
+    panel_w = 1.3 + 0.62 * max(3, *map(len, cols.values()))
+    panel_h = 1.0 + 0.3 * max(map(len, rows.values()))
     width = max(ncols * panel_w + 1.2, 5.0)
     fig = new_figure(width, nrows * panel_h + 1.2)
     quantity = "Calibration error" if metric in _LOWER_IS_BETTER else "Accuracy"
@@ -314,9 +315,7 @@ def corruption_heatmap_figure(
     for k, grid in enumerate(grids):
         ax = axes[k // ncols][k % ncols]
         first = k % ncols == 0 or grids[k - k % ncols].dataset != grid.dataset
-        images.append(
-            _heatmap_panel(ax, grid, rows[grid.dataset], cols[grid.dataset], first, scale)
-        )
+        images.append(_heatmap_panel(ax, grid, rows, cols, first, scale))
         name = wrapped(_panel_name(grid, several), int(11 * panel_w))  # 9 pt: ~11 chars/in
         ax.set_title(_panel_title(grid, name, shared[grid.dataset]), fontsize=9)
     for ax in axes.flat[len(grids) :]:
