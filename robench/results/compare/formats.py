@@ -357,9 +357,7 @@ def csv_comparison(cmp: Comparison, ci: bool) -> str:
     """Plain numbers in display units, one column per cell kind, each as `repr` writes it
     (the shortest text that reads back as the same float)."""
     kinds = cell_numbers(cmp, ci)
-    header = ["model", "report"]
-    header += [f"{c.id}{suffix}" for suffix in kinds for c in cmp.columns]
-    lines = [header]
+    lines = [["model", "report"] + [f"{c.id}{suffix}" for suffix in kinds for c in cmp.columns]]
     for row in cmp.rows:
         numbers = [number(cmp.cell(row, c)) for number in kinds.values() for c in cmp.columns]
         lines.append(

@@ -220,10 +220,6 @@ class GateSummary(_Strict):
     notes: list[str]
 
 
-def _gate_model(report: Report) -> GateModel:
-    return GateModel(name=report.model.name, checkpoint_sha256=report.model.checkpoint_sha256)
-
-
 # The summary's fields a `Check` has under the same name.
 _CHECK_FIELDS = ["name", "perturbation", "metric", "aggregate", "higher_is_better", "baseline"]
 _CHECK_FIELDS += ["candidate", "n", "drop", "allowed", "detail"]
@@ -253,8 +249,8 @@ def gate_summary(result: GateResult, strict: bool) -> GateSummary:
         n_samples=base.data.n_samples,
         alpha=result.policy.alpha,
         multiple_testing=result.policy.multiple_testing,
-        baseline=_gate_model(base),
-        candidate=_gate_model(result.candidate),
+        baseline=GateModel.model_validate(base.model, from_attributes=True),
+        candidate=GateModel.model_validate(result.candidate.model, from_attributes=True),
         counts={status.value: result.count(status) for status in Status},
         checks=checks,
         notes=list(result.notes),

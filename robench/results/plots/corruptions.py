@@ -34,15 +34,6 @@ if TYPE_CHECKING:
 
     from robench.results.report.schema import MetricValue, Report
 
-__all__ = [
-    "CorruptionCell",
-    "CorruptionGrid",
-    "accuracy_vs_severity_figure",
-    "corruption_grids",
-    "corruption_heatmap_figure",
-    "plot_corruption_figures",
-    "shared_cells",
-]
 
 logger = logging.getLogger(__name__)
 
@@ -262,8 +253,7 @@ def _heatmap_panel(
     ax.set_yticks(range(len(rows)), [_display(r) for r in rows] if show_rows else [])
     ax.tick_params(length=0, labelsize=8)
     ax.set_xlabel("severity", fontsize=8)
-    for spine in ax.spines.values():
-        spine.set_visible(False)
+    ax.spines[:].set_visible(False)
     return image
 
 

@@ -24,20 +24,6 @@ if TYPE_CHECKING:
 
     from robench.results.report.schema import Report
 
-__all__ = [
-    "AccuracyPoint",
-    "AccuracySeries",
-    "accuracy_series",
-    "accuracy_vs_eps_figure",
-    "architecture_label",
-    "collapse_figure",
-    "new_figure",
-    "plot_accuracy_vs_eps",
-    "plot_collapse_curves",
-    "plot_redundancy",
-    "redundancy_figure",
-    "save_figure",
-]
 
 DPI = 100
 # Leave matplotlib's version out of PNG metadata: the same data gives the same bytes.
@@ -86,11 +72,12 @@ def wrapped(text: str, width: int) -> str:
     return "\n".join(textwrap.fill(line, width) for line in text.splitlines())
 
 
-def _titles(fig: Figure, ax: Axes, title: str, note: str | None) -> None:
-    """`title` over the figure; `note` under it, wrapped to stay over the axes."""
+def _titles(fig: Figure, ax: Axes, title: str, note: str | None, width: int | None = 80) -> None:
+    """`title` over the figure; `note` under it, wrapped at `width` to stay over the axes."""
     fig.suptitle(title, fontsize=11)
     if note:
-        ax.set_title(wrapped(note, 80), fontsize=NOTE_SIZE, loc="left", color="0.25")
+        shown = wrapped(note, width) if width else note
+        ax.set_title(shown, fontsize=NOTE_SIZE, loc="left", color="0.25")
 
 
 def figure_legend(fig: Figure, entries: Sequence[tuple[Artist, str]], **style: Any) -> None:
@@ -110,9 +97,7 @@ def _per_layer_figure(
     fig = new_figure(5.5, 4.2)
     depth = max(len(values) for values in series.values())
     ax = fig.add_subplot()
-    ax.set_xlabel("layer (transformer block)")
-    ax.set_ylabel(ylabel)
-    ax.set_xticks(range(1, depth + 1))
+    ax.set(xlabel="layer (transformer block)", ylabel=ylabel, xticks=range(1, depth + 1))
     ax.set_xlim(0.6, depth + 0.4)
     ax.grid(True, alpha=0.3)
     return fig, ax
@@ -367,12 +352,9 @@ def _dodged(series: Sequence[AccuracySeries], step: float) -> dict[tuple[str, st
 
 def percent_axes(fig: Figure, ax: Axes, xlabel: str, ylabel: str, title: str, note: str) -> None:
     """`ax` from 0 to 100 % with labels and a grid, `title` over the figure, `note` under it."""
-    ax.set_ylim(0, 100)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
+    ax.set(ylim=(0, 100), xlabel=xlabel, ylabel=ylabel)
     ax.grid(True, alpha=0.3)
-    fig.suptitle(title, fontsize=11)
-    ax.set_title(note, fontsize=NOTE_SIZE, loc="left", color="0.25")
+    _titles(fig, ax, title, note, width=None)
 
 
 def step_with_band(ax: Axes, curve: Any, colour: Any, linestyle: str) -> Artist:

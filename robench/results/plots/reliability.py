@@ -21,7 +21,6 @@ if TYPE_CHECKING:
 
     from robench.results.report.schema import PerturbationResult, Report
 
-__all__ = ["ReliabilityPanel", "reliability_figure", "reliability_panels"]
 
 MAX_PANELS = 24  # more are left out, and the figure says so
 _ECE = CalibrationError()
@@ -86,11 +85,7 @@ def _draw_panel(ax: Axes, panel: ReliabilityPanel, colours: Mapping[str, str]) -
         ax.plot(xs, ys, color=colour, linewidth=1.3)
         ax.scatter(xs, ys, s=[6 + 120 * c / total for *_, c in bins], color=colour, zorder=3)
         eces.append(f"{100 * _ECE(panel.pairs[model]):.1f}")
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
-    ax.set_aspect("equal")
-    ax.set_xticks([0, 0.5, 1])
-    ax.set_yticks([0, 0.5, 1])
+    ax.set(xlim=(0, 1), ylim=(0, 1), aspect="equal", xticks=[0, 0.5, 1], yticks=[0, 0.5, 1])
     ax.tick_params(labelsize=7)
     ax.grid(True, alpha=0.25)
     pooled = f" ({panel.members} pooled)" if panel.members > 1 else ""
