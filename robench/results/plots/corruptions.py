@@ -474,14 +474,12 @@ def accuracy_vs_severity_figure(
     ax = top.add_subplot()
     for grid in grids:
         xs, points, _ = _curve(grid, None, shared[grid.dataset])
+        colour, style = colours[grid.model], styles[grid.dataset]
         label = _panel_name(grid, _several_datasets(grids))
-        _draw_curve(
-            ax, xs, points, colours[grid.model], styles[grid.dataset], marker="o", label=label
-        )
+        _draw_curve(ax, xs, points, colour, style, marker="o", label=label)
     _severity_axes(ax, ticks)
-    ax.set_xlabel("severity (clean = uncorrupted images)")
     mean = ", mean over corruptions" if len(corruptions) > 1 else ""
-    ax.set_ylabel(f"{_metric_label(metric)}{mean}")
+    ax.set(xlabel="severity (clean = uncorrupted images)", ylabel=f"{_metric_label(metric)}{mean}")
     note = f"{_count_note(grids, 'corruption and severity')}\n{_mean_note(grids, shared)}"
     ax.set_title(wrapped(note, 100), fontsize=NOTE_SIZE, loc="left", color="0.25")
     _severity_legend(ax, colours, styles)

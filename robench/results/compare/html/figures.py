@@ -191,8 +191,7 @@ def perplexity_figures(reports: Mapping[str, Report]) -> list[PageFigure]:
             ax.annotate(f"{y:.1f}", (x, y), ha="center", va="bottom", fontsize=8,
                         xytext=(0, 2), textcoords="offset points")  # fmt: skip
     ax.set_xticks(range(len(names)), names)
-    ax.set_ylabel("perplexity (lower is better)")
-    ax.set_ylim(bottom=0)
+    ax.set(ylabel="perplexity (lower is better)", ylim=(0, None))
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, fontsize=8)
     fig.suptitle("Perplexity, clean and under Word Swap", fontsize=11)
