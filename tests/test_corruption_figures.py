@@ -13,8 +13,8 @@ from matplotlib.axes import Axes
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 
+from robench._core.corruption_names import GROUP_OF
 from robench.results.plots.corruptions import (
-    CORRUPTION_FAMILIES,
     accuracy_vs_severity_figure,
     corruption_grids,
     corruption_heatmap_figure,
@@ -25,7 +25,7 @@ from robench.results.stats.metrics import wilson_interval
 from tests.report_factory import make_report
 
 Cells = Mapping[tuple[str, int], float]
-IMAGENET_C = list(CORRUPTION_FAMILIES)[:15]
+IMAGENET_C = list(GROUP_OF)[:15]
 SUBSET = {("gaussian_noise", 1): 0.62, ("gaussian_noise", 3): 0.41, ("gaussian_noise", 5): 0.12}
 SUBSET |= {("motion_blur", 1): 0.7, ("motion_blur", 3): 0.5, ("motion_blur", 5): 0.3}
 SUBSET |= {("fog", 1): 0.66, ("fog", 3): 0.58, ("fog", 5): 0.44}
@@ -72,7 +72,7 @@ def imagenet_c_cells(clean: float, robustness: float) -> dict[tuple[str, int], f
     hardness = {"noise": 0.17, "blur": 0.14, "weather": 0.1, "digital": 0.09, "extra": 0.1}
     cells = {}
     for i, corruption in enumerate(IMAGENET_C):
-        slope = hardness[CORRUPTION_FAMILIES[corruption]] * (1.0 - robustness) + 0.01 * (i % 3)
+        slope = hardness[GROUP_OF[corruption]] * (1.0 - robustness) + 0.01 * (i % 3)
         for severity in range(1, 6):
             cells[(corruption, severity)] = max(0.01, clean - slope * severity - 0.02 * (i % 4))
     return cells
@@ -318,7 +318,7 @@ def test_figure_order_is_the_perturbation_catalogue_order() -> None:
     perturbations/): same names, same order, same families."""
     from robench.perturbations.corruptions import ALL, EXTRA, GROUPS
 
-    assert list(CORRUPTION_FAMILIES) == list(ALL)
+    assert list(GROUP_OF) == list(ALL)
     expected = {name: group for group, names in GROUPS.items() for name in names}
     expected |= dict.fromkeys(EXTRA, "extra")
-    assert expected == CORRUPTION_FAMILIES
+    assert expected == GROUP_OF

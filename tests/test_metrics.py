@@ -12,8 +12,9 @@ from report_factory import flip, make_report
 from robench._core.registry import Registry
 from robench.results.compare.comparison import build_comparison
 from robench.results.compare.formats import COMPARE_FORMATS
-from robench.results.compare.tables import markdown_table, report_rows
-from robench.results.gate.regression import format_amount, run_gate
+from robench.results.compare.tables import markdown_fitting, report_rows
+from robench.results.gate.checks import display_amount
+from robench.results.gate.regression import run_gate
 from robench.results.stats import metrics as metrics_module
 from robench.results.stats.metrics import (
     METRICS,
@@ -105,7 +106,8 @@ def test_a_registered_real_metric_uses_its_own_aggregate_and_interval() -> None:
 def test_unknown_metrics_show_raw() -> None:
     assert find_metric("ppl") is None and find_metric("mce") is None
     assert metric_display("ppl") == MetricDisplay("ppl", 1.0, "", "")
-    assert format_amount("ppl", 1.4149) == "1.41" and format_amount("top1", 0.03) == "3.00 pp"
+    assert display_amount(metric_display("ppl"), 1.4149) == "1.41"
+    assert display_amount(metric_display("top1"), 0.03) == "3.00 pp"
 
 
 def test_report_values_read_per_sample_results() -> None:
@@ -144,7 +146,7 @@ def test_compare_and_tables_read_display_from_the_registry(
     before = COMPARE_FORMATS.get("markdown")(build_comparison(reports, metrics=["top1"]), False)
     assert before.splitlines()[0] == "| Model | clean top-1 (%) ↑ |"
     assert "| **75.00** |" in before
-    assert "| Value (%) |" in markdown_table(reports[0][1])
+    assert "| Value (%) |" in markdown_fitting(reports[0][1])
     _relabel(monkeypatch, "accuracy")
     after = COMPARE_FORMATS.get("markdown")(build_comparison(reports, metrics=["top1"]), False)
     assert after.splitlines()[0] == "| Model | clean accuracy ↑ |"
@@ -152,7 +154,7 @@ def test_compare_and_tables_read_display_from_the_registry(
     rows = report_rows(reports[0][1])
     assert rows[0][1:4] == ["top1", "↑", "0.75"] and rows[1][1:4] == ["top5 (%)", "↑", "81.20"]
     # top1 raw, top5 percent: units differ, so the header has none and rows name theirs
-    table = markdown_table(reports[0][1])
+    table = markdown_fitting(reports[0][1])
     assert "| Value |" in table and "top5 (%)" in table
 
 

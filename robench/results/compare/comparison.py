@@ -1,11 +1,6 @@
-"""Side-by-side tables of several reports, in the shape of the paper's Tables 1, 2 and 4.
-
-One row per report (model), one column per perturbation and metric; in every column the best
-value is marked best and the second best second, direction-aware. Only what is comparable is
-compared: columns missing from some report, or measured with different parameters (the
-threat model among them) or directions, are dropped with a note, and reports evaluated on
-different sample sets or data are flagged. Aggregates (mCE...) follow as extra columns where
-every report computed them on the same protocol. The output formats live in `formats.py`.
+"""Side-by-side tables of several reports, in the shape of the paper's Tables 1, 2 and 4: a
+row per report, a column per perturbation and metric (or aggregate) that every report has on
+the same terms, the rest dropped with a note. The output formats live in `formats.py`.
 """
 
 from __future__ import annotations
@@ -21,6 +16,7 @@ from robench._core.errors import ConfigError
 from robench._core.registry import did_you_mean
 from robench._core.units import display_pixel_value
 from robench.results.compare.cost_column import COST_METRIC, with_cost
+from robench.results.compare.tables import ARROWS as ARROWS
 from robench.results.report.schema import AggregateResult, Report, device_type_note, precision_note
 from robench.results.stats.aggregates import find_aggregate
 
@@ -30,9 +26,6 @@ from robench.results.stats.metrics import higher_is_better
 from robench.results.stats.metrics import metric_display as metric_display
 
 ColumnKey = tuple[str, str]  # (perturbation, metric)
-
-
-ARROWS = {True: "↑", False: "↓"}
 
 
 @dataclass(frozen=True)
@@ -80,13 +73,8 @@ class Column:
 
     def described(self) -> dict[str, object]:
         """The column as `--format json` lists it."""
-        return {
-            "perturbation": self.perturbation,
-            "metric": self.metric,
-            "aggregate": self.aggregate,
-            "higher_is_better": self.higher_is_better,
-            "unit": self.display.unit,
-        }
+        named = ("perturbation", "metric", "aggregate", "higher_is_better")
+        return {name: getattr(self, name) for name in named} | {"unit": self.display.unit}
 
 
 @dataclass(frozen=True)

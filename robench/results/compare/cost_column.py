@@ -1,10 +1,6 @@
-"""The cost column of `robench compare --cost`: each result's counted model passes per sample.
-
-A report since schema 5 records what every result cost, counted at the model
-(`PerturbationResult.cost`); `--cost` shows each result's forward + backward passes per
-sample, lower is better, so attacks compare on cost independently of the hardware. A result
-without a counted cost (an older report, a resumed result) is NaN, shown as "unknown", and
-never marked best.
+"""The cost column of `robench compare --cost`: each result's counted model passes per sample,
+lower is better; NaN ("unknown", never marked best) without a counted cost (docs/formats.md,
+"Counted cost").
 """
 
 from __future__ import annotations

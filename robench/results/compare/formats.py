@@ -9,6 +9,7 @@ import csv
 import io
 import json
 import math
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
@@ -23,7 +24,13 @@ from rich.text import Text
 
 from robench.results.compare.comparison import ARROWS, Cell, Column, Comparison
 from robench.results.compare.cost_column import UNKNOWN
-from robench.results.compare.tables import Layout, first_that_fits, numeric_width, wrap_label
+from robench.results.compare.tables import (
+    Layout,
+    first_that_fits,
+    markdown_lines,
+    numeric_width,
+    wrap_label,
+)
 from robench.results.report.output_formats import COMPARE_FORMATS as COMPARE_FORMATS
 from robench.results.report.output_formats import register_format
 from robench.results.report.schema import read_report
@@ -51,6 +58,12 @@ def unmarked(markup: Markup) -> Markup:
     return replace(markup, bold=_identity, underline=_identity)
 
 
+def marked(text: str, mark: str, markup: Markup) -> str:
+    """`text` in bold when `mark` is "best", underlined when "second"."""
+    emphasis = {"best": markup.bold, "second": markup.underline}.get(mark)
+    return emphasis(text) if emphasis else text
+
+
 def cell_text(
     cmp: Comparison, row: str, column: Column, markup: Markup, ci: bool, interval_sep: str = " "
 ) -> str:
@@ -59,9 +72,7 @@ def cell_text(
     cell = cmp.cell(row, column)
     if math.isnan(cell.value):  # a cost an older report did not count
         return markup.escape(UNKNOWN)
-    text = f"{cell.value:.2f}"
-    emphasis = {"best": markup.bold, "second": markup.underline}.get(cell.mark)
-    text = emphasis(text) if emphasis else text
+    text = marked(f"{cell.value:.2f}", cell.mark, markup)
     if cell.diff is not None and row != cmp.reference:
         diff = round(cell.diff, 2) + 0.0  # + 0.0 turns -0.0 into 0.0
         text += f" ({diff:+.2f})"
@@ -94,35 +105,37 @@ MARKDOWN = Markup(
 def markdown_comparison(cmp: Comparison, ci: bool) -> str:
     """A GitHub-flavoured markdown table (bold `**x**`, underline `<u>x</u>`)."""
     header = ["Model"] + [_header(c, MARKDOWN) for c in cmp.columns]
-    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * len(cmp.columns)]
-    for row in cmp.rows:
-        cells = [_row_label(cmp, row, MARKDOWN)]
-        cells += [cell_text(cmp, row, c, MARKDOWN, ci) for c in cmp.columns]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    rows = [
+        [_row_label(cmp, r, MARKDOWN)] + [cell_text(cmp, r, c, MARKDOWN, ci) for c in cmp.columns]
+        for r in cmp.rows
+    ]
+    return "\n".join(markdown_lines(header, rows, right=len(cmp.columns)))
 
 
 def _markdown_models_as_columns(cmp: Comparison, ci: bool) -> str:
     """A row per perturbation and metric, a column per model."""
     header = ["Perturbation", "Metric"] + [_row_label(cmp, row, MARKDOWN) for row in cmp.rows]
-    lines = ["| " + " | ".join(header) + " |", "|---|---|" + "---:|" * len(cmp.rows)]
-    for shown, column in zip(_perturbations(cmp.columns), cmp.columns, strict=True):
-        cells = [MARKDOWN.escape(shown), _header(column, MARKDOWN, False)]
-        cells += [cell_text(cmp, row, column, MARKDOWN, ci) for row in cmp.rows]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    rows = [
+        _markdown_labels(shown, c) + [cell_text(cmp, r, c, MARKDOWN, ci) for r in cmp.rows]
+        for shown, c in zip(_perturbations(cmp.columns), cmp.columns, strict=True)
+    ]
+    return "\n".join(markdown_lines(header, rows, right=len(cmp.rows)))
+
+
+def _markdown_labels(shown: str, column: Column) -> list[str]:
+    return [MARKDOWN.escape(shown), _header(column, MARKDOWN, False)]
 
 
 def _markdown_per_model(cmp: Comparison, ci: bool) -> str:
     """A table per model (its name above it), a row per perturbation and metric; unmarked."""
     blocks, plain = [], unmarked(MARKDOWN)
     for row in cmp.rows:
-        lines = [f"{_row_label(cmp, row, MARKDOWN)}:", "", "| Perturbation | Metric | Value |"]
-        lines.append("|---|---|---:|")
-        for shown, column in zip(_perturbations(cmp.columns), cmp.columns, strict=True):
-            cells = [MARKDOWN.escape(shown), _header(column, MARKDOWN, False)]
-            lines.append("| " + " | ".join([*cells, cell_text(cmp, row, column, plain, ci)]) + " |")
-        blocks.append("\n".join(lines))
+        rows = [
+            [*_markdown_labels(shown, c), cell_text(cmp, row, c, plain, ci)]
+            for shown, c in zip(_perturbations(cmp.columns), cmp.columns, strict=True)
+        ]
+        table = markdown_lines(["Perturbation", "Metric", "Value"], rows, right=1)
+        blocks.append("\n".join([f"{_row_label(cmp, row, MARKDOWN)}:", "", *table]))
     return "\n\n".join(blocks)
 
 
@@ -144,23 +157,16 @@ def markdown_fitting(cmp: Comparison, ci: bool, width: int) -> str:
     return rendered
 
 
-_LATEX_ESCAPES = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-}
+# Character -> its LaTeX: a backslash before the specials, the rest spelt out.
+_LATEX_ESCAPES = str.maketrans(
+    {ch: "\\" + ch for ch in "&%$#_{}"}
+    | {"\\": r"\textbackslash{}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+)
 
 LATEX = Markup(
     bold=lambda s: rf"\textbf{{{s}}}",
     underline=lambda s: rf"\underline{{{s}}}",
-    escape=lambda s: "".join(_LATEX_ESCAPES.get(ch, ch) for ch in s),
+    escape=lambda s: s.translate(_LATEX_ESCAPES),
     arrows={True: r"$\uparrow$", False: r"$\downarrow$"},
 )
 
@@ -168,14 +174,11 @@ LATEX = Markup(
 @register_format("compare", "latex", ".tex")
 def latex_comparison(cmp: Comparison, ci: bool) -> str:
     """A booktabs `tabular`: perturbations over their metrics, `\\textbf` and `\\underline`."""
-    groups: dict[str, list[Column]] = {}
-    for column in cmp.columns:
-        groups.setdefault(column.group, []).append(column)
     top, rules, start = [""], [], 2
-    for name, cols in groups.items():
-        top.append(rf"\multicolumn{{{len(cols)}}}{{c}}{{{LATEX.escape(name)}}}")
-        rules.append(rf"\cmidrule(lr){{{start}-{start + len(cols) - 1}}}")
-        start += len(cols)
+    for name, count in Counter(column.group for column in cmp.columns).items():
+        top.append(rf"\multicolumn{{{count}}}{{c}}{{{LATEX.escape(name)}}}")
+        rules.append(rf"\cmidrule(lr){{{start}-{start + count - 1}}}")
+        start += count
     second = ["Model"] + [_header(c, LATEX, with_perturbation=False) for c in cmp.columns]
     lines = [
         r"\begin{tabular}{l" + "r" * len(cmp.columns) + "}",
@@ -186,9 +189,8 @@ def latex_comparison(cmp: Comparison, ci: bool) -> str:
         r"\midrule",
     ]
     for row in cmp.rows:
-        cells = [_row_label(cmp, row, LATEX)]
-        cells += [cell_text(cmp, row, c, LATEX, ci) for c in cmp.columns]
-        lines.append(" & ".join(cells) + r" \\")
+        cells = [cell_text(cmp, row, c, LATEX, ci) for c in cmp.columns]
+        lines.append(" & ".join([_row_label(cmp, row, LATEX), *cells]) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
     return "\n".join(lines)
 
@@ -214,6 +216,7 @@ def _perturbations(columns: list[Column]) -> list[str]:
     return [name if i == 0 or names[i - 1] != name else "" for i, name in enumerate(names)]
 
 
+@register_format("compare", "rich")
 class RichComparison:
     """The rich table of a comparison, laid out when printed for the console's width.
 
@@ -264,25 +267,23 @@ class RichComparison:
             header = rich_escape(wrap_label(header, width))
             table.add_column(header, justify="right", width=width, overflow="fold")
 
-    def _table(self, title: str) -> Table:
-        return Table(title=title, title_justify="left")
-
     def wide(self, sep: str, spare: int = 0) -> Table:
         """A row per model, a column per perturbation and metric."""
         cmp = self.cmp
-        table = self._table(rich_escape(cmp.title))
+        table = Table(title=rich_escape(cmp.title), title_justify="left")
         _label_column(table, "Model", [_row_label(cmp, row, PLAIN) for row in cmp.rows])
         specs = [(f"{c.group}\n{_header(c, PLAIN, False)}", cmp.rows, [c]) for c in cmp.columns]
         self._value_columns(table, specs, sep, spare)
         for row in cmp.rows:
-            cells = [self._cell(row, column, sep) for column in cmp.columns]
-            table.add_row(_row_label(cmp, row, RICH), *cells)
+            table.add_row(
+                _row_label(cmp, row, RICH), *(self._cell(row, c, sep) for c in cmp.columns)
+            )
         return table
 
     def models_as_columns(self, sep: str, spare: int = 0) -> Table:
         """A row per perturbation and metric, a column per model."""
         cmp = self.cmp
-        table = self._table(rich_escape(cmp.title))
+        table = Table(title=rich_escape(cmp.title), title_justify="left")
         perturbations = _perturbations(cmp.columns)
         _label_column(table, "Perturbation", perturbations)
         _label_column(table, "Metric", [_header(c, PLAIN, False) for c in cmp.columns])
@@ -301,7 +302,7 @@ class RichComparison:
         metrics = [_header(c, RICH, False) for c in cmp.columns]
         parts: list[RenderableType] = [Text(cmp.title, style="table.title")]
         for row in cmp.rows:
-            table = self._table(_row_label(cmp, row, RICH))
+            table = Table(title=_row_label(cmp, row, RICH), title_justify="left")
             if narrow:
                 table.add_column("Perturbation\nMetric", overflow="fold")
                 labels = [
@@ -332,12 +333,6 @@ def _widths(headers: list[str], cells: list[list[str]], spare: int) -> list[int]
     return widths
 
 
-@register_format("compare", "rich")
-def rich_comparison(cmp: Comparison, ci: bool) -> RichComparison:
-    """A rich table for the terminal that fits the console's width (`RichComparison`)."""
-    return RichComparison(cmp, ci)
-
-
 # The csv's columns per perturbation and metric: suffix -> the number of a cell shown.
 _CSV_VALUE: dict[str, Callable[[Cell], float | None]] = {"": lambda cell: _known(cell.value)}
 _CSV_DIFF: dict[str, Callable[[Cell], float | None]] = {" diff": lambda cell: cell.diff}
@@ -362,9 +357,7 @@ def csv_comparison(cmp: Comparison, ci: bool) -> str:
     """Plain numbers in display units, one column per cell kind, each as `repr` writes it
     (the shortest text that reads back as the same float)."""
     kinds = cell_numbers(cmp, ci)
-    header = ["model", "report"]
-    header += [f"{c.id}{suffix}" for suffix in kinds for c in cmp.columns]
-    lines = [header]
+    lines = [["model", "report"] + [f"{c.id}{suffix}" for suffix in kinds for c in cmp.columns]]
     for row in cmp.rows:
         numbers = [number(cmp.cell(row, c)) for number in kinds.values() for c in cmp.columns]
         lines.append(

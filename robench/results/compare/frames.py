@@ -1,9 +1,5 @@
-"""`robench.compare`: the table of `robench compare` as a pandas DataFrame (docs/python-api.md).
-
-The frame is the one `robench compare --format csv` writes, from the same `Comparison` and
-options, with numbers unrounded (the CSV's are `repr`, so they read back the same); what the
-CSV cannot hold (notes, title, reference, columns) is in `frame.attrs`. The frame is a
-`ComparisonFrame` (`shown_frame.py`), which shows all its columns.
+"""`robench.compare`: the table of `robench compare --format csv` as a pandas DataFrame, with
+its numbers unrounded and the rest in `frame.attrs` (docs/python-api.md, "robench.compare").
 """
 
 from __future__ import annotations
@@ -139,11 +135,8 @@ def compare(
     at_radius: Sequence[float | str] | str | None = None,
     cost: bool = False,
 ) -> pd.DataFrame:
-    """The table of `robench compare REPORT... --format csv` as a DataFrame.
-
-    `reports` are paths or `Report` objects; the options are the command line's, under the
-    same names (`reference`: a report, its path, or its index in `reports`; `metric`,
-    `at_eps` and `at_radius`: a comma-separated string or a list). docs/python-api.md.
+    """The table of `robench compare REPORT... --format csv` as a DataFrame: `reports` paths
+    or `Report` objects, the options the command line's (docs/python-api.md, "robench.compare").
     """
     sources = report_sources(reports)
     loaded = load_reports(sources)

@@ -1,8 +1,6 @@
 """The per-corruption table of `robench compare --per-corruption`: a row per corruption, a
-column per model, each cell one metric (top-1; mIoU for segmentation) averaged over the
-severities present, and a last row `mean`. Only corruption x severity results present in
-every report with the same parameters count, so every model is averaged over the same
-severities; the rest are dropped with a note. Best bold, second underlined per row.
+column per model, each cell one metric averaged over severities, a last row `mean`; best bold,
+second underlined per row.
 """
 
 from __future__ import annotations
@@ -18,8 +16,8 @@ from rich.table import Table
 
 from robench._core.errors import ConfigError
 from robench.results.compare.comparison import best_marks, comparable_params, row_labels
-from robench.results.compare.formats import LATEX, MARKDOWN, PLAIN, RICH, Markup
-from robench.results.compare.tables import numeric_width
+from robench.results.compare.formats import LATEX, MARKDOWN, PLAIN, RICH, Markup, marked
+from robench.results.compare.tables import markdown_lines, numeric_width
 from robench.results.report.output_formats import PER_CORRUPTION_FORMATS as PER_CORRUPTION_FORMATS
 from robench.results.report.output_formats import register_format
 from robench.results.report.schema import Report
@@ -85,6 +83,8 @@ def build_per_corruption(
     keyed = [_keyed(report, metric) for _, report in reports]
     scale = metric_display(metric).scale
     better = higher_is_better(metric, True)
+    # Only results every report has, with the same parameters, count: every model is then
+    # averaged over the same severities.
     shared = [k for k in keyed[0] if all(k in other for other in keyed[1:])]
     kept = [k for k in shared if len({found[k][0] for found in keyed}) == 1]
     dropped = sorted({k for found in keyed for k in found} - set(kept))
@@ -129,8 +129,7 @@ def build_per_corruption(
 
 def _text(table: PerCorruption, row: str, model: str, markup: Markup) -> str:
     value, mark = table.cells[row, model]
-    emphasis = {"best": markup.bold, "second": markup.underline}.get(mark)
-    return emphasis(f"{value:.2f}") if emphasis else f"{value:.2f}"
+    return marked(f"{value:.2f}", mark, markup)
 
 
 def _lines(table: PerCorruption, markup: Markup) -> list[list[str]]:
@@ -145,20 +144,18 @@ def _lines(table: PerCorruption, markup: Markup) -> list[list[str]]:
 @register_format("per-corruption", "markdown")
 def markdown_per_corruption(table: PerCorruption) -> str:
     header, *body = _lines(table, MARKDOWN)
-    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * len(table.models)]
-    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in body])
+    return "\n".join(markdown_lines(header, body, right=len(table.models)))
 
 
 def _markdown_long(table: PerCorruption) -> str:
     """A row per corruption and model: as narrow as a model name, however many models."""
     header, *body = _lines(table, MARKDOWN)
-    lines = [f"| {header[0]} | Model | Value |", "|---|---|---:|"]
-    for row in body:
-        lines += [
-            f"| {row[0] if i == 0 else ''} | {model} | {value} |"
-            for i, (model, value) in enumerate(zip(header[1:], row[1:], strict=True))
-        ]
-    return "\n".join(lines)
+    rows = [
+        [row[0] if i == 0 else "", model, value]
+        for row in body
+        for i, (model, value) in enumerate(zip(header[1:], row[1:], strict=True))
+    ]
+    return "\n".join(markdown_lines([header[0], "Model", "Value"], rows, right=1))
 
 
 def markdown_per_corruption_fitting(table: PerCorruption, width: int) -> str:

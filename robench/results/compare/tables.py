@@ -1,16 +1,13 @@
 """Human-readable tables of one report, in the shape of lm-eval's `make_table`:
-`Perturbation | Metric | dir | Value | 95% CI`, values as the metric registry shows them.
-
-Rich tables never cut a number: numeric columns get the width of their widest number, and a
-renderable picks, at print time, the first of its layouts that fits the console
-(`first_that_fits`); labels may wrap. `compare/formats.py` lays out its tables the same way.
+`Perturbation | Metric | dir | Value | 95% CI`, values as the metric registry shows them; rich
+tables that never cut a number, laid out to fit as `compare/formats.py` lays out its own.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rich.cells import cell_len, chop_cells
@@ -225,29 +222,25 @@ def _text_table(title: str, header: list[str], rows: list[list[str]]) -> Table:
     return table
 
 
-def _markdown(header: list[str], rows: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [
-        "| " + " | ".join(row) + " |" for row in rows
-    ]
+def markdown_lines(header: list[str], rows: Iterable[list[str]], right: int = 0) -> list[str]:
+    """A markdown table's lines, its last `right` columns right-aligned (numbers)."""
+    rule = "|" + "---|" * (len(header) - right) + "---:|" * right
+    return ["| " + " | ".join(header) + " |", rule, *("| " + " | ".join(r) + " |" for r in rows)]
 
 
 @register_format("report", "markdown")
-def markdown_table(report: Report) -> str:
-    return markdown_fitting(report)
-
-
 def markdown_fitting(report: Report, width: int | None = None) -> str:
     """The report's markdown tables; with `width`, the results narrower (the direction beside
     the metric, the interval beside the value) where they are wider: `robench eval` on a pipe."""
-    lines = _markdown(results_header(report), report_rows(report))
+    lines = markdown_lines(results_header(report), report_rows(report))
     if width is not None and max(cell_len(line) for line in lines) > width:
         header = ["Perturbation", "Metric", f"{value_header(report)} [95% CI]", "n"]
         rows = [[p, f"{m} {a}", f"{v} {ci}", n] for p, m, a, v, ci, n in report_rows(report)]
-        lines = _markdown(header, rows)
+        lines = markdown_lines(header, rows)
     if report.diagnostics:
-        lines += ["", *_markdown(DIAGNOSTIC_HEADER, diagnostic_lines(report))]
+        lines += ["", *markdown_lines(DIAGNOSTIC_HEADER, diagnostic_lines(report))]
     if report.sanity:
-        lines += ["", *_markdown(SANITY_HEADER, sanity_rows(report))]
+        lines += ["", *markdown_lines(SANITY_HEADER, sanity_rows(report))]
     return "\n".join(lines)
 
 

@@ -1,10 +1,6 @@
-"""Gate checks of aggregates (mCE, mean corruption accuracy), paired over samples.
-
-An aggregate with a value in both reports, on the same dataset and member results, is one
-check. Its difference is bootstrapped over the samples both reports cover: each replicate
-draws positions once per dataset for every member result of both reports, so the test is
-paired across models and corruptions. The tolerance is the policy's for perturbation = the
-aggregate's name (`mce@imagenet-c`) and metric = its kind (`mce`). docs/ci.md documents it.
+"""Gate checks of aggregates (mCE, mean corruption accuracy), paired over samples: each
+bootstrap replicate draws positions once per dataset for every member result of both reports
+(docs/ci.md, "What each verdict means", Aggregates).
 """
 
 from __future__ import annotations
@@ -12,13 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from robench.results.gate.checks import (
-    Check,
-    PairedTest,
-    check_policy_units,
-    classify,
-    tolerance_text,
-)
+from robench.results.gate.checks import Check, PairedTest, check_policy_units, judged
 from robench.results.gate.policy import Policy
 from robench.results.report.schema import AggregateResult, PerturbationResult, Report
 from robench.results.stats.aggregate_samples import (
@@ -146,19 +136,13 @@ def _check(
     )
     if isinstance(paired, str):
         return paired.rstrip(".")
-    worse = -1.0 if aggregate.higher_is_better else 1.0
-    drop = worse * paired.difference
-    allowed = tolerance.allowed_drop(paired.baseline)
+    drop = (-1.0 if aggregate.higher_is_better else 1.0) * paired.difference
     test = PairedTest(
         f"paired bootstrap over samples ({policy.aggregate_resamples} resamples)",
         paired.p_worse,
         mean_samples_needed(drop, paired.sd_per_sample, policy.alpha, policy.power),
     )
-    text = tolerance_text(aggregate.display, tolerance, allowed)
-    status, detail = classify(
-        stored.kind, aggregate.display, drop, allowed, paired.n, text, test, policy
-    )
-    return Check(
+    check = Check(
         perturbation=stored.name,
         metric=stored.kind,
         higher_is_better=aggregate.higher_is_better,
@@ -166,19 +150,16 @@ def _check(
         candidate=paired.candidate,
         n=paired.n,
         drop=drop,
-        allowed=allowed,
         test=test,
-        status=status,
-        detail=detail,
         aggregate=True,
         display=aggregate.display,
-        tolerance_text=text,
     )
+    return judged(check, policy, tolerance)
 
 
 def aggregate_checks(
     baseline: Report, candidate: Report, policy: Policy
-) -> tuple[list[Check], list[str], set[int]]:
+) -> tuple[list[Check], list[str], set[int | None]]:
     """A check per aggregate both reports can pair; notes on the others; the rules used."""
     checks, notes, used = [], [], set()
     for stored in baseline.aggregates:
@@ -188,8 +169,7 @@ def aggregate_checks(
         if isinstance(found, str):
             notes.append(f"aggregate {stored.name} not gated: {found}.")
             continue
-        if rule is not None:
-            used.add(rule)
+        used.add(rule)
         checks.append(found)
     names = {a.name for a in baseline.aggregates}
     extra = [a.name for a in candidate.aggregates if a.name not in names]

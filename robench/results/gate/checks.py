@@ -62,10 +62,10 @@ class Check:
     candidate: float
     n: int  # paired samples
     drop: float  # positive when the candidate is worse
-    allowed: float | None  # allowed drop; None when the policy ignores the check
-    test: PairedTest | None  # None without per-sample values
-    status: Status
-    detail: str  # one sentence saying why
+    allowed: float | None = None  # allowed drop; None when the policy ignores the check
+    test: PairedTest | None = None  # None without per-sample values
+    status: Status = Status.passed  # set by `judged`
+    detail: str = ""  # one sentence saying why
     aggregate: bool = False  # an aggregate over results, not a single result
     display: MetricDisplay | None = None  # how values are shown; default: the metric's
     tolerance_text: str = ""  # the allowed drop in words, for `detail`
@@ -85,35 +85,22 @@ def display_amount(display: MetricDisplay, amount: float) -> str:
     return f"{amount * display.scale:.2f}{unit}"
 
 
-def format_amount(metric: str, amount: float) -> str:
-    """`display_amount` with the metric's registered display."""
-    return display_amount(metric_display(metric), amount)
-
-
-def classify(
-    what: str,
-    display: MetricDisplay,
-    drop: float,
-    allowed: float | None,
-    n: int,
-    tolerance_text: str,
-    test: PairedTest | None,
-    policy: Policy,
-) -> tuple[Status, str]:
-    """Pass, regressed or inconclusive, and the sentence that says why (`what`: the metric)."""
+def _verdict(check: Check, policy: Policy) -> tuple[Status, str]:
+    """Pass, regressed or inconclusive, and the sentence that says why."""
+    drop, allowed, test, n = check.drop, check.allowed, check.test, check.n
     if allowed is None:
         return Status.passed, "ignored by the policy."
     if abs(drop) <= _EPS:
         return Status.passed, "no change."
     if drop < 0:
-        return Status.passed, f"improved by {display_amount(display, -drop)}."
-    shown = display_amount(display, drop)
+        return Status.passed, f"improved by {display_amount(check.shown, -drop)}."
+    shown = display_amount(check.shown, drop)
     if drop <= allowed + _EPS:
-        return Status.passed, f"drop of {shown} within {tolerance_text}."
-    beyond = f"drop of {shown} exceeds {tolerance_text}"
+        return Status.passed, f"drop of {shown} within {check.tolerance_text}."
+    beyond = f"drop of {shown} exceeds {check.tolerance_text}"
     if test is None:
         return Status.inconclusive, (
-            f"{beyond}, but the reports carry no per-sample {what} values to test it."
+            f"{beyond}, but the reports carry no per-sample {check.metric} values to test it."
         )
     if test.deciding_p <= policy.alpha:
         return Status.regressed, (
@@ -128,6 +115,17 @@ def classify(
     )
 
 
+def judged(check: Check, policy: Policy, tolerance: Tolerance | None = None) -> Check:
+    """`check` with its status and the sentence that says why; given `tolerance`, first with
+    the drop it allows from the check's baseline value."""
+    if tolerance is not None:
+        allowed = tolerance.allowed_drop(check.baseline)
+        text = tolerance_text(check.shown, tolerance, allowed)
+        check = replace(check, allowed=allowed, tolerance_text=text)
+    status, detail = _verdict(check, policy)
+    return replace(check, status=status, detail=detail)
+
+
 def decide_family(checks: list[Check], policy: Policy) -> list[Check]:
     """Adjust the p-values of all tested checks together (every check the policy does not
     ignore, whatever its drop: choosing the family by the observed drops would void the
@@ -140,17 +138,7 @@ def decide_family(checks: list[Check], policy: Policy) -> list[Check]:
         check = checks[i]
         assert check.test is not None
         test = replace(check.test, adjusted_p=p, adjustment=policy.multiple_testing)
-        status, detail = classify(
-            check.metric,
-            check.shown,
-            check.drop,
-            check.allowed,
-            check.n,
-            check.tolerance_text,
-            test,
-            policy,
-        )
-        decided[i] = replace(check, test=test, status=status, detail=detail)
+        decided[i] = judged(replace(check, test=test), policy)
     return decided
 
 

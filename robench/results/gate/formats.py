@@ -35,13 +35,12 @@ HEADER = [
 STATUS_STYLE = {Status.passed: "green", Status.inconclusive: "yellow", Status.regressed: "red"}
 
 
-def check_row(check: Check) -> list[str]:
-    """The cells of one check (`HEADER`), in display units (pp for accuracies, x100 for mCE)."""
-    display = check.shown
-    test = check.test
+def check_row(check: Check) -> dict[str, str]:
+    """`HEADER` -> the cell of one check, in display units (pp for accuracies, x100 for mCE)."""
+    display, test = check.shown, check.test
     change = round((check.candidate - check.baseline) * display.scale, 2) + 0.0
     unit = f" {display.diff_unit}" if display.diff_unit else ""
-    return [
+    cells = [
         check.name,
         f"{check.baseline * display.scale:.2f}",
         f"{check.candidate * display.scale:.2f}",
@@ -52,6 +51,7 @@ def check_row(check: Check) -> list[str]:
         f"{test.adjusted_p:.3g}" if test and test.adjusted_p is not None else "",
         check.status.value,
     ]
+    return dict(zip(HEADER, cells, strict=True))
 
 
 def _family_text(result: GateResult) -> str:
@@ -88,7 +88,7 @@ def markdown_table(result: GateResult) -> str:
     """Every check as a markdown table; checks that did not pass have their status in bold."""
     lines = ["| " + " | ".join(HEADER) + " |", "|---|---:|---:|---:|---:|---|---:|---:|---|"]
     for check in result.checks:
-        cells = [cell.replace("|", r"\|") for cell in check_row(check)]
+        cells = [cell.replace("|", r"\|") for cell in check_row(check).values()]
         if check.status is not Status.passed:
             cells[-1] = f"**{cells[-1]}**"
         lines.append("| " + " | ".join(cells) + " |")
@@ -150,22 +150,15 @@ def junit_text(result: GateResult, strict: bool) -> str:
     root = ET.Element("testsuites", {"name": "robench gate", **counts})
     suite = ET.SubElement(root, "testsuite", {"name": f"robench gate: {suite_name}", **counts})
     for check, outcome in zip(result.checks, outcomes, strict=True):
-        case = ET.SubElement(
-            suite,
-            "testcase",
-            {
-                "classname": f"robench.results.gate.regression.{'aggregate.' * check.aggregate}"
-                f"{check.perturbation}",
-                "name": check.name,
-                "time": "0",
-            },
-        )
+        classname = f"robench.results.gate.regression.{'aggregate.' * check.aggregate}"
+        attributes = {"classname": classname + check.perturbation, "name": check.name, "time": "0"}
+        case = ET.SubElement(suite, "testcase", attributes)
         if outcome is not None:
             tag, kind = outcome
             element = ET.SubElement(case, tag, {"message": check.detail})
             if kind is not None:
                 element.set("type", kind)
-                element.text = " | ".join(check_row(check))
+                element.text = " | ".join(check_row(check).values())
         ET.SubElement(case, "system-out").text = check.detail
     ET.indent(root)
     buffer = io.BytesIO()
@@ -227,31 +220,22 @@ class GateSummary(_Strict):
     notes: list[str]
 
 
-def _gate_model(report: Report) -> GateModel:
-    return GateModel(name=report.model.name, checkpoint_sha256=report.model.checkpoint_sha256)
+# The summary's fields a `Check` has under the same name.
+_CHECK_FIELDS = ["name", "perturbation", "metric", "aggregate", "higher_is_better", "baseline"]
+_CHECK_FIELDS += ["candidate", "n", "drop", "allowed", "detail"]
 
 
 def gate_summary(result: GateResult, strict: bool) -> GateSummary:
     """Every check with its numbers, display cells and verdict, as one validated object."""
     checks = [
         GateCheckSummary(
-            name=c.name,
-            perturbation=c.perturbation,
-            metric=c.metric,
-            aggregate=c.aggregate,
-            higher_is_better=c.higher_is_better,
-            baseline=c.baseline,
-            candidate=c.candidate,
-            n=c.n,
-            drop=c.drop,
-            allowed=c.allowed,
+            **{name: getattr(c, name) for name in _CHECK_FIELDS},
             test=c.test.name if c.test else None,
             p_value=c.test.p_value if c.test else None,
             adjusted_p=c.test.adjusted_p if c.test else None,
             samples_needed=c.test.samples_needed if c.test else None,
             status=c.status.value,
-            detail=c.detail,
-            shown=dict(zip(HEADER, check_row(c), strict=True)),
+            shown=check_row(c),
         )
         for c in result.checks
     ]
@@ -265,8 +249,8 @@ def gate_summary(result: GateResult, strict: bool) -> GateSummary:
         n_samples=base.data.n_samples,
         alpha=result.policy.alpha,
         multiple_testing=result.policy.multiple_testing,
-        baseline=_gate_model(base),
-        candidate=_gate_model(result.candidate),
+        baseline=GateModel.model_validate(base.model, from_attributes=True),
+        candidate=GateModel.model_validate(result.candidate.model, from_attributes=True),
         counts={status.value: result.count(status) for status in Status},
         checks=checks,
         notes=list(result.notes),

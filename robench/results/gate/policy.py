@@ -15,8 +15,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from robench._core.toml_files import read_toml_model
 from robench.results.stats.metrics import METRICS
 
-__all__ = ["Policy", "Rule", "Tolerance", "read_policy"]
-
 
 class Tolerance(BaseModel):
     """Allowed drop of one check; every limit that is set must hold."""

@@ -1,12 +1,8 @@
 """Gates: did a candidate's robustness regress against a baseline, beyond tolerance?
 
-Both reports must come from the same suite on the same samples, so every check is paired: for
-each perturbation and metric of the baseline, a direction-aware drop beyond the policy's
-tolerance is tested one-sided for "candidate worse" at the policy's alpha (exact McNemar for
-per-sample accuracies, a paired bootstrap for real values). A check passes, regresses (beyond
-tolerance and significant) or is inconclusive (beyond tolerance, not significant; with the
-samples needed to decide). Aggregates (mCE...) are checked by `aggregates.py`. docs/ci.md
-documents the policy file and the statistics.
+Every perturbation x metric of the baseline is one paired check (exact McNemar for per-sample
+accuracies, a paired bootstrap for real values); aggregates are checked by `aggregates.py`.
+Verdicts and statistics: docs/ci.md, "What each verdict means".
 """
 
 from __future__ import annotations
@@ -17,7 +13,7 @@ import math
 import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from robench._core.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, ConfigError
 from robench.results.gate.aggregates import aggregate_checks
@@ -26,11 +22,9 @@ from robench.results.gate.checks import (
     PairedTest,
     Status,
     check_policy_units,
-    classify,
     decide_family,
-    tolerance_text,
+    judged,
 )
-from robench.results.gate.checks import format_amount as format_amount
 from robench.results.gate.policy import Policy, Tolerance
 from robench.results.report.schema import (
     PerturbationResult,
@@ -67,21 +61,27 @@ def _mcnemar(base: Values, cand: Values, higher: bool, policy: Policy) -> Paired
 
 
 def _bootstrap(
-    base_values: Values, cand_values: Values, higher: bool, policy: Policy
+    base: Values,
+    cand: Values,
+    higher: bool,
+    policy: Policy,
+    statistic: PairedStatistic | None = None,
 ) -> PairedTest:
+    """A paired bootstrap of the mean difference, or of the metric's own `statistic` (a ratio
+    of sums over samples)."""
     import numpy as np
 
-    base = np.asarray(base_values, dtype=float)
-    cand = np.asarray(cand_values, dtype=float)
-    result = paired_bootstrap(
-        base, cand, policy.n_resamples, policy.seed, alternative="less" if higher else "greater"
-    )
-    sd = float(np.std(cand - base, ddof=1)) if base.size > 1 else 0.0
-    return PairedTest(
-        f"paired bootstrap ({policy.n_resamples} resamples)",
-        result.p_value,
-        mean_samples_needed(result.mean_diff, sd, policy.alpha, policy.power),
-    )
+    worse: Literal["less", "greater"] = "less" if higher else "greater"
+    n = policy.n_resamples
+    if statistic is not None:
+        diff, _, p_value, sd = statistic.paired(base, cand, n, policy.seed, worse)
+        name = f"paired bootstrap over {statistic.unit} ({n} resamples)"
+    else:
+        base, cand = np.asarray(base, dtype=float), np.asarray(cand, dtype=float)
+        result = paired_bootstrap(base, cand, n, policy.seed, alternative=worse)
+        diff, p_value, name = result.mean_diff, result.p_value, f"paired bootstrap ({n} resamples)"
+        sd = float(np.std(cand - base, ddof=1)) if base.size > 1 else 0.0
+    return PairedTest(name, p_value, mean_samples_needed(diff, sd, policy.alpha, policy.power))
 
 
 def _finite_numbers(value: Any) -> bool:
@@ -104,24 +104,6 @@ def _check_numbers(values: Any, which: str, perturbation: str, metric: str) -> N
                 f"{position} is {value!r:.40}, not a finite number; regenerate that report "
                 "with `robench eval` (per-sample values are numbers robench wrote)."
             )
-
-
-def _statistic_bootstrap(
-    statistic: PairedStatistic,
-    base: Values,
-    cand: Values,
-    higher: bool,
-    policy: Policy,
-) -> PairedTest:
-    """A paired bootstrap of the metric's own statistic (a ratio of sums over samples)."""
-    diff, _, p_value, sd = statistic.paired(
-        base, cand, policy.n_resamples, policy.seed, "less" if higher else "greater"
-    )
-    return PairedTest(
-        f"paired bootstrap over {statistic.unit} ({policy.n_resamples} resamples)",
-        p_value,
-        mean_samples_needed(diff, sd, policy.alpha, policy.power),
-    )
 
 
 _TESTS: dict[str, Callable[[Values, Values, bool, Policy], PairedTest]] = {
@@ -274,28 +256,19 @@ def _check(
             f"cannot gate: {base.name}/{metric} is missing from the candidate or has the "
             "opposite direction; evaluate both with the same suite."
         )
-    display = metric_display(metric)
-    check_policy_units(metric, display, tolerance)
+    check_policy_units(metric, metric_display(metric), tolerance)
     higher = higher_is_better(metric, base_value.higher_is_better)
-    drop = (base_value.value - cand_value.value) * (1 if higher else -1)
-    allowed = tolerance.allowed_drop(base_value.value)
-    test = _paired_test(baseline, candidate, base.name, metric, higher, policy)
-    text = tolerance_text(display, tolerance, allowed)
-    status, detail = classify(metric, display, drop, allowed, base.n_samples, text, test, policy)
-    return Check(
+    check = Check(
         perturbation=base.name,
         metric=metric,
         higher_is_better=higher,
         baseline=base_value.value,
         candidate=cand_value.value,
         n=base.n_samples,
-        drop=drop,
-        allowed=allowed,
-        test=test,
-        status=status,
-        detail=detail,
-        tolerance_text=text,
+        drop=(base_value.value - cand_value.value) * (1 if higher else -1),
+        test=_paired_test(baseline, candidate, base.name, metric, higher, policy),
     )
+    return judged(check, policy, tolerance)
 
 
 def _metrics_the_candidate_lacks(baseline: Report, candidate: Report) -> list[str]:
@@ -310,7 +283,7 @@ def run_gate(baseline: Report, candidate: Report, policy: Policy | None = None) 
     """Check every perturbation, metric and aggregate of the baseline against the candidate."""
     policy = policy or Policy()
     notes = check_pairable(baseline, candidate)
-    used_rules: set[int] = set()
+    used_rules: set[int | None] = set()  # None: a check no rule matched
     checks = []
     unknown = _metrics_the_candidate_lacks(baseline, candidate)
     if unknown:
@@ -322,8 +295,7 @@ def run_gate(baseline: Report, candidate: Report, policy: Policy | None = None) 
     for pair in _paired_results(baseline, candidate):
         for metric in (m for m in pair[0].metrics if m not in unknown):
             tolerance, rule = policy.tolerance_for(pair[0].name, metric)
-            if rule is not None:
-                used_rules.add(rule)
+            used_rules.add(rule)
             checks.append(_check(baseline, candidate, pair, metric, tolerance, policy))
     found, aggregate_notes, aggregate_rules = aggregate_checks(baseline, candidate, policy)
     checks = decide_family(checks + found, policy)
@@ -364,5 +336,5 @@ def _paired_test(
             f"baseline but {len(cand)} in the candidate; evaluate both on the same samples."
         )
     if registered.statistic is not None:
-        return _statistic_bootstrap(registered.statistic, base, cand, higher, policy)
+        return _bootstrap(base, cand, higher, policy, registered.statistic)
     return _TESTS[registered.paired_test](base, cand, higher, policy)

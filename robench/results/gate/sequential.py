@@ -1,14 +1,6 @@
 """`robench gate --sequential`: the gate's checks decided by sequential paired tests, so the
-candidate is evaluated only until the verdict is settled (docs/ci.md, "Sequential gate").
-
-After each chunk of the candidate's samples, every check of a binary per-sample metric (top1,
-top5) runs the sequential paired test of `sequential_test` against the policy's tolerance:
-regressed, pass, or undecided (inconclusive when the samples run out). The run stops once one
-check has regressed or every check has passed. Each check is tested at alpha / m (Bonferroni,
-so that under `holm` or `benjamini-hochberg` the chance of any wrong verdict stays at most
-alpha), or at alpha under `multiple_testing = "none"`; the tests are anytime-valid, so
-stopping on the data keeps these guarantees. Other metrics and aggregates are not gated
-sequentially; a note says so.
+candidate is evaluated only until the verdict is settled (docs/ci.md, "Sequential gate": the
+stopping rule, the per-check alpha and why stopping on the data keeps the guarantees).
 """
 
 from __future__ import annotations
@@ -43,10 +35,12 @@ class SequentialCheck:
     tolerance_text: str
     baseline: dict[int, Any]  # dataset index -> the baseline's per-sample value
 
-
-def _binary(metric: str) -> bool:
-    found = find_metric(metric)
-    return found is not None and covers(found)
+    def paired(
+        self, values: dict[str, dict[str, list[Any]]], order: dict[str, list[int]]
+    ) -> tuple[list[Any], list[Any]]:
+        """The baseline's and the candidate's values on the samples the candidate has so far."""
+        base = [self.baseline[i] for i in order.get(self.result, [])]
+        return base, values.get(self.result, {}).get(self.metric, [])
 
 
 class SequentialGate:
@@ -64,7 +58,8 @@ class SequentialGate:
             for metric, value in result.metrics.items():
                 registered = find_metric(metric)
                 values = registered.values_in(baseline, result.name) if registered else None
-                if not _binary(metric) or samples is None or values is None:
+                binary = registered is not None and covers(registered)
+                if not binary or samples is None or values is None:
                     self.notes.append(
                         f"{result.name}/{metric} is not gated sequentially: the sequential "
                         "gate tests binary per-sample metrics (top1, top5) only."
@@ -87,7 +82,7 @@ class SequentialGate:
 
     @property
     def check_alpha(self) -> float:
-        """The level each check is tested at (see the module text)."""
+        """The level each check is tested at: alpha / m (Bonferroni), alpha under "none"."""
         tested = sum(check.allowed is not None for check in self.checks)
         if self.policy.multiple_testing == "none":
             return self.policy.alpha
@@ -102,10 +97,7 @@ class SequentialGate:
             if check.allowed is None:
                 found.append(None)
                 continue
-            indices = order.get(check.result, [])
-            cand = values.get(check.result, {}).get(check.metric, [])
-            base = [check.baseline[i] for i in indices]
-            y = paired_differences(base, cand, check.higher)
+            y = paired_differences(*check.paired(values, order), check.higher)
             found.append(sequential_paired_test(y, min(check.allowed, 0.999), self.check_alpha))
         return found
 
@@ -138,9 +130,7 @@ class SequentialGate:
         values: dict[str, dict[str, list[Any]]],
         order: dict[str, list[int]],
     ) -> Check:
-        indices = order.get(check.result, [])
-        cand = [float(v) for v in values.get(check.result, {}).get(check.metric, [])]
-        base = [float(check.baseline[i]) for i in indices]
+        base, cand = ([float(v) for v in side] for side in check.paired(values, order))
         base_value, cand_value = _mean(base), _mean(cand)
         drop = (base_value - cand_value) * (1 if check.higher else -1)
         display = metric_display(check.metric)
@@ -157,7 +147,7 @@ class SequentialGate:
             higher_is_better=check.higher,
             baseline=base_value,
             candidate=cand_value,
-            n=len(indices),
+            n=len(base),
             drop=drop,
             allowed=check.allowed,
             test=test,

@@ -1,10 +1,6 @@
-"""The gate's table at the reader's width, as `robench compare` prints its own.
-
-On a terminal, `RichGate` prints the first layout that fits (`report/fitting.py`): `wide`
-(a column per field), `stacked` (pairs of fields in one column) or `narrow` (every number in
-one column); the check column is as wide as the longest name, so no name is cut. On a pipe,
-`markdown_fitting` does the same with markdown layouts. The files the gate writes keep the
-wide table. No torch.
+"""The gate's table at the reader's width, as `robench compare` prints its own: `RichGate` on
+a terminal, `markdown_fitting` on a pipe (the layouts: docs/ci.md, "Refusals and exit codes").
+No torch.
 """
 
 from __future__ import annotations
@@ -24,10 +20,6 @@ from robench.results.report.fitting import Layout, first_that_fits
 Cells = dict[str, str]  # HEADER -> the text of one check's cell
 
 
-def _cells(result: GateResult) -> list[Cells]:
-    return [dict(zip(HEADER, check_row(check), strict=True)) for check in result.checks]
-
-
 def _p(cells: Cells) -> str:
     """`0.012 (adj. 0.05)`: the p-value and the adjusted one alpha decided on."""
     adjusted = f" (adj. {cells['Adjusted p']})" if cells["Adjusted p"] else ""
@@ -43,13 +35,23 @@ def _width(header: str, lines: list[str]) -> int:
     return max(cell_len(line) for text in [header, *lines] for line in text.split("\n"))
 
 
+# The stacked layout's columns but the last (the status): a field with the one under it, and
+# whether they are numbers (right-aligned).
+_STACKED = [
+    ("Check", "Test", False),
+    ("Baseline", "Candidate", True),
+    ("Change", "Allowed drop", True),
+    ("p", "Adjusted p", True),
+]
+
+
 class RichGate:
     """The gate's checks as a rich table in the first layout that fits the console. Every
     column has a fixed width, so a layout's measured width is the width it prints at."""
 
     def __init__(self, result: GateResult) -> None:
         self.result = result
-        self.cells = _cells(result)
+        self.cells = [check_row(c) for c in result.checks]
         self.styles = [STATUS_STYLE[check.status] for check in result.checks]
         self.name_width = max((cell_len(c["Check"]) for c in self.cells), default=5)
 
@@ -79,24 +81,12 @@ class RichGate:
         return self._build(headers, rows, max(self.name_width, len(HEADER[0])))
 
     def stacked(self, spare: int = 0) -> Table:
-        headers = [
-            ("Check\nTest", False),
-            ("Baseline\nCandidate", True),
-            ("Change\nAllowed drop", True),
-            ("p\nAdjusted p", True),
-            ("Status", False),
-        ]
+        headers = [(f"{top}\n{under}", right) for top, under, right in _STACKED]
         rows = [
-            [
-                f"{c['Check']}\n{c['Test']}",
-                f"{c['Baseline']}\n{c['Candidate']}",
-                f"{c['Change']}\n{c['Allowed drop']}",
-                f"{c['p']}\n{c['Adjusted p']}",
-                c["Status"],
-            ]
+            [*(f"{c[top]}\n{c[under]}" for top, under, _ in _STACKED), c["Status"]]
             for c in self.cells
         ]
-        return self._build(headers, rows, max(self.name_width, 5) + spare)
+        return self._build([*headers, ("Status", False)], rows, max(self.name_width, 5) + spare)
 
     def narrow(self, spare: int = 0) -> Table:
         rows = [
@@ -137,7 +127,8 @@ def _markdown_stacked(result: GateResult) -> str:
         "| Check | Baseline -> candidate | Change (allowed drop) | p | Status |",
         "|---|---:|---:|---:|---|",
     ]
-    for check, c in zip(result.checks, _cells(result), strict=True):
+    for check in result.checks:
+        c = check_row(check)
         cells = [
             c["Check"],
             f"{c['Baseline']} -> {c['Candidate']}",
@@ -152,7 +143,8 @@ def _markdown_stacked(result: GateResult) -> str:
 def _markdown_list(result: GateResult, width: int) -> str:
     """A list item per check, wrapped at `width` between words (a name stays whole)."""
     items = []
-    for check, c in zip(result.checks, _cells(result), strict=True):
+    for check in result.checks:
+        c = check_row(check)
         lines = [
             f"- `{c['Check']}`: {_status(check, c)}; {c['Baseline']} -> {c['Candidate']} "
             f"({c['Change']}, {_allowed(c)})",

@@ -1,14 +1,6 @@
-"""Figures of accuracy under common corruptions (ImageNet-C style), read off reports.
-
-- `corruption_heatmap_figure`: one heatmap panel per model (and dataset): rows are the
-  corruptions in ImageNet-C's order (then unknown names alphabetically), columns the
-  severities, colour the accuracy on one 0-100 % viridis scale for all panels. `metric="ece"`
-  draws the calibration error on a reversed scale from 0, so darker is worse for both.
-- `accuracy_vs_severity_figure`: accuracy averaged over corruptions against severity (0 =
-  clean), one line per model with a band; under it one small panel per corruption.
-
-Only what a report holds is drawn: any subset of corruptions and severities, any number of
-datasets. The conventions are figures.py's; sample sizes and seeds are written on the figure.
+"""Figures of accuracy under common corruptions (ImageNet-C style), read off reports: only
+what a report holds is drawn (any corruptions, severities and datasets); docs/architecture.md,
+"Figures".
 """
 
 from __future__ import annotations
@@ -42,22 +34,9 @@ if TYPE_CHECKING:
 
     from robench.results.report.schema import MetricValue, Report
 
-__all__ = [
-    "CORRUPTION_FAMILIES",
-    "CorruptionCell",
-    "CorruptionGrid",
-    "accuracy_vs_severity_figure",
-    "corruption_grids",
-    "corruption_heatmap_figure",
-    "plot_corruption_figures",
-    "shared_cells",
-]
 
 logger = logging.getLogger(__name__)
 
-# Corruption -> family, in the order figures list them: ImageNet-C's 15 benchmark corruptions
-# by family, then its 4 held-out extra ones (Hendrycks & Dietterich, ICLR 2019).
-CORRUPTION_FAMILIES: dict[str, str] = GROUP_OF  # display order and family rules
 _METRIC_NAMES = {"top1": "top-1", "top5": "top-5", "miou": "mIoU", "ece": "ECE"}
 # Metrics that are not accuracies, by their own label.
 _METRIC_LABELS = {"miou": "mIoU (%)", "ece": "ECE (%)"}
@@ -108,15 +87,10 @@ class CorruptionGrid:
         ]
         if not cells:
             return None
-        mean = CorruptionCell(
-            percent=sum(c.percent for c in cells) / len(cells),
-            ci95=(
-                sum(c.ci95[0] for c in cells) / len(cells),
-                sum(c.ci95[1] for c in cells) / len(cells),
-            ),
-            n_samples=min(c.n_samples for c in cells),
-        )
-        return mean, len(cells)
+        n = len(cells)
+        low, high = sum(c.ci95[0] for c in cells) / n, sum(c.ci95[1] for c in cells) / n
+        mean = sum(c.percent for c in cells) / n
+        return CorruptionCell(mean, (low, high), min(c.n_samples for c in cells)), n
 
 
 def shared_cells(grids: Sequence[CorruptionGrid]) -> dict[str, set[tuple[str, int]] | None]:
@@ -130,8 +104,8 @@ def shared_cells(grids: Sequence[CorruptionGrid]) -> dict[str, set[tuple[str, in
 
 
 def _ordered(names: Iterable[str]) -> list[str]:
-    """Known corruptions in `CORRUPTION_FAMILIES` order, then the others alphabetically."""
-    known = list(CORRUPTION_FAMILIES)
+    """Known corruptions in `GROUP_OF` order, then the others alphabetically."""
+    known = list(GROUP_OF)
     unique = set(names)
     return [n for n in known if n in unique] + sorted(unique - set(known))
 
@@ -164,10 +138,8 @@ def corruption_grids(
             if result.kind == "clean":
                 cleans.setdefault(result.dataset, _cell(value, result.n_samples))
                 continue
-            name, severity = (
-                result.params.get("corruption"),
-                _severity(result.params.get("severity")),
-            )
+            name = result.params.get("corruption")
+            severity = _severity(result.params.get("severity"))
             if result.kind != "corruption" or not isinstance(name, str) or severity is None:
                 continue
             cells = by_dataset.setdefault(result.dataset, {})
@@ -252,13 +224,15 @@ def _colour_scale(grids: Sequence[CorruptionGrid], metric: str) -> tuple[Any, An
 def _heatmap_panel(
     ax: Axes,
     grid: CorruptionGrid,
-    rows: list[str],
-    cols: list[int],
+    all_rows: Mapping[str, list[str]],
+    all_cols: Mapping[str, list[int]],
     show_rows: bool,
     scale: tuple[Any, Any],
 ) -> AxesImage:
+    """`grid` on the rows and columns of its dataset (corruptions, severities)."""
     import numpy as np
 
+    rows, cols = all_rows[grid.dataset], all_cols[grid.dataset]
     cmap, norm = scale
     data = np.full((len(rows), len(cols)), np.nan)
     for (corruption, severity), cell in grid.cells.items():
@@ -273,14 +247,13 @@ def _heatmap_panel(
             colour = _text_colour(cmap(norm(value)))
             ax.text(j, i, f"{value:.1f}", ha="center", va="center", fontsize=8, color=colour)
     for i in range(1, len(rows)):  # white rules between families
-        if CORRUPTION_FAMILIES.get(rows[i]) != CORRUPTION_FAMILIES.get(rows[i - 1]):
+        if GROUP_OF.get(rows[i]) != GROUP_OF.get(rows[i - 1]):
             ax.axhline(i - 0.5, color="white", linewidth=2.5)
     ax.set_xticks(range(len(cols)), [str(s) for s in cols])
     ax.set_yticks(range(len(rows)), [_display(r) for r in rows] if show_rows else [])
     ax.tick_params(length=0, labelsize=8)
     ax.set_xlabel("severity", fontsize=8)
-    for spine in ax.spines.values():
-        spine.set_visible(False)
+    ax.spines[:].set_visible(False)
     return image
 
 
@@ -309,10 +282,9 @@ def corruption_heatmap_figure(
     cols = {d: sorted({s for g in grids if g.dataset == d for s in g.severities}) for d in rows}
     ncols = min(2, len(grids))
     nrows = math.ceil(len(grids) / ncols)
-    most_rows = max(len(r) for r in rows.values())
-    most_cols = max(len(c) for c in cols.values())
     # Room for the corruption names, cells of about 0.6 x 0.3 in, titles and the colour bar.
-    panel_w, panel_h = 1.3 + 0.62 * max(most_cols, 3), 1.0 + 0.3 * most_rows
+    panel_w = 1.3 + 0.62 * max(3, *map(len, cols.values()))
+    panel_h = 1.0 + 0.3 * max(map(len, rows.values()))
     width = max(ncols * panel_w + 1.2, 5.0)
     fig = new_figure(width, nrows * panel_h + 1.2)
     quantity = "Calibration error" if metric in _LOWER_IS_BETTER else "Accuracy"
@@ -329,18 +301,16 @@ def corruption_heatmap_figure(
     )
     axes = body.subplots(nrows, ncols, squeeze=False)
     several = _several_datasets(grids)
-    used, images = [], []
+    images = []
     for k, grid in enumerate(grids):
         ax = axes[k // ncols][k % ncols]
         first = k % ncols == 0 or grids[k - k % ncols].dataset != grid.dataset
-        images.append(
-            _heatmap_panel(ax, grid, rows[grid.dataset], cols[grid.dataset], first, scale)
-        )
+        images.append(_heatmap_panel(ax, grid, rows, cols, first, scale))
         name = wrapped(_panel_name(grid, several), int(11 * panel_w))  # 9 pt: ~11 chars/in
         ax.set_title(_panel_title(grid, name, shared[grid.dataset]), fontsize=9)
-        used.append(ax)
     for ax in axes.flat[len(grids) :]:
         ax.remove()
+    used = list(axes.flat[: len(grids)])
     bar = body.colorbar(images[0], ax=used, fraction=0.05, aspect=30, pad=0.02)
     bar.set_label(_metric_label(metric), fontsize=8)
     bar.ax.tick_params(labelsize=8)
@@ -379,11 +349,7 @@ def _curve(
     if grid.clean is not None:
         xs, points, counts = [0], [grid.clean], [0]
     for severity in grid.severities:
-        if corruption is None:
-            found = grid.mean_at(severity, within)
-        else:
-            cell = grid.cells.get((corruption, severity))
-            found = (cell, 1) if cell is not None else None
+        found = grid.mean_at(severity, within if corruption is None else {(corruption, severity)})
         if found is not None:
             xs.append(severity)
             points.append(found[0])
@@ -508,14 +474,12 @@ def accuracy_vs_severity_figure(
     ax = top.add_subplot()
     for grid in grids:
         xs, points, _ = _curve(grid, None, shared[grid.dataset])
+        colour, style = colours[grid.model], styles[grid.dataset]
         label = _panel_name(grid, _several_datasets(grids))
-        _draw_curve(
-            ax, xs, points, colours[grid.model], styles[grid.dataset], marker="o", label=label
-        )
+        _draw_curve(ax, xs, points, colour, style, marker="o", label=label)
     _severity_axes(ax, ticks)
-    ax.set_xlabel("severity (clean = uncorrupted images)")
     mean = ", mean over corruptions" if len(corruptions) > 1 else ""
-    ax.set_ylabel(f"{_metric_label(metric)}{mean}")
+    ax.set(xlabel="severity (clean = uncorrupted images)", ylabel=f"{_metric_label(metric)}{mean}")
     note = f"{_count_note(grids, 'corruption and severity')}\n{_mean_note(grids, shared)}"
     ax.set_title(wrapped(note, 100), fontsize=NOTE_SIZE, loc="left", color="0.25")
     _severity_legend(ax, colours, styles)

@@ -1,11 +1,6 @@
-"""Figures of the curves attacks record (results/stats/robustness_curves.py), on an Agg canvas
-like every robench figure (results/plots/figures.py):
-
-- `eps_curve_figure`: top-1 accuracy (%) against eps, one per threat model: minimal-norm
-  results as step curves with pointwise 95% bands, fixed-eps PGD results of the same threat
-  model as markers with 95% error bars, so the two can be read against each other.
-- `iteration_figure`: top-1 accuracy (%) against the attack's iterations (best iterate so
-  far), with 95% bands; the last 20% of each line, where the convergence check looks, thicker.
+"""Figures of the curves attacks record (results/stats/robustness_curves.py): accuracy
+against eps from minimal norms, and against the attack's iterations (docs/architecture.md,
+"Figures").
 """
 
 from __future__ import annotations

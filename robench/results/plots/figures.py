@@ -1,14 +1,6 @@
-"""Figures of robench's results, drawn with matplotlib's Agg backend (no display needed).
-
-- `plot_accuracy_vs_eps`: top-1 accuracy (%) against the L-inf budget with 95% intervals.
-- `plot_collapse_curves`: token similarity per layer (Elliptical Attention, NeurIPS 2024,
-  Fig. 3 and 6); y from 0 to 1, the top of cosine similarity's range, so figures compare.
-- `plot_redundancy`: mean L2 distance between heads per layer with its spread (Table 18).
-
-Each `plot_*` writes a PNG; its `*_figure` twin returns the `Figure` (tests inspect it).
-Figures use an Agg canvas, never pyplot (no global figure state), and PNGs carry no
-matplotlib version: the same data gives the same bytes. matplotlib is imported when a figure
-is drawn, not when robench is imported.
+"""Figures of robench's results: accuracy against the L-inf budget and the per-layer
+diagnostics' curves, with the helpers every figure module shares (docs/architecture.md,
+"Figures": an Agg canvas, never pyplot, and PNGs without a matplotlib version).
 """
 
 from __future__ import annotations
@@ -32,20 +24,6 @@ if TYPE_CHECKING:
 
     from robench.results.report.schema import Report
 
-__all__ = [
-    "AccuracyPoint",
-    "AccuracySeries",
-    "accuracy_series",
-    "accuracy_vs_eps_figure",
-    "architecture_label",
-    "collapse_figure",
-    "new_figure",
-    "plot_accuracy_vs_eps",
-    "plot_collapse_curves",
-    "plot_redundancy",
-    "redundancy_figure",
-    "save_figure",
-]
 
 DPI = 100
 # Leave matplotlib's version out of PNG metadata: the same data gives the same bytes.
@@ -94,11 +72,12 @@ def wrapped(text: str, width: int) -> str:
     return "\n".join(textwrap.fill(line, width) for line in text.splitlines())
 
 
-def _titles(fig: Figure, ax: Axes, title: str, note: str | None) -> None:
-    """`title` over the figure; `note` under it, wrapped to stay over the axes."""
+def _titles(fig: Figure, ax: Axes, title: str, note: str | None, width: int | None = 80) -> None:
+    """`title` over the figure; `note` under it, wrapped at `width` to stay over the axes."""
     fig.suptitle(title, fontsize=11)
     if note:
-        ax.set_title(wrapped(note, 80), fontsize=NOTE_SIZE, loc="left", color="0.25")
+        shown = wrapped(note, width) if width else note
+        ax.set_title(shown, fontsize=NOTE_SIZE, loc="left", color="0.25")
 
 
 def figure_legend(fig: Figure, entries: Sequence[tuple[Artist, str]], **style: Any) -> None:
@@ -118,9 +97,7 @@ def _per_layer_figure(
     fig = new_figure(5.5, 4.2)
     depth = max(len(values) for values in series.values())
     ax = fig.add_subplot()
-    ax.set_xlabel("layer (transformer block)")
-    ax.set_ylabel(ylabel)
-    ax.set_xticks(range(1, depth + 1))
+    ax.set(xlabel="layer (transformer block)", ylabel=ylabel, xticks=range(1, depth + 1))
     ax.set_xlim(0.6, depth + 0.4)
     ax.grid(True, alpha=0.3)
     return fig, ax
@@ -146,7 +123,13 @@ def collapse_figure(
     title: str = "Representation collapse",
     note: str | None = None,
 ) -> Figure:
-    """See `plot_collapse_curves`."""
+    """One line per model: mean pairwise cosine similarity of tokens after each layer
+    (Elliptical Attention, NeurIPS 2024, Fig. 3 and 6).
+
+    `curves`: model name -> per-layer values (the `collapse` diagnostic's `per_layer`);
+    `spread`: model name -> per-layer spread (`per_layer_std`), a band the legend calls
+    `spread_label`; `note`: a line under the title (sample size, seeds).
+    """
     ylabel = "mean pairwise cosine similarity of tokens"
     fig, ax = _per_layer_figure(curves, "plot_collapse_curves", ylabel)
     spreads = spread or {}
@@ -168,22 +151,10 @@ def collapse_figure(
 
 
 def plot_collapse_curves(
-    curves: Mapping[str, Sequence[float]],
-    path: Path | str,
-    *,
-    spread: Mapping[str, Sequence[float]] | None = None,
-    spread_label: str = "± 1 std over images",
-    title: str = "Representation collapse",
-    note: str | None = None,
+    curves: Mapping[str, Sequence[float]], path: Path | str, **options: Any
 ) -> Path:
-    """One line per model: mean pairwise cosine similarity of tokens after each layer.
-
-    `curves`: model name -> per-layer values (the `collapse` diagnostic's `per_layer`);
-    `spread`: model name -> per-layer spread (`per_layer_std`), a band the legend calls
-    `spread_label`; `note`: a line under the title (sample size, seeds).
-    """
-    fig = collapse_figure(curves, spread=spread, spread_label=spread_label, title=title, note=note)
-    return save_figure(fig, path)
+    """`collapse_figure(curves, **options)` written to `path` as PNG."""
+    return save_figure(collapse_figure(curves, **options), path)
 
 
 def redundancy_figure(
@@ -195,15 +166,20 @@ def redundancy_figure(
     title: str = "Head redundancy",
     note: str | None = None,
 ) -> Figure:
-    """See `plot_redundancy`."""
+    """One line per model: mean L2 distance between heads per layer, +- std when given
+    (Elliptical Attention, NeurIPS 2024, Table 18).
+
+    `per_layer_std` is drawn as error bars the legend calls "mean `std_label`" (say over
+    what: "± 1 std over images x head pairs"); `ymax` tops the y-axis (which starts at 0),
+    e.g. the largest possible distance, so figures share a scale (None fits the data).
+    """
     ylabel = "L2 distance between heads' attention maps"
     fig, ax = _per_layer_figure(per_layer_mean, "plot_redundancy", ylabel)
     stds = per_layer_std or {}
     top = 0.0
     n = len(per_layer_mean)
-    for i, (colour, (name, values)) in enumerate(
-        zip(_colours(n), per_layer_mean.items(), strict=True)
-    ):
+    for i, (name, values) in enumerate(per_layer_mean.items()):
+        colour = MODEL_COLOURS[i % len(MODEL_COLOURS)]
         shift = (i - (n - 1) / 2) * 0.08  # side by side, so error bars do not hide each other
         std = stds.get(name)
         label = f"{name} (mean {std_label})" if std is not None else f"{name} (mean)"
@@ -225,30 +201,10 @@ def redundancy_figure(
 
 
 def plot_redundancy(
-    per_layer_mean: Mapping[str, Sequence[float]],
-    path: Path | str,
-    *,
-    per_layer_std: Mapping[str, Sequence[float]] | None = None,
-    std_label: str = "± 1 std",
-    ymax: float | None = None,
-    title: str = "Head redundancy",
-    note: str | None = None,
+    per_layer_mean: Mapping[str, Sequence[float]], path: Path | str, **options: Any
 ) -> Path:
-    """One line per model: mean L2 distance between heads per layer, +- std when given.
-
-    `per_layer_std` is drawn as error bars the legend calls "mean `std_label`" (say over
-    what: "± 1 std over images x head pairs"); `ymax` tops the y-axis (which starts at 0),
-    e.g. the largest possible distance, so figures share a scale (None fits the data).
-    """
-    fig = redundancy_figure(
-        per_layer_mean,
-        per_layer_std=per_layer_std,
-        std_label=std_label,
-        ymax=ymax,
-        title=title,
-        note=note,
-    )
-    return save_figure(fig, path)
+    """`redundancy_figure(per_layer_mean, **options)` written to `path` as PNG."""
+    return save_figure(redundancy_figure(per_layer_mean, **options), path)
 
 
 # --- accuracy against the attack budget ------------------------------------------------------
@@ -321,12 +277,8 @@ def accuracy_series(reports: Mapping[str, Report], *, metric: str = "top1") -> l
             eps = 0.0 if result.kind == "clean" else result.params.get("eps")
             if value is None or not isinstance(eps, int | float):
                 continue
-            point = AccuracyPoint(
-                eps=float(eps),
-                percent=100 * value.value,
-                ci95=(100 * value.ci95[0], 100 * value.ci95[1]),
-                n_samples=result.n_samples,
-            )
+            ci95 = (100 * value.ci95[0], 100 * value.ci95[1])
+            point = AccuracyPoint(float(eps), 100 * value.value, ci95, result.n_samples)
             key = (result.kind, _without_budget(result.params))
             groups.setdefault(key, []).append((point, result.name))
             params.setdefault(key, result.params)
@@ -400,12 +352,9 @@ def _dodged(series: Sequence[AccuracySeries], step: float) -> dict[tuple[str, st
 
 def percent_axes(fig: Figure, ax: Axes, xlabel: str, ylabel: str, title: str, note: str) -> None:
     """`ax` from 0 to 100 % with labels and a grid, `title` over the figure, `note` under it."""
-    ax.set_ylim(0, 100)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
+    ax.set(ylim=(0, 100), xlabel=xlabel, ylabel=ylabel)
     ax.grid(True, alpha=0.3)
-    fig.suptitle(title, fontsize=11)
-    ax.set_title(note, fontsize=NOTE_SIZE, loc="left", color="0.25")
+    _titles(fig, ax, title, note, width=None)
 
 
 def step_with_band(ax: Axes, curve: Any, colour: Any, linestyle: str) -> Artist:
@@ -463,7 +412,11 @@ def accuracy_vs_eps_figure(
     note: str | None = None,
     ylabel: str = "top-1 accuracy (%)",
 ) -> Figure:
-    """See `plot_accuracy_vs_eps`."""
+    """Accuracy (%) of `series` (from `accuracy_series`) against the L-inf budget, with 95%
+    intervals: one colour per model, one line style and marker per attack; several budgets
+    are a line from the clean point with a band, one budget a marker with an error bar. The
+    note under the title gives the images and seeds, then `note`.
+    """
     _check_series({f"{s.model}: {s.attack}": s.points for s in series}, "plot_accuracy_vs_eps")
     models = list(dict.fromkeys(s.model for s in series))
     colours = dict(zip(models, _colours(len(models)), strict=True))
@@ -521,17 +474,7 @@ def accuracy_vs_eps_figure(
 
 
 def plot_accuracy_vs_eps(
-    series: Sequence[AccuracySeries],
-    path: Path | str,
-    *,
-    title: str = "Accuracy under attack",
-    note: str | None = None,
-    ylabel: str = "top-1 accuracy (%)",
+    series: Sequence[AccuracySeries], path: Path | str, **options: Any
 ) -> Path:
-    """Accuracy (%) of `series` (from `accuracy_series`) against the L-inf budget, with 95%
-    intervals: one colour per model, one line style and marker per attack; several budgets
-    are a line from the clean point with a band, one budget a marker with an error bar. The
-    note under the title gives the images and seeds, then `note`.
-    """
-    fig = accuracy_vs_eps_figure(series, title=title, note=note, ylabel=ylabel)
-    return save_figure(fig, path)
+    """`accuracy_vs_eps_figure(series, **options)` written to `path` as PNG."""
+    return save_figure(accuracy_vs_eps_figure(series, **options), path)

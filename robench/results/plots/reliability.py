@@ -1,12 +1,6 @@
 """Reliability diagrams (Guo et al., ICML 2017, Fig. 1; Ovadia et al., NeurIPS 2019): per
 perturbation, the accuracy of the samples in each confidence bin against their mean
 confidence, read off the reports' per-sample `ece` column ([confidence, correct]).
-
-A panel per result that reports ECE, except corruptions, which are pooled per severity (75
-ImageNet-C results would be 75 panels; pooling keeps the shift's strength, the axis a
-reliability diagram under shift is read along, as Ovadia et al. do). Each panel: one line per
-model, the diagonal of perfect calibration, a marker per non-empty bin (of the ECE's 15) with
-its area the bin's share of samples, each model's ECE in the title. Conventions: figures.py's.
 """
 
 from __future__ import annotations
@@ -27,7 +21,6 @@ if TYPE_CHECKING:
 
     from robench.results.report.schema import PerturbationResult, Report
 
-__all__ = ["ReliabilityPanel", "reliability_figure", "reliability_panels"]
 
 MAX_PANELS = 24  # more are left out, and the figure says so
 _ECE = CalibrationError()
@@ -56,6 +49,8 @@ class ReliabilityPanel:
 
 
 def _panel_key(result: PerturbationResult) -> tuple[str, int]:
+    # Corruptions pooled per severity: 75 ImageNet-C results would be 75 panels, and the
+    # shift's strength is the axis a diagram under shift is read along (Ovadia et al.).
     severity = result.params.get("severity")
     if result.kind == "corruption" and isinstance(severity, int):
         return f"corruptions, severity {severity}", severity
@@ -90,11 +85,7 @@ def _draw_panel(ax: Axes, panel: ReliabilityPanel, colours: Mapping[str, str]) -
         ax.plot(xs, ys, color=colour, linewidth=1.3)
         ax.scatter(xs, ys, s=[6 + 120 * c / total for *_, c in bins], color=colour, zorder=3)
         eces.append(f"{100 * _ECE(panel.pairs[model]):.1f}")
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
-    ax.set_aspect("equal")
-    ax.set_xticks([0, 0.5, 1])
-    ax.set_yticks([0, 0.5, 1])
+    ax.set(xlim=(0, 1), ylim=(0, 1), aspect="equal", xticks=[0, 0.5, 1], yticks=[0, 0.5, 1])
     ax.tick_params(labelsize=7)
     ax.grid(True, alpha=0.25)
     pooled = f" ({panel.members} pooled)" if panel.members > 1 else ""

@@ -73,17 +73,15 @@ def segmentation_overlay_figure(
 
     colours = class_colours(len(class_names))
     panels = {"image": np.asarray(image, dtype=float)}
-    panels["ground truth"] = blend(panels["image"], np.asarray(labels), colours)
-    for name, pred in predictions.items():
-        panels[name] = blend(panels["image"], np.asarray(pred), colours)
+    for name, shown in {"ground truth": labels, **predictions}.items():
+        panels[name] = blend(panels["image"], np.asarray(shown), colours)
     fig = new_figure(2.5 * len(panels) + 1.8, 3.5)
     axes = fig.subplots(1, len(panels))
     for ax, (name, shown) in zip(axes, panels.items(), strict=True):
         ax.imshow(shown, interpolation="nearest")
         caption = (captions or {}).get(name)
         ax.set_title(name + (f"\n{caption}" if caption else ""), fontsize=8)
-        ax.set_xticks([])
-        ax.set_yticks([])
+        ax.set(xticks=[], yticks=[])
     present = np.unique(np.concatenate([np.ravel(labels), *map(np.ravel, predictions.values())]))
     entries = [(Patch(color=colours[k]), class_names[k]) for k in present if 0 <= k < len(colours)]
     figure_legend(fig, entries, loc="outside right center")

@@ -1,10 +1,6 @@
-"""The page's figures, drawn with robench's own plotting code and inlined as base64 PNG.
-
-Each builder in `FIGURES` takes the compared reports (row label -> report) and returns the
-figures that apply, none when the reports have nothing for it, so the page leaves the part
-out: accuracy against the attack budget per threat model; curves from minimal norms,
-certificates and attack iterations; corruption heatmaps (accuracy, ECE); reliability
-diagrams; perplexity of language models; mIoU of segmentation models.
+"""The page's figures, drawn with robench's own plotting code and inlined as base64 PNG: each
+builder in `FIGURES` returns those that apply, none when the reports have nothing for it
+(docs/formats.md, "HTML page", lists them).
 """
 
 from __future__ import annotations
@@ -59,6 +55,11 @@ def inline_png(fig: Figure, title: str, alt: str) -> PageFigure:
     width, height = fig.get_size_inches() * DPI
     encoded = base64.b64encode(buffer.getvalue()).decode("ascii")
     return PageFigure(title, alt, f"data:image/png;base64,{encoded}", round(width), round(height))
+
+
+def _inlined(fig: Figure | None, title: str, alt: str) -> list[PageFigure]:
+    """`inline_png(fig, title, alt)`, if there is a figure."""
+    return [] if fig is None else [inline_png(fig, title, alt)]
 
 
 def _norm(params: Mapping[str, object]) -> str | None:
@@ -117,32 +118,25 @@ def curve_figures(reports: Mapping[str, Report]) -> list[PageFigure]:
     accuracy against the radius, and accuracy against attack iterations."""
     figures = []
     for norm in curve_norms(reports):
-        fig = eps_curve_figure(reports, norm)
-        if fig is None:
-            continue
         name = NORM_NAMES.get(norm, norm)
         alt = (
             f"Step chart: top-1 accuracy in percent against the {name} budget from each "
             f"sample's minimal adversarial norm, for {_listing(list(reports))}, with shaded "
             "pointwise 95% intervals, and the fixed-budget PGD results as markers with error bars."
         )
-        figures.append(inline_png(fig, f"Accuracy against the {name} budget, minimal norms", alt))
-    fig = certified_figure(reports)
-    if fig is not None:
-        alt = (
-            "Step chart: certified accuracy in percent (randomized smoothing) against the L2 "
-            f"radius for {_listing(list(reports))}, with shaded pointwise 95% intervals."
-        )
-        figures.append(inline_png(fig, "Certified accuracy against the L2 radius", alt))
-    fig = iteration_figure(reports)
-    if fig is not None:
-        alt = (
-            "Line chart: top-1 accuracy in percent (best iterate so far) against the attack's "
-            f"iterations for {_listing(list(reports))}, one line per iterative attack, with "
-            "shaded 95% intervals; the last 20% of each line is drawn thicker."
-        )
-        figures.append(inline_png(fig, "Accuracy against attack iterations", alt))
-    return figures
+        title = f"Accuracy against the {name} budget, minimal norms"
+        figures += _inlined(eps_curve_figure(reports, norm), title, alt)
+    alt = (
+        "Step chart: certified accuracy in percent (randomized smoothing) against the L2 "
+        f"radius for {_listing(list(reports))}, with shaded pointwise 95% intervals."
+    )
+    figures += _inlined(certified_figure(reports), "Certified accuracy against the L2 radius", alt)
+    alt = (
+        "Line chart: top-1 accuracy in percent (best iterate so far) against the attack's "
+        f"iterations for {_listing(list(reports))}, one line per iterative attack, with "
+        "shaded 95% intervals; the last 20% of each line is drawn thicker."
+    )
+    return figures + _inlined(iteration_figure(reports), "Accuracy against attack iterations", alt)
 
 
 def heatmap_figures(reports: Mapping[str, Report]) -> list[PageFigure]:
@@ -153,25 +147,18 @@ def heatmap_figures(reports: Mapping[str, Report]) -> list[PageFigure]:
     alt = _heatmap_alt(list(reports), "top-1 accuracy", "lower accuracy")
     figures = [inline_png(fig, "Accuracy per corruption and severity", alt)]
     ece = corruption_heatmap_figure(reports, metric="ece")
-    if ece is not None:
-        alt = _heatmap_alt(
-            list(reports), "expected calibration error", "a larger calibration error"
-        )
-        figures.append(inline_png(ece, "Calibration error (ECE) per corruption and severity", alt))
-    return figures
+    alt = _heatmap_alt(list(reports), "expected calibration error", "a larger calibration error")
+    return figures + _inlined(ece, "Calibration error (ECE) per corruption and severity", alt)
 
 
 def reliability_figures(reports: Mapping[str, Report]) -> list[PageFigure]:
     """Reliability diagrams, one panel per perturbation, one line per model."""
-    fig = reliability_figure(reports)
-    if fig is None:
-        return []
     alt = (
         "Reliability diagrams, one panel per perturbation (corruptions pooled per severity): "
         f"accuracy against confidence in 15 bins for {_listing(list(reports))}, with the "
         "diagonal of perfect calibration; each panel's title gives each model's ECE in percent."
     )
-    return [inline_png(fig, "Reliability per perturbation", alt)]
+    return _inlined(reliability_figure(reports), "Reliability per perturbation", alt)
 
 
 def _perplexities(report: Report) -> list[tuple[str, float, tuple[float, float]]]:
@@ -204,8 +191,7 @@ def perplexity_figures(reports: Mapping[str, Report]) -> list[PageFigure]:
             ax.annotate(f"{y:.1f}", (x, y), ha="center", va="bottom", fontsize=8,
                         xytext=(0, 2), textcoords="offset points")  # fmt: skip
     ax.set_xticks(range(len(names)), names)
-    ax.set_ylabel("perplexity (lower is better)")
-    ax.set_ylim(bottom=0)
+    ax.set(ylabel="perplexity (lower is better)", ylim=(0, None))
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, fontsize=8)
     fig.suptitle("Perplexity, clean and under Word Swap", fontsize=11)
@@ -233,10 +219,8 @@ def segmentation_figures(reports: Mapping[str, Report]) -> list[PageFigure]:
         )
         figures.append(inline_png(fig, "mIoU against the L∞ budget", alt))
     heatmap = corruption_heatmap_figure(found, metric="miou", title="mIoU under corruptions")
-    if heatmap is not None:
-        alt = _heatmap_alt(list(found), "mIoU", "lower")
-        figures.append(inline_png(heatmap, "mIoU per corruption and severity", alt))
-    return figures
+    alt = _heatmap_alt(list(found), "mIoU", "lower")
+    return figures + _inlined(heatmap, "mIoU per corruption and severity", alt)
 
 
 # The page's figure builders, in page order.

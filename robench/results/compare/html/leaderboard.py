@@ -89,11 +89,7 @@ def _value(cmp: Comparison, row: str, column: Column) -> ValueCell:
 def leaderboard(cmp: Comparison) -> Leaderboard:
     """One row per model, one column per compared perturbation x metric or aggregate."""
     rows = [
-        LeaderRow(
-            label=row,
-            reference=row == cmp.reference,
-            cells=[_value(cmp, row, column) for column in cmp.columns],
-        )
+        LeaderRow(row, row == cmp.reference, [_value(cmp, row, c) for c in cmp.columns])
         for row in cmp.rows
     ]
     return Leaderboard(

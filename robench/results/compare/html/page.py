@@ -1,9 +1,5 @@
-"""The page: sections of compared reports, the gate's verdicts, provenance; rendered by Jinja2.
-
-A page holds one section per comparison (`robench compare` writes one, the demo's index page
-three): what was compared, the leaderboard and the figures that apply; then the gate's checks
-when a gate summary is given, and each model's provenance. Parts with nothing to show are left
-out.
+"""The page: sections of compared reports (what was compared, leaderboard, figures), the
+gate's verdicts and provenance, rendered by Jinja2 (docs/formats.md, "HTML page").
 """
 
 from __future__ import annotations
