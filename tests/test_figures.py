@@ -18,7 +18,7 @@ from torch import nn
 
 import robench.models.zoo  # noqa: F401  (registers the nano models with timm)
 from robench._core.errors import ConfigError
-from robench.cli._demo import _accuracy_vs_eps, _figures
+from robench.cli._demo import _figures
 from robench.diagnostics import build_diagnostic
 from robench.diagnostics.attention_maps import attention_comparison_figure
 from robench.models.normalization import NormalizedModel
@@ -208,7 +208,8 @@ def test_demo_series_cover_every_attack_of_the_committed_reports() -> None:
     reports = [
         (role, read_report(DEMO_REPORTS / f"{role}.json")) for role in ("baseline", "elliptical")
     ]
-    series = _accuracy_vs_eps(reports)
+    # The series the demo draws: one per (model, attack), the model named 'NAME (ROLE)'.
+    series = accuracy_series({f"{report.model.name} ({role})": report for role, report in reports})
     for role, report in reports:
         mine = [s for s in series if s.model == f"{report.model.name} ({role})"]
         assert sum(len(s.points) for s in mine) == len(report.results)
