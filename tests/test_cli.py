@@ -63,6 +63,19 @@ def test_a_mistyped_command_gets_a_suggestion(runner: CliRunner) -> None:
     assert "Did you mean 'compare'?" in _one_error_line(result.stderr)
 
 
+def test_a_second_report_given_to_gate_without_c_says_how_to_give_it(
+    runner: CliRunner,
+) -> None:
+    """`robench gate -b BASE NEW` (as `compare A B` reads two reports) names --candidate."""
+    result = runner.invoke(app, ["gate", "-b", "base.json", "new.json"])
+    assert result.exit_code == 2
+    line = _one_error_line(result.stderr)
+    assert "(new.json)" in line and "--candidate (-c) PATH" in line
+    assert line.endswith("see `robench gate --help`.")
+    other = runner.invoke(app, ["eval", "--no-such-flag"])
+    assert other.exit_code == 2 and "--candidate" not in other.stderr
+
+
 def test_eval_help_ends_with_examples(runner: CliRunner) -> None:
     result = runner.invoke(app, ["eval", "--help"])
     assert result.exit_code == 0

@@ -320,6 +320,7 @@ OOM_IN_RUN = {"robench.evaluation.request.prepare_model": lambda *args: _out_of_
 CASES: dict[str, Callable[[Path, Path], Case]] = {
     "usage-bad-int": lambda t, d: Case(_eval(t, d, "--limit", "abc")),
     "usage-unknown-option": lambda t, d: Case(_eval(t, d, "--bogus")),
+    "usage-gate-second-report": lambda t, d: Case(["gate", "-b", _report(t, d, "a.json", None), _report(t, d, "b.json", None)]),
     "list-unknown-catalogue": lambda t, d: Case(["list", "colours"]),
     "debug-keeps-exit-code": lambda t, d: Case(["--debug", "eval", MODEL, "-s", "nope"], traceback=True),
     "unknown-model": lambda t, d: Case(["eval", "vit_nano_fmnst", "-s", "smoke"]),

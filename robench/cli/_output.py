@@ -80,6 +80,22 @@ def fail(message: str, code: int) -> typer.Exit:
     return typer.Exit(code)
 
 
+# What a command's stray positional argument most likely meant (a command that takes none).
+_EXTRA_ARGUMENT_HINTS = {
+    "robench gate": "the report under test is given as --candidate (-c) PATH",
+}
+
+
+def _usage_message(exc: UsageError) -> str:
+    """Click's usage error as one sentence, with the likely fix for a stray argument."""
+    path = exc.ctx.command_path if exc.ctx else "robench"
+    message = exc.format_message().replace("Value error, ", "").rstrip(".")
+    hint = _EXTRA_ARGUMENT_HINTS.get(path)
+    if hint and "unexpected extra argument" in message:
+        message = f"{message}: {hint}"
+    return f"{message}; see `{path} --help`."
+
+
 class RobenchGroup(LazyGroup):
     """The `robench` command group (`COMMANDS`, each imported when first used); a bad option
     or argument is one `error:` sentence pointing at `--help` and exit 2, not typer's panel."""
@@ -103,9 +119,7 @@ class RobenchGroup(LazyGroup):
             # while the error is built. Running again in standalone mode would print it twice.
             raise SystemExit(EXIT_USAGE) from None
         except UsageError as exc:
-            where = f"`{exc.ctx.command_path} --help`" if exc.ctx else "`robench --help`"
-            message = exc.format_message().replace("Value error, ", "").rstrip(".")
-            raise SystemExit(fail(f"{message}; see {where}.", EXIT_USAGE).exit_code) from None
+            raise SystemExit(fail(_usage_message(exc), EXIT_USAGE).exit_code) from None
         except ClickException as exc:
             raise SystemExit(fail(exc.format_message(), exc.exit_code).exit_code) from None
         except typer.Abort:
