@@ -167,6 +167,13 @@ def test_bad_inputs_are_one_sentence_and_exit_2(
         ],
         "batch-size": ["text_classifier_nano", "--data", str(data), "--batch-size", "0", *small],
         "not a text classifier": ["vit_nano_patch4_28", "--init-from", str(switch_lm), *small],
+        # An LRA sequence classifier once took --init-from and ignored it.
+        "lra_transformer_nano is not a text classifier": [
+            "lra_transformer_nano",
+            "--init-from",
+            str(switch_lm),
+            *small,
+        ],
     }
     for expected, args in cases.items():
         code, output = _train(*args)

@@ -207,7 +207,7 @@ def _refuse_other_kinds_options(kind: str, given: dict[str, Any]) -> None:
             f"--lra-task names the LRA task of a sequence classifier's data, and {model} is "
             "not a sequence classifier; leave it out, or train e.g. lra_transformer_nano."
         )
-    if kind not in ("sequence", "text") and given["init_from"] is not None:
+    if kind != "text" and given["init_from"] is not None:
         raise ConfigError(
             f"--init-from starts a text classifier from a language model, and {model} is not "
             "a text classifier; leave it out, or train e.g. switch_classifier_nano."
