@@ -314,20 +314,22 @@ def test_a_suite_of_the_toml_shape_and_a_dataloader_of_pairs() -> None:
     assert robench.evaluate is robench.api.evaluate
 
 
-@pytest.mark.parametrize("limit", [None, 7])
+@pytest.mark.parametrize(("limit", "channels_last"), [(None, False), (7, False), (None, True)])
 def test_float_tensors_cut_in_batches_give_the_records_of_item_by_item_loading(
-    limit: int | None,
+    limit: int | None, channels_last: bool
 ) -> None:
     """(x, y) of float32 images at the input size are batched by slicing the tensor (in order
     without --limit, by index with its random subset); the same items given as a list of
-    pairs go through the DataLoader one by one: the records are the same."""
+    pairs go through the DataLoader one by one: the records are the same, also for a caller's
+    channels-last tensor (whose slices would reach the convolution in another memory format)."""
     from robench.data.in_memory import InMemory, InMemoryImages
 
     x, y = _tensors(16)
+    given = x.to(memory_format=torch.channels_last) if channels_last else x
     # A model of mine whose inputs are tensors of this shape takes the fast path.
     assert (
         InMemoryImages(
-            InMemory(torch.utils.data.TensorDataset(x, y), name="t", targets=y.tolist()),
+            InMemory(torch.utils.data.TensorDataset(given, y), name="t", targets=y.tolist()),
             robench.data.Preprocessing((1, 28, 28)),
             [str(c) for c in range(10)],
         ).stacked_batch
@@ -337,7 +339,7 @@ def test_float_tensors_cut_in_batches_give_the_records_of_item_by_item_loading(
     model = SmallNet()
     runs = [
         robench.evaluate(model, CLEAN_FGSM, data, limit=limit, batch_size=5, seed=3, progress=False)
-        for data in ((x, y), list(zip(x, y.tolist(), strict=True)))
+        for data in ((given, y), list(zip(x, y.tolist(), strict=True)))
     ]
     fast, items = (run.model_dump(mode="json") for run in runs)
     assert fast["samples"]["default"]["indices"] == items["samples"]["default"]["indices"]

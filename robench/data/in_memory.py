@@ -9,6 +9,7 @@ of `robench eval`. The forms an image may take: docs/python-api.md, "Data".
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -219,6 +220,12 @@ def _cut(
         inputs = images[first : first + len(indices)]
     else:
         inputs = images.index_select(0, torch.as_tensor(list(indices), dtype=torch.long))
+    # The strides the item path's stacking gives: a caller's channels-last tensor would
+    # otherwise reach the model in another memory format (other kernels, other last bits).
+    # `contiguous()` is not enough: with one channel it keeps channels-last strides.
+    shape = inputs.shape
+    if inputs.stride() != tuple(math.prod(shape[i + 1 :]) for i in range(len(shape))):
+        inputs = inputs.clone(memory_format=torch.contiguous_format)
     return inputs, torch.as_tensor([targets[i] for i in indices], dtype=torch.long)
 
 
