@@ -120,7 +120,7 @@ def test_a_real_run_saves_its_throughput_and_the_dry_run_uses_it(runs: dict) -> 
     report = runs["report"]
     saved = json.loads((runs["cache"] / "throughput.json").read_text())
     device = report["environment"]["device"]
-    figure = saved[device]
+    figure = saved[device]["vit_nano_fmnist"]  # figures by device, then by model
     costed = [r for r in report["results"] if r["cost"]]
     passes = sum(r["cost"]["forward"] + 2 * r["cost"]["backward"] for r in costed)
     seconds = sum(r["wall_time_s"] for r in costed)
@@ -185,6 +185,46 @@ def test_an_unreadable_or_foreign_throughput_file_counts_as_none(
     assert throughput.saved_throughput("cpu") is None
     (tmp_path / throughput.FILE_NAME).write_text(json.dumps({"cpu": {"passes_per_s": 1}}))
     assert throughput.saved_throughput("cpu") is None  # another version's fields
+
+
+def _figure(model: str, passes_per_s: float, created: str) -> dict[str, object]:
+    return {
+        "device": "cpu",
+        "passes_per_s": passes_per_s,
+        "passes": 100,
+        "wall_time_s": 1.0,
+        "model": model,
+        "suite": "smoke",
+        "created_utc": created,
+    }
+
+
+def test_a_model_s_own_figure_is_preferred_to_a_later_run_of_another_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Passes per second differ by orders of magnitude between models: the dry run of a
+    model uses that model's figure on the device, else the latest other one (and says so)."""
+    from robench.evaluation.planning.dry_run import PlannedCost, RunPlan
+    from robench.evaluation.planning.plan_text import plan_text
+
+    monkeypatch.setenv(throughput.CACHE_ENV, str(tmp_path))
+    figures = {
+        "big": _figure("big", 10.0, "2026-11-01T00:00:00+00:00"),
+        "nano": _figure("nano", 10_000.0, "2026-11-02T00:00:00+00:00"),
+    }
+    (tmp_path / throughput.FILE_NAME).write_text(json.dumps({"cpu": figures}))
+    assert throughput.saved_throughput("cpu", "big").passes_per_s == 10.0  # type: ignore[union-attr]
+    other = throughput.saved_throughput("cpu", "huge")
+    assert other is not None and other.model == "nano"  # the latest
+    results = [PlannedCost("clean", "clean", "default", 10, 1)]
+    plan = RunPlan("huge", "smoke", "cpu", 10, results, throughput=other)
+    assert "another model's" in plan_text(plan) and "a short run of huge" in plan_text(plan)
+    own = throughput.saved_throughput("cpu", "big")
+    plan = RunPlan("big", "smoke", "cpu", 10, results, throughput=own)
+    assert "another model's" not in plan_text(plan)
+    # A file of the first format (one figure per device) still gives its figure.
+    (tmp_path / throughput.FILE_NAME).write_text(json.dumps({"cpu": figures["nano"]}))
+    assert throughput.saved_throughput("cpu", "big").model == "nano"  # type: ignore[union-attr]
 
 
 def test_the_dry_run_flag_is_in_eval_help() -> None:

@@ -150,6 +150,6 @@ def plan_run(request: EvalRequest, model: LoadedModel | None = None) -> RunPlan:
         results=results,
         sanity_samples=sanity_samples,
         sanity_passes=sanity_passes,
-        throughput=saved_throughput(device),
+        throughput=saved_throughput(device, s.loaded.name),
         notes=notes,
     )

@@ -48,5 +48,10 @@ def plan_text(plan: RunPlan) -> str:
             f"Wall time: about {_seconds(plan.wall_time_s)} at {t.passes_per_s:.0f} passes/s, "
             f"measured by {t.model} x {t.suite} on {t.created_utc}."
         )
+        if t.model != plan.model:  # another model's passes may cost 1,000 times more or less
+            lines.append(
+                f"Note: that figure is another model's, a rough guide only; a short run of "
+                f"{plan.model} on this device (e.g. --limit 64) saves its own."
+            )
     lines += [f"Note: {note}" for note in plan.notes]
     return "\n".join(lines)

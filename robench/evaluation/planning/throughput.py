@@ -69,14 +69,25 @@ def _saved() -> dict[str, Any]:
     return loaded if isinstance(loaded, dict) else {}
 
 
+def _by_model(entry: Any) -> dict[str, Any]:
+    """A device's figures by model name; a file of the first format (one figure per device,
+    before 2026-11-28) gives its one figure under its model."""
+    if not isinstance(entry, dict):
+        return {}
+    if "passes_per_s" in entry:
+        return {str(entry.get("model")): entry}
+    return entry
+
+
 def record(report: Report) -> Throughput | None:
-    """Save the report's throughput for its device (the file is a cache: a failure to write
-    it is logged, never an error of the run)."""
+    """Save the report's throughput for its device and model, replacing the figure of an
+    earlier run of that model there (the file is a cache: a failure to write it is logged,
+    never an error of the run)."""
     found = measured(report)
     if found is None:
         return None
     figures = _saved()
-    figures[found.device] = asdict(found)
+    figures[found.device] = _by_model(figures.get(found.device)) | {found.model: asdict(found)}
     path = throughput_path()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -89,12 +100,15 @@ def record(report: Report) -> Throughput | None:
     return found
 
 
-def saved_throughput(device: str) -> Throughput | None:
-    """The figure saved for `device` (the report's device string), if a run measured one."""
-    entry = _saved().get(device)
-    if not isinstance(entry, dict):
-        return None
-    try:
-        return Throughput(**entry)
-    except TypeError:  # written by another version: as if none was saved
-        return None
+def saved_throughput(device: str, model: str | None = None) -> Throughput | None:
+    """The figure saved for `model` on `device` (the report's device string), else the latest
+    figure of another model there, if a run measured one. Passes per second depend on the
+    model as much as on the device, so a figure of `model` itself is preferred."""
+    figures = []
+    for entry in _by_model(_saved().get(device)).values():
+        try:
+            figures.append(Throughput(**entry))
+        except TypeError:  # written by another version: as if none was saved
+            continue
+    own = [figure for figure in figures if figure.model == model]
+    return max(own or figures, key=lambda figure: figure.created_utc, default=None)
