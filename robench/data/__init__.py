@@ -26,7 +26,7 @@ from robench.data.cifar10_c import Cifar10C, looks_like_cifar10_c
 from robench.data.class_map import ClassMap, read_class_map
 from robench.data.corruption_family import CorruptionFamily
 from robench.data.idx_dataset import IdxDataset, idx_files
-from robench.data.image_folder import ImageFolderDataset, _class_folders
+from robench.data.image_folder import ImageFolderDataset, subfolders
 from robench.data.imagenet_c import ImageNetC, looks_like_imagenet_c
 from robench.data.imagenet_shift import (
     ImageNetSketchFolder,
@@ -125,7 +125,7 @@ LAYOUTS: dict[str, Layout] = {
     ),
     "image-folder": Layout(
         _opener("image-folder", ImageFolderDataset, ("class_map",)),
-        lambda root: bool(_class_folders(root)),
+        lambda root: bool(subfolders(root)),
         "ROOT/<class>/<image>",
     ),
     "imagenet-a": Layout(

@@ -51,7 +51,7 @@ def _images_in(folder: Path) -> list[Path]:
     return sorted(images, key=lambda p: p.name)
 
 
-def _class_folders(root: Path) -> list[Path]:
+def subfolders(root: Path) -> list[Path]:
     """The non-hidden sub-folders of `root`, sorted."""
     return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
 
@@ -136,7 +136,7 @@ def class_folders(root: Path) -> dict[str, Path]:
     """The non-hidden sub-folders of `root` by name; DataError when `root` is not a directory."""
     if not root.is_dir():
         raise DataError(f"image folder {root} does not exist; pass a directory ROOT/<class>/.")
-    return {p.name: p for p in _class_folders(root)}
+    return {p.name: p for p in subfolders(root)}
 
 
 class FolderImages(LabeledImages):
@@ -195,7 +195,7 @@ class FolderImages(LabeledImages):
     @staticmethod
     def _no_images_message(root: Path, folders: dict[str, Path]) -> str:
         extensions = " ".join(sorted(IMAGE_EXTENSIONS))
-        nested = sorted(name for name, folder in folders.items() if any(_class_folders(folder)))
+        nested = sorted(name for name, folder in folders.items() if any(subfolders(folder)))
         hint = (
             f"; its folders hold subfolders instead (e.g. {root / nested[0]}): point --data at "
             "the level whose subfolders hold the images"

@@ -11,7 +11,7 @@ from pathlib import Path
 from robench._core.errors import DataError, shown_names
 from robench.data.corruption_family import ALL_CORRUPTIONS, SEVERITIES, CorruptionFamily
 from robench.data.image_folder import _NUMERIC, FolderImages, _indices_from_names, class_folders
-from robench.data.image_folder import _class_folders as _subfolders
+from robench.data.image_folder import subfolders as _subfolders
 from robench.data.imagenet_classes import WNID, imagenet_1k_labels, imagenet_1k_wnids
 from robench.data.labeled import LabeledImages
 from robench.data.preprocessing import Preprocessing
